@@ -1,0 +1,374 @@
+//! The ACP client connection to one agent process, built on the official SDK, exposed to
+//! the core as [`AgentPort`].
+//!
+//! The SDK runs incoming messages through one sequential dispatch loop, so our handlers never
+//! wait there: notifications are translated and pushed onto the session's queue, and a
+//! permission request is handed to the core with a oneshot channel while a spawned task waits
+//! for the answer. Requests we send (`session/new`, `session/prompt`) run in their own tasks,
+//! so a long prompt never holds up a `session/cancel`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, TextContent,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client, UntypedMessage};
+use async_trait::async_trait;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use super::events;
+use super::process::{AgentProcess, ProcessSpec, StderrTail};
+use crate::core::agent::{
+    AgentError, AgentEvent, AgentInfo, AgentPort, NewSession, PermissionAnswer, StopReason,
+};
+
+/// How long an agent may take to answer `initialize`.
+const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an agent may take to answer `session/new`.
+const NEW_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+/// Updates kept for a session nobody listens to yet (they arrive right after `session/new`).
+const EARLY_EVENTS: usize = 1_000;
+
+/// Work for the task that owns the SDK connection.
+enum Request {
+    NewSession {
+        cwd: PathBuf,
+        reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
+    },
+    Prompt {
+        session: String,
+        text: String,
+        reply: oneshot::Sender<Result<PromptResponse, agent_client_protocol::Error>>,
+    },
+    Cancel {
+        session: String,
+    },
+}
+
+/// Where each session's updates go; updates for a session not yet registered are held.
+#[derive(Default)]
+struct Sessions {
+    senders: HashMap<String, mpsc::UnboundedSender<AgentEvent>>,
+    early: HashMap<String, Vec<AgentEvent>>,
+}
+
+impl Sessions {
+    fn deliver(&mut self, session: &str, event: AgentEvent) {
+        match self.senders.get(session) {
+            Some(tx) => {
+                let _ = tx.send(event);
+            }
+            None => {
+                let held = self.early.entry(session.to_owned()).or_default();
+                if held.len() < EARLY_EVENTS {
+                    held.push(event);
+                }
+            }
+        }
+    }
+
+    fn register(&mut self, session: &str) -> mpsc::UnboundedReceiver<AgentEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        for event in self.early.remove(session).unwrap_or_default() {
+            let _ = tx.send(event);
+        }
+        self.senders.insert(session.to_owned(), tx);
+        rx
+    }
+}
+
+/// A running agent speaking ACP over its stdio.
+pub struct AcpAgent {
+    agent_id: String,
+    requests: mpsc::UnboundedSender<Request>,
+    sessions: Arc<Mutex<Sessions>>,
+    info: AgentInfo,
+    process: tokio::sync::Mutex<AgentProcess>,
+    exit: watch::Receiver<Option<String>>,
+    stderr: StderrTail,
+}
+
+impl AcpAgent {
+    /// Starts the agent process, connects and runs `initialize`. Refuses an agent that
+    /// answers with a protocol version other than 1.
+    pub async fn start(spec: &ProcessSpec) -> Result<Arc<Self>, AgentError> {
+        let spawned = AgentProcess::spawn(spec)
+            .map_err(|e| AgentError::Failed(format!("cannot start `{}`: {e}", spec.command)))?;
+        let exit = spawned.process.exit.clone();
+        let stderr = spawned.process.stderr.clone();
+        let sessions = Arc::new(Mutex::new(Sessions::default()));
+        let (requests, requests_rx) = mpsc::unbounded_channel();
+        let (init_tx, init_rx) = oneshot::channel();
+
+        let transport = ByteStreams::new(spawned.stdin.compat_write(), spawned.stdout.compat());
+        let connection = run_connection(
+            spec.agent_id.clone(),
+            transport,
+            sessions.clone(),
+            requests_rx,
+            init_tx,
+        );
+        let agent_id = spec.agent_id.clone();
+        let conn_exit = exit.clone();
+        tokio::spawn(async move {
+            match connection.await {
+                Ok(()) => tracing::info!(agent = %agent_id, "ACP connection closed"),
+                Err(e) if conn_exit.borrow().is_some() => {
+                    tracing::info!(agent = %agent_id, error = %e, "ACP connection ended with the process")
+                }
+                Err(e) => {
+                    tracing::error!(agent = %agent_id, error = %e, "ACP connection failed (the agent broke the protocol?)")
+                }
+            }
+        });
+
+        let agent = Self {
+            agent_id: spec.agent_id.clone(),
+            requests,
+            sessions,
+            info: AgentInfo::default(),
+            process: tokio::sync::Mutex::new(spawned.process),
+            exit,
+            stderr,
+        };
+        let response = agent
+            .wait("initialize", Some(INITIALIZE_TIMEOUT), init_rx)
+            .await?;
+        let info = events::agent_info(&response);
+        if response.protocol_version != ProtocolVersion::V1 {
+            agent.shutdown().await;
+            return Err(AgentError::UnsupportedVersion(
+                response.protocol_version.as_u16(),
+            ));
+        }
+        tracing::info!(agent = %spec.agent_id, name = ?info.name, version = ?info.version, "agent initialised");
+        Ok(Arc::new(Self { info, ..agent }))
+    }
+
+    /// What the agent advertised.
+    pub fn info(&self) -> &AgentInfo {
+        &self.info
+    }
+
+    /// Stops the agent process (SIGTERM, then SIGKILL after a grace period).
+    pub async fn shutdown(&self) {
+        self.process.lock().await.stop(Duration::from_secs(3)).await;
+    }
+
+    /// Waits for a reply to a request, turning a dead process or a timeout into errors.
+    async fn wait<T>(
+        &self,
+        what: &'static str,
+        timeout: Option<Duration>,
+        rx: oneshot::Receiver<Result<T, agent_client_protocol::Error>>,
+    ) -> Result<T, AgentError> {
+        let received = match timeout {
+            Some(limit) => tokio::time::timeout(limit, rx)
+                .await
+                .map_err(|_| AgentError::Timeout(what))?,
+            None => rx.await,
+        };
+        let result = match received {
+            Err(_closed) => return Err(self.gone().await),
+            Ok(result) => result,
+        };
+        match result {
+            Ok(value) => Ok(value),
+            Err(e) if self.exit.borrow().is_some() || is_transport_error(&e) => {
+                Err(self.gone().await)
+            }
+            Err(e) => Err(AgentError::Rpc {
+                code: i32::from(e.code) as i64,
+                message: e.message,
+            }),
+        }
+    }
+
+    /// The error to report once the connection is gone: the exit status when the process
+    /// ended (waiting briefly for it), else a protocol failure.
+    async fn gone(&self) -> AgentError {
+        let mut exit = self.exit.clone();
+        let status = tokio::time::timeout(Duration::from_secs(2), exit.wait_for(|s| s.is_some()))
+            .await
+            .ok()
+            .and_then(|s| s.ok().and_then(|s| s.clone()));
+        match status {
+            Some(status) => AgentError::Exited { status },
+            None => AgentError::Failed(format!("the connection to agent {} broke", self.agent_id)),
+        }
+    }
+
+    /// Hands a request to the connection task; fails with the exit status once it is gone.
+    async fn send(&self, request: Request) -> Result<(), AgentError> {
+        match self.requests.send(request) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.gone().await),
+        }
+    }
+}
+
+fn is_transport_error(e: &agent_client_protocol::Error) -> bool {
+    agent_client_protocol::is_connection_terminated(e)
+        || agent_client_protocol::is_incoming_transport_closed(e)
+}
+
+#[async_trait]
+impl AgentPort for AcpAgent {
+    async fn new_session(&self, cwd: &Path) -> Result<NewSession, AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::NewSession {
+            cwd: cwd.to_owned(),
+            reply,
+        })
+        .await?;
+        let response = self
+            .wait("session/new", Some(NEW_SESSION_TIMEOUT), rx)
+            .await?;
+        let id = response.session_id.0.to_string();
+        let events = self
+            .sessions
+            .lock()
+            .expect("sessions poisoned")
+            .register(&id);
+        let (modes, current_mode) = match &response.modes {
+            Some(m) => (
+                m.available_modes
+                    .iter()
+                    .map(|m| (m.id.0.to_string(), m.name.clone()))
+                    .collect(),
+                Some(m.current_mode_id.0.to_string()),
+            ),
+            None => (Vec::new(), None),
+        };
+        Ok(NewSession {
+            id,
+            modes,
+            current_mode,
+            events,
+        })
+    }
+
+    async fn prompt(&self, session_id: &str, text: String) -> Result<StopReason, AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::Prompt {
+            session: session_id.to_owned(),
+            text,
+            reply,
+        })
+        .await?;
+        // A turn may legitimately run for hours; stopping it is the person's call.
+        let response = self.wait("session/prompt", None, rx).await?;
+        Ok(events::stop_reason(response.stop_reason))
+    }
+
+    async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
+        self.send(Request::Cancel {
+            session: session_id.to_owned(),
+        })
+        .await
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.stderr.last(20)
+    }
+}
+
+/// Runs the SDK connection until the agent goes away or every [`AcpAgent`] handle is dropped.
+async fn run_connection(
+    agent_id: String,
+    transport: impl agent_client_protocol::ConnectTo<Client> + 'static,
+    sessions: Arc<Mutex<Sessions>>,
+    mut requests: mpsc::UnboundedReceiver<Request>,
+    init: oneshot::Sender<Result<InitializeResponse, agent_client_protocol::Error>>,
+) -> Result<(), agent_client_protocol::Error> {
+    let notify_sessions = sessions.clone();
+    let notify_agent = agent_id.clone();
+    let permission_sessions = sessions;
+    Client
+        .v1()
+        .name("sidekicks")
+        .on_receive_request(
+            async move |request: RequestPermissionRequest, responder, _cx| {
+                let session = request.session_id.0.to_string();
+                let (reply, answer) = oneshot::channel();
+                let event = events::permission_request(&request, reply);
+                permission_sessions.lock().expect("sessions poisoned").deliver(&session, event);
+                // Wait for the person outside the dispatch loop, so other messages and
+                // cancellations keep flowing while the question is open.
+                tokio::spawn(async move {
+                    let outcome = match answer.await {
+                        Ok(PermissionAnswer::Selected(id)) => {
+                            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
+                        }
+                        Ok(PermissionAnswer::Cancelled) | Err(_) => RequestPermissionOutcome::Cancelled,
+                    };
+                    let _ = responder.respond(RequestPermissionResponse::new(outcome));
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |message: UntypedMessage, _cx| {
+                if message.method != "session/update" {
+                    tracing::debug!(agent = %notify_agent, method = %message.method, "ignoring notification");
+                    return Ok(());
+                }
+                // Parsed here rather than by the SDK, so an update kind we do not know is
+                // skipped instead of tearing the connection down.
+                match serde_json::from_value::<SessionNotification>(message.params.clone()) {
+                    Ok(n) => {
+                        let event = events::session_update(n.update);
+                        notify_sessions.lock().expect("sessions poisoned").deliver(&n.session_id.0, event);
+                    }
+                    Err(_) => {
+                        let kind = message.params.pointer("/update/sessionUpdate").and_then(|v| v.as_str()).unwrap_or("?");
+                        tracing::debug!(agent = %notify_agent, kind, "ignoring an update kind this version does not know");
+                    }
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let response = cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await;
+            let ok = response.is_ok();
+            let _ = init.send(response);
+            if !ok {
+                return Ok(());
+            }
+            while let Some(request) = requests.recv().await {
+                match request {
+                    Request::NewSession { cwd, reply } => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let _ = reply.send(cx.send_request(NewSessionRequest::new(cwd)).block_task().await);
+                        });
+                    }
+                    Request::Prompt { session, text, reply } => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let prompt = PromptRequest::new(session, vec![ContentBlock::Text(TextContent::new(text))]);
+                            let _ = reply.send(cx.send_request(prompt).block_task().await);
+                        });
+                    }
+                    Request::Cancel { session } => {
+                        if let Err(e) = cx.send_notification(CancelNotification::new(session)) {
+                            tracing::warn!(agent = %agent_id, error = %e, "could not send session/cancel");
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .await
+}

@@ -1,0 +1,398 @@
+//! The demo agent, which is also the scriptable agent of the tests: a real ACP agent on the
+//! SDK's agent side that needs no model and no API key (`sidekicks demo-agent`).
+//!
+//! A prompt without instructions gets a demo turn: a thought, a plan, a tool call that asks
+//! permission, and a streamed Markdown answer. A prompt with lines starting with `%` follows
+//! them in order (see `docs/demo-agent.md`):
+//!
+//! | line | effect |
+//! |---|---|
+//! | `%say TEXT` | one answer chunk |
+//! | `%stream MS SIZE` | the rest of the prompt after this line, in chunks of SIZE characters, MS apart |
+//! | `%echo` | the whole prompt text back, exactly, as one chunk |
+//! | `%think TEXT` | a thought chunk |
+//! | `%tool TITLE` | a tool call: pending → in progress → completed |
+//! | `%permission TITLE` | asks permission, then says which option came back |
+//! | `%plan A; B; C` | a plan |
+//! | `%usage USED SIZE` | a usage update |
+//! | `%unknown-update` | an update kind no client knows |
+//! | `%sleep MS` | waits |
+//! | `%hang` | waits until cancelled |
+//! | `%error MESSAGE` | ends the turn with a JSON-RPC error |
+//! | `%crash CODE` | exits the process |
+//! | `%stderr TEXT` | writes TEXT to stderr |
+//! | `%stop REASON` | ends with that stop reason (`max_tokens`, `refusal`, …) |
+//!
+//! A turn that is cancelled ends with `stopReason: cancelled` within one chunk interval.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock,
+    ContentChunk, Implementation, InitializeRequest, InitializeResponse, NewSessionRequest,
+    NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority,
+    PlanEntryStatus, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, TextContent,
+    ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+};
+use agent_client_protocol::{Client, Stdio, UntypedMessage};
+use tokio::sync::Notify;
+
+/// Environment variable that makes the demo agent answer `initialize` with another protocol
+/// version (to test that the gateway refuses it).
+pub const PROTOCOL_VERSION_ENV: &str = "SIDEKICKS_DEMO_PROTOCOL_VERSION";
+
+/// Per-session cancellation state.
+#[derive(Default)]
+struct Cancel {
+    flag: AtomicBool,
+    notify: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    sessions: Mutex<HashMap<String, Arc<Cancel>>>,
+    next: AtomicU64,
+}
+
+/// Runs the demo agent on stdin/stdout until the client goes away.
+pub async fn run_stdio() -> Result<(), agent_client_protocol::Error> {
+    let state = Arc::new(State::default());
+    let (s1, s2, s3) = (state.clone(), state.clone(), state);
+    agent_client_protocol::Agent
+        .v1()
+        .name("sidekicks-demo-agent")
+        .on_receive_request(
+            async move |_req: InitializeRequest, responder, _cx| {
+                let version = std::env::var(PROTOCOL_VERSION_ENV)
+                    .ok()
+                    .and_then(|v| serde_json::from_str::<ProtocolVersion>(&v).ok())
+                    .unwrap_or(ProtocolVersion::V1);
+                responder.respond(
+                    InitializeResponse::new(version)
+                        .agent_capabilities(AgentCapabilities::new())
+                        .agent_info(
+                            Implementation::new("sidekicks-demo-agent", env!("CARGO_PKG_VERSION"))
+                                .title("Sidekicks demo agent".to_string()),
+                        ),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |_req: NewSessionRequest, responder, cx: ConnectionTo<Client>| {
+                let id = format!("demo-{}", s1.next.fetch_add(1, Ordering::Relaxed));
+                s1.sessions
+                    .lock()
+                    .unwrap()
+                    .insert(id.clone(), Arc::default());
+                responder.respond(NewSessionResponse::new(id.clone()))?;
+                let commands = vec![
+                    AvailableCommand::new("demo", "Run the demo turn"),
+                    AvailableCommand::new("echo", "Repeat the prompt"),
+                ];
+                cx.send_notification(SessionNotification::new(
+                    id,
+                    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: PromptRequest, responder, cx: ConnectionTo<Client>| {
+                let session = req.session_id.0.to_string();
+                let cancel = s2
+                    .sessions
+                    .lock()
+                    .unwrap()
+                    .entry(session.clone())
+                    .or_default()
+                    .clone();
+                cancel.flag.store(false, Ordering::SeqCst);
+                let text: String = req
+                    .prompt
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                // The turn runs outside the dispatch loop so `session/cancel` gets through.
+                tokio::spawn(async move {
+                    let turn = Turn {
+                        cx,
+                        session,
+                        cancel,
+                    };
+                    let _ = match turn.run(&text).await {
+                        Ok(reason) => responder.respond(PromptResponse::new(reason)),
+                        Err(e) => responder.respond_with_error(e),
+                    };
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |n: CancelNotification, _cx| {
+                if let Some(c) = s3.sessions.lock().unwrap().get(&*n.session_id.0) {
+                    c.flag.store(true, Ordering::SeqCst);
+                    c.notify.notify_waiters();
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+}
+
+struct Turn {
+    cx: ConnectionTo<Client>,
+    session: String,
+    cancel: Arc<Cancel>,
+}
+
+type TurnResult = Result<StopReason, agent_client_protocol::Error>;
+
+impl Turn {
+    fn cancelled(&self) -> bool {
+        self.cancel.flag.load(Ordering::SeqCst)
+    }
+
+    fn update(&self, update: SessionUpdate) -> Result<(), agent_client_protocol::Error> {
+        self.cx
+            .send_notification(SessionNotification::new(self.session.clone(), update))
+    }
+
+    fn say(&self, text: &str) -> Result<(), agent_client_protocol::Error> {
+        self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            ContentBlock::Text(TextContent::new(text)),
+        )))
+    }
+
+    fn think(&self, text: &str) -> Result<(), agent_client_protocol::Error> {
+        self.update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+            ContentBlock::Text(TextContent::new(text)),
+        )))
+    }
+
+    /// Sleeps, waking early when the turn is cancelled. Returns whether it was cancelled.
+    async fn pause(&self, ms: u64) -> bool {
+        if self.cancelled() {
+            return true;
+        }
+        let notified = self.cancel.notify.notified();
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+        }
+        self.cancelled()
+    }
+
+    async fn run(&self, text: &str) -> TurnResult {
+        if !text.lines().any(|l| l.starts_with('%')) {
+            return self.demo(text).await;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(directive) = line.strip_prefix('%') else {
+                continue;
+            };
+            let (word, arg) = directive.split_once(' ').unwrap_or((directive, ""));
+            let mut args = arg.split_whitespace();
+            let mut num =
+                |default: u64| args.next().and_then(|a| a.parse().ok()).unwrap_or(default);
+            match word {
+                "say" => self.say(arg)?,
+                "echo" => self.say(text)?,
+                "think" => self.think(arg)?,
+                "stream" => {
+                    let (ms, size) = (num(50), num(20).max(1) as usize);
+                    let rest = lines[i + 1..].join("\n");
+                    return self.stream(&rest, ms, size).await;
+                }
+                "tool" => self.tool(arg).await?,
+                "permission" => {
+                    let chosen = self.ask_permission(arg).await?;
+                    self.say(&format!("permission: {chosen}"))?;
+                }
+                "plan" => self.plan(arg.split(';').map(str::trim).collect())?,
+                "usage" => {
+                    let (used, size) = (num(0), num(0));
+                    self.update(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))?;
+                }
+                "unknown-update" => {
+                    let raw = serde_json::json!({"sessionId": self.session, "update": {"sessionUpdate": "hologram", "intensity": 11}});
+                    self.cx
+                        .send_notification(UntypedMessage::new("session/update", raw)?)?;
+                }
+                "sleep" => {
+                    if self.pause(num(100)).await {
+                        return Ok(StopReason::Cancelled);
+                    }
+                }
+                "hang" => {
+                    while !self.pause(60_000).await {}
+                    return Ok(StopReason::Cancelled);
+                }
+                "error" => return Err(agent_client_protocol::Error::new(-32603, arg.to_owned())),
+                "crash" => {
+                    eprintln!("demo agent: crashing as asked");
+                    std::process::exit(num(3) as i32);
+                }
+                "stderr" => eprintln!("{arg}"),
+                "stop" => {
+                    return Ok(match arg.trim() {
+                        "max_tokens" => StopReason::MaxTokens,
+                        "max_turn_requests" => StopReason::MaxTurnRequests,
+                        "refusal" => StopReason::Refusal,
+                        "cancelled" => StopReason::Cancelled,
+                        _ => StopReason::EndTurn,
+                    });
+                }
+                _ => self.say(&format!("(unknown instruction %{word})"))?,
+            }
+            if self.cancelled() {
+                return Ok(StopReason::Cancelled);
+            }
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    async fn stream(&self, text: &str, ms: u64, size: usize) -> TurnResult {
+        let chars: Vec<char> = text.chars().collect();
+        for chunk in chars.chunks(size) {
+            if self.pause(ms).await {
+                return Ok(StopReason::Cancelled);
+            }
+            self.say(&chunk.iter().collect::<String>())?;
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    fn plan(&self, entries: Vec<&str>) -> Result<(), agent_client_protocol::Error> {
+        let entries = entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let status = if i == 0 {
+                    PlanEntryStatus::Completed
+                } else {
+                    PlanEntryStatus::Pending
+                };
+                PlanEntry::new(e, PlanEntryPriority::Medium, status)
+            })
+            .collect();
+        self.update(SessionUpdate::Plan(Plan::new(entries)))
+    }
+
+    async fn tool(&self, title: &str) -> Result<(), agent_client_protocol::Error> {
+        let id = format!("tool-{}", self.session);
+        self.update(SessionUpdate::ToolCall(
+            ToolCall::new(id.clone(), title)
+                .kind(ToolKind::Execute)
+                .status(ToolCallStatus::Pending),
+        ))?;
+        for status in [ToolCallStatus::InProgress, ToolCallStatus::Completed] {
+            self.pause(100).await;
+            self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                id.clone(),
+                ToolCallUpdateFields::new().status(status),
+            )))?;
+        }
+        Ok(())
+    }
+
+    /// Asks permission for a tool call, with the four options real agents offer.
+    async fn ask_permission(&self, title: &str) -> Result<String, agent_client_protocol::Error> {
+        let id = format!("perm-{}", self.session);
+        let options = vec![
+            PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(
+                "allow_always",
+                "Allow for this session",
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+            PermissionOption::new(
+                "never",
+                "Never allow in this session",
+                PermissionOptionKind::RejectAlways,
+            ),
+        ];
+        let request = RequestPermissionRequest::new(
+            self.session.clone(),
+            ToolCallUpdate::new(
+                id,
+                ToolCallUpdateFields::new()
+                    .title(title.to_owned())
+                    .kind(ToolKind::Execute),
+            ),
+            options,
+        );
+        let response = self.cx.send_request(request).block_task().await?;
+        Ok(match response.outcome {
+            RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
+            _ => "cancelled".into(),
+        })
+    }
+
+    /// The turn a person trying the demo sees.
+    async fn demo(&self, text: &str) -> TurnResult {
+        self.think("Reading the request and planning a short answer.")?;
+        self.plan(vec!["Read the message", "Look at the workspace", "Answer"])?;
+        let chosen = self.ask_permission("bash: ls").await?;
+        let listing = if chosen.starts_with("allow") {
+            self.tool("bash: ls").await?;
+            let mut names: Vec<String> = std::fs::read_dir(".")
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names.truncate(10);
+            if names.is_empty() {
+                "The workspace is empty.".to_owned()
+            } else {
+                format!(
+                    "The workspace holds: {}.",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        } else {
+            "You did not let me list the workspace, so I will not look.".to_owned()
+        };
+        let quoted: String = text.lines().map(|l| format!("> {l}\n")).collect();
+        let answer = format!(
+            "## Hello from the demo agent\n\nYou wrote:\n\n{quoted}\n{listing}\n\n\
+             This answer is **streamed**: it arrives in pieces, and Sidekicks edits one Matrix \
+             message as they come. Things to try:\n\n\
+             1. Send a long message and watch the edits.\n\
+             2. Write `!stop` (or react 🛑 to this message) while I answer.\n\
+             3. Write `%echo` to get your prompt back exactly.\n\n\
+             ```rust\nfn main() {{\n    println!(\"streamed through ACP\");\n}}\n```\n\n\
+             | part | speaks |\n|---|---|\n| gateway | Matrix + ACP |\n| me | ACP over stdio |\n"
+        );
+        let words: Vec<&str> = answer.split_inclusive(' ').collect();
+        for chunk in words.chunks(4) {
+            if self.pause(80).await {
+                return Ok(StopReason::Cancelled);
+            }
+            self.say(&chunk.concat())?;
+        }
+        Ok(StopReason::EndTurn)
+    }
+}

@@ -1,0 +1,10 @@
+//! The ACP side: the only module that imports the ACP SDK. It starts agent processes,
+//! speaks the protocol with them and hands the core our own types (`crate::core::agent`).
+
+mod connection;
+pub mod demo_agent;
+mod events;
+mod process;
+
+pub use connection::AcpAgent;
+pub use process::ProcessSpec;

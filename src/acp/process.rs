@@ -1,0 +1,254 @@
+//! Starting an agent process: its working folder, the environment it is allowed to see, its
+//! own process group (so no descendant outlives it) and a bounded tail of its stderr.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// Agent ID, for logs.
+    pub agent_id: String,
+    /// Program.
+    pub command: String,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Variables set for the agent.
+    pub env: BTreeMap<String, String>,
+    /// Gateway variables passed through.
+    pub inherit_env: Vec<String>,
+    /// Working folder.
+    pub cwd: PathBuf,
+}
+
+/// Lines kept from an agent's stderr.
+const STDERR_LINES: usize = 200;
+/// Longest stderr line kept (longer ones are cut).
+const STDERR_LINE_BYTES: usize = 2_000;
+
+/// The last lines an agent wrote to stderr, shared between the reader task and diagnostics.
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, mut line: String) {
+        if line.len() > STDERR_LINE_BYTES {
+            let mut cut = STDERR_LINE_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+            line.push('…');
+        }
+        let mut lines = self.0.lock().expect("stderr tail poisoned");
+        if lines.len() == STDERR_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// The last `n` lines, joined.
+    pub fn last(&self, n: usize) -> String {
+        let lines = self.0.lock().expect("stderr tail poisoned");
+        let skip = lines.len().saturating_sub(n);
+        lines
+            .iter()
+            .skip(skip)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A running agent process. Dropping it kills the whole process group.
+#[derive(Debug)]
+pub struct AgentProcess {
+    /// The process group ID (equal to the child's PID).
+    pgid: i32,
+    /// Becomes `Some(status)` when the process has exited.
+    pub exit: watch::Receiver<Option<String>>,
+    /// Its stderr tail.
+    pub stderr: StderrTail,
+}
+
+/// The process and its protocol pipes.
+pub struct Spawned {
+    /// The process handle.
+    pub process: AgentProcess,
+    /// The agent's stdin (we write requests).
+    pub stdin: ChildStdin,
+    /// The agent's stdout (we read responses and notifications).
+    pub stdout: ChildStdout,
+}
+
+/// The minimal `PATH` given when the gateway itself has none.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+impl AgentProcess {
+    /// Starts the agent.
+    pub fn spawn(spec: &ProcessSpec) -> std::io::Result<Spawned> {
+        let mut cmd = Command::new(&spec.command);
+        cmd.args(&spec.args)
+            .current_dir(&spec.cwd)
+            .env_clear()
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into()),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(home) = std::env::var_os("HOME") {
+            cmd.env("HOME", home);
+        }
+        for name in &spec.inherit_env {
+            if let Some(value) = std::env::var_os(name) {
+                cmd.env(name, value);
+            }
+        }
+        cmd.envs(&spec.env);
+        let mut child = cmd.spawn()?;
+        let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+        let stdin = child.stdin.take().expect("stdin piped");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let stderr = child.stderr.take().expect("stderr piped");
+
+        let tail = StderrTail::default();
+        let agent_id = spec.agent_id.clone();
+        let reader_tail = tail.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::info!(target: "sidekicks::agent_stderr", agent = %agent_id, "{line}");
+                reader_tail.push(line);
+            }
+        });
+
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let agent_id = spec.agent_id.clone();
+        tokio::spawn(async move {
+            let status = match child.wait().await {
+                Ok(status) => describe_status(status),
+                Err(e) => format!("unknown ({e})"),
+            };
+            tracing::info!(agent = %agent_id, %status, "agent process exited");
+            let _ = exit_tx.send(Some(status));
+        });
+
+        Ok(Spawned {
+            process: AgentProcess {
+                pgid,
+                exit: exit_rx,
+                stderr: tail,
+            },
+            stdin,
+            stdout,
+        })
+    }
+
+    /// Asks the process group to stop (SIGTERM), then kills it (SIGKILL) if it has not exited
+    /// after `grace`.
+    pub async fn stop(&mut self, grace: std::time::Duration) {
+        self.signal(libc::SIGTERM);
+        let mut exit = self.exit.clone();
+        let exited = tokio::time::timeout(grace, exit.wait_for(|s| s.is_some())).await;
+        if exited.is_err() {
+            self.signal(libc::SIGKILL);
+        }
+        // Descendants that ignored SIGTERM go too.
+        self.signal(libc::SIGKILL);
+    }
+
+    fn signal(&self, signal: i32) {
+        if self.pgid > 0 {
+            // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+            unsafe {
+                libc::kill(-self.pgid, signal);
+            }
+        }
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        self.signal(libc::SIGKILL);
+    }
+}
+
+fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => status.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(script: &str) -> ProcessSpec {
+        ProcessSpec {
+            agent_id: "t".into(),
+            command: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: BTreeMap::from([("ONLY_THIS".into(), "yes".into())]),
+            inherit_env: vec![],
+            cwd: std::env::temp_dir(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_agent_sees_only_its_configured_environment() {
+        // SAFETY: set before spawning; tests in this module do not read it concurrently.
+        unsafe { std::env::set_var("SIDEKICKS_TEST_SECRET", "leak") };
+        let mut spawned = AgentProcess::spawn(&spec("env | sort >&2")).unwrap();
+        spawned
+            .process
+            .exit
+            .wait_for(|s| s.is_some())
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let env = spawned.process.stderr.last(100);
+        assert!(env.contains("ONLY_THIS=yes"), "{env}");
+        assert!(env.contains("PATH="), "{env}");
+        assert!(!env.contains("SIDEKICKS_TEST_SECRET"), "{env}");
+    }
+
+    #[tokio::test]
+    async fn stopping_kills_the_whole_process_group() {
+        let spawned = AgentProcess::spawn(&spec("sleep 300 & echo $! >&2; wait")).unwrap();
+        let mut process = spawned.process;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let grandchild: i32 = process.stderr.last(1).trim().parse().unwrap();
+        process.stop(std::time::Duration::from_secs(2)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        // Gone, or a zombie waiting to be reaped: either way no longer running.
+        let alive = std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
+            .map(|stat| !stat.contains(") Z "))
+            .unwrap_or(false);
+        assert!(!alive, "grandchild {grandchild} outlived its agent");
+    }
+
+    #[test]
+    fn the_stderr_tail_is_bounded() {
+        let tail = StderrTail::default();
+        for i in 0..1000 {
+            tail.push(format!("line {i}"));
+        }
+        tail.push("x".repeat(10_000));
+        let all = tail.last(usize::MAX);
+        assert_eq!(all.lines().count(), STDERR_LINES);
+        assert!(all.lines().last().unwrap().len() < STDERR_LINE_BYTES + 4);
+    }
+}

@@ -1,0 +1,220 @@
+//! Wiring: starts the store, the agents and their Matrix users, supervises their tasks and
+//! shuts everything down on SIGINT/SIGTERM.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::acp::{AcpAgent, ProcessSpec};
+use crate::config::{AgentConfig, Config};
+use crate::core::access::AccessList;
+use crate::core::agent::{AgentEvent, AgentPort};
+use crate::core::channel::AgentContext;
+use crate::core::gateway::Gateway;
+use crate::matrix::MatrixAgent;
+use crate::render::stream::StreamSettings;
+use crate::store::Store;
+
+/// Sets up logging to stderr; `RUST_LOG` overrides the default levels.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        "info,matrix_sdk=warn,matrix_sdk_base=warn,matrix_sdk_crypto=warn,matrix_sdk_sqlite=warn,sqlx=warn".into()
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn process_spec(agent: &AgentConfig) -> ProcessSpec {
+    ProcessSpec {
+        agent_id: agent.id.clone(),
+        command: agent.command.clone(),
+        args: agent.args.clone(),
+        env: agent.env.clone(),
+        inherit_env: agent.inherit_env.clone(),
+        cwd: agent.workspace.clone(),
+    }
+}
+
+/// `sidekicks run`: loads the config and runs until SIGINT or SIGTERM.
+pub async fn run_from_file(path: &Path) -> Result<()> {
+    let config = Config::load(path)?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        let _ = stop_tx.send(true);
+    });
+    run(config, stop_rx).await
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// Runs the gateway until `shutdown` turns true.
+pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+    std::fs::create_dir_all(&config.state_dir)
+        .with_context(|| format!("cannot create state_dir {}", config.state_dir.display()))?;
+    let store = Store::open(&config.state_dir.join("sidekicks.db"))
+        .await
+        .context("cannot open the database")?;
+    let stream = StreamSettings {
+        interval: config.streaming.edit_interval(),
+        max_edits: config.streaming.max_edits_per_message,
+        max_bytes: config.streaming.max_message_bytes,
+    };
+
+    let mut contexts = Vec::new();
+    let mut users = Vec::new();
+    let mut processes = Vec::new();
+    for agent in &config.agents {
+        let process = match AcpAgent::start(&process_spec(agent)).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(agent = %agent.id, error = %e, "agent did not start; its Matrix user stays offline");
+                continue;
+            }
+        };
+        let user = MatrixAgent::connect(&config.matrix.homeserver, &config.state_dir, agent)
+            .await
+            .with_context(|| format!("agent {}", agent.id))?;
+        contexts.push(Arc::new(AgentContext {
+            agent_id: agent.id.clone(),
+            display_name: agent.display_name.clone(),
+            user_id: agent.matrix.user_id.clone(),
+            agent: process.clone(),
+            chat: user.chat(),
+            store: store.clone(),
+            workspace: agent.workspace.clone(),
+            stream: stream.clone(),
+            command_prefix: config.commands.prefix.clone(),
+        }));
+        users.push(user);
+        processes.push(process);
+    }
+    if users.is_empty() {
+        anyhow::bail!("no agent could be started; see the errors above");
+    }
+    let gateway = Arc::new(Gateway::new(
+        contexts,
+        AccessList::new(&config.access.allowed_users),
+        store,
+        config.commands.prefix.clone(),
+    ));
+
+    let mut tasks = JoinSet::new();
+    for user in users {
+        let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
+        tasks.spawn(async move { user.run(gateway, shutdown).await });
+    }
+    tracing::info!(agents = processes.len(), "Sidekicks is running");
+    while let Some(result) = tasks.join_next().await {
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "an agent's Matrix user stopped"),
+            Err(e) => tracing::error!(error = %e, "a sync task panicked"),
+        }
+    }
+    for process in processes {
+        process.shutdown().await;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// `sidekicks check`: validates the config, starts each agent, opens a session and prints
+/// what the agent advertises. Does not touch Matrix.
+pub async fn check_from_file(path: &Path) -> Result<()> {
+    let config = Config::load(path)?;
+    println!("config {}: valid", path.display());
+    let mut failed = 0;
+    for agent in &config.agents {
+        println!("\nagent {} ({})", agent.id, agent.display_name);
+        match check_agent(agent).await {
+            Ok(report) => print!("{report}"),
+            Err(e) => {
+                failed += 1;
+                println!("  FAILED: {e:#}");
+            }
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} agent(s) failed the check");
+    }
+    Ok(())
+}
+
+async fn check_agent(agent: &AgentConfig) -> Result<String> {
+    use std::fmt::Write;
+    let process = AcpAgent::start(&process_spec(agent)).await?;
+    let info = process.info().clone();
+    let mut out = String::new();
+    let none = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.join(", ")
+        }
+    };
+    writeln!(out, "  protocol version: {}", info.protocol_version)?;
+    writeln!(
+        out,
+        "  agent: {} {} {}",
+        info.name.as_deref().unwrap_or("(unnamed)"),
+        info.version.as_deref().unwrap_or(""),
+        info.title.map(|t| format!("({t})")).unwrap_or_default()
+    )?;
+    writeln!(
+        out,
+        "  loadSession: {}",
+        if info.load_session { "yes" } else { "no" }
+    )?;
+    writeln!(
+        out,
+        "  prompt content besides text: {}",
+        none(&info.prompt_capabilities)
+    )?;
+    writeln!(out, "  auth methods: {}", none(&info.auth_methods))?;
+    let session = process.new_session(&agent.workspace).await;
+    let result = match session {
+        Ok(mut session) => {
+            writeln!(out, "  session/new: ok ({})", session.id)?;
+            let modes: Vec<String> = session
+                .modes
+                .iter()
+                .map(|(id, name)| format!("{id} ({name})"))
+                .collect();
+            writeln!(out, "  modes: {}", none(&modes))?;
+            // The command list arrives just after `session/new`.
+            let mut commands = Vec::new();
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
+            while let Ok(Some(event)) =
+                tokio::time::timeout_at(deadline, session.events.recv()).await
+            {
+                if let AgentEvent::Commands(list) = event {
+                    commands = list
+                        .into_iter()
+                        .map(|(name, _)| format!("/{name}"))
+                        .collect();
+                    break;
+                }
+            }
+            writeln!(out, "  slash commands: {}", none(&commands))?;
+            Ok(out)
+        }
+        Err(e) => Err(anyhow::anyhow!("session/new failed: {e}")),
+    };
+    process.shutdown().await;
+    result
+}

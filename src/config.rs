@@ -1,0 +1,517 @@
+//! The TOML configuration file: its shape, its validation and where secrets come from.
+//!
+//! Everything is checked once at start-up by [`Config::load`], so a typo or a missing folder
+//! is reported with the key that holds it (`agents[1].workspace: …`) instead of surfacing later
+//! as a confusing runtime failure.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// A configuration problem, naming the key it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read at all.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file we tried to read.
+        path: PathBuf,
+        /// Why reading failed.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has a value of the wrong type or an unknown key.
+    #[error("config file {path} is not valid: {message}")]
+    Parse {
+        /// The file being parsed.
+        path: PathBuf,
+        /// The TOML parser's message, which names the line and the key.
+        message: String,
+    },
+    /// The file parsed, but some values are unusable.
+    #[error("config file {path} has {} problem(s):\n{}", problems.len(), problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid {
+        /// The file being validated.
+        path: PathBuf,
+        /// Every problem found, each naming its key.
+        problems: Vec<Problem>,
+    },
+}
+
+/// One invalid value: the key and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted path of the key, e.g. `agents[0].matrix.password_env`.
+    pub key: String,
+    /// What is wrong, in words a person can act on.
+    pub problem: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.problem)
+    }
+}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Folder for the SQLite database and the agents' Matrix stores; created if missing.
+    pub state_dir: PathBuf,
+    /// How to reach the homeserver.
+    pub matrix: MatrixConfig,
+    /// Who may invite and prompt the agents.
+    pub access: AccessConfig,
+    /// How replies are streamed into the room.
+    #[serde(default)]
+    pub streaming: StreamingConfig,
+    /// Chat command settings.
+    #[serde(default)]
+    pub commands: CommandsConfig,
+    /// The agents this gateway runs; each is its own Matrix user.
+    #[serde(default, rename = "agents")]
+    pub agents: Vec<AgentConfig>,
+}
+
+/// The homeserver connection.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixConfig {
+    /// Base URL of the homeserver's client API, e.g. `https://matrix.example.org`.
+    pub homeserver: String,
+}
+
+/// The allow-list.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessConfig {
+    /// Matrix user IDs or glob patterns (`@*:example.org`) allowed to invite and prompt agents.
+    pub allowed_users: Vec<String>,
+}
+
+/// Streaming (edit coalescing) settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StreamingConfig {
+    /// Minimum time between two edits of a streamed reply, in milliseconds.
+    pub edit_interval_ms: u64,
+    /// Most edits one reply message receives before only the final edit is sent.
+    pub max_edits_per_message: u32,
+    /// Largest reply text (in bytes of Markdown) one message holds before the reply
+    /// continues in a new message.
+    pub max_message_bytes: usize,
+}
+
+impl Default for StreamingConfig {
+    fn default() -> Self {
+        Self {
+            edit_interval_ms: 1000,
+            max_edits_per_message: 120,
+            max_message_bytes: 12_000,
+        }
+    }
+}
+
+impl StreamingConfig {
+    /// The edit interval as a [`Duration`].
+    pub fn edit_interval(&self) -> Duration {
+        Duration::from_millis(self.edit_interval_ms)
+    }
+}
+
+/// Chat command settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CommandsConfig {
+    /// The character(s) that start a chat command such as `!stop`.
+    pub prefix: String,
+}
+
+impl Default for CommandsConfig {
+    fn default() -> Self {
+        Self { prefix: "!".into() }
+    }
+}
+
+/// One agent: the process to run and the Matrix account it speaks through.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Short stable identifier (letters, digits, `-`, `_`), used in the store and in logs.
+    pub id: String,
+    /// Name shown in rooms; set as the Matrix display name.
+    pub display_name: String,
+    /// Program to run (a path, or a name looked up in `PATH`).
+    pub command: String,
+    /// Arguments for the program.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment given to the agent. Apart from these, the agent only gets `PATH` and `HOME`
+    /// and the variables named in `inherit_env`.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Names of gateway environment variables passed through to the agent unchanged.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
+    /// The agent's working folder: the `cwd` of its process and of every ACP session.
+    pub workspace: PathBuf,
+    /// The agent's Matrix account.
+    pub matrix: AgentMatrixConfig,
+}
+
+/// An agent's Matrix account.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentMatrixConfig {
+    /// Full Matrix user ID, e.g. `@claude:example.org`.
+    pub user_id: String,
+    /// Password given inline (prefer `password_env` or `password_file`).
+    pub password: Option<String>,
+    /// Name of an environment variable holding the password.
+    pub password_env: Option<String>,
+    /// File whose content (trimmed) is the password.
+    pub password_file: Option<PathBuf>,
+}
+
+/// A secret whose value never reaches a log: `Debug` prints a placeholder.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret's value, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl AgentMatrixConfig {
+    /// Reads the password from wherever the config says it is.
+    pub fn password(&self) -> Result<Secret, String> {
+        if let Some(p) = &self.password {
+            return Ok(Secret(p.clone()));
+        }
+        if let Some(var) = &self.password_env {
+            return std::env::var(var)
+                .map(Secret)
+                .map_err(|_| format!("environment variable {var} is not set"));
+        }
+        if let Some(file) = &self.password_file {
+            return std::fs::read_to_string(file)
+                .map(|s| Secret(s.trim().to_owned()))
+                .map_err(|e| format!("cannot read {}: {e}", file.display()));
+        }
+        Err("no password: set one of password, password_env, password_file".into())
+    }
+}
+
+impl Config {
+    /// Reads, parses and validates a config file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_toml(&text, path)
+    }
+
+    /// Parses and validates config text; `path` is only used in messages and to resolve
+    /// relative folders.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        config.resolve_relative(base);
+        let problems = config.problems();
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                problems,
+            })
+        }
+    }
+
+    /// Makes relative folders relative to the config file, so the gateway behaves the same
+    /// whatever folder it is started from.
+    fn resolve_relative(&mut self, base: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        fix(&mut self.state_dir);
+        for agent in &mut self.agents {
+            fix(&mut agent.workspace);
+            if let Some(f) = &mut agent.matrix.password_file {
+                fix(f);
+            }
+        }
+    }
+
+    /// Every problem in the config; empty when it is usable.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let mut bad = |key: String, problem: String| out.push(Problem { key, problem });
+
+        let hs = self.matrix.homeserver.trim();
+        if !(hs.starts_with("http://") || hs.starts_with("https://")) {
+            bad(
+                "matrix.homeserver".into(),
+                format!("`{hs}` is not an http:// or https:// URL"),
+            );
+        }
+        if self.access.allowed_users.is_empty() {
+            bad(
+                "access.allowed_users".into(),
+                "is empty: nobody could use the agents".into(),
+            );
+        }
+        for (i, pattern) in self.access.allowed_users.iter().enumerate() {
+            if !pattern.starts_with('@') || !pattern.contains(':') {
+                bad(
+                    format!("access.allowed_users[{i}]"),
+                    format!("`{pattern}` is not a user ID or pattern like `@*:example.org`"),
+                );
+            }
+        }
+        if self.streaming.edit_interval_ms < 100 {
+            bad(
+                "streaming.edit_interval_ms".into(),
+                "must be at least 100".into(),
+            );
+        }
+        if self.streaming.max_edits_per_message == 0 {
+            bad(
+                "streaming.max_edits_per_message".into(),
+                "must be at least 1".into(),
+            );
+        }
+        if !(1_000..=30_000).contains(&self.streaming.max_message_bytes) {
+            bad(
+                "streaming.max_message_bytes".into(),
+                "must be between 1000 and 30000 (a Matrix event holds at most 64 KiB)".into(),
+            );
+        }
+        if self.commands.prefix.trim().is_empty() || self.commands.prefix.contains(' ') {
+            bad(
+                "commands.prefix".into(),
+                "must be non-empty and without spaces".into(),
+            );
+        }
+        if self.agents.is_empty() {
+            bad("agents".into(), "no agent is configured".into());
+        }
+        let mut ids = std::collections::HashSet::new();
+        let mut users = std::collections::HashSet::new();
+        for (i, a) in self.agents.iter().enumerate() {
+            let k = |field: &str| format!("agents[{i}].{field}");
+            if a.id.is_empty()
+                || !a
+                    .id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                bad(
+                    k("id"),
+                    format!("`{}` must be letters, digits, - or _", a.id),
+                );
+            } else if !ids.insert(a.id.clone()) {
+                bad(k("id"), format!("`{}` is used by another agent", a.id));
+            }
+            if a.display_name.trim().is_empty() {
+                bad(k("display_name"), "is empty".into());
+            }
+            if a.command.trim().is_empty() {
+                bad(k("command"), "is empty".into());
+            }
+            if !a.workspace.is_dir() {
+                bad(
+                    k("workspace"),
+                    format!("{} is not an existing folder", a.workspace.display()),
+                );
+            }
+            for name in a.env.keys().chain(a.inherit_env.iter()) {
+                if name.is_empty() || name.contains('=') {
+                    bad(k("env"), format!("`{name}` is not a variable name"));
+                }
+            }
+            let uid = &a.matrix.user_id;
+            if !uid.starts_with('@') || !uid.contains(':') {
+                bad(
+                    k("matrix.user_id"),
+                    format!("`{uid}` is not a Matrix user ID like `@name:example.org`"),
+                );
+            } else if !users.insert(uid.clone()) {
+                bad(
+                    k("matrix.user_id"),
+                    format!("`{uid}` is used by another agent"),
+                );
+            }
+            let sources = [
+                a.matrix.password.is_some(),
+                a.matrix.password_env.is_some(),
+                a.matrix.password_file.is_some(),
+            ]
+            .iter()
+            .filter(|s| **s)
+            .count();
+            if sources != 1 {
+                bad(
+                    k("matrix"),
+                    "give exactly one of password, password_env, password_file".into(),
+                );
+            } else if let Err(e) = a.matrix.password() {
+                bad(k("matrix"), e);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_config(dir: &Path, body: &str) -> PathBuf {
+        let path = dir.join("sidekicks.toml");
+        std::fs::write(&path, body).unwrap();
+        path
+    }
+
+    fn valid(ws: &Path) -> String {
+        format!(
+            r#"
+state_dir = "state"
+[matrix]
+homeserver = "http://127.0.0.1:8008"
+[access]
+allowed_users = ["@alice:example.org", "@*:team.example.org"]
+[[agents]]
+id = "demo"
+display_name = "Demo"
+command = "sidekicks"
+args = ["demo-agent"]
+workspace = "{}"
+[agents.matrix]
+user_id = "@demo:example.org"
+password = "secret"
+"#,
+            ws.display()
+        )
+    }
+
+    fn tmp() -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "sidekicks-config-test-{}-{}",
+            std::process::id(),
+            rand_suffix()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn rand_suffix() -> u128 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    }
+
+    #[test]
+    fn a_valid_file_loads_with_defaults_and_resolved_paths() {
+        let dir = tmp();
+        let cfg = Config::load(&write_config(&dir, &valid(&dir))).unwrap();
+        assert_eq!(cfg.state_dir, dir.join("state"));
+        assert_eq!(cfg.streaming.edit_interval_ms, 1000);
+        assert_eq!(cfg.commands.prefix, "!");
+        assert_eq!(cfg.agents[0].matrix.password().unwrap().expose(), "secret");
+    }
+
+    #[test]
+    fn secrets_do_not_show_in_debug_output() {
+        let s = Secret("hunter2".into());
+        assert!(!format!("{s:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn problems_name_their_keys() {
+        let dir = tmp();
+        let cases: &[(&str, &str, &str)] = &[
+            ("http://127.0.0.1:8008", "ftp://x", "matrix.homeserver"),
+            (
+                "\"@alice:example.org\"",
+                "\"alice\"",
+                "access.allowed_users[0]",
+            ),
+            (
+                "user_id = \"@demo:example.org\"",
+                "user_id = \"demo\"",
+                "agents[0].matrix.user_id",
+            ),
+            (
+                "password = \"secret\"",
+                "password_env = \"SIDEKICKS_SURELY_UNSET_VAR\"",
+                "agents[0].matrix",
+            ),
+            ("id = \"demo\"", "id = \"de mo\"", "agents[0].id"),
+        ];
+        for (from, to, key) in cases {
+            let text = valid(&dir).replacen(from, to, 1);
+            let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
+            match err {
+                ConfigError::Invalid { problems, .. } => {
+                    assert!(
+                        problems.iter().any(|p| p.key == *key),
+                        "expected a problem at {key}, got {problems:?}"
+                    );
+                }
+                other => panic!("expected Invalid for {key}, got {other}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_workspace_is_reported() {
+        let dir = tmp();
+        let text = valid(&dir.join("nope"));
+        let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("agents[0].workspace"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_and_wrong_types_are_parse_errors() {
+        let dir = tmp();
+        let text = valid(&dir).replace("[access]", "[access]\nallowed_userz = []");
+        let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("allowed_userz"), "{err}");
+        let text = valid(&dir).replace("args = [\"demo-agent\"]", "args = 3");
+        assert!(matches!(
+            Config::from_toml(&text, &dir.join("c.toml")),
+            Err(ConfigError::Parse { .. })
+        ));
+    }
+
+    #[test]
+    fn duplicate_agent_ids_are_refused() {
+        let dir = tmp();
+        let one = valid(&dir);
+        let agent = &one[one.find("[[agents]]").unwrap()..];
+        let text = format!("{one}\n{}", agent.replace("@demo:", "@demo2:"));
+        let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
+        assert!(
+            err.to_string().contains("agents[1].id: `demo` is used"),
+            "{err}"
+        );
+    }
+}

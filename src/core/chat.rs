@@ -1,0 +1,68 @@
+//! What the core needs from the chat side: sending, editing, reacting, typing. Implemented
+//! by `crate::matrix` for one agent's Matrix user, and by a fake in tests.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+/// A message to post or the new content of an edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutMessage {
+    /// Plain text (for a reply: the Markdown source).
+    pub body: String,
+    /// HTML rendering, when there is formatting.
+    pub html: Option<String>,
+    /// Whether this is an `m.notice` (status, errors) rather than an `m.text` (answers).
+    pub notice: bool,
+}
+
+impl OutMessage {
+    /// A notice without formatting.
+    pub fn notice(text: impl Into<String>) -> Self {
+        let body = text.into();
+        Self {
+            html: None,
+            body,
+            notice: true,
+        }
+    }
+}
+
+/// How a chat operation failed, classified once so callers know whether to retry.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ChatError {
+    /// The homeserver asked us to slow down.
+    #[error("rate limited, retry after {retry_after:?}")]
+    RateLimited {
+        /// How long to wait before the next request.
+        retry_after: Duration,
+    },
+    /// A failure that may go away (network, 5xx).
+    #[error("temporary failure: {0}")]
+    Transient(String),
+    /// A failure that will not go away by retrying (forbidden, too large, bad token).
+    #[error("{0}")]
+    Permanent(String),
+}
+
+impl ChatError {
+    /// Whether the same request may succeed later.
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, ChatError::Permanent(_))
+    }
+}
+
+/// One agent's Matrix user, able to act in rooms. Room and event IDs are opaque strings.
+#[async_trait]
+pub trait ChatPort: Send + Sync {
+    /// Posts a new message; returns its event ID. `txn` makes retries idempotent.
+    async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError>;
+    /// Replaces the content of an earlier message (an `m.replace` edit).
+    async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError>;
+    /// Reacts to a message; returns the reaction's event ID.
+    async fn react(&self, room: &str, event_id: &str, key: &str) -> Result<String, ChatError>;
+    /// Removes an event of ours (e.g. the "queued" reaction once the turn starts).
+    async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError>;
+    /// Shows or hides the typing indicator.
+    async fn typing(&self, room: &str, on: bool);
+}

@@ -1,0 +1,317 @@
+//! In-memory stand-ins for the chat and agent sides, for unit tests of the core.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::agent::{AgentError, AgentEvent, AgentPort, NewSession, StopReason};
+use super::chat::{ChatError, ChatPort, OutMessage};
+
+/// One request the fake chat received and accepted.
+#[derive(Debug, Clone)]
+pub enum Sent {
+    /// A new message.
+    Send {
+        /// Room.
+        room: String,
+        /// Event ID given to it.
+        event_id: String,
+        /// Content.
+        msg: OutMessage,
+    },
+    /// An edit.
+    Edit {
+        /// Room.
+        room: String,
+        /// Edited event.
+        event_id: String,
+        /// New content.
+        msg: OutMessage,
+    },
+    /// A reaction.
+    React {
+        /// Room.
+        room: String,
+        /// Target.
+        event_id: String,
+        /// Key.
+        key: String,
+    },
+    /// A redaction.
+    Redact {
+        /// Room.
+        room: String,
+        /// Redacted event.
+        event_id: String,
+    },
+}
+
+#[derive(Default)]
+struct ChatState {
+    log: Vec<(Instant, Sent)>,
+    attempts: Vec<Instant>,
+    calls: u32,
+    rate_limited: HashSet<u32>,
+    failing: HashSet<u32>,
+    retry_after: Duration,
+    txns: HashMap<String, String>,
+}
+
+/// A chat side that records what it was asked to do and can refuse chosen calls.
+#[derive(Default, Clone)]
+pub struct FakeChat {
+    state: Arc<Mutex<ChatState>>,
+}
+
+impl FakeChat {
+    /// A fake that accepts everything.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Refuses the given calls (1-based, counting sends and edits) with `M_LIMIT_EXCEEDED`.
+    pub fn rate_limit_calls(&self, calls: &[u32], retry_after: Duration) {
+        let mut s = self.state.lock().unwrap();
+        s.rate_limited.extend(calls);
+        s.retry_after = retry_after;
+    }
+
+    /// Fails the given calls (1-based) with a transient error.
+    pub fn fail_calls(&self, calls: &[u32]) {
+        self.state.lock().unwrap().failing.extend(calls);
+    }
+
+    /// Every accepted request.
+    pub fn log(&self) -> Vec<Sent> {
+        self.state
+            .lock()
+            .unwrap()
+            .log
+            .iter()
+            .map(|(_, s)| s.clone())
+            .collect()
+    }
+
+    /// When each accepted send or edit happened.
+    pub fn times(&self) -> Vec<Instant> {
+        let s = self.state.lock().unwrap();
+        s.log
+            .iter()
+            .filter(|(_, e)| matches!(e, Sent::Send { .. } | Sent::Edit { .. }))
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    /// When each send or edit was attempted, accepted or not.
+    pub fn attempt_times(&self) -> Vec<Instant> {
+        self.state.lock().unwrap().attempts.clone()
+    }
+
+    /// The current body of every message in `room`, edits applied, in posting order.
+    pub fn shown(&self, room: &str) -> Vec<String> {
+        self.messages(room).into_iter().map(|m| m.body).collect()
+    }
+
+    /// The current content of every message in `room`, edits applied, in posting order.
+    pub fn messages(&self, room: &str) -> Vec<OutMessage> {
+        let s = self.state.lock().unwrap();
+        let mut order: Vec<String> = Vec::new();
+        let mut content: HashMap<String, OutMessage> = HashMap::new();
+        for (_, e) in &s.log {
+            match e {
+                Sent::Send {
+                    room: r,
+                    event_id,
+                    msg,
+                } if r == room => {
+                    order.push(event_id.clone());
+                    content.insert(event_id.clone(), msg.clone());
+                }
+                Sent::Edit {
+                    room: r,
+                    event_id,
+                    msg,
+                } if r == room => {
+                    content.insert(event_id.clone(), msg.clone());
+                }
+                _ => {}
+            }
+        }
+        order
+            .into_iter()
+            .map(|id| content.remove(&id).unwrap())
+            .collect()
+    }
+
+    fn attempt(&self) -> Result<(), ChatError> {
+        let mut s = self.state.lock().unwrap();
+        s.calls += 1;
+        let n = s.calls;
+        s.attempts.push(Instant::now());
+        if s.rate_limited.contains(&n) {
+            return Err(ChatError::RateLimited {
+                retry_after: s.retry_after,
+            });
+        }
+        if s.failing.contains(&n) {
+            return Err(ChatError::Transient("connection reset".into()));
+        }
+        Ok(())
+    }
+
+    fn record(&self, sent: Sent) {
+        self.state.lock().unwrap().log.push((Instant::now(), sent));
+    }
+}
+
+#[async_trait]
+impl ChatPort for FakeChat {
+    async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
+        self.attempt()?;
+        let mut s = self.state.lock().unwrap();
+        if let Some(id) = s.txns.get(txn) {
+            return Ok(id.clone());
+        }
+        let event_id = format!("$ev{}", s.log.len());
+        s.txns.insert(txn.to_owned(), event_id.clone());
+        s.log.push((
+            Instant::now(),
+            Sent::Send {
+                room: room.into(),
+                event_id: event_id.clone(),
+                msg: msg.clone(),
+            },
+        ));
+        Ok(event_id)
+    }
+
+    async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {
+        self.attempt()?;
+        self.record(Sent::Edit {
+            room: room.into(),
+            event_id: event_id.into(),
+            msg: msg.clone(),
+        });
+        Ok(())
+    }
+
+    async fn react(&self, room: &str, event_id: &str, key: &str) -> Result<String, ChatError> {
+        self.record(Sent::React {
+            room: room.into(),
+            event_id: event_id.into(),
+            key: key.into(),
+        });
+        Ok(format!("$react-{event_id}"))
+    }
+
+    async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError> {
+        self.record(Sent::Redact {
+            room: room.into(),
+            event_id: event_id.into(),
+        });
+        Ok(())
+    }
+
+    async fn typing(&self, _room: &str, _on: bool) {}
+}
+
+/// What the fake agent does with one prompt.
+#[derive(Debug, Clone)]
+pub enum Script {
+    /// Sends these chunks, `every` apart, then ends the turn.
+    Chunks(Vec<String>, Duration),
+    /// Answers with a JSON-RPC error.
+    Error(String),
+    /// Streams until cancelled, then ends with `cancelled`.
+    UntilCancelled,
+}
+
+#[derive(Default)]
+struct AgentState {
+    sessions: HashMap<String, mpsc::UnboundedSender<AgentEvent>>,
+    cancels: HashMap<String, Arc<tokio::sync::Notify>>,
+    prompts: Vec<(String, String)>,
+    script: Option<Script>,
+}
+
+/// An agent that follows a [`Script`] for every prompt and records what it received.
+#[derive(Default, Clone)]
+pub struct FakeAgent {
+    state: Arc<Mutex<AgentState>>,
+}
+
+impl FakeAgent {
+    /// A fake agent following `script`.
+    pub fn new(script: Script) -> Arc<Self> {
+        let agent = Self::default();
+        agent.state.lock().unwrap().script = Some(script);
+        Arc::new(agent)
+    }
+
+    /// Every (session, prompt text) received, in order.
+    pub fn prompts(&self) -> Vec<(String, String)> {
+        self.state.lock().unwrap().prompts.clone()
+    }
+}
+
+#[async_trait]
+impl AgentPort for FakeAgent {
+    async fn new_session(&self, _cwd: &Path) -> Result<NewSession, AgentError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut s = self.state.lock().unwrap();
+        let id = format!("session-{}", s.sessions.len());
+        s.sessions.insert(id.clone(), tx);
+        s.cancels.insert(id.clone(), Arc::default());
+        Ok(NewSession {
+            id,
+            modes: vec![],
+            current_mode: None,
+            events: rx,
+        })
+    }
+
+    async fn prompt(&self, session_id: &str, text: String) -> Result<StopReason, AgentError> {
+        let (tx, cancel, script) = {
+            let mut s = self.state.lock().unwrap();
+            s.prompts.push((session_id.into(), text));
+            (
+                s.sessions[session_id].clone(),
+                s.cancels[session_id].clone(),
+                s.script.clone().unwrap(),
+            )
+        };
+        match script {
+            Script::Chunks(chunks, every) => {
+                for c in chunks {
+                    tokio::time::sleep(every).await;
+                    let _ = tx.send(AgentEvent::MessageChunk(c));
+                }
+                Ok(StopReason::EndTurn)
+            }
+            Script::Error(message) => Err(AgentError::Rpc {
+                code: -32603,
+                message,
+            }),
+            Script::UntilCancelled => {
+                let _ = tx.send(AgentEvent::MessageChunk("working".into()));
+                cancel.notified().await;
+                Ok(StopReason::Cancelled)
+            }
+        }
+    }
+
+    async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
+        let n = self.state.lock().unwrap().cancels[session_id].clone();
+        n.notify_one();
+        Ok(())
+    }
+
+    fn stderr_tail(&self) -> String {
+        String::new()
+    }
+}

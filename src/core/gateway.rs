@@ -1,0 +1,249 @@
+//! The entry point of the core: decides what an inbound event means (a prompt, a command, a
+//! stop request, nothing) and hands it to the right [`Channel`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use super::access::AccessList;
+use super::channel::{AgentContext, Channel, ChannelInput};
+use super::command;
+use super::inbound::{Inbound, IncomingMessage, IncomingReaction};
+use crate::render::strings;
+use crate::store::{Store, now_ms};
+
+/// Routes inbound events to channels, after the checks every event goes through.
+pub struct Gateway {
+    /// Per-agent context, by agent ID.
+    agents: HashMap<String, Arc<AgentContext>>,
+    /// The Matrix users of all agents: their messages are never prompts.
+    agent_users: HashSet<String>,
+    /// Who may invite, prompt and stop.
+    access: AccessList,
+    /// The database.
+    store: Store,
+    /// Chat command prefix.
+    prefix: String,
+    /// The input queue of each running channel, by (room, agent).
+    channels: Mutex<HashMap<(String, String), mpsc::UnboundedSender<ChannelInput>>>,
+}
+
+impl Gateway {
+    /// A gateway serving `agents`.
+    pub fn new(
+        agents: Vec<Arc<AgentContext>>,
+        access: AccessList,
+        store: Store,
+        prefix: String,
+    ) -> Self {
+        Self {
+            agent_users: agents.iter().map(|a| a.user_id.clone()).collect(),
+            agents: agents
+                .into_iter()
+                .map(|a| (a.agent_id.clone(), a))
+                .collect(),
+            access,
+            store,
+            prefix,
+            channels: Mutex::default(),
+        }
+    }
+
+    /// Whether `inviter` may bring `agent_id` into `room_id`. On yes, the room's history up
+    /// to now is marked as not for this agent.
+    pub async fn accept_invite(&self, agent_id: &str, room_id: &str, inviter: &str) -> bool {
+        if !self.access.allows(inviter) {
+            tracing::warn!(
+                agent = agent_id,
+                room = room_id,
+                inviter,
+                "declining an invite from a user who is not allowed"
+            );
+            return false;
+        }
+        tracing::info!(
+            agent = agent_id,
+            room = room_id,
+            inviter,
+            "accepting invite"
+        );
+        if let Err(e) = self.store.forget_member(room_id, agent_id).await {
+            tracing::error!(error = %e, "store");
+        }
+        if let Err(e) = self.store.member_since(room_id, agent_id, now_ms()).await {
+            tracing::error!(error = %e, "store");
+        }
+        true
+    }
+
+    /// Notes that the agent left or was removed from a room.
+    pub async fn left_room(&self, agent_id: &str, room_id: &str) {
+        if let Err(e) = self.store.forget_member(room_id, agent_id).await {
+            tracing::error!(error = %e, "store");
+        }
+        self.channels
+            .lock()
+            .expect("channel map poisoned")
+            .remove(&(room_id.to_owned(), agent_id.to_owned()));
+    }
+
+    /// Takes in one event from the chat side.
+    pub async fn handle(&self, inbound: Inbound) {
+        match inbound {
+            Inbound::Message(message) => self.handle_message(message).await,
+            Inbound::Reaction(reaction) => self.handle_reaction(reaction),
+        }
+    }
+
+    async fn handle_message(&self, message: IncomingMessage) {
+        let IncomingMessage {
+            agent_id,
+            room_id,
+            event_id,
+            sender,
+            ..
+        } = &message;
+        if self.agent_users.contains(sender) {
+            return;
+        }
+        if !self.access.allows(sender) {
+            tracing::info!(agent = %agent_id, room = %room_id, %sender, "ignoring a message from a user who is not allowed");
+            return;
+        }
+        let since = match self.store.member_since(room_id, agent_id, now_ms()).await {
+            Ok(since) => since,
+            Err(e) => {
+                tracing::error!(error = %e, "store unavailable; message not handled");
+                return;
+            }
+        };
+        if (message.timestamp_ms as i64) < since {
+            tracing::debug!(%event_id, "message from before the agent arrived; not a prompt");
+            return;
+        }
+        match self.store.mark_handled(event_id, agent_id, room_id).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::debug!(%event_id, "already handled");
+                return;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "store unavailable; message not handled");
+                return;
+            }
+        }
+        let input = match command::parse(&self.prefix, &message.body) {
+            Some(cmd) => ChannelInput::Command(cmd, message.clone()),
+            None => ChannelInput::Prompt(message.clone()),
+        };
+        self.send_to_channel(&message.room_id, &message.agent_id, input);
+    }
+
+    fn handle_reaction(&self, reaction: IncomingReaction) {
+        if reaction.key.trim_end_matches('\u{fe0f}') != strings::STOP_REACTION
+            || !self.access.allows(&reaction.sender)
+        {
+            return;
+        }
+        let key = (reaction.room_id.clone(), reaction.agent_id.clone());
+        // A stop reaction only matters to a channel that exists (it has a turn to stop).
+        if let Some(tx) = self
+            .channels
+            .lock()
+            .expect("channel map poisoned")
+            .get(&key)
+        {
+            let _ = tx.send(ChannelInput::StopReaction {
+                by: reaction.sender,
+                target: reaction.target_event_id,
+            });
+        }
+    }
+
+    fn send_to_channel(&self, room_id: &str, agent_id: &str, input: ChannelInput) {
+        let Some(ctx) = self.agents.get(agent_id) else {
+            tracing::warn!(agent = agent_id, "event for an unknown agent");
+            return;
+        };
+        let mut channels = self.channels.lock().expect("channel map poisoned");
+        let key = (room_id.to_owned(), agent_id.to_owned());
+        let tx = channels.entry(key).or_insert_with(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(Channel::new(ctx.clone(), room_id.to_owned(), rx).run());
+            tx
+        });
+        if let Err(mpsc::error::SendError(input)) = tx.send(input) {
+            // The channel task ended (it cannot, short of a panic): start a fresh one.
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(Channel::new(ctx.clone(), room_id.to_owned(), rx).run());
+            let _ = tx.send(input);
+            channels.insert((room_id.to_owned(), agent_id.to_owned()), tx);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fakes::{FakeAgent, FakeChat, Script};
+    use crate::render::stream::StreamSettings;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    async fn gateway() -> (Gateway, Arc<FakeAgent>, Arc<FakeChat>) {
+        let store = Store::in_memory().await.unwrap();
+        let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)));
+        let chat = FakeChat::new();
+        let ctx = Arc::new(AgentContext {
+            agent_id: "demo".into(),
+            display_name: "Demo".into(),
+            user_id: "@demo:x".into(),
+            agent: agent.clone(),
+            chat: chat.clone(),
+            store: store.clone(),
+            workspace: PathBuf::from("/tmp"),
+            stream: StreamSettings {
+                interval: Duration::from_millis(100),
+                max_edits: 10,
+                max_bytes: 10_000,
+            },
+            command_prefix: "!".into(),
+        });
+        let gw = Gateway::new(vec![ctx], AccessList::new(&["@alice:x"]), store, "!".into());
+        (gw, agent, chat)
+    }
+
+    fn msg(id: &str, sender: &str, ts: u64) -> Inbound {
+        Inbound::Message(IncomingMessage {
+            agent_id: "demo".into(),
+            room_id: "!r".into(),
+            event_id: id.into(),
+            sender: sender.into(),
+            body: format!("hello {id}"),
+            timestamp_ms: ts,
+        })
+    }
+
+    #[tokio::test]
+    async fn only_new_messages_from_allowed_humans_become_prompts_once() {
+        let (gw, agent, _) = gateway().await;
+        assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+        let now = now_ms() as u64;
+        gw.handle(msg("$old", "@alice:x", now - 60_000)).await;
+        gw.handle(msg("$stranger", "@mallory:x", now + 1)).await;
+        gw.handle(msg("$self", "@demo:x", now + 1)).await;
+        gw.handle(msg("$ok", "@alice:x", now + 1)).await;
+        gw.handle(msg("$ok", "@alice:x", now + 1)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let prompts: Vec<String> = agent.prompts().into_iter().map(|p| p.1).collect();
+        assert_eq!(prompts, vec!["hello $ok"]);
+    }
+
+    #[tokio::test]
+    async fn invites_from_strangers_are_declined() {
+        let (gw, _, _) = gateway().await;
+        assert!(!gw.accept_invite("demo", "!r", "@mallory:x").await);
+        assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    }
+}

@@ -1,0 +1,42 @@
+//! What arrives from the chat side, already stripped of Matrix types.
+
+/// A message someone wrote in a room where an agent is.
+#[derive(Debug, Clone)]
+pub struct IncomingMessage {
+    /// The agent whose Matrix user saw the message.
+    pub agent_id: String,
+    /// Opaque room ID.
+    pub room_id: String,
+    /// The message's event ID (used for de-duplication and replies).
+    pub event_id: String,
+    /// Matrix user ID of the author.
+    pub sender: String,
+    /// The text (plain body).
+    pub body: String,
+    /// Server timestamp, milliseconds since the epoch.
+    pub timestamp_ms: u64,
+}
+
+/// A reaction someone put on a message.
+#[derive(Debug, Clone)]
+pub struct IncomingReaction {
+    /// The agent whose Matrix user saw the reaction.
+    pub agent_id: String,
+    /// Opaque room ID.
+    pub room_id: String,
+    /// Matrix user ID of the person reacting.
+    pub sender: String,
+    /// The event reacted to.
+    pub target_event_id: String,
+    /// The reaction key (an emoji).
+    pub key: String,
+}
+
+/// Everything the chat side hands to the core.
+#[derive(Debug, Clone)]
+pub enum Inbound {
+    /// A text message.
+    Message(IncomingMessage),
+    /// A reaction.
+    Reaction(IncomingReaction),
+}

@@ -1,0 +1,13 @@
+//! The protocol-neutral core: who may do what, which session a message goes to, and how a
+//! turn runs. Nothing here imports matrix-sdk or the ACP SDK; the adapters in `crate::matrix`
+//! and `crate::acp` implement the small traits in [`agent`] and [`chat`].
+
+pub mod access;
+pub mod agent;
+pub mod channel;
+pub mod chat;
+pub mod command;
+#[cfg(test)]
+pub mod fakes;
+pub mod gateway;
+pub mod inbound;

@@ -1,0 +1,14 @@
+//! Sidekicks: a gateway that brings ACP coding agents into Matrix rooms.
+//!
+//! Data flows one way: a Matrix event ([`matrix`]) becomes a core decision ([`core`]), which
+//! becomes an ACP call ([`acp`]); the agent's updates come back to the core, which renders
+//! them ([`render`]) and sends them through the agent's Matrix user. [`app`] wires it all and
+//! owns start-up and shutdown. See `docs/architecture.md`.
+
+pub mod acp;
+pub mod app;
+pub mod config;
+pub mod core;
+pub mod matrix;
+pub mod render;
+pub mod store;

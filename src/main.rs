@@ -1,0 +1,57 @@
+//! The `sidekicks` command: parses the command line and hands over to [`sidekicks::app`].
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Brings ACP coding agents into Matrix rooms.
+#[derive(Parser)]
+#[command(name = "sidekicks", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the gateway.
+    Run {
+        /// The TOML config file.
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Validate the config, start each agent, open a session and print what it advertises.
+    /// Does not touch Matrix.
+    Check {
+        /// The TOML config file.
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Run the built-in demo agent on stdin/stdout (an ACP agent that needs no API key).
+    DemoAgent,
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Run { config } => {
+            sidekicks::app::init_tracing();
+            sidekicks::app::run_from_file(&config).await
+        }
+        Cmd::Check { config } => {
+            sidekicks::app::init_tracing();
+            sidekicks::app::check_from_file(&config).await
+        }
+        Cmd::DemoAgent => sidekicks::acp::demo_agent::run_stdio()
+            .await
+            .map_err(anyhow::Error::from),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sidekicks: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Logging an agent's Matrix user in (or restoring its session), with a persistent store so
+//! a restart reuses the same device and its encryption keys.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use matrix_sdk::Client;
+use matrix_sdk::authentication::matrix::MatrixSession;
+use matrix_sdk::config::RequestConfig;
+
+use super::outbound::MatrixChat;
+use crate::config::{AgentConfig, Secret};
+use crate::core::chat::ChatPort;
+
+/// Failures of the Matrix side that stop an agent's Matrix user.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    /// The store folder or session file could not be used.
+    #[error("Matrix state for {agent} at {path}: {message}")]
+    State {
+        /// Agent ID.
+        agent: String,
+        /// The path involved.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The homeserver refused the login (wrong password, deactivated account…).
+    #[error("login of {user} refused by the homeserver: {message}")]
+    LoginRefused {
+        /// The Matrix user.
+        user: String,
+        /// The server's answer.
+        message: String,
+    },
+    /// The homeserver no longer accepts our access token.
+    #[error(
+        "the homeserver rejected the access token of {user} (logged out or deactivated); \
+         delete {session_file} to log in again with the password"
+    )]
+    TokenRejected {
+        /// The Matrix user.
+        user: String,
+        /// The saved session to delete.
+        session_file: PathBuf,
+    },
+    /// Any other client failure.
+    #[error("Matrix client error for {user}: {message}")]
+    Client {
+        /// The Matrix user.
+        user: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// One agent's Matrix user, logged in.
+#[derive(Clone)]
+pub struct MatrixAgent {
+    /// The SDK client.
+    pub(super) client: Client,
+    /// Agent ID.
+    pub(super) agent_id: String,
+    /// Matrix user ID.
+    pub(super) user_id: String,
+    /// Where the session is saved (named in errors).
+    pub(super) session_file: PathBuf,
+}
+
+impl MatrixAgent {
+    /// Logs in `agent`'s Matrix user, restoring the saved session when there is one. Waits
+    /// (with back-off) while the homeserver cannot be reached; fails at once when the login
+    /// is refused.
+    pub async fn connect(
+        homeserver: &str,
+        state_dir: &Path,
+        agent: &AgentConfig,
+    ) -> Result<Self, MatrixError> {
+        let dir = state_dir.join("matrix").join(&agent.id);
+        let state_err = |path: &Path, message: String| MatrixError::State {
+            agent: agent.id.clone(),
+            path: path.to_owned(),
+            message,
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| state_err(&dir, e.to_string()))?;
+        let session_file = dir.join("session.json");
+        let user = agent.matrix.user_id.clone();
+        let client_err = |e: &dyn std::fmt::Display| MatrixError::Client {
+            user: user.clone(),
+            message: e.to_string(),
+        };
+
+        let client = Client::builder()
+            .homeserver_url(homeserver)
+            .sqlite_store(dir.join("store"), None)
+            .request_config(
+                RequestConfig::new()
+                    .retry_limit(3)
+                    .timeout(Duration::from_secs(60)),
+            )
+            .build()
+            .await
+            .map_err(|e| client_err(&e))?;
+
+        if session_file.exists() {
+            let text = std::fs::read_to_string(&session_file)
+                .map_err(|e| state_err(&session_file, e.to_string()))?;
+            let session: MatrixSession = serde_json::from_str(&text)
+                .map_err(|e| state_err(&session_file, format!("unreadable: {e}")))?;
+            client
+                .restore_session(session)
+                .await
+                .map_err(|e| client_err(&e))?;
+            tracing::info!(agent = %agent.id, user = %user, "Matrix session restored");
+        } else {
+            let password = agent
+                .matrix
+                .password()
+                .map_err(|e| state_err(&session_file, e))?;
+            login_with_retry(&client, &user, &password, &agent.display_name).await?;
+            let session = client
+                .matrix_auth()
+                .session()
+                .ok_or_else(|| client_err(&"no session after login"))?;
+            write_private(
+                &session_file,
+                &serde_json::to_string(&session).expect("session serialises"),
+            )
+            .map_err(|e| state_err(&session_file, e.to_string()))?;
+            tracing::info!(agent = %agent.id, user = %user, "logged in; session saved");
+        }
+
+        let me = Self {
+            client,
+            agent_id: agent.id.clone(),
+            user_id: user,
+            session_file,
+        };
+        me.set_display_name(&agent.display_name).await;
+        Ok(me)
+    }
+
+    /// The chat port through which the core acts as this user.
+    pub fn chat(&self) -> Arc<dyn ChatPort> {
+        Arc::new(MatrixChat::new(self.client.clone()))
+    }
+
+    async fn set_display_name(&self, name: &str) {
+        let account = self.client.account();
+        match account.get_display_name().await {
+            Ok(Some(current)) if current == name => {}
+            _ => {
+                if let Err(e) = account.set_display_name(Some(name)).await {
+                    tracing::warn!(agent = %self.agent_id, error = %e, "could not set the display name");
+                }
+            }
+        }
+    }
+}
+
+async fn login_with_retry(
+    client: &Client,
+    user: &str,
+    password: &Secret,
+    display_name: &str,
+) -> Result<(), MatrixError> {
+    let mut delay = Duration::from_secs(1);
+    loop {
+        let result = client
+            .matrix_auth()
+            .login_username(user, password.expose())
+            .initial_device_display_name(&format!("Sidekicks: {display_name}"))
+            .await;
+        match result {
+            Ok(_) => return Ok(()),
+            Err(e) => match super::errors::classify(&e) {
+                crate::core::chat::ChatError::Permanent(message) => {
+                    return Err(MatrixError::LoginRefused {
+                        user: user.to_owned(),
+                        message,
+                    });
+                }
+                other => {
+                    tracing::warn!(user, error = %other, retry_in = ?delay, "homeserver unreachable; retrying login");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(60));
+                }
+            },
+        }
+    }
+}
+
+/// Writes a file only its owner can read (it holds an access token).
+fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.write_all(content.as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(tmp, path)
+}

@@ -1,0 +1,11 @@
+//! The Matrix side: the only module that imports matrix-sdk. Each agent is its own Matrix
+//! user with its own client, device and store; this module logs it in, runs its sync loop,
+//! turns room events into core [`Inbound`](crate::core::inbound::Inbound)s and implements
+//! [`ChatPort`](crate::core::chat::ChatPort) for it.
+
+mod client;
+mod errors;
+mod outbound;
+mod sync;
+
+pub use client::{MatrixAgent, MatrixError};

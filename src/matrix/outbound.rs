@@ -1,0 +1,109 @@
+//! Sending as an agent's Matrix user: messages, `m.replace` edits, reactions, redactions and
+//! typing notices. Requests are made once (no hidden SDK retries) so that the caller sees a
+//! rate limit and can fold pending text into its next edit; a new message carries a
+//! transaction ID, so a retried send is never duplicated.
+
+use async_trait::async_trait;
+use matrix_sdk::Client;
+use matrix_sdk::config::RequestConfig;
+use matrix_sdk::room::Room;
+use matrix_sdk::ruma::events::reaction::ReactionEventContent;
+use matrix_sdk::ruma::events::relation::Annotation;
+use matrix_sdk::ruma::events::room::message::{
+    ReplacementMetadata, RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
+};
+use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, RoomId};
+
+use super::errors::classify;
+use crate::core::chat::{ChatError, ChatPort, OutMessage};
+
+/// [`ChatPort`] for one agent's Matrix user.
+pub struct MatrixChat {
+    client: Client,
+}
+
+impl MatrixChat {
+    /// Wraps a logged-in client.
+    pub fn new(client: Client) -> Self {
+        Self { client }
+    }
+
+    fn room(&self, room_id: &str) -> Result<Room, ChatError> {
+        let id = RoomId::parse(room_id)
+            .map_err(|e| ChatError::Permanent(format!("bad room ID {room_id}: {e}")))?;
+        self.client
+            .get_room(&id)
+            .ok_or_else(|| ChatError::Permanent(format!("not in room {room_id}")))
+    }
+}
+
+fn event_id(id: &str) -> Result<OwnedEventId, ChatError> {
+    OwnedEventId::try_from(id).map_err(|e| ChatError::Permanent(format!("bad event ID {id}: {e}")))
+}
+
+fn content(msg: &OutMessage) -> RoomMessageEventContentWithoutRelation {
+    match (&msg.html, msg.notice) {
+        (Some(html), false) => RoomMessageEventContentWithoutRelation::text_html(&msg.body, html),
+        (None, false) => RoomMessageEventContentWithoutRelation::text_plain(&msg.body),
+        (Some(html), true) => RoomMessageEventContentWithoutRelation::notice_html(&msg.body, html),
+        (None, true) => RoomMessageEventContentWithoutRelation::notice_plain(&msg.body),
+    }
+}
+
+fn once() -> RequestConfig {
+    RequestConfig::new().disable_retry()
+}
+
+#[async_trait]
+impl ChatPort for MatrixChat {
+    async fn send(&self, room_id: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
+        let room = self.room(room_id)?;
+        let content: RoomMessageEventContent = content(msg).into();
+        let response = room
+            .send(content)
+            .with_transaction_id(OwnedTransactionId::from(txn))
+            .with_request_config(once())
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(response.response.event_id.to_string())
+    }
+
+    async fn edit(&self, room_id: &str, target: &str, msg: &OutMessage) -> Result<(), ChatError> {
+        let room = self.room(room_id)?;
+        let replacement =
+            content(msg).make_replacement(ReplacementMetadata::new(event_id(target)?, None));
+        room.send(replacement)
+            .with_request_config(once())
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(())
+    }
+
+    async fn react(&self, room_id: &str, target: &str, key: &str) -> Result<String, ChatError> {
+        let room = self.room(room_id)?;
+        let reaction =
+            ReactionEventContent::new(Annotation::new(event_id(target)?, key.to_owned()));
+        let response = room
+            .send(reaction)
+            .with_request_config(once())
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(response.response.event_id.to_string())
+    }
+
+    async fn redact(&self, room_id: &str, target: &str) -> Result<(), ChatError> {
+        let room = self.room(room_id)?;
+        room.redact(&event_id(target)?, None, None)
+            .await
+            .map_err(|e| classify(&e.into()))?;
+        Ok(())
+    }
+
+    async fn typing(&self, room_id: &str, on: bool) {
+        if let Ok(room) = self.room(room_id)
+            && let Err(e) = room.typing_notice(on).await
+        {
+            tracing::debug!(room = room_id, error = %e, "typing notice failed");
+        }
+    }
+}

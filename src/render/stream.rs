@@ -1,0 +1,475 @@
+//! A streamed reply: one message created at the first text, then edited as chunks arrive.
+//!
+//! The rules (see `docs/streaming.md`):
+//! - at most one request (send or edit) per `interval`, and at most `max_edits` edits per
+//!   message before only the final edit is sent;
+//! - every request carries the *whole* current text of its message, so a request that is
+//!   refused (rate limit, network) loses nothing: the next one folds the pending text in;
+//! - on `M_LIMIT_EXCEEDED` nothing is sent before `retry_after` has passed;
+//! - a reply larger than one event continues in a new message, split at a paragraph or line
+//!   boundary outside code fences; the split points depend only on text already received,
+//!   so a message that has been finished never changes again;
+//! - [`ReplyStream::finish`] keeps trying until every message shows its final content.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::core::chat::{ChatError, ChatPort, OutMessage};
+use crate::render::markdown;
+
+/// Most bytes of body + HTML we put in one event, keeping clear of Matrix's 64 KiB limit
+/// (an edit carries the content twice: the fallback and `m.new_content`).
+const MAX_EVENT_CONTENT_BYTES: usize = 28_000;
+
+/// How a reply is streamed.
+#[derive(Debug, Clone)]
+pub struct StreamSettings {
+    /// Minimum time between two requests for this reply.
+    pub interval: Duration,
+    /// Edits per message before intermediate edits stop (the final edit is always sent).
+    pub max_edits: u32,
+    /// Largest Markdown text per message, in bytes.
+    pub max_bytes: usize,
+}
+
+/// Counts kept for the log and for benchmarks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamStats {
+    /// Messages created.
+    pub sends: u32,
+    /// Edits sent successfully.
+    pub edits: u32,
+    /// Requests refused with `M_LIMIT_EXCEEDED`.
+    pub rate_limited: u32,
+    /// Requests that failed otherwise.
+    pub failures: u32,
+}
+
+/// One message of the reply that exists in the room.
+#[derive(Debug)]
+struct Posted {
+    /// Its event ID, the target of edits.
+    event_id: String,
+    /// The text it shows now.
+    shown: String,
+    /// Edits it has received.
+    edits: u32,
+}
+
+/// The state of one streamed reply.
+pub struct ReplyStream {
+    /// Where to send.
+    chat: Arc<dyn ChatPort>,
+    /// The room.
+    room: String,
+    /// Prefix of transaction IDs, unique per reply, so a retried send is not duplicated.
+    txn_prefix: String,
+    /// Pacing rules.
+    settings: StreamSettings,
+    /// The whole reply text received so far.
+    text: String,
+    /// A line appended to the last message when the turn ends abnormally.
+    footer: Option<String>,
+    /// Whether the turn has ended (final edits may ignore the edit cap).
+    finishing: bool,
+    /// Messages posted so far, in order.
+    posted: Vec<Posted>,
+    /// Nothing is sent before this instant (interval or rate limit).
+    not_before: Instant,
+    /// Counters.
+    stats: StreamStats,
+}
+
+impl ReplyStream {
+    /// A reply that has not sent anything yet.
+    pub fn new(
+        chat: Arc<dyn ChatPort>,
+        room: impl Into<String>,
+        txn_prefix: impl Into<String>,
+        settings: StreamSettings,
+    ) -> Self {
+        Self {
+            chat,
+            room: room.into(),
+            txn_prefix: txn_prefix.into(),
+            settings,
+            text: String::new(),
+            footer: None,
+            finishing: false,
+            posted: Vec::new(),
+            not_before: Instant::now(),
+            stats: StreamStats::default(),
+        }
+    }
+
+    /// Appends a chunk of the agent's answer.
+    pub fn push(&mut self, chunk: &str) {
+        self.text.push_str(chunk);
+    }
+
+    /// The whole text received so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Event IDs of the messages posted so far.
+    pub fn event_ids(&self) -> Vec<String> {
+        self.posted.iter().map(|p| p.event_id.clone()).collect()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &StreamStats {
+        &self.stats
+    }
+
+    /// The text each message should show now.
+    fn desired(&self) -> Vec<String> {
+        let mut segments: Vec<String> = split_reply(&self.text, self.settings.max_bytes)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        if self.finishing
+            && let Some(footer) = &self.footer
+        {
+            let last = segments
+                .last_mut()
+                .expect("split_reply returns one segment at least");
+            if !last.is_empty() {
+                last.push_str("\n\n");
+            }
+            last.push_str(footer);
+        }
+        if segments.len() == 1 && segments[0].is_empty() {
+            segments.clear();
+        }
+        segments
+    }
+
+    /// The next request to make, if any: (segment index, its text).
+    fn next_request(&self) -> Option<(usize, String)> {
+        let desired = self.desired();
+        let last = desired.len().checked_sub(1)?;
+        desired.into_iter().enumerate().find_map(|(i, want)| {
+            match self.posted.get(i) {
+                None => Some((i, want)),
+                Some(p) if p.shown == want => None,
+                // An open (last) message stops receiving intermediate edits at the cap.
+                Some(p) if i == last && !self.finishing && p.edits >= self.settings.max_edits => {
+                    None
+                }
+                Some(_) => Some((i, want)),
+            }
+        })
+    }
+
+    /// When the next request is due, or `None` when nothing needs sending.
+    pub fn next_flush_at(&self) -> Option<Instant> {
+        self.next_request().map(|_| self.not_before)
+    }
+
+    /// Makes at most one request (send or edit), if one is due. A refused request leaves
+    /// the text pending for the next call.
+    pub async fn flush(&mut self) -> Result<(), ChatError> {
+        let now = Instant::now();
+        if now < self.not_before {
+            return Ok(());
+        }
+        let Some((index, text)) = self.next_request() else {
+            return Ok(());
+        };
+        let message = to_message(&text);
+        let result = match self.posted.get(index) {
+            None => {
+                let txn = format!("{}-{index}", self.txn_prefix);
+                self.chat
+                    .send(&self.room, &txn, &message)
+                    .await
+                    .map(|event_id| {
+                        self.stats.sends += 1;
+                        self.posted.push(Posted {
+                            event_id,
+                            shown: text,
+                            edits: 0,
+                        });
+                    })
+            }
+            Some(p) => {
+                let event_id = p.event_id.clone();
+                self.chat
+                    .edit(&self.room, &event_id, &message)
+                    .await
+                    .map(|()| {
+                        self.stats.edits += 1;
+                        let p = &mut self.posted[index];
+                        p.shown = text;
+                        p.edits += 1;
+                    })
+            }
+        };
+        let now = Instant::now();
+        match &result {
+            Ok(()) => self.not_before = now + self.settings.interval,
+            Err(ChatError::RateLimited { retry_after }) => {
+                self.stats.rate_limited += 1;
+                self.not_before = now + (*retry_after).max(self.settings.interval);
+            }
+            Err(_) => {
+                self.stats.failures += 1;
+                self.not_before = now + self.settings.interval.max(Duration::from_secs(2));
+            }
+        }
+        result
+    }
+
+    /// Ends the reply: appends `footer` (if any) and sends until every message shows its
+    /// complete content. Gives up only on a permanent error or after `max_failures`
+    /// failures that were not rate limits.
+    pub async fn finish(&mut self, footer: Option<String>) -> Result<(), ChatError> {
+        const MAX_FAILURES: u32 = 8;
+        self.footer = footer;
+        self.finishing = true;
+        let mut failures = 0;
+        while let Some(at) = self.next_flush_at() {
+            tokio::time::sleep_until(at).await;
+            match self.flush().await {
+                Ok(()) | Err(ChatError::RateLimited { .. }) => {}
+                Err(e @ ChatError::Permanent(_)) => return Err(e),
+                Err(e) => {
+                    failures += 1;
+                    if failures >= MAX_FAILURES {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The Matrix content for one message of a reply: Markdown body plus HTML, without HTML when
+/// the event would grow too large.
+fn to_message(text: &str) -> OutMessage {
+    let html = markdown::to_html(text).filter(|h| h.len() + text.len() <= MAX_EVENT_CONTENT_BYTES);
+    OutMessage {
+        body: text.to_owned(),
+        html,
+        notice: false,
+    }
+}
+
+/// Splits a reply into the texts of consecutive messages of at most `max_bytes` each
+/// (always at least one, possibly empty). Concatenating the parts gives `text` back.
+///
+/// A cut goes after the last blank line outside a code fence, else after the last line
+/// break, else at a character boundary. It only looks at the first `max_bytes` of what is
+/// left, so parts already complete never change as more text arrives.
+pub fn split_reply(text: &str, max_bytes: usize) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    while rest.len() > max_bytes {
+        let cut = choose_cut(rest, max_bytes);
+        parts.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    parts.push(rest);
+    parts
+}
+
+fn choose_cut(s: &str, max_bytes: usize) -> usize {
+    let mut limit = max_bytes;
+    while !s.is_char_boundary(limit) {
+        limit -= 1;
+    }
+    let window = &s[..limit];
+    let outside_fence = |pos: usize| {
+        window[..pos]
+            .lines()
+            .filter(|l| l.trim_start().starts_with("```"))
+            .count()
+            % 2
+            == 0
+    };
+    let candidates = window
+        .rmatch_indices("\n\n")
+        .map(|(i, _)| i + 2)
+        .chain(window.rmatch_indices('\n').map(|(i, _)| i + 1));
+    let mut any_newline = None;
+    for cut in candidates {
+        // Cuts too early would leave tiny messages; accept those only as a last resort.
+        if cut < limit / 4 {
+            continue;
+        }
+        if outside_fence(cut) {
+            return cut;
+        }
+        any_newline.get_or_insert(cut);
+    }
+    any_newline.unwrap_or(limit.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fakes::{FakeChat, Sent};
+
+    fn settings() -> StreamSettings {
+        StreamSettings {
+            interval: Duration::from_secs(1),
+            max_edits: 100,
+            max_bytes: 2_000,
+        }
+    }
+
+    /// Feeds `chunks` one every `every`, flushing as the worker does.
+    async fn drive(stream: &mut ReplyStream, chunks: &[String], every: Duration) {
+        for chunk in chunks {
+            stream.push(chunk);
+            let until = Instant::now() + every;
+            loop {
+                match stream.next_flush_at() {
+                    Some(at) if at <= until => {
+                        tokio::time::sleep_until(at).await;
+                        let _ = stream.flush().await;
+                    }
+                    _ => break,
+                }
+            }
+            tokio::time::sleep_until(until).await;
+        }
+    }
+
+    fn chunks(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("word{i} ")).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn edits_are_coalesced_to_one_per_interval_and_the_last_holds_everything() {
+        let chat = FakeChat::new();
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t1", settings());
+        let parts = chunks(50);
+        drive(&mut s, &parts, Duration::from_millis(100)).await;
+        s.finish(None).await.unwrap();
+        let log = chat.log();
+        // 50 chunks over 5 s at one request per second: about 6 requests, not 50.
+        assert!(
+            log.len() <= 7 && log.len() >= 3,
+            "{} requests: {log:?}",
+            log.len()
+        );
+        assert!(matches!(log[0], Sent::Send { .. }));
+        assert_eq!(chat.shown("!r"), vec![parts.concat()]);
+        let times = chat.times();
+        for pair in times.windows(2) {
+            assert!(pair[1] - pair[0] >= Duration::from_secs(1), "{times:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_text_is_sent_at_once() {
+        let chat = FakeChat::new();
+        let start = Instant::now();
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        s.push("hello");
+        assert_eq!(s.next_flush_at(), Some(start));
+        s.flush().await.unwrap();
+        assert_eq!(chat.shown("!r"), vec!["hello".to_string()]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_limit_folds_pending_text_into_the_next_edit() {
+        let chat = FakeChat::new();
+        // The 2nd and 3rd requests are refused with a 5 s retry_after.
+        chat.rate_limit_calls(&[2, 3], Duration::from_secs(5));
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        let parts = chunks(40);
+        drive(&mut s, &parts, Duration::from_millis(250)).await;
+        s.finish(None).await.unwrap();
+        assert_eq!(chat.shown("!r"), vec![parts.concat()]);
+        assert_eq!(s.stats().rate_limited, 2);
+        assert_eq!(s.stats().sends, 1, "no duplicate message");
+        // Nothing was sent in the 5 s after a refusal.
+        let log = chat.attempt_times();
+        let refused = log[1];
+        assert!(log[2] - refused >= Duration::from_secs(5));
+        assert!(log[3] - log[2] >= Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_edit_cap_stops_intermediate_edits_but_not_the_final_one() {
+        let chat = FakeChat::new();
+        let mut settings = settings();
+        settings.max_edits = 2;
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings);
+        let parts = chunks(100);
+        drive(&mut s, &parts, Duration::from_millis(200)).await;
+        assert_eq!(s.stats().edits, 2);
+        s.finish(Some("⏹️ Stopped.".into())).await.unwrap();
+        assert_eq!(s.stats().edits, 3);
+        assert_eq!(
+            chat.shown("!r"),
+            vec![format!("{}\n\n⏹️ Stopped.", parts.concat())]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_reply_continues_in_new_messages() {
+        let chat = FakeChat::new();
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        let parts: Vec<String> = (0..300)
+            .map(|i| format!("line {i} of the answer\n"))
+            .collect();
+        drive(&mut s, &parts, Duration::from_millis(20)).await;
+        s.finish(None).await.unwrap();
+        let shown = chat.shown("!r");
+        assert!(shown.len() >= 3, "{} messages", shown.len());
+        assert!(shown.iter().all(|m| m.len() <= 2_000));
+        assert_eq!(shown.concat(), parts.concat());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn transient_failures_are_retried_until_the_final_content_is_shown() {
+        let chat = FakeChat::new();
+        chat.fail_calls(&[2, 3]);
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        s.push("a");
+        s.flush().await.unwrap();
+        s.push("b");
+        s.finish(None).await.unwrap();
+        assert_eq!(chat.shown("!r"), vec!["ab".to_string()]);
+    }
+
+    #[test]
+    fn split_keeps_text_and_prefers_boundaries_outside_code() {
+        let text = format!(
+            "{}\n\n```\n{}\n```\n{}",
+            "a".repeat(500),
+            "code line\n".repeat(100),
+            "tail ".repeat(200)
+        );
+        let parts = split_reply(&text, 1_000);
+        assert_eq!(parts.concat(), text);
+        assert!(parts.iter().all(|p| p.len() <= 1_000));
+        assert_eq!(parts[0], format!("{}\n\n", "a".repeat(500)));
+        // Stable: the first part does not move when more text arrives.
+        let longer = format!("{text} and more");
+        assert_eq!(split_reply(&longer, 1_000)[0], parts[0]);
+    }
+
+    #[test]
+    fn split_handles_text_without_breaks_and_multibyte_characters() {
+        let text = "é".repeat(1_500);
+        let parts = split_reply(&text, 1_001);
+        assert_eq!(parts.concat(), text);
+        assert!(parts.iter().all(|p| p.len() <= 1_001));
+    }
+
+    #[test]
+    fn oversized_html_is_dropped_rather_than_sending_an_invalid_event() {
+        let text = "<".repeat(10_000);
+        let msg = to_message(&text);
+        assert_eq!(msg.html, None);
+        assert_eq!(msg.body, text);
+    }
+}

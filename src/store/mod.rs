@@ -1,0 +1,282 @@
+//! Persistent state in SQLite (sqlx, migrations from `migrations/`): sessions, transcripts,
+//! handled events and when each agent joined each room.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+
+/// Store failures. All are permanent from the caller's point of view: the database is local.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A query or connection failed.
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    /// A migration failed.
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Who wrote a transcript entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A person's prompt.
+    User,
+    /// The agent's final reply.
+    Agent,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Agent => "agent",
+        }
+    }
+}
+
+/// One transcript line.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct TranscriptEntry {
+    /// `user` or `agent`.
+    pub role: String,
+    /// Matrix user ID of the author.
+    pub sender: String,
+    /// The Matrix event holding it.
+    pub event_id: Option<String>,
+    /// The text.
+    pub body: String,
+    /// How the turn ended, for replies.
+    pub stop_reason: Option<String>,
+    /// When, in ms since the epoch.
+    pub created_at: i64,
+}
+
+/// The gateway's database.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+/// Milliseconds since the epoch, the time unit of the store.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(std::time::Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// An in-memory database, for tests.
+    pub async fn in_memory() -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new().in_memory(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// Records that `agent` took in `event`. Returns `false` when it already had: the caller
+    /// must then not prompt it again.
+    pub async fn mark_handled(
+        &self,
+        event_id: &str,
+        agent_id: &str,
+        room_id: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "INSERT OR IGNORE INTO handled_events (event_id, agent_id, room_id, handled_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(event_id)
+        .bind(agent_id)
+        .bind(room_id)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Records when `agent` arrived in `room`, unless already known; returns the time kept.
+    pub async fn member_since(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+        since: i64,
+    ) -> Result<i64, StoreError> {
+        sqlx::query(
+            "INSERT OR IGNORE INTO room_members (room_id, agent_id, since) VALUES (?, ?, ?)",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(since)
+        .execute(&self.pool)
+        .await?;
+        let (since,): (i64,) =
+            sqlx::query_as("SELECT since FROM room_members WHERE room_id = ? AND agent_id = ?")
+                .bind(room_id)
+                .bind(agent_id)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(since)
+    }
+
+    /// Forgets the membership record, when the agent leaves a room.
+    pub async fn forget_member(&self, room_id: &str, agent_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM room_members WHERE room_id = ? AND agent_id = ?")
+            .bind(room_id)
+            .bind(agent_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Saves the ACP session of (room, agent).
+    pub async fn save_session(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+        session_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO sessions (room_id, agent_id, session_id, created_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT (room_id, agent_id) DO UPDATE SET session_id = excluded.session_id, created_at = excluded.created_at",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(session_id)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The last ACP session saved for (room, agent).
+    pub async fn session(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT session_id FROM sessions WHERE room_id = ? AND agent_id = ?")
+                .bind(room_id)
+                .bind(agent_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|r| r.0))
+    }
+
+    /// Appends a transcript line.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn append_transcript(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+        role: Role,
+        sender: &str,
+        event_id: Option<&str>,
+        body: &str,
+        stop_reason: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO transcript (room_id, agent_id, role, sender, event_id, body, stop_reason, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(role.as_str())
+        .bind(sender)
+        .bind(event_id)
+        .bind(body)
+        .bind(stop_reason)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The transcript of (room, agent), oldest first.
+    pub async fn transcript(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+    ) -> Result<Vec<TranscriptEntry>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT role, sender, event_id, body, stop_reason, created_at FROM transcript
+             WHERE room_id = ? AND agent_id = ? ORDER BY id",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn events_are_handled_once_per_agent() {
+        let store = Store::in_memory().await.unwrap();
+        assert!(store.mark_handled("$e", "a", "!r").await.unwrap());
+        assert!(!store.mark_handled("$e", "a", "!r").await.unwrap());
+        assert!(store.mark_handled("$e", "b", "!r").await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn membership_keeps_the_first_time() {
+        let store = Store::in_memory().await.unwrap();
+        assert_eq!(store.member_since("!r", "a", 10).await.unwrap(), 10);
+        assert_eq!(store.member_since("!r", "a", 20).await.unwrap(), 10);
+        store.forget_member("!r", "a").await.unwrap();
+        assert_eq!(store.member_since("!r", "a", 30).await.unwrap(), 30);
+    }
+
+    #[tokio::test]
+    async fn sessions_and_transcripts_round_trip() {
+        let store = Store::in_memory().await.unwrap();
+        assert_eq!(store.session("!r", "a").await.unwrap(), None);
+        store.save_session("!r", "a", "s1").await.unwrap();
+        store.save_session("!r", "a", "s2").await.unwrap();
+        assert_eq!(
+            store.session("!r", "a").await.unwrap().as_deref(),
+            Some("s2")
+        );
+        store
+            .append_transcript("!r", "a", Role::User, "@p:x", Some("$1"), "hi", None)
+            .await
+            .unwrap();
+        store
+            .append_transcript(
+                "!r",
+                "a",
+                Role::Agent,
+                "@a:x",
+                Some("$2"),
+                "hello",
+                Some("end_turn"),
+            )
+            .await
+            .unwrap();
+        let t = store.transcript("!r", "a").await.unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].role.as_str(), t[1].body.as_str()), ("user", "hello"));
+    }
+}
