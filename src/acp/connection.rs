@@ -140,9 +140,16 @@ impl AcpAgent {
             exit,
             stderr,
         };
-        let response = agent
+        let response = match agent
             .wait("initialize", Some(INITIALIZE_TIMEOUT), init_rx)
-            .await?;
+            .await
+        {
+            Ok(response) => response,
+            Err(e) => {
+                agent.shutdown().await;
+                return Err(e);
+            }
+        };
         let info = events::agent_info(&response);
         if response.protocol_version != ProtocolVersion::V1 {
             agent.shutdown().await;
@@ -186,6 +193,14 @@ impl AcpAgent {
             Err(e) if self.exit.borrow().is_some() || is_transport_error(&e) => {
                 Err(self.gone().await)
             }
+            // The SDK refuses an answer in another protocol version before we see it; its
+            // error names the version the agent spoke.
+            Err(e)
+                if let Some(version) =
+                    e.data.as_ref().and_then(|d| spoken_version(&d.to_string())) =>
+            {
+                Err(AgentError::UnsupportedVersion(version))
+            }
             Err(e) => Err(AgentError::Rpc {
                 code: i32::from(e.code) as i64,
                 message: e.message,
@@ -214,6 +229,19 @@ impl AcpAgent {
             Err(_) => Err(self.gone().await),
         }
     }
+}
+
+/// The protocol version named in the SDK's version-mismatch error, if that is what it is.
+fn spoken_version(data: &str) -> Option<u16> {
+    ["unsupported ACP protocol version ", "but peer negotiated "]
+        .iter()
+        .find_map(|marker| data.split_once(marker))
+        .and_then(|(_, rest)| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
 }
 
 fn is_transport_error(e: &agent_client_protocol::Error) -> bool {
@@ -371,4 +399,27 @@ async fn run_connection(
             Ok(())
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spoken_version_is_read_from_the_sdk_error() {
+        let table = [
+            (
+                "unsupported ACP protocol version 7; this endpoint only supports ACP protocol version 1",
+                Some(7),
+            ),
+            (
+                "required ACP protocol version 1 but peer negotiated 2; use a matching implementation",
+                Some(2),
+            ),
+            ("something else", None),
+        ];
+        for (data, expected) in table {
+            assert_eq!(spoken_version(data), expected, "{data}");
+        }
+    }
 }

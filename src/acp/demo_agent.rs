@@ -43,10 +43,6 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Stdio, UntypedMessage};
 use tokio::sync::Notify;
 
-/// Environment variable that makes the demo agent answer `initialize` with another protocol
-/// version (to test that the gateway refuses it).
-pub const PROTOCOL_VERSION_ENV: &str = "SIDEKICKS_DEMO_PROTOCOL_VERSION";
-
 /// Per-session cancellation state.
 #[derive(Default)]
 struct Cancel {
@@ -69,12 +65,8 @@ pub async fn run_stdio() -> Result<(), agent_client_protocol::Error> {
         .name("sidekicks-demo-agent")
         .on_receive_request(
             async move |_req: InitializeRequest, responder, _cx| {
-                let version = std::env::var(PROTOCOL_VERSION_ENV)
-                    .ok()
-                    .and_then(|v| serde_json::from_str::<ProtocolVersion>(&v).ok())
-                    .unwrap_or(ProtocolVersion::V1);
                 responder.respond(
-                    InitializeResponse::new(version)
+                    InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(AgentCapabilities::new())
                         .agent_info(
                             Implementation::new("sidekicks-demo-agent", env!("CARGO_PKG_VERSION"))

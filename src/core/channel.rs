@@ -338,12 +338,18 @@ impl Channel {
         };
         let wants_stop = match input {
             ChannelInput::Prompt(message) => {
-                let reaction = self
+                let reaction = match self
                     .ctx
                     .chat
                     .react(&self.room, &message.event_id, strings::QUEUED_REACTION)
                     .await
-                    .ok();
+                {
+                    Ok(id) => Some(id),
+                    Err(e) => {
+                        tracing::warn!(room = %self.room, error = %e, "could not mark a message as queued");
+                        None
+                    }
+                };
                 self.queue.push_back((message, reaction));
                 false
             }

@@ -1,0 +1,199 @@
+#![recursion_limit = "256"]
+//! A message becomes a prompt and the answer streams in as edits of one message.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+/// A few paragraphs of Markdown, long enough to need several chunks and several edits.
+fn answer_text() -> String {
+    let mut text =
+        String::from("## Streamed answer\n\nHere is a list:\n\n- **one**\n- `two`\n- three\n\n");
+    for i in 0..12 {
+        text.push_str(&format!(
+            "Paragraph {i}: the quick brown fox jumps over the lazy dog.\n\n"
+        ));
+    }
+    text.push_str("```rust\nfn main() {}\n```");
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_gets_a_streamed_reply_whose_final_edit_holds_everything() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 300",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    let text = answer_text();
+    // 30 ms per 20-character chunk: ~1.5 s of streaming, several edits at 300 ms.
+    let reply = env
+        .prompt_and_wait(&room, &format!("%stream 30 20\n{text}"), &text)
+        .await;
+
+    let edits = env.alice.edits_of(&reply);
+    assert!(
+        edits.len() >= 2,
+        "expected at least two edits, saw {}",
+        edits.len()
+    );
+    let replies = env.alice.messages_from(&room, &env.agent);
+    assert_eq!(replies.len(), 1, "one reply message, edited: {replies:?}");
+    assert!(!replies[0].notice, "answers are m.text");
+    // The final content is rendered Markdown.
+    let html = edits.last().unwrap().html.clone().unwrap_or_default();
+    assert!(html.contains("<h2>Streamed answer</h2>"), "{html}");
+    assert!(html.contains("<strong>one</strong>"), "{html}");
+    assert!(
+        html.contains("<pre><code class=\"language-rust\">"),
+        "{html}"
+    );
+    assert!(
+        env.alice.saw_typing(&env.agent),
+        "the agent showed typing while it worked"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thoughts_and_unknown_updates_stay_out_of_the_reply() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let reply = env
+        .prompt_and_wait(
+            &room,
+            "%think secret reasoning\n%unknown-update\n%say visible answer",
+            "visible answer",
+        )
+        .await;
+    // Give any stray edit time to arrive, then check nothing else was said.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        env.alice.current_text(&reply).as_deref(),
+        Some("visible answer")
+    );
+    for m in env.alice.messages_from(&room, &env.agent) {
+        assert!(!m.body.contains("secret reasoning"), "{m:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_command_cancels_the_turn_and_the_room_sees_it() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 200",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    let long = "word ".repeat(400);
+    env.alice
+        .send(&room, &format!("%stream 100 5\n{long}"))
+        .await;
+    let reply = wait_until(PATIENCE, "the reply to start", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .first()
+            .map(|m| m.event_id.clone())
+    })
+    .await;
+    env.alice.send(&room, "!stop").await;
+    let stopped_by = format!("Stopped by {}", env.alice.user_id);
+    wait_until(PATIENCE, "the reply to say it was stopped", || {
+        env.alice
+            .current_text(&reply)
+            .filter(|t| t.contains(&stopped_by))
+    })
+    .await;
+    let shown = env.alice.current_text(&reply).unwrap();
+    assert!(shown.len() < long.len(), "the turn ended early");
+    assert!(
+        env.gw.log().contains("stop=\"cancelled\""),
+        "the agent reported stopReason cancelled"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_reaction_on_the_reply_cancels_the_turn() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 200",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%say working on it\n%hang").await;
+    let reply = wait_until(PATIENCE, "the reply to start", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .first()
+            .map(|m| m.event_id.clone())
+    })
+    .await;
+    env.alice.react(&room, &reply, "🛑").await;
+    wait_until(PATIENCE, "the reply to say it was stopped", || {
+        env.alice
+            .current_text(&reply)
+            .filter(|t| t.contains("Stopped by"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_error_is_shown_in_the_room() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%error exceeded maximum tool call iterations (40)")
+        .await;
+    let notice = wait_until(PATIENCE, "an error notice", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| m.notice)
+    })
+    .await;
+    assert!(
+        notice
+            .body
+            .contains("exceeded maximum tool call iterations (40)"),
+        "{}",
+        notice.body
+    );
+    // The gateway is still fine: the next prompt is answered.
+    env.prompt_and_wait(&room, "%say still here", "still here")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_during_a_turn_are_queued_visibly_and_answered_in_order() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 200",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%sleep 4000\n%say first").await;
+    wait_until(PATIENCE, "the agent to start", || {
+        env.alice.saw_typing(&env.agent).then_some(())
+    })
+    .await;
+    let second = env.alice.send(&room, "%say second").await;
+    wait_until(PATIENCE, "the queued mark on the second message", || {
+        env.alice
+            .reactions_on(&second)
+            .into_iter()
+            .find(|r| r.key == "⏳" && r.sender == env.agent)
+    })
+    .await;
+    let texts = wait_until(PATIENCE, "both answers", || {
+        let replies = env.alice.messages_from(&room, &env.agent);
+        let texts: Vec<String> = replies
+            .iter()
+            .filter_map(|m| env.alice.current_text(&m.event_id))
+            .collect();
+        (texts.len() == 2).then_some(texts)
+    })
+    .await;
+    assert_eq!(texts, vec!["first", "second"]);
+}

@@ -1,0 +1,130 @@
+//! The gateway under test: the real `sidekicks` binary with a generated config, running the
+//! real demo agent (`sidekicks demo-agent`) as its agent process.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+/// One agent of the generated config.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    /// Agent ID.
+    pub id: String,
+    /// Its Matrix user ID (registered beforehand).
+    pub user_id: String,
+    /// Its password.
+    pub password: String,
+}
+
+/// A running `sidekicks run`.
+pub struct GatewayProcess {
+    child: Option<Child>,
+    /// Config, state and log.
+    pub dir: TempDir,
+    /// The config file.
+    pub config: PathBuf,
+}
+
+/// The `sidekicks` binary built for these tests.
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_sidekicks"))
+}
+
+impl GatewayProcess {
+    /// Writes a config for `agents` (allowing `allowed`) and starts the gateway.
+    pub fn start(
+        homeserver: &str,
+        allowed: &[&str],
+        agents: &[AgentSpec],
+        extra_toml: &str,
+    ) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("sidekicks-gateway-")
+            .tempdir()
+            .unwrap();
+        let mut toml = format!(
+            "state_dir = \"state\"\n{extra_toml}\n[matrix]\nhomeserver = \"{homeserver}\"\n[access]\nallowed_users = {allowed:?}\n"
+        );
+        for a in agents {
+            let ws = dir.path().join(format!("workspace-{}", a.id));
+            std::fs::create_dir_all(&ws).unwrap();
+            toml.push_str(&format!(
+                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = [\"demo-agent\"]\nworkspace = {ws:?}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_env = \"TEST_AGENT_PASSWORD_{id}\"\n",
+                id = a.id,
+                bin = binary(),
+                ws = ws,
+                user = a.user_id,
+            ));
+        }
+        let config = dir.path().join("sidekicks.toml");
+        std::fs::write(&config, toml).unwrap();
+        let mut gw = Self {
+            child: None,
+            dir,
+            config,
+        };
+        gw.launch(agents);
+        gw
+    }
+
+    fn launch(&mut self, agents: &[AgentSpec]) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .unwrap();
+        let mut cmd = Command::new(binary());
+        cmd.args(["run", "--config"])
+            .arg(&self.config)
+            .env(
+                "RUST_LOG",
+                "info,sidekicks=debug,matrix_sdk=warn,matrix_sdk_base=warn,matrix_sdk_crypto=error",
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        for a in agents {
+            cmd.env(format!("TEST_AGENT_PASSWORD_{}", a.id), &a.password);
+        }
+        self.child = Some(cmd.spawn().expect("start sidekicks"));
+    }
+
+    /// Where the gateway logs.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("gateway.log")
+    }
+
+    /// The gateway's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Stops the gateway with SIGTERM and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: kill(2) on our own child's PID.
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGTERM);
+            }
+            for _ in 0..100 {
+                if child.try_wait().unwrap().is_some() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        self.stop();
+        if std::thread::panicking() {
+            eprintln!("---- gateway log ----\n{}", self.log());
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! A person's Matrix client (matrix-sdk, with its own encrypted store), separate from the
+//! gateway, recording everything it sees.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use matrix_sdk::config::SyncSettings;
+use matrix_sdk::deserialized_responses::EncryptionInfo;
+use matrix_sdk::room::Room;
+use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
+use matrix_sdk::ruma::events::relation::Annotation;
+use matrix_sdk::ruma::events::room::message::{
+    MessageType, OriginalSyncRoomMessageEvent, Relation, RoomMessageEventContent,
+};
+use matrix_sdk::ruma::events::typing::SyncTypingEvent;
+use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedUserId, UserId};
+use matrix_sdk::{Client, RoomMemberships};
+use tempfile::TempDir;
+
+/// One message event the person's client saw.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// Event ID.
+    pub event_id: String,
+    /// Room.
+    pub room_id: String,
+    /// Author.
+    pub sender: String,
+    /// Plain body (for an edit: the fallback `* …`).
+    pub body: String,
+    /// HTML body, if any (for an edit: of the new content).
+    pub html: Option<String>,
+    /// Whether it is an `m.notice`.
+    pub notice: bool,
+    /// For an edit: the event it replaces and its new body.
+    pub replaces: Option<(String, String)>,
+    /// Whether it arrived encrypted.
+    pub encrypted: bool,
+}
+
+/// A reaction the person's client saw.
+#[derive(Debug, Clone)]
+pub struct SeenReaction {
+    /// Author.
+    pub sender: String,
+    /// Target event.
+    pub target: String,
+    /// Key.
+    pub key: String,
+}
+
+#[derive(Default)]
+struct Log {
+    messages: Vec<Seen>,
+    reactions: Vec<SeenReaction>,
+    typing: HashSet<String>,
+}
+
+/// A logged-in person, syncing in the background.
+pub struct Person {
+    /// Their client.
+    pub client: Client,
+    /// Their user ID.
+    pub user_id: String,
+    log: Arc<Mutex<Log>>,
+    sync: tokio::task::JoinHandle<()>,
+    _store: TempDir,
+}
+
+impl Drop for Person {
+    fn drop(&mut self) {
+        self.sync.abort();
+    }
+}
+
+impl Person {
+    /// Logs `name` in on `homeserver` and starts syncing.
+    pub async fn login(homeserver: &str, user_id: &str, password: &str) -> Self {
+        let store = tempfile::Builder::new()
+            .prefix("sidekicks-person-")
+            .tempdir()
+            .unwrap();
+        let client = Client::builder()
+            .homeserver_url(homeserver)
+            .sqlite_store(store.path(), None)
+            .build()
+            .await
+            .unwrap();
+        client
+            .matrix_auth()
+            .login_username(user_id, password)
+            .await
+            .unwrap();
+        let log = Arc::new(Mutex::new(Log::default()));
+
+        let l = log.clone();
+        client.add_event_handler(
+            move |ev: OriginalSyncRoomMessageEvent, room: Room, enc: Option<EncryptionInfo>| {
+                let l = l.clone();
+                async move {
+                    let (notice, html) = match &ev.content.msgtype {
+                        MessageType::Notice(n) => {
+                            (true, n.formatted.as_ref().map(|f| f.body.clone()))
+                        }
+                        MessageType::Text(t) => {
+                            (false, t.formatted.as_ref().map(|f| f.body.clone()))
+                        }
+                        _ => (false, None),
+                    };
+                    let mut seen = Seen {
+                        event_id: ev.event_id.to_string(),
+                        room_id: room.room_id().to_string(),
+                        sender: ev.sender.to_string(),
+                        body: ev.content.body().to_owned(),
+                        html,
+                        notice,
+                        replaces: None,
+                        encrypted: enc.is_some(),
+                    };
+                    if let Some(Relation::Replacement(r)) = &ev.content.relates_to {
+                        seen.replaces = Some((
+                            r.event_id.to_string(),
+                            r.new_content.msgtype.body().to_owned(),
+                        ));
+                        seen.html = match &r.new_content.msgtype {
+                            MessageType::Text(t) => t.formatted.as_ref().map(|f| f.body.clone()),
+                            MessageType::Notice(n) => n.formatted.as_ref().map(|f| f.body.clone()),
+                            _ => None,
+                        };
+                    }
+                    l.lock().unwrap().messages.push(seen);
+                }
+            },
+        );
+        let l = log.clone();
+        client.add_event_handler(move |ev: OriginalSyncReactionEvent| {
+            let l = l.clone();
+            async move {
+                l.lock().unwrap().reactions.push(SeenReaction {
+                    sender: ev.sender.to_string(),
+                    target: ev.content.relates_to.event_id.to_string(),
+                    key: ev.content.relates_to.key.clone(),
+                });
+            }
+        });
+        let l = log.clone();
+        client.add_event_handler(move |ev: SyncTypingEvent| {
+            let l = l.clone();
+            async move {
+                l.lock()
+                    .unwrap()
+                    .typing
+                    .extend(ev.content.user_ids.iter().map(|u| u.to_string()));
+            }
+        });
+        let c = client.clone();
+        let sync = tokio::spawn(async move {
+            loop {
+                let _ = c
+                    .sync(SyncSettings::default().timeout(Duration::from_secs(5)))
+                    .await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+        Self {
+            client,
+            user_id: user_id.to_owned(),
+            log,
+            sync,
+            _store: store,
+        }
+    }
+
+    /// Creates a private room, encrypted or not, and waits until the client knows it.
+    pub async fn create_room(&self, encrypted: bool) -> Room {
+        let response = self.client.create_room(Default::default()).await.unwrap();
+        let room_id = response.room_id().to_owned();
+        let room = wait_until(Duration::from_secs(30), "the new room to sync", || {
+            self.client.get_room(&room_id)
+        })
+        .await;
+        if encrypted {
+            room.enable_encryption().await.unwrap();
+        }
+        room
+    }
+
+    /// A room this person is in.
+    pub fn room(&self, room_id: &str) -> Room {
+        self.client
+            .get_room(&OwnedRoomId::try_from(room_id).unwrap())
+            .unwrap()
+    }
+
+    /// Invites `user_id` into `room`.
+    pub async fn invite(&self, room: &Room, user_id: &str) {
+        room.invite_user_by_id(&OwnedUserId::try_from(user_id).unwrap())
+            .await
+            .unwrap();
+    }
+
+    /// Sends a plain text message; returns its event ID.
+    pub async fn send(&self, room: &Room, text: &str) -> String {
+        room.send(RoomMessageEventContent::text_plain(text))
+            .await
+            .unwrap()
+            .response
+            .event_id
+            .to_string()
+    }
+
+    /// Reacts to an event.
+    pub async fn react(&self, room: &Room, event_id: &str, key: &str) {
+        let target = OwnedEventId::try_from(event_id).unwrap();
+        room.send(ReactionEventContent::new(Annotation::new(
+            target,
+            key.to_owned(),
+        )))
+        .await
+        .unwrap();
+    }
+
+    /// Whether `user_id` is joined to `room`, per this person's view.
+    pub async fn is_joined(&self, room: &Room, user_id: &str) -> bool {
+        let user: &UserId = <&UserId>::try_from(user_id).unwrap();
+        room.members_no_sync(RoomMemberships::JOIN)
+            .await
+            .unwrap()
+            .iter()
+            .any(|m| m.user_id() == user)
+    }
+
+    /// Whether `user_id` has left (or declined) `room`, per this person's view.
+    pub async fn has_left(&self, room: &Room, user_id: &str) -> bool {
+        let user: &UserId = <&UserId>::try_from(user_id).unwrap();
+        room.members_no_sync(RoomMemberships::LEAVE)
+            .await
+            .unwrap()
+            .iter()
+            .any(|m| m.user_id() == user)
+    }
+
+    /// Messages (not edits) by `sender` in `room`, in order.
+    pub fn messages_from(&self, room: &Room, sender: &str) -> Vec<Seen> {
+        let room_id = room.room_id().to_string();
+        self.log
+            .lock()
+            .unwrap()
+            .messages
+            .iter()
+            .filter(|m| m.room_id == room_id && m.sender == sender && m.replaces.is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// The edits of `event_id`, in order.
+    pub fn edits_of(&self, event_id: &str) -> Vec<Seen> {
+        self.log
+            .lock()
+            .unwrap()
+            .messages
+            .iter()
+            .filter(|m| {
+                m.replaces
+                    .as_ref()
+                    .is_some_and(|(target, _)| target == event_id)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// What `event_id` shows now: its last edit's new body, else its own body.
+    pub fn current_text(&self, event_id: &str) -> Option<String> {
+        if let Some(last) = self.edits_of(event_id).last() {
+            return last.replaces.as_ref().map(|(_, body)| body.clone());
+        }
+        let log = self.log.lock().unwrap();
+        log.messages
+            .iter()
+            .find(|m| m.event_id == event_id)
+            .map(|m| m.body.clone())
+    }
+
+    /// Reactions seen on `event_id`.
+    pub fn reactions_on(&self, event_id: &str) -> Vec<SeenReaction> {
+        self.log
+            .lock()
+            .unwrap()
+            .reactions
+            .iter()
+            .filter(|r| r.target == event_id)
+            .cloned()
+            .collect()
+    }
+
+    /// Whether `user_id` was ever seen typing.
+    pub fn saw_typing(&self, user_id: &str) -> bool {
+        self.log.lock().unwrap().typing.contains(user_id)
+    }
+}
+
+/// Polls `probe` until it returns `Some`, or panics after `timeout` naming `what`.
+pub async fn wait_until<T>(
+    timeout: Duration,
+    what: &str,
+    mut probe: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

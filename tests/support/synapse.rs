@@ -1,0 +1,258 @@
+//! A real Synapse homeserver for the tests: installed from PyPI into a cached virtualenv,
+//! started on a free loopback port with a throwaway SQLite database.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hmac::{Hmac, KeyInit, Mac};
+use tempfile::TempDir;
+
+const SHARED_SECRET: &str = "sidekicks-test-registration-secret";
+/// A fixed signing key: this server never federates, so the key needs no secrecy.
+const SIGNING_KEY: &str = "ed25519 a_test AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n";
+
+/// The server name of every test homeserver.
+pub const SERVER_NAME: &str = "localhost";
+
+/// How the homeserver is configured.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SynapseOptions {
+    /// Keep Synapse's default message rate limit (0.2/s, burst 10) instead of relaxing it.
+    pub default_rate_limits: bool,
+}
+
+/// A running Synapse.
+pub struct Synapse {
+    /// Base URL of the client API.
+    pub url: String,
+    /// Its port.
+    pub port: u16,
+    /// Holds its config, database and log.
+    pub dir: TempDir,
+    child: Option<Child>,
+    options: SynapseOptions,
+}
+
+/// The cached virtualenv with Synapse, created on first use (a file lock keeps parallel
+/// test binaries from installing it twice).
+pub fn venv() -> PathBuf {
+    let venv = std::env::var_os("SIDEKICKS_SYNAPSE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| "/tmp".into());
+            home.join(".cache/sidekicks/synapse-venv")
+        });
+    let marker = venv.join(".sidekicks-installed");
+    if marker.exists() {
+        return venv;
+    }
+    std::fs::create_dir_all(venv.parent().unwrap()).unwrap();
+    let lock = std::fs::File::create(venv.with_extension("lock")).unwrap();
+    lock.lock().unwrap();
+    if !marker.exists() {
+        eprintln!("installing Synapse into {} (once)…", venv.display());
+        let ok = Command::new("python3")
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "python3 -m venv failed");
+        let ok = Command::new(venv.join("bin/pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "matrix-synapse",
+            ])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "pip install matrix-synapse failed");
+        std::fs::write(&marker, "").unwrap();
+    }
+    venv
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn relaxed_limits() -> &'static str {
+    r#"
+rc_message: {per_second: 10000, burst_count: 10000}
+rc_registration: {per_second: 10000, burst_count: 10000}
+rc_login:
+  address: {per_second: 10000, burst_count: 10000}
+  account: {per_second: 10000, burst_count: 10000}
+  failed_attempts: {per_second: 10000, burst_count: 10000}
+rc_joins:
+  local: {per_second: 10000, burst_count: 10000}
+  remote: {per_second: 10000, burst_count: 10000}
+rc_invites:
+  per_room: {per_second: 10000, burst_count: 10000}
+  per_user: {per_second: 10000, burst_count: 10000}
+  per_issuer: {per_second: 10000, burst_count: 10000}
+rc_key_requests: {per_second: 10000, burst_count: 10000}
+rc_room_creation: {per_second: 10000, burst_count: 10000}
+"#
+}
+
+impl Synapse {
+    /// Starts a fresh homeserver and waits until it answers.
+    pub async fn start(options: SynapseOptions) -> Self {
+        let venv = venv();
+        let dir = tempfile::Builder::new()
+            .prefix("sidekicks-synapse-")
+            .tempdir()
+            .unwrap();
+        let port = free_port();
+        let d = dir.path();
+        std::fs::write(d.join("signing.key"), SIGNING_KEY).unwrap();
+        let config = format!(
+            r#"
+server_name: "{SERVER_NAME}"
+pid_file: {d}/homeserver.pid
+report_stats: false
+registration_shared_secret: "{SHARED_SECRET}"
+signing_key_path: {d}/signing.key
+media_store_path: {d}/media
+trusted_key_servers: []
+suppress_key_server_warning: true
+enable_metrics: false
+listeners:
+  - port: {port}
+    bind_addresses: ['127.0.0.1']
+    type: http
+    tls: false
+    x_forwarded: false
+    resources:
+      - names: [client]
+        compress: false
+database:
+  name: sqlite3
+  args:
+    database: {d}/homeserver.db
+{limits}
+"#,
+            d = d.display(),
+            limits = if options.default_rate_limits {
+                ""
+            } else {
+                relaxed_limits()
+            },
+        );
+        std::fs::write(d.join("homeserver.yaml"), config).unwrap();
+        let mut synapse = Self {
+            url: format!("http://127.0.0.1:{port}"),
+            port,
+            dir,
+            child: None,
+            options,
+        };
+        synapse.launch(&venv).await;
+        synapse
+    }
+
+    async fn launch(&mut self, venv: &Path) {
+        let d = self.dir.path();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(d.join("synapse.log"))
+            .unwrap();
+        let child = Command::new(venv.join("bin/python"))
+            .args(["-m", "synapse.app.homeserver", "-c"])
+            .arg(d.join("homeserver.yaml"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start synapse");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let http = reqwest::Client::new();
+        loop {
+            let versions = http
+                .get(format!("{}/_matrix/client/versions", self.url))
+                .send()
+                .await;
+            if versions.is_ok_and(|r| r.status().is_success()) {
+                return;
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("synapse exited ({status}):\n{}", self.log_tail());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "synapse did not start:\n{}",
+                self.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Whether the homeserver was started with Synapse's default rate limits.
+    pub fn default_rate_limits(&self) -> bool {
+        self.options.default_rate_limits
+    }
+
+    /// The end of Synapse's log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.path().join("synapse.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// Registers a user with the shared secret; returns the full user ID.
+    pub async fn register(&self, name: &str, password: &str) -> String {
+        let http = reqwest::Client::new();
+        let url = format!("{}/_synapse/admin/v1/register", self.url);
+        let nonce: serde_json::Value =
+            serde_json::from_str(&http.get(&url).send().await.unwrap().text().await.unwrap())
+                .unwrap();
+        let nonce = nonce["nonce"].as_str().unwrap().to_owned();
+        let mut mac = Hmac::<sha1::Sha1>::new_from_slice(SHARED_SECRET.as_bytes()).unwrap();
+        mac.update(format!("{nonce}\0{name}\0{password}\0notadmin").as_bytes());
+        let body = serde_json::json!({
+            "nonce": nonce,
+            "username": name,
+            "password": password,
+            "admin": false,
+            "mac": hex::encode(mac.finalize().into_bytes()),
+        });
+        let response = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert!(status.is_success(), "register {name}: {status} {text}");
+        format!("@{name}:{SERVER_NAME}")
+    }
+
+    /// Stops the homeserver (as if it went away).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Synapse {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
