@@ -192,8 +192,17 @@ impl Turn {
         if !text.lines().any(|l| l.starts_with('%')) {
             return self.demo(text).await;
         }
-        let lines: Vec<&str> = text.lines().collect();
-        for (i, line) in lines.iter().enumerate() {
+        // Each line with the byte offset where the next one starts, so `%stream` can take
+        // the rest of the prompt exactly as sent.
+        let mut offset = 0;
+        let lines: Vec<(&str, usize)> = text
+            .split_inclusive('\n')
+            .map(|l| {
+                offset += l.len();
+                (l.trim_end_matches(['\n', '\r']), offset)
+            })
+            .collect();
+        for (line, next) in lines {
             let Some(directive) = line.strip_prefix('%') else {
                 continue;
             };
@@ -207,8 +216,7 @@ impl Turn {
                 "think" => self.think(arg)?,
                 "stream" => {
                     let (ms, size) = (num(50), num(20).max(1) as usize);
-                    let rest = lines[i + 1..].join("\n");
-                    return self.stream(&rest, ms, size).await;
+                    return self.stream(&text[next..], ms, size).await;
                 }
                 "tool" => self.tool(arg).await?,
                 "permission" => {

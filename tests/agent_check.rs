@@ -1,0 +1,105 @@
+#![recursion_limit = "256"]
+//! `sidekicks check`: validates the config and shows what each agent advertises, without
+//! touching Matrix.
+
+mod support;
+
+use std::process::Command;
+
+use support::gateway::binary;
+
+fn config(dir: &std::path::Path, command: &str, args: &str) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    let path = dir.join("sidekicks.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+state_dir = "state"
+[matrix]
+homeserver = "http://127.0.0.1:9"
+[access]
+allowed_users = ["@alice:localhost"]
+[[agents]]
+id = "demo"
+display_name = "Demo"
+command = {command:?}
+args = {args}
+workspace = "ws"
+[agents.matrix]
+user_id = "@demo:localhost"
+password = "unused"
+"#
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn check_prints_what_the_demo_agent_advertises() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let out = Command::new(binary())
+        .args(["check", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for expected in [
+        "protocol version: 1",
+        "sidekicks-demo-agent",
+        "loadSession: no",
+        "session/new: ok",
+        "/demo, /echo",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn check_refuses_an_agent_speaking_another_protocol_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/protocol_v2_agent.py"
+    );
+    let cfg = config(dir.path(), "python3", &format!("[{fixture:?}]"));
+    let out = Command::new(binary())
+        .args(["check", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success());
+    assert!(
+        stdout.contains("speaks ACP protocol version 2; Sidekicks speaks version 1"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_reports_config_problems_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "sidekicks", "[]");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("workspace = \"ws\"", "workspace = \"missing\"");
+    std::fs::write(&cfg, text).unwrap();
+    let out = Command::new(binary())
+        .args(["check", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("agents[0].workspace"), "{stderr}");
+}

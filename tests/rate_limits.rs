@@ -1,0 +1,48 @@
+#![recursion_limit = "256"]
+//! Under Synapse's default message rate limit (0.2/s, burst 10) a long streamed reply still
+//! ends with exactly the text the agent sent, in one message, with nothing lost or doubled.
+
+mod support;
+
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_reply_completes_intact_under_default_rate_limits() {
+    let env = Env::start(
+        SynapseOptions {
+            default_rate_limits: true,
+        },
+        "",
+    )
+    .await;
+    assert!(env.hs.default_rate_limits());
+    let room = env.room_with_agent(false).await;
+    let text: String = (0..200)
+        .map(|i| format!("Line {i:03} of a long answer.\n"))
+        .collect();
+    // 30 characters every 100 ms: ~20 s of streaming at the default one edit per second,
+    // which spends the burst of 10 and meets M_LIMIT_EXCEEDED.
+    env.alice
+        .send(&room, &format!("%stream 100 30\n{text}"))
+        .await;
+    let reply = wait_until(PATIENCE * 2, "the complete reply", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| env.alice.current_text(&m.event_id).as_deref() == Some(text.as_str()))
+    })
+    .await;
+    let replies = env.alice.messages_from(&room, &env.agent);
+    assert_eq!(replies.len(), 1, "one reply message, no duplicates");
+    assert_eq!(replies[0].event_id, reply.event_id);
+    let log = env.gw.log();
+    let stats = log
+        .lines()
+        .find(|l| l.contains("turn ended"))
+        .expect("turn ended line");
+    assert!(
+        !stats.contains("rate_limited: 0"),
+        "the homeserver should have rate-limited us: {stats}"
+    );
+    assert!(stats.contains("failures: 0"), "{stats}");
+}

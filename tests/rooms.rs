@@ -1,0 +1,135 @@
+#![recursion_limit = "256"]
+//! Who can bring an agent into a room and talk to it; encrypted rooms.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{
+    AgentSpec, Env, GatewayProcess, PATIENCE, Person, Synapse, SynapseOptions, wait_until,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_invite_is_accepted_and_a_stranger_is_declined_and_ignored() {
+    let hs = Synapse::start(SynapseOptions::default()).await;
+    let alice_id = hs.register("alice", "pw-alice").await;
+    let mallory_id = hs.register("mallory", "pw-mallory").await;
+    let agent = hs.register("demo", "pw-demo").await;
+    let gw = GatewayProcess::start(
+        &hs.url,
+        &[alice_id.as_str()],
+        &[AgentSpec {
+            id: "demo".into(),
+            user_id: agent.clone(),
+            password: "pw-demo".into(),
+        }],
+        "",
+    );
+    let alice = Person::login(&hs.url, &alice_id, "pw-alice").await;
+    let mallory = Person::login(&hs.url, &mallory_id, "pw-mallory").await;
+
+    // Mallory is not allowed: her invite is declined.
+    let hers = mallory.create_room(false).await;
+    mallory.invite(&hers, &agent).await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !mallory.has_left(&hers, &agent).await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the invite was not declined\n{}",
+            gw.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!mallory.is_joined(&hers, &agent).await);
+
+    // Alice is: the agent joins her room.
+    let room = alice.create_room(false).await;
+    // A message from before the agent arrived is history, not a prompt.
+    alice.send(&room, "%say answer to history").await;
+    alice.invite(&room, &agent).await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !alice.is_joined(&room, &agent).await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent did not join\n{}",
+            gw.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Mallory joins Alice's room (it is public to invitees only, so Alice invites her) and
+    // writes: she is ignored.
+    alice.invite(&room, &mallory_id).await;
+    wait_until(PATIENCE, "mallory to see the invite", || {
+        mallory.client.get_room(room.room_id())
+    })
+    .await;
+    mallory
+        .client
+        .join_room_by_id(room.room_id())
+        .await
+        .unwrap();
+    let mallory_room = mallory.room(room.room_id().as_str());
+    mallory.send(&mallory_room, "%say answer to mallory").await;
+    // Notices are never prompts either.
+    room.send(
+        matrix_sdk::ruma::events::room::message::RoomMessageEventContent::notice_plain(
+            "%say answer to a notice",
+        ),
+    )
+    .await
+    .unwrap();
+
+    let before = alice.messages_from(&room, &agent).len();
+    alice.send(&room, "%say answer to alice").await;
+    wait_until(PATIENCE, "the reply to alice", || {
+        alice
+            .messages_from(&room, &agent)
+            .into_iter()
+            .skip(before)
+            .find(|m| m.body == "answer to alice")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let bodies: Vec<String> = alice
+        .messages_from(&room, &agent)
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(
+        bodies,
+        vec!["answer to alice"],
+        "only Alice's new message was a prompt"
+    );
+    assert!(
+        gw.log()
+            .contains("ignoring a message from a user who is not allowed")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encrypted_room_gets_encrypted_streamed_replies() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 300",
+    )
+    .await;
+    let room = env.room_with_agent(true).await;
+    let text = "Secret answer, streamed in pieces. ".repeat(20);
+    let prompt = format!("%stream 30 25\n{text}");
+    env.alice.send(&room, &prompt).await;
+    let reply = wait_until(PATIENCE, "the encrypted reply to be complete", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| env.alice.current_text(&m.event_id).as_deref() == Some(text.as_str()))
+    })
+    .await;
+    assert!(reply.encrypted, "the reply was sent encrypted");
+    let edits = env.alice.edits_of(&reply.event_id);
+    assert!(edits.len() >= 2, "at least two edits, saw {}", edits.len());
+    assert!(
+        edits.iter().all(|e| e.encrypted),
+        "every edit was encrypted"
+    );
+}
