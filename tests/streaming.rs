@@ -197,3 +197,25 @@ async fn messages_sent_during_a_turn_are_queued_visibly_and_answered_in_order() 
     .await;
     assert_eq!(texts, vec!["first", "second"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_turn_asks_permission_and_is_refused_safely_until_polls_exist() {
+    let env = Env::start(SynapseOptions::default(), "[streaming]\nedit_interval_ms = 300").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "hello there").await;
+    let notice = wait_until(PATIENCE, "the permission notice", || {
+        env.alice.messages_from(&room, &env.agent).into_iter().find(|m| m.notice && m.body.contains("bash: ls"))
+    })
+    .await;
+    assert!(notice.body.contains("refused"), "{}", notice.body);
+    let reply = wait_until(PATIENCE, "the demo answer", || {
+        env.alice.messages_from(&room, &env.agent).into_iter().find(|m| {
+            !m.notice && env.alice.current_text(&m.event_id).is_some_and(|t| t.contains("| gateway | Matrix + ACP |"))
+        })
+    })
+    .await;
+    let text = env.alice.current_text(&reply.event_id).unwrap();
+    assert!(text.contains("> hello there"), "{text}");
+    // The agent was told "never": the demo agent says it did not look.
+    assert!(text.contains("You did not let me list the workspace"), "{text}");
+}

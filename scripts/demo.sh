@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Brings up a complete local Sidekicks: a Synapse homeserver on 127.0.0.1 (installed from
+# PyPI into a cached virtualenv), an account for you, and the gateway running the demo agent
+# as its own Matrix user. Prints how to log in, then runs until Ctrl-C.
+#
+# Everything lives in .demo/ (override with SIDEKICKS_DEMO_DIR); run it again to reuse it.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DEMO=${SIDEKICKS_DEMO_DIR:-$ROOT/.demo}
+PORT=${SIDEKICKS_DEMO_PORT:-8008}
+VENV=${SIDEKICKS_SYNAPSE_VENV:-$HOME/.cache/sidekicks/synapse-venv}
+HS="http://127.0.0.1:$PORT"
+
+say() { printf '\033[1m%s\033[0m\n' "$*" >&2; }
+
+if [ ! -e "$VENV/.sidekicks-installed" ]; then
+    say "Installing Synapse into $VENV (once)…"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check matrix-synapse
+    touch "$VENV/.sidekicks-installed"
+fi
+
+say "Building Sidekicks…"
+(cd "$ROOT" && cargo build --quiet --bin sidekicks)
+BIN="$ROOT/target/debug/sidekicks"
+
+mkdir -p "$DEMO/synapse" "$DEMO/workspace"
+if [ ! -e "$DEMO/credentials" ]; then
+    rand() { python3 -c 'import secrets; print(secrets.token_urlsafe(18))'; }
+    {
+        echo "SHARED_SECRET=$(rand)"
+        echo "YOUR_PASSWORD=$(rand)"
+        echo "AGENT_PASSWORD=$(rand)"
+    } > "$DEMO/credentials"
+    chmod 600 "$DEMO/credentials"
+    python3 -c 'import secrets, base64; print("ed25519 a_demo", base64.b64encode(secrets.token_bytes(32)).decode().rstrip("="))' \
+        > "$DEMO/synapse/signing.key"
+fi
+# shellcheck disable=SC1091
+. "$DEMO/credentials"
+
+cat > "$DEMO/synapse/homeserver.yaml" <<YAML
+server_name: "localhost"
+pid_file: $DEMO/synapse/homeserver.pid
+report_stats: false
+registration_shared_secret: "$SHARED_SECRET"
+signing_key_path: $DEMO/synapse/signing.key
+media_store_path: $DEMO/synapse/media
+trusted_key_servers: []
+suppress_key_server_warning: true
+listeners:
+  - port: $PORT
+    bind_addresses: ['127.0.0.1']
+    type: http
+    tls: false
+    x_forwarded: false
+    resources:
+      - names: [client]
+        compress: false
+database:
+  name: sqlite3
+  args:
+    database: $DEMO/synapse/homeserver.db
+# A single-user demo: let the agent edit its replies briskly.
+rc_message: {per_second: 5, burst_count: 50}
+YAML
+
+say "Starting Synapse on $HS…"
+"$VENV/bin/python" -m synapse.app.homeserver -c "$DEMO/synapse/homeserver.yaml" > "$DEMO/synapse/synapse.log" 2>&1 &
+SYNAPSE_PID=$!
+trap 'kill $SYNAPSE_PID 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+    if python3 -c "import urllib.request; urllib.request.urlopen('$HS/_matrix/client/versions')" 2>/dev/null; then break; fi
+    kill -0 $SYNAPSE_PID 2>/dev/null || { tail -20 "$DEMO/synapse/synapse.log"; exit 1; }
+    sleep 0.2
+done
+
+register() {
+    "$VENV/bin/register_new_matrix_user" -u "$1" -p "$2" --no-admin -c "$DEMO/synapse/homeserver.yaml" "$HS" \
+        > "$DEMO/register-$1.log" 2>&1 || grep -q "already taken" "$DEMO/register-$1.log"
+}
+register me "$YOUR_PASSWORD"
+register demo "$AGENT_PASSWORD"
+
+cat > "$DEMO/sidekicks.toml" <<TOML
+state_dir = "state"
+
+[matrix]
+homeserver = "$HS"
+
+[access]
+allowed_users = ["@me:localhost"]
+
+[streaming]
+edit_interval_ms = 500
+
+[[agents]]
+id = "demo"
+display_name = "Demo agent"
+command = "$BIN"
+args = ["demo-agent"]
+workspace = "$DEMO/workspace"
+
+[agents.matrix]
+user_id = "@demo:localhost"
+password_env = "SIDEKICKS_DEMO_AGENT_PASSWORD"
+TOML
+
+cat >&2 <<INFO
+
+  Sidekicks is starting. Log in from any Matrix client (Element Desktop, Fractal, nheko…):
+
+    homeserver:  $HS
+    username:    me
+    password:    $YOUR_PASSWORD
+
+  Then start a chat with @demo:localhost (or create a room and invite it) and say hello.
+  Try "!help", "!stop" or a 🛑 reaction while it answers, and "%echo hi" for an exact echo.
+  Gateway state: $DEMO/state   Synapse log: $DEMO/synapse/synapse.log   Stop: Ctrl-C
+
+INFO
+SIDEKICKS_DEMO_AGENT_PASSWORD=$AGENT_PASSWORD "$BIN" run --config "$DEMO/sidekicks.toml"
