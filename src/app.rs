@@ -120,18 +120,28 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> 
         tasks.spawn(async move { user.run(gateway, shutdown).await });
     }
     tracing::info!(agents = processes.len(), "Sidekicks is running");
+    let mut failures = Vec::new();
     while let Some(result) = tasks.join_next().await {
         match result {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "an agent's Matrix user stopped"),
-            Err(e) => tracing::error!(error = %e, "a sync task panicked"),
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "an agent's Matrix user stopped");
+                failures.push(e.to_string());
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "a sync task panicked");
+                failures.push(e.to_string());
+            }
         }
     }
     for process in processes {
         process.shutdown().await;
     }
     tracing::info!("stopped");
-    Ok(())
+    match failures.is_empty() {
+        true => Ok(()),
+        false => Err(anyhow::anyhow!(failures.join("; "))),
+    }
 }
 
 /// `sidekicks check`: validates the config, starts each agent, opens a session and prints

@@ -133,3 +133,24 @@ async fn an_encrypted_room_gets_encrypted_streamed_replies() {
         "every edit was encrypted"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_agent_process_serves_one_session_per_room() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let first = env.room_with_agent(false).await;
+    let second = env.room_with_agent(false).await;
+    env.prompt_and_wait(&first, "%say in the first room", "in the first room")
+        .await;
+    env.prompt_and_wait(&second, "%say in the second room", "in the second room")
+        .await;
+    env.prompt_and_wait(&first, "%say first again", "first again")
+        .await;
+    let log = env.gw.log();
+    assert_eq!(log.matches("agent initialised").count(), 1, "one process");
+    let sessions: std::collections::HashSet<&str> = log
+        .lines()
+        .filter(|l| l.contains("session opened"))
+        .filter_map(|l| l.split("session=").nth(1))
+        .collect();
+    assert_eq!(sessions.len(), 2, "one session per room: {sessions:?}");
+}

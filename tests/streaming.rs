@@ -200,22 +200,86 @@ async fn messages_sent_during_a_turn_are_queued_visibly_and_answered_in_order() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_turn_asks_permission_and_is_refused_safely_until_polls_exist() {
-    let env = Env::start(SynapseOptions::default(), "[streaming]\nedit_interval_ms = 300").await;
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 300",
+    )
+    .await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "hello there").await;
     let notice = wait_until(PATIENCE, "the permission notice", || {
-        env.alice.messages_from(&room, &env.agent).into_iter().find(|m| m.notice && m.body.contains("bash: ls"))
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| m.notice && m.body.contains("bash: ls"))
     })
     .await;
     assert!(notice.body.contains("refused"), "{}", notice.body);
     let reply = wait_until(PATIENCE, "the demo answer", || {
-        env.alice.messages_from(&room, &env.agent).into_iter().find(|m| {
-            !m.notice && env.alice.current_text(&m.event_id).is_some_and(|t| t.contains("| gateway | Matrix + ACP |"))
-        })
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| {
+                !m.notice
+                    && env
+                        .alice
+                        .current_text(&m.event_id)
+                        .is_some_and(|t| t.contains("| gateway | Matrix + ACP |"))
+            })
     })
     .await;
     let text = env.alice.current_text(&reply.event_id).unwrap();
     assert!(text.contains("> hello there"), "{text}");
     // The agent was told "never": the demo agent says it did not look.
-    assert!(text.contains("You did not let me list the workspace"), "{text}");
+    assert!(
+        text.contains("You did not let me list the workspace"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_too_large_for_one_message_continues_in_the_next() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 200\nmax_message_bytes = 1000",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    let text: String = (0..100)
+        .map(|i| format!("Line {i:03} of a reply that is too large.\n"))
+        .collect();
+    env.alice
+        .send(&room, &format!("%stream 5 200\n{text}"))
+        .await;
+    let joined = wait_until(PATIENCE, "the whole reply across messages", || {
+        let parts: Vec<String> = env
+            .alice
+            .messages_from(&room, &env.agent)
+            .iter()
+            .filter_map(|m| env.alice.current_text(&m.event_id))
+            .collect();
+        (parts.concat() == text).then_some(parts)
+    })
+    .await;
+    assert!(joined.len() >= 4, "{} messages", joined.len());
+    assert!(joined.iter().all(|p| p.len() <= 1000));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_reason_other_than_end_turn_is_shown() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%say partial answer\n%stop max_tokens")
+        .await;
+    wait_until(PATIENCE, "the max-tokens footer", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find_map(|m| {
+                let text = env.alice.current_text(&m.event_id)?;
+                (text.starts_with("partial answer") && text.contains("output limit")).then_some(())
+            })
+    })
+    .await;
 }

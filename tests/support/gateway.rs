@@ -25,6 +25,8 @@ pub struct GatewayProcess {
     pub dir: TempDir,
     /// The config file.
     pub config: PathBuf,
+    /// The agents it runs (their passwords are passed in the environment).
+    agents: Vec<AgentSpec>,
 }
 
 /// The `sidekicks` binary built for these tests.
@@ -64,12 +66,20 @@ impl GatewayProcess {
             child: None,
             dir,
             config,
+            agents: agents.to_vec(),
         };
-        gw.launch(agents);
+        gw.launch();
         gw
     }
 
-    fn launch(&mut self, agents: &[AgentSpec]) {
+    /// Starts the gateway again after [`GatewayProcess::stop`], with the same config and state.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+
+    fn launch(&mut self) {
+        let agents = self.agents.clone();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -85,7 +95,7 @@ impl GatewayProcess {
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
-        for a in agents {
+        for a in &agents {
             cmd.env(format!("TEST_AGENT_PASSWORD_{}", a.id), &a.password);
         }
         self.child = Some(cmd.spawn().expect("start sidekicks"));

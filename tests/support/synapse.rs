@@ -242,6 +242,12 @@ database:
         format!("@{name}:{SERVER_NAME}")
     }
 
+    /// Starts the homeserver again after [`Synapse::stop`], on the same port and database.
+    pub async fn restart(&mut self) {
+        self.stop();
+        self.launch(&venv()).await;
+    }
+
     /// Stops the homeserver (as if it went away).
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -1,0 +1,77 @@
+#![recursion_limit = "256"]
+//! The homeserver going away, a rejected access token, an agent that crashes.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_survives_the_homeserver_going_away() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say before", "before").await;
+    env.hs.stop();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    env.hs.restart().await;
+    // Alice's own client reconnects too; then the agent answers again.
+    env.prompt_and_wait(&room, "%say after", "after").await;
+    let log = env.gw.log();
+    assert!(log.contains("sync failed"), "the outage was logged");
+    assert!(
+        log.contains("homeserver reachable again"),
+        "the recovery was logged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_access_token_is_reported_clearly() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    env.room_with_agent(false).await;
+    env.gw.stop();
+    let session = env.gw.dir.path().join("state/matrix/demo/session.json");
+    let text = std::fs::read_to_string(&session).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let path = ["/tokens/access_token", "/access_token"]
+        .into_iter()
+        .find(|p| json.pointer(p).is_some())
+        .expect("an access token in the saved session");
+    *json.pointer_mut(path).unwrap() = "syt_revoked_token".into();
+    std::fs::write(&session, json.to_string()).unwrap();
+    env.gw.restart();
+    wait_until(PATIENCE, "the token error in the log", || {
+        let log = env.gw.log();
+        log.contains("rejected the access token of @demo:localhost")
+            .then_some(())
+    })
+    .await;
+    assert!(env.gw.log().contains("session.json to log in again"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_crashes_mid_turn_is_reported_with_its_exit_status() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%say about to fail\n%sleep 300\n%crash 3")
+        .await;
+    let notice = wait_until(PATIENCE, "the crash report", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find_map(|m| {
+                let text = env.alice.current_text(&m.event_id)?;
+                text.contains("exit code 3").then_some(text)
+            })
+    })
+    .await;
+    assert!(
+        notice.contains("about to fail"),
+        "the partial answer is kept: {notice}"
+    );
+    assert!(
+        env.gw.log().contains("demo agent: crashing as asked"),
+        "the agent's stderr reached the log"
+    );
+}
