@@ -79,17 +79,27 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> 
     let mut contexts = Vec::new();
     let mut users = Vec::new();
     let mut processes = Vec::new();
+    let mut problems = Vec::new();
+    // One agent that cannot start (bad password, broken command) does not stop the others.
     for agent in &config.agents {
-        let process = match AcpAgent::start(&process_spec(agent)).await {
-            Ok(p) => p,
+        let user = match MatrixAgent::connect(&config.matrix.homeserver, &config.state_dir, agent)
+            .await
+        {
+            Ok(user) => user,
             Err(e) => {
-                tracing::error!(agent = %agent.id, error = %e, "agent did not start; its Matrix user stays offline");
+                tracing::error!(agent = %agent.id, error = %e, "the agent's Matrix user could not log in; agent skipped");
+                problems.push(format!("{}: {e}", agent.id));
                 continue;
             }
         };
-        let user = MatrixAgent::connect(&config.matrix.homeserver, &config.state_dir, agent)
-            .await
-            .with_context(|| format!("agent {}", agent.id))?;
+        let process = match AcpAgent::start(&process_spec(agent)).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(agent = %agent.id, error = %e, "the agent process did not start; agent skipped");
+                problems.push(format!("{}: {e}", agent.id));
+                continue;
+            }
+        };
         contexts.push(Arc::new(AgentContext {
             agent_id: agent.id.clone(),
             display_name: agent.display_name.clone(),
@@ -105,7 +115,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> 
         processes.push(process);
     }
     if users.is_empty() {
-        anyhow::bail!("no agent could be started; see the errors above");
+        anyhow::bail!("no agent could be started: {}", problems.join("; "));
     }
     let gateway = Arc::new(Gateway::new(
         contexts,

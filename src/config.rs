@@ -151,7 +151,7 @@ pub struct AgentConfig {
     /// Environment given to the agent. Apart from these, the agent only gets `PATH` and `HOME`
     /// and the variables named in `inherit_env`.
     #[serde(default)]
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, Secret>,
     /// Names of gateway environment variables passed through to the agent unchanged.
     #[serde(default)]
     pub inherit_env: Vec<String>,
@@ -168,18 +168,25 @@ pub struct AgentMatrixConfig {
     /// Full Matrix user ID, e.g. `@claude:example.org`.
     pub user_id: String,
     /// Password given inline (prefer `password_env` or `password_file`).
-    pub password: Option<String>,
+    pub password: Option<Secret>,
     /// Name of an environment variable holding the password.
     pub password_env: Option<String>,
     /// File whose content (trimmed) is the password.
     pub password_file: Option<PathBuf>,
 }
 
-/// A secret whose value never reaches a log: `Debug` prints a placeholder.
-#[derive(Clone, PartialEq, Eq)]
+/// A secret whose value never reaches a log: `Debug` prints a placeholder. Passwords and
+/// agent environment values (API keys) are held in this type.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
     /// The secret's value, for the one place that needs it.
     pub fn expose(&self) -> &str {
         &self.0
@@ -196,7 +203,7 @@ impl AgentMatrixConfig {
     /// Reads the password from wherever the config says it is.
     pub fn password(&self) -> Result<Secret, String> {
         if let Some(p) = &self.password {
-            return Ok(Secret(p.clone()));
+            return Ok(p.clone());
         }
         if let Some(var) = &self.password_env {
             return std::env::var(var)
@@ -440,8 +447,16 @@ password = "secret"
 
     #[test]
     fn secrets_do_not_show_in_debug_output() {
-        let s = Secret("hunter2".into());
-        assert!(!format!("{s:?}").contains("hunter2"));
+        let dir = tmp();
+        let text = valid(&dir).replace(
+            "workspace =",
+            "env = { API_KEY = \"sk-hunter2\" }\nworkspace =",
+        );
+        let cfg = Config::from_toml(&text, &dir.join("c.toml")).unwrap();
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(!shown.contains("\"secret\""), "{shown}");
+        assert_eq!(cfg.agents[0].env["API_KEY"].expose(), "sk-hunter2");
     }
 
     #[test]

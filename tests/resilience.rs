@@ -75,3 +75,27 @@ async fn an_agent_that_crashes_mid_turn_is_reported_with_its_exit_status() {
         "the agent's stderr reached the log"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_login_is_reported_and_the_gateway_exits_with_an_error() {
+    let hs = support::Synapse::start(SynapseOptions::default()).await;
+    let alice = hs.register("alice", "pw").await;
+    let agent = hs.register("demo", "right-password").await;
+    let spec = support::AgentSpec {
+        id: "demo".into(),
+        user_id: agent,
+        password: "wrong-password".into(),
+    };
+    let mut gw = support::GatewayProcess::start(&hs.url, &[alice.as_str()], &[spec], "");
+    let status = gw.wait_exit(PATIENCE).expect("the gateway should give up");
+    assert!(!status.success());
+    let log = gw.log();
+    assert!(
+        log.contains("login of @demo:localhost refused by the homeserver"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("wrong-password"),
+        "the password must not be logged"
+    );
+}

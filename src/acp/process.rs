@@ -10,6 +10,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+use crate::config::Secret;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct ProcessSpec {
@@ -19,8 +21,8 @@ pub struct ProcessSpec {
     pub command: String,
     /// Arguments.
     pub args: Vec<String>,
-    /// Variables set for the agent.
-    pub env: BTreeMap<String, String>,
+    /// Variables set for the agent (values may be API keys: never logged).
+    pub env: BTreeMap<String, Secret>,
     /// Gateway variables passed through.
     pub inherit_env: Vec<String>,
     /// Working folder.
@@ -114,7 +116,7 @@ impl AgentProcess {
                 cmd.env(name, value);
             }
         }
-        cmd.envs(&spec.env);
+        cmd.envs(spec.env.iter().map(|(k, v)| (k, v.expose())));
         let mut child = cmd.spawn()?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         let stdin = child.stdin.take().expect("stdin piped");
@@ -201,7 +203,7 @@ mod tests {
             agent_id: "t".into(),
             command: "sh".into(),
             args: vec!["-c".into(), script.into()],
-            env: BTreeMap::from([("ONLY_THIS".into(), "yes".into())]),
+            env: BTreeMap::from([("ONLY_THIS".into(), Secret::new("yes"))]),
             inherit_env: vec![],
             cwd: std::env::temp_dir(),
         }

@@ -111,6 +111,19 @@ impl GatewayProcess {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
+    /// Waits up to `timeout` for the gateway to exit by itself; returns its status.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// Stops the gateway with SIGTERM and waits for it.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
