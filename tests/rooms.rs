@@ -154,3 +154,24 @@ async fn one_agent_process_serves_one_session_per_room() {
         .collect();
     assert_eq!(sessions.len(), 2, "one session per room: {sessions:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_the_agent_keeps_its_device_and_still_talks_in_encrypted_rooms() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(true).await;
+    env.prompt_and_wait(&room, "%say before the restart", "before the restart")
+        .await;
+    let ids_before = env.alice.device_ids(&env.agent).await;
+    env.gw.restart();
+    let reply = env
+        .prompt_and_wait(&room, "%say after the restart", "after the restart")
+        .await;
+    let replies = env.alice.messages_from(&room, &env.agent);
+    assert_eq!(replies.len(), 2, "nothing was answered twice: {replies:?}");
+    assert!(replies.iter().all(|m| m.encrypted));
+    assert_eq!(replies[1].event_id, reply);
+    assert!(env.gw.log().contains("Matrix session restored"));
+    let ids_after = env.alice.device_ids(&env.agent).await;
+    assert_eq!(ids_before, ids_after, "the same single device");
+    assert_eq!(ids_after.len(), 1);
+}

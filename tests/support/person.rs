@@ -241,6 +241,21 @@ impl Person {
             .any(|m| m.user_id() == user)
     }
 
+    /// The device IDs this person's client knows for `user_id`.
+    pub async fn device_ids(&self, user_id: &str) -> Vec<String> {
+        let user: &UserId = <&UserId>::try_from(user_id).unwrap();
+        let devices = self
+            .client
+            .encryption()
+            .get_user_devices(user)
+            .await
+            .unwrap();
+        devices
+            .devices()
+            .map(|d| d.device_id().to_string())
+            .collect()
+    }
+
     /// Messages (not edits) by `sender` in `room`, in order.
     pub fn messages_from(&self, room: &Room, sender: &str) -> Vec<Seen> {
         let room_id = room.room_id().to_string();
