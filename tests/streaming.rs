@@ -283,3 +283,31 @@ async fn a_stop_reason_other_than_end_turn_is_shown() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_lists_the_chat_commands_and_the_agents_own_slash_commands() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say hi", "hi").await;
+    env.alice.send(&room, "!help").await;
+    let help = wait_until(PATIENCE, "the help notice", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| m.notice && m.body.contains("!stop"))
+    })
+    .await;
+    assert!(
+        help.body.contains("/echo: Repeat the prompt"),
+        "{}",
+        help.body
+    );
+    env.alice.send(&room, "!status").await;
+    wait_until(PATIENCE, "the status notice", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| m.notice && m.body.contains("idle"))
+    })
+    .await;
+}

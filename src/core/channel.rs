@@ -77,7 +77,7 @@ pub struct Channel {
     session: Option<Session>,
     /// Prompts waiting behind the running turn, with the "queued" reaction put on each.
     queue: VecDeque<(IncomingMessage, Option<String>)>,
-    /// The agent's slash commands, as last advertised.
+    /// The agent's slash commands, as last advertised (listed by `!help`).
     commands: Vec<(String, String)>,
 }
 
@@ -120,7 +120,10 @@ impl Channel {
             };
             match input {
                 ChannelInput::Prompt(message) => self.queue.push_back((message, None)),
-                ChannelInput::Command(command, _) => self.answer_command(&command, false).await,
+                ChannelInput::Command(command, _) => {
+                    self.drain_events();
+                    self.answer_command(&command, false).await
+                }
                 ChannelInput::StopReaction { .. } => {}
             }
         }
@@ -128,7 +131,7 @@ impl Channel {
 
     async fn notice(&self, text: impl Into<String>) {
         let text = text.into();
-        let txn = format!("notice-{}", uuid_like());
+        let txn = format!("notice-{}", unique_suffix());
         if let Err(e) = self
             .ctx
             .chat
@@ -142,7 +145,7 @@ impl Channel {
     async fn answer_command(&self, command: &Command, running: bool) {
         let prefix = &self.ctx.command_prefix;
         let text = match command {
-            Command::Help => strings::help(prefix, &self.ctx.display_name),
+            Command::Help => strings::help(prefix, &self.ctx.display_name, &self.commands),
             Command::Status => strings::status(
                 &self.ctx.display_name,
                 running,
@@ -176,89 +179,135 @@ impl Channel {
         Ok(())
     }
 
-    /// Runs one prompt to its end: streams the reply, honours stop requests, queues the
-    /// prompts that arrive meanwhile and records the transcript.
-    async fn run_turn(&mut self, message: IncomingMessage) {
-        let ctx = self.ctx.clone();
-        let room = self.room.clone();
+    /// Records one transcript line; a store failure is logged, never fatal to the turn.
+    async fn record(
+        &self,
+        role: Role,
+        sender: &str,
+        event_id: Option<&str>,
+        body: &str,
+        stop: Option<&str>,
+    ) {
+        let ctx = &self.ctx;
         if let Err(e) = ctx
             .store
             .append_transcript(
-                &room,
+                &self.room,
                 &ctx.agent_id,
-                Role::User,
-                &message.sender,
-                Some(&message.event_id),
-                &message.body,
-                None,
+                role,
+                sender,
+                event_id,
+                body,
+                stop,
             )
             .await
         {
-            tracing::error!(error = %e, "could not record the prompt");
+            tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not record the transcript");
         }
+    }
+
+    /// Runs one prompt to its end: streams the reply, honours stop requests, queues the
+    /// prompts that arrive meanwhile and records the transcript.
+    async fn run_turn(&mut self, message: IncomingMessage) {
+        self.record(
+            Role::User,
+            &message.sender,
+            Some(&message.event_id),
+            &message.body,
+            None,
+        )
+        .await;
         if let Err(e) = self.ensure_session().await {
-            tracing::warn!(agent = %ctx.agent_id, room = %room, error = %e, "no session");
-            self.notice(strings::session_failed(&ctx.display_name, &e.to_string()))
-                .await;
+            tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, error = %e, "no session");
+            self.notice(strings::session_failed(
+                &self.ctx.display_name,
+                &e.to_string(),
+            ))
+            .await;
             return;
         }
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events();
+
+        let mut stream = ReplyStream::new(
+            self.ctx.chat.clone(),
+            self.room.clone(),
+            format!("sk-{}-{}", self.ctx.agent_id, message.event_id),
+            self.ctx.stream.clone(),
+        );
+        let mut control = TurnControl::default();
+        self.ctx.chat.typing(&self.room, true).await;
+        let result = self.drive(message.body, &mut stream, &mut control).await;
+        self.ctx.chat.typing(&self.room, false).await;
+        self.finish_turn(result, stream, control).await;
+    }
+
+    /// Sends the prompt and handles everything that happens until the agent answers it:
+    /// updates, stop requests, new prompts, edit deadlines and the typing notice.
+    async fn drive(
+        &mut self,
+        text: String,
+        stream: &mut ReplyStream,
+        control: &mut TurnControl,
+    ) -> Result<StopReason, AgentError> {
+        let ctx = self.ctx.clone();
         let session_id = self
             .session
             .as_ref()
             .map(|s| s.id.clone())
             .unwrap_or_default();
-
-        let mut stream = ReplyStream::new(
-            ctx.chat.clone(),
-            room.clone(),
-            format!("sk-{}-{}", ctx.agent_id, message.event_id),
-            ctx.stream.clone(),
-        );
-        let mut control = TurnControl::default();
-        ctx.chat.typing(&room, true).await;
         let mut typing = tokio::time::interval(TYPING_REFRESH);
         typing.reset();
-
-        let agent = ctx.agent.clone();
-        let prompt = agent.prompt(&session_id, message.body.clone());
+        let prompt = ctx.agent.prompt(&session_id, text);
         tokio::pin!(prompt);
         let result = loop {
             let flush_at = stream.next_flush_at();
-            let events = &mut self.session.as_mut().expect("session opened above").events;
+            let events = &mut self
+                .session
+                .as_mut()
+                .expect("session opened before the turn")
+                .events;
             tokio::select! {
                 result = &mut prompt => break result,
-                Some(event) = events.recv() => self.handle_event(event, &mut stream).await,
-                Some(input) = self.inputs.recv() => self.handle_input_during_turn(input, &session_id, &stream, &mut control).await,
+                Some(event) = events.recv() => self.handle_event(event, stream).await,
+                Some(input) = self.inputs.recv() => self.handle_input_during_turn(input, &session_id, stream, control).await,
                 _ = sleep_until_opt(flush_at) => {
                     if let Err(e) = stream.flush().await {
-                        tracing::debug!(room = %room, error = %e, "edit deferred");
+                        tracing::debug!(room = %self.room, error = %e, "edit deferred");
                     }
                 }
-                _ = typing.tick() => ctx.chat.typing(&room, true).await,
+                _ = typing.tick() => ctx.chat.typing(&self.room, true).await,
             }
         };
         // Every update sent before the response is already queued: take them in.
         while let Some(event) = self.session.as_mut().and_then(|s| s.events.try_recv().ok()) {
-            self.handle_event(event, &mut stream).await;
+            self.handle_event(event, stream).await;
         }
-        ctx.chat.typing(&room, false).await;
+        result
+    }
 
+    /// Shows how the turn ended (final edit, footer or notice) and records the reply.
+    async fn finish_turn(
+        &mut self,
+        result: Result<StopReason, AgentError>,
+        mut stream: ReplyStream,
+        control: TurnControl,
+    ) {
+        let ctx = self.ctx.clone();
         let stopped_by = control.stopped_by.as_deref();
         let (stop_label, ending) = match &result {
             Ok(reason) => (
                 stop_reason_label(reason),
                 strings::stop_footer(reason, stopped_by),
             ),
-            Err(e) => (
-                "error",
-                Some(strings::turn_failed(&ctx.display_name, &e.to_string())),
-            ),
+            Err(e) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, stderr = %ctx.agent.stderr_tail(), "turn failed");
+                (
+                    "error",
+                    Some(strings::turn_failed(&ctx.display_name, &e.to_string())),
+                )
+            }
         };
-        if let Err(e) = &result {
-            tracing::warn!(agent = %ctx.agent_id, room = %room, error = %e, stderr = %ctx.agent.stderr_tail(), "turn failed");
-        }
         if stream.text().is_empty() {
             let text = match &result {
                 Ok(reason) => strings::empty_reply(reason, stopped_by),
@@ -266,25 +315,18 @@ impl Channel {
             };
             self.notice(text).await;
         } else if let Err(e) = stream.finish(ending).await {
-            tracing::error!(agent = %ctx.agent_id, room = %room, error = %e, "could not deliver the final reply");
+            tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not deliver the final reply");
         }
-        tracing::info!(agent = %ctx.agent_id, room = %room, stop = stop_label, stats = ?stream.stats(), "turn ended");
+        tracing::info!(agent = %ctx.agent_id, room = %self.room, stop = stop_label, stats = ?stream.stats(), "turn ended");
         let first_event = stream.event_ids().into_iter().next();
-        if let Err(e) = ctx
-            .store
-            .append_transcript(
-                &room,
-                &ctx.agent_id,
-                Role::Agent,
-                &ctx.user_id,
-                first_event.as_deref(),
-                stream.text(),
-                Some(stop_label),
-            )
-            .await
-        {
-            tracing::error!(error = %e, "could not record the reply");
-        }
+        self.record(
+            Role::Agent,
+            &ctx.user_id,
+            first_event.as_deref(),
+            stream.text(),
+            Some(stop_label),
+        )
+        .await;
     }
 
     fn drain_events(&mut self) {
@@ -407,7 +449,7 @@ async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
 }
 
 /// A unique suffix for transaction IDs of one-off notices.
-fn uuid_like() -> String {
+fn unique_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     format!(

@@ -166,19 +166,24 @@ impl Gateway {
             tracing::warn!(agent = agent_id, "event for an unknown agent");
             return;
         };
-        let mut channels = self.channels.lock().expect("channel map poisoned");
-        let key = (room_id.to_owned(), agent_id.to_owned());
-        let tx = channels.entry(key).or_insert_with(|| {
+        let spawn = || {
             let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(Channel::new(ctx.clone(), room_id.to_owned(), rx).run());
             tx
-        });
+        };
+        let mut channels = self.channels.lock().expect("channel map poisoned");
+        let tx = channels
+            .entry((room_id.to_owned(), agent_id.to_owned()))
+            .or_insert_with(spawn);
         if let Err(mpsc::error::SendError(input)) = tx.send(input) {
-            // The channel task ended (it cannot, short of a panic): start a fresh one.
-            let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(Channel::new(ctx.clone(), room_id.to_owned(), rx).run());
+            // The channel task ended, which only a panic does: start a fresh one.
+            tracing::error!(
+                agent = agent_id,
+                room = room_id,
+                "channel task died; starting a new one"
+            );
+            *tx = spawn();
             let _ = tx.send(input);
-            channels.insert((room_id.to_owned(), agent_id.to_owned()), tx);
         }
     }
 }

@@ -44,16 +44,23 @@ pub fn session_failed(agent: &str, error: &str) -> String {
 /// Answer to a stop request when nothing runs.
 pub const NOTHING_TO_STOP: &str = "Nothing is running.";
 
-/// Answer to `!help`.
-pub fn help(prefix: &str, agent: &str) -> String {
-    format!(
+/// Answer to `!help`; `commands` are the agent's own slash commands (name, description).
+pub fn help(prefix: &str, agent: &str, commands: &[(String, String)]) -> String {
+    let mut text = format!(
         "I am {agent}, an agent brought here by Sidekicks. Write a message and I answer it.\n\
          Messages sent while I work are queued ({QUEUED_REACTION}) and answered in order.\n\n\
          Commands:\n\
          • {prefix}stop: stop the running turn (or react {STOP_REACTION} to my reply)\n\
          • {prefix}status: what I am doing\n\
          • {prefix}help: this text"
-    )
+    );
+    if !commands.is_empty() {
+        text.push_str("\n\nMy own commands (write them as a message):");
+        for (name, description) in commands {
+            text.push_str(&format!("\n• /{name}: {description}"));
+        }
+    }
+    text
 }
 
 /// Answer to `!status`.
