@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 
 use super::access::AccessList;
 use super::channel::{AgentContext, Channel, ChannelInput};
+use super::chat::OutMessage;
 use super::command;
 use super::inbound::{Inbound, IncomingMessage, IncomingReaction};
 use crate::render::strings;
@@ -92,52 +93,79 @@ impl Gateway {
     pub async fn handle(&self, inbound: Inbound) {
         match inbound {
             Inbound::Message(message) => self.handle_message(message).await,
+            Inbound::Undecryptable(message) => self.handle_undecryptable(message).await,
             Inbound::Reaction(reaction) => self.handle_reaction(reaction),
         }
     }
 
-    async fn handle_message(&self, message: IncomingMessage) {
+    /// The checks every message passes before an agent acts on it: not from an agent, from
+    /// an allowed user, newer than the agent's arrival, and not handled before (this last
+    /// check records it as handled).
+    async fn admit(&self, message: &IncomingMessage) -> bool {
         let IncomingMessage {
             agent_id,
             room_id,
             event_id,
             sender,
             ..
-        } = &message;
+        } = message;
         if self.agent_users.contains(sender) {
-            return;
+            return false;
         }
         if !self.access.allows(sender) {
             tracing::info!(agent = %agent_id, room = %room_id, %sender, "ignoring a message from a user who is not allowed");
-            return;
+            return false;
         }
         let since = match self.store.member_since(room_id, agent_id, now_ms()).await {
             Ok(since) => since,
             Err(e) => {
                 tracing::error!(error = %e, "store unavailable; message not handled");
-                return;
+                return false;
             }
         };
         if (message.timestamp_ms as i64) < since {
             tracing::debug!(%event_id, "message from before the agent arrived; not a prompt");
-            return;
+            return false;
         }
         match self.store.mark_handled(event_id, agent_id, room_id).await {
-            Ok(true) => {}
+            Ok(true) => true,
             Ok(false) => {
                 tracing::debug!(%event_id, "already handled");
-                return;
+                false
             }
             Err(e) => {
                 tracing::error!(error = %e, "store unavailable; message not handled");
-                return;
+                false
             }
+        }
+    }
+
+    async fn handle_message(&self, message: IncomingMessage) {
+        if !self.admit(&message).await {
+            return;
         }
         let input = match command::parse(&self.prefix, &message.body) {
             Some(cmd) => ChannelInput::Command(cmd, message.clone()),
             None => ChannelInput::Prompt(message.clone()),
         };
         self.send_to_channel(&message.room_id, &message.agent_id, input);
+    }
+
+    /// A message the agent's user could not decrypt: the person is told, so nothing is
+    /// silently lost.
+    async fn handle_undecryptable(&self, message: IncomingMessage) {
+        if !self.admit(&message).await {
+            return;
+        }
+        tracing::warn!(agent = %message.agent_id, room = %message.room_id, sender = %message.sender, "could not decrypt a message");
+        let Some(ctx) = self.agents.get(&message.agent_id) else {
+            return;
+        };
+        let notice = OutMessage::notice(strings::undecryptable(&message.sender));
+        let txn = format!("utd-{}", message.event_id);
+        if let Err(e) = ctx.chat.send(&message.room_id, &txn, &notice).await {
+            tracing::warn!(error = %e, "could not post the decryption notice");
+        }
     }
 
     fn handle_reaction(&self, reaction: IncomingReaction) {
@@ -243,6 +271,22 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let prompts: Vec<String> = agent.prompts().into_iter().map(|p| p.1).collect();
         assert_eq!(prompts, vec!["hello $ok"]);
+    }
+
+    #[tokio::test]
+    async fn an_undecryptable_message_is_reported_once_and_never_prompted() {
+        let (gw, agent, chat) = gateway().await;
+        assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+        let Inbound::Message(m) = msg("$utd", "@alice:x", now_ms() as u64 + 1) else {
+            unreachable!()
+        };
+        gw.handle(Inbound::Undecryptable(m.clone())).await;
+        gw.handle(Inbound::Undecryptable(m)).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let shown = chat.shown("!r");
+        assert_eq!(shown.len(), 1, "{shown:?}");
+        assert!(shown[0].contains("could not decrypt"), "{shown:?}");
+        assert!(agent.prompts().is_empty());
     }
 
     #[tokio::test]

@@ -37,6 +37,8 @@ pub struct IncomingReaction {
 pub enum Inbound {
     /// A text message.
     Message(IncomingMessage),
+    /// An encrypted message that could not be decrypted (its body is empty).
+    Undecryptable(IncomingMessage),
     /// A reaction.
     Reaction(IncomingReaction),
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use matrix_sdk::Client;
 use matrix_sdk::authentication::matrix::MatrixSession;
 use matrix_sdk::config::RequestConfig;
+use matrix_sdk::encryption::EncryptionSettings;
 
 use super::outbound::MatrixChat;
 use crate::config::{AgentConfig, Secret};
@@ -99,6 +100,13 @@ impl MatrixAgent {
                     .retry_limit(3)
                     .timeout(Duration::from_secs(60)),
             )
+            // Sign the agent's device with its own cross-signing identity: clients that only
+            // share room keys with signed devices (Element's "exclude insecure devices")
+            // then still let the agent read encrypted rooms.
+            .with_encryption_settings(EncryptionSettings {
+                auto_enable_cross_signing: true,
+                ..Default::default()
+            })
             .build()
             .await
             .map_err(|e| client_err(&e))?;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use matrix_sdk::config::SyncSettings;
 use matrix_sdk::room::Room;
 use matrix_sdk::ruma::events::reaction::OriginalSyncReactionEvent;
+use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
 use matrix_sdk::ruma::events::room::member::{
     MembershipState, StrippedRoomMemberEvent, SyncRoomMemberEvent,
 };
@@ -147,6 +148,25 @@ impl MatrixAgent {
                 .await;
             }
         });
+
+        let agent_id = self.agent_id.clone();
+        let gw = gateway.clone();
+        // Only events that could not be decrypted reach this handler.
+        self.client
+            .add_event_handler(move |ev: OriginalSyncRoomEncryptedEvent, room: Room| {
+                let (gw, agent_id) = (gw.clone(), agent_id.clone());
+                async move {
+                    gw.handle(Inbound::Undecryptable(IncomingMessage {
+                        agent_id,
+                        room_id: room.room_id().to_string(),
+                        event_id: ev.event_id.to_string(),
+                        sender: ev.sender.to_string(),
+                        body: String::new(),
+                        timestamp_ms: ev.origin_server_ts.get().into(),
+                    }))
+                    .await;
+                }
+            });
 
         let agent_id = self.agent_id.clone();
         self.client

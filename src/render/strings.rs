@@ -41,6 +41,14 @@ pub fn session_failed(agent: &str, error: &str) -> String {
     format!("⚠️ {agent} could not start a conversation here: {error}")
 }
 
+/// Posted when an encrypted message could not be decrypted.
+pub fn undecryptable(sender: &str) -> String {
+    format!(
+        "🔐 I could not decrypt a message from {sender} (the keys did not reach me), so I did not \
+         answer it. Please send it again."
+    )
+}
+
 /// Answer to a stop request when nothing runs.
 pub const NOTHING_TO_STOP: &str = "Nothing is running.";
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use matrix_sdk::config::SyncSettings;
 use matrix_sdk::deserialized_responses::EncryptionInfo;
+use matrix_sdk::encryption::EncryptionSettings;
 use matrix_sdk::room::Room;
 use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
 use matrix_sdk::ruma::events::relation::Annotation;
@@ -16,6 +17,7 @@ use matrix_sdk::ruma::events::room::message::{
 use matrix_sdk::ruma::events::typing::SyncTypingEvent;
 use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedUserId, UserId};
 use matrix_sdk::{Client, RoomMemberships};
+pub use matrix_sdk_base::crypto::CollectStrategy;
 use tempfile::TempDir;
 
 /// One message event the person's client saw.
@@ -77,12 +79,27 @@ impl Drop for Person {
 impl Person {
     /// Logs `name` in on `homeserver` and starts syncing.
     pub async fn login(homeserver: &str, user_id: &str, password: &str) -> Self {
+        Self::login_sharing_keys(homeserver, user_id, password, CollectStrategy::AllDevices).await
+    }
+
+    /// Like [`Person::login`], choosing which devices the client shares room keys with.
+    pub async fn login_sharing_keys(
+        homeserver: &str,
+        user_id: &str,
+        password: &str,
+        strategy: CollectStrategy,
+    ) -> Self {
         let store = tempfile::Builder::new()
             .prefix("sidekicks-person-")
             .tempdir()
             .unwrap();
         let client = Client::builder()
             .homeserver_url(homeserver)
+            .with_room_key_recipient_strategy(strategy)
+            .with_encryption_settings(EncryptionSettings {
+                auto_enable_cross_signing: true,
+                ..Default::default()
+            })
             .sqlite_store(store.path(), None)
             .build()
             .await
@@ -92,6 +109,10 @@ impl Person {
             .login_username(user_id, password)
             .await
             .unwrap();
+        client
+            .encryption()
+            .wait_for_e2ee_initialization_tasks()
+            .await;
         let log = Arc::new(Mutex::new(Log::default()));
 
         let l = log.clone();
