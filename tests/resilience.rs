@@ -56,16 +56,9 @@ async fn an_agent_that_crashes_mid_turn_is_reported_with_its_exit_status() {
     env.alice
         .send(&room, "%say about to fail\n%sleep 300\n%crash 3")
         .await;
-    let notice = wait_until(PATIENCE, "the crash report", || {
-        env.alice
-            .messages_from(&room, &env.agent)
-            .into_iter()
-            .find_map(|m| {
-                let text = env.alice.current_text(&m.event_id)?;
-                text.contains("exit code 3").then_some(text)
-            })
-    })
-    .await;
+    let notice = env
+        .reply_where(&room, "the crash report", |t| t.contains("exit code 3"))
+        .await;
     assert!(
         notice.contains("about to fail"),
         "the partial answer is kept: {notice}"

@@ -5,61 +5,40 @@ mod support;
 
 use std::time::Duration;
 
-use support::{
-    AgentSpec, Env, GatewayProcess, PATIENCE, Person, Synapse, SynapseOptions, wait_until,
-};
+use matrix_sdk::RoomMemberships;
+use matrix_sdk::ruma::events::room::message::RoomMessageEventContent;
+use support::person::CollectStrategy;
+use support::{Env, PATIENCE, Person, SynapseOptions, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_allowed_invite_is_accepted_and_a_stranger_is_declined_and_ignored() {
-    let hs = Synapse::start(SynapseOptions::default()).await;
-    let alice_id = hs.register("alice", "pw-alice").await;
-    let mallory_id = hs.register("mallory", "pw-mallory").await;
-    let agent = hs.register("demo", "pw-demo").await;
-    let gw = GatewayProcess::start(
-        &hs.url,
-        &[alice_id.as_str()],
-        &[AgentSpec {
-            id: "demo".into(),
-            user_id: agent.clone(),
-            password: "pw-demo".into(),
-        }],
-        "",
-    );
-    let alice = Person::login(&hs.url, &alice_id, "pw-alice").await;
-    let mallory = Person::login(&hs.url, &mallory_id, "pw-mallory").await;
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let mallory_id = env.hs.register("mallory", "pw-mallory").await;
+    let mallory = Person::login(&env.hs.url, &mallory_id, "pw-mallory").await;
 
     // Mallory is not allowed: her invite is declined.
     let hers = mallory.create_room(false).await;
-    mallory.invite(&hers, &agent).await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !mallory.has_left(&hers, &agent).await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the invite was not declined\n{}",
-            gw.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(!mallory.is_joined(&hers, &agent).await);
+    mallory.invite(&hers, &env.agent).await;
+    mallory
+        .wait_membership(&hers, &env.agent, RoomMemberships::LEAVE)
+        .await;
+    assert!(
+        !mallory
+            .membership_is(&hers, &env.agent, RoomMemberships::JOIN)
+            .await
+    );
 
-    // Alice is: the agent joins her room.
-    let room = alice.create_room(false).await;
-    // A message from before the agent arrived is history, not a prompt.
-    alice.send(&room, "%say answer to history").await;
-    alice.invite(&room, &agent).await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !alice.is_joined(&room, &agent).await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the agent did not join\n{}",
-            gw.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // Alice is allowed: the agent joins her room. A message from before it arrived is
+    // history, not a prompt.
+    let room = env.alice.create_room(false).await;
+    env.alice.send(&room, "%say answer to history").await;
+    env.alice.invite(&room, &env.agent).await;
+    env.alice
+        .wait_membership(&room, &env.agent, RoomMemberships::JOIN)
+        .await;
 
-    // Mallory joins Alice's room (it is public to invitees only, so Alice invites her) and
-    // writes: she is ignored.
-    alice.invite(&room, &mallory_id).await;
+    // Mallory joins Alice's room (Alice invites her) and writes: she is ignored.
+    env.alice.invite(&room, &mallory_id).await;
     wait_until(PATIENCE, "mallory to see the invite", || {
         mallory.client.get_room(room.room_id())
     })
@@ -69,30 +48,25 @@ async fn an_allowed_invite_is_accepted_and_a_stranger_is_declined_and_ignored() 
         .join_room_by_id(room.room_id())
         .await
         .unwrap();
-    let mallory_room = mallory.room(room.room_id().as_str());
-    mallory.send(&mallory_room, "%say answer to mallory").await;
+    mallory
+        .send(
+            &mallory.room(room.room_id().as_str()),
+            "%say answer to mallory",
+        )
+        .await;
     // Notices are never prompts either.
-    room.send(
-        matrix_sdk::ruma::events::room::message::RoomMessageEventContent::notice_plain(
-            "%say answer to a notice",
-        ),
-    )
+    room.send(RoomMessageEventContent::notice_plain(
+        "%say answer to a notice",
+    ))
     .await
     .unwrap();
 
-    let before = alice.messages_from(&room, &agent).len();
-    alice.send(&room, "%say answer to alice").await;
-    wait_until(PATIENCE, "the reply to alice", || {
-        alice
-            .messages_from(&room, &agent)
-            .into_iter()
-            .skip(before)
-            .find(|m| m.body == "answer to alice")
-    })
-    .await;
+    env.prompt_and_wait(&room, "%say answer to alice", "answer to alice")
+        .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let bodies: Vec<String> = alice
-        .messages_from(&room, &agent)
+    let bodies: Vec<String> = env
+        .alice
+        .messages_from(&room, &env.agent)
         .into_iter()
         .map(|m| m.body)
         .collect();
@@ -102,7 +76,8 @@ async fn an_allowed_invite_is_accepted_and_a_stranger_is_declined_and_ignored() 
         "only Alice's new message was a prompt"
     );
     assert!(
-        gw.log()
+        env.gw
+            .log()
             .contains("ignoring a message from a user who is not allowed")
     );
 }
@@ -187,67 +162,29 @@ async fn after_a_restart_the_agent_keeps_its_device_and_still_talks_in_encrypted
     assert_eq!(ids_after.len(), 1);
 }
 
-/// Starts a homeserver and gateway, and logs Alice in with a client that shares room keys
-/// following `strategy`.
-async fn env_with_key_strategy(
-    strategy: support::person::CollectStrategy,
-) -> (Synapse, GatewayProcess, Person, String) {
-    let hs = Synapse::start(SynapseOptions::default()).await;
-    let alice_id = hs.register("alice", "pw-alice").await;
-    let agent = hs.register("demo", "pw-demo").await;
-    let gw = GatewayProcess::start(
-        &hs.url,
-        &[alice_id.as_str()],
-        &[AgentSpec {
-            id: "demo".into(),
-            user_id: agent.clone(),
-            password: "pw-demo".into(),
-        }],
-        "",
-    );
-    let alice = Person::login_sharing_keys(&hs.url, &alice_id, "pw-alice", strategy).await;
-    (hs, gw, alice, agent)
-}
-
-async fn encrypted_room(
-    alice: &Person,
-    agent: &str,
-    gw: &GatewayProcess,
-) -> matrix_sdk::room::Room {
-    let room = alice.create_room(true).await;
-    alice.invite(&room, agent).await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !alice.is_joined(&room, agent).await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the agent did not join\n{}",
-            gw.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    room
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_that_share_keys_only_with_signed_devices_can_talk_to_the_agent() {
-    let (_hs, gw, alice, agent) =
-        env_with_key_strategy(support::person::CollectStrategy::IdentityBasedStrategy).await;
-    let room = encrypted_room(&alice, &agent, &gw).await;
+    let env = Env::start_sharing_keys(
+        SynapseOptions::default(),
+        "",
+        CollectStrategy::IdentityBasedStrategy,
+    )
+    .await;
+    let room = env.room_with_agent(true).await;
     // The agent's identity may still be on its way to Alice's client: retry until it answers.
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         // Sending fails while the agent's identity is not known yet; that is part of waiting.
         let _ = room
-            .send(
-                matrix_sdk::ruma::events::room::message::RoomMessageEventContent::text_plain(
-                    "%say signed device reached",
-                ),
-            )
+            .send(RoomMessageEventContent::text_plain(
+                "%say signed device reached",
+            ))
             .await;
         let answered = async {
             for _ in 0..50 {
-                if alice
-                    .messages_from(&room, &agent)
+                if env
+                    .alice
+                    .messages_from(&room, &env.agent)
                     .iter()
                     .any(|m| m.body == "signed device reached")
                 {
@@ -263,7 +200,7 @@ async fn clients_that_share_keys_only_with_signed_devices_can_talk_to_the_agent(
         assert!(
             tokio::time::Instant::now() < deadline,
             "never answered\n{}",
-            gw.log()
+            env.gw.log()
         );
     }
 }
@@ -272,17 +209,15 @@ async fn clients_that_share_keys_only_with_signed_devices_can_talk_to_the_agent(
 async fn a_message_the_agent_cannot_decrypt_is_reported_to_the_person() {
     // A client that shares keys only with manually trusted devices never gives the agent
     // the room key.
-    let (_hs, gw, alice, agent) =
-        env_with_key_strategy(support::person::CollectStrategy::OnlyTrustedDevices).await;
-    let room = encrypted_room(&alice, &agent, &gw).await;
-    alice.send(&room, "%say you cannot read this").await;
-    let notice = wait_until(PATIENCE, "the decryption notice", || {
-        alice
-            .messages_from(&room, &agent)
-            .into_iter()
-            .find(|m| m.notice)
-    })
+    let env = Env::start_sharing_keys(
+        SynapseOptions::default(),
+        "",
+        CollectStrategy::OnlyTrustedDevices,
+    )
     .await;
+    let room = env.room_with_agent(true).await;
+    env.alice.send(&room, "%say you cannot read this").await;
+    let notice = env.notice_containing(&room, "could not decrypt").await;
     assert!(
         notice
             .body
@@ -290,5 +225,8 @@ async fn a_message_the_agent_cannot_decrypt_is_reported_to_the_person() {
         "{}",
         notice.body
     );
-    assert!(!gw.log().contains("session opened"), "nothing was prompted");
+    assert!(
+        !env.gw.log().contains("session opened"),
+        "nothing was prompted"
+    );
 }

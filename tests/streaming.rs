@@ -91,13 +91,7 @@ async fn stop_command_cancels_the_turn_and_the_room_sees_it() {
     env.alice
         .send(&room, &format!("%stream 100 5\n{long}"))
         .await;
-    let reply = wait_until(PATIENCE, "the reply to start", || {
-        env.alice
-            .messages_from(&room, &env.agent)
-            .first()
-            .map(|m| m.event_id.clone())
-    })
-    .await;
+    let reply = env.first_reply(&room).await;
     env.alice.send(&room, "!stop").await;
     let stopped_by = format!("Stopped by {}", env.alice.user_id);
     wait_until(PATIENCE, "the reply to say it was stopped", || {
@@ -123,13 +117,7 @@ async fn a_stop_reaction_on_the_reply_cancels_the_turn() {
     .await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%say working on it\n%hang").await;
-    let reply = wait_until(PATIENCE, "the reply to start", || {
-        env.alice
-            .messages_from(&room, &env.agent)
-            .first()
-            .map(|m| m.event_id.clone())
-    })
-    .await;
+    let reply = env.first_reply(&room).await;
     env.alice.react(&room, &reply, "🛑").await;
     wait_until(PATIENCE, "the reply to say it was stopped", || {
         env.alice
@@ -146,13 +134,7 @@ async fn an_agent_error_is_shown_in_the_room() {
     env.alice
         .send(&room, "%error exceeded maximum tool call iterations (40)")
         .await;
-    let notice = wait_until(PATIENCE, "an error notice", || {
-        env.alice
-            .messages_from(&room, &env.agent)
-            .into_iter()
-            .find(|m| m.notice)
-    })
-    .await;
+    let notice = env.notice_containing(&room, "could not answer").await;
     assert!(
         notice
             .body
@@ -207,28 +189,13 @@ async fn the_demo_turn_asks_permission_and_is_refused_safely_until_polls_exist()
     .await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "hello there").await;
-    let notice = wait_until(PATIENCE, "the permission notice", || {
-        env.alice
-            .messages_from(&room, &env.agent)
-            .into_iter()
-            .find(|m| m.notice && m.body.contains("bash: ls"))
-    })
-    .await;
+    let notice = env.notice_containing(&room, "bash: ls").await;
     assert!(notice.body.contains("refused"), "{}", notice.body);
-    let reply = wait_until(PATIENCE, "the demo answer", || {
-        env.alice
-            .messages_from(&room, &env.agent)
-            .into_iter()
-            .find(|m| {
-                !m.notice
-                    && env
-                        .alice
-                        .current_text(&m.event_id)
-                        .is_some_and(|t| t.contains("| gateway | Matrix + ACP |"))
-            })
-    })
-    .await;
-    let text = env.alice.current_text(&reply.event_id).unwrap();
+    let text = env
+        .reply_where(&room, "the demo answer", |t| {
+            t.contains("| gateway | Matrix + ACP |")
+        })
+        .await;
     assert!(text.contains("> hello there"), "{text}");
     // The agent was told "never": the demo agent says it did not look.
     assert!(
@@ -272,14 +239,8 @@ async fn a_stop_reason_other_than_end_turn_is_shown() {
     env.alice
         .send(&room, "%say partial answer\n%stop max_tokens")
         .await;
-    wait_until(PATIENCE, "the max-tokens footer", || {
-        env.alice
-            .messages_from(&room, &env.agent)
-            .into_iter()
-            .find_map(|m| {
-                let text = env.alice.current_text(&m.event_id)?;
-                (text.starts_with("partial answer") && text.contains("output limit")).then_some(())
-            })
+    env.reply_where(&room, "the max-tokens footer", |t| {
+        t.starts_with("partial answer") && t.contains("output limit")
     })
     .await;
 }
@@ -290,24 +251,12 @@ async fn help_lists_the_chat_commands_and_the_agents_own_slash_commands() {
     let room = env.room_with_agent(false).await;
     env.prompt_and_wait(&room, "%say hi", "hi").await;
     env.alice.send(&room, "!help").await;
-    let help = wait_until(PATIENCE, "the help notice", || {
-        env.alice
-            .messages_from(&room, &env.agent)
-            .into_iter()
-            .find(|m| m.notice && m.body.contains("!stop"))
-    })
-    .await;
+    let help = env.notice_containing(&room, "!stop").await;
     assert!(
         help.body.contains("/echo: Repeat the prompt"),
         "{}",
         help.body
     );
     env.alice.send(&room, "!status").await;
-    wait_until(PATIENCE, "the status notice", || {
-        env.alice
-            .messages_from(&room, &env.agent)
-            .into_iter()
-            .find(|m| m.notice && m.body.contains("idle"))
-    })
-    .await;
+    env.notice_containing(&room, "idle").await;
 }

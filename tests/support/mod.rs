@@ -6,14 +6,12 @@ pub mod gateway;
 pub mod person;
 pub mod synapse;
 
-use std::time::Duration;
-
 pub use gateway::{AgentSpec, GatewayProcess};
 pub use person::{Person, wait_until};
 pub use synapse::{Synapse, SynapseOptions};
 
 /// How long a test waits for something the gateway should do.
-pub const PATIENCE: Duration = Duration::from_secs(60);
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A homeserver, a gateway with one demo agent, and Alice (allowed) logged in.
 pub struct Env {
@@ -30,6 +28,15 @@ pub struct Env {
 impl Env {
     /// Starts everything; `extra_toml` goes at the top of the gateway config.
     pub async fn start(options: SynapseOptions, extra_toml: &str) -> Self {
+        Self::start_sharing_keys(options, extra_toml, person::CollectStrategy::AllDevices).await
+    }
+
+    /// Like [`Env::start`], with Alice's client sharing room keys following `strategy`.
+    pub async fn start_sharing_keys(
+        options: SynapseOptions,
+        extra_toml: &str,
+        strategy: person::CollectStrategy,
+    ) -> Self {
         let hs = Synapse::start(options).await;
         let alice_id = hs.register("alice", "alice-password").await;
         let agent = hs.register("demo", "demo-password").await;
@@ -43,7 +50,8 @@ impl Env {
             }],
             extra_toml,
         );
-        let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
+        let alice =
+            Person::login_sharing_keys(&hs.url, &alice_id, "alice-password", strategy).await;
         Self {
             hs,
             gw,
@@ -56,16 +64,54 @@ impl Env {
     pub async fn room_with_agent(&self, encrypted: bool) -> matrix_sdk::room::Room {
         let room = self.alice.create_room(encrypted).await;
         self.alice.invite(&room, &self.agent).await;
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        while !self.alice.is_joined(&room, &self.agent).await {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the agent did not join\n{}",
-                self.gw.log()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        self.alice
+            .wait_membership(&room, &self.agent, matrix_sdk::RoomMemberships::JOIN)
+            .await;
         room
+    }
+
+    /// Waits for the agent's first message in `room`; returns its event ID.
+    pub async fn first_reply(&self, room: &matrix_sdk::room::Room) -> String {
+        wait_until(PATIENCE, "the agent's first message", || {
+            self.alice
+                .messages_from(room, &self.agent)
+                .first()
+                .map(|m| m.event_id.clone())
+        })
+        .await
+    }
+
+    /// Waits for a notice from the agent in `room` containing `text`.
+    pub async fn notice_containing(
+        &self,
+        room: &matrix_sdk::room::Room,
+        text: &str,
+    ) -> person::Seen {
+        wait_until(PATIENCE, &format!("a notice containing {text:?}"), || {
+            self.alice
+                .messages_from(room, &self.agent)
+                .into_iter()
+                .find(|m| m.notice && m.body.contains(text))
+        })
+        .await
+    }
+
+    /// Waits until one of the agent's messages in `room` currently shows a text for which
+    /// `wanted` holds; returns that text.
+    pub async fn reply_where(
+        &self,
+        room: &matrix_sdk::room::Room,
+        what: &str,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        wait_until(PATIENCE, what, || {
+            self.alice
+                .messages_from(room, &self.agent)
+                .into_iter()
+                .filter_map(|m| self.alice.current_text(&m.event_id))
+                .find(|t| wanted(t))
+        })
+        .await
     }
 
     /// Sends `prompt` and waits for the agent's reply message to show `expected`; returns

@@ -242,24 +242,26 @@ impl Person {
         .unwrap();
     }
 
-    /// Whether `user_id` is joined to `room`, per this person's view.
-    pub async fn is_joined(&self, room: &Room, user_id: &str) -> bool {
+    /// Whether `user_id`'s membership in `room` is one of `states`, per this person's view.
+    pub async fn membership_is(&self, room: &Room, user_id: &str, states: RoomMemberships) -> bool {
         let user: &UserId = <&UserId>::try_from(user_id).unwrap();
-        room.members_no_sync(RoomMemberships::JOIN)
+        room.members_no_sync(states)
             .await
             .unwrap()
             .iter()
             .any(|m| m.user_id() == user)
     }
 
-    /// Whether `user_id` has left (or declined) `room`, per this person's view.
-    pub async fn has_left(&self, room: &Room, user_id: &str) -> bool {
-        let user: &UserId = <&UserId>::try_from(user_id).unwrap();
-        room.members_no_sync(RoomMemberships::LEAVE)
-            .await
-            .unwrap()
-            .iter()
-            .any(|m| m.user_id() == user)
+    /// Waits until `user_id`'s membership in `room` is one of `states`.
+    pub async fn wait_membership(&self, room: &Room, user_id: &str, states: RoomMemberships) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.membership_is(room, user_id, states).await {
+            assert!(
+                Instant::now() < deadline,
+                "{user_id} never reached {states:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// The device IDs this person's client knows for `user_id`.
