@@ -144,6 +144,8 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> 
             }
         }
     }
+    // Turns still running are cancelled and marked in their rooms before the agents stop.
+    gateway.shutdown(Duration::from_secs(10)).await;
     for process in processes {
         process.shutdown().await;
     }

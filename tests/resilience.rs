@@ -92,3 +92,47 @@ async fn a_refused_login_is_reported_and_the_gateway_exits_with_an_error() {
         "the password must not be logged"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_marks_the_running_turn_and_reports_queued_messages() {
+    let mut env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 200",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, &format!("%stream 100 5\n{}", "word ".repeat(400)))
+        .await;
+    let reply = env.first_reply(&room).await;
+    let queued = env.alice.send(&room, "%say never answered").await;
+    wait_until(PATIENCE, "the queued mark", || {
+        env.alice
+            .reactions_on(&queued)
+            .into_iter()
+            .find(|r| r.key == "⏳")
+    })
+    .await;
+    let asked = std::time::Instant::now();
+    env.gw.stop();
+    assert!(
+        asked.elapsed() < Duration::from_secs(12),
+        "shutdown took {:?}",
+        asked.elapsed()
+    );
+    wait_until(
+        PATIENCE,
+        "the reply to say it was stopped by the shutdown",
+        || {
+            env.alice
+                .current_text(&reply)
+                .filter(|t| t.contains("Sidekicks is shutting down"))
+        },
+    )
+    .await;
+    env.notice_containing(&room, "1 queued message(s) were not answered")
+        .await;
+    let log = env.gw.log();
+    assert!(log.contains("shutting down: cancelling the turn"), "{log}");
+    assert!(!log.contains("did not finish in time"), "{log}");
+}

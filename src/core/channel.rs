@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::agent::{
     AgentError, AgentEvent, AgentPort, PermissionAnswer, PermissionKind, PermissionRequest,
@@ -21,6 +22,9 @@ use super::inbound::IncomingMessage;
 use crate::render::stream::{ReplyStream, StreamSettings};
 use crate::render::strings;
 use crate::store::{Role, Store};
+
+/// How long a turn may take to end after `session/cancel` at shutdown.
+const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
 
 /// How often the typing notice is renewed while the agent works.
 const TYPING_REFRESH: Duration = Duration::from_secs(3);
@@ -79,6 +83,8 @@ pub struct Channel {
     queue: VecDeque<(IncomingMessage, Option<String>)>,
     /// The agent's slash commands, as last advertised (listed by `!help`).
     commands: Vec<(String, String)>,
+    /// Fires when the gateway shuts down: the running turn is stopped and marked.
+    shutdown: CancellationToken,
 }
 
 /// State of the running turn that inputs may change.
@@ -86,6 +92,8 @@ pub struct Channel {
 struct TurnControl {
     /// Who asked to stop, once someone did.
     stopped_by: Option<String>,
+    /// Set when the gateway shuts down during the turn: by then the turn must end.
+    shutdown_deadline: Option<tokio::time::Instant>,
 }
 
 impl Channel {
@@ -94,6 +102,7 @@ impl Channel {
         ctx: Arc<AgentContext>,
         room: String,
         inputs: mpsc::UnboundedReceiver<ChannelInput>,
+        shutdown: CancellationToken,
     ) -> Self {
         Self {
             ctx,
@@ -102,12 +111,17 @@ impl Channel {
             session: None,
             queue: VecDeque::new(),
             commands: Vec::new(),
+            shutdown,
         }
     }
 
     /// Runs until the input queue is closed.
     pub async fn run(mut self) {
         loop {
+            if self.shutdown.is_cancelled() {
+                self.abandon_queue().await;
+                return;
+            }
             if let Some((message, queued_reaction)) = self.queue.pop_front() {
                 if let Some(reaction) = queued_reaction {
                     let _ = self.ctx.chat.redact(&self.room, &reaction).await;
@@ -115,8 +129,12 @@ impl Channel {
                 self.run_turn(message).await;
                 continue;
             }
-            let Some(input) = self.inputs.recv().await else {
-                return;
+            let input = tokio::select! {
+                _ = self.shutdown.cancelled() => continue,
+                input = self.inputs.recv() => match input {
+                    Some(input) => input,
+                    None => return,
+                },
             };
             match input {
                 ChannelInput::Prompt(message) => self.queue.push_back((message, None)),
@@ -127,6 +145,21 @@ impl Channel {
                 ChannelInput::StopReaction { .. } => {}
             }
         }
+    }
+
+    /// At shutdown: tells the room which queued messages were not answered, so nothing is
+    /// silently dropped.
+    async fn abandon_queue(&mut self) {
+        if self.queue.is_empty() {
+            return;
+        }
+        let count = self.queue.len();
+        for (_, reaction) in std::mem::take(&mut self.queue) {
+            if let Some(reaction) = reaction {
+                let _ = self.ctx.chat.redact(&self.room, &reaction).await;
+            }
+        }
+        self.notice(strings::queue_dropped_at_shutdown(count)).await;
     }
 
     async fn notice(&self, text: impl Into<String>) {
@@ -277,6 +310,15 @@ impl Channel {
                     }
                 }
                 _ = typing.tick() => ctx.chat.typing(&self.room, true).await,
+                _ = self.shutdown.cancelled(), if control.shutdown_deadline.is_none() => {
+                    tracing::info!(agent = %ctx.agent_id, room = %self.room, "shutting down: cancelling the turn");
+                    control.shutdown_deadline = Some(tokio::time::Instant::now() + SHUTDOWN_CANCEL_GRACE);
+                    if let Err(e) = ctx.agent.cancel(&session_id).await {
+                        tracing::warn!(error = %e, "session/cancel failed");
+                    }
+                }
+                // An agent that ignores the cancel does not hold the shutdown up.
+                _ = sleep_until_opt(control.shutdown_deadline) => break Ok(StopReason::Cancelled),
             }
         };
         // Every update sent before the response is already queued: take them in.
@@ -296,6 +338,10 @@ impl Channel {
         let ctx = self.ctx.clone();
         let stopped_by = control.stopped_by.as_deref();
         let (stop_label, ending) = match &result {
+            Ok(reason) if control.shutdown_deadline.is_some() => (
+                stop_reason_label(reason),
+                Some(strings::STOPPED_AT_SHUTDOWN.to_owned()),
+            ),
             Ok(reason) => (
                 stop_reason_label(reason),
                 strings::stop_footer(reason, stopped_by),
@@ -309,9 +355,9 @@ impl Channel {
             }
         };
         if stream.text().is_empty() {
-            let text = match &result {
-                Ok(reason) => strings::empty_reply(reason, stopped_by),
-                Err(_) => ending.unwrap_or_default(),
+            let text = match (&result, ending) {
+                (Ok(reason), None) => strings::empty_reply(reason, stopped_by),
+                (_, ending) => ending.unwrap_or_default(),
             };
             self.notice(text).await;
         } else if let Err(e) = stream.finish(ending).await {
@@ -485,7 +531,7 @@ mod tests {
             command_prefix: "!".into(),
         });
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(Channel::new(ctx, "!room".into(), rx).run());
+        tokio::spawn(Channel::new(ctx, "!room".into(), rx, CancellationToken::new()).run());
         (tx, store)
     }
 

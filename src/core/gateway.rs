@@ -5,6 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::access::AccessList;
 use super::channel::{AgentContext, Channel, ChannelInput};
@@ -28,6 +30,10 @@ pub struct Gateway {
     prefix: String,
     /// The input queue of each running channel, by (room, agent).
     channels: Mutex<HashMap<(String, String), mpsc::UnboundedSender<ChannelInput>>>,
+    /// The channel tasks, so shutdown can wait for their turns to be marked.
+    tasks: TaskTracker,
+    /// Cancelled at shutdown; every channel watches it.
+    shutdown: CancellationToken,
 }
 
 impl Gateway {
@@ -48,6 +54,21 @@ impl Gateway {
             store,
             prefix,
             channels: Mutex::default(),
+            tasks: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// Stops every channel: running turns are cancelled and marked in the room, queued
+    /// messages are reported as not answered. Waits at most `grace`.
+    pub async fn shutdown(&self, grace: std::time::Duration) {
+        self.shutdown.cancel();
+        self.tasks.close();
+        if tokio::time::timeout(grace, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some channels did not finish in time");
         }
     }
 
@@ -196,7 +217,9 @@ impl Gateway {
         };
         let spawn = || {
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(Channel::new(ctx.clone(), room_id.to_owned(), rx).run());
+            self.tasks.spawn(
+                Channel::new(ctx.clone(), room_id.to_owned(), rx, self.shutdown.clone()).run(),
+            );
             tx
         };
         let mut channels = self.channels.lock().expect("channel map poisoned");

@@ -25,6 +25,18 @@ pub fn stop_footer(reason: &StopReason, stopped_by: Option<&str>) -> Option<Stri
     })
 }
 
+/// Footer of a reply whose turn was stopped because the gateway shut down.
+pub const STOPPED_AT_SHUTDOWN: &str =
+    "⏹️ Stopped: Sidekicks is shutting down. Send your message again once it is back.";
+
+/// Posted at shutdown for messages that were queued and never answered.
+pub fn queue_dropped_at_shutdown(count: usize) -> String {
+    format!(
+        "⏹️ Sidekicks is shutting down: {count} queued message(s) were not answered. \
+         Send them again once it is back."
+    )
+}
+
 /// Shown when a turn ends without any answer text.
 pub fn empty_reply(reason: &StopReason, stopped_by: Option<&str>) -> String {
     stop_footer(reason, stopped_by)

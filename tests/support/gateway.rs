@@ -131,7 +131,7 @@ impl GatewayProcess {
             unsafe {
                 libc::kill(child.id() as i32, libc::SIGTERM);
             }
-            for _ in 0..100 {
+            for _ in 0..300 {
                 if child.try_wait().unwrap().is_some() {
                     return;
                 }
