@@ -40,31 +40,10 @@ fi
 # shellcheck disable=SC1091
 . "$DEMO/credentials"
 
-cat > "$DEMO/synapse/homeserver.yaml" <<YAML
-server_name: "localhost"
-pid_file: $DEMO/synapse/homeserver.pid
-report_stats: false
-registration_shared_secret: "$SHARED_SECRET"
-signing_key_path: $DEMO/synapse/signing.key
-media_store_path: $DEMO/synapse/media
-trusted_key_servers: []
-suppress_key_server_warning: true
-listeners:
-  - port: $PORT
-    bind_addresses: ['127.0.0.1']
-    type: http
-    tls: false
-    x_forwarded: false
-    resources:
-      - names: [client]
-        compress: false
-database:
-  name: sqlite3
-  args:
-    database: $DEMO/synapse/homeserver.db
+sed -e "s|@DIR@|$DEMO/synapse|g" -e "s|@PORT@|$PORT|g" -e "s|@SECRET@|$SHARED_SECRET|g" \
+    "$ROOT/scripts/synapse/homeserver.yaml.in" > "$DEMO/synapse/homeserver.yaml"
 # A single-user demo: let the agent edit its replies briskly.
-rc_message: {per_second: 5, burst_count: 50}
-YAML
+echo "rc_message: {per_second: 5, burst_count: 50}" >> "$DEMO/synapse/homeserver.yaml"
 
 say "Starting Synapse on $HS…"
 "$VENV/bin/python" -m synapse.app.homeserver -c "$DEMO/synapse/homeserver.yaml" > "$DEMO/synapse/synapse.log" 2>&1 &

@@ -12,7 +12,7 @@ const SHARED_SECRET: &str = "sidekicks-test-registration-secret";
 /// A fixed signing key: this server never federates, so the key needs no secrecy.
 const SIGNING_KEY: &str = "ed25519 a_test AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n";
 
-/// The server name of every test homeserver.
+/// The server name of every test homeserver (set in `scripts/synapse/homeserver.yaml.in`).
 pub const SERVER_NAME: &str = "localhost";
 
 /// How the homeserver is configured.
@@ -117,39 +117,13 @@ impl Synapse {
         let port = free_port();
         let d = dir.path();
         std::fs::write(d.join("signing.key"), SIGNING_KEY).unwrap();
-        let config = format!(
-            r#"
-server_name: "{SERVER_NAME}"
-pid_file: {d}/homeserver.pid
-report_stats: false
-registration_shared_secret: "{SHARED_SECRET}"
-signing_key_path: {d}/signing.key
-media_store_path: {d}/media
-trusted_key_servers: []
-suppress_key_server_warning: true
-enable_metrics: false
-listeners:
-  - port: {port}
-    bind_addresses: ['127.0.0.1']
-    type: http
-    tls: false
-    x_forwarded: false
-    resources:
-      - names: [client]
-        compress: false
-database:
-  name: sqlite3
-  args:
-    database: {d}/homeserver.db
-{limits}
-"#,
-            d = d.display(),
-            limits = if options.default_rate_limits {
-                ""
-            } else {
-                relaxed_limits()
-            },
-        );
+        let template = include_str!("../../scripts/synapse/homeserver.yaml.in");
+        let limits = if options.default_rate_limits { "" } else { relaxed_limits() };
+        let config = template
+            .replace("@DIR@", &d.display().to_string())
+            .replace("@PORT@", &port.to_string())
+            .replace("@SECRET@", SHARED_SECRET)
+            + limits;
         std::fs::write(d.join("homeserver.yaml"), config).unwrap();
         let mut synapse = Self {
             url: format!("http://127.0.0.1:{port}"),
