@@ -40,16 +40,25 @@ const EARLY_EVENTS: usize = 1_000;
 
 /// Work for the task that owns the SDK connection.
 enum Request {
+    /// `session/new` with this working folder.
     NewSession {
+        /// The session's `cwd`.
         cwd: PathBuf,
+        /// Where the answer goes.
         reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
     },
+    /// `session/prompt` with one text block.
     Prompt {
+        /// The session.
         session: String,
+        /// The prompt text.
         text: String,
+        /// Where the answer goes.
         reply: oneshot::Sender<Result<PromptResponse, agent_client_protocol::Error>>,
     },
+    /// `session/cancel` (a notification: no answer).
     Cancel {
+        /// The session whose turn to stop.
         session: String,
     },
 }
@@ -57,7 +66,9 @@ enum Request {
 /// Where each session's updates go; updates for a session not yet registered are held.
 #[derive(Default)]
 struct Sessions {
+    /// The queue of each registered session.
     senders: HashMap<String, mpsc::UnboundedSender<AgentEvent>>,
+    /// Updates that arrived before their session was registered (bounded).
     early: HashMap<String, Vec<AgentEvent>>,
 }
 
@@ -88,12 +99,19 @@ impl Sessions {
 
 /// A running agent speaking ACP over its stdio.
 pub struct AcpAgent {
+    /// The configured agent ID, for logs and errors.
     agent_id: String,
+    /// Work for the connection task.
     requests: mpsc::UnboundedSender<Request>,
+    /// Where each session's updates go.
     sessions: Arc<Mutex<Sessions>>,
+    /// What the agent advertised at `initialize`.
     info: AgentInfo,
+    /// The process, to stop it.
     process: tokio::sync::Mutex<AgentProcess>,
+    /// The exit status once the process has ended.
     exit: watch::Receiver<Option<String>>,
+    /// The last lines of its stderr.
     stderr: StderrTail,
 }
 

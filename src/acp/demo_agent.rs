@@ -46,13 +46,17 @@ use tokio::sync::Notify;
 /// Per-session cancellation state.
 #[derive(Default)]
 struct Cancel {
+    /// Set by `session/cancel`, cleared when a new turn starts.
     flag: AtomicBool,
+    /// Wakes a turn that is sleeping or hanging.
     notify: Notify,
 }
 
 #[derive(Default)]
 struct State {
+    /// Cancellation state by session ID.
     sessions: Mutex<HashMap<String, Arc<Cancel>>>,
+    /// Numbers new session IDs.
     next: AtomicU64,
 }
 
@@ -145,9 +149,13 @@ pub async fn run_stdio() -> Result<(), agent_client_protocol::Error> {
         .await
 }
 
+/// One prompt being answered.
 struct Turn {
+    /// The connection to the client, for updates and permission requests.
     cx: ConnectionTo<Client>,
+    /// The session the prompt belongs to.
     session: String,
+    /// Its cancellation state.
     cancel: Arc<Cancel>,
 }
 

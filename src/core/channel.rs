@@ -69,15 +69,21 @@ pub enum ChannelInput {
 
 /// The open ACP session of this channel.
 struct Session {
+    /// The agent's session ID.
     id: String,
+    /// The session's updates, in the order the agent sent them.
     events: mpsc::UnboundedReceiver<AgentEvent>,
 }
 
 /// One (room, agent) pair.
 pub struct Channel {
+    /// What is shared by all rooms of this agent.
     ctx: Arc<AgentContext>,
+    /// The room (opaque ID).
     room: String,
+    /// Prompts, commands and stop requests, in arrival order.
     inputs: mpsc::UnboundedReceiver<ChannelInput>,
+    /// The ACP session, opened at the first prompt.
     session: Option<Session>,
     /// Prompts waiting behind the running turn, with the "queued" reaction put on each.
     queue: VecDeque<(IncomingMessage, Option<String>)>,
@@ -115,7 +121,7 @@ impl Channel {
         }
     }
 
-    /// Runs until the input queue is closed.
+    /// Runs until the input queue is closed or the gateway shuts down.
     pub async fn run(mut self) {
         loop {
             if self.shutdown.is_cancelled() {

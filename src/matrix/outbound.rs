@@ -19,6 +19,7 @@ use crate::core::chat::{ChatError, ChatPort, OutMessage};
 
 /// [`ChatPort`] for one agent's Matrix user.
 pub struct MatrixChat {
+    /// The agent user's logged-in client.
     client: Client,
 }
 

@@ -55,6 +55,7 @@ pub struct TranscriptEntry {
 /// The gateway's database.
 #[derive(Debug, Clone)]
 pub struct Store {
+    /// Connections to the database file.
     pool: SqlitePool,
 }
 

@@ -118,7 +118,11 @@ impl Synapse {
         let d = dir.path();
         std::fs::write(d.join("signing.key"), SIGNING_KEY).unwrap();
         let template = include_str!("../../scripts/synapse/homeserver.yaml.in");
-        let limits = if options.default_rate_limits { "" } else { relaxed_limits() };
+        let limits = if options.default_rate_limits {
+            ""
+        } else {
+            relaxed_limits()
+        };
         let config = template
             .replace("@DIR@", &d.display().to_string())
             .replace("@PORT@", &port.to_string())
