@@ -90,11 +90,12 @@ impl Gateway {
             inviter,
             "accepting invite"
         );
-        if let Err(e) = self.store.forget_member(room_id, agent_id).await {
-            tracing::error!(error = %e, "store");
-        }
-        if let Err(e) = self.store.member_since(room_id, agent_id, now_ms()).await {
-            tracing::error!(error = %e, "store");
+        if let Err(e) = self
+            .store
+            .set_member_since(room_id, agent_id, now_ms())
+            .await
+        {
+            tracing::error!(error = %e, "could not record the invite; history may be taken for prompts");
         }
         true
     }
@@ -102,7 +103,7 @@ impl Gateway {
     /// Notes that the agent left or was removed from a room.
     pub async fn left_room(&self, agent_id: &str, room_id: &str) {
         if let Err(e) = self.store.forget_member(room_id, agent_id).await {
-            tracing::error!(error = %e, "store");
+            tracing::error!(error = %e, "could not record leaving the room");
         }
         self.channels
             .lock()

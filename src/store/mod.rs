@@ -138,6 +138,26 @@ impl Store {
         Ok(since)
     }
 
+    /// Records that `agent` arrives in `room` now (an accepted invite), replacing any
+    /// earlier record: everything before is history.
+    pub async fn set_member_since(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+        since: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO room_members (room_id, agent_id, since) VALUES (?, ?, ?)
+             ON CONFLICT (room_id, agent_id) DO UPDATE SET since = excluded.since",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(since)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Forgets the membership record, when the agent leaves a room.
     pub async fn forget_member(&self, room_id: &str, agent_id: &str) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM room_members WHERE room_id = ? AND agent_id = ?")
@@ -248,6 +268,8 @@ mod tests {
         assert_eq!(store.member_since("!r", "a", 20).await.unwrap(), 10);
         store.forget_member("!r", "a").await.unwrap();
         assert_eq!(store.member_since("!r", "a", 30).await.unwrap(), 30);
+        store.set_member_since("!r", "a", 40).await.unwrap();
+        assert_eq!(store.member_since("!r", "a", 50).await.unwrap(), 40);
     }
 
     #[tokio::test]
