@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 use crate::acp::{AcpAgent, ProcessSpec};
 use crate::config::{AgentConfig, Config};
@@ -45,13 +45,14 @@ fn process_spec(agent: &AgentConfig) -> ProcessSpec {
 /// `sidekicks run`: loads the config and runs until SIGINT or SIGTERM.
 pub async fn run_from_file(path: &Path) -> Result<()> {
     let config = Config::load(path)?;
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let shutdown = CancellationToken::new();
+    let trigger = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
         tracing::info!("shutting down");
-        let _ = stop_tx.send(true);
+        trigger.cancel();
     });
-    run(config, stop_rx).await
+    run(config, shutdown).await
 }
 
 async fn wait_for_signal() {
@@ -63,8 +64,8 @@ async fn wait_for_signal() {
     }
 }
 
-/// Runs the gateway until `shutdown` turns true.
-pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+/// Runs the gateway until `shutdown` is cancelled.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create state_dir {}", config.state_dir.display()))?;
     let store = Store::open(&config.state_dir.join("sidekicks.db"))

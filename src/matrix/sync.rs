@@ -14,7 +14,7 @@ use matrix_sdk::ruma::events::room::message::{
     MessageType, OriginalSyncRoomMessageEvent, Relation,
 };
 use matrix_sdk::{Client, RoomState};
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use super::client::{MatrixAgent, MatrixError};
 use super::errors::is_unknown_token;
@@ -27,12 +27,12 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 impl MatrixAgent {
-    /// Runs this user's sync loop until `shutdown` turns true. Homeserver errors are retried
+    /// Runs this user's sync loop until `shutdown` is cancelled. Homeserver errors are retried
     /// with back-off; only a rejected access token ends the loop with an error.
     pub async fn run(
         &self,
         gateway: Arc<Gateway>,
-        mut shutdown: watch::Receiver<bool>,
+        shutdown: CancellationToken,
     ) -> Result<(), MatrixError> {
         self.install_handlers(gateway);
         let settings = SyncSettings::default().timeout(SYNC_TIMEOUT);
@@ -40,7 +40,7 @@ impl MatrixAgent {
         let mut failing_since: Option<std::time::Instant> = None;
         loop {
             let result = tokio::select! {
-                _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+                _ = shutdown.cancelled() => return Ok(()),
                 result = self.client.sync_once(settings.clone()) => result,
             };
             match result {
@@ -62,7 +62,7 @@ impl MatrixAgent {
                     failing_since.get_or_insert_with(std::time::Instant::now);
                     tracing::warn!(agent = %self.agent_id, error = %e, retry_in = ?backoff, "sync failed");
                     tokio::select! {
-                        _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+                        _ = shutdown.cancelled() => return Ok(()),
                         _ = tokio::time::sleep(backoff) => {}
                     }
                     backoff = (backoff * 2).min(MAX_BACKOFF);
