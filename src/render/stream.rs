@@ -70,6 +70,8 @@ pub struct ReplyStream {
     settings: StreamSettings,
     /// The whole reply text received so far.
     text: String,
+    /// Where each full message ends in `text` (see [`split_reply`]).
+    cuts: Vec<usize>,
     /// A line appended to the last message when the turn ends abnormally.
     footer: Option<String>,
     /// Whether the turn has ended (final edits may ignore the edit cap).
@@ -96,6 +98,7 @@ impl ReplyStream {
             txn_prefix: txn_prefix.into(),
             settings,
             text: String::new(),
+            cuts: Vec::new(),
             footer: None,
             finishing: false,
             posted: Vec::new(),
@@ -107,6 +110,16 @@ impl ReplyStream {
     /// Appends a chunk of the agent's answer.
     pub fn push(&mut self, chunk: &str) {
         self.text.push_str(chunk);
+        // A message that is full gets its final boundary once, never to move again.
+        loop {
+            let start = self.cuts.last().copied().unwrap_or(0);
+            let rest = &self.text[start..];
+            if rest.len() <= self.settings.max_bytes {
+                break;
+            }
+            let cut = start + choose_cut(rest, self.settings.max_bytes);
+            self.cuts.push(cut);
+        }
     }
 
     /// The whole text received so far.
@@ -124,44 +137,41 @@ impl ReplyStream {
         &self.stats
     }
 
-    /// The text each message should show now.
-    fn desired(&self) -> Vec<String> {
-        let mut segments: Vec<String> = split_reply(&self.text, self.settings.max_bytes)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        if self.finishing
-            && let Some(footer) = &self.footer
-        {
-            let last = segments
-                .last_mut()
-                .expect("split_reply returns one segment at least");
-            if !last.is_empty() {
-                last.push_str("\n\n");
-            }
-            last.push_str(footer);
-        }
-        if segments.len() == 1 && segments[0].is_empty() {
-            segments.clear();
-        }
-        segments
-    }
-
-    /// The next request to make, if any: (segment index, its text).
+    /// The next request to make, if any: (message index, the text it should show).
+    ///
+    /// Runs on every loop of a turn, so it allocates only the one text it returns: message
+    /// boundaries come from `cuts`, computed once as the text grows.
     fn next_request(&self) -> Option<(usize, String)> {
-        let desired = self.desired();
-        let last = desired.len().checked_sub(1)?;
-        desired.into_iter().enumerate().find_map(|(i, want)| {
+        let mut bounds = Vec::with_capacity(self.cuts.len() + 2);
+        bounds.push(0);
+        bounds.extend_from_slice(&self.cuts);
+        bounds.push(self.text.len());
+        let last = bounds.len() - 2;
+        let footer = self.footer.as_deref().filter(|_| self.finishing);
+        for i in 0..=last {
+            let part = &self.text[bounds[i]..bounds[i + 1]];
+            let with_footer;
+            let want = match footer {
+                Some(footer) if i == last && part.is_empty() => footer,
+                Some(footer) if i == last => {
+                    with_footer = format!("{part}\n\n{footer}");
+                    with_footer.as_str()
+                }
+                _ => part,
+            };
+            if want.is_empty() {
+                return None;
+            }
             match self.posted.get(i) {
-                None => Some((i, want)),
-                Some(p) if p.shown == want => None,
+                Some(p) if p.shown == want => continue,
                 // An open (last) message stops receiving intermediate edits at the cap.
                 Some(p) if i == last && !self.finishing && p.edits >= self.settings.max_edits => {
-                    None
+                    return None;
                 }
-                Some(_) => Some((i, want)),
+                _ => return Some((i, want.to_owned())),
             }
-        })
+        }
+        None
     }
 
     /// When the next request is due, or `None` when nothing needs sending.
@@ -277,36 +287,36 @@ pub fn split_reply(text: &str, max_bytes: usize) -> Vec<&str> {
     parts
 }
 
+/// Where to end a message holding the start of `s`, in one pass over at most `max_bytes`.
 fn choose_cut(s: &str, max_bytes: usize) -> usize {
-    let mut limit = max_bytes;
+    let mut limit = max_bytes.min(s.len());
     while !s.is_char_boundary(limit) {
         limit -= 1;
     }
-    let window = &s[..limit];
-    let outside_fence = |pos: usize| {
-        window[..pos]
-            .lines()
-            .filter(|l| l.trim_start().starts_with("```"))
-            .count()
-            % 2
-            == 0
-    };
-    let candidates = window
-        .rmatch_indices("\n\n")
-        .map(|(i, _)| i + 2)
-        .chain(window.rmatch_indices('\n').map(|(i, _)| i + 1));
-    let mut any_newline = None;
-    for cut in candidates {
-        // Cuts too early would leave tiny messages; accept those only as a last resort.
-        if cut < limit / 4 {
+    let (mut after_blank_line, mut after_line, mut after_any_line) = (None, None, None);
+    let mut in_fence = false;
+    let mut end = 0;
+    for line in s[..limit].split_inclusive('\n') {
+        end += line.len();
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        }
+        // Only whole lines, and not so early that the message would be tiny.
+        if !line.ends_with('\n') || end < limit / 4 {
             continue;
         }
-        if outside_fence(cut) {
-            return cut;
+        after_any_line = Some(end);
+        if !in_fence {
+            after_line = Some(end);
+            if line.trim().is_empty() {
+                after_blank_line = Some(end);
+            }
         }
-        any_newline.get_or_insert(cut);
     }
-    any_newline.unwrap_or(limit.max(1))
+    after_blank_line
+        .or(after_line)
+        .or(after_any_line)
+        .unwrap_or(limit.max(1))
 }
 
 #[cfg(test)]
@@ -455,6 +465,40 @@ mod tests {
         // Stable: the first part does not move when more text arrives.
         let longer = format!("{text} and more");
         assert_eq!(split_reply(&longer, 1_000)[0], parts[0]);
+    }
+
+    #[test]
+    fn boundaries_found_while_streaming_match_splitting_the_whole_text() {
+        let text: String = (0..400)
+            .map(|i| match i % 7 {
+                0 => "```\ncode\n".to_owned(),
+                3 => "\n".to_owned(),
+                _ => format!("line {i} with some words ü\n"),
+            })
+            .collect();
+        for chunk_size in [1, 7, 64, 5_000] {
+            let mut stream = ReplyStream::new(
+                FakeChat::new(),
+                "!r",
+                "t",
+                StreamSettings {
+                    interval: Duration::from_secs(1),
+                    max_edits: 10,
+                    max_bytes: 1_000,
+                },
+            );
+            let chars: Vec<char> = text.chars().collect();
+            for chunk in chars.chunks(chunk_size) {
+                stream.push(&chunk.iter().collect::<String>());
+            }
+            let mut parts = Vec::new();
+            let mut start = 0;
+            for &cut in stream.cuts.iter().chain([text.len()].iter()) {
+                parts.push(&text[start..cut]);
+                start = cut;
+            }
+            assert_eq!(parts, split_reply(&text, 1_000), "chunks of {chunk_size}");
+        }
     }
 
     #[test]
