@@ -230,3 +230,21 @@ async fn a_message_the_agent_cannot_decrypt_is_reported_to_the_person() {
         "nothing was prompted"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_agents_cannot_read_gets_a_clear_answer() {
+    use matrix_sdk::ruma::events::room::message::{LocationMessageEventContent, MessageType};
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let location = LocationMessageEventContent::new("the office".into(), "geo:51.5,-0.12".into());
+    room.send(RoomMessageEventContent::new(MessageType::Location(
+        location,
+    )))
+    .await
+    .unwrap();
+    let notice = env.notice_containing(&room, "not supported").await;
+    assert!(notice.body.contains("location messages"), "{}", notice.body);
+    // Text still works afterwards.
+    env.prompt_and_wait(&room, "%say text is fine", "text is fine")
+        .await;
+}

@@ -12,7 +12,7 @@ use super::access::AccessList;
 use super::channel::{AgentContext, Channel, ChannelInput};
 use super::chat::OutMessage;
 use super::command;
-use super::inbound::{Inbound, IncomingMessage, IncomingReaction};
+use super::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
 use crate::render::strings;
 use crate::store::{Store, now_ms};
 
@@ -115,7 +115,7 @@ impl Gateway {
     pub async fn handle(&self, inbound: Inbound) {
         match inbound {
             Inbound::Message(message) => self.handle_message(message).await,
-            Inbound::Undecryptable(message) => self.handle_undecryptable(message).await,
+            Inbound::Unreadable(message, why) => self.handle_unreadable(message, why).await,
             Inbound::Reaction(reaction) => self.handle_reaction(reaction),
         }
     }
@@ -173,20 +173,27 @@ impl Gateway {
         self.send_to_channel(&message.room_id, &message.agent_id, input);
     }
 
-    /// A message the agent's user could not decrypt: the person is told, so nothing is
-    /// silently lost.
-    async fn handle_undecryptable(&self, message: IncomingMessage) {
+    /// A message the agent cannot read (undecryptable, or media): the person is told, so
+    /// nothing is silently lost.
+    async fn handle_unreadable(&self, message: IncomingMessage, why: Unreadable) {
         if !self.admit(&message).await {
             return;
         }
-        tracing::warn!(agent = %message.agent_id, room = %message.room_id, sender = %message.sender, "could not decrypt a message");
+        tracing::warn!(agent = %message.agent_id, room = %message.room_id, sender = %message.sender, reason = ?why, "a message the agent cannot read");
         let Some(ctx) = self.agents.get(&message.agent_id) else {
             return;
         };
-        let notice = OutMessage::notice(strings::undecryptable(&message.sender));
-        let txn = format!("utd-{}", message.event_id);
-        if let Err(e) = ctx.chat.send(&message.room_id, &txn, &notice).await {
-            tracing::warn!(error = %e, "could not post the decryption notice");
+        let text = match &why {
+            Unreadable::Undecryptable => strings::undecryptable(&message.sender),
+            Unreadable::Unsupported(kind) => strings::unsupported_message(kind),
+        };
+        let txn = format!("unreadable-{}", message.event_id);
+        if let Err(e) = ctx
+            .chat
+            .send(&message.room_id, &txn, &OutMessage::notice(text))
+            .await
+        {
+            tracing::warn!(error = %e, "could not post the notice");
         }
     }
 
@@ -304,8 +311,10 @@ mod tests {
         let Inbound::Message(m) = msg("$utd", "@alice:x", now_ms() as u64 + 1) else {
             unreachable!()
         };
-        gw.handle(Inbound::Undecryptable(m.clone())).await;
-        gw.handle(Inbound::Undecryptable(m)).await;
+        gw.handle(Inbound::Unreadable(m.clone(), Unreadable::Undecryptable))
+            .await;
+        gw.handle(Inbound::Unreadable(m, Unreadable::Undecryptable))
+            .await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         let shown = chat.shown("!r");
         assert_eq!(shown.len(), 1, "{shown:?}");

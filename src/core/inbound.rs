@@ -32,13 +32,22 @@ pub struct IncomingReaction {
     pub key: String,
 }
 
+/// Why a message cannot be read by an agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// It is encrypted and the room key did not reach the agent's device.
+    Undecryptable,
+    /// It is of a kind agents cannot take yet (image, file, location…), named here.
+    Unsupported(String),
+}
+
 /// Everything the chat side hands to the core.
 #[derive(Debug, Clone)]
 pub enum Inbound {
     /// A text message.
     Message(IncomingMessage),
-    /// An encrypted message that could not be decrypted (its body is empty).
-    Undecryptable(IncomingMessage),
+    /// A message the agent cannot read (its body is empty), and why.
+    Unreadable(IncomingMessage, Unreadable),
     /// A reaction.
     Reaction(IncomingReaction),
 }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::client::{MatrixAgent, MatrixError};
 use super::errors::is_unknown_token;
 use crate::core::gateway::Gateway;
-use crate::core::inbound::{Inbound, IncomingMessage, IncomingReaction};
+use crate::core::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
 
 /// How long the homeserver may hold a sync request open.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -117,37 +117,45 @@ impl MatrixAgent {
 
         let agent_id = self.agent_id.clone();
         let gw = gateway.clone();
-        self.client.add_event_handler(move |ev: OriginalSyncRoomMessageEvent, room: Room, client: Client| {
-            let (gw, agent_id) = (gw.clone(), agent_id.clone());
-            async move {
-                if room.state() != RoomState::Joined || Some(&*ev.sender) == client.user_id() {
-                    return;
-                }
-                // Edits of earlier messages are not new prompts.
-                if matches!(ev.content.relates_to, Some(Relation::Replacement(_))) {
-                    return;
-                }
-                let body = match &ev.content.msgtype {
-                    MessageType::Text(t) => t.body.clone(),
-                    MessageType::Emote(e) => e.body.clone(),
-                    // Notices are for bots and status lines, never prompts.
-                    MessageType::Notice(_) => return,
-                    other => {
-                        tracing::info!(agent = %agent_id, kind = other.msgtype(), "ignoring a message type agents cannot read yet");
+        self.client.add_event_handler(
+            move |ev: OriginalSyncRoomMessageEvent, room: Room, client: Client| {
+                let (gw, agent_id) = (gw.clone(), agent_id.clone());
+                async move {
+                    if room.state() != RoomState::Joined || Some(&*ev.sender) == client.user_id() {
                         return;
                     }
-                };
-                gw.handle(Inbound::Message(IncomingMessage {
-                    agent_id,
-                    room_id: room.room_id().to_string(),
-                    event_id: ev.event_id.to_string(),
-                    sender: ev.sender.to_string(),
-                    body,
-                    timestamp_ms: ev.origin_server_ts.get().into(),
-                }))
-                .await;
-            }
-        });
+                    // Edits of earlier messages are not new prompts.
+                    if matches!(ev.content.relates_to, Some(Relation::Replacement(_))) {
+                        return;
+                    }
+                    let message = IncomingMessage {
+                        agent_id,
+                        room_id: room.room_id().to_string(),
+                        event_id: ev.event_id.to_string(),
+                        sender: ev.sender.to_string(),
+                        body: String::new(),
+                        timestamp_ms: ev.origin_server_ts.get().into(),
+                    };
+                    let inbound = match &ev.content.msgtype {
+                        MessageType::Text(t) => Inbound::Message(IncomingMessage {
+                            body: t.body.clone(),
+                            ..message
+                        }),
+                        MessageType::Emote(e) => Inbound::Message(IncomingMessage {
+                            body: e.body.clone(),
+                            ..message
+                        }),
+                        // Notices are for bots and status lines, never prompts.
+                        MessageType::Notice(_) => return,
+                        other => Inbound::Unreadable(
+                            message,
+                            Unreadable::Unsupported(other.msgtype().to_owned()),
+                        ),
+                    };
+                    gw.handle(inbound).await;
+                }
+            },
+        );
 
         let agent_id = self.agent_id.clone();
         let gw = gateway.clone();
@@ -156,15 +164,16 @@ impl MatrixAgent {
             .add_event_handler(move |ev: OriginalSyncRoomEncryptedEvent, room: Room| {
                 let (gw, agent_id) = (gw.clone(), agent_id.clone());
                 async move {
-                    gw.handle(Inbound::Undecryptable(IncomingMessage {
+                    let message = IncomingMessage {
                         agent_id,
                         room_id: room.room_id().to_string(),
                         event_id: ev.event_id.to_string(),
                         sender: ev.sender.to_string(),
                         body: String::new(),
                         timestamp_ms: ev.origin_server_ts.get().into(),
-                    }))
-                    .await;
+                    };
+                    gw.handle(Inbound::Unreadable(message, Unreadable::Undecryptable))
+                        .await;
                 }
             });
 

@@ -61,6 +61,14 @@ pub fn undecryptable(sender: &str) -> String {
     )
 }
 
+/// Posted for a message of a kind agents cannot read yet (`kind` is e.g. `m.image`).
+pub fn unsupported_message(kind: &str) -> String {
+    let what = kind.strip_prefix("m.").unwrap_or(kind);
+    format!(
+        "I can only read text for now: {what} messages are not supported yet, so I did not answer this one."
+    )
+}
+
 /// Answer to a stop request when nothing runs.
 pub const NOTHING_TO_STOP: &str = "Nothing is running.";
 
