@@ -36,15 +36,20 @@ password = "unused"
     path
 }
 
+/// Runs `sidekicks check --config cfg`.
+fn check(cfg: &std::path::Path) -> std::process::Output {
+    Command::new(binary())
+        .args(["check", "--config"])
+        .arg(cfg)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn check_prints_what_the_demo_agent_advertises() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
-    let out = Command::new(binary())
-        .args(["check", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
+    let out = check(&cfg);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -73,11 +78,7 @@ fn check_refuses_an_agent_speaking_another_protocol_version() {
         "/tests/fixtures/protocol_v2_agent.py"
     );
     let cfg = config(dir.path(), "python3", &format!("[{fixture:?}]"));
-    let out = Command::new(binary())
-        .args(["check", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
+    let out = check(&cfg);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success());
     assert!(
@@ -94,11 +95,7 @@ fn check_reports_config_problems_by_key() {
         .unwrap()
         .replace("workspace = \"ws\"", "workspace = \"missing\"");
     std::fs::write(&cfg, text).unwrap();
-    let out = Command::new(binary())
-        .args(["check", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
+    let out = check(&cfg);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains("agents[0].workspace"), "{stderr}");

@@ -13,6 +13,7 @@ use matrix_sdk::ruma::events::room::member::{
 use matrix_sdk::ruma::events::room::message::{
     MessageType, OriginalSyncRoomMessageEvent, Relation,
 };
+use matrix_sdk::ruma::{EventId, MilliSecondsSinceUnixEpoch, UserId};
 use matrix_sdk::{Client, RoomState};
 use tokio_util::sync::CancellationToken;
 
@@ -128,14 +129,13 @@ impl MatrixAgent {
                     if matches!(ev.content.relates_to, Some(Relation::Replacement(_))) {
                         return;
                     }
-                    let message = IncomingMessage {
+                    let message = incoming(
                         agent_id,
-                        room_id: room.room_id().to_string(),
-                        event_id: ev.event_id.to_string(),
-                        sender: ev.sender.to_string(),
-                        body: String::new(),
-                        timestamp_ms: ev.origin_server_ts.get().into(),
-                    };
+                        &room,
+                        &ev.event_id,
+                        &ev.sender,
+                        ev.origin_server_ts,
+                    );
                     let inbound = match &ev.content.msgtype {
                         MessageType::Text(t) => Inbound::Message(IncomingMessage {
                             body: t.body.clone(),
@@ -164,14 +164,13 @@ impl MatrixAgent {
             .add_event_handler(move |ev: OriginalSyncRoomEncryptedEvent, room: Room| {
                 let (gw, agent_id) = (gw.clone(), agent_id.clone());
                 async move {
-                    let message = IncomingMessage {
+                    let message = incoming(
                         agent_id,
-                        room_id: room.room_id().to_string(),
-                        event_id: ev.event_id.to_string(),
-                        sender: ev.sender.to_string(),
-                        body: String::new(),
-                        timestamp_ms: ev.origin_server_ts.get().into(),
-                    };
+                        &room,
+                        &ev.event_id,
+                        &ev.sender,
+                        ev.origin_server_ts,
+                    );
                     gw.handle(Inbound::Unreadable(message, Unreadable::Undecryptable))
                         .await;
                 }
@@ -192,6 +191,24 @@ impl MatrixAgent {
                     .await;
                 }
             });
+    }
+}
+
+/// The core's view of a room message, with an empty body for the caller to fill.
+fn incoming(
+    agent_id: String,
+    room: &Room,
+    event_id: &EventId,
+    sender: &UserId,
+    sent_at: MilliSecondsSinceUnixEpoch,
+) -> IncomingMessage {
+    IncomingMessage {
+        agent_id,
+        room_id: room.room_id().to_string(),
+        event_id: event_id.to_string(),
+        sender: sender.to_string(),
+        body: String::new(),
+        timestamp_ms: sent_at.get().into(),
     }
 }
 
