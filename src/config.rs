@@ -418,26 +418,18 @@ password = "secret"
         )
     }
 
-    fn tmp() -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "sidekicks-config-test-{}-{}",
-            std::process::id(),
-            rand_suffix()
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
-    fn rand_suffix() -> u128 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
+    /// A temporary folder, removed when the returned guard is dropped.
+    fn tmp() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("sidekicks-config-test-")
+            .tempdir()
             .unwrap()
-            .as_nanos()
     }
 
     #[test]
     fn a_valid_file_loads_with_defaults_and_resolved_paths() {
-        let dir = tmp();
+        let tmp = tmp();
+        let dir = tmp.path();
         let cfg = Config::load(&write_config(&dir, &valid(&dir))).unwrap();
         assert_eq!(cfg.state_dir, dir.join("state"));
         assert_eq!(cfg.streaming.edit_interval_ms, 1000);
@@ -447,7 +439,8 @@ password = "secret"
 
     #[test]
     fn secrets_do_not_show_in_debug_output() {
-        let dir = tmp();
+        let tmp = tmp();
+        let dir = tmp.path();
         let text = valid(&dir).replace(
             "workspace =",
             "env = { API_KEY = \"sk-hunter2\" }\nworkspace =",
@@ -461,7 +454,8 @@ password = "secret"
 
     #[test]
     fn problems_name_their_keys() {
-        let dir = tmp();
+        let tmp = tmp();
+        let dir = tmp.path();
         let cases: &[(&str, &str, &str)] = &[
             ("http://127.0.0.1:8008", "ftp://x", "matrix.homeserver"),
             (
@@ -498,7 +492,8 @@ password = "secret"
 
     #[test]
     fn a_missing_workspace_is_reported() {
-        let dir = tmp();
+        let tmp = tmp();
+        let dir = tmp.path();
         let text = valid(&dir.join("nope"));
         let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
         assert!(err.to_string().contains("agents[0].workspace"), "{err}");
@@ -506,7 +501,8 @@ password = "secret"
 
     #[test]
     fn unknown_keys_and_wrong_types_are_parse_errors() {
-        let dir = tmp();
+        let tmp = tmp();
+        let dir = tmp.path();
         let text = valid(&dir).replace("[access]", "[access]\nallowed_userz = []");
         let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
         assert!(err.to_string().contains("allowed_userz"), "{err}");
@@ -519,7 +515,8 @@ password = "secret"
 
     #[test]
     fn duplicate_agent_ids_are_refused() {
-        let dir = tmp();
+        let tmp = tmp();
+        let dir = tmp.path();
         let one = valid(&dir);
         let agent = &one[one.find("[[agents]]").unwrap()..];
         let text = format!("{one}\n{}", agent.replace("@demo:", "@demo2:"));
