@@ -430,7 +430,7 @@ password = "secret"
     fn a_valid_file_loads_with_defaults_and_resolved_paths() {
         let tmp = tmp();
         let dir = tmp.path();
-        let cfg = Config::load(&write_config(&dir, &valid(&dir))).unwrap();
+        let cfg = Config::load(&write_config(dir, &valid(dir))).unwrap();
         assert_eq!(cfg.state_dir, dir.join("state"));
         assert_eq!(cfg.streaming.edit_interval_ms, 1000);
         assert_eq!(cfg.commands.prefix, "!");
@@ -441,7 +441,7 @@ password = "secret"
     fn secrets_do_not_show_in_debug_output() {
         let tmp = tmp();
         let dir = tmp.path();
-        let text = valid(&dir).replace(
+        let text = valid(dir).replace(
             "workspace =",
             "env = { API_KEY = \"sk-hunter2\" }\nworkspace =",
         );
@@ -476,7 +476,7 @@ password = "secret"
             ("id = \"demo\"", "id = \"de mo\"", "agents[0].id"),
         ];
         for (from, to, key) in cases {
-            let text = valid(&dir).replacen(from, to, 1);
+            let text = valid(dir).replacen(from, to, 1);
             let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
             match err {
                 ConfigError::Invalid { problems, .. } => {
@@ -503,10 +503,10 @@ password = "secret"
     fn unknown_keys_and_wrong_types_are_parse_errors() {
         let tmp = tmp();
         let dir = tmp.path();
-        let text = valid(&dir).replace("[access]", "[access]\nallowed_userz = []");
+        let text = valid(dir).replace("[access]", "[access]\nallowed_userz = []");
         let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
         assert!(err.to_string().contains("allowed_userz"), "{err}");
-        let text = valid(&dir).replace("args = [\"demo-agent\"]", "args = 3");
+        let text = valid(dir).replace("args = [\"demo-agent\"]", "args = 3");
         assert!(matches!(
             Config::from_toml(&text, &dir.join("c.toml")),
             Err(ConfigError::Parse { .. })
@@ -517,7 +517,7 @@ password = "secret"
     fn duplicate_agent_ids_are_refused() {
         let tmp = tmp();
         let dir = tmp.path();
-        let one = valid(&dir);
+        let one = valid(dir);
         let agent = &one[one.find("[[agents]]").unwrap()..];
         let text = format!("{one}\n{}", agent.replace("@demo:", "@demo2:"));
         let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
