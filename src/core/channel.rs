@@ -145,7 +145,7 @@ impl Channel {
             match input {
                 ChannelInput::Prompt(message) => self.queue.push_back((message, None)),
                 ChannelInput::Command(command, _) => {
-                    self.drain_events();
+                    self.drain_events(None).await;
                     self.answer_command(&command, false).await
                 }
                 ChannelInput::StopReaction { .. } => {}
@@ -266,7 +266,7 @@ impl Channel {
             return;
         }
         // Events that arrived between turns (e.g. the command list after `session/new`).
-        self.drain_events();
+        self.drain_events(None).await;
 
         let mut stream = ReplyStream::new(
             self.ctx.chat.clone(),
@@ -308,7 +308,7 @@ impl Channel {
                 .events;
             tokio::select! {
                 result = &mut prompt => break result,
-                Some(event) = events.recv() => self.handle_event(event, stream).await,
+                Some(event) = events.recv() => self.handle_event(event, Some(&mut *stream)).await,
                 Some(input) = self.inputs.recv() => self.handle_input_during_turn(input, &session_id, stream, control).await,
                 _ = sleep_until_opt(flush_at) => {
                     if let Err(e) = stream.flush().await {
@@ -328,9 +328,7 @@ impl Channel {
             }
         };
         // Every update sent before the response is already queued: take them in.
-        while let Some(event) = self.session.as_mut().and_then(|s| s.events.try_recv().ok()) {
-            self.handle_event(event, stream).await;
-        }
+        self.drain_events(Some(stream)).await;
         result
     }
 
@@ -381,27 +379,23 @@ impl Channel {
         .await;
     }
 
-    fn drain_events(&mut self) {
-        let mut pending = Vec::new();
-        if let Some(session) = self.session.as_mut() {
-            while let Ok(event) = session.events.try_recv() {
-                pending.push(event);
-            }
-        }
-        for event in pending {
-            match event {
-                AgentEvent::Commands(list) => self.commands = list,
-                AgentEvent::Permission(request) => refuse_permission(request),
-                other => {
-                    tracing::debug!(agent = %self.ctx.agent_id, event = ?other, "update outside a turn")
-                }
-            }
+    /// Takes in every update already queued for the session; `stream` is the running
+    /// turn's reply, if a turn runs.
+    async fn drain_events(&mut self, mut stream: Option<&mut ReplyStream>) {
+        while let Some(event) = self.session.as_mut().and_then(|s| s.events.try_recv().ok()) {
+            self.handle_event(event, stream.as_deref_mut()).await;
         }
     }
 
-    async fn handle_event(&mut self, event: AgentEvent, stream: &mut ReplyStream) {
+    /// Handles one session update, inside a turn (`stream` is its reply) or between turns.
+    async fn handle_event(&mut self, event: AgentEvent, stream: Option<&mut ReplyStream>) {
         match event {
-            AgentEvent::MessageChunk(text) => stream.push(&text),
+            AgentEvent::MessageChunk(text) => match stream {
+                Some(stream) => stream.push(&text),
+                None => {
+                    tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, %text, "answer text outside a turn; not shown")
+                }
+            },
             AgentEvent::Commands(list) => self.commands = list,
             AgentEvent::Permission(request) => {
                 let title = request
