@@ -11,6 +11,7 @@
 //!   so a message that has been finished never changes again;
 //! - [`ReplyStream::finish`] keeps trying until every message shows its final content.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -139,9 +140,10 @@ impl ReplyStream {
 
     /// The next request to make, if any: (message index, the text it should show).
     ///
-    /// Runs on every loop of a turn, so it allocates only the one text it returns: message
-    /// boundaries come from `cuts`, computed once as the text grows.
-    fn next_request(&self) -> Option<(usize, String)> {
+    /// Runs on every loop of a turn, so it borrows the text instead of copying it (only a
+    /// footer, at the end, makes a new string): message boundaries come from `cuts`,
+    /// computed once as the text grows.
+    fn next_request(&self) -> Option<(usize, Cow<'_, str>)> {
         let mut bounds = Vec::with_capacity(self.cuts.len() + 2);
         bounds.push(0);
         bounds.extend_from_slice(&self.cuts);
@@ -150,25 +152,21 @@ impl ReplyStream {
         let footer = self.footer.as_deref().filter(|_| self.finishing);
         for i in 0..=last {
             let part = &self.text[bounds[i]..bounds[i + 1]];
-            let with_footer;
-            let want = match footer {
-                Some(footer) if i == last && part.is_empty() => footer,
-                Some(footer) if i == last => {
-                    with_footer = format!("{part}\n\n{footer}");
-                    with_footer.as_str()
-                }
-                _ => part,
+            let want: Cow<'_, str> = match footer {
+                Some(footer) if i == last && part.is_empty() => footer.into(),
+                Some(footer) if i == last => format!("{part}\n\n{footer}").into(),
+                _ => part.into(),
             };
             if want.is_empty() {
                 return None;
             }
             match self.posted.get(i) {
-                Some(p) if p.shown == want => continue,
+                Some(p) if p.shown == *want => continue,
                 // An open (last) message stops receiving intermediate edits at the cap.
                 Some(p) if i == last && !self.finishing && p.edits >= self.settings.max_edits => {
                     return None;
                 }
-                _ => return Some((i, want.to_owned())),
+                _ => return Some((i, want)),
             }
         }
         None
@@ -186,7 +184,7 @@ impl ReplyStream {
         if now < self.not_before {
             return Ok(());
         }
-        let Some((index, text)) = self.next_request() else {
+        let Some((index, text)) = self.next_request().map(|(i, t)| (i, t.into_owned())) else {
             return Ok(());
         };
         let message = to_message(&text);
@@ -234,7 +232,7 @@ impl ReplyStream {
     }
 
     /// Ends the reply: appends `footer` (if any) and sends until every message shows its
-    /// complete content. Gives up only on a permanent error or after `max_failures`
+    /// complete content. Gives up only on a permanent error or after `MAX_FAILURES`
     /// failures that were not rate limits.
     pub async fn finish(&mut self, footer: Option<String>) -> Result<(), ChatError> {
         const MAX_FAILURES: u32 = 8;
