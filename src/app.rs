@@ -13,6 +13,7 @@ use crate::acp::{AcpAgent, ProcessSpec};
 use crate::config::{AgentConfig, Config};
 use crate::core::access::AccessList;
 use crate::core::agent::{AgentEvent, AgentPort};
+use crate::core::approvals::PermissionSettings;
 use crate::core::channel::AgentContext;
 use crate::core::gateway::Gateway;
 use crate::matrix::MatrixAgent;
@@ -111,6 +112,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             workspace: agent.workspace.clone(),
             stream: stream.clone(),
             command_prefix: config.commands.prefix.clone(),
+            approvers: AccessList::new(config.access.approvers()),
+            permissions: PermissionSettings {
+                timeout: Duration::from_secs(config.permissions.timeout_secs),
+                propose_stop_after: config.permissions.propose_stop_after,
+            },
+            verbosity: config.display.show,
         }));
         users.push(user);
         processes.push(process);
@@ -121,9 +128,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let gateway = Arc::new(Gateway::new(
         contexts,
         AccessList::new(&config.access.allowed_users),
+        AccessList::new(config.access.approvers()),
         store,
         config.commands.prefix.clone(),
     ));
+    gateway.expire_stale_polls().await;
 
     let mut tasks = JoinSet::new();
     for user in users {

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::core::activity::Verbosity;
+
 /// A configuration problem, naming the key it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -70,6 +72,12 @@ pub struct Config {
     /// Chat command settings.
     #[serde(default)]
     pub commands: CommandsConfig,
+    /// How permission polls behave.
+    #[serde(default)]
+    pub permissions: PermissionsConfig,
+    /// What rooms show of the agents' work besides their answers.
+    #[serde(default)]
+    pub display: DisplayConfig,
     /// The agents this gateway runs; each is its own Matrix user.
     #[serde(default, rename = "agents")]
     pub agents: Vec<AgentConfig>,
@@ -89,6 +97,46 @@ pub struct MatrixConfig {
 pub struct AccessConfig {
     /// Matrix user IDs or glob patterns (`@*:example.org`) allowed to invite and prompt agents.
     pub allowed_users: Vec<String>,
+    /// Who may answer permission polls (approve or refuse a tool call). Defaults to
+    /// `allowed_users`; the agents' own users never count.
+    #[serde(default)]
+    pub approvers: Option<Vec<String>>,
+}
+
+impl AccessConfig {
+    /// The approvers, falling back to the allowed users.
+    pub fn approvers(&self) -> &[String] {
+        self.approvers.as_deref().unwrap_or(&self.allowed_users)
+    }
+}
+
+/// Permission poll settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PermissionsConfig {
+    /// Seconds a poll stays open; then the request is refused (the agent's "reject" option).
+    pub timeout_secs: u64,
+    /// After this many refused tool calls in one turn, the gateway proposes to stop the turn.
+    pub propose_stop_after: u32,
+}
+
+impl Default for PermissionsConfig {
+    fn default() -> Self {
+        Self {
+            timeout_secs: 600,
+            propose_stop_after: 3,
+        }
+    }
+}
+
+/// Display settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DisplayConfig {
+    /// What a room shows unless someone changed it with `!show`: `all` (tool cards, plan,
+    /// thinking indicator, usage), `tools` (tool cards and plan) or `answer` (answers only).
+    /// Permission polls and errors are always shown.
+    pub show: Verbosity,
 }
 
 /// Streaming (edit coalescing) settings.
@@ -291,6 +339,26 @@ impl Config {
                     format!("`{pattern}` is not a user ID or pattern like `@*:example.org`"),
                 );
             }
+        }
+        for (i, pattern) in self.access.approvers.iter().flatten().enumerate() {
+            if !pattern.starts_with('@') || !pattern.contains(':') {
+                bad(
+                    format!("access.approvers[{i}]"),
+                    format!("`{pattern}` is not a user ID or pattern like `@*:example.org`"),
+                );
+            }
+        }
+        if self.permissions.timeout_secs < 5 {
+            bad(
+                "permissions.timeout_secs".into(),
+                "must be at least 5 (people need time to answer)".into(),
+            );
+        }
+        if self.permissions.propose_stop_after == 0 {
+            bad(
+                "permissions.propose_stop_after".into(),
+                "must be at least 1".into(),
+            );
         }
         if self.streaming.edit_interval_ms < 100 {
             bad(

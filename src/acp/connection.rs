@@ -28,7 +28,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
 use crate::core::agent::{
-    AgentError, AgentEvent, AgentInfo, AgentPort, NewSession, PermissionAnswer, StopReason,
+    AgentError, AgentEvent, AgentInfo, AgentPort, NewSession, PermissionAnswer, TurnEnd,
 };
 
 /// How long an agent may take to answer `initialize`.
@@ -303,7 +303,7 @@ impl AgentPort for AcpAgent {
         })
     }
 
-    async fn prompt(&self, session_id: &str, text: String) -> Result<StopReason, AgentError> {
+    async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError> {
         let (reply, rx) = oneshot::channel();
         self.send(Request::Prompt {
             session: session_id.to_owned(),
@@ -313,7 +313,7 @@ impl AgentPort for AcpAgent {
         .await?;
         // A turn may legitimately run for hours; stopping it is the person's call.
         let response = self.wait("session/prompt", None, rx).await?;
-        Ok(events::stop_reason(response.stop_reason))
+        Ok(events::turn_end(response))
     }
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {

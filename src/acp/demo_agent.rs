@@ -11,10 +11,15 @@
 //! | `%stream MS SIZE` | the rest of the prompt after this line, in chunks of SIZE characters, MS apart |
 //! | `%echo` | the whole prompt text back, exactly, as one chunk |
 //! | `%think TEXT` | a thought chunk |
-//! | `%tool TITLE` | a tool call: pending → in progress → completed |
-//! | `%permission TITLE` | asks permission, then says which option came back |
+//! | `%tool TITLE` | a tool call: pending → in progress → completed, with output |
+//! | `%tool-open TITLE` | a tool call left in progress |
+//! | `%permission TITLE` | announces an `execute` tool call, asks permission, runs it if allowed |
+//! | `%permission-edit PATH` | the same for an `edit` of PATH, with a diff |
+//! | `%permission-early TITLE` | asks permission before announcing the tool call |
+//! | `%permission-unannounced TITLE` | asks permission for a tool call never announced |
 //! | `%plan A; B; C` | a plan |
 //! | `%usage USED SIZE` | a usage update |
+//! | `%tokens IN OUT` | token counts in the prompt result |
 //! | `%unknown-update` | an update kind no client knows |
 //! | `%sleep MS` | waits |
 //! | `%hang` | waits until cancelled |
@@ -34,11 +39,12 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock,
-    ContentChunk, Implementation, InitializeRequest, InitializeResponse, NewSessionRequest,
+    ContentChunk, Diff, Implementation, InitializeRequest, InitializeResponse, NewSessionRequest,
     NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority,
     PlanEntryStatus, PromptRequest, PromptResponse, RequestPermissionOutcome,
     RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ToolCall, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    Usage, UsageUpdate,
 };
 use agent_client_protocol::{Client, Stdio, UntypedMessage};
 use tokio::sync::Notify;
@@ -125,9 +131,14 @@ pub async fn run_stdio() -> Result<(), agent_client_protocol::Error> {
                         cx,
                         session,
                         cancel,
+                        tools: AtomicU64::new(0),
+                        tokens: Mutex::new(None),
                     };
                     let _ = match turn.run(&text).await {
-                        Ok(reason) => responder.respond(PromptResponse::new(reason)),
+                        Ok(reason) => {
+                            let usage = turn.tokens.lock().unwrap().take();
+                            responder.respond(PromptResponse::new(reason).usage(usage))
+                        }
                         Err(e) => responder.respond_with_error(e),
                     };
                 });
@@ -157,6 +168,21 @@ struct Turn {
     session: String,
     /// Its cancellation state.
     cancel: Arc<Cancel>,
+    /// Numbers the turn's tool calls.
+    tools: AtomicU64,
+    /// Token counts to put in the prompt result (`%tokens`).
+    tokens: Mutex<Option<Usage>>,
+}
+
+/// How a permission request is placed relative to the tool call it concerns.
+#[derive(Clone, Copy, PartialEq)]
+enum Ask {
+    /// Announce the tool call first, as agents usually do.
+    AfterAnnouncing,
+    /// Ask first, announce after the answer.
+    BeforeAnnouncing,
+    /// Never announce it.
+    Unannounced,
 }
 
 type TurnResult = Result<StopReason, agent_client_protocol::Error>;
@@ -227,9 +253,33 @@ impl Turn {
                     return self.stream(&text[next..], ms, size).await;
                 }
                 "tool" => self.tool(arg).await?,
+                "tool-open" => {
+                    let id = self.tool_id();
+                    self.update(SessionUpdate::ToolCall(
+                        ToolCall::new(id, arg)
+                            .kind(ToolKind::Execute)
+                            .status(ToolCallStatus::InProgress),
+                    ))?;
+                }
                 "permission" => {
-                    let chosen = self.ask_permission(arg).await?;
-                    self.say(&format!("permission: {chosen}"))?;
+                    let call = execute(&self.tool_id(), arg);
+                    self.permission(call, Ask::AfterAnnouncing).await?
+                }
+                "permission-edit" => {
+                    let call = edit(&self.tool_id(), arg);
+                    self.permission(call, Ask::AfterAnnouncing).await?
+                }
+                "permission-early" => {
+                    let call = execute(&self.tool_id(), arg);
+                    self.permission(call, Ask::BeforeAnnouncing).await?
+                }
+                "permission-unannounced" => {
+                    let call = execute(&self.tool_id(), arg);
+                    self.permission(call, Ask::Unannounced).await?
+                }
+                "tokens" => {
+                    let (input, output) = (num(0), num(0));
+                    *self.tokens.lock().unwrap() = Some(Usage::new(input + output, input, output));
                 }
                 "plan" => self.plan(arg.split(';').map(str::trim).collect())?,
                 "usage" => {
@@ -301,26 +351,53 @@ impl Turn {
         self.update(SessionUpdate::Plan(Plan::new(entries)))
     }
 
+    fn tool_id(&self) -> String {
+        format!(
+            "tool-{}-{}",
+            self.session,
+            self.tools.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    fn set_status(
+        &self,
+        id: &str,
+        fields: ToolCallUpdateFields,
+    ) -> Result<(), agent_client_protocol::Error> {
+        self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            id.to_owned(),
+            fields,
+        )))
+    }
+
     async fn tool(&self, title: &str) -> Result<(), agent_client_protocol::Error> {
-        let id = format!("tool-{}", self.session);
+        let id = self.tool_id();
         self.update(SessionUpdate::ToolCall(
             ToolCall::new(id.clone(), title)
                 .kind(ToolKind::Execute)
                 .status(ToolCallStatus::Pending),
         ))?;
-        for status in [ToolCallStatus::InProgress, ToolCallStatus::Completed] {
-            self.pause(100).await;
-            self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                id.clone(),
-                ToolCallUpdateFields::new().status(status),
-            )))?;
-        }
-        Ok(())
+        self.pause(100).await;
+        self.set_status(
+            &id,
+            ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+        )?;
+        self.pause(100).await;
+        self.set_status(&id, completed(title))
     }
 
-    /// Asks permission for a tool call, with the four options real agents offer.
-    async fn ask_permission(&self, title: &str) -> Result<String, agent_client_protocol::Error> {
-        let id = format!("perm-{}", self.session);
+    /// Asks permission for `call`, with the four options real agents offer, and runs it
+    /// (completed) if allowed or fails it if not; then says `permission: <optionId>`.
+    async fn permission(
+        &self,
+        call: ToolCall,
+        ask: Ask,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let id = call.tool_call_id.0.to_string();
+        let title = call.title.clone();
+        if ask == Ask::AfterAnnouncing {
+            self.update(SessionUpdate::ToolCall(call.clone()))?;
+        }
         let options = vec![
             PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
             PermissionOption::new(
@@ -335,30 +412,53 @@ impl Turn {
                 PermissionOptionKind::RejectAlways,
             ),
         ];
-        let request = RequestPermissionRequest::new(
-            self.session.clone(),
-            ToolCallUpdate::new(
-                id,
-                ToolCallUpdateFields::new()
-                    .title(title.to_owned())
-                    .kind(ToolKind::Execute),
-            ),
-            options,
-        );
+        let request =
+            RequestPermissionRequest::new(self.session.clone(), call.clone().into(), options);
         let response = self.cx.send_request(request).block_task().await?;
-        Ok(match response.outcome {
+        let chosen = match response.outcome {
             RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
             _ => "cancelled".into(),
-        })
+        };
+        if ask == Ask::BeforeAnnouncing {
+            self.update(SessionUpdate::ToolCall(call))?;
+        }
+        if ask != Ask::Unannounced {
+            if chosen.starts_with("allow") {
+                self.set_status(
+                    &id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                )?;
+                self.pause(50).await;
+                self.set_status(&id, completed(&title))?;
+            } else {
+                self.set_status(
+                    &id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
+                )?;
+            }
+        }
+        self.say(&format!("permission: {chosen}\n"))
     }
 
     /// The turn a person trying the demo sees.
     async fn demo(&self, text: &str) -> TurnResult {
         self.think("Reading the request and planning a short answer.")?;
         self.plan(vec!["Read the message", "Look at the workspace", "Answer"])?;
-        let chosen = self.ask_permission("bash: ls").await?;
-        let listing = if chosen.starts_with("allow") {
-            self.tool("bash: ls").await?;
+        let id = self.tool_id();
+        let call = execute(&id, "bash: ls");
+        self.update(SessionUpdate::ToolCall(call.clone()))?;
+        let request = RequestPermissionRequest::new(
+            self.session.clone(),
+            call.into(),
+            vec![
+                PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+                PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+            ],
+        );
+        let response = self.cx.send_request(request).block_task().await?;
+        let allowed = matches!(&response.outcome,
+            RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == "allow");
+        let listing = if allowed {
             let mut names: Vec<String> = std::fs::read_dir(".")
                 .map(|d| {
                     d.filter_map(|e| e.ok())
@@ -368,6 +468,12 @@ impl Turn {
                 .unwrap_or_default();
             names.sort();
             names.truncate(10);
+            self.set_status(
+                &id,
+                ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::Completed)
+                    .content(vec![names.join("\n").into()]),
+            )?;
             if names.is_empty() {
                 "The workspace is empty.".to_owned()
             } else {
@@ -381,6 +487,10 @@ impl Turn {
                 )
             }
         } else {
+            self.set_status(
+                &id,
+                ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
+            )?;
             "You did not let me list the workspace, so I will not look.".to_owned()
         };
         let quoted: String = text.lines().map(|l| format!("> {l}\n")).collect();
@@ -403,4 +513,34 @@ impl Turn {
         }
         Ok(StopReason::EndTurn)
     }
+}
+
+/// An `execute` tool call `id` for `title` (`bash: ls` runs `ls`).
+fn execute(id: &str, title: &str) -> ToolCall {
+    let command = title.split_once(": ").map_or(title, |(_, c)| c);
+    ToolCall::new(id.to_owned(), title)
+        .kind(ToolKind::Execute)
+        .status(ToolCallStatus::Pending)
+        .raw_input(serde_json::json!({ "command": command }))
+}
+
+/// An `edit` tool call `id` that rewrites the file at `path`, with its diff.
+fn edit(id: &str, path: &str) -> ToolCall {
+    ToolCall::new(id.to_owned(), format!("edit_file: {path}"))
+        .kind(ToolKind::Edit)
+        .status(ToolCallStatus::Pending)
+        .locations(vec![ToolCallLocation::new(path)])
+        .content(vec![
+            Diff::new(path, "fn main() {\n    println!(\"hello, Matrix\");\n}\n")
+                .old_text("fn main() {\n    println!(\"hello\");\n}\n".to_string())
+                .into(),
+        ])
+        .raw_input(serde_json::json!({ "path": path }))
+}
+
+/// A completion update whose output names what ran.
+fn completed(title: &str) -> ToolCallUpdateFields {
+    ToolCallUpdateFields::new()
+        .status(ToolCallStatus::Completed)
+        .content(vec![format!("ran {title}").into()])
 }

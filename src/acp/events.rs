@@ -2,13 +2,16 @@
 
 use agent_client_protocol::v1::schema::{
     AuthMethod, ContentBlock, InitializeResponse, PermissionOptionKind, PlanEntryStatus,
-    RequestPermissionRequest, SessionUpdate, StopReason as AcpStopReason, ToolCallStatus,
+    PromptResponse, RequestPermissionRequest, SessionUpdate, StopReason as AcpStopReason,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdateFields,
+    ToolKind as AcpToolKind,
 };
 use tokio::sync::oneshot;
 
 use crate::core::agent::{
     AgentEvent, AgentInfo, PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest,
-    StopReason, ToolStatus,
+    PlanEntry, PlanStatus, StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind,
+    ToolStatus, TurnEnd,
 };
 
 /// What the agent advertised in its `initialize` answer.
@@ -61,6 +64,72 @@ pub fn stop_reason(r: AcpStopReason) -> StopReason {
     }
 }
 
+/// How the turn ended, with the token counts when the agent sent them.
+pub fn turn_end(r: PromptResponse) -> TurnEnd {
+    TurnEnd {
+        reason: stop_reason(r.stop_reason),
+        usage: r.usage.map(|u| TokenUsage {
+            input: u.input_tokens,
+            output: u.output_tokens,
+            thought: u.thought_tokens,
+            cached_read: u.cached_read_tokens,
+            total: u.total_tokens,
+        }),
+    }
+}
+
+fn tool_kind(k: AcpToolKind) -> ToolKind {
+    match k {
+        AcpToolKind::Read => ToolKind::Read,
+        AcpToolKind::Edit => ToolKind::Edit,
+        AcpToolKind::Delete => ToolKind::Delete,
+        AcpToolKind::Move => ToolKind::Move,
+        AcpToolKind::Search => ToolKind::Search,
+        AcpToolKind::Execute => ToolKind::Execute,
+        AcpToolKind::Think => ToolKind::Think,
+        AcpToolKind::Fetch => ToolKind::Fetch,
+        AcpToolKind::SwitchMode => ToolKind::SwitchMode,
+        _ => ToolKind::Other,
+    }
+}
+
+fn location(l: ToolCallLocation) -> String {
+    match l.line {
+        Some(line) => format!("{}:{line}", l.path.display()),
+        None => l.path.display().to_string(),
+    }
+}
+
+fn tool_content(c: ToolCallContent) -> Option<ToolContent> {
+    match c {
+        ToolCallContent::Content(c) => Some(ToolContent::Text(text_of(c.content))),
+        ToolCallContent::Diff(d) => Some(ToolContent::Diff {
+            path: d.path.display().to_string(),
+            old: d.old_text,
+            new: d.new_text,
+        }),
+        // Client terminals are not offered to agents, and sub-sessions are not shown.
+        _ => None,
+    }
+}
+
+/// The core's tool call fields for the SDK's update fields (an announcement is converted
+/// to update fields first, so both paths share this).
+fn tool_fields(id: String, f: ToolCallUpdateFields) -> ToolCallFields {
+    ToolCallFields {
+        id,
+        title: f.title,
+        kind: f.kind.map(tool_kind),
+        status: f.status.map(tool_status),
+        locations: f.locations.map(|l| l.into_iter().map(location).collect()),
+        content: f
+            .content
+            .map(|c| c.into_iter().filter_map(tool_content).collect()),
+        raw_input: f.raw_input,
+        raw_output: f.raw_output,
+    }
+}
+
 fn tool_status(s: ToolCallStatus) -> ToolStatus {
     match s {
         ToolCallStatus::Pending => ToolStatus::Pending,
@@ -88,20 +157,30 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
     match update {
         SessionUpdate::AgentMessageChunk(c) => AgentEvent::MessageChunk(text_of(c.content)),
         SessionUpdate::AgentThoughtChunk(c) => AgentEvent::ThoughtChunk(text_of(c.content)),
-        SessionUpdate::ToolCall(t) => AgentEvent::ToolCall {
+        SessionUpdate::ToolCall(t) => AgentEvent::ToolCall(ToolCallFields {
             id: t.tool_call_id.0.to_string(),
-            title: t.title,
-            status: tool_status(t.status),
-        },
-        SessionUpdate::ToolCallUpdate(u) => AgentEvent::ToolCallUpdate {
-            id: u.tool_call_id.0.to_string(),
-            status: u.fields.status.map(tool_status),
-            title: u.fields.title,
-        },
+            title: Some(t.title),
+            kind: Some(tool_kind(t.kind)),
+            status: Some(tool_status(t.status)),
+            locations: Some(t.locations.into_iter().map(location).collect()),
+            content: Some(t.content.into_iter().filter_map(tool_content).collect()),
+            raw_input: t.raw_input,
+            raw_output: t.raw_output,
+        }),
+        SessionUpdate::ToolCallUpdate(u) => {
+            AgentEvent::ToolCallUpdate(tool_fields(u.tool_call_id.0.to_string(), u.fields))
+        }
         SessionUpdate::Plan(p) => AgentEvent::Plan(
             p.entries
                 .into_iter()
-                .map(|e| (e.content, matches!(e.status, PlanEntryStatus::Completed)))
+                .map(|e| PlanEntry {
+                    text: e.content,
+                    status: match e.status {
+                        PlanEntryStatus::Completed => PlanStatus::Completed,
+                        PlanEntryStatus::InProgress => PlanStatus::InProgress,
+                        _ => PlanStatus::Pending,
+                    },
+                })
                 .collect(),
         ),
         SessionUpdate::UsageUpdate(u) => AgentEvent::Usage {
@@ -133,8 +212,10 @@ pub fn permission_request(
     reply: oneshot::Sender<PermissionAnswer>,
 ) -> AgentEvent {
     AgentEvent::Permission(PermissionRequest {
-        tool_call_id: r.tool_call.tool_call_id.0.to_string(),
-        title: r.tool_call.fields.title.clone(),
+        tool: tool_fields(
+            r.tool_call.tool_call_id.0.to_string(),
+            r.tool_call.fields.clone(),
+        ),
         options: r
             .options
             .iter()
@@ -188,6 +269,60 @@ mod tests {
         );
         assert!(
             matches!(c, AgentEvent::Commands(list) if list == vec![("compact".to_string(), "Compact".to_string())])
+        );
+    }
+
+    #[test]
+    fn a_tool_call_keeps_its_kind_locations_diff_and_input() {
+        let t = update(
+            serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": "t1",
+            "title": "write_file: notes.txt", "kind": "edit", "status": "pending",
+            "locations": [{"path": "/w/notes.txt", "line": 3}],
+            "content": [{"type": "diff", "path": "/w/notes.txt", "oldText": "a", "newText": "b"}],
+            "rawInput": {"path": "notes.txt"}}),
+        );
+        let AgentEvent::ToolCall(f) = t else {
+            panic!("{t:?}")
+        };
+        assert_eq!(f.kind, Some(ToolKind::Edit));
+        assert_eq!(f.status, Some(ToolStatus::Pending));
+        assert_eq!(f.locations, Some(vec!["/w/notes.txt:3".to_string()]));
+        assert_eq!(
+            f.content,
+            Some(vec![ToolContent::Diff {
+                path: "/w/notes.txt".into(),
+                old: Some("a".into()),
+                new: "b".into()
+            }])
+        );
+        assert_eq!(f.raw_input, Some(serde_json::json!({"path": "notes.txt"})));
+        // An update sets only what it names.
+        let u = update(
+            serde_json::json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+            "status": "completed"}),
+        );
+        let AgentEvent::ToolCallUpdate(u) = u else {
+            panic!("{u:?}")
+        };
+        assert_eq!(u.status, Some(ToolStatus::Completed));
+        assert_eq!(u.title, None);
+        let mut merged = f.clone();
+        merged.merge(u);
+        assert_eq!(merged.status, Some(ToolStatus::Completed));
+        assert_eq!(merged.title, f.title);
+    }
+
+    #[test]
+    fn the_prompt_result_carries_token_usage() {
+        let r: PromptResponse =
+            serde_json::from_value(serde_json::json!({"stopReason": "end_turn",
+            "usage": {"totalTokens": 30, "inputTokens": 20, "outputTokens": 10}}))
+            .unwrap();
+        let end = turn_end(r);
+        assert_eq!(end.reason, StopReason::EndTurn);
+        assert_eq!(
+            end.usage.map(|u| (u.input, u.output, u.total)),
+            Some((20, 10, 30))
         );
     }
 

@@ -22,7 +22,7 @@ pub enum StopReason {
 }
 
 /// One tool call's state as the agent reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolStatus {
     /// Announced, not started (often waiting for permission).
     Pending,
@@ -32,6 +32,136 @@ pub enum ToolStatus {
     Completed,
     /// Finished with an error.
     Failed,
+}
+
+/// What sort of work a tool call does; decides its icon and how its input is summarised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolKind {
+    /// Reads files or data.
+    Read,
+    /// Modifies files.
+    Edit,
+    /// Removes files.
+    Delete,
+    /// Moves or renames files.
+    Move,
+    /// Searches.
+    Search,
+    /// Runs a command.
+    Execute,
+    /// Internal reasoning.
+    Think,
+    /// Fetches from the network.
+    Fetch,
+    /// Changes the session mode.
+    SwitchMode,
+    /// Anything else.
+    #[default]
+    Other,
+}
+
+/// Something a tool call produced or will change, as the agent reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolContent {
+    /// Text output (terminal output, a result, a message).
+    Text(String),
+    /// A change to one file.
+    Diff {
+        /// The file.
+        path: String,
+        /// Its text before, `None` for a new file.
+        old: Option<String>,
+        /// Its text after.
+        new: String,
+    },
+}
+
+/// The fields of a tool call. In an announcement all known fields are set; in an update
+/// only those that changed; [`ToolCallFields::merge`] folds one into the other.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCallFields {
+    /// The agent's identifier for the call.
+    pub id: String,
+    /// Human title, e.g. `bash: ls`.
+    pub title: Option<String>,
+    /// What sort of work it does.
+    pub kind: Option<ToolKind>,
+    /// Where it stands.
+    pub status: Option<ToolStatus>,
+    /// Files it touches, as `path` or `path:line`.
+    pub locations: Option<Vec<String>>,
+    /// What it produced or will change.
+    pub content: Option<Vec<ToolContent>>,
+    /// Its raw input (for example `{"command": "ls"}`), used to say what it will do.
+    pub raw_input: Option<serde_json::Value>,
+    /// Its raw output, shown when there is no other content.
+    pub raw_output: Option<serde_json::Value>,
+}
+
+impl ToolCallFields {
+    /// Takes every field `update` sets; leaves the others as they were.
+    pub fn merge(&mut self, update: ToolCallFields) {
+        macro_rules! take {
+            ($($field:ident),*) => {$(if update.$field.is_some() { self.$field = update.$field; })*};
+        }
+        take!(
+            title, kind, status, locations, content, raw_input, raw_output
+        );
+    }
+}
+
+/// One step of the agent's plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanEntry {
+    /// What the step is.
+    pub text: String,
+    /// Where it stands.
+    pub status: PlanStatus,
+}
+
+/// Where a plan step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// Token counts the agent reports at the end of a turn (cumulative for the session, as the
+/// protocol defines them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Reasoning tokens, when reported.
+    pub thought: Option<u64>,
+    /// Tokens read from the prompt cache, when reported.
+    pub cached_read: Option<u64>,
+    /// All tokens.
+    pub total: u64,
+}
+
+/// How a prompt turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnEnd {
+    /// Why it ended.
+    pub reason: StopReason,
+    /// Token counts, when the agent reports them.
+    pub usage: Option<TokenUsage>,
+}
+
+impl From<StopReason> for TurnEnd {
+    fn from(reason: StopReason) -> Self {
+        Self {
+            reason,
+            usage: None,
+        }
+    }
 }
 
 /// One option of a permission request, as offered by the agent.
@@ -70,10 +200,9 @@ pub enum PermissionAnswer {
 /// A permission request from the agent, with the channel to answer it on.
 #[derive(Debug)]
 pub struct PermissionRequest {
-    /// The tool call it concerns.
-    pub tool_call_id: String,
-    /// The tool call's human title, when the agent gave one.
-    pub title: Option<String>,
+    /// The tool call it concerns: its ID and whatever details the agent put in the request
+    /// (a request may come before, or without, the `tool_call` that announces them).
+    pub tool: ToolCallFields,
     /// The options the agent offers.
     pub options: Vec<PermissionOption>,
     /// Where the answer goes; dropping it answers `cancelled`.
@@ -87,26 +216,12 @@ pub enum AgentEvent {
     MessageChunk(String),
     /// A piece of the agent's reasoning; never part of the answer.
     ThoughtChunk(String),
-    /// A tool call was announced.
-    ToolCall {
-        /// The agent's identifier for the call.
-        id: String,
-        /// Human title, e.g. `bash: ls`.
-        title: String,
-        /// Its status at announcement.
-        status: ToolStatus,
-    },
-    /// A tool call changed.
-    ToolCallUpdate {
-        /// Which call.
-        id: String,
-        /// New status, if it changed.
-        status: Option<ToolStatus>,
-        /// New title, if it changed.
-        title: Option<String>,
-    },
-    /// The agent's plan, as (entry, done) pairs.
-    Plan(Vec<(String, bool)>),
+    /// A tool call was announced (every field the agent gave is set).
+    ToolCall(ToolCallFields),
+    /// A tool call changed (only the fields that changed are set).
+    ToolCallUpdate(ToolCallFields),
+    /// The agent's whole plan, replacing any earlier one.
+    Plan(Vec<PlanEntry>),
     /// Context window usage: tokens used and window size (0 = unknown yet).
     Usage {
         /// Tokens in the context.
@@ -190,7 +305,7 @@ pub trait AgentPort: Send + Sync {
     async fn new_session(&self, cwd: &Path) -> Result<NewSession, AgentError>;
     /// Sends a prompt and waits for the turn to end. Updates arrive on the session's
     /// event receiver, all of them before this returns.
-    async fn prompt(&self, session_id: &str, text: String) -> Result<StopReason, AgentError>;
+    async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError>;
     /// Asks the agent to stop the running turn (`session/cancel`).
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError>;
     /// The last lines the agent wrote to stderr, for diagnostics.

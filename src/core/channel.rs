@@ -12,13 +12,18 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::access::AccessList;
+use super::activity::{Activity, Verbosity};
 use super::agent::{
     AgentError, AgentEvent, AgentPort, PermissionAnswer, PermissionKind, PermissionRequest,
-    StopReason,
+    StopReason, TokenUsage, TurnEnd,
 };
+use super::approvals::{Approvals, PermissionSettings, Picked};
 use super::chat::{ChatPort, OutMessage};
 use super::command::Command;
 use super::inbound::IncomingMessage;
+use super::poll::{self, Reply};
+use crate::render::cards::{self, PollOutcome};
 use crate::render::stream::{ReplyStream, StreamSettings};
 use crate::render::strings;
 use crate::store::{Role, Store};
@@ -49,6 +54,12 @@ pub struct AgentContext {
     pub stream: StreamSettings,
     /// The chat command prefix, for help texts.
     pub command_prefix: String,
+    /// Who may answer permission polls.
+    pub approvers: AccessList,
+    /// How permission polls behave.
+    pub permissions: PermissionSettings,
+    /// What a room shows of the agent's work until someone changes it with `!show`.
+    pub verbosity: Verbosity,
 }
 
 /// Something for a channel to do.
@@ -58,12 +69,18 @@ pub enum ChannelInput {
     Prompt(IncomingMessage),
     /// A chat command, with the message that carried it.
     Command(Command, IncomingMessage),
-    /// Someone reacted with the stop emoji to `target`.
-    StopReaction {
+    /// A reply from someone who may approve but not prompt: it counts only as an answer
+    /// to a poll.
+    PollReply(IncomingMessage),
+    /// Someone other than an agent reacted to `target` (a 🛑 only from someone who may
+    /// stop turns; the channel checks who may answer polls).
+    Reaction {
         /// Who reacted.
         by: String,
         /// The event reacted to.
         target: String,
+        /// The reaction key.
+        key: String,
     },
 }
 
@@ -91,6 +108,35 @@ pub struct Channel {
     commands: Vec<(String, String)>,
     /// Fires when the gateway shuts down: the running turn is stopped and marked.
     shutdown: CancellationToken,
+    /// Open permission polls and the running turn's refusals.
+    approvals: Approvals,
+    /// What the agent last reported about usage.
+    usage: Usage,
+    /// The room's verbosity once read from the store.
+    verbosity: Option<Verbosity>,
+}
+
+/// Usage as the agent reported it for this channel's session.
+#[derive(Default)]
+struct Usage {
+    /// Context window: tokens used and window size (0 when not known yet).
+    context: Option<(u64, u64)>,
+    /// Token counts from the last prompt result.
+    tokens: Option<TokenUsage>,
+}
+
+impl Usage {
+    fn line(&self) -> Option<String> {
+        cards::usage_line(self.context, self.tokens.as_ref())
+    }
+}
+
+/// What a running turn shows: the streamed reply and the work around it.
+struct TurnView {
+    /// The answer.
+    stream: ReplyStream,
+    /// Tool cards, plan and thinking.
+    activity: Activity,
 }
 
 /// State of the running turn that inputs may change.
@@ -118,7 +164,27 @@ impl Channel {
             queue: VecDeque::new(),
             commands: Vec::new(),
             shutdown,
+            approvals: Approvals::default(),
+            usage: Usage::default(),
+            verbosity: None,
         }
+    }
+
+    /// What this room shows, as chosen with `!show` or configured.
+    async fn verbosity(&mut self) -> Verbosity {
+        if let Some(v) = self.verbosity {
+            return v;
+        }
+        let stored = match self.ctx.store.room_verbosity(&self.room).await {
+            Ok(word) => word.as_deref().and_then(Verbosity::parse),
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the room's settings");
+                None
+            }
+        };
+        let v = stored.unwrap_or(self.ctx.verbosity);
+        self.verbosity = Some(v);
+        v
     }
 
     /// Runs until the input queue is closed or the gateway shuts down.
@@ -148,7 +214,8 @@ impl Channel {
                     self.drain_events(None).await;
                     self.answer_command(&command, false).await
                 }
-                ChannelInput::StopReaction { .. } => {}
+                // Polls exist only during a turn.
+                ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}
             }
         }
     }
@@ -181,18 +248,44 @@ impl Channel {
         }
     }
 
-    async fn answer_command(&self, command: &Command, running: bool) {
-        let prefix = &self.ctx.command_prefix;
+    /// Answers a command that does not act on the running turn (those are handled in
+    /// [`Channel::handle_input_during_turn`]).
+    async fn answer_command(&mut self, command: &Command, running: bool) {
+        let prefix = self.ctx.command_prefix.clone();
         let text = match command {
-            Command::Help => strings::help(prefix, &self.ctx.display_name, &self.commands),
+            Command::Help => strings::help(&prefix, &self.ctx.display_name, &self.commands),
             Command::Status => strings::status(
                 &self.ctx.display_name,
                 running,
                 self.queue.len(),
+                self.approvals
+                    .only_poll()
+                    .map_or_else(|n| n, |p| p.map_or(0, |_| 1)),
                 self.session.is_some(),
+                self.usage.line().as_deref(),
             ),
             Command::Stop => strings::NOTHING_TO_STOP.to_owned(),
-            Command::Unknown(word) => strings::unknown_command(prefix, word),
+            Command::Answer(_) => strings::NO_OPEN_POLL.to_owned(),
+            Command::Show(None) => {
+                let current = self.verbosity().await;
+                strings::verbosity_is(&prefix, current.as_str())
+            }
+            Command::Show(Some(word)) => match Verbosity::parse(word) {
+                Some(v) => {
+                    if let Err(e) = self
+                        .ctx
+                        .store
+                        .set_room_verbosity(&self.room, v.as_str())
+                        .await
+                    {
+                        tracing::error!(error = %e, "could not save the room's verbosity");
+                    }
+                    self.verbosity = Some(v);
+                    strings::verbosity_set(v.as_str())
+                }
+                None => strings::unknown_verbosity(&prefix, word),
+            },
+            Command::Unknown(word) => strings::unknown_command(&prefix, word),
         };
         self.notice(text).await;
     }
@@ -268,17 +361,23 @@ impl Channel {
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events(None).await;
 
-        let mut stream = ReplyStream::new(
-            self.ctx.chat.clone(),
-            self.room.clone(),
-            format!("sk-{}-{}", self.ctx.agent_id, message.event_id),
-            self.ctx.stream.clone(),
-        );
+        let txn_prefix = format!("sk-{}-{}", self.ctx.agent_id, message.event_id);
+        let verbosity = self.verbosity().await;
+        let mut view = TurnView {
+            stream: ReplyStream::new(
+                self.ctx.chat.clone(),
+                self.room.clone(),
+                txn_prefix.clone(),
+                self.ctx.stream.clone(),
+            ),
+            activity: Activity::new(verbosity, txn_prefix, self.ctx.stream.clone()),
+        };
+        self.approvals.new_turn();
         let mut control = TurnControl::default();
         self.ctx.chat.typing(&self.room, true).await;
-        let result = self.drive(message.body, &mut stream, &mut control).await;
+        let result = self.drive(message.body, &mut view, &mut control).await;
         self.ctx.chat.typing(&self.room, false).await;
-        self.finish_turn(result, stream, control).await;
+        self.finish_turn(result, view, control).await;
     }
 
     /// Sends the prompt and handles everything that happens until the agent answers it:
@@ -286,9 +385,9 @@ impl Channel {
     async fn drive(
         &mut self,
         text: String,
-        stream: &mut ReplyStream,
+        view: &mut TurnView,
         control: &mut TurnControl,
-    ) -> Result<StopReason, AgentError> {
+    ) -> Result<TurnEnd, AgentError> {
         let ctx = self.ctx.clone();
         let session_id = self
             .session
@@ -300,7 +399,9 @@ impl Channel {
         let prompt = ctx.agent.prompt(&session_id, text);
         tokio::pin!(prompt);
         let result = loop {
-            let flush_at = stream.next_flush_at();
+            let flush_at = view.stream.next_flush_at();
+            let activity_at = view.activity.next_flush_at();
+            let poll_deadline = self.approvals.next_deadline();
             let events = &mut self
                 .session
                 .as_mut()
@@ -308,13 +409,19 @@ impl Channel {
                 .events;
             tokio::select! {
                 result = &mut prompt => break result,
-                Some(event) = events.recv() => self.handle_event(event, Some(&mut *stream)).await,
-                Some(input) = self.inputs.recv() => self.handle_input_during_turn(input, &session_id, stream, control).await,
+                Some(event) = events.recv() => self.handle_event(event, Some(&mut *view)).await,
+                Some(input) = self.inputs.recv() => self.handle_input_during_turn(input, &session_id, view, control).await,
                 _ = sleep_until_opt(flush_at) => {
-                    if let Err(e) = stream.flush().await {
+                    if let Err(e) = view.stream.flush().await {
                         tracing::debug!(room = %self.room, error = %e, "edit deferred");
                     }
                 }
+                _ = sleep_until_opt(activity_at) => {
+                    if let Err(e) = view.activity.flush(&*ctx.chat, &self.room).await {
+                        tracing::debug!(room = %self.room, error = %e, "card update deferred");
+                    }
+                }
+                _ = sleep_until_opt(poll_deadline) => self.approvals.expire_due(&ctx, &self.room).await,
                 _ = typing.tick() => ctx.chat.typing(&self.room, true).await,
                 _ = self.shutdown.cancelled(), if control.shutdown_deadline.is_none() => {
                     tracing::info!(agent = %ctx.agent_id, room = %self.room, "shutting down: cancelling the turn");
@@ -322,25 +429,41 @@ impl Channel {
                     if let Err(e) = ctx.agent.cancel(&session_id).await {
                         tracing::warn!(error = %e, "session/cancel failed");
                     }
+                    self.approvals.cancel_all(&ctx, &self.room, |_| PollOutcome::TurnStopped).await;
                 }
                 // An agent that ignores the cancel does not hold the shutdown up.
-                _ = sleep_until_opt(control.shutdown_deadline) => break Ok(StopReason::Cancelled),
+                _ = sleep_until_opt(control.shutdown_deadline) => break Ok(StopReason::Cancelled.into()),
             }
         };
         // Every update sent before the response is already queued: take them in.
-        self.drain_events(Some(stream)).await;
+        self.drain_events(Some(view)).await;
+        // A poll still open now belongs to a turn the agent has ended.
+        self.approvals
+            .cancel_all(&ctx, &self.room, |_| PollOutcome::TurnEnded)
+            .await;
         result
     }
 
     /// Shows how the turn ended (final edit, footer or notice) and records the reply.
     async fn finish_turn(
         &mut self,
-        result: Result<StopReason, AgentError>,
-        mut stream: ReplyStream,
+        result: Result<TurnEnd, AgentError>,
+        view: TurnView,
         control: TurnControl,
     ) {
         let ctx = self.ctx.clone();
+        let TurnView {
+            mut stream,
+            mut activity,
+        } = view;
         let stopped_by = control.stopped_by.as_deref();
+        if let Ok(TurnEnd {
+            usage: Some(usage), ..
+        }) = &result
+        {
+            self.usage.tokens = Some(*usage);
+        }
+        let result = result.map(|end| end.reason);
         let (stop_label, ending) = match &result {
             Ok(reason) if control.shutdown_deadline.is_some() => (
                 stop_reason_label(reason),
@@ -358,14 +481,26 @@ impl Channel {
                 )
             }
         };
+        let cancelled = matches!(result, Ok(StopReason::Cancelled));
+        if let Err(e) = activity.finish(cancelled, &*ctx.chat, &self.room).await {
+            tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not close the tool cards");
+        }
         if stream.text().is_empty() {
             let text = match (&result, ending) {
                 (Ok(reason), None) => strings::empty_reply(reason, stopped_by),
                 (_, ending) => ending.unwrap_or_default(),
             };
             self.notice(text).await;
-        } else if let Err(e) = stream.finish(ending).await {
-            tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not deliver the final reply");
+        } else {
+            let usage = match self.verbosity().await {
+                Verbosity::All => self.usage.line(),
+                _ => None,
+            };
+            let footer: Vec<String> = ending.into_iter().chain(usage).collect();
+            let footer = (!footer.is_empty()).then(|| footer.join("\n\n"));
+            if let Err(e) = stream.finish(footer).await {
+                tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not deliver the final reply");
+            }
         }
         tracing::info!(agent = %ctx.agent_id, room = %self.room, stop = stop_label, stats = ?stream.stats(), "turn ended");
         let first_event = stream.event_ids().into_iter().next();
@@ -379,36 +514,110 @@ impl Channel {
         .await;
     }
 
-    /// Takes in every update already queued for the session; `stream` is the running
-    /// turn's reply, if a turn runs.
-    async fn drain_events(&mut self, mut stream: Option<&mut ReplyStream>) {
+    /// Takes in every update already queued for the session; `view` is the running turn's,
+    /// if a turn runs.
+    async fn drain_events(&mut self, mut view: Option<&mut TurnView>) {
         while let Some(event) = self.session.as_mut().and_then(|s| s.events.try_recv().ok()) {
-            self.handle_event(event, stream.as_deref_mut()).await;
+            self.handle_event(event, view.as_deref_mut()).await;
         }
     }
 
-    /// Handles one session update, inside a turn (`stream` is its reply) or between turns.
-    async fn handle_event(&mut self, event: AgentEvent, stream: Option<&mut ReplyStream>) {
-        match event {
-            AgentEvent::MessageChunk(text) => match stream {
-                Some(stream) => stream.push(&text),
-                None => {
-                    tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, %text, "answer text outside a turn; not shown")
-                }
-            },
-            AgentEvent::Commands(list) => self.commands = list,
-            AgentEvent::Permission(request) => {
+    /// Handles one session update, inside a turn (`view` is its display) or between turns.
+    async fn handle_event(&mut self, event: AgentEvent, view: Option<&mut TurnView>) {
+        let ctx = self.ctx.clone();
+        match (event, view) {
+            (AgentEvent::MessageChunk(text), Some(view)) => view.stream.push(&text),
+            (AgentEvent::ThoughtChunk(text), Some(view)) => view.activity.thought(&text),
+            (AgentEvent::ToolCall(fields), Some(view)) => view.activity.tool(fields, true),
+            (AgentEvent::ToolCallUpdate(fields), Some(view)) => view.activity.tool(fields, false),
+            (AgentEvent::Plan(entries), Some(view)) => view.activity.plan(&entries),
+            (AgentEvent::Permission(request), Some(view)) => {
+                // Describe the call with everything known: what was announced, then what
+                // the request itself says (it may come first, or name an unannounced call).
+                let mut tool = view
+                    .activity
+                    .known_tool(&request.tool.id)
+                    .cloned()
+                    .unwrap_or_default();
+                tool.id = request.tool.id.clone();
+                tool.merge(request.tool.clone());
+                view.activity.tool(request.tool.clone(), false);
+                self.approvals.open(&ctx, &self.room, request, tool).await;
+            }
+            (AgentEvent::Permission(request), None) => {
                 let title = request
+                    .tool
                     .title
                     .clone()
-                    .unwrap_or_else(|| request.tool_call_id.clone());
+                    .unwrap_or_else(|| request.tool.id.clone());
                 refuse_permission(request);
-                self.notice(strings::permission_refused(&title)).await;
+                self.notice(strings::permission_outside_turn(&title)).await;
             }
-            AgentEvent::ThoughtChunk(_) => {}
-            other => {
-                tracing::debug!(agent = %self.ctx.agent_id, event = ?other, "update not shown")
+            (AgentEvent::Commands(list), _) => self.commands = list,
+            (AgentEvent::Usage { used, size }, _) => self.usage.context = Some((used, size)),
+            (AgentEvent::MessageChunk(text), None) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.room, %text, "answer text outside a turn; not shown")
             }
+            (other, _) => {
+                tracing::debug!(agent = %ctx.agent_id, event = ?other, "update not shown")
+            }
+        }
+    }
+
+    /// A typed answer to a poll: `target` is the poll replied to, if any.
+    async fn answer_poll(&mut self, reply: &Reply, target: Option<&str>, by: &str) -> Picked {
+        let target = match target.filter(|t| self.approvals.is_poll(t)) {
+            Some(t) => t.to_owned(),
+            None => match self.approvals.only_poll() {
+                Ok(Some(only)) => only.to_owned(),
+                Ok(None) => return Picked::NoPoll,
+                Err(count) => {
+                    self.notice(strings::several_polls(count)).await;
+                    return Picked::NoSuchChoice;
+                }
+            },
+        };
+        let ctx = self.ctx.clone();
+        let picked = self
+            .approvals
+            .pick(&ctx, &self.room, &target, by, |c| poll::pick(c, reply))
+            .await;
+        match &picked {
+            Picked::NotApprover => self.notice(strings::not_an_approver(by)).await,
+            Picked::NoSuchChoice => self.notice(strings::NO_SUCH_CHOICE).await,
+            Picked::NoPoll => self.notice(strings::NO_OPEN_POLL).await,
+            Picked::Answered | Picked::Stop => {}
+        }
+        picked
+    }
+
+    /// Stops the running turn for `by`: `session/cancel`, and every open poll answered
+    /// `cancelled` (`from_poll` is the poll whose Stop choice was used, if any).
+    async fn stop_turn(
+        &mut self,
+        by: String,
+        from_poll: Option<&str>,
+        session_id: &str,
+        control: &mut TurnControl,
+    ) {
+        if control.stopped_by.is_some() {
+            return;
+        }
+        tracing::info!(agent = %self.ctx.agent_id, room = %self.room, by, "cancelling the turn");
+        let ctx = self.ctx.clone();
+        // ACP: the client answers its open permission requests `cancelled` when it cancels.
+        self.approvals
+            .cancel_all(&ctx, &self.room, |event| {
+                if Some(event) == from_poll {
+                    PollOutcome::Stopped { by: by.clone() }
+                } else {
+                    PollOutcome::TurnStopped
+                }
+            })
+            .await;
+        control.stopped_by = Some(by);
+        if let Err(e) = ctx.agent.cancel(session_id).await {
+            tracing::warn!(error = %e, "session/cancel failed");
         }
     }
 
@@ -416,16 +625,29 @@ impl Channel {
         &mut self,
         input: ChannelInput,
         session_id: &str,
-        stream: &ReplyStream,
+        view: &TurnView,
         control: &mut TurnControl,
     ) {
-        let stop = |by: String, control: &mut TurnControl| {
-            let first = control.stopped_by.is_none();
-            control.stopped_by.get_or_insert(by);
-            first
-        };
-        let wants_stop = match input {
+        match input {
             ChannelInput::Prompt(message) => {
+                // A bare number or emoji replying to a poll answers it.
+                let reply = message
+                    .reply_to
+                    .as_deref()
+                    .filter(|t| self.approvals.is_poll(t))
+                    .and_then(|_| poll::parse_reply(&message.body));
+                if let Some(reply) = reply {
+                    if self
+                        .answer_poll(&reply, message.reply_to.as_deref(), &message.sender)
+                        .await
+                        == Picked::Stop
+                    {
+                        let target = message.reply_to.clone();
+                        self.stop_turn(message.sender, target.as_deref(), session_id, control)
+                            .await;
+                    }
+                    return;
+                }
                 let reaction = match self
                     .ctx
                     .chat
@@ -439,29 +661,70 @@ impl Channel {
                     }
                 };
                 self.queue.push_back((message, reaction));
-                false
             }
-            ChannelInput::Command(Command::Stop, message) => stop(message.sender, control),
-            ChannelInput::Command(other, _) => {
-                self.answer_command(&other, true).await;
-                false
+            ChannelInput::PollReply(message) => {
+                let reply = message
+                    .reply_to
+                    .as_deref()
+                    .filter(|t| self.approvals.is_poll(t))
+                    .and_then(|_| poll::parse_reply(&message.body));
+                if let Some(reply) = reply {
+                    let target = message.reply_to.clone();
+                    if self
+                        .answer_poll(&reply, target.as_deref(), &message.sender)
+                        .await
+                        == Picked::Stop
+                    {
+                        self.stop_turn(message.sender, target.as_deref(), session_id, control)
+                            .await;
+                    }
+                }
             }
-            ChannelInput::StopReaction { by, target } => {
-                stream.event_ids().contains(&target) && stop(by, control)
+            ChannelInput::Command(Command::Stop, message) => {
+                self.stop_turn(message.sender, None, session_id, control)
+                    .await
             }
-        };
-        if wants_stop {
-            tracing::info!(agent = %self.ctx.agent_id, room = %self.room, "cancelling the turn");
-            if let Err(e) = self.ctx.agent.cancel(session_id).await {
-                tracing::warn!(error = %e, "session/cancel failed");
+            ChannelInput::Command(Command::Answer(reply), message) => {
+                let target = message.reply_to.clone();
+                if self
+                    .answer_poll(&reply, target.as_deref(), &message.sender)
+                    .await
+                    == Picked::Stop
+                {
+                    self.stop_turn(message.sender, target.as_deref(), session_id, control)
+                        .await;
+                }
+            }
+            ChannelInput::Command(other, _) => self.answer_command(&other, true).await,
+            ChannelInput::Reaction { by, target, key } => {
+                let is_stop = key.trim_end_matches('\u{fe0f}') == strings::STOP_REACTION;
+                if is_stop
+                    && (view.stream.event_ids().contains(&target)
+                        || self.approvals.is_stop_target(&target))
+                {
+                    let from_poll = self.approvals.is_poll(&target).then_some(target.as_str());
+                    self.stop_turn(by.clone(), from_poll, session_id, control)
+                        .await;
+                } else if self.approvals.is_poll(&target) {
+                    let ctx = self.ctx.clone();
+                    let picked = self
+                        .approvals
+                        .pick(&ctx, &self.room, &target, &by, |c| {
+                            poll::by_reaction(c, &key)
+                        })
+                        .await;
+                    if picked == Picked::Stop {
+                        self.stop_turn(by, Some(&target), session_id, control).await;
+                    }
+                }
             }
         }
     }
 }
 
-/// Answers a permission request with the agent's own reject option. Tool approval from the
-/// chat is not built yet, and a refusal is the only safe answer meanwhile: "reject always"
-/// first, so a small model does not retry the same call in a loop.
+/// Answers a permission request that came outside any turn (nobody is there to approve it)
+/// with the agent's own reject option: "reject always" first, so a small model does not
+/// retry the same call in a loop.
 fn refuse_permission(request: PermissionRequest) {
     let pick = |kind| {
         request
@@ -509,10 +772,19 @@ fn unique_suffix() -> String {
 mod tests {
     use super::*;
     use crate::core::fakes::{FakeAgent, FakeChat, Script, Sent};
+    use crate::core::poll::Reply;
 
     async fn channel(
         agent: Arc<FakeAgent>,
         chat: Arc<FakeChat>,
+    ) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+        channel_with_timeout(agent, chat, Duration::from_secs(60)).await
+    }
+
+    async fn channel_with_timeout(
+        agent: Arc<FakeAgent>,
+        chat: Arc<FakeChat>,
+        timeout: Duration,
     ) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
         let store = Store::in_memory().await.unwrap();
         let ctx = Arc::new(AgentContext {
@@ -529,6 +801,12 @@ mod tests {
                 max_bytes: 10_000,
             },
             command_prefix: "!".into(),
+            approvers: AccessList::new(&["@alice:x"]),
+            permissions: PermissionSettings {
+                timeout,
+                propose_stop_after: 2,
+            },
+            verbosity: Verbosity::All,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(Channel::new(ctx, "!room".into(), rx, CancellationToken::new()).run());
@@ -543,6 +821,7 @@ mod tests {
             sender: "@alice:x".into(),
             body: body.into(),
             timestamp_ms: 0,
+            reply_to: None,
         }
     }
 
@@ -608,9 +887,10 @@ mod tests {
         let (tx, _) = channel(agent, chat.clone()).await;
         tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
         settle_until(|| !chat.shown("!room").is_empty()).await;
-        tx.send(ChannelInput::StopReaction {
+        tx.send(ChannelInput::Reaction {
             by: "@bob:x".into(),
             target: "$unrelated".into(),
+            key: "🛑".into(),
         })
         .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -619,9 +899,10 @@ mod tests {
             Sent::Send { event_id, .. } => event_id.clone(),
             other => panic!("{other:?}"),
         };
-        tx.send(ChannelInput::StopReaction {
+        tx.send(ChannelInput::Reaction {
             by: "@bob:x".into(),
             target: reply,
+            key: "🛑\u{fe0f}".into(),
         })
         .unwrap();
         settle_until(|| chat.shown("!room")[0].contains("Stopped")).await;
@@ -661,5 +942,147 @@ mod tests {
             .unwrap();
         settle_until(|| !chat.shown("!room").is_empty()).await;
         assert_eq!(chat.shown("!room"), vec![strings::NOTHING_TO_STOP]);
+    }
+
+    /// The event ID and current body of the poll message in `room`.
+    fn poll_of(chat: &FakeChat) -> Option<(String, String)> {
+        let shown = chat.messages("!room");
+        let ids: Vec<String> = chat
+            .log()
+            .into_iter()
+            .filter_map(|s| match s {
+                Sent::Send { event_id, .. } => Some(event_id),
+                _ => None,
+            })
+            .collect();
+        ids.into_iter()
+            .zip(shown)
+            .find(|(_, m)| m.body.starts_with("🔐"))
+            .map(|(id, m)| (id, m.body))
+    }
+
+    async fn start_poll(
+        timeout: Duration,
+    ) -> (mpsc::UnboundedSender<ChannelInput>, Arc<FakeChat>, String) {
+        let agent = FakeAgent::new(Script::AskPermission);
+        let chat = FakeChat::new();
+        let (tx, _) = channel_with_timeout(agent, chat.clone(), timeout).await;
+        tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+        settle_until(|| poll_of(&chat).is_some()).await;
+        let (poll, _) = poll_of(&chat).expect("a poll was posted");
+        (tx, chat, poll)
+    }
+
+    fn react(tx: &mpsc::UnboundedSender<ChannelInput>, by: &str, target: &str, key: &str) {
+        tx.send(ChannelInput::Reaction {
+            by: by.into(),
+            target: target.into(),
+            key: key.into(),
+        })
+        .unwrap();
+    }
+
+    fn reply_said(chat: &FakeChat) -> Vec<String> {
+        chat.shown("!room")
+            .into_iter()
+            .filter(|b| b.starts_with("permission:"))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
+        let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
+        let keys: Vec<String> = chat
+            .log()
+            .into_iter()
+            .filter_map(|s| match s {
+                Sent::React { event_id, key, .. } if event_id == poll => Some(key),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(keys, vec!["✅", "🔁", "✋", "❌", "🛑"]);
+        react(&tx, "@mallory:x", &poll, "✅");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            reply_said(&chat).is_empty(),
+            "a non-approver changed nothing"
+        );
+        react(&tx, "@alice:x", &poll, "❌\u{fe0f}");
+        settle_until(|| !reply_said(&chat).is_empty()).await;
+        assert_eq!(reply_said(&chat), vec!["permission: never"]);
+        let (_, body) = poll_of(&chat).unwrap();
+        assert!(
+            body.ends_with("❌ Refused by @alice:x: Never allow bash in this session"),
+            "{body}"
+        );
+        // A later reaction on the settled poll changes nothing.
+        react(&tx, "@alice:x", &poll, "✅");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(reply_said(&chat), vec!["permission: never"]);
+        // The tool card ended failed, not "in progress".
+        assert!(
+            chat.shown("!room")
+                .iter()
+                .any(|b| b.starts_with("❌ 💻 bash: ls · failed")),
+            "{:?}",
+            chat.shown("!room")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_typed_reply_answers_the_poll_it_replies_to() {
+        let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
+        let mut answer = message("$2", "2");
+        answer.reply_to = Some(poll.clone());
+        tx.send(ChannelInput::Prompt(answer)).unwrap();
+        settle_until(|| !reply_said(&chat).is_empty()).await;
+        assert_eq!(reply_said(&chat), vec!["permission: allow_always"]);
+    }
+
+    #[tokio::test]
+    async fn a_poll_command_without_a_reply_answers_the_only_open_poll() {
+        let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
+        tx.send(ChannelInput::Command(
+            Command::Answer(Reply::Allow),
+            message("$2", "!allow"),
+        ))
+        .unwrap();
+        settle_until(|| !reply_said(&chat).is_empty()).await;
+        assert_eq!(reply_said(&chat), vec!["permission: allow"]);
+        assert!(
+            poll_of(&chat)
+                .unwrap()
+                .1
+                .ends_with("✅ Allowed by @alice:x: Allow")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_poll_expires_into_the_reject_option() {
+        let (_tx, chat, _) = start_poll(Duration::from_millis(300)).await;
+        settle_until(|| !reply_said(&chat).is_empty()).await;
+        assert_eq!(reply_said(&chat), vec!["permission: reject"]);
+        assert!(
+            poll_of(&chat)
+                .unwrap()
+                .1
+                .contains("Nobody answered in time")
+        );
+    }
+
+    #[tokio::test]
+    async fn stop_on_a_poll_answers_it_cancelled_and_stops_the_turn() {
+        let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
+        react(&tx, "@alice:x", &poll, "🛑");
+        settle_until(|| !reply_said(&chat).is_empty()).await;
+        assert_eq!(reply_said(&chat)[0], "permission: cancelled");
+        assert!(
+            poll_of(&chat)
+                .unwrap()
+                .1
+                .ends_with("🛑 @alice:x stopped the turn."),
+            "{:?}",
+            poll_of(&chat)
+        );
     }
 }

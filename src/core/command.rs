@@ -1,6 +1,8 @@
 //! Chat commands typed by people (`!stop`, `!help`), parsed into an enum by one pure
 //! function so the dispatch code never looks at raw text.
 
+use super::poll::Reply;
+
 /// A chat command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -10,6 +12,11 @@ pub enum Command {
     Help,
     /// Show the state of the room's agents.
     Status,
+    /// Answer a permission poll (`!allow`, `!always`, `!deny`, `!reject`), best as a reply
+    /// to the poll.
+    Answer(Reply),
+    /// Show or set what the room sees of the agents' work (`!show tools`).
+    Show(Option<String>),
     /// A word after the prefix that is no command we know.
     Unknown(String),
 }
@@ -22,10 +29,16 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
     if word.is_empty() || rest.starts_with(char::is_whitespace) {
         return None;
     }
+    let argument = rest[word.len()..].split_whitespace().next();
     Some(match word.to_lowercase().as_str() {
         "stop" | "cancel" => Command::Stop,
         "help" | "h" | "?" => Command::Help,
         "status" => Command::Status,
+        "allow" | "approve" | "yes" => Command::Answer(Reply::Allow),
+        "always" => Command::Answer(Reply::Always),
+        "deny" | "never" | "no" => Command::Answer(Reply::Deny),
+        "reject" => Command::Answer(Reply::Reject),
+        "show" => Command::Show(argument.map(str::to_lowercase)),
         other => Command::Unknown(other.to_owned()),
     })
 }
@@ -42,6 +55,16 @@ mod tests {
             ("!", "!cancel now", Some(Command::Stop)),
             ("!", "!help", Some(Command::Help)),
             ("!", "!status", Some(Command::Status)),
+            ("!", "!allow", Some(Command::Answer(Reply::Allow))),
+            ("!", "!Always", Some(Command::Answer(Reply::Always))),
+            ("!", "!deny", Some(Command::Answer(Reply::Deny))),
+            ("!", "!reject", Some(Command::Answer(Reply::Reject))),
+            ("!", "!show", Some(Command::Show(None))),
+            (
+                "!",
+                "!show Tools",
+                Some(Command::Show(Some("tools".into()))),
+            ),
             (
                 "!",
                 "!frobnicate x",

@@ -9,7 +9,10 @@ use async_trait::async_trait;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::agent::{AgentError, AgentEvent, AgentPort, NewSession, StopReason};
+use super::agent::{
+    AgentError, AgentEvent, AgentPort, NewSession, PermissionAnswer, PermissionKind,
+    PermissionOption, PermissionRequest, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
+};
 use super::chat::{ChatError, ChatPort, OutMessage};
 
 /// One request the fake chat received and accepted.
@@ -229,6 +232,32 @@ pub enum Script {
     Error(String),
     /// Streams until cancelled, then ends with `cancelled`.
     UntilCancelled,
+    /// Announces a tool call, asks permission for it with the four usual options, says
+    /// `permission: <optionId>` (or `cancelled`) and ends; a cancel ends it at once.
+    AskPermission,
+}
+
+/// The four options real agents offer, with the ids one of them uses.
+pub fn usual_options() -> Vec<PermissionOption> {
+    let option = |id: &str, name: &str, kind| PermissionOption {
+        id: id.into(),
+        name: name.into(),
+        kind,
+    };
+    vec![
+        option("allow", "Allow", PermissionKind::AllowOnce),
+        option(
+            "allow_always",
+            "Allow bash for this session",
+            PermissionKind::AllowAlways,
+        ),
+        option("reject", "Reject", PermissionKind::RejectOnce),
+        option(
+            "never",
+            "Never allow bash in this session",
+            PermissionKind::RejectAlways,
+        ),
+    ]
 }
 
 #[derive(Default)]
@@ -275,7 +304,7 @@ impl AgentPort for FakeAgent {
         })
     }
 
-    async fn prompt(&self, session_id: &str, text: String) -> Result<StopReason, AgentError> {
+    async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError> {
         let (tx, cancel, script) = {
             let mut s = self.state.lock().unwrap();
             s.prompts.push((session_id.into(), text));
@@ -291,7 +320,7 @@ impl AgentPort for FakeAgent {
                     tokio::time::sleep(every).await;
                     let _ = tx.send(AgentEvent::MessageChunk(c));
                 }
-                Ok(StopReason::EndTurn)
+                Ok(StopReason::EndTurn.into())
             }
             Script::Error(message) => Err(AgentError::Rpc {
                 code: -32603,
@@ -300,7 +329,44 @@ impl AgentPort for FakeAgent {
             Script::UntilCancelled => {
                 let _ = tx.send(AgentEvent::MessageChunk("working".into()));
                 cancel.notified().await;
-                Ok(StopReason::Cancelled)
+                Ok(StopReason::Cancelled.into())
+            }
+            Script::AskPermission => {
+                let tool = ToolCallFields {
+                    id: "t1".into(),
+                    title: Some("bash: ls".into()),
+                    kind: Some(ToolKind::Execute),
+                    status: Some(ToolStatus::Pending),
+                    raw_input: Some(serde_json::json!({"command": "ls"})),
+                    ..Default::default()
+                };
+                let _ = tx.send(AgentEvent::ToolCall(tool.clone()));
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let _ = tx.send(AgentEvent::Permission(PermissionRequest {
+                    tool,
+                    options: usual_options(),
+                    reply,
+                }));
+                let answer = tokio::select! {
+                    answer = answer => answer.unwrap_or(PermissionAnswer::Cancelled),
+                    _ = cancel.notified() => return Ok(StopReason::Cancelled.into()),
+                };
+                let said = match &answer {
+                    PermissionAnswer::Selected(id) => id.clone(),
+                    PermissionAnswer::Cancelled => "cancelled".into(),
+                };
+                let allowed = said.starts_with("allow");
+                let _ = tx.send(AgentEvent::ToolCallUpdate(ToolCallFields {
+                    id: "t1".into(),
+                    status: Some(if allowed {
+                        ToolStatus::Completed
+                    } else {
+                        ToolStatus::Failed
+                    }),
+                    ..Default::default()
+                }));
+                let _ = tx.send(AgentEvent::MessageChunk(format!("permission: {said}")));
+                Ok(StopReason::EndTurn.into())
             }
         }
     }

@@ -9,9 +9,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::access::AccessList;
+use super::approvals::edit_with_retry;
 use super::channel::{AgentContext, Channel, ChannelInput};
 use super::chat::OutMessage;
-use super::command;
+use super::command::{self, Command};
 use super::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
 use crate::render::strings;
 use crate::store::{Store, now_ms};
@@ -24,6 +25,8 @@ pub struct Gateway {
     agent_users: HashSet<String>,
     /// Who may invite, prompt and stop.
     access: AccessList,
+    /// Who may answer permission polls (and so also stop a turn from one).
+    approvers: AccessList,
     /// The database.
     store: Store,
     /// Chat command prefix.
@@ -41,6 +44,7 @@ impl Gateway {
     pub fn new(
         agents: Vec<Arc<AgentContext>>,
         access: AccessList,
+        approvers: AccessList,
         store: Store,
         prefix: String,
     ) -> Self {
@@ -51,6 +55,7 @@ impl Gateway {
                 .map(|a| (a.agent_id.clone(), a))
                 .collect(),
             access,
+            approvers,
             store,
             prefix,
             channels: Mutex::default(),
@@ -69,6 +74,32 @@ impl Gateway {
             .is_err()
         {
             tracing::warn!("some channels did not finish in time");
+        }
+    }
+
+    /// Marks the polls left open by a previous run as expired: their turns died with it,
+    /// so no answer can reach the agent any more. Run once at start-up.
+    pub async fn expire_stale_polls(&self) {
+        for ctx in self.agents.values() {
+            let polls = match self.store.open_polls(&ctx.agent_id).await {
+                Ok(polls) => polls,
+                Err(e) => {
+                    tracing::error!(agent = %ctx.agent_id, error = %e, "could not read the open polls");
+                    continue;
+                }
+            };
+            for poll in polls {
+                tracing::info!(agent = %ctx.agent_id, room = %poll.room_id, poll = %poll.event_id, "marking a poll of the previous run as expired");
+                let content = OutMessage {
+                    body: poll.body,
+                    html: poll.html,
+                    notice: false,
+                };
+                edit_with_retry(ctx, &poll.room_id, &poll.event_id, &content).await;
+                if let Err(e) = self.store.forget_poll(&poll.event_id).await {
+                    tracing::error!(error = %e, "could not forget an expired poll");
+                }
+            }
         }
     }
 
@@ -121,9 +152,9 @@ impl Gateway {
     }
 
     /// The checks every message passes before an agent acts on it: not from an agent, from
-    /// an allowed user, newer than the agent's arrival, and not handled before (this last
-    /// check records it as handled).
-    async fn admit(&self, message: &IncomingMessage) -> bool {
+    /// a user `trusted` to send it, newer than the agent's arrival, and not handled before
+    /// (this last check records it as handled).
+    async fn admit(&self, message: &IncomingMessage, trusted: impl Fn(&str) -> bool) -> bool {
         let IncomingMessage {
             agent_id,
             room_id,
@@ -134,7 +165,7 @@ impl Gateway {
         if self.agent_users.contains(sender) {
             return false;
         }
-        if !self.access.allows(sender) {
+        if !trusted(sender) {
             tracing::info!(agent = %agent_id, room = %room_id, %sender, "ignoring a message from a user who is not allowed");
             return false;
         }
@@ -163,10 +194,20 @@ impl Gateway {
     }
 
     async fn handle_message(&self, message: IncomingMessage) {
-        if !self.admit(&message).await {
+        let command = command::parse(&self.prefix, &message.body);
+        // Approvers who may not prompt can still answer polls: with a poll command, or with
+        // a reply (which the channel takes only as a poll answer).
+        let answers_poll =
+            matches!(command, Some(Command::Answer(_))) || message.reply_to.is_some();
+        let trusted = |sender: &str| {
+            self.access.allows(sender) || (answers_poll && self.approvers.allows(sender))
+        };
+        if !self.admit(&message, trusted).await {
             return;
         }
-        let input = match command::parse(&self.prefix, &message.body) {
+        let input = match command {
+            Some(cmd @ Command::Answer(_)) => ChannelInput::Command(cmd, message.clone()),
+            _ if !self.access.allows(&message.sender) => ChannelInput::PollReply(message.clone()),
             Some(cmd) => ChannelInput::Command(cmd, message.clone()),
             None => ChannelInput::Prompt(message.clone()),
         };
@@ -176,7 +217,10 @@ impl Gateway {
     /// A message the agent cannot read (undecryptable, or media): the person is told, so
     /// nothing is silently lost.
     async fn handle_unreadable(&self, message: IncomingMessage, why: Unreadable) {
-        if !self.admit(&message).await {
+        if !self
+            .admit(&message, |sender| self.access.allows(sender))
+            .await
+        {
             return;
         }
         tracing::warn!(agent = %message.agent_id, room = %message.room_id, sender = %message.sender, reason = ?why, "a message the agent cannot read");
@@ -197,23 +241,33 @@ impl Gateway {
         }
     }
 
+    /// A reaction goes to its channel, which knows whether it targets a reply or a poll.
+    /// The agents' own reactions (the choices pre-put on polls) never count, and a 🛑 only
+    /// from someone who may stop turns; who may answer a poll is checked by the channel.
     fn handle_reaction(&self, reaction: IncomingReaction) {
-        if reaction.key.trim_end_matches('\u{fe0f}') != strings::STOP_REACTION
-            || !self.access.allows(&reaction.sender)
+        if self.agent_users.contains(&reaction.sender) {
+            return;
+        }
+        let is_stop = reaction.key.trim_end_matches('\u{fe0f}') == strings::STOP_REACTION;
+        if is_stop
+            && !self.access.allows(&reaction.sender)
+            && !self.approvers.allows(&reaction.sender)
         {
+            tracing::info!(agent = %reaction.agent_id, room = %reaction.room_id, sender = %reaction.sender, "ignoring a stop reaction from a user who is not allowed");
             return;
         }
         let key = (reaction.room_id.clone(), reaction.agent_id.clone());
-        // A stop reaction only matters to a channel that exists (it has a turn to stop).
+        // A reaction only matters to a channel that exists (it has a turn or a poll).
         if let Some(tx) = self
             .channels
             .lock()
             .expect("channel map poisoned")
             .get(&key)
         {
-            let _ = tx.send(ChannelInput::StopReaction {
+            let _ = tx.send(ChannelInput::Reaction {
                 by: reaction.sender,
                 target: reaction.target_event_id,
+                key: reaction.key,
             });
         }
     }
@@ -250,6 +304,8 @@ impl Gateway {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::activity::Verbosity;
+    use crate::core::approvals::PermissionSettings;
     use crate::core::fakes::{FakeAgent, FakeChat, Script};
     use crate::render::stream::StreamSettings;
     use std::path::PathBuf;
@@ -273,8 +329,20 @@ mod tests {
                 max_bytes: 10_000,
             },
             command_prefix: "!".into(),
+            approvers: AccessList::new(&["@alice:x", "@boss:x"]),
+            permissions: PermissionSettings {
+                timeout: Duration::from_secs(60),
+                propose_stop_after: 3,
+            },
+            verbosity: Verbosity::All,
         });
-        let gw = Gateway::new(vec![ctx], AccessList::new(&["@alice:x"]), store, "!".into());
+        let gw = Gateway::new(
+            vec![ctx],
+            AccessList::new(&["@alice:x"]),
+            AccessList::new(&["@alice:x", "@boss:x"]),
+            store,
+            "!".into(),
+        );
         (gw, agent, chat)
     }
 
@@ -286,6 +354,7 @@ mod tests {
             sender: sender.into(),
             body: format!("hello {id}"),
             timestamp_ms: ts,
+            reply_to: None,
         })
     }
 

@@ -15,6 +15,8 @@ pub struct IncomingMessage {
     pub body: String,
     /// Server timestamp, milliseconds since the epoch.
     pub timestamp_ms: u64,
+    /// The message this one replies to, if any: a reply to a permission poll answers it.
+    pub reply_to: Option<String>,
 }
 
 /// A reaction someone put on a message.

@@ -3,7 +3,9 @@
 //! and `crate::acp` implement the small traits in [`agent`] and [`chat`].
 
 pub mod access;
+pub mod activity;
 pub mod agent;
+pub mod approvals;
 pub mod channel;
 pub mod chat;
 pub mod command;
@@ -11,3 +13,4 @@ pub mod command;
 pub mod fakes;
 pub mod gateway;
 pub mod inbound;
+pub mod poll;

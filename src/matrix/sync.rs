@@ -10,6 +10,7 @@ use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
 use matrix_sdk::ruma::events::room::member::{
     MembershipState, StrippedRoomMemberEvent, SyncRoomMemberEvent,
 };
+use matrix_sdk::ruma::events::room::message::sanitize::remove_plain_reply_fallback;
 use matrix_sdk::ruma::events::room::message::{
     MessageType, OriginalSyncRoomMessageEvent, Relation,
 };
@@ -129,20 +130,31 @@ impl MatrixAgent {
                     if matches!(ev.content.relates_to, Some(Relation::Replacement(_))) {
                         return;
                     }
-                    let message = incoming(
-                        agent_id,
-                        &room,
-                        &ev.event_id,
-                        &ev.sender,
-                        ev.origin_server_ts,
-                    );
+                    let message = IncomingMessage {
+                        reply_to: match &ev.content.relates_to {
+                            Some(Relation::Reply(reply)) => {
+                                Some(reply.in_reply_to.event_id.to_string())
+                            }
+                            _ => None,
+                        },
+                        ..incoming(
+                            agent_id,
+                            &room,
+                            &ev.event_id,
+                            &ev.sender,
+                            ev.origin_server_ts,
+                        )
+                    };
+                    // Older clients quote the message replied to in the body; the agent
+                    // and the poll commands want only what the person wrote.
+                    let text = |body: &str| remove_plain_reply_fallback(body).to_owned();
                     let inbound = match &ev.content.msgtype {
                         MessageType::Text(t) => Inbound::Message(IncomingMessage {
-                            body: t.body.clone(),
+                            body: text(&t.body),
                             ..message
                         }),
                         MessageType::Emote(e) => Inbound::Message(IncomingMessage {
-                            body: e.body.clone(),
+                            body: text(&e.body),
                             ..message
                         }),
                         // Notices are for bots and status lines, never prompts.
@@ -209,6 +221,7 @@ fn incoming(
         sender: sender.to_string(),
         body: String::new(),
         timestamp_ms: sent_at.get().into(),
+        reply_to: None,
     }
 }
 

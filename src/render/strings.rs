@@ -79,7 +79,10 @@ pub fn help(prefix: &str, agent: &str, commands: &[(String, String)]) -> String 
          Messages sent while I work are queued ({QUEUED_REACTION}) and answered in order.\n\n\
          Commands:\n\
          • {prefix}stop: stop the running turn (or react {STOP_REACTION} to my reply)\n\
-         • {prefix}status: what I am doing\n\
+         • {prefix}status: what I am doing, and the context used\n\
+         • {prefix}show all|tools|answer: how much of my work this room sees\n\
+         • {prefix}allow, {prefix}always, {prefix}deny, {prefix}reject (as a reply to my \
+         permission request): answer it without reactions\n\
          • {prefix}help: this text"
     );
     if !commands.is_empty() {
@@ -91,15 +94,32 @@ pub fn help(prefix: &str, agent: &str, commands: &[(String, String)]) -> String 
     text
 }
 
-/// Answer to `!status`.
-pub fn status(agent: &str, running: bool, queued: usize, has_session: bool) -> String {
+/// Answer to `!status`; `usage` is the usage line, if the agent reported any.
+pub fn status(
+    agent: &str,
+    running: bool,
+    queued: usize,
+    polls: usize,
+    has_session: bool,
+    usage: Option<&str>,
+) -> String {
     let state = if running { "working on a turn" } else { "idle" };
     let session = if has_session {
         "a session is open"
     } else {
         "no session yet"
     };
-    format!("{agent}: {state}, {queued} message(s) queued, {session}.")
+    let mut text = format!("{agent}: {state}, {queued} message(s) queued, {session}.");
+    if polls > 0 {
+        text.push_str(&format!(
+            " {polls} permission request(s) wait for an answer."
+        ));
+    }
+    if let Some(usage) = usage {
+        text.push('\n');
+        text.push_str(usage);
+    }
+    text
 }
 
 /// Answer to an unknown command.
@@ -107,10 +127,59 @@ pub fn unknown_command(prefix: &str, word: &str) -> String {
     format!("Unknown command {prefix}{word}. Try {prefix}help.")
 }
 
-/// Notice posted when the agent asks for permission, which this version refuses.
-pub fn permission_refused(title: &str) -> String {
+/// Posted when a permission request arrives outside a turn, where nobody expects a poll.
+pub fn permission_outside_turn(title: &str) -> String {
     format!(
-        "🔒 The agent asked to run “{title}”. Approving tools from the chat is not available yet, \
-         so the request was refused."
+        "🔒 The agent asked to use “{title}” while no turn was running, so the request was refused."
+    )
+}
+
+/// The label of the Stop line of every permission poll.
+pub const POLL_STOP_LABEL: &str = "Stop the agent (cancels the whole turn)";
+
+/// Posted after `count` refused tool calls in one turn.
+pub fn propose_stop(agent: &str, count: u32, prefix: &str) -> String {
+    format!(
+        "✋ {count} tool calls were refused in this turn, and {agent} keeps trying. \
+         React {STOP_REACTION} here or send {prefix}stop to stop the turn."
+    )
+}
+
+/// Answer to a typed poll answer when no poll is open.
+pub const NO_OPEN_POLL: &str = "Nothing is waiting for approval.";
+
+/// Answer to a typed poll answer without a reply while several polls are open.
+pub fn several_polls(count: usize) -> String {
+    format!(
+        "{count} requests are waiting for approval: reply to the one you mean with your answer."
+    )
+}
+
+/// Answer to a typed poll answer from someone who may not approve.
+pub fn not_an_approver(who: &str) -> String {
+    format!("{who} may not approve tool calls here; the request is still waiting.")
+}
+
+/// Answer to a typed poll answer the poll does not offer.
+pub const NO_SUCH_CHOICE: &str = "That request does not offer this choice; react with one of its emoji or reply with its number.";
+
+/// Answer to `!show` without a word: the current setting and the choices.
+pub fn verbosity_is(prefix: &str, current: &str) -> String {
+    format!(
+        "This room shows: {current}. Change it with {prefix}show all (tool cards, plan, \
+         thinking and usage), {prefix}show tools (tool cards and plan) or {prefix}show answer \
+         (answers only). Permission requests are always shown."
+    )
+}
+
+/// Answer to `!show WORD`.
+pub fn verbosity_set(word: &str) -> String {
+    format!("From now on this room shows: {word}.")
+}
+
+/// Answer to `!show` with a word it does not know.
+pub fn unknown_verbosity(prefix: &str, word: &str) -> String {
+    format!(
+        "“{word}” is not a choice: use {prefix}show all, {prefix}show tools or {prefix}show answer."
     )
 }

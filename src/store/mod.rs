@@ -1,10 +1,15 @@
 //! Persistent state in SQLite (sqlx, migrations from `migrations/`): sessions, transcripts,
-//! handled events and when each agent joined each room.
+//! handled events, when each agent joined each room, open permission polls and room settings.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+
+mod polls;
+mod settings;
+
+pub use polls::StoredPoll;
 
 /// Store failures. All are permanent from the caller's point of view: the database is local.
 #[derive(Debug, thiserror::Error)]

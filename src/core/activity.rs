@@ -1,0 +1,433 @@
+//! What the agent does during one turn besides answering: its tool calls (one card each),
+//! its plan and its thinking, each shown as a message edited in place, paced like replies.
+//!
+//! The tool calls are tracked whatever the room shows, because a permission poll describes
+//! the call it is about with what the agent announced.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::time::Instant;
+
+use super::agent::{PlanEntry, ToolCallFields, ToolStatus};
+use super::chat::{ChatError, ChatPort};
+use crate::render::cards::{self, CardStatus};
+use crate::render::live::LiveMessage;
+use crate::render::stream::StreamSettings;
+
+/// How much of an agent's work a room shows besides its answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verbosity {
+    /// Answers, permission polls and errors only.
+    Answer,
+    /// Also tool cards and the plan.
+    Tools,
+    /// Also the thinking indicator and the usage line.
+    #[default]
+    All,
+}
+
+impl Verbosity {
+    /// The word used in the config and in `!show`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verbosity::Answer => "answer",
+            Verbosity::Tools => "tools",
+            Verbosity::All => "all",
+        }
+    }
+
+    /// Parses the word used in the config and in `!show`.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word.to_lowercase().as_str() {
+            "answer" | "answers" | "quiet" => Some(Verbosity::Answer),
+            "tools" => Some(Verbosity::Tools),
+            "all" | "everything" => Some(Verbosity::All),
+            _ => None,
+        }
+    }
+
+    fn cards(self) -> bool {
+        self != Verbosity::Answer
+    }
+
+    fn thinking(self) -> bool {
+        self == Verbosity::All
+    }
+}
+
+/// One tool call of the turn.
+struct Card {
+    /// Everything the agent said about it so far.
+    fields: ToolCallFields,
+    /// Set when the turn ended with the call still open.
+    closed: Option<CardStatus>,
+    /// Its card, when the room shows cards and the call was announced.
+    message: Option<LiveMessage>,
+}
+
+impl Card {
+    fn status(&self) -> CardStatus {
+        self.closed.unwrap_or(CardStatus::Reported(
+            self.fields.status.unwrap_or(ToolStatus::Pending),
+        ))
+    }
+
+    fn render(&mut self) {
+        let content = cards::tool_card(&self.fields, self.status());
+        if let Some(m) = &mut self.message {
+            m.set(content);
+        }
+    }
+}
+
+/// The thinking indicator of the turn.
+struct Thinking {
+    /// When the first thought arrived.
+    started: Instant,
+    /// When the latest one arrived.
+    last: Instant,
+    /// All thoughts of the turn.
+    text: String,
+    /// The indicator message.
+    message: LiveMessage,
+}
+
+/// The work shown during one turn.
+pub struct Activity {
+    /// What the room shows.
+    verbosity: Verbosity,
+    /// Prefix of transaction IDs, unique per turn.
+    txn_prefix: String,
+    /// Pacing, shared with the reply.
+    settings: StreamSettings,
+    /// Tool calls in the order they appeared.
+    cards: Vec<Card>,
+    /// Index in `cards` by tool call ID.
+    index: HashMap<String, usize>,
+    /// The plan message.
+    plan: Option<LiveMessage>,
+    /// The thinking indicator.
+    thinking: Option<Thinking>,
+    /// No request before this instant (set by a rate limit).
+    not_before: Option<Instant>,
+    /// Whether the turn is over (final edits ignore the edit cap).
+    finishing: bool,
+}
+
+impl Activity {
+    /// The activity of a turn whose transaction IDs start with `txn_prefix`.
+    pub fn new(verbosity: Verbosity, txn_prefix: String, settings: StreamSettings) -> Self {
+        Self {
+            verbosity,
+            txn_prefix,
+            settings,
+            cards: Vec::new(),
+            index: HashMap::new(),
+            plan: None,
+            thinking: None,
+            not_before: None,
+            finishing: false,
+        }
+    }
+
+    /// A tool call was announced or changed.
+    pub fn tool(&mut self, fields: ToolCallFields, announced: bool) {
+        let i = match self.index.get(&fields.id) {
+            Some(&i) => {
+                self.cards[i].fields.merge(fields);
+                i
+            }
+            None => {
+                self.index.insert(fields.id.clone(), self.cards.len());
+                self.cards.push(Card {
+                    fields,
+                    closed: None,
+                    message: None,
+                });
+                self.cards.len() - 1
+            }
+        };
+        let card = &mut self.cards[i];
+        // A card appears once the call is announced (or is running): a permission request
+        // alone makes a poll, not a card.
+        let running = matches!(
+            card.fields.status,
+            Some(ToolStatus::InProgress | ToolStatus::Completed | ToolStatus::Failed)
+        );
+        if card.message.is_none() && self.verbosity.cards() && (announced || running) {
+            let txn = format!("{}-tool-{i}", self.txn_prefix);
+            card.message = Some(LiveMessage::new(
+                txn,
+                cards::tool_card(&card.fields, card.status()),
+            ));
+        }
+        card.render();
+    }
+
+    /// Everything known about tool call `id`, if it was mentioned in this turn.
+    pub fn known_tool(&self, id: &str) -> Option<&ToolCallFields> {
+        self.index.get(id).map(|&i| &self.cards[i].fields)
+    }
+
+    /// The agent's plan changed.
+    pub fn plan(&mut self, entries: &[PlanEntry]) {
+        if !self.verbosity.cards() {
+            return;
+        }
+        let content = cards::plan(entries);
+        match &mut self.plan {
+            Some(m) => m.set(content),
+            None => {
+                self.plan = Some(LiveMessage::new(
+                    format!("{}-plan", self.txn_prefix),
+                    content,
+                ))
+            }
+        }
+    }
+
+    /// A piece of the agent's reasoning arrived.
+    pub fn thought(&mut self, text: &str) {
+        if !self.verbosity.thinking() {
+            return;
+        }
+        let now = Instant::now();
+        match &mut self.thinking {
+            Some(t) => {
+                t.text.push_str(text);
+                t.last = now;
+            }
+            None => {
+                self.thinking = Some(Thinking {
+                    started: now,
+                    last: now,
+                    text: text.to_owned(),
+                    message: LiveMessage::new(
+                        format!("{}-thinking", self.txn_prefix),
+                        cards::thinking(None, ""),
+                    ),
+                })
+            }
+        }
+    }
+
+    fn messages(&mut self) -> impl Iterator<Item = &mut LiveMessage> {
+        let thinking = self.thinking.as_mut().map(|t| &mut t.message);
+        thinking
+            .into_iter()
+            .chain(self.plan.as_mut())
+            .chain(self.cards.iter_mut().filter_map(|c| c.message.as_mut()))
+    }
+
+    /// When the next request is due, if any.
+    pub fn next_flush_at(&mut self) -> Option<Instant> {
+        let (interval, max_edits, last) = (
+            self.settings.interval,
+            self.settings.max_edits,
+            self.finishing,
+        );
+        let not_before = self.not_before;
+        self.messages()
+            .filter_map(|m| m.due_at(interval, max_edits, last))
+            .min()
+            .map(|at| not_before.map_or(at, |nb| at.max(nb)))
+    }
+
+    /// Sends every request that is due, oldest message first. Stops at a rate limit, which
+    /// holds every further request back for the time the homeserver asked.
+    pub async fn flush(&mut self, chat: &dyn ChatPort, room: &str) -> Result<(), ChatError> {
+        let now = Instant::now();
+        if self.not_before.is_some_and(|nb| now < nb) {
+            return Ok(());
+        }
+        let (interval, max_edits, last) = (
+            self.settings.interval,
+            self.settings.max_edits,
+            self.finishing,
+        );
+        let mut outcome = Ok(());
+        for m in self.messages() {
+            if m.due_at(interval, max_edits, last)
+                .is_none_or(|at| at > Instant::now())
+            {
+                continue;
+            }
+            if let Err(e) = m.flush(chat, room).await {
+                outcome = Err(e);
+                break;
+            }
+        }
+        self.not_before = match &outcome {
+            Err(ChatError::RateLimited { retry_after }) => Some(Instant::now() + *retry_after),
+            Err(_) => Some(Instant::now() + interval.max(Duration::from_secs(2))),
+            Ok(()) => None,
+        };
+        outcome
+    }
+
+    /// Ends the turn's display: open cards are closed (`cancelled` when the turn was
+    /// cancelled, else "ended without a status"), the thinking indicator folds its
+    /// thoughts, and everything is sent until it shows its final state.
+    pub async fn finish(
+        &mut self,
+        cancelled: bool,
+        chat: &dyn ChatPort,
+        room: &str,
+    ) -> Result<(), ChatError> {
+        const MAX_FAILURES: u32 = 8;
+        for card in &mut self.cards {
+            let open = matches!(
+                card.fields.status,
+                None | Some(ToolStatus::Pending | ToolStatus::InProgress)
+            );
+            if open {
+                card.closed = Some(if cancelled {
+                    CardStatus::Cancelled
+                } else {
+                    CardStatus::Unknown
+                });
+                card.render();
+            }
+        }
+        if let Some(t) = &mut self.thinking {
+            let took = t.last.duration_since(t.started).max(Duration::from_secs(1));
+            t.message.set(cards::thinking(Some(took), &t.text));
+        }
+        self.finishing = true;
+        let mut failures = 0;
+        while let Some(at) = self.next_flush_at() {
+            tokio::time::sleep_until(at).await;
+            match self.flush(chat, room).await {
+                Ok(()) | Err(ChatError::RateLimited { .. }) => {}
+                Err(e @ ChatError::Permanent(_)) => return Err(e),
+                Err(e) => {
+                    failures += 1;
+                    if failures >= MAX_FAILURES {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::agent::{PlanStatus, ToolKind};
+    use crate::core::fakes::FakeChat;
+
+    fn settings() -> StreamSettings {
+        StreamSettings {
+            interval: Duration::from_millis(10),
+            max_edits: 100,
+            max_bytes: 10_000,
+        }
+    }
+
+    fn call(id: &str, status: Option<ToolStatus>) -> ToolCallFields {
+        ToolCallFields {
+            id: id.into(),
+            title: Some(format!("run {id}")),
+            kind: Some(ToolKind::Execute),
+            status,
+            ..Default::default()
+        }
+    }
+
+    async fn settle(a: &mut Activity, chat: &FakeChat) {
+        while let Some(at) = a.next_flush_at() {
+            tokio::time::sleep_until(at).await;
+            a.flush(chat, "!r").await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn cards_follow_their_tool_calls_and_open_ones_are_closed_at_the_end() {
+        let chat = FakeChat::new();
+        let mut a = Activity::new(Verbosity::All, "x".into(), settings());
+        a.tool(call("a", Some(ToolStatus::Pending)), true);
+        a.tool(call("b", Some(ToolStatus::InProgress)), true);
+        settle(&mut a, &chat).await;
+        a.tool(
+            ToolCallFields {
+                status: Some(ToolStatus::Completed),
+                ..ToolCallFields {
+                    id: "a".into(),
+                    ..Default::default()
+                }
+            },
+            false,
+        );
+        settle(&mut a, &chat).await;
+        assert_eq!(
+            chat.shown("!r"),
+            vec![
+                "✅ 💻 run a · completed".to_string(),
+                "🔄 💻 run b · in progress".to_string()
+            ]
+        );
+        a.finish(true, &*chat, "!r").await.unwrap();
+        assert_eq!(chat.shown("!r")[1], "⏹️ 💻 run b · cancelled");
+    }
+
+    #[tokio::test]
+    async fn a_permission_request_alone_makes_no_card_but_is_remembered() {
+        let chat = FakeChat::new();
+        let mut a = Activity::new(Verbosity::All, "x".into(), settings());
+        a.tool(call("p", None), false);
+        settle(&mut a, &chat).await;
+        assert!(chat.shown("!r").is_empty());
+        assert_eq!(a.known_tool("p").unwrap().title.as_deref(), Some("run p"));
+        // Announced later, it gets its card with what the request said.
+        a.tool(
+            ToolCallFields {
+                id: "p".into(),
+                status: Some(ToolStatus::Pending),
+                ..Default::default()
+            },
+            true,
+        );
+        settle(&mut a, &chat).await;
+        assert_eq!(chat.shown("!r"), vec!["🕓 💻 run p · pending"]);
+    }
+
+    #[tokio::test]
+    async fn answer_only_rooms_see_no_cards_plan_or_thinking() {
+        let chat = FakeChat::new();
+        let mut a = Activity::new(Verbosity::Answer, "x".into(), settings());
+        a.tool(call("a", Some(ToolStatus::Pending)), true);
+        a.plan(&[PlanEntry {
+            text: "x".into(),
+            status: PlanStatus::Pending,
+        }]);
+        a.thought("hmm");
+        a.finish(false, &*chat, "!r").await.unwrap();
+        assert!(chat.log().is_empty());
+    }
+
+    #[tokio::test]
+    async fn tools_rooms_see_cards_and_plan_but_no_thinking() {
+        let chat = FakeChat::new();
+        let mut a = Activity::new(Verbosity::Tools, "x".into(), settings());
+        a.thought("hmm");
+        a.plan(&[PlanEntry {
+            text: "x".into(),
+            status: PlanStatus::Pending,
+        }]);
+        a.finish(false, &*chat, "!r").await.unwrap();
+        assert_eq!(chat.shown("!r"), vec!["📋 Plan (0/1 done)\n⬜ x"]);
+    }
+
+    #[test]
+    fn verbosity_words() {
+        for v in [Verbosity::Answer, Verbosity::Tools, Verbosity::All] {
+            assert_eq!(Verbosity::parse(v.as_str()), Some(v));
+        }
+        assert_eq!(Verbosity::parse("loud"), None);
+    }
+}

@@ -1,0 +1,308 @@
+//! The permission polls open in one channel: posting them, answering the agent when an
+//! approver picks a choice, expiring them, and closing them when the turn ends.
+//!
+//! A poll never blocks anything: the request's answer channel is held here while the turn
+//! goes on, and is answered whenever a reaction, a typed reply, the deadline or the end of
+//! the turn comes first. See `docs/permissions.md`.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::agent::{PermissionAnswer, PermissionOption, PermissionRequest, ToolCallFields};
+use super::channel::AgentContext;
+use super::chat::{ChatError, OutMessage};
+use super::poll::{self, Choice, Decision};
+use crate::render::cards::{self, PollOutcome, PollView};
+use crate::render::strings;
+use crate::store::StoredPoll;
+
+/// How polls behave, from the configuration.
+#[derive(Debug, Clone)]
+pub struct PermissionSettings {
+    /// How long a poll waits for an answer before the request is refused.
+    pub timeout: Duration,
+    /// Refused calls in one turn after which the gateway proposes to stop it.
+    pub propose_stop_after: u32,
+}
+
+/// One poll waiting for an answer.
+struct OpenPoll {
+    /// The poll message.
+    event_id: String,
+    /// Where the agent's answer goes.
+    reply: oneshot::Sender<PermissionAnswer>,
+    /// The agent's options.
+    options: Vec<PermissionOption>,
+    /// The poll's lines.
+    choices: Vec<Choice>,
+    /// The tool call, as described in the poll.
+    tool: ToolCallFields,
+    /// When it expires.
+    deadline: Instant,
+}
+
+/// What picking a choice led to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Picked {
+    /// The request was answered with an option.
+    Answered,
+    /// The person chose Stop: the caller stops the turn.
+    Stop,
+    /// The person may not approve; nothing changed.
+    NotApprover,
+    /// The poll has no such choice.
+    NoSuchChoice,
+    /// No open poll of this channel matches.
+    NoPoll,
+}
+
+/// The open polls of one channel and the refusals of the running turn.
+#[derive(Default)]
+pub struct Approvals {
+    /// Open polls, oldest first.
+    polls: Vec<OpenPoll>,
+    /// Calls refused in the running turn.
+    refusals: u32,
+    /// The notice that proposed stopping the turn, once posted.
+    stop_proposal: Option<String>,
+}
+
+impl Approvals {
+    /// Whether `event_id` is one of the open polls.
+    pub fn is_poll(&self, event_id: &str) -> bool {
+        self.polls.iter().any(|p| p.event_id == event_id)
+    }
+
+    /// Whether a 🛑 on `event_id` stops the turn: open polls and the stop proposal.
+    pub fn is_stop_target(&self, event_id: &str) -> bool {
+        self.is_poll(event_id) || self.stop_proposal.as_deref() == Some(event_id)
+    }
+
+    /// The only open poll, if exactly one is open (a typed answer without a reply
+    /// goes to it).
+    pub fn only_poll(&self) -> Result<Option<&str>, usize> {
+        match self.polls.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(&one.event_id)),
+            many => Err(many.len()),
+        }
+    }
+
+    /// When the next poll expires.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.polls.iter().map(|p| p.deadline).min()
+    }
+
+    /// Starts a new turn's count of refusals.
+    pub fn new_turn(&mut self) {
+        self.refusals = 0;
+        self.stop_proposal = None;
+    }
+
+    /// Posts a poll for `request`, described with `tool` (what the agent announced about
+    /// the call, merged with what the request says), and pre-reacts with every choice.
+    /// If the poll cannot be posted, the request is refused at once: nobody could answer it.
+    pub async fn open(
+        &mut self,
+        ctx: &AgentContext,
+        room: &str,
+        request: PermissionRequest,
+        tool: ToolCallFields,
+    ) {
+        let choices = poll::choices(&request.options, strings::POLL_STOP_LABEL);
+        let view = PollView {
+            agent: &ctx.display_name,
+            tool: &tool,
+            choices: &choices,
+            prefix: &ctx.command_prefix,
+            timeout: ctx.permissions.timeout,
+        };
+        let content = cards::poll(&view);
+        let txn = format!("poll-{}-{}", tool.id, crate::store::now_ms());
+        let event_id = match ctx.chat.send(room, &txn, &content).await {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(agent = %ctx.agent_id, room, error = %e, "could not post a permission poll; refusing the request");
+                let answer = poll::expiry_option(&request.options)
+                    .map_or(PermissionAnswer::Cancelled, |o| {
+                        PermissionAnswer::Selected(o.id.clone())
+                    });
+                let _ = request.reply.send(answer);
+                return;
+            }
+        };
+        tracing::info!(agent = %ctx.agent_id, room, poll = %event_id, tool = %tool.id, "permission poll posted");
+        let expired = cards::poll_settled(&ctx.display_name, &tool, &PollOutcome::Restarted);
+        let stored = StoredPoll {
+            event_id: event_id.clone(),
+            room_id: room.to_owned(),
+            body: expired.body,
+            html: expired.html,
+        };
+        if let Err(e) = ctx.store.save_poll(&ctx.agent_id, &stored).await {
+            tracing::error!(error = %e, "could not record the poll; a restart will leave it open");
+        }
+        self.polls.push(OpenPoll {
+            event_id: event_id.clone(),
+            reply: request.reply,
+            options: request.options,
+            choices: choices.clone(),
+            tool,
+            deadline: Instant::now() + ctx.permissions.timeout,
+        });
+        for choice in &choices {
+            react_with_retry(ctx, room, &event_id, &choice.emoji).await;
+        }
+    }
+
+    /// `by` picked a choice on poll `event_id` (`pick` finds it among the poll's choices).
+    pub async fn pick(
+        &mut self,
+        ctx: &AgentContext,
+        room: &str,
+        event_id: &str,
+        by: &str,
+        pick: impl FnOnce(&[Choice]) -> Option<&Choice>,
+    ) -> Picked {
+        let Some(i) = self.polls.iter().position(|p| p.event_id == event_id) else {
+            return Picked::NoPoll;
+        };
+        if !ctx.approvers.allows(by) {
+            tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, "ignoring a poll answer from someone who may not approve");
+            return Picked::NotApprover;
+        }
+        let Some(choice) = pick(&self.polls[i].choices).cloned() else {
+            return Picked::NoSuchChoice;
+        };
+        match choice.decision {
+            Decision::Stop => Picked::Stop,
+            Decision::Select(option) => {
+                let poll = self.polls.remove(i);
+                let refusal = poll::is_refusal(&option);
+                tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, option = %option.id, "permission answered");
+                let outcome = PollOutcome::Chosen {
+                    by: by.to_owned(),
+                    emoji: choice.emoji,
+                    label: option.name,
+                    refusal,
+                };
+                settle(
+                    ctx,
+                    room,
+                    poll,
+                    PermissionAnswer::Selected(option.id),
+                    &outcome,
+                )
+                .await;
+                if refusal {
+                    self.refused(ctx, room).await;
+                }
+                Picked::Answered
+            }
+        }
+    }
+
+    /// Refuses every poll whose deadline has passed.
+    pub async fn expire_due(&mut self, ctx: &AgentContext, room: &str) {
+        let now = Instant::now();
+        while let Some(i) = self.polls.iter().position(|p| p.deadline <= now) {
+            let poll = self.polls.remove(i);
+            let option = poll::expiry_option(&poll.options).cloned();
+            tracing::info!(agent = %ctx.agent_id, room, poll = %poll.event_id, "permission poll expired");
+            let outcome = PollOutcome::Expired {
+                label: option.as_ref().map(|o| o.name.clone()),
+            };
+            // Without any refusal offered, withdrawing the request is the only answer left.
+            let answer = option.map_or(PermissionAnswer::Cancelled, |o| {
+                PermissionAnswer::Selected(o.id)
+            });
+            settle(ctx, room, poll, answer, &outcome).await;
+            self.refused(ctx, room).await;
+        }
+    }
+
+    /// Answers every open poll `cancelled` (the turn stopped or ended); `outcome` says how
+    /// each poll, by its event ID, is marked.
+    pub async fn cancel_all(
+        &mut self,
+        ctx: &AgentContext,
+        room: &str,
+        outcome: impl Fn(&str) -> PollOutcome,
+    ) {
+        for poll in std::mem::take(&mut self.polls) {
+            let o = outcome(&poll.event_id);
+            settle(ctx, room, poll, PermissionAnswer::Cancelled, &o).await;
+        }
+    }
+
+    /// Counts a refused call; at the configured count, proposes stopping the turn.
+    async fn refused(&mut self, ctx: &AgentContext, room: &str) {
+        self.refusals += 1;
+        if self.refusals < ctx.permissions.propose_stop_after || self.stop_proposal.is_some() {
+            return;
+        }
+        let text = strings::propose_stop(&ctx.display_name, self.refusals, &ctx.command_prefix);
+        let txn = format!("propose-stop-{}", crate::store::now_ms());
+        match ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
+            Ok(id) => {
+                react_with_retry(ctx, room, &id, poll::STOP_EMOJI).await;
+                self.stop_proposal = Some(id);
+            }
+            Err(e) => tracing::warn!(room, error = %e, "could not propose stopping the turn"),
+        }
+    }
+}
+
+/// Answers the agent, edits the poll to say how it ended, and forgets it in the store.
+async fn settle(
+    ctx: &AgentContext,
+    room: &str,
+    poll: OpenPoll,
+    answer: PermissionAnswer,
+    outcome: &PollOutcome,
+) {
+    if poll.reply.send(answer).is_err() {
+        tracing::debug!(poll = %poll.event_id, "the agent no longer waits for this answer");
+    }
+    let content = cards::poll_settled(&ctx.display_name, &poll.tool, outcome);
+    edit_with_retry(ctx, room, &poll.event_id, &content).await;
+    if let Err(e) = ctx.store.forget_poll(&poll.event_id).await {
+        tracing::error!(error = %e, "could not forget a settled poll");
+    }
+}
+
+/// Tries a chat request up to three times, waiting as long as a rate limit asks.
+async fn with_retry<F, Fut, T>(mut attempt: F) -> Result<T, ChatError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ChatError>>,
+{
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match attempt().await {
+            Err(ChatError::RateLimited { retry_after }) if tries < 3 => {
+                tokio::time::sleep(retry_after).await
+            }
+            Err(ChatError::Transient(_)) if tries < 3 => {
+                tokio::time::sleep(Duration::from_secs(1)).await
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn react_with_retry(ctx: &AgentContext, room: &str, event_id: &str, key: &str) {
+    if let Err(e) = with_retry(|| ctx.chat.react(room, event_id, key)).await {
+        tracing::warn!(room, error = %e, key, "could not put a reaction on a poll");
+    }
+}
+
+/// Edits a poll, retrying rate limits: the edit is the record of the decision.
+pub async fn edit_with_retry(ctx: &AgentContext, room: &str, event_id: &str, msg: &OutMessage) {
+    if let Err(e) = with_retry(|| ctx.chat.edit(room, event_id, msg)).await {
+        tracing::warn!(room, poll = event_id, error = %e, "could not mark the poll as settled");
+    }
+}

@@ -1,0 +1,270 @@
+//! Permission polls, the pure part: which emoji stands for which of the agent's options,
+//! how a reaction or a typed reply picks one, and what answers a poll nobody answered.
+//! The flow around it (posting, waiting, editing) lives in `core::approvals`; the wording
+//! in `render::cards`. See `docs/permissions.md`.
+
+use super::agent::{PermissionKind, PermissionOption};
+
+/// What choosing one line of a poll does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Answers the request with this option of the agent's.
+    Select(PermissionOption),
+    /// Stops the whole turn (`session/cancel`); the request is answered `cancelled`.
+    Stop,
+}
+
+/// One line of a poll: an emoji, a label and what it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// Its number in the poll, from 1: a reply with this number picks it.
+    pub number: usize,
+    /// The reaction key that picks it.
+    pub emoji: String,
+    /// What the poll says next to the emoji: the option's own name.
+    pub label: String,
+    /// What picking it does.
+    pub decision: Decision,
+}
+
+/// The emoji of the Stop choice.
+pub const STOP_EMOJI: &str = "🛑";
+
+/// Keycap emoji for options that share a kind with an earlier one.
+const KEYCAPS: [&str; 9] = ["1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣", "6️⃣", "7️⃣", "8️⃣", "9️⃣"];
+
+/// The poll's choices for the agent's options, in the agent's order, then Stop.
+///
+/// Each kind has its emoji: ✅ allow once, 🔁 allow always, ❌ the main refusal, ✋ the
+/// secondary one. The main refusal is "reject always" when the agent offers it ("never in
+/// this session"): a small model refused only once retries the same call with variations
+/// in a loop. "Reject once" is then the secondary ✋; without a "reject always" it takes ❌.
+/// An option of a kind already shown gets a keycap of its number.
+pub fn choices(options: &[PermissionOption], stop_label: &str) -> Vec<Choice> {
+    let has_reject_always = options
+        .iter()
+        .any(|o| o.kind == PermissionKind::RejectAlways);
+    let mut used: Vec<&str> = Vec::new();
+    let mut out: Vec<Choice> = options
+        .iter()
+        .enumerate()
+        .map(|(i, option)| {
+            let preferred = match option.kind {
+                PermissionKind::AllowOnce => "✅",
+                PermissionKind::AllowAlways => "🔁",
+                PermissionKind::RejectAlways => "❌",
+                PermissionKind::RejectOnce if has_reject_always => "✋",
+                PermissionKind::RejectOnce => "❌",
+            };
+            // Past nine options a duplicate has no keycap left; its number still works.
+            let emoji = if used.contains(&preferred) {
+                KEYCAPS.get(i).copied().unwrap_or("🔢")
+            } else {
+                preferred
+            };
+            used.push(emoji);
+            Choice {
+                number: i + 1,
+                emoji: emoji.to_owned(),
+                label: option.name.clone(),
+                decision: Decision::Select(option.clone()),
+            }
+        })
+        .collect();
+    out.push(Choice {
+        number: out.len() + 1,
+        emoji: STOP_EMOJI.to_owned(),
+        label: stop_label.to_owned(),
+        decision: Decision::Stop,
+    });
+    out
+}
+
+/// A typed answer to a poll, for clients that cannot react.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `!allow`: allow this call.
+    Allow,
+    /// `!always`: allow this tool for the session.
+    Always,
+    /// `!deny`: the main refusal (❌).
+    Deny,
+    /// `!reject`: refuse this call only (✋), or the main refusal if there is no such option.
+    Reject,
+    /// A bare number: the choice with that number.
+    Number(usize),
+    /// A bare emoji: the choice with that emoji.
+    Emoji(String),
+}
+
+/// Reads a reply to a poll: a bare number or emoji. The `!allow`-style commands are parsed
+/// with the other chat commands (`core::command`).
+pub fn parse_reply(body: &str) -> Option<Reply> {
+    let text = body.trim();
+    if let Ok(n) = text.parse::<usize>() {
+        return Some(Reply::Number(n));
+    }
+    let key = normalise(text);
+    let is_emoji = !key.is_empty() && key.chars().count() <= 3 && !key.is_ascii();
+    is_emoji.then_some(Reply::Emoji(key))
+}
+
+/// The choice a reply names, if the poll has it.
+pub fn pick<'a>(choices: &'a [Choice], reply: &Reply) -> Option<&'a Choice> {
+    let by_emoji = |e: &str| choices.iter().find(|c| c.emoji == e);
+    match reply {
+        Reply::Allow => by_emoji("✅"),
+        Reply::Always => by_emoji("🔁"),
+        Reply::Deny => by_emoji("❌"),
+        Reply::Reject => by_emoji("✋").or_else(|| by_emoji("❌")),
+        Reply::Number(n) => choices.iter().find(|c| c.number == *n),
+        Reply::Emoji(key) => by_reaction(choices, key),
+    }
+}
+
+/// The choice a reaction key stands for, ignoring emoji presentation selectors.
+pub fn by_reaction<'a>(choices: &'a [Choice], key: &str) -> Option<&'a Choice> {
+    let key = normalise(key);
+    choices.iter().find(|c| normalise(&c.emoji) == key)
+}
+
+/// The option that answers a poll nobody answered in time: a refusal, the milder one
+/// first (nobody decided "never"). `None` when the agent offered no refusal at all.
+pub fn expiry_option(options: &[PermissionOption]) -> Option<&PermissionOption> {
+    let find = |kind| options.iter().find(|o| o.kind == kind);
+    find(PermissionKind::RejectOnce).or_else(|| find(PermissionKind::RejectAlways))
+}
+
+/// Whether choosing `option` refuses the call.
+pub fn is_refusal(option: &PermissionOption) -> bool {
+    matches!(
+        option.kind,
+        PermissionKind::RejectOnce | PermissionKind::RejectAlways
+    )
+}
+
+/// The key without variation selectors, so `❌` and `❌\u{fe0f}` match.
+fn normalise(key: &str) -> String {
+    key.chars().filter(|c| *c != '\u{fe0f}').collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fakes::usual_options;
+
+    fn option(id: &str, kind: PermissionKind) -> PermissionOption {
+        PermissionOption {
+            id: id.into(),
+            name: id.into(),
+            kind,
+        }
+    }
+
+    fn table(options: &[PermissionOption]) -> Vec<(String, String)> {
+        choices(options, "Stop")
+            .into_iter()
+            .map(|c| {
+                let id = match c.decision {
+                    Decision::Select(o) => o.id,
+                    Decision::Stop => "STOP".into(),
+                };
+                (c.emoji, id)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn emoji_by_kind_with_reject_always_as_the_main_refusal() {
+        let expected: Vec<(String, String)> = [
+            ("✅", "allow"),
+            ("🔁", "allow_always"),
+            ("✋", "reject"),
+            ("❌", "never"),
+            ("🛑", "STOP"),
+        ]
+        .iter()
+        .map(|(e, i)| (e.to_string(), i.to_string()))
+        .collect();
+        assert_eq!(table(&usual_options()), expected);
+    }
+
+    #[test]
+    fn reject_once_is_the_main_refusal_when_nothing_else_refuses() {
+        let options = [
+            option("yes", PermissionKind::AllowOnce),
+            option("no", PermissionKind::RejectOnce),
+        ];
+        let t = table(&options);
+        assert_eq!(t[1], ("❌".to_string(), "no".to_string()));
+        assert_eq!(t.len(), 3);
+    }
+
+    #[test]
+    fn a_second_option_of_one_kind_gets_its_keycap() {
+        let options = [
+            option("a", PermissionKind::AllowOnce),
+            option("b", PermissionKind::AllowOnce),
+        ];
+        let t = table(&options);
+        assert_eq!(t[0].0, "✅");
+        assert_eq!(t[1].0, "2️⃣");
+    }
+
+    #[test]
+    fn replies_pick_choices() {
+        let c = choices(&usual_options(), "Stop");
+        let id = |r: Reply| {
+            pick(&c, &r).map(|c| match &c.decision {
+                Decision::Select(o) => o.id.clone(),
+                Decision::Stop => "STOP".into(),
+            })
+        };
+        assert_eq!(id(Reply::Allow).as_deref(), Some("allow"));
+        assert_eq!(id(Reply::Always).as_deref(), Some("allow_always"));
+        assert_eq!(id(Reply::Deny).as_deref(), Some("never"));
+        assert_eq!(id(Reply::Reject).as_deref(), Some("reject"));
+        assert_eq!(id(Reply::Number(2)).as_deref(), Some("allow_always"));
+        assert_eq!(id(Reply::Number(5)).as_deref(), Some("STOP"));
+        assert_eq!(id(Reply::Number(6)), None);
+        assert_eq!(id(Reply::Emoji("❌".into())).as_deref(), Some("never"));
+        let only_once = choices(&[option("no", PermissionKind::RejectOnce)], "Stop");
+        assert!(pick(&only_once, &Reply::Reject).is_some());
+        assert!(pick(&only_once, &Reply::Always).is_none());
+    }
+
+    #[test]
+    fn parse_reply_table() {
+        let table: &[(&str, Option<Reply>)] = &[
+            ("2", Some(Reply::Number(2))),
+            (" 3 ", Some(Reply::Number(3))),
+            ("✅", Some(Reply::Emoji("✅".into()))),
+            ("❌\u{fe0f}", Some(Reply::Emoji("❌".into()))),
+            ("yes", None),
+            ("2 please", None),
+            ("", None),
+        ];
+        for (body, expected) in table {
+            assert_eq!(&parse_reply(body), expected, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn reactions_match_with_or_without_a_presentation_selector() {
+        let c = choices(&usual_options(), "Stop");
+        assert_eq!(by_reaction(&c, "❌\u{fe0f}").unwrap().label, c[3].label);
+        assert_eq!(by_reaction(&c, "🛑").unwrap().decision, Decision::Stop);
+        assert!(by_reaction(&c, "👍").is_none());
+    }
+
+    #[test]
+    fn expiry_prefers_the_milder_refusal() {
+        assert_eq!(expiry_option(&usual_options()).unwrap().id, "reject");
+        let only_never = [
+            option("ok", PermissionKind::AllowOnce),
+            option("never", PermissionKind::RejectAlways),
+        ];
+        assert_eq!(expiry_option(&only_never).unwrap().id, "never");
+        assert!(expiry_option(&[option("ok", PermissionKind::AllowOnce)]).is_none());
+    }
+}

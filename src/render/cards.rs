@@ -1,0 +1,671 @@
+//! How the agent's work looks in the room: tool cards, the plan, the thinking indicator,
+//! permission polls and the usage line. Pure functions from core state to [`OutMessage`]s,
+//! each with a plain body for every client and HTML for those that format.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::core::agent::{
+    PlanEntry, PlanStatus, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
+};
+use crate::core::chat::OutMessage;
+use crate::core::poll::Choice;
+
+/// At most this many lines of a diff in a poll; cards show fewer.
+const POLL_DIFF_LINES: usize = 20;
+/// At most this many lines of a diff or output in a tool card.
+const CARD_EXCERPT_LINES: usize = 8;
+/// Raw input longer than this is cut when summarised.
+const RAW_INPUT_CHARS: usize = 300;
+/// Thoughts longer than this are cut in the folded indicator.
+const THOUGHT_CHARS: usize = 4000;
+
+/// Where a tool card stands, including the two ends only the gateway can declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CardStatus {
+    /// What the agent last reported.
+    Reported(ToolStatus),
+    /// The turn was cancelled while the call was still open.
+    Cancelled,
+    /// The turn ended without the agent saying how the call ended.
+    Unknown,
+}
+
+impl CardStatus {
+    fn icon_and_word(self) -> (&'static str, &'static str) {
+        match self {
+            CardStatus::Reported(ToolStatus::Pending) => ("🕓", "pending"),
+            CardStatus::Reported(ToolStatus::InProgress) => ("🔄", "in progress"),
+            CardStatus::Reported(ToolStatus::Completed) => ("✅", "completed"),
+            CardStatus::Reported(ToolStatus::Failed) => ("❌", "failed"),
+            CardStatus::Cancelled => ("⏹️", "cancelled"),
+            CardStatus::Unknown => ("❔", "ended without a status"),
+        }
+    }
+}
+
+fn kind_icon(kind: ToolKind) -> &'static str {
+    match kind {
+        ToolKind::Read => "📖",
+        ToolKind::Edit => "✏️",
+        ToolKind::Delete => "🗑️",
+        ToolKind::Move => "📦",
+        ToolKind::Search => "🔍",
+        ToolKind::Execute => "💻",
+        ToolKind::Think => "💭",
+        ToolKind::Fetch => "🌐",
+        ToolKind::SwitchMode => "🔀",
+        ToolKind::Other => "🔧",
+    }
+}
+
+fn kind_word(kind: ToolKind) -> &'static str {
+    match kind {
+        ToolKind::Read => "read",
+        ToolKind::Edit => "edit",
+        ToolKind::Delete => "delete",
+        ToolKind::Move => "move",
+        ToolKind::Search => "search",
+        ToolKind::Execute => "execute",
+        ToolKind::Think => "think",
+        ToolKind::Fetch => "fetch",
+        ToolKind::SwitchMode => "switch mode",
+        ToolKind::Other => "other",
+    }
+}
+
+/// HTML-escapes `text`.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let _ = pulldown_cmark_escape::escape_html(&mut out, text);
+    out
+}
+
+/// Plain and HTML text built side by side.
+#[derive(Default)]
+struct Both {
+    plain: String,
+    html: String,
+}
+
+impl Both {
+    /// A line of text (escaped for HTML), optionally bold in HTML.
+    fn line(&mut self, text: &str, bold: bool) {
+        self.sep();
+        self.plain.push_str(text);
+        if bold {
+            let _ = write!(self.html, "<b>{}</b>", esc(text));
+        } else {
+            self.html.push_str(&esc(text));
+        }
+    }
+
+    /// A preformatted block.
+    fn block(&mut self, text: &str, language: Option<&str>) {
+        self.sep();
+        self.plain.push_str(text);
+        let class = language.map_or(String::new(), |l| format!(" class=\"language-{l}\""));
+        let _ = write!(self.html, "<pre><code{class}>{}</code></pre>", esc(text));
+    }
+
+    fn sep(&mut self) {
+        if !self.plain.is_empty() {
+            self.plain.push('\n');
+            if !self.html.ends_with("</pre>") {
+                self.html.push_str("<br>");
+            }
+        }
+    }
+
+    fn into_message(self, notice: bool) -> OutMessage {
+        OutMessage {
+            body: self.plain,
+            html: Some(self.html),
+            notice,
+        }
+    }
+}
+
+/// The title a tool call is shown with.
+fn title(tool: &ToolCallFields) -> String {
+    tool.title
+        .clone()
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or_else(|| format!("tool call {}", tool.id))
+}
+
+/// The command an `execute` call runs, from its raw input (`command` as text or a list).
+fn command(tool: &ToolCallFields) -> Option<String> {
+    let input = tool.raw_input.as_ref()?;
+    let command = input.get("command").or_else(|| input.get("cmd"))?;
+    match command {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Array(parts) => Some(
+            parts
+                .iter()
+                .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    }
+}
+
+/// A unified diff of one file change, cut to `max_lines` lines.
+fn short_diff(old: Option<&str>, new: &str, max_lines: usize) -> String {
+    let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new);
+    let full = diff
+        .unified_diff()
+        .context_radius(1)
+        .to_string()
+        .lines()
+        .filter(|l| !l.starts_with("@@"))
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    cut_lines(&full, max_lines)
+}
+
+/// The first `max` lines, with a count of those left out.
+fn cut_lines(lines: &[String], max: usize) -> String {
+    let mut out = lines
+        .iter()
+        .take(max)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if lines.len() > max {
+        let _ = write!(out, "\n… {} more lines", lines.len() - max);
+    }
+    out
+}
+
+/// The last `max` lines of an output (the end of a command's output matters most).
+fn tail_lines(text: &str, max: usize) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let skip = lines.len().saturating_sub(max);
+    let mut out = String::new();
+    if skip > 0 {
+        let _ = writeln!(out, "… {skip} lines before");
+    }
+    out.push_str(&lines[skip..].join("\n"));
+    out
+}
+
+fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// What a tool call will do or did: its command, its file changes, else its locations and
+/// its raw input summarised.
+fn describe(out: &mut Both, tool: &ToolCallFields, diff_lines: usize) {
+    if let Some(command) = command(tool) {
+        out.block(&format!("$ {command}"), None);
+    }
+    let diffs: Vec<(&String, Option<&String>, &String)> = tool
+        .content
+        .iter()
+        .flatten()
+        .filter_map(|c| match c {
+            ToolContent::Diff { path, old, new } => Some((path, old.as_ref(), new)),
+            ToolContent::Text(_) => None,
+        })
+        .collect();
+    for (path, old, new) in &diffs {
+        let verb = if old.is_some() { "changes" } else { "creates" };
+        out.line(&format!("{verb} {path}"), false);
+        out.block(
+            &short_diff(old.map(String::as_str), new, diff_lines),
+            Some("diff"),
+        );
+    }
+    if diffs.is_empty() {
+        let locations = tool.locations.as_deref().unwrap_or_default();
+        if !locations.is_empty() {
+            let shown: Vec<&str> = locations.iter().take(5).map(String::as_str).collect();
+            let more = locations.len().saturating_sub(shown.len());
+            let mut text = format!("📄 {}", shown.join(", "));
+            if more > 0 {
+                let _ = write!(text, " and {more} more");
+            }
+            out.line(&text, false);
+        }
+    }
+    let has_command = command(tool).is_some();
+    if !has_command && diffs.is_empty() {
+        let summary = tool
+            .raw_input
+            .as_ref()
+            .filter(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()))
+            .map(|v| cut_chars(&v.to_string(), RAW_INPUT_CHARS));
+        if let Some(summary) = summary {
+            out.block(&summary, Some("json"));
+        }
+    }
+}
+
+/// A tool card: status, kind and title, what it does, and an excerpt of its output.
+pub fn tool_card(tool: &ToolCallFields, status: CardStatus) -> OutMessage {
+    let (icon, word) = status.icon_and_word();
+    let kind = tool.kind.unwrap_or_default();
+    let mut out = Both::default();
+    out.sep();
+    out.plain.push_str(&format!(
+        "{icon} {} {} · {word}",
+        kind_icon(kind),
+        title(tool)
+    ));
+    let _ = write!(
+        out.html,
+        "{icon} {} <b>{}</b> · {word}",
+        kind_icon(kind),
+        esc(&title(tool))
+    );
+    describe(&mut out, tool, CARD_EXCERPT_LINES);
+    let output: Vec<&str> = tool
+        .content
+        .iter()
+        .flatten()
+        .filter_map(|c| match c {
+            ToolContent::Text(t) if !t.trim().is_empty() => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    let output = if output.is_empty() {
+        tool.raw_output
+            .as_ref()
+            .filter(|v| !v.is_null())
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+    } else {
+        Some(output.join("\n"))
+    };
+    if let Some(output) = output {
+        out.block(&tail_lines(&output, CARD_EXCERPT_LINES), None);
+    }
+    out.into_message(true)
+}
+
+/// The plan as a checklist, replaced whole on every update.
+pub fn plan(entries: &[PlanEntry]) -> OutMessage {
+    let done = entries
+        .iter()
+        .filter(|e| e.status == PlanStatus::Completed)
+        .count();
+    let header = format!("📋 Plan ({done}/{} done)", entries.len());
+    let mark = |s: PlanStatus| match s {
+        PlanStatus::Completed => "✅",
+        PlanStatus::InProgress => "▶️",
+        PlanStatus::Pending => "⬜",
+    };
+    let mut body = header.clone();
+    let mut html = format!("<b>{}</b><ul>", esc(&header));
+    for e in entries {
+        let _ = write!(body, "\n{} {}", mark(e.status), e.text);
+        let _ = write!(html, "<li>{} {}</li>", mark(e.status), esc(&e.text));
+    }
+    html.push_str("</ul>");
+    OutMessage {
+        body,
+        html: Some(html),
+        notice: true,
+    }
+}
+
+/// The thinking indicator: short while the agent thinks, then folded with the thoughts.
+pub fn thinking(elapsed: Option<Duration>, thoughts: &str) -> OutMessage {
+    match elapsed {
+        None => OutMessage::notice("💭 Thinking…"),
+        Some(elapsed) => {
+            let summary = format!("💭 Thought for {}", seconds(elapsed));
+            OutMessage {
+                html: Some(format!(
+                    "<details><summary>{}</summary><blockquote>{}</blockquote></details>",
+                    esc(&summary),
+                    esc(&cut_chars(thoughts.trim(), THOUGHT_CHARS)).replace('\n', "<br>")
+                )),
+                body: summary,
+                notice: true,
+            }
+        }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s} s")
+    } else {
+        format!("{} min {} s", s / 60, s % 60)
+    }
+}
+
+/// How a poll was settled, for the edited poll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PollOutcome {
+    /// Someone chose an option.
+    Chosen {
+        /// Who.
+        by: String,
+        /// The choice's emoji.
+        emoji: String,
+        /// The option's name.
+        label: String,
+        /// Whether it refuses the call.
+        refusal: bool,
+    },
+    /// Someone stopped the turn from the poll.
+    Stopped {
+        /// Who.
+        by: String,
+    },
+    /// Nobody answered in time; `label` is the refusal sent, if any.
+    Expired {
+        /// The option sent instead.
+        label: Option<String>,
+    },
+    /// The turn was stopped (by `!stop`, 🛑 on the reply, or shutdown).
+    TurnStopped,
+    /// The turn ended before anyone answered.
+    TurnEnded,
+    /// The gateway restarted while the poll was open.
+    Restarted,
+}
+
+/// The sentence that closes a poll.
+pub fn poll_outcome(outcome: &PollOutcome) -> String {
+    match outcome {
+        PollOutcome::Chosen {
+            by,
+            emoji,
+            label,
+            refusal,
+        } => {
+            let verb = if *refusal { "Refused" } else { "Allowed" };
+            format!("{emoji} {verb} by {by}: {label}")
+        }
+        PollOutcome::Stopped { by } => format!("🛑 {by} stopped the turn."),
+        PollOutcome::Expired { label: Some(label) } => {
+            format!("⌛ Nobody answered in time, so it was refused: {label}")
+        }
+        PollOutcome::Expired { label: None } => {
+            "⌛ Nobody answered in time; the request was withdrawn.".into()
+        }
+        PollOutcome::TurnStopped => "⏹️ Cancelled: the turn was stopped.".into(),
+        PollOutcome::TurnEnded => "⏹️ Cancelled: the turn ended before an answer.".into(),
+        PollOutcome::Restarted => {
+            "⌛ Expired: Sidekicks restarted before anyone answered; the turn was cut.".into()
+        }
+    }
+}
+
+/// Everything a poll shows.
+pub struct PollView<'a> {
+    /// The agent's display name.
+    pub agent: &'a str,
+    /// The tool call as known when the poll is drawn.
+    pub tool: &'a ToolCallFields,
+    /// The choices, in order.
+    pub choices: &'a [Choice],
+    /// The chat command prefix, for the typed answers.
+    pub prefix: &'a str,
+    /// How long before it expires.
+    pub timeout: Duration,
+}
+
+fn poll_head(out: &mut Both, agent: &str, tool: &ToolCallFields, open: bool) {
+    let verb = if open { "asks" } else { "asked" };
+    let kind = tool.kind.unwrap_or_default();
+    let head = format!(
+        "🔐 {agent} {verb} to use a tool: {} {} ({})",
+        kind_icon(kind),
+        title(tool),
+        kind_word(kind)
+    );
+    out.line(&head, true);
+    describe(out, tool, POLL_DIFF_LINES);
+}
+
+/// An open poll: what the tool will do and one line per choice.
+pub fn poll(view: &PollView<'_>) -> OutMessage {
+    let mut out = Both::default();
+    poll_head(&mut out, view.agent, view.tool, true);
+    out.line("React to answer; the first approver decides:", false);
+    for c in view.choices {
+        out.line(&format!("{}. {} {}", c.number, c.emoji, c.label), false);
+    }
+    let p = view.prefix;
+    out.line(
+        &format!(
+            "No reactions in your client? Reply to this message with {p}allow, {p}always, \
+             {p}deny, {p}reject or a number. Unanswered, it is refused after {}.",
+            seconds(view.timeout)
+        ),
+        false,
+    );
+    out.into_message(false)
+}
+
+/// A settled poll: what was asked and how it ended.
+pub fn poll_settled(agent: &str, tool: &ToolCallFields, outcome: &PollOutcome) -> OutMessage {
+    let mut out = Both::default();
+    poll_head(&mut out, agent, tool, false);
+    out.line(&poll_outcome(outcome), true);
+    out.into_message(false)
+}
+
+fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..10_000 => format!("{:.1}k", n as f64 / 1000.0),
+        10_000..1_000_000 => format!("{}k", n / 1000),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+/// A compact usage line: the context window and the session's token counts, whichever the
+/// agent reported. `None` when it reported neither.
+pub fn usage_line(context: Option<(u64, u64)>, counts: Option<&TokenUsage>) -> Option<String> {
+    let mut parts = Vec::new();
+    match context {
+        Some((used, 0)) => parts.push(format!("context {} tokens", tokens(used))),
+        Some((used, size)) => parts.push(format!(
+            "context {}/{} ({}%)",
+            tokens(used),
+            tokens(size),
+            used * 100 / size
+        )),
+        None => {}
+    }
+    if let Some(u) = counts {
+        let mut text = format!("{} in · {} out", tokens(u.input), tokens(u.output));
+        if let Some(t) = u.thought.filter(|t| *t > 0) {
+            let _ = write!(text, " · {} thinking", tokens(t));
+        }
+        if let Some(c) = u.cached_read.filter(|c| *c > 0) {
+            let _ = write!(text, " · {} cached", tokens(c));
+        }
+        parts.push(text);
+    }
+    (!parts.is_empty()).then(|| format!("📊 {}", parts.join(" · ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fakes::usual_options;
+    use crate::core::poll::choices;
+
+    fn ls() -> ToolCallFields {
+        ToolCallFields {
+            id: "t1".into(),
+            title: Some("bash: ls".into()),
+            kind: Some(ToolKind::Execute),
+            status: Some(ToolStatus::Pending),
+            raw_input: Some(serde_json::json!({"command": "ls -la"})),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_card_shows_status_kind_title_command_and_output_tail() {
+        let mut tool = ls();
+        let card = tool_card(&tool, CardStatus::Reported(ToolStatus::Pending));
+        assert!(card.notice);
+        assert_eq!(card.body, "🕓 💻 bash: ls · pending\n$ ls -la");
+        tool.content = Some(vec![ToolContent::Text(
+            (1..=20).map(|i| format!("line {i}\n")).collect(),
+        )]);
+        let card = tool_card(&tool, CardStatus::Reported(ToolStatus::Completed));
+        assert!(card.body.starts_with("✅ 💻 bash: ls · completed"));
+        assert!(
+            card.body.contains("… 12 lines before\nline 13"),
+            "{}",
+            card.body
+        );
+        assert!(card.body.ends_with("line 20"));
+        let closed = tool_card(&tool, CardStatus::Cancelled);
+        assert!(closed.body.starts_with("⏹️ 💻 bash: ls · cancelled"));
+    }
+
+    #[test]
+    fn a_card_escapes_what_the_agent_wrote() {
+        let tool = ToolCallFields {
+            id: "t".into(),
+            title: Some("<script>x</script>".into()),
+            ..Default::default()
+        };
+        let html = tool_card(&tool, CardStatus::Unknown).html.unwrap();
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+        assert!(!html.contains("<script>"));
+    }
+
+    #[test]
+    fn an_edit_shows_a_short_diff() {
+        let tool = ToolCallFields {
+            id: "t".into(),
+            title: Some("edit_file: a.rs".into()),
+            kind: Some(ToolKind::Edit),
+            content: Some(vec![ToolContent::Diff {
+                path: "/w/a.rs".into(),
+                old: Some("one\ntwo\nthree\n".into()),
+                new: "one\n2\nthree\n".into(),
+            }]),
+            ..Default::default()
+        };
+        let card = tool_card(&tool, CardStatus::Reported(ToolStatus::Pending));
+        assert!(card.body.contains("changes /w/a.rs"), "{}", card.body);
+        assert!(card.body.contains("-two\n+2"), "{}", card.body);
+        assert!(card.html.unwrap().contains("language-diff"));
+    }
+
+    #[test]
+    fn raw_input_is_summarised_when_there_is_no_command_or_diff() {
+        let tool = ToolCallFields {
+            id: "t".into(),
+            title: Some("fetch".into()),
+            kind: Some(ToolKind::Fetch),
+            raw_input: Some(
+                serde_json::json!({"url": "https://example.org", "big": "x".repeat(500)}),
+            ),
+            ..Default::default()
+        };
+        let body = tool_card(&tool, CardStatus::Reported(ToolStatus::Pending)).body;
+        assert!(body.contains("\"url\":\"https://example.org\""), "{body}");
+        assert!(body.ends_with('…'), "{body}");
+    }
+
+    #[test]
+    fn a_plan_is_a_checklist() {
+        let entries = vec![
+            PlanEntry {
+                text: "Read".into(),
+                status: PlanStatus::Completed,
+            },
+            PlanEntry {
+                text: "Write".into(),
+                status: PlanStatus::InProgress,
+            },
+            PlanEntry {
+                text: "Test".into(),
+                status: PlanStatus::Pending,
+            },
+        ];
+        let m = plan(&entries);
+        assert_eq!(m.body, "📋 Plan (1/3 done)\n✅ Read\n▶️ Write\n⬜ Test");
+        assert!(m.html.unwrap().contains("<li>▶️ Write</li>"));
+    }
+
+    #[test]
+    fn a_poll_lists_each_option_with_its_emoji_and_own_name() {
+        let tool = ls();
+        let c = choices(&usual_options(), "Stop the agent");
+        let m = poll(&PollView {
+            agent: "Demo",
+            tool: &tool,
+            choices: &c,
+            prefix: "!",
+            timeout: Duration::from_secs(600),
+        });
+        assert!(!m.notice, "a poll asks for attention");
+        let lines: Vec<&str> = m.body.lines().collect();
+        assert_eq!(
+            lines[0],
+            "🔐 Demo asks to use a tool: 💻 bash: ls (execute)"
+        );
+        assert_eq!(lines[1], "$ ls -la");
+        assert!(lines.contains(&"1. ✅ Allow"));
+        assert!(lines.contains(&"4. ❌ Never allow bash in this session"));
+        assert!(lines.contains(&"5. 🛑 Stop the agent"));
+        assert!(m.body.contains("!allow"));
+        assert!(m.body.contains("10 min 0 s"));
+        let settled = poll_settled(
+            "Demo",
+            &tool,
+            &PollOutcome::Chosen {
+                by: "@alice:x".into(),
+                emoji: "✅".into(),
+                label: "Allow".into(),
+                refusal: false,
+            },
+        );
+        assert!(settled.body.starts_with("🔐 Demo asked"));
+        assert!(settled.body.ends_with("✅ Allowed by @alice:x: Allow"));
+        assert!(!settled.body.contains("1. ✅"));
+    }
+
+    #[test]
+    fn usage_line_table() {
+        let u = TokenUsage {
+            input: 1234,
+            output: 56,
+            thought: None,
+            cached_read: Some(0),
+            total: 1290,
+        };
+        type Row<'a> = (Option<(u64, u64)>, Option<&'a TokenUsage>, Option<&'a str>);
+        let table: &[Row] = &[
+            (None, None, None),
+            (Some((500, 0)), None, Some("📊 context 500 tokens")),
+            (
+                Some((12_345, 200_000)),
+                Some(&u),
+                Some("📊 context 12k/200k (6%) · 1.2k in · 56 out"),
+            ),
+        ];
+        for (context, counts, expected) in table {
+            assert_eq!(usage_line(*context, *counts).as_deref(), *expected);
+        }
+    }
+
+    #[test]
+    fn thinking_is_short_then_folded() {
+        assert_eq!(thinking(None, "").body, "💭 Thinking…");
+        let done = thinking(Some(Duration::from_secs(4)), "a <b>\nplan");
+        assert_eq!(done.body, "💭 Thought for 4 s");
+        let html = done.html.unwrap();
+        assert!(html.starts_with("<details><summary>"), "{html}");
+        assert!(html.contains("a &lt;b&gt;<br>plan"), "{html}");
+    }
+}

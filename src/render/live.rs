@@ -1,0 +1,145 @@
+//! A message that is posted once and then edited in place as what it shows changes: a tool
+//! card, the plan, the thinking indicator, a poll.
+//!
+//! It keeps only the latest content it should show, so edits refused by a rate limit fold
+//! into the next one, and it obeys the same budget as a streamed reply: at most one request
+//! per interval and a cap on intermediate edits (see `docs/streaming.md`).
+
+use tokio::time::Instant;
+
+use crate::core::chat::{ChatError, ChatPort, OutMessage};
+
+/// One message kept up to date.
+#[derive(Debug)]
+pub struct LiveMessage {
+    /// Transaction ID of the first post, so a retried post is not duplicated.
+    txn: String,
+    /// Its event ID once posted.
+    event_id: Option<String>,
+    /// What the room shows now.
+    shown: Option<OutMessage>,
+    /// What it should show.
+    want: OutMessage,
+    /// When the last request for it was made.
+    last_request: Option<Instant>,
+    /// Intermediate edits sent so far.
+    edits: u32,
+}
+
+impl LiveMessage {
+    /// A message still to be posted with `content`.
+    pub fn new(txn: String, content: OutMessage) -> Self {
+        Self {
+            txn,
+            event_id: None,
+            shown: None,
+            want: content,
+            last_request: None,
+            edits: 0,
+        }
+    }
+
+    /// A message that exists already (restored from the store) and shows `content`.
+    pub fn posted(event_id: String, content: OutMessage) -> Self {
+        Self {
+            txn: String::new(),
+            event_id: Some(event_id),
+            shown: Some(content.clone()),
+            want: content,
+            last_request: None,
+            edits: 0,
+        }
+    }
+
+    /// Sets what the message should show; nothing is sent until [`LiveMessage::flush`].
+    pub fn set(&mut self, content: OutMessage) {
+        self.want = content;
+    }
+
+    /// Its event ID, once posted.
+    pub fn event_id(&self) -> Option<&str> {
+        self.event_id.as_deref()
+    }
+
+    /// What it should show.
+    pub fn content(&self) -> &OutMessage {
+        &self.want
+    }
+
+    /// Whether the room does not show the latest content yet.
+    pub fn is_dirty(&self) -> bool {
+        self.shown.as_ref() != Some(&self.want)
+    }
+
+    /// When the next request for it is due: at once for the first post, `interval` after
+    /// the previous request for an edit. `None` when nothing is to be sent, or when the
+    /// edit cap is spent and this is not the final edit.
+    pub fn due_at(
+        &self,
+        interval: std::time::Duration,
+        max_edits: u32,
+        last: bool,
+    ) -> Option<Instant> {
+        if !self.is_dirty() || (self.event_id.is_some() && self.edits >= max_edits && !last) {
+            return None;
+        }
+        Some(match self.last_request {
+            Some(at) if self.event_id.is_some() => at + interval,
+            _ => Instant::now(),
+        })
+    }
+
+    /// Posts or edits it to show the latest content. A refused request leaves it dirty.
+    pub async fn flush(&mut self, chat: &dyn ChatPort, room: &str) -> Result<(), ChatError> {
+        if !self.is_dirty() {
+            return Ok(());
+        }
+        self.last_request = Some(Instant::now());
+        let content = self.want.clone();
+        match &self.event_id {
+            None => {
+                self.event_id = Some(chat.send(room, &self.txn, &content).await?);
+            }
+            Some(id) => {
+                chat.edit(room, id, &content).await?;
+                self.edits += 1;
+            }
+        }
+        self.shown = Some(content);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fakes::FakeChat;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn posts_once_then_edits_only_when_the_content_changed() {
+        let chat = FakeChat::new();
+        let mut m = LiveMessage::new("t".into(), OutMessage::notice("a"));
+        let interval = Duration::from_secs(1);
+        assert!(m.due_at(interval, 5, false).unwrap() <= Instant::now());
+        m.flush(&*chat, "!r").await.unwrap();
+        assert!(m.due_at(interval, 5, false).is_none(), "nothing changed");
+        m.set(OutMessage::notice("b"));
+        let due = m.due_at(interval, 5, false).unwrap();
+        assert!(due > Instant::now(), "an edit waits for the interval");
+        m.flush(&*chat, "!r").await.unwrap();
+        assert_eq!(chat.shown("!r"), vec!["b"]);
+    }
+
+    #[tokio::test]
+    async fn past_the_edit_cap_only_the_last_edit_goes_out() {
+        let chat = FakeChat::new();
+        let mut m = LiveMessage::new("t".into(), OutMessage::notice("0"));
+        m.flush(&*chat, "!r").await.unwrap();
+        m.set(OutMessage::notice("1"));
+        m.flush(&*chat, "!r").await.unwrap();
+        m.set(OutMessage::notice("2"));
+        assert!(m.due_at(Duration::ZERO, 1, false).is_none());
+        assert!(m.due_at(Duration::ZERO, 1, true).is_some());
+    }
+}

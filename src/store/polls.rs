@@ -1,0 +1,76 @@
+//! Open permission polls, kept so a restart can close the polls of turns that died with it.
+
+use super::{Store, StoreError, now_ms};
+
+/// A poll that was open when it was stored.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StoredPoll {
+    /// The poll message.
+    pub event_id: String,
+    /// Its room.
+    pub room_id: String,
+    /// The text to show once it is expired.
+    pub body: String,
+    /// The same as HTML.
+    pub html: Option<String>,
+}
+
+impl Store {
+    /// Records an open poll of `agent_id`, with the text it should show if it expires
+    /// because the gateway stopped.
+    pub async fn save_poll(&self, agent_id: &str, poll: &StoredPoll) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT OR REPLACE INTO open_polls (event_id, room_id, agent_id, body, html, created_at)
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&poll.event_id)
+        .bind(&poll.room_id)
+        .bind(agent_id)
+        .bind(&poll.body)
+        .bind(&poll.html)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Forgets a poll once it is settled.
+    pub async fn forget_poll(&self, event_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM open_polls WHERE event_id = ?")
+            .bind(event_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The polls of `agent_id` still recorded as open.
+    pub async fn open_polls(&self, agent_id: &str) -> Result<Vec<StoredPoll>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT event_id, room_id, body, html FROM open_polls WHERE agent_id = ? ORDER BY created_at",
+        )
+        .bind(agent_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn polls_are_kept_until_forgotten_and_per_agent() {
+        let store = Store::in_memory().await.unwrap();
+        let poll = StoredPoll {
+            event_id: "$p".into(),
+            room_id: "!r".into(),
+            body: "expired".into(),
+            html: None,
+        };
+        store.save_poll("demo", &poll).await.unwrap();
+        assert_eq!(store.open_polls("demo").await.unwrap(), vec![poll]);
+        assert!(store.open_polls("other").await.unwrap().is_empty());
+        store.forget_poll("$p").await.unwrap();
+        assert!(store.open_polls("demo").await.unwrap().is_empty());
+    }
+}
