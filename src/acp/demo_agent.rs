@@ -263,7 +263,7 @@ impl Turn {
                 }
                 "permission" => {
                     let call = execute(&self.tool_id(), arg);
-                    self.permission(call, Ask::AfterAnnouncing).await?
+                    self.permission(call, Ask::AfterAnnouncing).await?;
                 }
                 "permission-edit" => {
                     let call = edit(&self.tool_id(), arg);
@@ -437,7 +437,12 @@ impl Turn {
                 )?;
             }
         }
-        self.say(&format!("permission: {chosen}\n"))
+        self.say(&format!("permission: {chosen}\n"))?;
+        // A `cancelled` outcome means the client cancelled the turn.
+        if chosen == "cancelled" {
+            self.cancel.flag.store(true, Ordering::SeqCst);
+        }
+        Ok(())
     }
 
     /// The turn a person trying the demo sees.

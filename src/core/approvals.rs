@@ -240,6 +240,7 @@ impl Approvals {
     /// Counts a refused call; at the configured count, proposes stopping the turn.
     async fn refused(&mut self, ctx: &AgentContext, room: &str) {
         self.refusals += 1;
+        tracing::debug!(refusals = self.refusals, "a tool call was refused");
         if self.refusals < ctx.permissions.propose_stop_after || self.stop_proposal.is_some() {
             return;
         }
@@ -247,6 +248,7 @@ impl Approvals {
         let txn = format!("propose-stop-{}", crate::store::now_ms());
         match ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
             Ok(id) => {
+                tracing::info!(agent = %ctx.agent_id, room, refusals = self.refusals, event = %id, "proposed stopping the turn");
                 react_with_retry(ctx, room, &id, poll::STOP_EMOJI).await;
                 self.stop_proposal = Some(id);
             }

@@ -542,6 +542,10 @@ impl Channel {
                 tool.id = request.tool.id.clone();
                 tool.merge(request.tool.clone());
                 view.activity.tool(request.tool.clone(), false);
+                // The call's card, if due, goes up before the poll that asks about it.
+                if let Err(e) = view.activity.flush(&*ctx.chat, &self.room).await {
+                    tracing::debug!(room = %self.room, error = %e, "card update deferred");
+                }
                 self.approvals.open(&ctx, &self.room, request, tool).await;
             }
             (AgentEvent::Permission(request), None) => {
@@ -605,7 +609,11 @@ impl Channel {
         }
         tracing::info!(agent = %self.ctx.agent_id, room = %self.room, by, "cancelling the turn");
         let ctx = self.ctx.clone();
-        // ACP: the client answers its open permission requests `cancelled` when it cancels.
+        if let Err(e) = ctx.agent.cancel(session_id).await {
+            tracing::warn!(error = %e, "session/cancel failed");
+        }
+        // ACP: after `session/cancel` the client answers its open permission requests
+        // `cancelled`.
         self.approvals
             .cancel_all(&ctx, &self.room, |event| {
                 if Some(event) == from_poll {
@@ -616,9 +624,6 @@ impl Channel {
             })
             .await;
         control.stopped_by = Some(by);
-        if let Err(e) = ctx.agent.cancel(session_id).await {
-            tracing::warn!(error = %e, "session/cancel failed");
-        }
     }
 
     async fn handle_input_during_turn(
@@ -964,7 +969,14 @@ mod tests {
     async fn start_poll(
         timeout: Duration,
     ) -> (mpsc::UnboundedSender<ChannelInput>, Arc<FakeChat>, String) {
-        let agent = FakeAgent::new(Script::AskPermission);
+        start_polls(timeout, 1).await
+    }
+
+    async fn start_polls(
+        timeout: Duration,
+        times: u32,
+    ) -> (mpsc::UnboundedSender<ChannelInput>, Arc<FakeChat>, String) {
+        let agent = FakeAgent::new(Script::AskPermission(times));
         let chat = FakeChat::new();
         let (tx, _) = channel_with_timeout(agent, chat.clone(), timeout).await;
         tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
@@ -1084,5 +1096,43 @@ mod tests {
             "{:?}",
             poll_of(&chat)
         );
+    }
+
+    #[tokio::test]
+    async fn refusals_in_one_turn_lead_to_a_stop_proposal() {
+        // The test context proposes stopping after two refusals.
+        let (tx, chat, first) = start_polls(Duration::from_secs(60), 2).await;
+        react(&tx, "@alice:x", &first, "✋");
+        settle_until(|| {
+            chat.shown("!room")
+                .iter()
+                .filter(|b| b.starts_with("🔐"))
+                .count()
+                == 2
+        })
+        .await;
+        let second = chat
+            .log()
+            .into_iter()
+            .filter_map(|s| match s {
+                Sent::Send { event_id, msg, .. } if msg.body.starts_with("🔐") => Some(event_id),
+                _ => None,
+            })
+            .nth(1)
+            .unwrap();
+        react(&tx, "@alice:x", &second, "✋");
+        settle_until(|| {
+            chat.shown("!room")
+                .iter()
+                .any(|b| b.contains("were refused"))
+        })
+        .await;
+        let proposal: Vec<String> = chat
+            .shown("!room")
+            .into_iter()
+            .filter(|b| b.contains("were refused"))
+            .collect();
+        assert_eq!(proposal.len(), 1, "{:?}", chat.shown("!room"));
+        assert!(proposal[0].starts_with("✋ 2 tool calls were refused"));
     }
 }

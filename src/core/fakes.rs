@@ -232,9 +232,10 @@ pub enum Script {
     Error(String),
     /// Streams until cancelled, then ends with `cancelled`.
     UntilCancelled,
-    /// Announces a tool call, asks permission for it with the four usual options, says
-    /// `permission: <optionId>` (or `cancelled`) and ends; a cancel ends it at once.
-    AskPermission,
+    /// This many times: announces a tool call, asks permission for it with the four usual
+    /// options and says `permission: <optionId>` (or `cancelled`); then ends. A cancel ends
+    /// it at once.
+    AskPermission(u32),
 }
 
 /// The four options real agents offer, with the ids one of them uses.
@@ -331,41 +332,46 @@ impl AgentPort for FakeAgent {
                 cancel.notified().await;
                 Ok(StopReason::Cancelled.into())
             }
-            Script::AskPermission => {
-                let tool = ToolCallFields {
-                    id: "t1".into(),
-                    title: Some("bash: ls".into()),
-                    kind: Some(ToolKind::Execute),
-                    status: Some(ToolStatus::Pending),
-                    raw_input: Some(serde_json::json!({"command": "ls"})),
-                    ..Default::default()
-                };
-                let _ = tx.send(AgentEvent::ToolCall(tool.clone()));
-                let (reply, answer) = tokio::sync::oneshot::channel();
-                let _ = tx.send(AgentEvent::Permission(PermissionRequest {
-                    tool,
-                    options: usual_options(),
-                    reply,
-                }));
-                let answer = tokio::select! {
-                    answer = answer => answer.unwrap_or(PermissionAnswer::Cancelled),
-                    _ = cancel.notified() => return Ok(StopReason::Cancelled.into()),
-                };
-                let said = match &answer {
-                    PermissionAnswer::Selected(id) => id.clone(),
-                    PermissionAnswer::Cancelled => "cancelled".into(),
-                };
-                let allowed = said.starts_with("allow");
-                let _ = tx.send(AgentEvent::ToolCallUpdate(ToolCallFields {
-                    id: "t1".into(),
-                    status: Some(if allowed {
-                        ToolStatus::Completed
-                    } else {
-                        ToolStatus::Failed
-                    }),
-                    ..Default::default()
-                }));
-                let _ = tx.send(AgentEvent::MessageChunk(format!("permission: {said}")));
+            Script::AskPermission(times) => {
+                for i in 0..times {
+                    let tool = ToolCallFields {
+                        id: format!("t{i}"),
+                        title: Some("bash: ls".into()),
+                        kind: Some(ToolKind::Execute),
+                        status: Some(ToolStatus::Pending),
+                        raw_input: Some(serde_json::json!({"command": "ls"})),
+                        ..Default::default()
+                    };
+                    let _ = tx.send(AgentEvent::ToolCall(tool.clone()));
+                    let (reply, answer) = tokio::sync::oneshot::channel();
+                    let _ = tx.send(AgentEvent::Permission(PermissionRequest {
+                        tool,
+                        options: usual_options(),
+                        reply,
+                    }));
+                    let answer = tokio::select! {
+                        answer = answer => answer.unwrap_or(PermissionAnswer::Cancelled),
+                        _ = cancel.notified() => return Ok(StopReason::Cancelled.into()),
+                    };
+                    let said = match &answer {
+                        PermissionAnswer::Selected(id) => id.clone(),
+                        PermissionAnswer::Cancelled => "cancelled".into(),
+                    };
+                    let allowed = said.starts_with("allow");
+                    let _ = tx.send(AgentEvent::ToolCallUpdate(ToolCallFields {
+                        id: format!("t{i}"),
+                        status: Some(if allowed {
+                            ToolStatus::Completed
+                        } else {
+                            ToolStatus::Failed
+                        }),
+                        ..Default::default()
+                    }));
+                    let _ = tx.send(AgentEvent::MessageChunk(format!(
+                        "{}permission: {said}",
+                        if i > 0 { "\n" } else { "" }
+                    )));
+                }
                 Ok(StopReason::EndTurn.into())
             }
         }

@@ -154,7 +154,7 @@ impl ReplyStream {
             let part = &self.text[bounds[i]..bounds[i + 1]];
             let want: Cow<'_, str> = match footer {
                 Some(footer) if i == last && part.is_empty() => footer.into(),
-                Some(footer) if i == last => format!("{part}\n\n{footer}").into(),
+                Some(footer) if i == last => format!("{}\n\n{footer}", part.trim_end()).into(),
                 _ => part.into(),
             };
             if want.is_empty() {
@@ -417,7 +417,8 @@ mod tests {
         assert_eq!(s.stats().edits, 3);
         assert_eq!(
             chat.shown("!r"),
-            vec![format!("{}\n\n⏹️ Stopped.", parts.concat())]
+            // The footer follows the text after one blank line, whatever whitespace ended it.
+            vec![format!("{}\n\n⏹️ Stopped.", parts.concat().trim_end())]
         );
     }
 

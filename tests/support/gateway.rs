@@ -42,6 +42,17 @@ impl GatewayProcess {
         agents: &[AgentSpec],
         extra_toml: &str,
     ) -> Self {
+        Self::start_with_approvers(homeserver, allowed, None, agents, extra_toml)
+    }
+
+    /// Like [`GatewayProcess::start`], with `access.approvers` set when given.
+    pub fn start_with_approvers(
+        homeserver: &str,
+        allowed: &[&str],
+        approvers: Option<&[&str]>,
+        agents: &[AgentSpec],
+        extra_toml: &str,
+    ) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("sidekicks-gateway-")
             .tempdir()
@@ -49,6 +60,9 @@ impl GatewayProcess {
         let mut toml = format!(
             "state_dir = \"state\"\n{extra_toml}\n[matrix]\nhomeserver = \"{homeserver}\"\n[access]\nallowed_users = {allowed:?}\n"
         );
+        if let Some(approvers) = approvers {
+            toml.push_str(&format!("approvers = {approvers:?}\n"));
+        }
         for a in agents {
             let ws = dir.path().join(format!("workspace-{}", a.id));
             std::fs::create_dir_all(&ws).unwrap();
@@ -122,6 +136,19 @@ impl GatewayProcess {
             std::thread::sleep(Duration::from_millis(50));
         }
         None
+    }
+
+    /// Kills the gateway with SIGKILL, as a crash or power loss would: no clean-up runs.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the gateway again after [`GatewayProcess::kill`] or [`GatewayProcess::stop`].
+    pub fn start_again(&mut self) {
+        self.launch();
     }
 
     /// Stops the gateway with SIGTERM and waits for it.

@@ -179,7 +179,11 @@ impl Person {
         let sync = tokio::spawn(async move {
             loop {
                 let _ = c
-                    .sync(SyncSettings::default().timeout(Duration::from_secs(5)))
+                    .sync(
+                        SyncSettings::default()
+                            .timeout(Duration::from_secs(5))
+                            .filter(full_timeline()),
+                    )
                     .await;
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
@@ -229,6 +233,33 @@ impl Person {
             .response
             .event_id
             .to_string()
+    }
+
+    /// Sends a plain text message as a reply to `in_reply_to`; returns its event ID.
+    pub async fn send_reply(&self, room: &Room, text: &str, in_reply_to: &str) -> String {
+        let mut content = RoomMessageEventContent::text_plain(text);
+        content.relates_to = Some(Relation::Reply(
+            matrix_sdk::ruma::events::relation::Reply::with_event_id(
+                OwnedEventId::try_from(in_reply_to).unwrap(),
+            ),
+        ));
+        room.send(content)
+            .await
+            .unwrap()
+            .response
+            .event_id
+            .to_string()
+    }
+
+    /// Joins a room this person was invited to, and waits until the client knows it.
+    pub async fn join(&self, room_id: &str) -> Room {
+        let id = OwnedRoomId::try_from(room_id).unwrap();
+        wait_until(Duration::from_secs(30), "the invite to sync", || {
+            self.client.get_room(&id)
+        })
+        .await;
+        self.client.join_room_by_id(&id).await.unwrap();
+        self.room(room_id)
     }
 
     /// Reacts to an event.
@@ -352,4 +383,14 @@ pub async fn wait_until<T>(
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A sync filter that does not truncate room timelines: a busy agent (a poll, its
+/// reactions, cards and edits) can post more events between two syncs than the server's
+/// default of 10, and a test must see every one of them.
+fn full_timeline() -> matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter {
+    use matrix_sdk::ruma::api::client::filter::FilterDefinition;
+    let mut filter = FilterDefinition::default();
+    filter.room.timeline.limit = Some(matrix_sdk::ruma::UInt::from(500u32));
+    matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter::FilterDefinition(filter)
 }

@@ -1,0 +1,349 @@
+#![recursion_limit = "256"]
+//! Permission polls, tool cards, plans, thinking and usage, against a real homeserver and
+//! the real demo agent. Alice may prompt and approve; Bob may prompt but not approve.
+
+mod support;
+
+use std::time::Duration;
+
+use matrix_sdk::room::Room;
+use support::{
+    AgentSpec, Env, GatewayProcess, PATIENCE, Person, Synapse, SynapseOptions, wait_until,
+};
+
+/// The agent's user ID in every test here.
+const AGENT: &str = "@demo:localhost";
+
+/// A homeserver, a gateway whose only approver is Alice, and Bob (allowed, not approver).
+async fn start(extra_toml: &str) -> (Env, Person) {
+    let hs = Synapse::start(SynapseOptions::default()).await;
+    let alice_id = hs.register("alice", "alice-password").await;
+    let bob_id = hs.register("bob", "bob-password").await;
+    let agent = hs.register("demo", "demo-password").await;
+    assert_eq!(agent, AGENT);
+    let gw = GatewayProcess::start_with_approvers(
+        &hs.url,
+        &[alice_id.as_str(), bob_id.as_str()],
+        Some(&[alice_id.as_str()]),
+        &[AgentSpec {
+            id: "demo".into(),
+            user_id: agent.clone(),
+            password: "demo-password".into(),
+        }],
+        extra_toml,
+    );
+    let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
+    let bob = Person::login(&hs.url, &bob_id, "bob-password").await;
+    (
+        Env {
+            hs,
+            gw,
+            alice,
+            agent,
+        },
+        bob,
+    )
+}
+
+/// A room with Alice, the agent and Bob.
+async fn room_with_bob(env: &Env, bob: &Person) -> (Room, Room) {
+    let room = env.room_with_agent(false).await;
+    env.alice.invite(&room, &bob.user_id).await;
+    let bobs = bob.join(room.room_id().as_str()).await;
+    (room, bobs)
+}
+
+/// Waits for the `n`-th poll (from 0) in `room`, with all its choices pre-reacted by the
+/// agent; returns its event ID.
+async fn poll(env: &Env, room: &Room, n: usize) -> String {
+    let id = wait_until(PATIENCE, &format!("poll #{n}"), || {
+        env.alice
+            .messages_from(room, &env.agent)
+            .into_iter()
+            .filter(|m| m.body.starts_with("🔐"))
+            .nth(n)
+            .map(|m| m.event_id)
+    })
+    .await;
+    wait_until(PATIENCE, "the agent's reactions on the poll", || {
+        let keys = env
+            .alice
+            .reactions_on(&id)
+            .into_iter()
+            .filter(|r| r.sender == env.agent)
+            .count();
+        (keys == 5).then_some(())
+    })
+    .await;
+    id
+}
+
+/// Waits until the poll `id` shows a text containing `text`; returns it.
+async fn poll_shows(env: &Env, id: &str, text: &str) -> String {
+    wait_until(PATIENCE, &format!("the poll to show {text:?}"), || {
+        env.alice.current_text(id).filter(|t| t.contains(text))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approvers_reaction_answers_with_its_option_and_a_non_approvers_does_not() {
+    let (env, bob) = start("").await;
+    let (room, bobs_room) = room_with_bob(&env, &bob).await;
+    env.alice.send(&room, "%permission bash: ls").await;
+    let poll_id = poll(&env, &room, 0).await;
+    let text = env.alice.current_text(&poll_id).unwrap();
+    assert!(
+        text.starts_with("🔐 demo agent asks to use a tool: 💻 bash: ls (execute)\n$ ls"),
+        "{text}"
+    );
+    for line in [
+        "1. ✅ Allow",
+        "2. 🔁 Allow for this session",
+        "3. ✋ Reject",
+        "4. ❌ Never allow in this session",
+        "5. 🛑 Stop the agent",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+    // Bob may prompt but not approve: his reaction changes nothing.
+    bob.react(&bobs_room, &poll_id, "✅").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        env.alice
+            .current_text(&poll_id)
+            .unwrap()
+            .contains("React to answer"),
+        "the poll is still open"
+    );
+    assert!(env.gw.log().contains("may not approve"));
+    env.alice.react(&room, &poll_id, "✅").await;
+    env.reply_where(&room, "the agent saying what it got", |t| {
+        t.contains("permission: allow")
+    })
+    .await;
+    let settled = poll_shows(&env, &poll_id, "Allowed by").await;
+    assert!(
+        settled.ends_with("✅ Allowed by @alice:localhost: Allow"),
+        "{settled}"
+    );
+    // The tool call ran: its card ends completed, with its output.
+    let card = env
+        .reply_where(&room, "the completed tool card", |t| {
+            t.starts_with("✅ 💻 bash: ls · completed")
+        })
+        .await;
+    assert!(card.contains("ran bash: ls"), "{card}");
+
+    // A request that comes before its tool call, and one for a call never announced, still
+    // get proper polls: described from the request itself.
+    env.alice
+        .send(
+            &room,
+            "%permission-early bash: pwd\n%permission-unannounced bash: id",
+        )
+        .await;
+    let early = poll(&env, &room, 1).await;
+    assert!(
+        env.alice
+            .current_text(&early)
+            .unwrap()
+            .contains("bash: pwd (execute)\n$ pwd")
+    );
+    // Answered by a typed reply this time.
+    env.alice.send_reply(&room, "!allow", &early).await;
+    let unannounced = poll(&env, &room, 2).await;
+    assert!(
+        env.alice
+            .current_text(&unannounced)
+            .unwrap()
+            .contains("$ id")
+    );
+    env.alice.send_reply(&room, "1", &unannounced).await;
+    env.reply_where(&room, "both answers", |t| {
+        t.contains("permission: allow\npermission: allow")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reject_emoji_sends_reject_always_and_the_work_is_shown() {
+    let (env, _bob) = start("").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &room,
+            "%think Let me check the build first.\n%plan Read; Build; Report\n\
+             %permission bash: rm -rf build\n%tool-open bash: sleep 100\n\
+             %usage 5000 200000\n%tokens 120 30\n%say done",
+        )
+        .await;
+    let poll_id = poll(&env, &room, 0).await;
+    env.alice.react(&room, &poll_id, "❌").await;
+    let reply = env
+        .reply_where(&room, "the final reply with usage", |t| t.contains("📊"))
+        .await;
+    assert!(reply.starts_with("permission: never\ndone"), "{reply}");
+    assert!(
+        reply.ends_with("📊 context 5.0k/200k (2%) · 120 in · 30 out"),
+        "{reply}"
+    );
+    poll_shows(
+        &env,
+        &poll_id,
+        "❌ Refused by @alice:localhost: Never allow in this session",
+    )
+    .await;
+    // Cards end in a final state: the refused call failed, the one left open is closed.
+    env.reply_where(&room, "the refused call's card", |t| {
+        t.starts_with("❌ 💻 bash: rm -rf build · failed")
+    })
+    .await;
+    env.reply_where(&room, "the open call's card, closed", |t| {
+        t.starts_with("❔ 💻 bash: sleep 100 · ended without a status")
+    })
+    .await;
+    env.reply_where(&room, "the plan", |t| {
+        t == "📋 Plan (1/3 done)\n✅ Read\n⬜ Build\n⬜ Report"
+    })
+    .await;
+    let thinking = env
+        .reply_where(&room, "the folded thinking", |t| {
+            t.starts_with("💭 Thought for")
+        })
+        .await;
+    assert!(!thinking.contains("check the build"), "folded: {thinking}");
+    assert!(!reply.contains("check the build"), "never in the answer");
+    let status = {
+        env.alice.send(&room, "!status").await;
+        env.notice_containing(&room, "📊 context").await
+    };
+    assert!(status.body.contains("120 in · 30 out"), "{}", status.body);
+
+    // An answer-only room sees no cards, and no usage line.
+    env.alice.send(&room, "!show answer").await;
+    env.notice_containing(&room, "From now on this room shows: answer")
+        .await;
+    let before = env.alice.messages_from(&room, &env.agent).len();
+    env.prompt_and_wait(&room, "%tool bash: true\n%usage 1 2\n%say quiet", "quiet")
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after: Vec<String> = env
+        .alice
+        .messages_from(&room, &env.agent)
+        .into_iter()
+        .skip(before)
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(after, vec!["quiet"], "only the answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_poll_expires_into_a_reject() {
+    let (env, _bob) = start("[permissions]\ntimeout_secs = 5\n").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%permission bash: ls").await;
+    let poll_id = poll(&env, &room, 0).await;
+    env.reply_where(&room, "the refusal after the timeout", |t| {
+        t.contains("permission: reject")
+    })
+    .await;
+    poll_shows(
+        &env,
+        &poll_id,
+        "⌛ Nobody answered in time, so it was refused: Reject",
+    )
+    .await;
+    env.reply_where(&room, "the refused call's card", |t| {
+        t.starts_with("❌ 💻 bash: ls · failed")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_lead_to_a_stop_proposal_and_stop_on_a_poll_cancels_the_turn() {
+    let (env, _bob) = start("[permissions]\npropose_stop_after = 2\n").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &room,
+            "%permission bash: a\n%permission bash: b\n%permission bash: c\n%say not reached",
+        )
+        .await;
+    for n in 0..2 {
+        let id = poll(&env, &room, n).await;
+        env.alice.react(&room, &id, "✋").await;
+    }
+    env.notice_containing(&room, "2 tool calls were refused")
+        .await;
+    let third = poll(&env, &room, 2).await;
+    env.alice.react(&room, &third, "🛑").await;
+    let reply = env
+        .reply_where(&room, "the stopped reply", |t| t.contains("Stopped by"))
+        .await;
+    assert_eq!(
+        reply,
+        "permission: reject\npermission: reject\npermission: cancelled\n\n\
+         ⏹️ Stopped by @alice:localhost."
+    );
+    poll_shows(&env, &third, "🛑 @alice:localhost stopped the turn.").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polls_in_two_rooms_are_answered_independently() {
+    let (env, _bob) = start("").await;
+    let first = env.room_with_agent(false).await;
+    let second = env.room_with_agent(true).await;
+    env.alice.send(&first, "%permission bash: one").await;
+    env.alice.send(&second, "%permission bash: two").await;
+    let p1 = poll(&env, &first, 0).await;
+    let p2 = poll(&env, &second, 0).await;
+    env.alice.react(&second, &p2, "✅").await;
+    env.reply_where(&second, "the second room's answer", |t| {
+        t.contains("permission: allow")
+    })
+    .await;
+    assert!(
+        env.alice
+            .current_text(&p1)
+            .unwrap()
+            .contains("React to answer"),
+        "the first poll is still open"
+    );
+    env.alice.react(&first, &p1, "❌").await;
+    env.reply_where(&first, "the first room's answer", |t| {
+        t.contains("permission: never")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_closes_open_polls() {
+    let (mut env, _bob) = start("").await;
+    let room = env.room_with_agent(false).await;
+
+    // A graceful stop cancels the turn: the agent gets `cancelled`, the poll says so.
+    env.alice.send(&room, "%permission bash: ls").await;
+    let first = poll(&env, &room, 0).await;
+    env.gw.stop();
+    poll_shows(&env, &first, "⏹️ Cancelled: the turn was stopped.").await;
+    env.reply_where(&room, "the agent's answer to the cancelled poll", |t| {
+        t.contains("permission: cancelled")
+    })
+    .await;
+    env.gw.start_again();
+
+    // A crash leaves the poll open; the next start marks it expired.
+    env.alice.send(&room, "%permission bash: pwd").await;
+    let second = poll(&env, &room, 1).await;
+    env.gw.kill();
+    assert!(
+        env.alice
+            .current_text(&second)
+            .unwrap()
+            .contains("React to answer"),
+        "nothing closed it at the crash"
+    );
+    env.gw.start_again();
+    poll_shows(&env, &second, "⌛ Expired: Sidekicks restarted").await;
+}
