@@ -90,6 +90,11 @@ impl Approvals {
         }
     }
 
+    /// How many polls are open.
+    pub fn open_count(&self) -> usize {
+        self.polls.len()
+    }
+
     /// When the next poll expires.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.polls.iter().map(|p| p.deadline).min()
@@ -121,7 +126,8 @@ impl Approvals {
         };
         let content = cards::poll(&view);
         let txn = format!("poll-{}-{}", tool.id, crate::store::now_ms());
-        let event_id = match ctx.chat.send(room, &txn, &content).await {
+        // The same transaction ID on every try: a retried post is never duplicated.
+        let event_id = match with_retry(|| ctx.chat.send(room, &txn, &content)).await {
             Ok(id) => id,
             Err(e) => {
                 tracing::error!(agent = %ctx.agent_id, room, error = %e, "could not post a permission poll; refusing the request");
@@ -152,9 +158,10 @@ impl Approvals {
             tool,
             deadline: Instant::now() + ctx.permissions.timeout,
         });
-        for choice in &choices {
-            react_with_retry(ctx, room, &event_id, &choice.emoji).await;
-        }
+        // Pre-reacting takes one request per choice and may wait on rate limits: it runs
+        // beside the turn, which meanwhile keeps taking updates and answers.
+        let keys: Vec<String> = choices.into_iter().map(|c| c.emoji).collect();
+        spawn_reactions(ctx, room, event_id, keys);
     }
 
     /// `by` picked a choice on poll `event_id` (`pick` finds it among the poll's choices).
@@ -248,8 +255,8 @@ impl Approvals {
         let txn = format!("propose-stop-{}", crate::store::now_ms());
         match ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
             Ok(id) => {
-                tracing::info!(agent = %ctx.agent_id, room, refusals = self.refusals, event = %id, "proposed stopping the turn");
-                react_with_retry(ctx, room, &id, poll::STOP_EMOJI).await;
+                tracing::info!(agent = %ctx.agent_id, room, refusals = self.refusals, "proposed stopping the turn");
+                spawn_reactions(ctx, room, id.clone(), vec![poll::STOP_EMOJI.to_owned()]);
                 self.stop_proposal = Some(id);
             }
             Err(e) => tracing::warn!(room, error = %e, "could not propose stopping the turn"),
@@ -296,10 +303,16 @@ where
     }
 }
 
-async fn react_with_retry(ctx: &AgentContext, room: &str, event_id: &str, key: &str) {
-    if let Err(e) = with_retry(|| ctx.chat.react(room, event_id, key)).await {
-        tracing::warn!(room, error = %e, key, "could not put a reaction on a poll");
-    }
+/// Puts the agent's own reactions on `event_id`, in order, in a task of their own.
+fn spawn_reactions(ctx: &AgentContext, room: &str, event_id: String, keys: Vec<String>) {
+    let (chat, room) = (ctx.chat.clone(), room.to_owned());
+    tokio::spawn(async move {
+        for key in keys {
+            if let Err(e) = with_retry(|| chat.react(&room, &event_id, &key)).await {
+                tracing::warn!(room, error = %e, key, "could not put a reaction on a poll");
+            }
+        }
+    });
 }
 
 /// Edits a poll, retrying rate limits: the edit is the record of the decision.

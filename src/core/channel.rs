@@ -258,9 +258,7 @@ impl Channel {
                 &self.ctx.display_name,
                 running,
                 self.queue.len(),
-                self.approvals
-                    .only_poll()
-                    .map_or_else(|n| n, |p| p.map_or(0, |_| 1)),
+                self.approvals.open_count(),
                 self.session.is_some(),
                 self.usage.line().as_deref(),
             ),
@@ -1086,8 +1084,13 @@ mod tests {
     async fn stop_on_a_poll_answers_it_cancelled_and_stops_the_turn() {
         let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
         react(&tx, "@alice:x", &poll, "🛑");
-        settle_until(|| !reply_said(&chat).is_empty()).await;
-        assert_eq!(reply_said(&chat)[0], "permission: cancelled");
+        settle_until(|| chat.shown("!room").iter().any(|b| b.contains("Stopped by"))).await;
+        assert!(
+            chat.shown("!room")
+                .contains(&"⏹️ Stopped by @alice:x.".to_string()),
+            "{:?}",
+            chat.shown("!room")
+        );
         assert!(
             poll_of(&chat)
                 .unwrap()
@@ -1095,6 +1098,10 @@ mod tests {
                 .ends_with("🛑 @alice:x stopped the turn."),
             "{:?}",
             poll_of(&chat)
+        );
+        assert!(
+            reply_said(&chat).is_empty(),
+            "the agent stopped without going on"
         );
     }
 

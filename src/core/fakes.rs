@@ -349,9 +349,12 @@ impl AgentPort for FakeAgent {
                         options: usual_options(),
                         reply,
                     }));
+                    // A cancel wins over an answer that arrives with it: `session/cancel`
+                    // comes first.
                     let answer = tokio::select! {
-                        answer = answer => answer.unwrap_or(PermissionAnswer::Cancelled),
+                        biased;
                         _ = cancel.notified() => return Ok(StopReason::Cancelled.into()),
+                        answer = answer => answer.unwrap_or(PermissionAnswer::Cancelled),
                     };
                     let said = match &answer {
                         PermissionAnswer::Selected(id) => id.clone(),
