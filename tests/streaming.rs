@@ -181,7 +181,7 @@ async fn messages_sent_during_a_turn_are_queued_visibly_and_answered_in_order() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_demo_turn_asks_permission_and_is_refused_safely_until_polls_exist() {
+async fn the_demo_turn_shows_its_work_and_asks_before_looking() {
     let env = Env::start(
         SynapseOptions::default(),
         "[streaming]\nedit_interval_ms = 300",
@@ -189,19 +189,35 @@ async fn the_demo_turn_asks_permission_and_is_refused_safely_until_polls_exist()
     .await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "hello there").await;
-    let notice = env.notice_containing(&room, "bash: ls").await;
-    assert!(notice.body.contains("refused"), "{}", notice.body);
+    let poll = env
+        .reply_where(&room, "the permission poll", |t| t.starts_with("🔐"))
+        .await;
+    assert!(poll.contains("1. ✅ Allow\n2. ❌ Reject\n3. 🛑"), "{poll}");
+    let poll_id = env
+        .alice
+        .messages_from(&room, &env.agent)
+        .into_iter()
+        .find(|m| m.body.starts_with("🔐"))
+        .unwrap()
+        .event_id;
+    env.alice.react(&room, &poll_id, "✅").await;
     let text = env
         .reply_where(&room, "the demo answer", |t| {
             t.contains("| gateway | Matrix + ACP |")
         })
         .await;
     assert!(text.contains("> hello there"), "{text}");
-    // The agent was told "never": the demo agent says it did not look.
-    assert!(
-        text.contains("You did not let me list the workspace"),
-        "{text}"
-    );
+    assert!(text.contains("The workspace is empty."), "{text}");
+    env.reply_where(&room, "the plan", |t| t.starts_with("📋 Plan (1/3 done)"))
+        .await;
+    env.reply_where(&room, "the listing's card", |t| {
+        t.starts_with("✅ 💻 bash: ls · completed")
+    })
+    .await;
+    env.reply_where(&room, "the folded thinking", |t| {
+        t.starts_with("💭 Thought for")
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

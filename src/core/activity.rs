@@ -10,10 +10,12 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::time::Instant;
 
+use std::sync::Arc;
+
 use super::agent::{PlanEntry, ToolCallFields, ToolStatus};
 use super::chat::{ChatError, ChatPort};
 use crate::render::cards::{self, CardStatus};
-use crate::render::live::LiveMessage;
+use crate::render::live::{LiveMessage, Paced, send_everything};
 use crate::render::stream::StreamSettings;
 
 /// How much of an agent's work a room shows besides its answers.
@@ -97,6 +99,10 @@ struct Thinking {
 
 /// The work shown during one turn.
 pub struct Activity {
+    /// Where to send.
+    chat: Arc<dyn ChatPort>,
+    /// The room.
+    room: String,
     /// What the room shows.
     verbosity: Verbosity,
     /// Prefix of transaction IDs, unique per turn.
@@ -118,9 +124,17 @@ pub struct Activity {
 }
 
 impl Activity {
-    /// The activity of a turn whose transaction IDs start with `txn_prefix`.
-    pub fn new(verbosity: Verbosity, txn_prefix: String, settings: StreamSettings) -> Self {
+    /// The activity of a turn in `room` whose transaction IDs start with `txn_prefix`.
+    pub fn new(
+        chat: Arc<dyn ChatPort>,
+        room: String,
+        verbosity: Verbosity,
+        txn_prefix: String,
+        settings: StreamSettings,
+    ) -> Self {
         Self {
+            chat,
+            room,
             verbosity,
             txn_prefix,
             settings,
@@ -238,7 +252,7 @@ impl Activity {
 
     /// Sends every request that is due, oldest message first. Stops at a rate limit, which
     /// holds every further request back for the time the homeserver asked.
-    pub async fn flush(&mut self, chat: &dyn ChatPort, room: &str) -> Result<(), ChatError> {
+    pub async fn flush(&mut self) -> Result<(), ChatError> {
         let now = Instant::now();
         if self.not_before.is_some_and(|nb| now < nb) {
             return Ok(());
@@ -248,6 +262,7 @@ impl Activity {
             self.settings.max_edits,
             self.finishing,
         );
+        let (chat, room) = (self.chat.clone(), self.room.clone());
         let mut outcome = Ok(());
         for m in self.messages() {
             if m.due_at(interval, max_edits, last)
@@ -255,7 +270,7 @@ impl Activity {
             {
                 continue;
             }
-            if let Err(e) = m.flush(chat, room).await {
+            if let Err(e) = m.flush(&*chat, &room).await {
                 outcome = Err(e);
                 break;
             }
@@ -271,13 +286,7 @@ impl Activity {
     /// Ends the turn's display: open cards are closed (`cancelled` when the turn was
     /// cancelled, else "ended without a status"), the thinking indicator folds its
     /// thoughts, and everything is sent until it shows its final state.
-    pub async fn finish(
-        &mut self,
-        cancelled: bool,
-        chat: &dyn ChatPort,
-        room: &str,
-    ) -> Result<(), ChatError> {
-        const MAX_FAILURES: u32 = 8;
+    pub async fn finish(&mut self, cancelled: bool) -> Result<(), ChatError> {
         for card in &mut self.cards {
             let open = matches!(
                 card.fields.status,
@@ -297,21 +306,17 @@ impl Activity {
             t.message.set(cards::thinking(Some(took), &t.text));
         }
         self.finishing = true;
-        let mut failures = 0;
-        while let Some(at) = self.next_flush_at() {
-            tokio::time::sleep_until(at).await;
-            match self.flush(chat, room).await {
-                Ok(()) | Err(ChatError::RateLimited { .. }) => {}
-                Err(e @ ChatError::Permanent(_)) => return Err(e),
-                Err(e) => {
-                    failures += 1;
-                    if failures >= MAX_FAILURES {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        Ok(())
+        send_everything(self).await
+    }
+}
+
+impl Paced for Activity {
+    fn due_at(&mut self) -> Option<Instant> {
+        self.next_flush_at()
+    }
+
+    async fn send_due(&mut self) -> Result<(), ChatError> {
+        self.flush().await
     }
 }
 
@@ -339,20 +344,21 @@ mod tests {
         }
     }
 
-    async fn settle(a: &mut Activity, chat: &FakeChat) {
-        while let Some(at) = a.next_flush_at() {
-            tokio::time::sleep_until(at).await;
-            a.flush(chat, "!r").await.unwrap();
-        }
+    fn activity(chat: &Arc<FakeChat>, verbosity: Verbosity) -> Activity {
+        Activity::new(chat.clone(), "!r".into(), verbosity, "x".into(), settings())
+    }
+
+    async fn settle(a: &mut Activity) {
+        send_everything(a).await.unwrap();
     }
 
     #[tokio::test]
     async fn cards_follow_their_tool_calls_and_open_ones_are_closed_at_the_end() {
         let chat = FakeChat::new();
-        let mut a = Activity::new(Verbosity::All, "x".into(), settings());
+        let mut a = activity(&chat, Verbosity::All);
         a.tool(call("a", Some(ToolStatus::Pending)), true);
         a.tool(call("b", Some(ToolStatus::InProgress)), true);
-        settle(&mut a, &chat).await;
+        settle(&mut a).await;
         a.tool(
             ToolCallFields {
                 status: Some(ToolStatus::Completed),
@@ -363,7 +369,7 @@ mod tests {
             },
             false,
         );
-        settle(&mut a, &chat).await;
+        settle(&mut a).await;
         assert_eq!(
             chat.shown("!r"),
             vec![
@@ -371,16 +377,16 @@ mod tests {
                 "🔄 💻 run b · in progress".to_string()
             ]
         );
-        a.finish(true, &*chat, "!r").await.unwrap();
+        a.finish(true).await.unwrap();
         assert_eq!(chat.shown("!r")[1], "⏹️ 💻 run b · cancelled");
     }
 
     #[tokio::test]
     async fn a_permission_request_alone_makes_no_card_but_is_remembered() {
         let chat = FakeChat::new();
-        let mut a = Activity::new(Verbosity::All, "x".into(), settings());
+        let mut a = activity(&chat, Verbosity::All);
         a.tool(call("p", None), false);
-        settle(&mut a, &chat).await;
+        settle(&mut a).await;
         assert!(chat.shown("!r").is_empty());
         assert_eq!(a.known_tool("p").unwrap().title.as_deref(), Some("run p"));
         // Announced later, it gets its card with what the request said.
@@ -392,34 +398,34 @@ mod tests {
             },
             true,
         );
-        settle(&mut a, &chat).await;
+        settle(&mut a).await;
         assert_eq!(chat.shown("!r"), vec!["🕓 💻 run p · pending"]);
     }
 
     #[tokio::test]
     async fn answer_only_rooms_see_no_cards_plan_or_thinking() {
         let chat = FakeChat::new();
-        let mut a = Activity::new(Verbosity::Answer, "x".into(), settings());
+        let mut a = activity(&chat, Verbosity::Answer);
         a.tool(call("a", Some(ToolStatus::Pending)), true);
         a.plan(&[PlanEntry {
             text: "x".into(),
             status: PlanStatus::Pending,
         }]);
         a.thought("hmm");
-        a.finish(false, &*chat, "!r").await.unwrap();
+        a.finish(false).await.unwrap();
         assert!(chat.log().is_empty());
     }
 
     #[tokio::test]
     async fn tools_rooms_see_cards_and_plan_but_no_thinking() {
         let chat = FakeChat::new();
-        let mut a = Activity::new(Verbosity::Tools, "x".into(), settings());
+        let mut a = activity(&chat, Verbosity::Tools);
         a.thought("hmm");
         a.plan(&[PlanEntry {
             text: "x".into(),
             status: PlanStatus::Pending,
         }]);
-        a.finish(false, &*chat, "!r").await.unwrap();
+        a.finish(false).await.unwrap();
         assert_eq!(chat.shown("!r"), vec!["📋 Plan (0/1 done)\n⬜ x"]);
     }
 

@@ -368,7 +368,13 @@ impl Channel {
                 txn_prefix.clone(),
                 self.ctx.stream.clone(),
             ),
-            activity: Activity::new(verbosity, txn_prefix, self.ctx.stream.clone()),
+            activity: Activity::new(
+                self.ctx.chat.clone(),
+                self.room.clone(),
+                verbosity,
+                txn_prefix,
+                self.ctx.stream.clone(),
+            ),
         };
         self.approvals.new_turn();
         let mut control = TurnControl::default();
@@ -415,7 +421,7 @@ impl Channel {
                     }
                 }
                 _ = sleep_until_opt(activity_at) => {
-                    if let Err(e) = view.activity.flush(&*ctx.chat, &self.room).await {
+                    if let Err(e) = view.activity.flush().await {
                         tracing::debug!(room = %self.room, error = %e, "card update deferred");
                     }
                 }
@@ -480,7 +486,7 @@ impl Channel {
             }
         };
         let cancelled = matches!(result, Ok(StopReason::Cancelled));
-        if let Err(e) = activity.finish(cancelled, &*ctx.chat, &self.room).await {
+        if let Err(e) = activity.finish(cancelled).await {
             tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not close the tool cards");
         }
         if stream.text().is_empty() {
@@ -541,7 +547,7 @@ impl Channel {
                 tool.merge(request.tool.clone());
                 view.activity.tool(request.tool.clone(), false);
                 // The call's card, if due, goes up before the poll that asks about it.
-                if let Err(e) = view.activity.flush(&*ctx.chat, &self.room).await {
+                if let Err(e) = view.activity.flush().await {
                     tracing::debug!(room = %self.room, error = %e, "card update deferred");
                 }
                 self.approvals.open(&ctx, &self.room, request, tool).await;

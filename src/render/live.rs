@@ -9,6 +9,35 @@ use tokio::time::Instant;
 
 use crate::core::chat::{ChatError, ChatPort, OutMessage};
 
+/// Something that sends paced requests: a streamed reply, or a turn's cards.
+pub(crate) trait Paced {
+    /// When the next request is due, or `None` when nothing needs sending.
+    fn due_at(&mut self) -> Option<Instant>;
+    /// Sends what is due now; a refused request leaves its content pending.
+    async fn send_due(&mut self) -> Result<(), ChatError>;
+}
+
+/// Sends until `paced` has nothing left to send, waiting as its pacing (and any rate
+/// limit) asks. Gives up only on a permanent error or after eight other failures.
+pub(crate) async fn send_everything(paced: &mut impl Paced) -> Result<(), ChatError> {
+    const MAX_FAILURES: u32 = 8;
+    let mut failures = 0;
+    while let Some(at) = paced.due_at() {
+        tokio::time::sleep_until(at).await;
+        match paced.send_due().await {
+            Ok(()) | Err(ChatError::RateLimited { .. }) => {}
+            Err(e @ ChatError::Permanent(_)) => return Err(e),
+            Err(e) => {
+                failures += 1;
+                if failures >= MAX_FAILURES {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One message kept up to date.
 #[derive(Debug)]
 pub struct LiveMessage {

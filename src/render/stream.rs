@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::core::chat::{ChatError, ChatPort, OutMessage};
+use crate::render::live::{Paced, send_everything};
 use crate::render::markdown;
 
 /// Most bytes of body + HTML we put in one event, keeping clear of Matrix's 64 KiB limit
@@ -232,27 +233,21 @@ impl ReplyStream {
     }
 
     /// Ends the reply: appends `footer` (if any) and sends until every message shows its
-    /// complete content. Gives up only on a permanent error or after `MAX_FAILURES`
-    /// failures that were not rate limits.
+    /// complete content (see [`send_everything`] for when it gives up).
     pub async fn finish(&mut self, footer: Option<String>) -> Result<(), ChatError> {
-        const MAX_FAILURES: u32 = 8;
         self.footer = footer;
         self.finishing = true;
-        let mut failures = 0;
-        while let Some(at) = self.next_flush_at() {
-            tokio::time::sleep_until(at).await;
-            match self.flush().await {
-                Ok(()) | Err(ChatError::RateLimited { .. }) => {}
-                Err(e @ ChatError::Permanent(_)) => return Err(e),
-                Err(e) => {
-                    failures += 1;
-                    if failures >= MAX_FAILURES {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        Ok(())
+        send_everything(self).await
+    }
+}
+
+impl Paced for ReplyStream {
+    fn due_at(&mut self) -> Option<Instant> {
+        self.next_flush_at()
+    }
+
+    async fn send_due(&mut self) -> Result<(), ChatError> {
+        self.flush().await
     }
 }
 
