@@ -92,6 +92,17 @@ async fn an_approvers_reaction_answers_with_its_option_and_a_non_approvers_does_
     let (room, bobs_room) = room_with_bob(&env, &bob).await;
     env.alice.send(&room, "%permission bash: ls").await;
     let poll_id = poll(&env, &room, 0).await;
+    let posted = env
+        .alice
+        .messages_from(&room, &env.agent)
+        .into_iter()
+        .find(|m| m.event_id == poll_id)
+        .unwrap();
+    assert_eq!(
+        posted.mentions,
+        vec![env.alice.user_id.clone()],
+        "Alice, who prompted and may approve, is notified"
+    );
     let text = env.alice.current_text(&poll_id).unwrap();
     assert!(
         text.starts_with("🔐 demo agent asks to use a tool: 💻 bash: ls (execute)\n$ ls"),

@@ -108,13 +108,15 @@ impl Approvals {
 
     /// Posts a poll for `request`, described with `tool` (what the agent announced about
     /// the call, merged with what the request says), and pre-reacts with every choice.
-    /// If the poll cannot be posted, the request is refused at once: nobody could answer it.
+    /// `prompter`, who started the turn, is notified if they may approve. If the poll cannot
+    /// be posted, the request is refused at once: nobody could answer it.
     pub async fn open(
         &mut self,
         ctx: &AgentContext,
         room: &str,
         request: PermissionRequest,
         tool: ToolCallFields,
+        prompter: &str,
     ) {
         let choices = poll::choices(&request.options, strings::POLL_STOP_LABEL);
         let view = PollView {
@@ -124,7 +126,10 @@ impl Approvals {
             prefix: &ctx.command_prefix,
             timeout: ctx.permissions.timeout,
         };
-        let content = cards::poll(&view);
+        let mut content = cards::poll(&view);
+        if ctx.approvers.allows(prompter) {
+            content.mentions.push(prompter.to_owned());
+        }
         let txn = format!("poll-{}-{}", tool.id, crate::store::now_ms());
         // The same transaction ID on every try: a retried post is never duplicated.
         let event_id = match with_retry(|| ctx.chat.send(room, &txn, &content)).await {

@@ -137,6 +137,8 @@ struct TurnView {
     stream: ReplyStream,
     /// Tool cards, plan and thinking.
     activity: Activity,
+    /// Who sent the prompt: notified when a poll waits for them.
+    prompter: String,
 }
 
 /// State of the running turn that inputs may change.
@@ -375,6 +377,7 @@ impl Channel {
                 txn_prefix,
                 self.ctx.stream.clone(),
             ),
+            prompter: message.sender.clone(),
         };
         self.approvals.new_turn();
         let mut control = TurnControl::default();
@@ -459,6 +462,7 @@ impl Channel {
         let TurnView {
             mut stream,
             mut activity,
+            ..
         } = view;
         let stopped_by = control.stopped_by.as_deref();
         if let Ok(TurnEnd {
@@ -550,7 +554,9 @@ impl Channel {
                 if let Err(e) = view.activity.flush().await {
                     tracing::debug!(room = %self.room, error = %e, "card update deferred");
                 }
-                self.approvals.open(&ctx, &self.room, request, tool).await;
+                self.approvals
+                    .open(&ctx, &self.room, request, tool, &view.prompter)
+                    .await;
             }
             (AgentEvent::Permission(request), None) => {
                 let title = request
@@ -1017,6 +1023,15 @@ mod tests {
             })
             .collect();
         assert_eq!(keys, vec!["✅", "🔁", "✋", "❌", "🛑"]);
+        let mentions = chat.log().into_iter().find_map(|s| match s {
+            Sent::Send { event_id, msg, .. } if event_id == poll => Some(msg.mentions),
+            _ => None,
+        });
+        assert_eq!(
+            mentions,
+            Some(vec!["@alice:x".to_string()]),
+            "the prompter, an approver, is notified"
+        );
         react(&tx, "@mallory:x", &poll, "✅");
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(

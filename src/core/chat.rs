@@ -14,6 +14,10 @@ pub struct OutMessage {
     pub html: Option<String>,
     /// Whether this is an `m.notice` (status, errors) rather than an `m.text` (answers).
     pub notice: bool,
+    /// Users to notify (Matrix intentional mentions), e.g. the person whose approval a poll
+    /// waits for. Honoured when the message is posted, never by edits, so an edit does not
+    /// notify again.
+    pub mentions: Vec<String>,
 }
 
 impl OutMessage {
@@ -24,6 +28,7 @@ impl OutMessage {
             html: None,
             body,
             notice: true,
+            mentions: Vec::new(),
         }
     }
 }

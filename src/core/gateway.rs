@@ -94,6 +94,7 @@ impl Gateway {
                     body: poll.body,
                     html: poll.html,
                     notice: false,
+                    mentions: Vec::new(),
                 };
                 edit_with_retry(ctx, &poll.room_id, &poll.event_id, &content).await;
                 if let Err(e) = self.store.forget_poll(&poll.event_id).await {

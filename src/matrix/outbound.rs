@@ -7,12 +7,13 @@ use async_trait::async_trait;
 use matrix_sdk::Client;
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::room::Room;
+use matrix_sdk::ruma::events::Mentions;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::message::{
     ReplacementMetadata, RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
 };
-use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, RoomId};
+use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, OwnedUserId, RoomId};
 
 use super::errors::classify;
 use crate::core::chat::{ChatError, ChatPort, OutMessage};
@@ -59,7 +60,15 @@ fn once() -> RequestConfig {
 impl ChatPort for MatrixChat {
     async fn send(&self, room_id: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
         let room = self.room(room_id)?;
-        let content: RoomMessageEventContent = content(msg).into();
+        let mut content: RoomMessageEventContent = content(msg).into();
+        let mentioned: Vec<OwnedUserId> = msg
+            .mentions
+            .iter()
+            .filter_map(|u| OwnedUserId::try_from(u.as_str()).ok())
+            .collect();
+        if !mentioned.is_empty() {
+            content = content.add_mentions(Mentions::with_user_ids(mentioned));
+        }
         let response = room
             .send(content)
             .with_transaction_id(OwnedTransactionId::from(txn))

@@ -122,6 +122,7 @@ impl Both {
             body: self.plain,
             html: Some(self.html),
             notice,
+            mentions: Vec::new(),
         }
     }
 }
@@ -310,6 +311,7 @@ pub fn plan(entries: &[PlanEntry]) -> OutMessage {
         body,
         html: Some(html),
         notice: true,
+        mentions: Vec::new(),
     }
 }
 
@@ -327,6 +329,7 @@ pub fn thinking(elapsed: Option<Duration>, thoughts: &str) -> OutMessage {
                 )),
                 body: summary,
                 notice: true,
+                mentions: Vec::new(),
             }
         }
     }

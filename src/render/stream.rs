@@ -259,6 +259,7 @@ fn to_message(text: &str) -> OutMessage {
         body: text.to_owned(),
         html,
         notice: false,
+        mentions: Vec::new(),
     }
 }
 

@@ -37,6 +37,8 @@ pub struct Seen {
     pub notice: bool,
     /// For an edit: the event it replaces and its new body.
     pub replaces: Option<(String, String)>,
+    /// The users it mentions intentionally (`m.mentions`).
+    pub mentions: Vec<String>,
     /// Whether it arrived encrypted.
     pub encrypted: bool,
 }
@@ -137,6 +139,12 @@ impl Person {
                         html,
                         notice,
                         replaces: None,
+                        mentions: ev
+                            .content
+                            .mentions
+                            .iter()
+                            .flat_map(|m| m.user_ids.iter().map(|u| u.to_string()))
+                            .collect(),
                         encrypted: enc.is_some(),
                     };
                     if let Some(Relation::Replacement(r)) = &ev.content.relates_to {
