@@ -580,11 +580,20 @@ impl Channel {
 
     /// A typed answer to a poll: `target` is the poll replied to, if any.
     async fn answer_poll(&mut self, reply: &Reply, target: Option<&str>, by: &str) -> Picked {
-        let target = match target.filter(|t| self.approvals.is_poll(t)) {
-            Some(t) => t.to_owned(),
+        // A reply names its poll; one that is not open any more is never taken for another
+        // (that could approve a tool nobody looked at). Without a reply, the only open poll.
+        let target = match target {
+            Some(t) if self.approvals.is_poll(t) => t.to_owned(),
+            Some(_) => {
+                self.notice(strings::POLL_NOT_OPEN).await;
+                return Picked::NoPoll;
+            }
             None => match self.approvals.only_poll() {
                 Ok(Some(only)) => only.to_owned(),
-                Ok(None) => return Picked::NoPoll,
+                Ok(None) => {
+                    self.notice(strings::NO_OPEN_POLL).await;
+                    return Picked::NoPoll;
+                }
                 Err(count) => {
                     self.notice(strings::several_polls(count)).await;
                     return Picked::NoSuchChoice;
@@ -1162,5 +1171,24 @@ mod tests {
             .collect();
         assert_eq!(proposal.len(), 1, "{:?}", chat.shown("!room"));
         assert!(proposal[0].starts_with("✋ 2 tool calls were refused"));
+    }
+
+    #[tokio::test]
+    async fn a_typed_answer_replying_to_anything_but_an_open_poll_answers_nothing() {
+        let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
+        let mut answer = message("$2", "!allow");
+        answer.reply_to = Some("$some-old-poll".into());
+        tx.send(ChannelInput::Command(Command::Answer(Reply::Allow), answer))
+            .unwrap();
+        settle_until(|| {
+            chat.shown("!room")
+                .contains(&strings::POLL_NOT_OPEN.to_string())
+        })
+        .await;
+        assert!(
+            chat.shown("!room")
+                .contains(&strings::POLL_NOT_OPEN.to_string())
+        );
+        assert!(reply_said(&chat).is_empty(), "the open poll is still open");
     }
 }

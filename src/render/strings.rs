@@ -145,6 +145,9 @@ pub fn propose_stop(agent: &str, count: u32, prefix: &str) -> String {
     )
 }
 
+/// Answer to a typed poll answer replying to a message that is no open poll.
+pub const POLL_NOT_OPEN: &str = "That message is not a request waiting for approval (it was answered, expired, or its turn ended).";
+
 /// Answer to a typed poll answer when no poll is open.
 pub const NO_OPEN_POLL: &str = "Nothing is waiting for approval.";
 
