@@ -398,4 +398,21 @@ mod tests {
         assert!(!gw.accept_invite("demo", "!r", "@mallory:x").await);
         assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
     }
+
+    #[tokio::test]
+    async fn an_approver_who_may_not_prompt_can_only_answer_polls() {
+        let (gw, agent, chat) = gateway().await;
+        assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+        let now = now_ms() as u64 + 1;
+        gw.handle(msg("$prompt", "@boss:x", now)).await;
+        let Inbound::Message(mut answer) = msg("$answer", "@boss:x", now) else {
+            unreachable!()
+        };
+        answer.body = "!allow".into();
+        gw.handle(Inbound::Message(answer)).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(agent.prompts().is_empty(), "not a prompt");
+        // The poll command reached the channel, which says nothing waits for approval.
+        assert_eq!(chat.shown("!r"), vec![strings::NO_OPEN_POLL]);
+    }
 }
