@@ -1,6 +1,8 @@
 #![recursion_limit = "256"]
 //! Under Synapse's default message rate limit (0.2/s, burst 10) a long streamed reply still
-//! ends with exactly the text the agent sent, in one message, with nothing lost or doubled.
+//! ends with exactly the text the agent sent, in one message, with nothing lost or doubled;
+//! and a permission poll still gets through, is answered and settled, and its tool card ends
+//! completed.
 
 mod support;
 
@@ -45,4 +47,61 @@ async fn a_long_reply_completes_intact_under_default_rate_limits() {
         "the homeserver should have rate-limited us: {stats}"
     );
     assert!(stats.contains("failures: 0"), "{stats}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_gets_through_and_is_settled_under_default_rate_limits() {
+    let env = Env::start(
+        SynapseOptions {
+            default_rate_limits: true,
+        },
+        "",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    // Three tool cards (a post and two edits each) spend the burst before the poll, its card
+    // and its five reactions arrive.
+    env.alice
+        .send(
+            &room,
+            "%tool bash: a\n%tool bash: b\n%tool bash: c\n%permission bash: ls\n%say done",
+        )
+        .await;
+    let poll = wait_until(PATIENCE * 2, "the poll", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| m.body.starts_with("🔐"))
+    })
+    .await;
+    env.alice.react(&room, &poll.event_id, "✅").await;
+    wait_until(PATIENCE * 2, "the complete reply", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .filter_map(|m| env.alice.current_text(&m.event_id))
+            .find(|t| t.starts_with("permission: allow\ndone"))
+    })
+    .await;
+    wait_until(PATIENCE * 2, "the settled poll", || {
+        env.alice
+            .current_text(&poll.event_id)
+            .filter(|t| t.ends_with("✅ Allowed by @alice:localhost: Allow"))
+    })
+    .await;
+    wait_until(PATIENCE * 2, "every card in its final state", || {
+        let cards: Vec<String> = env
+            .alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .filter(|m| m.notice && m.body.contains("💻"))
+            .filter_map(|m| env.alice.current_text(&m.event_id))
+            .collect();
+        (cards.len() == 4 && cards.iter().all(|c| c.starts_with("✅"))).then_some(cards)
+    })
+    .await;
+    assert!(
+        env.gw.log().contains("rate limited"),
+        "the homeserver should have rate-limited us"
+    );
 }

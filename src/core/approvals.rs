@@ -287,20 +287,25 @@ async fn settle(
     }
 }
 
-/// Tries a chat request up to three times, waiting as long as a rate limit asks.
+/// Tries a chat request until it succeeds, it fails permanently, the homeserver has asked
+/// to wait ten times (each time for as long as it asked), or it failed transiently three
+/// times. A poll and its decision must get through a busy homeserver.
 async fn with_retry<F, Fut, T>(mut attempt: F) -> Result<T, ChatError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, ChatError>>,
 {
-    let mut tries = 0;
+    const MAX_RATE_LIMITED: u32 = 10;
+    const MAX_TRANSIENT: u32 = 3;
+    let (mut limited, mut transient) = (0, 0);
     loop {
-        tries += 1;
         match attempt().await {
-            Err(ChatError::RateLimited { retry_after }) if tries < 3 => {
+            Err(ChatError::RateLimited { retry_after }) if limited < MAX_RATE_LIMITED => {
+                limited += 1;
                 tokio::time::sleep(retry_after).await
             }
-            Err(ChatError::Transient(_)) if tries < 3 => {
+            Err(ChatError::Transient(_)) if transient + 1 < MAX_TRANSIENT => {
+                transient += 1;
                 tokio::time::sleep(Duration::from_secs(1)).await
             }
             other => return other,
