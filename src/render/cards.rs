@@ -337,10 +337,10 @@ pub fn thinking(elapsed: Option<Duration>, thoughts: &str) -> OutMessage {
 
 fn seconds(d: Duration) -> String {
     let s = d.as_secs();
-    if s < 60 {
-        format!("{s} s")
-    } else {
-        format!("{} min {} s", s / 60, s % 60)
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s} s"),
+        (m, 0) => format!("{m} min"),
+        (m, s) => format!("{m} min {s} s"),
     }
 }
 
@@ -622,7 +622,7 @@ mod tests {
         assert!(lines.contains(&"4. ❌ Never allow bash in this session"));
         assert!(lines.contains(&"5. 🛑 Stop the agent"));
         assert!(m.body.contains("!allow"));
-        assert!(m.body.contains("10 min 0 s"));
+        assert!(m.body.contains("refused after 10 min."), "{}", m.body);
         let settled = poll_settled(
             "Demo",
             &tool,
