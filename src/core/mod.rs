@@ -9,6 +9,7 @@ pub mod approvals;
 pub mod channel;
 pub mod chat;
 pub mod command;
+pub mod continuity;
 #[cfg(test)]
 pub mod fakes;
 pub mod gateway;

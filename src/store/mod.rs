@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
+mod conversations;
 mod polls;
 mod settings;
 
@@ -182,7 +183,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO sessions (room_id, agent_id, session_id, created_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT (room_id, agent_id) DO UPDATE SET session_id = excluded.session_id, created_at = excluded.created_at",
+             ON CONFLICT (room_id, agent_id) DO UPDATE SET session_id = excluded.session_id,
+             created_at = excluded.created_at, continuity = 'new'",
         )
         .bind(room_id)
         .bind(agent_id)

@@ -1,0 +1,131 @@
+//! Where each conversation starts, and how each session got it back.
+
+use super::{Store, StoreError, TranscriptEntry, now_ms};
+
+impl Store {
+    /// The transcript of (room, agent) since its conversation started (everything, unless
+    /// someone asked for a fresh start), oldest first.
+    pub async fn conversation(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+    ) -> Result<Vec<TranscriptEntry>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT role, sender, event_id, body, stop_reason, created_at FROM transcript
+             WHERE room_id = ?1 AND agent_id = ?2 AND id > COALESCE(
+                 (SELECT after_id FROM conversation_starts WHERE room_id = ?1 AND agent_id = ?2), 0)
+             ORDER BY id",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Starts a fresh conversation for (room, agent): what the transcript holds so far is
+    /// never re-injected again.
+    pub async fn start_conversation(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO conversation_starts (room_id, agent_id, after_id, started_at)
+             VALUES (?1, ?2, COALESCE((SELECT MAX(id) FROM transcript WHERE room_id = ?1 AND agent_id = ?2), 0), ?3)
+             ON CONFLICT (room_id, agent_id) DO UPDATE SET after_id = excluded.after_id,
+             started_at = excluded.started_at",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records how the session of (room, agent) got its conversation back.
+    pub async fn set_continuity(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+        how: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET continuity = ? WHERE room_id = ? AND agent_id = ?")
+            .bind(how)
+            .bind(room_id)
+            .bind(agent_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// How the session of (room, agent) got its conversation back, if there is a session.
+    pub async fn continuity(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT continuity FROM sessions WHERE room_id = ? AND agent_id = ?")
+                .bind(room_id)
+                .bind(agent_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|r| r.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Role;
+
+    #[tokio::test]
+    async fn a_fresh_start_leaves_the_earlier_transcript_behind() {
+        let store = Store::in_memory().await.unwrap();
+        let add = |body: &'static str| {
+            let store = store.clone();
+            async move {
+                store
+                    .append_transcript("!r", "demo", Role::User, "@a:x", None, body, None)
+                    .await
+                    .unwrap()
+            }
+        };
+        add("one").await;
+        add("two").await;
+        let bodies = |v: Vec<TranscriptEntry>| v.into_iter().map(|e| e.body).collect::<Vec<_>>();
+        assert_eq!(
+            bodies(store.conversation("!r", "demo").await.unwrap()),
+            ["one", "two"]
+        );
+        store.start_conversation("!r", "demo").await.unwrap();
+        assert!(store.conversation("!r", "demo").await.unwrap().is_empty());
+        add("three").await;
+        assert_eq!(
+            bodies(store.conversation("!r", "demo").await.unwrap()),
+            ["three"]
+        );
+        // Other channels are untouched.
+        assert!(store.conversation("!r", "other").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn continuity_is_recorded_per_session() {
+        let store = Store::in_memory().await.unwrap();
+        assert_eq!(store.continuity("!r", "demo").await.unwrap(), None);
+        store.save_session("!r", "demo", "s1").await.unwrap();
+        assert_eq!(
+            store.continuity("!r", "demo").await.unwrap().as_deref(),
+            Some("new")
+        );
+        store
+            .set_continuity("!r", "demo", "reinjected")
+            .await
+            .unwrap();
+        assert_eq!(
+            store.continuity("!r", "demo").await.unwrap().as_deref(),
+            Some("reinjected")
+        );
+    }
+}
