@@ -118,6 +118,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                 propose_stop_after: config.permissions.propose_stop_after,
             },
             verbosity: config.display.show,
+            reinject_max_chars: config.continuity.reinject_max_chars,
         }));
         users.push(user);
         processes.push(process);

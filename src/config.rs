@@ -78,6 +78,9 @@ pub struct Config {
     /// What rooms show of the agents' work besides their answers.
     #[serde(default)]
     pub display: DisplayConfig,
+    /// How conversations survive the loss of their session.
+    #[serde(default)]
+    pub continuity: ContinuityConfig,
     /// The agents this gateway runs; each is its own Matrix user.
     #[serde(default, rename = "agents")]
     pub agents: Vec<AgentConfig>,
@@ -125,6 +128,23 @@ impl Default for PermissionsConfig {
         Self {
             timeout_secs: 600,
             propose_stop_after: 3,
+        }
+    }
+}
+
+/// Continuity settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContinuityConfig {
+    /// Most characters of earlier conversation sent with the first prompt of a new session
+    /// (for agents that cannot `session/load`); 0 turns re-injection off.
+    pub reinject_max_chars: usize,
+}
+
+impl Default for ContinuityConfig {
+    fn default() -> Self {
+        Self {
+            reinject_max_chars: 12_000,
         }
     }
 }

@@ -21,6 +21,7 @@ use super::agent::{
 use super::approvals::{Approvals, PermissionSettings, Picked};
 use super::chat::{ChatPort, OutMessage};
 use super::command::Command;
+use super::continuity;
 use super::inbound::IncomingMessage;
 use super::poll::{self, Reply};
 use crate::render::cards::{self, PollOutcome};
@@ -60,6 +61,8 @@ pub struct AgentContext {
     pub permissions: PermissionSettings,
     /// What a room shows of the agent's work until someone changes it with `!show`.
     pub verbosity: Verbosity,
+    /// Most characters of earlier conversation re-injected into a new session (0: none).
+    pub reinject_max_chars: usize,
 }
 
 /// Something for a channel to do.
@@ -212,6 +215,7 @@ impl Channel {
             };
             match input {
                 ChannelInput::Prompt(message) => self.queue.push_back((message, None)),
+                ChannelInput::Command(Command::NewConversation, _) => self.start_fresh().await,
                 ChannelInput::Command(command, _) => {
                     self.drain_events(None).await;
                     self.answer_command(&command, false).await
@@ -266,6 +270,8 @@ impl Channel {
             ),
             Command::Stop => strings::NOTHING_TO_STOP.to_owned(),
             Command::Answer(_) => strings::NO_OPEN_POLL.to_owned(),
+            // Only reaches here during a turn: a session cannot change under it.
+            Command::NewConversation => strings::FRESH_START_WHILE_RUNNING.to_owned(),
             Command::Show(None) => {
                 let current = self.verbosity().await;
                 strings::verbosity_is(&prefix, current.as_str())
@@ -290,9 +296,10 @@ impl Channel {
         self.notice(text).await;
     }
 
-    async fn ensure_session(&mut self) -> Result<(), AgentError> {
+    /// Opens the channel's ACP session if none is open; says whether it opened one.
+    async fn ensure_session(&mut self) -> Result<bool, AgentError> {
         if self.session.is_some() {
-            return Ok(());
+            return Ok(false);
         }
         let new = self.ctx.agent.new_session(&self.ctx.workspace).await?;
         if let Err(e) = self
@@ -308,7 +315,59 @@ impl Channel {
             id: new.id,
             events: new.events,
         });
-        Ok(())
+        Ok(true)
+    }
+
+    /// The first prompt of a session just opened: `message` after the earlier conversation
+    /// (since the last fresh start, before `message`), as much as the budget allows.
+    async fn restore_conversation(&self, message: &IncomingMessage) -> String {
+        let ctx = &self.ctx;
+        let entries = match ctx.store.conversation(&self.room, &ctx.agent_id).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not read the transcript; the conversation starts afresh");
+                return message.body.clone();
+            }
+        };
+        // The message being answered was recorded just before; it goes last, as written.
+        let before = entries
+            .iter()
+            .position(|e| e.event_id.as_deref() == Some(message.event_id.as_str()))
+            .unwrap_or(entries.len());
+        let Some(preamble) = continuity::preamble(
+            &entries[..before],
+            &ctx.display_name,
+            ctx.reinject_max_chars,
+        ) else {
+            return message.body.clone();
+        };
+        tracing::info!(agent = %ctx.agent_id, room = %self.room, earlier_entries = before, chars = preamble.len(), "re-injecting the earlier conversation into the new session");
+        if let Err(e) = ctx
+            .store
+            .set_continuity(&self.room, &ctx.agent_id, "reinjected")
+            .await
+        {
+            tracing::error!(error = %e, "could not record how the session continued");
+        }
+        continuity::compose(&preamble, &message.body)
+    }
+
+    /// `!new`: the next message starts a new session without the conversation so far.
+    async fn start_fresh(&mut self) {
+        let ctx = self.ctx.clone();
+        if let Err(e) = ctx
+            .store
+            .start_conversation(&self.room, &ctx.agent_id)
+            .await
+        {
+            tracing::error!(error = %e, "could not record the fresh start");
+            self.notice(strings::FRESH_START_FAILED).await;
+            return;
+        }
+        self.drain_events(None).await;
+        self.session = None;
+        tracing::info!(agent = %ctx.agent_id, room = %self.room, "fresh conversation requested");
+        self.notice(strings::fresh_start(&ctx.display_name)).await;
     }
 
     /// Records one transcript line; a store failure is logged, never fatal to the turn.
@@ -349,15 +408,23 @@ impl Channel {
             None,
         )
         .await;
-        if let Err(e) = self.ensure_session().await {
-            tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, error = %e, "no session");
-            self.notice(strings::session_failed(
-                &self.ctx.display_name,
-                &e.to_string(),
-            ))
-            .await;
-            return;
-        }
+        let opened = match self.ensure_session().await {
+            Ok(opened) => opened,
+            Err(e) => {
+                tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, error = %e, "no session");
+                self.notice(strings::session_failed(
+                    &self.ctx.display_name,
+                    &e.to_string(),
+                ))
+                .await;
+                return;
+            }
+        };
+        let text = if opened {
+            self.restore_conversation(&message).await
+        } else {
+            message.body.clone()
+        };
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events(None).await;
 
@@ -382,7 +449,7 @@ impl Channel {
         self.approvals.new_turn();
         let mut control = TurnControl::default();
         self.ctx.chat.typing(&self.room, true).await;
-        let result = self.drive(message.body, &mut view, &mut control).await;
+        let result = self.drive(text, &mut view, &mut control).await;
         self.ctx.chat.typing(&self.room, false).await;
         self.finish_turn(result, view, control).await;
     }
@@ -831,6 +898,7 @@ mod tests {
                 propose_stop_after: 2,
             },
             verbosity: Verbosity::All,
+            reinject_max_chars: 10_000,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(Channel::new(ctx, "!room".into(), rx, CancellationToken::new()).run());
@@ -1190,5 +1258,70 @@ mod tests {
                 .contains(&strings::POLL_NOT_OPEN.to_string())
         );
         assert!(reply_said(&chat).is_empty(), "the open poll is still open");
+    }
+
+    #[tokio::test]
+    async fn a_new_session_gets_the_earlier_conversation_until_a_fresh_start() {
+        let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)));
+        let chat = FakeChat::new();
+        let (tx, store) = channel(agent.clone(), chat.clone()).await;
+        // A transcript from before a restart: the new channel has no session yet.
+        store
+            .append_transcript(
+                "!room",
+                "demo",
+                Role::User,
+                "@alice:x",
+                Some("$0"),
+                "earlier question",
+                None,
+            )
+            .await
+            .unwrap();
+        store
+            .append_transcript(
+                "!room",
+                "demo",
+                Role::Agent,
+                "@demo:x",
+                None,
+                "earlier answer",
+                Some("end_turn"),
+            )
+            .await
+            .unwrap();
+        tx.send(ChannelInput::Prompt(message("$1", "next")))
+            .unwrap();
+        settle_until(|| agent.prompts().len() == 1).await;
+        let first = agent.prompts()[0].1.clone();
+        assert!(first.starts_with(continuity::PREAMBLE_HEADER), "{first}");
+        assert!(first.contains("> earlier question") && first.contains("> earlier answer"));
+        assert!(first.ends_with("[New message]\nnext"), "{first}");
+        assert_eq!(
+            store.continuity("!room", "demo").await.unwrap().as_deref(),
+            Some("reinjected")
+        );
+        // The same session goes on without a preamble.
+        tx.send(ChannelInput::Prompt(message("$2", "again")))
+            .unwrap();
+        settle_until(|| agent.prompts().len() == 2).await;
+        assert_eq!(agent.prompts()[1].1, "again");
+        // A fresh start: a new session, and nothing earlier is given to it.
+        tx.send(ChannelInput::Command(
+            Command::NewConversation,
+            message("$3", "!new"),
+        ))
+        .unwrap();
+        tx.send(ChannelInput::Prompt(message("$4", "hello again")))
+            .unwrap();
+        settle_until(|| agent.prompts().len() == 3).await;
+        let third = &agent.prompts()[2];
+        assert_eq!(third.1, "hello again");
+        assert_ne!(third.0, agent.prompts()[1].0, "a new session");
+        assert!(
+            chat.shown("!room")
+                .iter()
+                .any(|b| b.starts_with("🆕 Fresh start"))
+        );
     }
 }

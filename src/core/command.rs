@@ -17,6 +17,8 @@ pub enum Command {
     Answer(Reply),
     /// Show or set what the room sees of the agents' work (`!show tools`).
     Show(Option<String>),
+    /// Start a new conversation: a new session without the earlier transcript (`!new`).
+    NewConversation,
     /// A word after the prefix that is no command we know.
     Unknown(String),
 }
@@ -39,6 +41,7 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
         "deny" | "never" | "no" => Command::Answer(Reply::Deny),
         "reject" => Command::Answer(Reply::Reject),
         "show" => Command::Show(argument.map(str::to_lowercase)),
+        "new" | "reset" => Command::NewConversation,
         other => Command::Unknown(other.to_owned()),
     })
 }
@@ -60,6 +63,8 @@ mod tests {
             ("!", "!deny", Some(Command::Answer(Reply::Deny))),
             ("!", "!reject", Some(Command::Answer(Reply::Reject))),
             ("!", "!show", Some(Command::Show(None))),
+            ("!", "!new", Some(Command::NewConversation)),
+            ("!", "!reset", Some(Command::NewConversation)),
             (
                 "!",
                 "!show Tools",

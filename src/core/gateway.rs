@@ -336,6 +336,7 @@ mod tests {
                 propose_stop_after: 3,
             },
             verbosity: Verbosity::All,
+            reinject_max_chars: 10_000,
         });
         let gw = Gateway::new(
             vec![ctx],

@@ -81,6 +81,7 @@ pub fn help(prefix: &str, agent: &str, commands: &[(String, String)]) -> String 
          • {prefix}stop: stop the running turn (or react {STOP_REACTION} to my reply)\n\
          • {prefix}status: what I am doing, and the context used\n\
          • {prefix}show all|tools|answer: how much of my work this room sees\n\
+         • {prefix}new: start a fresh conversation (I forget what was said before)\n\
          • {prefix}allow, {prefix}always, {prefix}deny, {prefix}reject (as a reply to my \
          permission request): answer it without reactions\n\
          • {prefix}help: this text"
@@ -144,6 +145,22 @@ pub fn propose_stop(agent: &str, count: u32, prefix: &str) -> String {
          React {STOP_REACTION} here or send {prefix}stop to stop the turn."
     )
 }
+
+/// Answer to `!new`.
+pub fn fresh_start(agent: &str) -> String {
+    format!(
+        "🆕 Fresh start: your next message opens a new conversation with {agent}, without what \
+         was said before."
+    )
+}
+
+/// Answer to `!new` while a turn runs.
+pub const FRESH_START_WHILE_RUNNING: &str =
+    "A turn is running: stop it first (!stop), or wait for it to end, then send !new.";
+
+/// Answer to `!new` when the store failed.
+pub const FRESH_START_FAILED: &str =
+    "⚠️ I could not record the fresh start (database error), so nothing changed.";
 
 /// Answer to a typed poll answer replying to a message that is no open poll.
 pub const POLL_NOT_OPEN: &str = "That message is not a request waiting for approval (it was answered, expired, or its turn ended).";

@@ -1,0 +1,47 @@
+#![recursion_limit = "256"]
+//! Conversations that outlive their ACP session: after a gateway restart the demo agent
+//! (which cannot `session/load`) gets the earlier conversation with the next prompt, until
+//! someone asks for a fresh start.
+
+mod support;
+
+use support::{Env, SynapseOptions};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_crash_the_next_prompt_carries_the_earlier_conversation() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say the answer is 42", "the answer is 42")
+        .await;
+
+    // A crash: no clean-up runs; the agent process dies with the gateway's pipes.
+    env.gw.kill();
+    env.gw.start_again();
+    env.alice.send(&room, "%echo").await;
+    let echoed = env
+        .reply_where(&room, "the echo of the restored prompt", |t| {
+            t.ends_with("[New message]\n%echo")
+        })
+        .await;
+    assert!(
+        echoed.starts_with("[Earlier conversation in this room, restored by Sidekicks"),
+        "{echoed}"
+    );
+    assert!(
+        echoed.contains("@alice:localhost wrote:\n> %say the answer is 42\n"),
+        "{echoed}"
+    );
+    assert!(
+        echoed.contains("demo agent (you) answered:\n> the answer is 42\n"),
+        "{echoed}"
+    );
+    assert!(
+        env.gw.log().contains("re-injecting the earlier conversation"),
+        "the way the session continued is logged"
+    );
+
+    // A fresh start: the next session gets nothing from before.
+    env.alice.send(&room, "!new").await;
+    env.notice_containing(&room, "Fresh start").await;
+    env.prompt_and_wait(&room, "%echo", "%echo").await;
+}
