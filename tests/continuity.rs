@@ -36,7 +36,9 @@ async fn after_a_crash_the_next_prompt_carries_the_earlier_conversation() {
         "{echoed}"
     );
     assert!(
-        env.gw.log().contains("re-injecting the earlier conversation"),
+        env.gw
+            .log()
+            .contains("re-injecting the earlier conversation"),
         "the way the session continued is logged"
     );
 
@@ -44,4 +46,29 @@ async fn after_a_crash_the_next_prompt_carries_the_earlier_conversation() {
     env.alice.send(&room, "!new").await;
     env.notice_containing(&room, "Fresh start").await;
     env.prompt_and_wait(&room, "%echo", "%echo").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_while_the_gateway_was_down_are_answered_once_in_order() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say up", "up").await;
+    env.gw.stop();
+    env.alice.send(&room, "%say one").await;
+    env.alice.send(&room, "%say two").await;
+    env.gw.start_again();
+    let answers = support::wait_until(support::PATIENCE, "both answers", || {
+        let texts: Vec<String> = env
+            .alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .filter_map(|m| env.alice.current_text(&m.event_id))
+            .collect();
+        (texts.len() >= 3).then_some(texts)
+    })
+    .await;
+    assert_eq!(answers, vec!["up", "one", "two"]);
+    // Nothing more comes: no message is answered twice.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(env.alice.messages_from(&room, &env.agent).len(), 3);
 }
