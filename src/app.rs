@@ -133,7 +133,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         store,
         config.commands.prefix.clone(),
     ));
-    gateway.expire_stale_polls().await;
+    gateway.clean_up_previous_run().await;
 
     let mut tasks = JoinSet::new();
     for user in users {

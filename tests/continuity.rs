@@ -72,3 +72,64 @@ async fn messages_sent_while_the_gateway_was_down_are_answered_once_in_order() {
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     assert_eq!(env.alice.messages_from(&room, &env.agent).len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_cut_by_a_crash_is_marked_at_the_next_start() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%say partial answer\n%tool-open bash: make\n%hang")
+        .await;
+    env.reply_where(&room, "the partial answer", |t| t == "partial answer")
+        .await;
+    env.reply_where(&room, "the open card", |t| {
+        t.starts_with("🔄 💻 bash: make · in progress")
+    })
+    .await;
+    // Give the gateway a moment to record what it showed, then crash it.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    env.gw.kill();
+    env.gw.start_again();
+    let marked = env
+        .reply_where(&room, "the reply marked as interrupted", |t| {
+            t.starts_with("partial answer\n\n⏹️ Interrupted")
+        })
+        .await;
+    assert!(marked.contains("Send your message again"), "{marked}");
+    env.reply_where(&room, "the card closed", |t| {
+        t.starts_with("⏹️ 💻 bash: make · cancelled")
+    })
+    .await;
+    // The room goes on, and the crash is not marked twice.
+    env.gw.stop();
+    env.gw.start_again();
+    env.prompt_and_wait(&room, "%say still here", "still here")
+        .await;
+    let interrupted = env
+        .alice
+        .messages_from(&room, &env.agent)
+        .into_iter()
+        .filter(|m| {
+            env.alice
+                .current_text(&m.event_id)
+                .is_some_and(|t| t.contains("Interrupted"))
+        })
+        .count();
+    assert_eq!(interrupted, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_cut_before_any_answer_gets_a_notice() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%hang").await;
+    support::wait_until(support::PATIENCE, "the turn to start", || {
+        env.gw.log().contains("session opened").then_some(())
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    env.gw.kill();
+    env.gw.start_again();
+    env.notice_containing(&room, "stopped before it could answer")
+        .await;
+}

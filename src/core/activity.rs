@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use std::sync::Arc;
 
 use super::agent::{PlanEntry, ToolCallFields, ToolStatus};
-use super::chat::{ChatError, ChatPort};
+use super::chat::{ChatError, ChatPort, OutMessage};
 use crate::render::cards::{self, CardStatus};
 use crate::render::live::{LiveMessage, Paced, send_everything};
 use crate::render::stream::StreamSettings;
@@ -234,6 +234,31 @@ impl Activity {
             .into_iter()
             .chain(self.plan.as_mut())
             .chain(self.cards.iter_mut().filter_map(|c| c.message.as_mut()))
+    }
+
+    /// For every message posted so far, what it should show if the turn is cut now: open
+    /// cards cancelled, thoughts folded.
+    pub fn cut_versions(&self) -> Vec<(String, OutMessage)> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.thinking
+            && let Some(id) = t.message.event_id()
+        {
+            let took = t.last.duration_since(t.started).max(Duration::from_secs(1));
+            out.push((id.to_owned(), cards::thinking(Some(took), &t.text)));
+        }
+        for card in &self.cards {
+            let Some(id) = card.message.as_ref().and_then(|m| m.event_id()) else {
+                continue;
+            };
+            let status = match card.status() {
+                CardStatus::Reported(ToolStatus::Pending | ToolStatus::InProgress) => {
+                    CardStatus::Cancelled
+                }
+                other => other,
+            };
+            out.push((id.to_owned(), cards::tool_card(&card.fields, status)));
+        }
+        out
     }
 
     /// When the next request is due, if any.

@@ -4,7 +4,7 @@
 //! so prompts are answered strictly in order and a stop request reaches the running turn
 //! without waiting behind it. See `docs/turns.md`.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +27,7 @@ use super::poll::{self, Reply};
 use crate::render::cards::{self, PollOutcome};
 use crate::render::stream::{ReplyStream, StreamSettings};
 use crate::render::strings;
-use crate::store::{Role, Store};
+use crate::store::{CutMessage, Role, Store};
 
 /// How long a turn may take to end after `session/cancel` at shutdown.
 const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
@@ -142,6 +142,10 @@ struct TurnView {
     activity: Activity,
     /// Who sent the prompt: notified when a poll waits for them.
     prompter: String,
+    /// The reply message (and length of its text) last recorded for a crash.
+    saved_reply: Option<(String, usize)>,
+    /// The cut versions of cards last recorded for a crash, by event ID.
+    saved_cards: HashMap<String, OutMessage>,
 }
 
 /// State of the running turn that inputs may change.
@@ -445,7 +449,17 @@ impl Channel {
                 self.ctx.stream.clone(),
             ),
             prompter: message.sender.clone(),
+            saved_reply: None,
+            saved_cards: HashMap::new(),
         };
+        if let Err(e) = self
+            .ctx
+            .store
+            .begin_turn(&self.room, &self.ctx.agent_id, &message.event_id)
+            .await
+        {
+            tracing::error!(error = %e, "could not record the turn; a crash would leave it unmarked");
+        }
         self.approvals.new_turn();
         let mut control = TurnControl::default();
         self.ctx.chat.typing(&self.room, true).await;
@@ -489,11 +503,13 @@ impl Channel {
                     if let Err(e) = view.stream.flush().await {
                         tracing::debug!(room = %self.room, error = %e, "edit deferred");
                     }
+                    self.journal(view).await;
                 }
                 _ = sleep_until_opt(activity_at) => {
                     if let Err(e) = view.activity.flush().await {
                         tracing::debug!(room = %self.room, error = %e, "card update deferred");
                     }
+                    self.journal(view).await;
                 }
                 _ = sleep_until_opt(poll_deadline) => self.approvals.expire_due(&ctx, &self.room).await,
                 _ = typing.tick() => ctx.chat.typing(&self.room, true).await,
@@ -578,6 +594,9 @@ impl Channel {
             }
         }
         tracing::info!(agent = %ctx.agent_id, room = %self.room, stop = stop_label, stats = ?stream.stats(), "turn ended");
+        if let Err(e) = ctx.store.end_turn(&self.room, &ctx.agent_id).await {
+            tracing::error!(error = %e, "could not record the end of the turn");
+        }
         let first_event = stream.event_ids().into_iter().next();
         self.record(
             Role::Agent,
@@ -587,6 +606,36 @@ impl Channel {
             Some(stop_label),
         )
         .await;
+    }
+
+    /// Records what the turn's messages should show if the gateway dies now (the reply with
+    /// an "interrupted" footer, open cards cancelled), for the next start to put on.
+    async fn journal(&self, view: &mut TurnView) {
+        let ctx = &self.ctx;
+        let mut cut = Vec::new();
+        if let Some((id, shown)) = view.stream.last_shown() {
+            let key = (id.to_owned(), shown.len());
+            if view.saved_reply.as_ref() != Some(&key) {
+                let content = ReplyStream::cut_content(shown, strings::INTERRUPTED);
+                cut.push(cut_message(id, "reply", content));
+                view.saved_reply = Some(key);
+            }
+        }
+        for (id, content) in view.activity.cut_versions() {
+            if view.saved_cards.get(&id) != Some(&content) {
+                cut.push(cut_message(&id, "card", content.clone()));
+                view.saved_cards.insert(id, content);
+            }
+        }
+        for message in cut {
+            if let Err(e) = ctx
+                .store
+                .save_cut_message(&self.room, &ctx.agent_id, &message)
+                .await
+            {
+                tracing::error!(error = %e, "could not record the turn's progress");
+            }
+        }
     }
 
     /// Takes in every update already queued for the session; `view` is the running turn's,
@@ -829,6 +878,16 @@ fn refuse_permission(request: PermissionRequest) {
         .map(PermissionAnswer::Selected)
         .unwrap_or(PermissionAnswer::Cancelled);
     let _ = request.reply.send(answer);
+}
+
+fn cut_message(event_id: &str, kind: &str, content: OutMessage) -> CutMessage {
+    CutMessage {
+        event_id: event_id.to_owned(),
+        kind: kind.to_owned(),
+        body: content.body,
+        html: content.html,
+        notice: content.notice,
+    }
 }
 
 fn stop_reason_label(reason: &StopReason) -> &'static str {

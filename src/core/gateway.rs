@@ -77,9 +77,52 @@ impl Gateway {
         }
     }
 
+    /// Marks what a previous run left unfinished (it crashed or was killed): the replies and
+    /// cards of cut turns, and their polls. Run once at start-up, before syncing.
+    pub async fn clean_up_previous_run(&self) {
+        self.mark_cut_turns().await;
+        self.expire_stale_polls().await;
+    }
+
+    /// Edits the messages of turns the previous run did not finish to say so; a turn cut
+    /// before any answer gets a notice instead.
+    async fn mark_cut_turns(&self) {
+        for ctx in self.agents.values() {
+            let turns = match self.store.unfinished_turns(&ctx.agent_id).await {
+                Ok(turns) => turns,
+                Err(e) => {
+                    tracing::error!(agent = %ctx.agent_id, error = %e, "could not read the unfinished turns");
+                    continue;
+                }
+            };
+            for turn in turns {
+                tracing::info!(agent = %ctx.agent_id, room = %turn.room_id, prompt = %turn.prompt_event_id, "marking a turn the previous run did not finish");
+                for m in &turn.messages {
+                    let content = OutMessage {
+                        body: m.body.clone(),
+                        html: m.html.clone(),
+                        notice: m.notice,
+                        mentions: Vec::new(),
+                    };
+                    edit_with_retry(ctx, &turn.room_id, &m.event_id, &content).await;
+                }
+                if !turn.messages.iter().any(|m| m.kind == "reply") {
+                    let txn = format!("interrupted-{}", turn.prompt_event_id);
+                    let notice = OutMessage::notice(strings::INTERRUPTED_BEFORE_ANSWER);
+                    if let Err(e) = ctx.chat.send(&turn.room_id, &txn, &notice).await {
+                        tracing::warn!(error = %e, "could not report the interrupted turn");
+                    }
+                }
+                if let Err(e) = self.store.end_turn(&turn.room_id, &ctx.agent_id).await {
+                    tracing::error!(error = %e, "could not forget the unfinished turn");
+                }
+            }
+        }
+    }
+
     /// Marks the polls left open by a previous run as expired: their turns died with it,
-    /// so no answer can reach the agent any more. Run once at start-up.
-    pub async fn expire_stale_polls(&self) {
+    /// so no answer can reach the agent any more.
+    async fn expire_stale_polls(&self) {
         for ctx in self.agents.values() {
             let polls = match self.store.open_polls(&ctx.agent_id).await {
                 Ok(polls) => polls,

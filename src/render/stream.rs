@@ -134,6 +134,18 @@ impl ReplyStream {
         self.posted.iter().map(|p| p.event_id.clone()).collect()
     }
 
+    /// The last message posted and the text the room shows in it: what a cut turn leaves.
+    pub fn last_shown(&self) -> Option<(&str, &str)> {
+        self.posted
+            .last()
+            .map(|p| (p.event_id.as_str(), p.shown.as_str()))
+    }
+
+    /// The content of a reply message that was cut after `shown`: the text, then `footer`.
+    pub fn cut_content(shown: &str, footer: &str) -> OutMessage {
+        to_message(&format!("{}\n\n{footer}", shown.trim_end()))
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> &StreamStats {
         &self.stats

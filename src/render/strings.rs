@@ -29,6 +29,13 @@ pub fn stop_footer(reason: &StopReason, stopped_by: Option<&str>) -> Option<Stri
 pub const STOPPED_AT_SHUTDOWN: &str =
     "⏹️ Stopped: Sidekicks is shutting down. Send your message again once it is back.";
 
+/// Footer of a reply whose turn was cut by a crash, put on at the next start.
+pub const INTERRUPTED: &str = "⏹️ Interrupted: Sidekicks stopped before this answer was complete. Send your message again to retry.";
+
+/// Posted at the next start for a turn cut by a crash before any answer text.
+pub const INTERRUPTED_BEFORE_ANSWER: &str = "⏹️ Sidekicks stopped before it could answer the last \
+message here. Send it again to retry.";
+
 /// Posted at shutdown for messages that were queued and never answered.
 pub fn queue_dropped_at_shutdown(count: usize) -> String {
     format!(

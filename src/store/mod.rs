@@ -9,8 +9,10 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 mod conversations;
 mod polls;
 mod settings;
+mod unfinished;
 
 pub use polls::StoredPoll;
+pub use unfinished::{CutMessage, UnfinishedTurn};
 
 /// Store failures. All are permanent from the caller's point of view: the database is local.
 #[derive(Debug, thiserror::Error)]
