@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::{AcpAgent, ProcessSpec};
+use crate::acp::{AcpAgent, ProcessSpec, SupervisedAgent};
 use crate::config::{AgentConfig, Config};
 use crate::core::access::AccessList;
 use crate::core::agent::{AgentEvent, AgentPort};
@@ -94,8 +94,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                 continue;
             }
         };
-        let process = match AcpAgent::start(&process_spec(agent)).await {
-            Ok(p) => p,
+        let spec = process_spec(agent);
+        let process = match AcpAgent::start(&spec).await {
+            Ok(p) => SupervisedAgent::new(spec, p),
             Err(e) => {
                 tracing::error!(agent = %agent.id, error = %e, "the agent process did not start; agent skipped");
                 problems.push(format!("{}: {e}", agent.id));

@@ -67,6 +67,19 @@ async fn an_agent_that_crashes_mid_turn_is_reported_with_its_exit_status() {
         env.gw.log().contains("demo agent: crashing as asked"),
         "the agent's stderr reached the log"
     );
+    assert!(
+        notice.contains("Your next message starts it again"),
+        "{notice}"
+    );
+    // The next message starts the agent again, with the conversation so far.
+    env.alice.send(&room, "%echo").await;
+    let echoed = env
+        .reply_where(&room, "the echo from the restarted agent", |t| {
+            t.ends_with("[New message]\n%echo")
+        })
+        .await;
+    assert!(echoed.contains("> about to fail"), "{echoed}");
+    assert!(env.gw.log().contains("starting it again"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -179,6 +179,11 @@ impl AcpAgent {
         Ok(Arc::new(Self { info, ..agent }))
     }
 
+    /// The process's exit status, once it has ended.
+    pub fn exit_status(&self) -> Option<String> {
+        self.exit.borrow().clone()
+    }
+
     /// What the agent advertised.
     pub fn info(&self) -> &AgentInfo {
         &self.info

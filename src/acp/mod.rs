@@ -5,6 +5,8 @@ mod connection;
 pub mod demo_agent;
 mod events;
 mod process;
+mod supervisor;
 
 pub use connection::AcpAgent;
 pub use process::ProcessSpec;
+pub use supervisor::SupervisedAgent;

@@ -566,12 +566,20 @@ impl Channel {
             ),
             Err(e) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, stderr = %ctx.agent.stderr_tail(), "turn failed");
-                (
-                    "error",
-                    Some(strings::turn_failed(&ctx.display_name, &e.to_string())),
-                )
+                let text = match e {
+                    AgentError::Exited { status } => {
+                        strings::agent_stopped(&ctx.display_name, status)
+                    }
+                    e => strings::turn_failed(&ctx.display_name, &e.to_string()),
+                };
+                ("error", Some(text))
             }
         };
+        // A session dies with its process: the next message opens a new one (which starts
+        // the agent again) and gets the conversation back by re-injection.
+        if matches!(result, Err(AgentError::Exited { .. })) {
+            self.session = None;
+        }
         let cancelled = matches!(result, Ok(StopReason::Cancelled));
         if let Err(e) = activity.finish(cancelled).await {
             tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not close the tool cards");

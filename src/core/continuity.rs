@@ -17,12 +17,13 @@ pub const NEW_MESSAGE_HEADER: &str = "[New message]";
 ///
 /// Takes the most recent entries whose rendering fits in `budget` characters (whole entries
 /// only, oldest first in the result), each quoted line by line so nothing in it can be read
-/// as an instruction of its own. Replies the gateway recorded as failed are skipped.
+/// as an instruction of its own. Replies that were stopped or cut by an error are kept (the
+/// agent did say that much) and marked as incomplete.
 pub fn preamble(entries: &[TranscriptEntry], agent_name: &str, budget: usize) -> Option<String> {
     let mut kept: Vec<String> = Vec::new();
     let mut used = 0;
     for entry in entries.iter().rev() {
-        if entry.body.trim().is_empty() || entry.stop_reason.as_deref() == Some("error") {
+        if entry.body.trim().is_empty() {
             continue;
         }
         let block = render(entry, agent_name);
@@ -55,6 +56,7 @@ fn render(entry: &TranscriptEntry, agent_name: &str) -> String {
     let quoted: String = entry.body.lines().map(|l| format!("> {l}\n")).collect();
     let cut = match entry.stop_reason.as_deref() {
         Some("cancelled") => " (the answer was stopped before it was complete)",
+        Some("error") => " (the answer was cut short by an error)",
         _ => "",
     };
     format!("{who}{cut}:\n{quoted}")
@@ -125,17 +127,25 @@ mod tests {
     }
 
     #[test]
-    fn failed_replies_are_skipped_and_stopped_ones_marked() {
+    fn incomplete_replies_are_kept_and_marked() {
         let p = preamble(
             &[
-                entry("agent", "⚠️ could not answer", Some("error")),
+                entry("agent", "", Some("error")),
+                entry("agent", "a third of", Some("error")),
                 entry("agent", "half an answ", Some("cancelled")),
             ],
             "Demo",
             1000,
         )
         .unwrap();
-        assert!(!p.contains("could not answer"));
+        assert!(
+            p.contains("Demo (you) answered (the answer was cut short by an error):\n> a third of")
+        );
         assert!(p.contains("Demo (you) answered (the answer was stopped before it was complete):"));
+        assert_eq!(
+            p.matches("answered").count(),
+            2,
+            "an empty reply is left out"
+        );
     }
 }

@@ -55,6 +55,14 @@ pub fn turn_failed(agent: &str, error: &str) -> String {
     format!("⚠️ {agent} could not answer: {error}")
 }
 
+/// Shown when the agent process died during the turn.
+pub fn agent_stopped(agent: &str, status: &str) -> String {
+    format!(
+        "⚠️ {agent} could not answer: the agent process stopped ({status}). Your next message \
+         starts it again, with the conversation so far."
+    )
+}
+
 /// Shown when no session could be opened.
 pub fn session_failed(agent: &str, error: &str) -> String {
     format!("⚠️ {agent} could not start a conversation here: {error}")

@@ -1,0 +1,180 @@
+//! Keeping an agent available: when its process has died, the next new session starts it
+//! again, with back-off so a crashing agent does not loop. Sessions stay tied to the process
+//! that created them, so a request for a session of a dead process fails with its exit
+//! status (and the channel opens a new session, which brings the process back).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::connection::AcpAgent;
+use super::process::ProcessSpec;
+use crate::core::agent::{AgentError, AgentPort, NewSession, TurnEnd};
+
+/// Shortest wait before a restart after a crash.
+const FIRST_DELAY: Duration = Duration::from_secs(1);
+/// Longest wait between restarts of an agent that keeps crashing.
+const MAX_DELAY: Duration = Duration::from_secs(300);
+/// A process that ran this long is considered healthy: the back-off starts over.
+const HEALTHY_AFTER: Duration = Duration::from_secs(120);
+
+/// When an agent may be started again, growing while it keeps crashing.
+#[derive(Debug)]
+pub struct Backoff {
+    /// The wait imposed by the last crash.
+    delay: Duration,
+    /// When the current process started.
+    started: Instant,
+}
+
+impl Backoff {
+    /// The back-off of a process started at `now`.
+    pub fn new(now: Instant) -> Self {
+        Self {
+            delay: Duration::ZERO,
+            started: now,
+        }
+    }
+
+    /// When a process found dead at `now` may be started again: at once after a healthy
+    /// run, else after a delay that doubles with each quick crash (1 s up to 5 min).
+    pub fn restart_at(&mut self, now: Instant) -> Instant {
+        self.delay = if now.duration_since(self.started) >= HEALTHY_AFTER {
+            Duration::ZERO
+        } else {
+            (self.delay * 2).clamp(FIRST_DELAY, MAX_DELAY)
+        };
+        self.started + self.delay.max(now.duration_since(self.started))
+    }
+
+    /// Notes that a new process started at `now`.
+    pub fn started(&mut self, now: Instant) {
+        self.started = now;
+    }
+}
+
+/// An agent process, started again on demand after it died.
+pub struct SupervisedAgent {
+    /// How to start it.
+    spec: ProcessSpec,
+    /// The current process.
+    current: Mutex<Arc<AcpAgent>>,
+    /// The process each session belongs to.
+    owners: Mutex<HashMap<String, Arc<AcpAgent>>>,
+    /// Restarts, one at a time, with their back-off.
+    restarts: tokio::sync::Mutex<Backoff>,
+}
+
+impl SupervisedAgent {
+    /// Supervises `first`, started from `spec`.
+    pub fn new(spec: ProcessSpec, first: Arc<AcpAgent>) -> Arc<Self> {
+        Arc::new(Self {
+            spec,
+            current: Mutex::new(first),
+            owners: Mutex::default(),
+            restarts: tokio::sync::Mutex::new(Backoff::new(Instant::now())),
+        })
+    }
+
+    fn current(&self) -> Arc<AcpAgent> {
+        self.current.lock().expect("agent lock poisoned").clone()
+    }
+
+    /// Stops the current process.
+    pub async fn shutdown(&self) {
+        self.current().shutdown().await;
+    }
+
+    /// The current process, started again first if it has died.
+    async fn live(&self) -> Result<Arc<AcpAgent>, AgentError> {
+        let mut backoff = self.restarts.lock().await;
+        let current = self.current();
+        let Some(status) = current.exit_status() else {
+            return Ok(current);
+        };
+        let at = backoff.restart_at(Instant::now());
+        let wait = at.saturating_duration_since(Instant::now());
+        tracing::warn!(agent = %self.spec.agent_id, %status, wait = ?wait, "the agent process had stopped; starting it again");
+        tokio::time::sleep(wait).await;
+        let fresh = AcpAgent::start(&self.spec).await?;
+        backoff.started(Instant::now());
+        *self.current.lock().expect("agent lock poisoned") = fresh.clone();
+        Ok(fresh)
+    }
+
+    /// The process that owns `session_id` (the current one if unknown).
+    fn owner(&self, session_id: &str) -> Arc<AcpAgent> {
+        self.owners
+            .lock()
+            .expect("owners lock poisoned")
+            .get(session_id)
+            .cloned()
+            .unwrap_or_else(|| self.current())
+    }
+}
+
+#[async_trait]
+impl AgentPort for SupervisedAgent {
+    async fn new_session(&self, cwd: &Path) -> Result<NewSession, AgentError> {
+        let process = self.live().await?;
+        let session = process.new_session(cwd).await?;
+        self.owners
+            .lock()
+            .expect("owners lock poisoned")
+            .insert(session.id.clone(), process);
+        Ok(session)
+    }
+
+    async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError> {
+        self.owner(session_id).prompt(session_id, text).await
+    }
+
+    async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
+        self.owner(session_id).cancel(session_id).await
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.current().stderr_tail()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_crashes_back_off_and_a_healthy_run_starts_over() {
+        let t0 = Instant::now();
+        let mut b = Backoff::new(t0);
+        // Crashes right after starting: 1 s, 2 s, 4 s after each start.
+        let mut start = t0;
+        for expected in [1, 2, 4, 8] {
+            let at = b.restart_at(start);
+            assert_eq!(at.duration_since(start), Duration::from_secs(expected));
+            start = at;
+            b.started(start);
+        }
+        // A process that ran for long is restarted at once, and the delays start over.
+        let late = start + HEALTHY_AFTER;
+        assert_eq!(b.restart_at(late), late);
+        b.started(late);
+        assert_eq!(
+            b.restart_at(late).duration_since(late),
+            Duration::from_secs(1)
+        );
+    }
+
+    #[test]
+    fn the_delay_never_exceeds_five_minutes() {
+        let t0 = Instant::now();
+        let mut b = Backoff::new(t0);
+        for _ in 0..20 {
+            b.restart_at(t0);
+        }
+        assert_eq!(b.restart_at(t0).duration_since(t0), MAX_DELAY);
+    }
+}
