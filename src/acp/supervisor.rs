@@ -140,6 +140,10 @@ impl AgentPort for SupervisedAgent {
     fn stderr_tail(&self) -> String {
         self.current().stderr_tail()
     }
+
+    fn session_alive(&self, session_id: &str) -> bool {
+        self.owner(session_id).exit_status().is_none()
+    }
 }
 
 #[cfg(test)]

@@ -310,4 +310,9 @@ pub trait AgentPort: Send + Sync {
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError>;
     /// The last lines the agent wrote to stderr, for diagnostics.
     fn stderr_tail(&self) -> String;
+    /// Whether `session_id` can still take prompts: `false` once the process that created
+    /// it has died, so the caller opens a new session instead of losing a message to it.
+    fn session_alive(&self, _session_id: &str) -> bool {
+        true
+    }
 }

@@ -412,6 +412,14 @@ impl Channel {
             None,
         )
         .await;
+        // A session whose process died (a crash during another room's turn) cannot answer:
+        // open a new one rather than lose this message to it.
+        if let Some(session) = &self.session
+            && !self.ctx.agent.session_alive(&session.id)
+        {
+            tracing::info!(agent = %self.ctx.agent_id, room = %self.room, session = %session.id, "the session's process has died; opening a new session");
+            self.session = None;
+        }
         let opened = match self.ensure_session().await {
             Ok(opened) => opened,
             Err(e) => {
@@ -1390,5 +1398,24 @@ mod tests {
                 .iter()
                 .any(|b| b.starts_with("🆕 Fresh start"))
         );
+    }
+
+    #[tokio::test]
+    async fn a_session_whose_process_died_is_replaced_before_the_next_prompt() {
+        let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)));
+        let chat = FakeChat::new();
+        let (tx, _) = channel(agent.clone(), chat.clone()).await;
+        tx.send(ChannelInput::Prompt(message("$1", "first")))
+            .unwrap();
+        settle_until(|| chat.shown("!room").len() == 1).await;
+        agent.kill_session(&agent.prompts()[0].0);
+        tx.send(ChannelInput::Prompt(message("$2", "second")))
+            .unwrap();
+        settle_until(|| chat.shown("!room").len() == 2).await;
+        let (session, text) = agent.prompts()[1].clone();
+        assert_ne!(session, agent.prompts()[0].0, "a new session");
+        assert!(text.starts_with(continuity::PREAMBLE_HEADER), "{text}");
+        assert!(text.ends_with("[New message]\nsecond"), "{text}");
+        assert_eq!(chat.shown("!room"), vec!["ok", "ok"], "nothing was lost");
     }
 }

@@ -267,6 +267,7 @@ struct AgentState {
     cancels: HashMap<String, Arc<tokio::sync::Notify>>,
     prompts: Vec<(String, String)>,
     script: Option<Script>,
+    dead: HashSet<String>,
 }
 
 /// An agent that follows a [`Script`] for every prompt and records what it received.
@@ -281,6 +282,11 @@ impl FakeAgent {
         let agent = Self::default();
         agent.state.lock().unwrap().script = Some(script);
         Arc::new(agent)
+    }
+
+    /// Makes `session_id` dead, as if its process had crashed.
+    pub fn kill_session(&self, session_id: &str) {
+        self.state.lock().unwrap().dead.insert(session_id.into());
     }
 
     /// Every (session, prompt text) received, in order.
@@ -388,5 +394,9 @@ impl AgentPort for FakeAgent {
 
     fn stderr_tail(&self) -> String {
         String::new()
+    }
+
+    fn session_alive(&self, session_id: &str) -> bool {
+        !self.state.lock().unwrap().dead.contains(session_id)
     }
 }
