@@ -21,6 +21,8 @@ const FIRST_DELAY: Duration = Duration::from_secs(1);
 const MAX_DELAY: Duration = Duration::from_secs(300);
 /// A process that ran this long is considered healthy: the back-off starts over.
 const HEALTHY_AFTER: Duration = Duration::from_secs(120);
+/// Longest a new session waits for a restart; past it, the caller is told when to retry.
+const MAX_WAIT: Duration = Duration::from_secs(10);
 
 /// When an agent may be started again, growing while it keeps crashing.
 #[derive(Debug)]
@@ -29,6 +31,8 @@ pub struct Backoff {
     delay: Duration,
     /// When the current process started.
     started: Instant,
+    /// When the dead process may be started again, once its death was noticed.
+    next: Option<Instant>,
 }
 
 impl Backoff {
@@ -37,6 +41,20 @@ impl Backoff {
         Self {
             delay: Duration::ZERO,
             started: now,
+            next: None,
+        }
+    }
+
+    /// When the dead process may be started again: decided once per death, so asking
+    /// again (more messages while it waits) does not push the restart further away.
+    pub fn due(&mut self, now: Instant) -> Instant {
+        match self.next {
+            Some(at) => at,
+            None => {
+                let at = self.restart_at(now);
+                self.next = Some(at);
+                at
+            }
         }
     }
 
@@ -51,9 +69,11 @@ impl Backoff {
         self.started + self.delay.max(now.duration_since(self.started))
     }
 
-    /// Notes that a new process started at `now`.
+    /// Notes that a new process started at `now`, or failed to start (it counts as a
+    /// process that died at once).
     pub fn started(&mut self, now: Instant) {
         self.started = now;
+        self.next = None;
     }
 }
 
@@ -96,12 +116,19 @@ impl SupervisedAgent {
         let Some(status) = current.exit_status() else {
             return Ok(current);
         };
-        let at = backoff.restart_at(Instant::now());
+        let at = backoff.due(Instant::now());
         let wait = at.saturating_duration_since(Instant::now());
+        if wait > MAX_WAIT {
+            return Err(AgentError::Failed(format!(
+                "the agent process keeps stopping (last: {status}); Sidekicks will start it again in {} s",
+                wait.as_secs()
+            )));
+        }
         tracing::warn!(agent = %self.spec.agent_id, %status, wait = ?wait, "the agent process had stopped; starting it again");
         tokio::time::sleep(wait).await;
-        let fresh = AcpAgent::start(&self.spec).await?;
+        let started = AcpAgent::start(&self.spec).await;
         backoff.started(Instant::now());
+        let fresh = started?;
         *self.current.lock().expect("agent lock poisoned") = fresh.clone();
         Ok(fresh)
     }
@@ -170,6 +197,16 @@ mod tests {
             b.restart_at(late).duration_since(late),
             Duration::from_secs(1)
         );
+    }
+
+    #[test]
+    fn the_restart_time_is_decided_once_per_death() {
+        let t0 = Instant::now();
+        let mut b = Backoff::new(t0);
+        let at = b.due(t0);
+        assert_eq!(b.due(t0 + Duration::from_millis(500)), at);
+        b.started(at);
+        assert!(b.due(at) > at, "a new death gets a new, later time");
     }
 
     #[test]
