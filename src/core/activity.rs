@@ -71,6 +71,14 @@ struct Card {
 }
 
 impl Card {
+    /// Whether the agent has not said how the call ended.
+    fn is_open(&self) -> bool {
+        matches!(
+            self.fields.status,
+            None | Some(ToolStatus::Pending | ToolStatus::InProgress)
+        )
+    }
+
     fn status(&self) -> CardStatus {
         self.closed.unwrap_or(CardStatus::Reported(
             self.fields.status.unwrap_or(ToolStatus::Pending),
@@ -95,6 +103,17 @@ struct Thinking {
     text: String,
     /// The indicator message.
     message: LiveMessage,
+}
+
+impl Thinking {
+    /// The folded indicator: how long the agent thought, and its thoughts.
+    fn folded(&self) -> OutMessage {
+        let took = self
+            .last
+            .duration_since(self.started)
+            .max(Duration::from_secs(1));
+        cards::thinking(Some(took), &self.text)
+    }
 }
 
 /// The work shown during one turn.
@@ -243,18 +262,15 @@ impl Activity {
         if let Some(t) = &self.thinking
             && let Some(id) = t.message.event_id()
         {
-            let took = t.last.duration_since(t.started).max(Duration::from_secs(1));
-            out.push((id.to_owned(), cards::thinking(Some(took), &t.text)));
+            out.push((id.to_owned(), t.folded()));
         }
         for card in &self.cards {
             let Some(id) = card.message.as_ref().and_then(|m| m.event_id()) else {
                 continue;
             };
-            let status = match card.status() {
-                CardStatus::Reported(ToolStatus::Pending | ToolStatus::InProgress) => {
-                    CardStatus::Cancelled
-                }
-                other => other,
+            let status = match card.is_open() {
+                true => CardStatus::Cancelled,
+                false => card.status(),
             };
             out.push((id.to_owned(), cards::tool_card(&card.fields, status)));
         }
@@ -313,11 +329,7 @@ impl Activity {
     /// thoughts, and everything is sent until it shows its final state.
     pub async fn finish(&mut self, cancelled: bool) -> Result<(), ChatError> {
         for card in &mut self.cards {
-            let open = matches!(
-                card.fields.status,
-                None | Some(ToolStatus::Pending | ToolStatus::InProgress)
-            );
-            if open {
+            if card.is_open() {
                 card.closed = Some(if cancelled {
                     CardStatus::Cancelled
                 } else {
@@ -327,8 +339,8 @@ impl Activity {
             }
         }
         if let Some(t) = &mut self.thinking {
-            let took = t.last.duration_since(t.started).max(Duration::from_secs(1));
-            t.message.set(cards::thinking(Some(took), &t.text));
+            let folded = t.folded();
+            t.message.set(folded);
         }
         self.finishing = true;
         send_everything(self).await

@@ -777,6 +777,30 @@ impl Channel {
         control.stopped_by = Some(by);
     }
 
+    /// The poll answer a message holds: a bare number or emoji replying to an open poll.
+    fn poll_reply(&self, message: &IncomingMessage) -> Option<Reply> {
+        message
+            .reply_to
+            .as_deref()
+            .filter(|t| self.approvals.is_poll(t))
+            .and_then(|_| poll::parse_reply(&message.body))
+    }
+
+    /// A typed poll answer carried by `message`; the Stop choice stops the turn.
+    async fn answer_typed(
+        &mut self,
+        reply: &Reply,
+        message: IncomingMessage,
+        session_id: &str,
+        control: &mut TurnControl,
+    ) {
+        let target = message.reply_to.as_deref();
+        if self.answer_poll(reply, target, &message.sender).await == Picked::Stop {
+            self.stop_turn(message.sender, target, session_id, control)
+                .await;
+        }
+    }
+
     async fn handle_input_during_turn(
         &mut self,
         input: ChannelInput,
@@ -787,21 +811,9 @@ impl Channel {
         match input {
             ChannelInput::Prompt(message) => {
                 // A bare number or emoji replying to a poll answers it.
-                let reply = message
-                    .reply_to
-                    .as_deref()
-                    .filter(|t| self.approvals.is_poll(t))
-                    .and_then(|_| poll::parse_reply(&message.body));
-                if let Some(reply) = reply {
-                    if self
-                        .answer_poll(&reply, message.reply_to.as_deref(), &message.sender)
-                        .await
-                        == Picked::Stop
-                    {
-                        let target = message.reply_to.clone();
-                        self.stop_turn(message.sender, target.as_deref(), session_id, control)
-                            .await;
-                    }
+                if let Some(reply) = self.poll_reply(&message) {
+                    self.answer_typed(&reply, message, session_id, control)
+                        .await;
                     return;
                 }
                 let reaction = match self
@@ -819,21 +831,9 @@ impl Channel {
                 self.queue.push_back((message, reaction));
             }
             ChannelInput::PollReply(message) => {
-                let reply = message
-                    .reply_to
-                    .as_deref()
-                    .filter(|t| self.approvals.is_poll(t))
-                    .and_then(|_| poll::parse_reply(&message.body));
-                if let Some(reply) = reply {
-                    let target = message.reply_to.clone();
-                    if self
-                        .answer_poll(&reply, target.as_deref(), &message.sender)
-                        .await
-                        == Picked::Stop
-                    {
-                        self.stop_turn(message.sender, target.as_deref(), session_id, control)
-                            .await;
-                    }
+                if let Some(reply) = self.poll_reply(&message) {
+                    self.answer_typed(&reply, message, session_id, control)
+                        .await;
                 }
             }
             ChannelInput::Command(Command::Stop, message) => {
@@ -841,20 +841,12 @@ impl Channel {
                     .await
             }
             ChannelInput::Command(Command::Answer(reply), message) => {
-                let target = message.reply_to.clone();
-                if self
-                    .answer_poll(&reply, target.as_deref(), &message.sender)
+                self.answer_typed(&reply, message, session_id, control)
                     .await
-                    == Picked::Stop
-                {
-                    self.stop_turn(message.sender, target.as_deref(), session_id, control)
-                        .await;
-                }
             }
             ChannelInput::Command(other, _) => self.answer_command(&other, true).await,
             ChannelInput::Reaction { by, target, key } => {
-                let is_stop = key.trim_end_matches('\u{fe0f}') == strings::STOP_REACTION;
-                if is_stop
+                if poll::is_stop_key(&key)
                     && (view.stream.event_ids().contains(&target)
                         || self.approvals.is_stop_target(&target))
                 {

@@ -14,6 +14,7 @@ use super::channel::{AgentContext, Channel, ChannelInput};
 use super::chat::OutMessage;
 use super::command::{self, Command};
 use super::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
+use super::poll;
 use crate::render::strings;
 use crate::store::{Store, now_ms};
 
@@ -292,8 +293,7 @@ impl Gateway {
         if self.agent_users.contains(&reaction.sender) {
             return;
         }
-        let is_stop = reaction.key.trim_end_matches('\u{fe0f}') == strings::STOP_REACTION;
-        if is_stop
+        if poll::is_stop_key(&reaction.key)
             && !self.access.allows(&reaction.sender)
             && !self.approvers.allows(&reaction.sender)
         {

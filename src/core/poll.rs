@@ -27,8 +27,8 @@ pub struct Choice {
     pub decision: Decision,
 }
 
-/// The emoji of the Stop choice.
-pub const STOP_EMOJI: &str = "🛑";
+/// The emoji of the Stop choice: the same that stops a turn from its reply.
+pub const STOP_EMOJI: &str = crate::render::strings::STOP_REACTION;
 
 /// Keycap emoji for options that share a kind with an earlier one.
 const KEYCAPS: [&str; 9] = ["1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣", "6️⃣", "7️⃣", "8️⃣", "9️⃣"];
@@ -126,6 +126,11 @@ pub fn pick<'a>(choices: &'a [Choice], reply: &Reply) -> Option<&'a Choice> {
 pub fn by_reaction<'a>(choices: &'a [Choice], key: &str) -> Option<&'a Choice> {
     let key = normalise(key);
     choices.iter().find(|c| normalise(&c.emoji) == key)
+}
+
+/// Whether a reaction key is the stop emoji, with or without a presentation selector.
+pub fn is_stop_key(key: &str) -> bool {
+    normalise(key) == STOP_EMOJI
 }
 
 /// The option that answers a poll nobody answered in time: a refusal, the milder one
@@ -255,6 +260,7 @@ mod tests {
         assert_eq!(by_reaction(&c, "❌\u{fe0f}").unwrap().label, c[3].label);
         assert_eq!(by_reaction(&c, "🛑").unwrap().decision, Decision::Stop);
         assert!(by_reaction(&c, "👍").is_none());
+        assert!(is_stop_key("🛑\u{fe0f}") && is_stop_key("🛑") && !is_stop_key("⏹️"));
     }
 
     #[test]

@@ -143,7 +143,7 @@ impl ReplyStream {
 
     /// The content of a reply message that was cut after `shown`: the text, then `footer`.
     pub fn cut_content(shown: &str, footer: &str) -> OutMessage {
-        to_message(&format!("{}\n\n{footer}", shown.trim_end()))
+        to_message(&with_footer(shown, footer))
     }
 
     /// Counters so far.
@@ -167,7 +167,7 @@ impl ReplyStream {
             let part = &self.text[bounds[i]..bounds[i + 1]];
             let want: Cow<'_, str> = match footer {
                 Some(footer) if i == last && part.is_empty() => footer.into(),
-                Some(footer) if i == last => format!("{}\n\n{footer}", part.trim_end()).into(),
+                Some(footer) if i == last => with_footer(part, footer).into(),
                 _ => part.into(),
             };
             if want.is_empty() {
@@ -261,6 +261,11 @@ impl Paced for ReplyStream {
     async fn send_due(&mut self) -> Result<(), ChatError> {
         self.flush().await
     }
+}
+
+/// `text` followed by `footer` after one blank line, whatever whitespace ended the text.
+fn with_footer(text: &str, footer: &str) -> String {
+    format!("{}\n\n{footer}", text.trim_end())
 }
 
 /// The Matrix content for one message of a reply: Markdown body plus HTML, without HTML when
