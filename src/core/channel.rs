@@ -511,13 +511,13 @@ impl Channel {
                     if let Err(e) = view.stream.flush().await {
                         tracing::debug!(room = %self.room, error = %e, "edit deferred");
                     }
-                    self.journal(view).await;
+                    self.journal_reply(view).await;
                 }
                 _ = sleep_until_opt(activity_at) => {
                     if let Err(e) = view.activity.flush().await {
                         tracing::debug!(room = %self.room, error = %e, "card update deferred");
                     }
-                    self.journal(view).await;
+                    self.journal_cards(view).await;
                 }
                 _ = sleep_until_opt(poll_deadline) => self.approvals.expire_due(&ctx, &self.room).await,
                 _ = typing.tick() => ctx.chat.typing(&self.room, true).await,
@@ -624,33 +624,43 @@ impl Channel {
         .await;
     }
 
-    /// Records what the turn's messages should show if the gateway dies now (the reply with
-    /// an "interrupted" footer, open cards cancelled), for the next start to put on.
-    async fn journal(&self, view: &mut TurnView) {
-        let ctx = &self.ctx;
-        let mut cut = Vec::new();
-        if let Some((id, shown)) = view.stream.last_shown() {
-            let key = (id.to_owned(), shown.len());
-            if view.saved_reply.as_ref() != Some(&key) {
-                let content = ReplyStream::cut_content(shown, strings::INTERRUPTED);
-                cut.push(cut_message(id, "reply", content));
-                view.saved_reply = Some(key);
-            }
+    /// Records what the reply's last message should show if the gateway dies now (its text
+    /// with an "interrupted" footer), for the next start to put on. Called after the reply
+    /// was sent; writes only when the text shown changed.
+    async fn journal_reply(&self, view: &mut TurnView) {
+        let Some((id, shown)) = view.stream.last_shown() else {
+            return;
+        };
+        let key = (id.to_owned(), shown.len());
+        if view.saved_reply.as_ref() == Some(&key) {
+            return;
         }
+        let content = ReplyStream::cut_content(shown, strings::INTERRUPTED);
+        let message = cut_message(id, "reply", content);
+        view.saved_reply = Some(key);
+        self.save_cut(&message).await;
+    }
+
+    /// Records what the turn's cards should show if the gateway dies now (open ones
+    /// cancelled, thoughts folded). Called after cards were sent; writes only what changed.
+    async fn journal_cards(&self, view: &mut TurnView) {
         for (id, content) in view.activity.cut_versions() {
             if view.saved_cards.get(&id) != Some(&content) {
-                cut.push(cut_message(&id, "card", content.clone()));
+                let message = cut_message(&id, "card", content.clone());
                 view.saved_cards.insert(id, content);
+                self.save_cut(&message).await;
             }
         }
-        for message in cut {
-            if let Err(e) = ctx
-                .store
-                .save_cut_message(&self.room, &ctx.agent_id, &message)
-                .await
-            {
-                tracing::error!(error = %e, "could not record the turn's progress");
-            }
+    }
+
+    async fn save_cut(&self, message: &CutMessage) {
+        let ctx = &self.ctx;
+        if let Err(e) = ctx
+            .store
+            .save_cut_message(&self.room, &ctx.agent_id, message)
+            .await
+        {
+            tracing::error!(error = %e, "could not record the turn's progress");
         }
     }
 
@@ -686,6 +696,7 @@ impl Channel {
                 if let Err(e) = view.activity.flush().await {
                     tracing::debug!(room = %self.room, error = %e, "card update deferred");
                 }
+                self.journal_cards(view).await;
                 self.approvals
                     .open(&ctx, &self.room, request, tool, &view.prompter)
                     .await;
