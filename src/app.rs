@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::{AcpAgent, ProcessSpec, SupervisedAgent};
 use crate::config::{AgentConfig, Config};
 use crate::core::access::AccessList;
-use crate::core::agent::{AgentEvent, AgentPort};
+use crate::core::agent::{AgentEvent, AgentPort, Reopen};
 use crate::core::approvals::PermissionSettings;
 use crate::core::channel::AgentContext;
 use crate::core::gateway::Gateway;
@@ -208,12 +208,28 @@ async fn check_agent(agent: &AgentConfig) -> Result<String> {
         "  agent: {} {} {}",
         info.name.as_deref().unwrap_or("(unnamed)"),
         info.version.as_deref().unwrap_or(""),
-        info.title.map(|t| format!("({t})")).unwrap_or_default()
+        info.title
+            .as_ref()
+            .map(|t| format!("({t})"))
+            .unwrap_or_default()
     )?;
     writeln!(
         out,
         "  loadSession: {}",
         if info.load_session { "yes" } else { "no" }
+    )?;
+    writeln!(
+        out,
+        "  session resume: {}",
+        if info.resume_session { "yes" } else { "no" }
+    )?;
+    writeln!(
+        out,
+        "  after a restart, conversations continue by: {}",
+        match Reopen::for_agent(&info) {
+            Some(how) => how.continuity(),
+            None => "re-injection into a new session",
+        }
     )?;
     writeln!(
         out,

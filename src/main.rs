@@ -28,7 +28,11 @@ enum Cmd {
         config: PathBuf,
     },
     /// Run the built-in demo agent on stdin/stdout (an ACP agent that needs no API key).
-    DemoAgent,
+    DemoAgent {
+        /// Keep each session's conversation in this folder and advertise `loadSession`.
+        #[arg(long)]
+        sessions: Option<PathBuf>,
+    },
 }
 
 #[tokio::main]
@@ -43,7 +47,7 @@ async fn main() -> std::process::ExitCode {
             sidekicks::app::init_tracing();
             sidekicks::app::check_from_file(&config).await
         }
-        Cmd::DemoAgent => sidekicks::acp::demo_agent::run_stdio()
+        Cmd::DemoAgent { sessions } => sidekicks::acp::demo_agent::run_stdio(sessions)
             .await
             .map_err(anyhow::Error::from),
     };

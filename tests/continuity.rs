@@ -133,3 +133,51 @@ async fn a_turn_cut_before_any_answer_gets_a_notice() {
     env.notice_containing(&room, "stopped before it could answer")
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_can_load_gets_its_session_back_without_the_replay_being_posted() {
+    // `--sessions` makes the demo agent keep its conversations and advertise `loadSession`.
+    let mut env =
+        Env::start_with_demo_args(SynapseOptions::default(), "", &["--sessions", "sessions"])
+            .await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say first answer", "first answer")
+        .await;
+
+    // After a gateway crash, the new agent process loads the session from its own store.
+    env.gw.kill();
+    env.gw.start_again();
+    env.alice.send(&room, "%history").await;
+    let listing = env
+        .reply_where(&room, "the agent's own memory", |t| {
+            t.contains("earlier prompts")
+        })
+        .await;
+    assert_eq!(listing, "1 earlier prompts\n- %say first answer");
+    assert!(env.gw.log().contains("session got back"));
+    assert!(!env.gw.log().contains("re-injecting"));
+    // What the agent replayed while loading was not posted again.
+    let texts = |env: &Env| -> Vec<String> {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .filter_map(|m| env.alice.current_text(&m.event_id))
+            .collect()
+    };
+    assert_eq!(texts(&env), vec!["first answer".to_owned(), listing]);
+
+    // After the agent itself crashes, the next message starts it and loads the session again.
+    env.alice.send(&room, "%crash 3").await;
+    env.notice_containing(&room, "exit code 3").await;
+    env.alice.send(&room, "%history").await;
+    let again = env
+        .reply_where(&room, "the memory after the agent's crash", |t| {
+            t.starts_with("2 earlier prompts")
+        })
+        .await;
+    assert_eq!(
+        again,
+        "2 earlier prompts\n- %say first answer\n- %history",
+        "the crashed turn never reached the agent's memory; the rest did"
+    );
+}

@@ -29,6 +29,7 @@ async fn start(extra_toml: &str) -> (Env, Person) {
             id: "demo".into(),
             user_id: agent.clone(),
             password: "demo-password".into(),
+            demo_args: vec![],
         }],
         extra_toml,
     );

@@ -91,6 +91,7 @@ async fn a_refused_login_is_reported_and_the_gateway_exits_with_an_error() {
         id: "demo".into(),
         user_id: agent,
         password: "wrong-password".into(),
+        demo_args: vec![],
     };
     let mut gw = support::GatewayProcess::start(&hs.url, &[alice.as_str()], &[spec], "");
     let status = gw.wait_exit(PATIENCE).expect("the gateway should give up");

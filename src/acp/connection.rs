@@ -15,10 +15,10 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest,
-    NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, TextContent,
+    CancelNotification, ContentBlock, InitializeRequest, InitializeResponse, LoadSessionRequest,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
+    SelectedPermissionOutcome, SessionNotification, TextContent,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, UntypedMessage};
 use async_trait::async_trait;
@@ -28,13 +28,15 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
 use crate::core::agent::{
-    AgentError, AgentEvent, AgentInfo, AgentPort, NewSession, PermissionAnswer, TurnEnd,
+    AgentError, AgentEvent, AgentInfo, AgentPort, NewSession, PermissionAnswer, Reopen, TurnEnd,
 };
 
 /// How long an agent may take to answer `initialize`.
 const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an agent may take to answer `session/new`.
 const NEW_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long an agent may take to load (and replay) or resume a session.
+const REOPEN_TIMEOUT: Duration = Duration::from_secs(120);
 /// Updates kept for a session nobody listens to yet (they arrive right after `session/new`).
 const EARLY_EVENTS: usize = 1_000;
 
@@ -45,6 +47,17 @@ enum Request {
         /// The session's `cwd`.
         cwd: PathBuf,
         /// Where the answer goes.
+        reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
+    },
+    /// `session/load` or `session/resume` of an earlier session.
+    Reopen {
+        /// Which of the two.
+        how: Reopen,
+        /// The session to get back.
+        session: String,
+        /// The session's `cwd`.
+        cwd: PathBuf,
+        /// Where the answer goes (the new-session shape: only the modes matter).
         reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
     },
     /// `session/prompt` with one text block.
@@ -84,6 +97,27 @@ impl Sessions {
                     held.push(event);
                 }
             }
+        }
+    }
+
+    /// Stops delivering to `session` until it is registered again; what arrives meanwhile
+    /// is held.
+    fn unregister(&mut self, session: &str) {
+        self.senders.remove(session);
+        self.early.remove(session);
+    }
+
+    /// Drops what a reopened session replayed before it was registered: the room has shown
+    /// it already. The agent's command list is kept (it is state, not history).
+    fn drop_replay(&mut self, session: &str) {
+        if let Some(held) = self.early.get_mut(session) {
+            let before = held.len();
+            held.retain(|e| matches!(e, AgentEvent::Commands(_)));
+            tracing::debug!(
+                session,
+                replayed = before - held.len(),
+                "replayed updates not shown again"
+            );
         }
     }
 
@@ -254,6 +288,33 @@ impl AcpAgent {
     }
 }
 
+impl AcpAgent {
+    /// Registers session `id`, just opened, and describes it.
+    fn opened(&self, id: String, response: &NewSessionResponse) -> NewSession {
+        let events = self
+            .sessions
+            .lock()
+            .expect("sessions poisoned")
+            .register(&id);
+        let (modes, current_mode) = match &response.modes {
+            Some(m) => (
+                m.available_modes
+                    .iter()
+                    .map(|m| (m.id.0.to_string(), m.name.clone()))
+                    .collect(),
+                Some(m.current_mode_id.0.to_string()),
+            ),
+            None => (Vec::new(), None),
+        };
+        NewSession {
+            id,
+            modes,
+            current_mode,
+            events,
+        }
+    }
+}
+
 /// The protocol version named in the SDK's version-mismatch error, if that is what it is.
 fn spoken_version(data: &str) -> Option<u16> {
     ["unsupported ACP protocol version ", "but peer negotiated "]
@@ -285,27 +346,43 @@ impl AgentPort for AcpAgent {
             .wait("session/new", Some(NEW_SESSION_TIMEOUT), rx)
             .await?;
         let id = response.session_id.0.to_string();
-        let events = self
-            .sessions
+        Ok(self.opened(id, &response))
+    }
+
+    fn reopen_support(&self) -> Option<Reopen> {
+        Reopen::for_agent(&self.info)
+    }
+
+    async fn reopen_session(&self, session_id: &str, cwd: &Path) -> Result<NewSession, AgentError> {
+        let Some(how) = self.reopen_support() else {
+            return Err(AgentError::Failed(format!(
+                "agent {} advertises neither session/load nor session/resume",
+                self.agent_id
+            )));
+        };
+        self.sessions
             .lock()
             .expect("sessions poisoned")
-            .register(&id);
-        let (modes, current_mode) = match &response.modes {
-            Some(m) => (
-                m.available_modes
-                    .iter()
-                    .map(|m| (m.id.0.to_string(), m.name.clone()))
-                    .collect(),
-                Some(m.current_mode_id.0.to_string()),
-            ),
-            None => (Vec::new(), None),
-        };
-        Ok(NewSession {
-            id,
-            modes,
-            current_mode,
-            events,
+            .unregister(session_id);
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::Reopen {
+            how,
+            session: session_id.to_owned(),
+            cwd: cwd.to_owned(),
+            reply,
         })
+        .await?;
+        let what = match how {
+            Reopen::Load => "session/load",
+            Reopen::Resume => "session/resume",
+        };
+        let response = self.wait(what, Some(REOPEN_TIMEOUT), rx).await?;
+        // Every update of the replay came before the answer and is held: drop it.
+        self.sessions
+            .lock()
+            .expect("sessions poisoned")
+            .drop_replay(session_id);
+        Ok(self.opened(session_id.to_owned(), &response))
     }
 
     async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError> {
@@ -403,6 +480,25 @@ async fn run_connection(
                         let cx = cx.clone();
                         tokio::spawn(async move {
                             let _ = reply.send(cx.send_request(NewSessionRequest::new(cwd)).block_task().await);
+                        });
+                    }
+                    Request::Reopen { how, session, cwd, reply } => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let id = session.clone();
+                            let modes = match how {
+                                Reopen::Load => cx
+                                    .send_request(LoadSessionRequest::new(session, cwd))
+                                    .block_task()
+                                    .await
+                                    .map(|r| r.modes),
+                                Reopen::Resume => cx
+                                    .send_request(ResumeSessionRequest::new(session, cwd))
+                                    .block_task()
+                                    .await
+                                    .map(|r| r.modes),
+                            };
+                            let _ = reply.send(modes.map(|modes| NewSessionResponse::new(id).modes(modes)));
                         });
                     }
                     Request::Prompt { session, text, reply } => {

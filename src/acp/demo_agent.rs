@@ -27,10 +27,18 @@
 //! | `%crash CODE` | exits the process |
 //! | `%stderr TEXT` | writes TEXT to stderr |
 //! | `%stop REASON` | ends with that stop reason (`max_tokens`, `refusal`, …) |
+//! | `%history` | lists the earlier prompts of the session, as the agent remembers them |
+//! | `%garbage N` | writes N lines that are not JSON-RPC to stdout |
 //!
 //! A turn that is cancelled ends with `stopReason: cancelled` within one chunk interval.
+//!
+//! With `--sessions DIR` it keeps every session's conversation in DIR, advertises
+//! `loadSession`, and answers `session/load` by replaying the conversation, as agents that
+//! can reload sessions do.
 
 use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,12 +47,12 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock,
-    ContentChunk, Diff, Implementation, InitializeRequest, InitializeResponse, NewSessionRequest,
-    NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority,
-    PlanEntryStatus, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCall, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
-    Usage, UsageUpdate,
+    ContentChunk, Diff, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
+    SessionUpdate, StopReason, TextContent, ToolCall, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
 };
 use agent_client_protocol::{Client, Stdio, UntypedMessage};
 use tokio::sync::Notify;
@@ -58,18 +66,73 @@ struct Cancel {
     notify: Notify,
 }
 
+/// One exchange of a session's conversation, as the agent remembers it.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct Exchange {
+    /// The prompt text.
+    prompt: String,
+    /// What the agent answered.
+    answer: String,
+}
+
 #[derive(Default)]
 struct State {
     /// Cancellation state by session ID.
     sessions: Mutex<HashMap<String, Arc<Cancel>>>,
+    /// Each session's conversation.
+    history: Mutex<HashMap<String, Vec<Exchange>>>,
+    /// Where conversations are kept across restarts (`--sessions`), if anywhere.
+    saved: Option<PathBuf>,
     /// Numbers new session IDs.
     next: AtomicU64,
 }
 
-/// Runs the demo agent on stdin/stdout until the client goes away.
-pub async fn run_stdio() -> Result<(), agent_client_protocol::Error> {
-    let state = Arc::new(State::default());
-    let (s1, s2, s3) = (state.clone(), state.clone(), state);
+impl State {
+    /// The file holding a session's conversation; `None` for an ID that is not a plain name.
+    fn file(&self, session: &str) -> Option<PathBuf> {
+        let plain = session
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-');
+        self.saved
+            .as_ref()
+            .filter(|_| plain)
+            .map(|dir| dir.join(format!("{session}.json")))
+    }
+
+    /// Adds an exchange to a session's conversation and saves it.
+    fn remember(&self, session: &str, exchange: Exchange) {
+        let mut history = self.history.lock().unwrap();
+        let conversation = history.entry(session.to_owned()).or_default();
+        conversation.push(exchange);
+        if let Some(file) = self.file(session)
+            && let Err(e) =
+                std::fs::write(&file, serde_json::to_vec(conversation).unwrap_or_default())
+        {
+            eprintln!("demo agent: cannot save {}: {e}", file.display());
+        }
+    }
+
+    /// A saved session's conversation, read back after a restart.
+    fn load(&self, session: &str) -> Option<Vec<Exchange>> {
+        let bytes = std::fs::read(self.file(session)?).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
+/// Runs the demo agent on stdin/stdout until the client goes away. With `sessions`, it
+/// keeps conversations in that folder and can load them back (`loadSession`).
+pub async fn run_stdio(sessions: Option<PathBuf>) -> Result<(), agent_client_protocol::Error> {
+    if let Some(dir) = &sessions {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            agent_client_protocol::Error::internal_error().data(format!("{}: {e}", dir.display()))
+        })?;
+    }
+    let can_load = sessions.is_some();
+    let state = Arc::new(State {
+        saved: sessions,
+        ..State::default()
+    });
+    let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state);
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
@@ -77,7 +140,7 @@ pub async fn run_stdio() -> Result<(), agent_client_protocol::Error> {
             async move |_req: InitializeRequest, responder, _cx| {
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new())
+                        .agent_capabilities(AgentCapabilities::new().load_session(can_load))
                         .agent_info(
                             Implementation::new("sidekicks-demo-agent", env!("CARGO_PKG_VERSION"))
                                 .title("Sidekicks demo agent".to_string()),
@@ -88,20 +151,50 @@ pub async fn run_stdio() -> Result<(), agent_client_protocol::Error> {
         )
         .on_receive_request(
             async move |_req: NewSessionRequest, responder, cx: ConnectionTo<Client>| {
-                let id = format!("demo-{}", s1.next.fetch_add(1, Ordering::Relaxed));
+                // Unique across restarts, so a saved session is never confused with a new one.
+                let id = format!(
+                    "demo-{}-{}",
+                    std::process::id(),
+                    s1.next.fetch_add(1, Ordering::Relaxed)
+                );
                 s1.sessions
                     .lock()
                     .unwrap()
                     .insert(id.clone(), Arc::default());
                 responder.respond(NewSessionResponse::new(id.clone()))?;
-                let commands = vec![
-                    AvailableCommand::new("demo", "Run the demo turn"),
-                    AvailableCommand::new("echo", "Repeat the prompt"),
-                ];
-                cx.send_notification(SessionNotification::new(
-                    id,
-                    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
-                ))
+                send_commands(&cx, id)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
+                let id = req.session_id.0.to_string();
+                let Some(conversation) = s4.load(&id) else {
+                    return responder.respond_with_error(agent_client_protocol::Error::new(
+                        -32002,
+                        format!("unknown session {id}"),
+                    ));
+                };
+                // Replay the conversation before answering, as the protocol asks.
+                for exchange in &conversation {
+                    let chunk =
+                        |text: &str| ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+                    cx.send_notification(SessionNotification::new(
+                        id.clone(),
+                        SessionUpdate::UserMessageChunk(chunk(&exchange.prompt)),
+                    ))?;
+                    cx.send_notification(SessionNotification::new(
+                        id.clone(),
+                        SessionUpdate::AgentMessageChunk(chunk(&exchange.answer)),
+                    ))?;
+                }
+                s4.history.lock().unwrap().insert(id.clone(), conversation);
+                s4.sessions
+                    .lock()
+                    .unwrap()
+                    .insert(id.clone(), Arc::default());
+                responder.respond(LoadSessionResponse::new())?;
+                send_commands(&cx, id)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -126,15 +219,34 @@ pub async fn run_stdio() -> Result<(), agent_client_protocol::Error> {
                     .collect::<Vec<_>>()
                     .join("\n");
                 // The turn runs outside the dispatch loop so `session/cancel` gets through.
+                let state = s2.clone();
                 tokio::spawn(async move {
+                    let earlier = state
+                        .history
+                        .lock()
+                        .unwrap()
+                        .get(&session)
+                        .cloned()
+                        .unwrap_or_default();
                     let turn = Turn {
                         cx,
                         session,
                         cancel,
                         tools: AtomicU64::new(0),
                         tokens: Mutex::new(None),
+                        said: Mutex::new(String::new()),
+                        earlier,
                     };
-                    let _ = match turn.run(&text).await {
+                    let result = turn.run(&text).await;
+                    let answer = std::mem::take(&mut *turn.said.lock().unwrap());
+                    state.remember(
+                        &turn.session,
+                        Exchange {
+                            prompt: text,
+                            answer,
+                        },
+                    );
+                    let _ = match result {
                         Ok(reason) => {
                             let usage = turn.tokens.lock().unwrap().take();
                             responder.respond(PromptResponse::new(reason).usage(usage))
@@ -160,6 +272,21 @@ pub async fn run_stdio() -> Result<(), agent_client_protocol::Error> {
         .await
 }
 
+/// Tells the client the agent's slash commands (after a session is opened or loaded).
+fn send_commands(
+    cx: &ConnectionTo<Client>,
+    session: String,
+) -> Result<(), agent_client_protocol::Error> {
+    let commands = vec![
+        AvailableCommand::new("demo", "Run the demo turn"),
+        AvailableCommand::new("echo", "Repeat the prompt"),
+    ];
+    cx.send_notification(SessionNotification::new(
+        session,
+        SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+    ))
+}
+
 /// One prompt being answered.
 struct Turn {
     /// The connection to the client, for updates and permission requests.
@@ -172,6 +299,10 @@ struct Turn {
     tools: AtomicU64,
     /// Token counts to put in the prompt result (`%tokens`).
     tokens: Mutex<Option<Usage>>,
+    /// The answer text sent so far, remembered with the prompt when the turn ends.
+    said: Mutex<String>,
+    /// The session's conversation before this turn (`%history`).
+    earlier: Vec<Exchange>,
 }
 
 /// How a permission request is placed relative to the tool call it concerns.
@@ -198,6 +329,7 @@ impl Turn {
     }
 
     fn say(&self, text: &str) -> Result<(), agent_client_protocol::Error> {
+        self.said.lock().unwrap().push_str(text);
         self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
             ContentBlock::Text(TextContent::new(text)),
         )))
@@ -306,6 +438,22 @@ impl Turn {
                     std::process::exit(num(3) as i32);
                 }
                 "stderr" => eprintln!("{arg}"),
+                "history" => {
+                    let mut listing = format!("{} earlier prompts", self.earlier.len());
+                    for exchange in &self.earlier {
+                        listing.push_str(&format!("\n- {}", exchange.prompt.replace('\n', " ")));
+                    }
+                    self.say(&listing)?;
+                }
+                "garbage" => {
+                    // Let what is queued go out first, so the lines are not mixed into it.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    let mut out = std::io::stdout().lock();
+                    for i in 0..num(1) {
+                        let _ = writeln!(out, "demo agent: this line {i} is not JSON-RPC");
+                    }
+                    let _ = out.flush();
+                }
                 "stop" => {
                     return Ok(match arg.trim() {
                         "max_tokens" => StopReason::MaxTokens,

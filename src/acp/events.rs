@@ -33,6 +33,7 @@ pub fn agent_info(r: &InitializeResponse) -> AgentInfo {
         title: r.agent_info.as_ref().and_then(|i| i.title.clone()),
         version: r.agent_info.as_ref().map(|i| i.version.clone()),
         load_session: caps.load_session,
+        resume_session: caps.session_capabilities.resume.is_some(),
         prompt_capabilities: prompt,
         auth_methods: r.auth_methods.iter().map(auth_method_name).collect(),
     }

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::connection::AcpAgent;
 use super::process::ProcessSpec;
-use crate::core::agent::{AgentError, AgentPort, NewSession, TurnEnd};
+use crate::core::agent::{AgentError, AgentPort, NewSession, Reopen, TurnEnd};
 
 /// Shortest wait before a restart after a crash.
 const FIRST_DELAY: Duration = Duration::from_secs(1);
@@ -149,6 +149,20 @@ impl AgentPort for SupervisedAgent {
     async fn new_session(&self, cwd: &Path) -> Result<NewSession, AgentError> {
         let process = self.live().await?;
         let session = process.new_session(cwd).await?;
+        self.owners
+            .lock()
+            .expect("owners lock poisoned")
+            .insert(session.id.clone(), process);
+        Ok(session)
+    }
+
+    fn reopen_support(&self) -> Option<Reopen> {
+        self.current().reopen_support()
+    }
+
+    async fn reopen_session(&self, session_id: &str, cwd: &Path) -> Result<NewSession, AgentError> {
+        let process = self.live().await?;
+        let session = process.reopen_session(session_id, cwd).await?;
         self.owners
             .lock()
             .expect("owners lock poisoned")

@@ -250,13 +250,49 @@ pub struct AgentInfo {
     pub version: Option<String>,
     /// Whether it can `session/load`.
     pub load_session: bool,
+    /// Whether it can `session/resume` (get a session back without replaying it).
+    pub resume_session: bool,
     /// Prompt content it accepts besides text (image, audio, embedded context).
     pub prompt_capabilities: Vec<String>,
     /// Names of the authentication methods it offers.
     pub auth_methods: Vec<String>,
 }
 
-/// A session just created by `session/new`.
+/// How an agent can get back a session it created earlier (after a restart of the gateway
+/// or of the agent), instead of a new session with the conversation re-injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reopen {
+    /// `session/load`: the agent replays the conversation (not shown in the room again).
+    Load,
+    /// `session/resume`: the agent carries on without replaying anything.
+    Resume,
+}
+
+impl Reopen {
+    /// The way chosen for an agent advertising these capabilities: load first, as it is
+    /// the stable protocol method; `None` when it can do neither.
+    pub fn for_agent(info: &AgentInfo) -> Option<Self> {
+        if info.load_session {
+            Some(Self::Load)
+        } else if info.resume_session {
+            Some(Self::Resume)
+        } else {
+            None
+        }
+    }
+
+    /// How a session reopened this way got its conversation back, as recorded in the store
+    /// (`sessions.continuity`).
+    pub fn continuity(self) -> &'static str {
+        match self {
+            Self::Load => "loaded",
+            Self::Resume => "resumed",
+        }
+    }
+}
+
+/// A session just created by `session/new` (or got back by `session/load` or
+/// `session/resume`).
 #[derive(Debug)]
 pub struct NewSession {
     /// The agent's session identifier.
@@ -314,5 +350,22 @@ pub trait AgentPort: Send + Sync {
     /// it has died, so the caller opens a new session instead of losing a message to it.
     fn session_alive(&self, _session_id: &str) -> bool {
         true
+    }
+    /// Whether (and how) this agent can get back a session it created earlier; `None` for
+    /// most agents, whose conversations are re-injected into a new session instead.
+    fn reopen_support(&self) -> Option<Reopen> {
+        None
+    }
+    /// Gets back session `session_id` in working folder `cwd` the way
+    /// [`AgentPort::reopen_support`] says. Anything the agent replays while loading is not
+    /// passed on: the room has shown it already.
+    async fn reopen_session(
+        &self,
+        session_id: &str,
+        _cwd: &Path,
+    ) -> Result<NewSession, AgentError> {
+        Err(AgentError::Failed(format!(
+            "this agent cannot reopen session {session_id}"
+        )))
     }
 }

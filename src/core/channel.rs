@@ -148,6 +148,17 @@ struct TurnView {
     saved_cards: HashMap<String, OutMessage>,
 }
 
+/// How [`Channel::ensure_session`] found the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opened {
+    /// It was open already.
+    Already,
+    /// The agent got its earlier session back: it remembers the conversation.
+    Reopened,
+    /// A new session: the conversation is re-injected.
+    New,
+}
+
 /// State of the running turn that inputs may change.
 #[derive(Default)]
 struct TurnControl {
@@ -300,26 +311,62 @@ impl Channel {
         self.notice(text).await;
     }
 
-    /// Opens the channel's ACP session if none is open; says whether it opened one.
-    async fn ensure_session(&mut self) -> Result<bool, AgentError> {
+    /// Opens the channel's ACP session if none is open: gets the last one back when the
+    /// agent can (`session/load` or `session/resume`), else opens a new one.
+    async fn ensure_session(&mut self) -> Result<Opened, AgentError> {
         if self.session.is_some() {
-            return Ok(false);
+            return Ok(Opened::Already);
         }
-        let new = self.ctx.agent.new_session(&self.ctx.workspace).await?;
-        if let Err(e) = self
-            .ctx
+        let ctx = self.ctx.clone();
+        if let Some(how) = ctx.agent.reopen_support()
+            && let Some(earlier) = self.saved_session().await
+        {
+            match ctx.agent.reopen_session(&earlier, &ctx.workspace).await {
+                Ok(session) => {
+                    tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %session.id, how = how.continuity(), "session got back");
+                    if let Err(e) = ctx
+                        .store
+                        .set_continuity(&self.room, &ctx.agent_id, how.continuity())
+                        .await
+                    {
+                        tracing::error!(error = %e, "could not record how the session continued");
+                    }
+                    self.session = Some(Session {
+                        id: session.id,
+                        events: session.events,
+                    });
+                    return Ok(Opened::Reopened);
+                }
+                Err(e) => {
+                    tracing::warn!(agent = %ctx.agent_id, room = %self.room, session = %earlier, error = %e, "could not get the session back; opening a new one with the conversation re-injected");
+                }
+            }
+        }
+        let new = ctx.agent.new_session(&ctx.workspace).await?;
+        if let Err(e) = ctx
             .store
-            .save_session(&self.room, &self.ctx.agent_id, &new.id)
+            .save_session(&self.room, &ctx.agent_id, &new.id)
             .await
         {
             tracing::error!(error = %e, "could not save the session");
         }
-        tracing::info!(agent = %self.ctx.agent_id, room = %self.room, session = %new.id, "session opened");
+        tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %new.id, "session opened");
         self.session = Some(Session {
             id: new.id,
             events: new.events,
         });
-        Ok(true)
+        Ok(Opened::New)
+    }
+
+    /// The session this channel last used, as saved (none after a fresh start).
+    async fn saved_session(&self) -> Option<String> {
+        match self.ctx.store.session(&self.room, &self.ctx.agent_id).await {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the saved session");
+                None
+            }
+        }
     }
 
     /// The first prompt of a session just opened: `message` after the earlier conversation
@@ -432,10 +479,9 @@ impl Channel {
                 return;
             }
         };
-        let text = if opened {
-            self.restore_conversation(&message).await
-        } else {
-            message.body.clone()
+        let text = match opened {
+            Opened::New => self.restore_conversation(&message).await,
+            Opened::Already | Opened::Reopened => message.body.clone(),
         };
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events(None).await;
@@ -940,6 +986,7 @@ fn unique_suffix() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::agent::Reopen;
     use crate::core::fakes::{FakeAgent, FakeChat, Script, Sent};
     use crate::core::poll::Reply;
 
@@ -1420,5 +1467,67 @@ mod tests {
         assert!(text.starts_with(continuity::PREAMBLE_HEADER), "{text}");
         assert!(text.ends_with("[New message]\nsecond"), "{text}");
         assert_eq!(chat.shown("!room"), vec!["ok", "ok"], "nothing was lost");
+    }
+
+    #[tokio::test]
+    async fn an_agent_that_can_load_gets_its_session_back_without_a_preamble() {
+        let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)))
+            .with_reopen(Reopen::Load);
+        let chat = FakeChat::new();
+        let (tx, store) = channel(agent.clone(), chat.clone()).await;
+        tx.send(ChannelInput::Prompt(message("$1", "first")))
+            .unwrap();
+        settle_until(|| chat.shown("!room").len() == 1).await;
+        let first_session = agent.prompts()[0].0.clone();
+        agent.kill_session(&first_session);
+        tx.send(ChannelInput::Prompt(message("$2", "second")))
+            .unwrap();
+        settle_until(|| chat.shown("!room").len() == 2).await;
+        assert_eq!(agent.reopened(), vec![first_session.clone()]);
+        assert_eq!(
+            agent.prompts()[1],
+            (first_session.clone(), "second".to_owned()),
+            "the same session, and no preamble: the agent remembers"
+        );
+        assert_eq!(
+            store.continuity("!room", "demo").await.unwrap().as_deref(),
+            Some("loaded")
+        );
+        // After a fresh start the old session is not loaded back.
+        tx.send(ChannelInput::Command(
+            Command::NewConversation,
+            message("$3", "!new"),
+        ))
+        .unwrap();
+        tx.send(ChannelInput::Prompt(message("$4", "third")))
+            .unwrap();
+        settle_until(|| agent.prompts().len() == 3).await;
+        assert_ne!(agent.prompts()[2].0, first_session, "a new session");
+        assert_eq!(agent.prompts()[2].1, "third");
+        assert_eq!(agent.reopened().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_session_the_agent_cannot_load_is_replaced_with_re_injection() {
+        let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)))
+            .with_reopen(Reopen::Load);
+        let chat = FakeChat::new();
+        let (tx, store) = channel(agent.clone(), chat.clone()).await;
+        // A session saved by an earlier run that this agent does not know.
+        store.save_session("!room", "demo", "gone").await.unwrap();
+        store
+            .append_transcript("!room", "demo", Role::User, "@a:x", None, "before", None)
+            .await
+            .unwrap();
+        tx.send(ChannelInput::Prompt(message("$1", "after")))
+            .unwrap();
+        settle_until(|| chat.shown("!room").len() == 1).await;
+        let (session, text) = agent.prompts()[0].clone();
+        assert_ne!(session, "gone");
+        assert!(text.starts_with(continuity::PREAMBLE_HEADER), "{text}");
+        assert_eq!(
+            store.continuity("!room", "demo").await.unwrap().as_deref(),
+            Some("reinjected")
+        );
     }
 }

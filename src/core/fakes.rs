@@ -11,7 +11,8 @@ use tokio::time::Instant;
 
 use super::agent::{
     AgentError, AgentEvent, AgentPort, NewSession, PermissionAnswer, PermissionKind,
-    PermissionOption, PermissionRequest, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
+    PermissionOption, PermissionRequest, Reopen, StopReason, ToolCallFields, ToolKind, ToolStatus,
+    TurnEnd,
 };
 use super::chat::{ChatError, ChatPort, OutMessage};
 
@@ -268,6 +269,8 @@ struct AgentState {
     prompts: Vec<(String, String)>,
     script: Option<Script>,
     dead: HashSet<String>,
+    reopen: Option<Reopen>,
+    reopened: Vec<String>,
 }
 
 /// An agent that follows a [`Script`] for every prompt and records what it received.
@@ -289,6 +292,17 @@ impl FakeAgent {
         self.state.lock().unwrap().dead.insert(session_id.into());
     }
 
+    /// Makes the agent able to get its sessions back the way `how` says.
+    pub fn with_reopen(self: Arc<Self>, how: Reopen) -> Arc<Self> {
+        self.state.lock().unwrap().reopen = Some(how);
+        self
+    }
+
+    /// The sessions got back by `reopen_session`, in order.
+    pub fn reopened(&self) -> Vec<String> {
+        self.state.lock().unwrap().reopened.clone()
+    }
+
     /// Every (session, prompt text) received, in order.
     pub fn prompts(&self) -> Vec<(String, String)> {
         self.state.lock().unwrap().prompts.clone()
@@ -305,6 +319,34 @@ impl AgentPort for FakeAgent {
         s.cancels.insert(id.clone(), Arc::default());
         Ok(NewSession {
             id,
+            modes: vec![],
+            current_mode: None,
+            events: rx,
+        })
+    }
+
+    fn reopen_support(&self) -> Option<Reopen> {
+        self.state.lock().unwrap().reopen
+    }
+
+    async fn reopen_session(
+        &self,
+        session_id: &str,
+        _cwd: &Path,
+    ) -> Result<NewSession, AgentError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut s = self.state.lock().unwrap();
+        if s.reopen.is_none() || !s.sessions.contains_key(session_id) {
+            return Err(AgentError::Rpc {
+                code: -32002,
+                message: format!("unknown session {session_id}"),
+            });
+        }
+        s.dead.remove(session_id);
+        s.sessions.insert(session_id.into(), tx);
+        s.reopened.push(session_id.into());
+        Ok(NewSession {
+            id: session_id.into(),
             modes: vec![],
             current_mode: None,
             events: rx,

@@ -23,12 +23,19 @@ impl Store {
     }
 
     /// Starts a fresh conversation for (room, agent): what the transcript holds so far is
-    /// never re-injected again.
+    /// never re-injected again, and the saved session is forgotten so it is not loaded
+    /// back either.
     pub async fn start_conversation(
         &self,
         room_id: &str,
         agent_id: &str,
     ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM sessions WHERE room_id = ? AND agent_id = ?")
+            .bind(room_id)
+            .bind(agent_id)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query(
             "INSERT INTO conversation_starts (room_id, agent_id, after_id, started_at)
              VALUES (?1, ?2, COALESCE((SELECT MAX(id) FROM transcript WHERE room_id = ?1 AND agent_id = ?2), 0), ?3)
@@ -38,8 +45,9 @@ impl Store {
         .bind(room_id)
         .bind(agent_id)
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 

@@ -16,6 +16,8 @@ pub struct AgentSpec {
     pub user_id: String,
     /// Its password.
     pub password: String,
+    /// Arguments for the demo agent after `demo-agent` (run in its workspace).
+    pub demo_args: Vec<String>,
 }
 
 /// A running `sidekicks run`.
@@ -67,11 +69,14 @@ impl GatewayProcess {
             let ws = dir.path().join(format!("workspace-{}", a.id));
             std::fs::create_dir_all(&ws).unwrap();
             toml.push_str(&format!(
-                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = [\"demo-agent\"]\nworkspace = {ws:?}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_env = \"TEST_AGENT_PASSWORD_{id}\"\n",
+                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\nworkspace = {ws:?}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_env = \"TEST_AGENT_PASSWORD_{id}\"\n",
                 id = a.id,
                 bin = binary(),
                 ws = ws,
                 user = a.user_id,
+                args = std::iter::once("demo-agent".to_owned())
+                    .chain(a.demo_args.iter().cloned())
+                    .collect::<Vec<_>>(),
             ));
         }
         let config = dir.path().join("sidekicks.toml");

@@ -37,6 +37,30 @@ impl Env {
         extra_toml: &str,
         strategy: person::CollectStrategy,
     ) -> Self {
+        Self::start_with(options, extra_toml, strategy, &[]).await
+    }
+
+    /// Like [`Env::start`], with `demo_args` after `demo-agent` on the agent's command line.
+    pub async fn start_with_demo_args(
+        options: SynapseOptions,
+        extra_toml: &str,
+        demo_args: &[&str],
+    ) -> Self {
+        Self::start_with(
+            options,
+            extra_toml,
+            person::CollectStrategy::AllDevices,
+            demo_args,
+        )
+        .await
+    }
+
+    async fn start_with(
+        options: SynapseOptions,
+        extra_toml: &str,
+        strategy: person::CollectStrategy,
+        demo_args: &[&str],
+    ) -> Self {
         let hs = Synapse::start(options).await;
         let alice_id = hs.register("alice", "alice-password").await;
         let agent = hs.register("demo", "demo-password").await;
@@ -47,6 +71,7 @@ impl Env {
                 id: "demo".into(),
                 user_id: agent.clone(),
                 password: "demo-password".into(),
+                demo_args: demo_args.iter().map(|a| a.to_string()).collect(),
             }],
             extra_toml,
         );
