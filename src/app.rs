@@ -114,6 +114,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             stream: stream.clone(),
             command_prefix: config.commands.prefix.clone(),
             approvers: AccessList::new(config.access.approvers()),
+            allowed: AccessList::new(&config.access.allowed_users),
+            agent_users: config
+                .agents
+                .iter()
+                .map(|a| a.matrix.user_id.clone())
+                .collect(),
             permissions: PermissionSettings {
                 timeout: Duration::from_secs(config.permissions.timeout_secs),
                 propose_stop_after: config.permissions.propose_stop_after,

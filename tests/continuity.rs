@@ -138,8 +138,7 @@ async fn a_turn_cut_before_any_answer_gets_a_notice() {
 async fn an_agent_that_can_load_gets_its_session_back_without_the_replay_being_posted() {
     // `--sessions` makes the demo agent keep its conversations and advertise `loadSession`.
     let mut env =
-        Env::start_with_demo_args(SynapseOptions::default(), "", &["--sessions", "sessions"])
-            .await;
+        Env::start_with_demo_args(SynapseOptions::default(), "", &["--sessions", "sessions"]).await;
     let room = env.room_with_agent(false).await;
     env.prompt_and_wait(&room, "%say first answer", "first answer")
         .await;
@@ -176,8 +175,7 @@ async fn an_agent_that_can_load_gets_its_session_back_without_the_replay_being_p
         })
         .await;
     assert_eq!(
-        again,
-        "2 earlier prompts\n- %say first answer\n- %history",
+        again, "2 earlier prompts\n- %say first answer\n- %history",
         "the crashed turn never reached the agent's memory; the rest did"
     );
 }

@@ -50,7 +50,7 @@ async fn a_rejected_access_token_is_reported_clearly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_that_crashes_mid_turn_is_reported_with_its_exit_status() {
+async fn an_agent_that_crashes_mid_turn_is_reported_with_its_exit_status_and_stderr() {
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(false).await;
     env.alice
@@ -70,6 +70,13 @@ async fn an_agent_that_crashes_mid_turn_is_reported_with_its_exit_status() {
     assert!(
         notice.contains("Your next message starts it again"),
         "{notice}"
+    );
+    // Everyone in the room may prompt, so the agent's stderr is shown to them.
+    let stderr = env.notice_containing(&room, "last wrote to stderr").await;
+    assert!(
+        stderr.body.contains("demo agent: crashing as asked"),
+        "{}",
+        stderr.body
     );
     // The next message starts the agent again, with the conversation so far.
     env.alice.send(&room, "%echo").await;

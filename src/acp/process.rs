@@ -126,9 +126,13 @@ impl AgentProcess {
         let tail = StderrTail::default();
         let agent_id = spec.agent_id.clone();
         let reader_tail = tail.clone();
+        let secrets = secret_values(spec);
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
+                // An agent may print its API key (a failed request, a debug dump): it must
+                // reach neither the log nor a room.
+                let line = redact(line, &secrets);
                 tracing::info!(target: "sidekicks::agent_stderr", agent = %agent_id, "{line}");
                 reader_tail.push(line);
             }
@@ -194,9 +198,52 @@ fn describe_status(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// Shortest configured value masked in an agent's stderr (shorter ones, like `1` or
+/// `yes`, would mask ordinary words).
+const MIN_SECRET_LEN: usize = 6;
+
+/// The values of the agent's configured variables, longest first, that are worth masking.
+fn secret_values(spec: &ProcessSpec) -> Vec<String> {
+    let mut values: Vec<String> = spec
+        .env
+        .values()
+        .map(|v| v.expose().to_owned())
+        .filter(|v| v.len() >= MIN_SECRET_LEN)
+        .collect();
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    values
+}
+
+/// `line` with every secret value replaced by `[redacted]`.
+fn redact(mut line: String, secrets: &[String]) -> String {
+    for secret in secrets {
+        if line.contains(secret.as_str()) {
+            line = line.replace(secret.as_str(), "[redacted]");
+        }
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configured_values_are_masked_in_stderr_lines() {
+        let mut s = spec("true");
+        s.env
+            .insert("API_KEY".into(), Secret::new("sk-live-123456"));
+        let secrets = secret_values(&s);
+        assert_eq!(
+            secrets,
+            vec!["sk-live-123456".to_owned()],
+            "short values are not masked"
+        );
+        assert_eq!(
+            redact("401 for key sk-live-123456: yes".into(), &secrets),
+            "401 for key [redacted]: yes"
+        );
+    }
 
     fn spec(script: &str) -> ProcessSpec {
         ProcessSpec {

@@ -57,6 +57,11 @@ pub struct AgentContext {
     pub command_prefix: String,
     /// Who may answer permission polls.
     pub approvers: AccessList,
+    /// Who may prompt: the agent's stderr is shown only in rooms where everyone is one of
+    /// them (or one of the gateway's agents).
+    pub allowed: AccessList,
+    /// The Matrix users of all the gateway's agents.
+    pub agent_users: Vec<String>,
     /// How permission polls behave.
     pub permissions: PermissionSettings,
     /// What a room shows of the agent's work until someone changes it with `!show`.
@@ -358,6 +363,33 @@ impl Channel {
         Ok(Opened::New)
     }
 
+    /// After the agent failed: what it last wrote to stderr, when everyone in the room may
+    /// read it (allowed users and the gateway's agents), else where to find it.
+    async fn show_stderr(&self) {
+        let ctx = &self.ctx;
+        let tail = ctx.agent.stderr_tail();
+        if tail.trim().is_empty() {
+            return;
+        }
+        let private = match ctx.chat.joined_members(&self.room).await {
+            Ok(members) => members
+                .iter()
+                .all(|m| ctx.allowed.allows(m) || ctx.agent_users.contains(m)),
+            Err(e) => {
+                tracing::warn!(room = %self.room, error = %e, "could not list the room's members; the agent's stderr stays in the log");
+                false
+            }
+        };
+        let message = match private {
+            true => cards::stderr_tail(&ctx.display_name, &tail),
+            false => OutMessage::notice(strings::stderr_in_log(&ctx.display_name)),
+        };
+        let txn = format!("stderr-{}", unique_suffix());
+        if let Err(e) = ctx.chat.send(&self.room, &txn, &message).await {
+            tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not post the agent's stderr");
+        }
+    }
+
     /// The session this channel last used, as saved (none after a fresh start).
     async fn saved_session(&self) -> Option<String> {
         match self.ctx.store.session(&self.room, &self.ctx.agent_id).await {
@@ -476,6 +508,7 @@ impl Channel {
                     &e.to_string(),
                 ))
                 .await;
+                self.show_stderr().await;
                 return;
             }
         };
@@ -630,8 +663,9 @@ impl Channel {
             }
         };
         // A session dies with its process: the next message opens a new one (which starts
-        // the agent again) and gets the conversation back by re-injection.
-        if matches!(result, Err(AgentError::Exited { .. })) {
+        // the agent again) and gets the conversation back.
+        let died = matches!(result, Err(AgentError::Exited { .. }));
+        if died {
             self.session = None;
         }
         let cancelled = matches!(result, Ok(StopReason::Cancelled));
@@ -658,6 +692,9 @@ impl Channel {
         tracing::info!(agent = %ctx.agent_id, room = %self.room, stop = stop_label, stats = ?stream.stats(), "turn ended");
         if let Err(e) = ctx.store.end_turn(&self.room, &ctx.agent_id).await {
             tracing::error!(error = %e, "could not record the end of the turn");
+        }
+        if died {
+            self.show_stderr().await;
         }
         let first_event = stream.event_ids().into_iter().next();
         self.record(
@@ -1017,6 +1054,8 @@ mod tests {
                 max_bytes: 10_000,
             },
             command_prefix: "!".into(),
+            allowed: AccessList::new(&["@alice:x"]),
+            agent_users: vec!["@demo:x".into()],
             approvers: AccessList::new(&["@alice:x"]),
             permissions: PermissionSettings {
                 timeout,
@@ -1529,5 +1568,50 @@ mod tests {
             store.continuity("!room", "demo").await.unwrap().as_deref(),
             Some("reinjected")
         );
+    }
+
+    #[tokio::test]
+    async fn an_agent_crash_shows_its_stderr_only_where_everyone_is_allowed() {
+        let agent = FakeAgent::new(Script::Exit("exit code 3".into()));
+        agent.set_stderr("panicked at src/main.rs:7\nbacktrace <here>");
+        let chat = FakeChat::new();
+        chat.set_members(&["@alice:x", "@demo:x"]);
+        let (tx, _) = channel(agent.clone(), chat.clone()).await;
+        tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+        settle_until(|| chat.shown("!room").iter().any(|b| b.starts_with("🩺"))).await;
+        let shown = chat.shown("!room");
+        assert!(shown.iter().any(|b| b.contains("exit code 3")), "{shown:?}");
+        let stderr = shown.iter().find(|b| b.starts_with("🩺")).unwrap();
+        assert!(stderr.contains("(2 lines)\npanicked at src/main.rs:7\nbacktrace <here>"));
+        let html = chat
+            .messages("!room")
+            .into_iter()
+            .find(|m| m.body.starts_with("🩺"))
+            .and_then(|m| m.html)
+            .unwrap();
+        assert!(
+            html.contains("<details>") && html.contains("backtrace &lt;here&gt;"),
+            "{html}"
+        );
+
+        // With someone in the room who may not prompt, only a pointer to the log.
+        chat.set_members(&["@alice:x", "@demo:x", "@stranger:y"]);
+        tx.send(ChannelInput::Prompt(message("$2", "again")))
+            .unwrap();
+        settle_until(|| {
+            chat.shown("!room")
+                .iter()
+                .filter(|b| b.starts_with("🩺"))
+                .count()
+                == 2
+        })
+        .await;
+        let last = chat
+            .shown("!room")
+            .into_iter()
+            .rfind(|b| b.starts_with("🩺"))
+            .unwrap();
+        assert!(last.contains("is in the Sidekicks log"), "{last}");
+        assert!(!last.contains("panicked"));
     }
 }

@@ -70,4 +70,7 @@ pub trait ChatPort: Send + Sync {
     async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError>;
     /// Shows or hides the typing indicator.
     async fn typing(&self, room: &str, on: bool);
+    /// The users who have joined `room`: who reads what is posted there (decides whether
+    /// an agent's diagnostics may be shown in it).
+    async fn joined_members(&self, room: &str) -> Result<Vec<String>, ChatError>;
 }

@@ -64,6 +64,7 @@ struct ChatState {
     failing: HashSet<u32>,
     retry_after: Duration,
     txns: HashMap<String, String>,
+    members: Vec<String>,
 }
 
 /// A chat side that records what it was asked to do and can refuse chosen calls.
@@ -76,6 +77,11 @@ impl FakeChat {
     /// A fake that accepts everything.
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
+    }
+
+    /// Sets who has joined every room.
+    pub fn set_members(&self, members: &[&str]) {
+        self.state.lock().unwrap().members = members.iter().map(|m| m.to_string()).collect();
     }
 
     /// Refuses the given calls (1-based, counting sends and edits) with `M_LIMIT_EXCEEDED`.
@@ -222,6 +228,10 @@ impl ChatPort for FakeChat {
     }
 
     async fn typing(&self, _room: &str, _on: bool) {}
+
+    async fn joined_members(&self, _room: &str) -> Result<Vec<String>, ChatError> {
+        Ok(self.state.lock().unwrap().members.clone())
+    }
 }
 
 /// What the fake agent does with one prompt.
@@ -237,6 +247,8 @@ pub enum Script {
     /// options and says `permission: <optionId>` (or `cancelled`); then ends. A cancel ends
     /// it at once.
     AskPermission(u32),
+    /// Says "partial", then its process dies with this status (the session dies with it).
+    Exit(String),
 }
 
 /// The four options real agents offer, with the ids one of them uses.
@@ -271,6 +283,7 @@ struct AgentState {
     dead: HashSet<String>,
     reopen: Option<Reopen>,
     reopened: Vec<String>,
+    stderr: String,
 }
 
 /// An agent that follows a [`Script`] for every prompt and records what it received.
@@ -296,6 +309,11 @@ impl FakeAgent {
     pub fn with_reopen(self: Arc<Self>, how: Reopen) -> Arc<Self> {
         self.state.lock().unwrap().reopen = Some(how);
         self
+    }
+
+    /// Sets what the agent "wrote to stderr".
+    pub fn set_stderr(&self, text: &str) {
+        self.state.lock().unwrap().stderr = text.into();
     }
 
     /// The sessions got back by `reopen_session`, in order.
@@ -371,6 +389,11 @@ impl AgentPort for FakeAgent {
                 }
                 Ok(StopReason::EndTurn.into())
             }
+            Script::Exit(status) => {
+                let _ = tx.send(AgentEvent::MessageChunk("partial".into()));
+                self.kill_session(session_id);
+                Err(AgentError::Exited { status })
+            }
             Script::Error(message) => Err(AgentError::Rpc {
                 code: -32603,
                 message,
@@ -435,7 +458,7 @@ impl AgentPort for FakeAgent {
     }
 
     fn stderr_tail(&self) -> String {
-        String::new()
+        self.state.lock().unwrap().stderr.clone()
     }
 
     fn session_alive(&self, session_id: &str) -> bool {

@@ -374,6 +374,8 @@ mod tests {
             },
             command_prefix: "!".into(),
             approvers: AccessList::new(&["@alice:x", "@boss:x"]),
+            allowed: AccessList::new(&["@alice:x"]),
+            agent_users: vec!["@demo:x".into()],
             permissions: PermissionSettings {
                 timeout: Duration::from_secs(60),
                 propose_stop_after: 3,

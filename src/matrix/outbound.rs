@@ -4,7 +4,6 @@
 //! transaction ID, so a retried send is never duplicated.
 
 use async_trait::async_trait;
-use matrix_sdk::Client;
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::room::Room;
 use matrix_sdk::ruma::events::Mentions;
@@ -14,6 +13,7 @@ use matrix_sdk::ruma::events::room::message::{
     ReplacementMetadata, RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
 };
 use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, OwnedUserId, RoomId};
+use matrix_sdk::{Client, RoomMemberships};
 
 use super::errors::classify;
 use crate::core::chat::{ChatError, ChatPort, OutMessage};
@@ -107,6 +107,15 @@ impl ChatPort for MatrixChat {
             .await
             .map_err(|e| classify(&e.into()))?;
         Ok(())
+    }
+
+    async fn joined_members(&self, room_id: &str) -> Result<Vec<String>, ChatError> {
+        let room = self.room(room_id)?;
+        let members = room
+            .members(RoomMemberships::JOIN)
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(members.iter().map(|m| m.user_id().to_string()).collect())
     }
 
     async fn typing(&self, room_id: &str, on: bool) {

@@ -10,6 +10,7 @@ use crate::core::agent::{
 };
 use crate::core::chat::OutMessage;
 use crate::core::poll::Choice;
+use crate::render::strings;
 
 /// At most this many lines of a diff in a poll; cards show fewer.
 const POLL_DIFF_LINES: usize = 20;
@@ -332,6 +333,21 @@ pub fn thinking(elapsed: Option<Duration>, thoughts: &str) -> OutMessage {
                 mentions: Vec::new(),
             }
         }
+    }
+}
+
+/// The last lines an agent wrote to stderr, folded, for a room where everyone may read them.
+pub fn stderr_tail(agent: &str, tail: &str) -> OutMessage {
+    let summary = strings::stderr_summary(agent, tail.lines().count());
+    OutMessage {
+        html: Some(format!(
+            "<details><summary>{}</summary><pre><code>{}</code></pre></details>",
+            esc(&summary),
+            esc(tail)
+        )),
+        body: format!("{summary}\n{tail}"),
+        notice: true,
+        mentions: Vec::new(),
     }
 }
 

@@ -63,6 +63,20 @@ pub fn agent_stopped(agent: &str, status: &str) -> String {
     )
 }
 
+/// Heading of an agent's stderr lines shown in the room after it failed.
+pub fn stderr_summary(agent: &str, lines: usize) -> String {
+    format!("🩺 What {agent} last wrote to stderr ({lines} lines)")
+}
+
+/// Shown instead of an agent's stderr lines in a room where someone who is not an allowed
+/// user would read them.
+pub fn stderr_in_log(agent: &str) -> String {
+    format!(
+        "🩺 What {agent} last wrote to stderr is in the Sidekicks log (not shown here: this room \
+         has members who are not allowed users)."
+    )
+}
+
 /// Shown when no session could be opened.
 pub fn session_failed(agent: &str, error: &str) -> String {
     format!("⚠️ {agent} could not start a conversation here: {error}")
