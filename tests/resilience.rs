@@ -157,3 +157,25 @@ async fn a_shutdown_marks_the_running_turn_and_reports_queued_messages() {
     assert!(log.contains("shutting down: cancelling the turn"), "{log}");
     assert!(!log.contains("did not finish in time"), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_writing_garbage_to_stdout_is_stopped_with_a_clear_message() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    // Without the guard this turn would wait forever: the agent hangs after the garbage.
+    env.alice
+        .send(&room, "%say working\n%garbage 5\n%hang")
+        .await;
+    let report = env
+        .reply_where(&room, "the protocol report", |t| {
+            t.contains("was stopped: it wrote 3 lines that are not ACP")
+        })
+        .await;
+    assert!(report.contains("this line 2 is not JSON-RPC"), "{report}");
+    assert!(
+        report.contains("Your next message starts it again"),
+        "{report}"
+    );
+    // The next message starts a healthy agent again.
+    env.prompt_and_wait(&room, "%say back", "back").await;
+}

@@ -20,13 +20,13 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
     SelectedPermissionOutcome, SessionNotification, TextContent,
 };
-use agent_client_protocol::{Agent, ByteStreams, Client, UntypedMessage};
+use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use super::events;
-use super::process::{AgentProcess, ProcessSpec, StderrTail};
+use super::process::{self, AgentProcess, ProcessSpec, StderrTail};
+use super::transport;
 use crate::core::agent::{
     AgentError, AgentEvent, AgentInfo, AgentPort, NewSession, PermissionAnswer, Reopen, TurnEnd,
 };
@@ -147,6 +147,8 @@ pub struct AcpAgent {
     exit: watch::Receiver<Option<String>>,
     /// The last lines of its stderr.
     stderr: StderrTail,
+    /// Why the agent was stopped for breaking the protocol, once it was.
+    broken: watch::Receiver<Option<String>>,
 }
 
 impl AcpAgent {
@@ -161,7 +163,22 @@ impl AcpAgent {
         let (requests, requests_rx) = mpsc::unbounded_channel();
         let (init_tx, init_rx) = oneshot::channel();
 
-        let transport = ByteStreams::new(spawned.stdin.compat_write(), spawned.stdout.compat());
+        let (broken_tx, broken) = watch::channel(None);
+        let guard = transport::Guard::new(
+            spec.agent_id.clone(),
+            process::secret_values(spec),
+            broken_tx,
+        );
+        let transport = transport::lines(spawned.stdin, spawned.stdout, guard);
+        // An agent that broke the protocol is stopped: its requests fail at once instead
+        // of waiting for answers that will not come.
+        let kill = spawned.process.killer();
+        let mut watch_broken = broken.clone();
+        tokio::spawn(async move {
+            if watch_broken.wait_for(|b| b.is_some()).await.is_ok() {
+                kill();
+            }
+        });
         let connection = run_connection(
             spec.agent_id.clone(),
             transport,
@@ -191,6 +208,7 @@ impl AcpAgent {
             process: tokio::sync::Mutex::new(spawned.process),
             exit,
             stderr,
+            broken,
         };
         let response = match agent
             .wait("initialize", Some(INITIALIZE_TIMEOUT), init_rx)
@@ -268,6 +286,9 @@ impl AcpAgent {
     /// The error to report once the connection is gone: the exit status when the process
     /// ended (waiting briefly for it), else a protocol failure.
     async fn gone(&self) -> AgentError {
+        if let Some(reason) = self.broken.borrow().clone() {
+            return AgentError::Broken(reason);
+        }
         let mut exit = self.exit.clone();
         let status = tokio::time::timeout(Duration::from_secs(2), exit.wait_for(|s| s.is_some()))
             .await

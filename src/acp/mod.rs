@@ -6,6 +6,7 @@ pub mod demo_agent;
 mod events;
 mod process;
 mod supervisor;
+mod transport;
 
 pub use connection::AcpAgent;
 pub use process::ProcessSpec;

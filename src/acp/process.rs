@@ -174,11 +174,22 @@ impl AgentProcess {
     }
 
     fn signal(&self, signal: i32) {
-        if self.pgid > 0 {
-            // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
-            unsafe {
-                libc::kill(-self.pgid, signal);
-            }
+        signal_group(self.pgid, signal);
+    }
+
+    /// Something that can kill the process group from another task (when the agent broke
+    /// the protocol), without owning the process.
+    pub fn killer(&self) -> impl Fn() + Send + 'static {
+        let pgid = self.pgid;
+        move || signal_group(pgid, libc::SIGKILL)
+    }
+}
+
+fn signal_group(pgid: i32, signal: i32) {
+    if pgid > 0 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+        unsafe {
+            libc::kill(-pgid, signal);
         }
     }
 }
@@ -203,7 +214,7 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 const MIN_SECRET_LEN: usize = 6;
 
 /// The values of the agent's configured variables, longest first, that are worth masking.
-fn secret_values(spec: &ProcessSpec) -> Vec<String> {
+pub(super) fn secret_values(spec: &ProcessSpec) -> Vec<String> {
     let mut values: Vec<String> = spec
         .env
         .values()
@@ -215,7 +226,7 @@ fn secret_values(spec: &ProcessSpec) -> Vec<String> {
 }
 
 /// `line` with every secret value replaced by `[redacted]`.
-fn redact(mut line: String, secrets: &[String]) -> String {
+pub(super) fn redact(mut line: String, secrets: &[String]) -> String {
     for secret in secrets {
         if line.contains(secret.as_str()) {
             line = line.replace(secret.as_str(), "[redacted]");

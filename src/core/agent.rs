@@ -328,6 +328,9 @@ pub enum AgentError {
     /// The agent did not answer in time.
     #[error("the agent did not answer {0} in time")]
     Timeout(&'static str),
+    /// The agent broke the protocol (garbage on stdout) and Sidekicks stopped it.
+    #[error("the agent broke the protocol: {0}")]
+    Broken(String),
     /// The agent broke the protocol or could not be started.
     #[error("{0}")]
     Failed(String),

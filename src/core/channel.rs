@@ -657,6 +657,9 @@ impl Channel {
                     AgentError::Exited { status } => {
                         strings::agent_stopped(&ctx.display_name, status)
                     }
+                    AgentError::Broken(reason) => {
+                        strings::agent_broke_protocol(&ctx.display_name, reason)
+                    }
                     e => strings::turn_failed(&ctx.display_name, &e.to_string()),
                 };
                 ("error", Some(text))
@@ -664,7 +667,10 @@ impl Channel {
         };
         // A session dies with its process: the next message opens a new one (which starts
         // the agent again) and gets the conversation back.
-        let died = matches!(result, Err(AgentError::Exited { .. }));
+        let died = matches!(
+            result,
+            Err(AgentError::Exited { .. } | AgentError::Broken(_))
+        );
         if died {
             self.session = None;
         }

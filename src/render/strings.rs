@@ -63,6 +63,14 @@ pub fn agent_stopped(agent: &str, status: &str) -> String {
     )
 }
 
+/// Shown when Sidekicks stopped an agent that broke the protocol.
+pub fn agent_broke_protocol(agent: &str, reason: &str) -> String {
+    format!(
+        "⚠️ {agent} was stopped: {reason}. Your next message starts it again, with the \
+         conversation so far."
+    )
+}
+
 /// Heading of an agent's stderr lines shown in the room after it failed.
 pub fn stderr_summary(agent: &str, lines: usize) -> String {
     format!("🩺 What {agent} last wrote to stderr ({lines} lines)")
