@@ -40,6 +40,7 @@ fn process_spec(agent: &AgentConfig) -> ProcessSpec {
         env: agent.env.clone(),
         inherit_env: agent.inherit_env.clone(),
         cwd: agent.workspace.clone(),
+        dialect: agent.dialect.clone(),
     }
 }
 
@@ -229,6 +230,7 @@ async fn check_agent(agent: &AgentConfig) -> Result<String> {
         "  session resume: {}",
         if info.resume_session { "yes" } else { "no" }
     )?;
+    writeln!(out, "  dialect: {}", process.dialect())?;
     writeln!(
         out,
         "  after a restart, conversations continue by: {}",

@@ -225,6 +225,10 @@ pub struct AgentConfig {
     pub inherit_env: Vec<String>,
     /// The agent's working folder: the `cwd` of its process and of every ACP session.
     pub workspace: PathBuf,
+    /// The agent's known deviations from canonical ACP, by dialect name (`acp`, `mm`,
+    /// `claude-code`, `codex`, `gemini`). Unset: recognised from the agent's ID or the name
+    /// it gives at `initialize`, else canonical ACP.
+    pub dialect: Option<String>,
     /// The agent's Matrix account.
     pub matrix: AgentMatrixConfig,
 }
@@ -436,6 +440,15 @@ impl Config {
                     format!("{} is not an existing folder", a.workspace.display()),
                 );
             }
+            if let Some(name) = &a.dialect
+                && crate::acp::dialect::named(name).is_none()
+            {
+                let known: Vec<&str> = crate::acp::dialect::ALL.iter().map(|d| d.name).collect();
+                bad(
+                    k("dialect"),
+                    format!("`{name}` is not a known dialect ({})", known.join(", ")),
+                );
+            }
             for name in a.env.keys().chain(a.inherit_env.iter()) {
                 if name.is_empty() || name.contains('=') {
                     bad(k("env"), format!("`{name}` is not a variable name"));
@@ -562,6 +575,11 @@ password = "secret"
                 "agents[0].matrix",
             ),
             ("id = \"demo\"", "id = \"de mo\"", "agents[0].id"),
+            (
+                "id = \"demo\"",
+                "id = \"demo\"\ndialect = \"klingon\"",
+                "agents[0].dialect",
+            ),
         ];
         for (from, to, key) in cases {
             let text = valid(dir).replacen(from, to, 1);

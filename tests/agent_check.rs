@@ -60,6 +60,8 @@ fn check_prints_what_the_demo_agent_advertises() {
         "protocol version: 1",
         "sidekicks-demo-agent",
         "loadSession: no",
+        "dialect: acp",
+        "conversations continue by: re-injection into a new session",
         "session/new: ok",
         "/demo, /echo",
     ] {

@@ -30,6 +30,7 @@ async fn start(extra_toml: &str) -> (Env, Person) {
             user_id: agent.clone(),
             password: "demo-password".into(),
             demo_args: vec![],
+            agent_toml: String::new(),
         }],
         extra_toml,
     );

@@ -99,6 +99,7 @@ async fn a_refused_login_is_reported_and_the_gateway_exits_with_an_error() {
         user_id: agent,
         password: "wrong-password".into(),
         demo_args: vec![],
+        agent_toml: String::new(),
     };
     let mut gw = support::GatewayProcess::start(&hs.url, &[alice.as_str()], &[spec], "");
     let status = gw.wait_exit(PATIENCE).expect("the gateway should give up");
@@ -178,4 +179,27 @@ async fn an_agent_writing_garbage_to_stdout_is_stopped_with_a_clear_message() {
     );
     // The next message starts a healthy agent again.
     env.prompt_and_wait(&room, "%say back", "back").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialect_turns_a_known_agent_error_into_a_clear_message() {
+    // The mm dialect: a turn aborted with a JSON-RPC error after too many tool calls.
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), "", "dialect = \"mm\"").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%error exceeded maximum tool call iterations (40)")
+        .await;
+    let notice = env.notice_containing(&room, "could not answer").await;
+    assert!(
+        notice
+            .body
+            .contains("it gave up after 40 tool calls in one turn"),
+        "{}",
+        notice.body
+    );
+    assert!(!notice.body.contains("-32603"), "{}", notice.body);
+    assert!(
+        env.gw.log().contains("dialect=mm"),
+        "the dialect in use is logged"
+    );
 }

@@ -7,7 +7,6 @@
 //! for the answer. Requests we send (`session/new`, `session/prompt`) run in their own tasks,
 //! so a long prompt never holds up a `session/cancel`.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,19 +15,21 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
-    SelectedPermissionOutcome, SessionNotification, TextContent,
+    NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    ResumeSessionRequest, SelectedPermissionOutcome, SessionNotification, TextContent,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::dialect;
 use super::events;
 use super::process::{self, AgentProcess, ProcessSpec, StderrTail};
+use super::sessions::Sessions;
 use super::transport;
 use crate::core::agent::{
-    AgentError, AgentEvent, AgentInfo, AgentPort, NewSession, PermissionAnswer, Reopen, TurnEnd,
+    AgentError, AgentInfo, AgentPort, NewSession, PermissionAnswer, Reopen, TurnEnd,
 };
 
 /// How long an agent may take to answer `initialize`.
@@ -37,8 +38,6 @@ const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
 const NEW_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long an agent may take to load (and replay) or resume a session.
 const REOPEN_TIMEOUT: Duration = Duration::from_secs(120);
-/// Updates kept for a session nobody listens to yet (they arrive right after `session/new`).
-const EARLY_EVENTS: usize = 1_000;
 
 /// Work for the task that owns the SDK connection.
 enum Request {
@@ -76,61 +75,6 @@ enum Request {
     },
 }
 
-/// Where each session's updates go; updates for a session not yet registered are held.
-#[derive(Default)]
-struct Sessions {
-    /// The queue of each registered session.
-    senders: HashMap<String, mpsc::UnboundedSender<AgentEvent>>,
-    /// Updates that arrived before their session was registered (bounded).
-    early: HashMap<String, Vec<AgentEvent>>,
-}
-
-impl Sessions {
-    fn deliver(&mut self, session: &str, event: AgentEvent) {
-        match self.senders.get(session) {
-            Some(tx) => {
-                let _ = tx.send(event);
-            }
-            None => {
-                let held = self.early.entry(session.to_owned()).or_default();
-                if held.len() < EARLY_EVENTS {
-                    held.push(event);
-                }
-            }
-        }
-    }
-
-    /// Stops delivering to `session` until it is registered again; what arrives meanwhile
-    /// is held.
-    fn unregister(&mut self, session: &str) {
-        self.senders.remove(session);
-        self.early.remove(session);
-    }
-
-    /// Drops what a reopened session replayed before it was registered: the room has shown
-    /// it already. The agent's command list is kept (it is state, not history).
-    fn drop_replay(&mut self, session: &str) {
-        if let Some(held) = self.early.get_mut(session) {
-            let before = held.len();
-            held.retain(|e| matches!(e, AgentEvent::Commands(_)));
-            tracing::debug!(
-                session,
-                replayed = before - held.len(),
-                "replayed updates not shown again"
-            );
-        }
-    }
-
-    fn register(&mut self, session: &str) -> mpsc::UnboundedReceiver<AgentEvent> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        for event in self.early.remove(session).unwrap_or_default() {
-            let _ = tx.send(event);
-        }
-        self.senders.insert(session.to_owned(), tx);
-        rx
-    }
-}
-
 /// A running agent speaking ACP over its stdio.
 pub struct AcpAgent {
     /// The configured agent ID, for logs and errors.
@@ -149,6 +93,8 @@ pub struct AcpAgent {
     stderr: StderrTail,
     /// Why the agent was stopped for breaking the protocol, once it was.
     broken: watch::Receiver<Option<String>>,
+    /// The name of the dialect applied to it.
+    dialect: &'static str,
 }
 
 impl AcpAgent {
@@ -209,6 +155,7 @@ impl AcpAgent {
             exit,
             stderr,
             broken,
+            dialect: dialect::ACP.name,
         };
         let response = match agent
             .wait("initialize", Some(INITIALIZE_TIMEOUT), init_rx)
@@ -227,8 +174,22 @@ impl AcpAgent {
                 response.protocol_version.as_u16(),
             ));
         }
-        tracing::info!(agent = %spec.agent_id, name = ?info.name, version = ?info.version, "agent initialised");
-        Ok(Arc::new(Self { info, ..agent }))
+        let dialect = dialect::for_agent(
+            spec.dialect.as_deref(),
+            &spec.agent_id,
+            info.name.as_deref(),
+        );
+        agent
+            .sessions
+            .lock()
+            .expect("sessions poisoned")
+            .set_dialect(dialect);
+        tracing::info!(agent = %spec.agent_id, name = ?info.name, version = ?info.version, dialect = %dialect.name, "agent initialised");
+        Ok(Arc::new(Self {
+            info,
+            dialect: dialect.name,
+            ..agent
+        }))
     }
 
     /// The process's exit status, once it has ended.
@@ -239,6 +200,11 @@ impl AcpAgent {
     /// What the agent advertised.
     pub fn info(&self) -> &AgentInfo {
         &self.info
+    }
+
+    /// The name of the dialect applied to the agent (`acp` when it needs none).
+    pub fn dialect(&self) -> &'static str {
+        self.dialect
     }
 
     /// Stops the agent process (SIGTERM, then SIGKILL after a grace period).
@@ -310,6 +276,10 @@ impl AcpAgent {
 }
 
 impl AcpAgent {
+    fn sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.sessions.lock().expect("sessions poisoned")
+    }
+
     /// Registers session `id`, just opened, and describes it.
     fn opened(&self, id: String, response: &NewSessionResponse) -> NewSession {
         let events = self
@@ -407,6 +377,7 @@ impl AgentPort for AcpAgent {
     }
 
     async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError> {
+        self.sessions().turn_started(session_id);
         let (reply, rx) = oneshot::channel();
         self.send(Request::Prompt {
             session: session_id.to_owned(),
@@ -415,11 +386,27 @@ impl AgentPort for AcpAgent {
         })
         .await?;
         // A turn may legitimately run for hours; stopping it is the person's call.
-        let response = self.wait("session/prompt", None, rx).await?;
-        Ok(events::turn_end(response))
+        match self.wait("session/prompt", None, rx).await {
+            Ok(response) => {
+                let mut end = events::turn_end(response);
+                end.reason = self.sessions().turn_ended(session_id, end.reason);
+                Ok(end)
+            }
+            Err(AgentError::Rpc { code, message }) => {
+                match self.sessions().explain_error(code, &message) {
+                    Some(text) => {
+                        tracing::info!(agent = %self.agent_id, code, %message, "the turn ended with an error the agent's dialect explains");
+                        Err(AgentError::TurnAborted(text))
+                    }
+                    None => Err(AgentError::Rpc { code, message }),
+                }
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
+        self.sessions().cancel_requested(session_id);
         self.send(Request::Cancel {
             session: session_id.to_owned(),
         })
@@ -453,9 +440,19 @@ async fn run_connection(
                 permission_sessions.lock().expect("sessions poisoned").deliver(&session, event);
                 // Wait for the person outside the dispatch loop, so other messages and
                 // cancellations keep flowing while the question is open.
+                let refusals: Vec<String> = request
+                    .options
+                    .iter()
+                    .filter(|o| matches!(o.kind, PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways))
+                    .map(|o| o.option_id.0.to_string())
+                    .collect();
+                let answered = permission_sessions.clone();
                 tokio::spawn(async move {
                     let outcome = match answer.await {
                         Ok(PermissionAnswer::Selected(id)) => {
+                            if refusals.contains(&id) {
+                                answered.lock().expect("sessions poisoned").refused(&session);
+                            }
                             RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
                         }
                         Ok(PermissionAnswer::Cancelled) | Err(_) => RequestPermissionOutcome::Cancelled,

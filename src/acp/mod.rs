@@ -3,8 +3,10 @@
 
 mod connection;
 pub mod demo_agent;
+pub mod dialect;
 mod events;
 mod process;
+mod sessions;
 mod supervisor;
 mod transport;
 

@@ -27,6 +27,8 @@ pub struct ProcessSpec {
     pub inherit_env: Vec<String>,
     /// Working folder.
     pub cwd: PathBuf,
+    /// The dialect named in the config (`None`: recognised from the agent).
+    pub dialect: Option<String>,
 }
 
 /// Lines kept from an agent's stderr.
@@ -264,6 +266,7 @@ mod tests {
             env: BTreeMap::from([("ONLY_THIS".into(), Secret::new("yes"))]),
             inherit_env: vec![],
             cwd: std::env::temp_dir(),
+            dialect: None,
         }
     }
 

@@ -32,6 +32,9 @@ pub enum ToolStatus {
     Completed,
     /// Finished with an error.
     Failed,
+    /// Stopped with its turn. Never sent by an agent: set by a dialect for calls an agent
+    /// leaves open when a turn is cancelled.
+    Cancelled,
 }
 
 /// What sort of work a tool call does; decides its icon and how its input is summarised.
@@ -328,6 +331,9 @@ pub enum AgentError {
     /// The agent did not answer in time.
     #[error("the agent did not answer {0} in time")]
     Timeout(&'static str),
+    /// The agent aborted the turn for a reason its dialect explains in words for people.
+    #[error("{0}")]
+    TurnAborted(String),
     /// The agent broke the protocol (garbage on stdout) and Sidekicks stopped it.
     #[error("the agent broke the protocol: {0}")]
     Broken(String),

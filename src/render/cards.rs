@@ -39,6 +39,7 @@ impl CardStatus {
             CardStatus::Reported(ToolStatus::InProgress) => ("🔄", "in progress"),
             CardStatus::Reported(ToolStatus::Completed) => ("✅", "completed"),
             CardStatus::Reported(ToolStatus::Failed) => ("❌", "failed"),
+            CardStatus::Reported(ToolStatus::Cancelled) => ("⏹️", "cancelled"),
             CardStatus::Cancelled => ("⏹️", "cancelled"),
             CardStatus::Unknown => ("❔", "ended without a status"),
         }

@@ -18,6 +18,8 @@ pub struct AgentSpec {
     pub password: String,
     /// Arguments for the demo agent after `demo-agent` (run in its workspace).
     pub demo_args: Vec<String>,
+    /// Extra lines for the agent's `[[agents]]` table (e.g. `dialect = "mm"`).
+    pub agent_toml: String,
 }
 
 /// A running `sidekicks run`.
@@ -69,11 +71,12 @@ impl GatewayProcess {
             let ws = dir.path().join(format!("workspace-{}", a.id));
             std::fs::create_dir_all(&ws).unwrap();
             toml.push_str(&format!(
-                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\nworkspace = {ws:?}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_env = \"TEST_AGENT_PASSWORD_{id}\"\n",
+                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\nworkspace = {ws:?}\n{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_env = \"TEST_AGENT_PASSWORD_{id}\"\n",
                 id = a.id,
                 bin = binary(),
                 ws = ws,
                 user = a.user_id,
+                extra = a.agent_toml,
                 args = std::iter::once("demo-agent".to_owned())
                     .chain(a.demo_args.iter().cloned())
                     .collect::<Vec<_>>(),

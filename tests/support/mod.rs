@@ -37,7 +37,7 @@ impl Env {
         extra_toml: &str,
         strategy: person::CollectStrategy,
     ) -> Self {
-        Self::start_with(options, extra_toml, strategy, &[]).await
+        Self::start_with(options, extra_toml, strategy, &[], "").await
     }
 
     /// Like [`Env::start`], with `demo_args` after `demo-agent` on the agent's command line.
@@ -51,6 +51,23 @@ impl Env {
             extra_toml,
             person::CollectStrategy::AllDevices,
             demo_args,
+            "",
+        )
+        .await
+    }
+
+    /// Like [`Env::start`], with `agent_toml` added to the agent's `[[agents]]` table.
+    pub async fn start_with_agent_toml(
+        options: SynapseOptions,
+        extra_toml: &str,
+        agent_toml: &str,
+    ) -> Self {
+        Self::start_with(
+            options,
+            extra_toml,
+            person::CollectStrategy::AllDevices,
+            &[],
+            agent_toml,
         )
         .await
     }
@@ -60,6 +77,7 @@ impl Env {
         extra_toml: &str,
         strategy: person::CollectStrategy,
         demo_args: &[&str],
+        agent_toml: &str,
     ) -> Self {
         let hs = Synapse::start(options).await;
         let alice_id = hs.register("alice", "alice-password").await;
@@ -72,6 +90,7 @@ impl Env {
                 user_id: agent.clone(),
                 password: "demo-password".into(),
                 demo_args: demo_args.iter().map(|a| a.to_string()).collect(),
+                agent_toml: agent_toml.to_owned(),
             }],
             extra_toml,
         );

@@ -1,0 +1,275 @@
+//! Per-agent compatibility ("dialects"). Agents deviate from canonical ACP in small, known
+//! ways; each deviation is normalised by one optional, pure function here, chosen by agent.
+//! Canonical ACP is the empty dialect: no functions. Hooks never talk to the agent, hold
+//! state or send events: the connection (shared code) owns transport, lifecycle and the
+//! per-session facts a hook is given, and applies what the hook returns.
+
+use crate::core::agent::{AgentEvent, StopReason, ToolCallFields, ToolKind, ToolStatus};
+
+/// What the connection knows about a turn that the agent ended as `cancelled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CancelledTurn {
+    /// Whether Sidekicks sent `session/cancel` during the turn.
+    pub cancel_requested: bool,
+    /// Whether a permission request of the turn was answered with a reject option.
+    pub refused: bool,
+}
+
+/// The compatibility functions of one agent. Every field is optional; `None` is canonical
+/// ACP behaviour.
+#[derive(Debug, Clone, Copy)]
+pub struct Dialect {
+    /// The dialect's name, for logs and `sidekicks check` (`acp` for the empty dialect).
+    pub name: &'static str,
+    /// Updates that are noise to drop (empty message chunks).
+    pub skip_update: Option<fn(&AgentEvent) -> bool>,
+    /// For a permission request about a tool call not announced yet: the announcement to
+    /// show first, so the call gets its card before the poll.
+    pub announce_from_permission: Option<fn(&ToolCallFields) -> ToolCallFields>,
+    /// How a turn the agent ended as `cancelled` really ended.
+    pub cancelled_turn: Option<fn(CancelledTurn) -> StopReason>,
+    /// After a cancelled turn: the update that closes a tool call the agent left open
+    /// (later updates for it are then dropped).
+    pub close_after_cancel: Option<fn(&str) -> ToolCallFields>,
+    /// A JSON-RPC error that ended a prompt, in words for the room; `None` keeps the
+    /// generic report.
+    pub prompt_error: Option<fn(i64, &str) -> Option<String>>,
+}
+
+impl Default for Dialect {
+    fn default() -> Self {
+        ACP
+    }
+}
+
+/// Canonical ACP.
+pub const ACP: Dialect = Dialect {
+    name: "acp",
+    skip_update: None,
+    announce_from_permission: None,
+    cancelled_turn: None,
+    close_after_cancel: None,
+    prompt_error: None,
+};
+
+/// mm: ends a turn whose model keeps calling tools with a JSON-RPC error
+/// (`-32603`, "exceeded maximum tool call iterations (40)") instead of a stop reason.
+pub const MM: Dialect = Dialect {
+    name: "mm",
+    prompt_error: Some(tool_loop_error),
+    ..ACP
+};
+
+/// Claude Code (through its ACP adapter): a refused tool ends the whole turn as
+/// `cancelled`, and tool calls are left open when a turn is cancelled.
+pub const CLAUDE_CODE: Dialect = Dialect {
+    name: "claude-code",
+    cancelled_turn: Some(refusal_is_not_a_stop),
+    close_after_cancel: Some(cancelled_call),
+    ..ACP
+};
+
+/// Codex (through its ACP adapter): asks permission for a command before announcing the
+/// tool call.
+pub const CODEX: Dialect = Dialect {
+    name: "codex",
+    announce_from_permission: Some(announcement_from_request),
+    ..ACP
+};
+
+/// Gemini CLI: sends empty message and thought chunks.
+pub const GEMINI: Dialect = Dialect {
+    name: "gemini",
+    skip_update: Some(empty_chunk),
+    ..ACP
+};
+
+/// Every dialect, by the name used in the config (`dialect = "…"`).
+pub const ALL: [Dialect; 5] = [ACP, MM, CLAUDE_CODE, CODEX, GEMINI];
+
+/// The dialect named `name` in the config, if there is one.
+pub fn named(name: &str) -> Option<Dialect> {
+    ALL.into_iter().find(|d| d.name == name)
+}
+
+/// The dialect for an agent: the configured one, else one recognised from the agent's
+/// configured ID or the name it gives at `initialize`, else canonical ACP.
+pub fn for_agent(configured: Option<&str>, agent_id: &str, agent_name: Option<&str>) -> Dialect {
+    if let Some(dialect) = configured.and_then(named) {
+        return dialect;
+    }
+    let names = [Some(agent_id), agent_name];
+    let known = |test: fn(&str) -> bool| {
+        names
+            .iter()
+            .flatten()
+            .any(|n| test(&n.to_ascii_lowercase()))
+    };
+    if known(|n| n == "mm" || n.starts_with("mm-")) {
+        MM
+    } else if known(|n| n.contains("claude")) {
+        CLAUDE_CODE
+    } else if known(|n| n.contains("codex")) {
+        CODEX
+    } else if known(|n| n.contains("gemini")) {
+        GEMINI
+    } else {
+        ACP
+    }
+}
+
+fn tool_loop_error(code: i64, message: &str) -> Option<String> {
+    if code != -32603 || !message.contains("maximum tool call iterations") {
+        return None;
+    }
+    let limit = message
+        .rsplit_once('(')
+        .and_then(|(_, rest)| rest.trim_end_matches(')').parse::<u32>().ok());
+    let tries = match limit {
+        Some(n) => format!("{n} tool calls"),
+        None => "its limit of tool calls".to_owned(),
+    };
+    Some(format!(
+        "it gave up after {tries} in one turn without finishing (often a tool refused again \
+         and again). Allow the tool, or say what to do differently."
+    ))
+}
+
+fn refusal_is_not_a_stop(turn: CancelledTurn) -> StopReason {
+    if turn.refused && !turn.cancel_requested {
+        StopReason::EndTurn
+    } else {
+        StopReason::Cancelled
+    }
+}
+
+fn cancelled_call(id: &str) -> ToolCallFields {
+    ToolCallFields {
+        id: id.to_owned(),
+        status: Some(ToolStatus::Cancelled),
+        ..ToolCallFields::default()
+    }
+}
+
+fn announcement_from_request(tool: &ToolCallFields) -> ToolCallFields {
+    ToolCallFields {
+        title: tool.title.clone().or_else(|| Some("Tool call".to_owned())),
+        kind: tool.kind.or(Some(ToolKind::Other)),
+        status: Some(ToolStatus::Pending),
+        ..tool.clone()
+    }
+}
+
+fn empty_chunk(event: &AgentEvent) -> bool {
+    matches!(event, AgentEvent::MessageChunk(t) | AgentEvent::ThoughtChunk(t) if t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dialect_is_the_configured_one_else_recognised_else_canonical() {
+        let table = [
+            (Some("gemini"), "claude", None, "gemini"),
+            (Some("acp"), "claude", None, "acp"),
+            (None, "claude", None, "claude-code"),
+            (None, "helper", Some("claude-code-acp"), "claude-code"),
+            (None, "riker", Some("mm"), "mm"),
+            (None, "Codex", None, "codex"),
+            (None, "helper", Some("gemini-cli"), "gemini"),
+            (None, "mmx", Some("sidekicks-demo-agent"), "acp"),
+        ];
+        for (configured, id, name, expected) in table {
+            assert_eq!(
+                for_agent(configured, id, name).name,
+                expected,
+                "{configured:?} {id} {name:?}"
+            );
+        }
+        assert!(named("klingon").is_none());
+    }
+
+    #[test]
+    fn canonical_acp_has_no_hooks() {
+        let d = ACP;
+        assert!(d.skip_update.is_none() && d.announce_from_permission.is_none());
+        assert!(d.cancelled_turn.is_none() && d.close_after_cancel.is_none());
+        assert!(d.prompt_error.is_none());
+    }
+
+    #[test]
+    fn mm_tool_loop_errors_become_a_clear_failure_message() {
+        let hook = MM.prompt_error.unwrap();
+        let text = hook(-32603, "exceeded maximum tool call iterations (40)").unwrap();
+        assert!(
+            text.starts_with("it gave up after 40 tool calls in one turn"),
+            "{text}"
+        );
+        assert!(text.contains("Allow the tool"));
+        assert_eq!(hook(-32603, "model unavailable"), None);
+        assert_eq!(
+            hook(-32000, "exceeded maximum tool call iterations (40)"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_permission_request_before_its_tool_call_gets_an_announcement() {
+        let hook = CODEX.announce_from_permission.unwrap();
+        let request = ToolCallFields {
+            id: "call-1".into(),
+            title: Some("bash: ls".into()),
+            kind: Some(ToolKind::Execute),
+            raw_input: Some(serde_json::json!({"command": "ls"})),
+            ..ToolCallFields::default()
+        };
+        let announced = hook(&request);
+        assert_eq!(announced.id, "call-1");
+        assert_eq!(announced.title.as_deref(), Some("bash: ls"));
+        assert_eq!(announced.status, Some(ToolStatus::Pending));
+        assert_eq!(announced.raw_input, request.raw_input);
+        let bare = hook(&ToolCallFields {
+            id: "call-2".into(),
+            ..ToolCallFields::default()
+        });
+        assert_eq!(bare.title.as_deref(), Some("Tool call"));
+        assert_eq!(bare.kind, Some(ToolKind::Other));
+    }
+
+    #[test]
+    fn a_refusal_that_ends_the_turn_as_cancelled_is_not_reported_as_a_stop() {
+        let hook = CLAUDE_CODE.cancelled_turn.unwrap();
+        let table = [
+            (false, true, StopReason::EndTurn),
+            (true, true, StopReason::Cancelled),
+            (true, false, StopReason::Cancelled),
+            (false, false, StopReason::Cancelled),
+        ];
+        for (cancel_requested, refused, expected) in table {
+            let turn = CancelledTurn {
+                cancel_requested,
+                refused,
+            };
+            assert_eq!(hook(turn), expected, "{turn:?}");
+        }
+    }
+
+    #[test]
+    fn tool_calls_left_open_after_a_cancel_are_closed_as_cancelled() {
+        let hook = CLAUDE_CODE.close_after_cancel.unwrap();
+        let update = hook("call-7");
+        assert_eq!(update.id, "call-7");
+        assert_eq!(update.status, Some(ToolStatus::Cancelled));
+        assert_eq!(update.title, None, "only the status changes");
+    }
+
+    #[test]
+    fn empty_chunks_are_skipped() {
+        let hook = GEMINI.skip_update.unwrap();
+        assert!(hook(&AgentEvent::MessageChunk(String::new())));
+        assert!(hook(&AgentEvent::ThoughtChunk(String::new())));
+        assert!(!hook(&AgentEvent::MessageChunk(" ".into())));
+        assert!(!hook(&AgentEvent::Plan(vec![])));
+    }
+}

@@ -1,0 +1,338 @@
+//! Where each session's updates go, with the agent's dialect applied on the way: the
+//! per-session facts a dialect hook needs (announced and open tool calls, a cancel asked
+//! for, a refusal given) are kept here, by shared code, and the hooks only compute.
+
+use std::collections::{HashMap, HashSet};
+
+use tokio::sync::mpsc;
+
+use super::dialect::{CancelledTurn, Dialect};
+use crate::core::agent::{AgentEvent, StopReason, ToolCallFields, ToolStatus};
+
+/// Updates kept for a session nobody listens to yet (they arrive right after `session/new`).
+const EARLY_EVENTS: usize = 1_000;
+
+/// What the connection tracks about one session for its dialect.
+#[derive(Default)]
+struct Facts {
+    /// Tool calls announced so far.
+    announced: HashSet<String>,
+    /// Tool calls announced and not finished, in announcement order.
+    open: Vec<String>,
+    /// Tool calls the dialect closed: later updates for them are dropped.
+    closed: HashSet<String>,
+    /// Whether `session/cancel` was sent during the running turn.
+    cancel_requested: bool,
+    /// Whether a permission request of the running turn was refused.
+    refused: bool,
+}
+
+/// Every session's queue, with the agent's dialect.
+#[derive(Default)]
+pub struct Sessions {
+    /// How this agent deviates from canonical ACP (set once it has said who it is).
+    dialect: Dialect,
+    /// The queue of each registered session.
+    senders: HashMap<String, mpsc::UnboundedSender<AgentEvent>>,
+    /// Updates that arrived before their session was registered (bounded).
+    early: HashMap<String, Vec<AgentEvent>>,
+    /// Per-session facts for the dialect.
+    facts: HashMap<String, Facts>,
+}
+
+impl Sessions {
+    /// Applies `dialect` from now on.
+    pub fn set_dialect(&mut self, dialect: Dialect) {
+        self.dialect = dialect;
+    }
+
+    /// Passes an update on to its session, normalised by the dialect.
+    pub fn deliver(&mut self, session: &str, event: AgentEvent) {
+        if self.dialect.skip_update.is_some_and(|skip| skip(&event)) {
+            return;
+        }
+        let facts = self.facts.entry(session.to_owned()).or_default();
+        if let AgentEvent::Permission(request) = &event
+            && let Some(announce) = self.dialect.announce_from_permission
+            && !facts.announced.contains(&request.tool.id)
+        {
+            let announcement = announce(&request.tool);
+            self.deliver(session, AgentEvent::ToolCall(announcement));
+        }
+        let facts = self.facts.entry(session.to_owned()).or_default();
+        if let AgentEvent::ToolCall(fields) | AgentEvent::ToolCallUpdate(fields) = &event {
+            if facts.closed.contains(&fields.id) {
+                tracing::debug!(session, tool = %fields.id, "dropping an update for a tool call closed at cancel");
+                return;
+            }
+            if matches!(event, AgentEvent::ToolCall(_)) {
+                facts.announced.insert(fields.id.clone());
+            }
+            track_open(facts, fields);
+        }
+        self.send(session, event);
+    }
+
+    fn send(&mut self, session: &str, event: AgentEvent) {
+        match self.senders.get(session) {
+            Some(tx) => {
+                let _ = tx.send(event);
+            }
+            None => {
+                let held = self.early.entry(session.to_owned()).or_default();
+                if held.len() < EARLY_EVENTS {
+                    held.push(event);
+                }
+            }
+        }
+    }
+
+    /// A prompt starts: the facts of the previous turn no longer count.
+    pub fn turn_started(&mut self, session: &str) {
+        let facts = self.facts.entry(session.to_owned()).or_default();
+        facts.cancel_requested = false;
+        facts.refused = false;
+    }
+
+    /// `session/cancel` was sent.
+    pub fn cancel_requested(&mut self, session: &str) {
+        self.facts
+            .entry(session.to_owned())
+            .or_default()
+            .cancel_requested = true;
+    }
+
+    /// A permission request was answered with a reject option.
+    pub fn refused(&mut self, session: &str) {
+        self.facts.entry(session.to_owned()).or_default().refused = true;
+    }
+
+    /// The agent ended a turn with `reason`: how it really ended, per the dialect. A
+    /// cancelled turn's open tool calls are closed first when the dialect says the agent
+    /// leaves them open.
+    pub fn turn_ended(&mut self, session: &str, reason: StopReason) -> StopReason {
+        if reason != StopReason::Cancelled {
+            return reason;
+        }
+        let facts = self.facts.entry(session.to_owned()).or_default();
+        let turn = CancelledTurn {
+            cancel_requested: facts.cancel_requested,
+            refused: facts.refused,
+        };
+        if let Some(close) = self.dialect.close_after_cancel {
+            let open = std::mem::take(&mut facts.open);
+            facts.closed.extend(open.iter().cloned());
+            for id in open {
+                self.send(session, AgentEvent::ToolCallUpdate(close(&id)));
+            }
+        }
+        match self.dialect.cancelled_turn {
+            Some(hook) => hook(turn),
+            None => reason,
+        }
+    }
+
+    /// A JSON-RPC error that ended a prompt, in words for the room when the dialect knows
+    /// it.
+    pub fn explain_error(&self, code: i64, message: &str) -> Option<String> {
+        self.dialect
+            .prompt_error
+            .and_then(|hook| hook(code, message))
+    }
+
+    /// Stops delivering to `session` until it is registered again; what arrives meanwhile
+    /// is held.
+    pub fn unregister(&mut self, session: &str) {
+        self.senders.remove(session);
+        self.early.remove(session);
+        self.facts.remove(session);
+    }
+
+    /// Drops what a reopened session replayed before it was registered: the room has shown
+    /// it already. The agent's command list is kept (it is state, not history).
+    pub fn drop_replay(&mut self, session: &str) {
+        if let Some(held) = self.early.get_mut(session) {
+            let before = held.len();
+            held.retain(|e| matches!(e, AgentEvent::Commands(_)));
+            tracing::debug!(
+                session,
+                replayed = before - held.len(),
+                "replayed updates not shown again"
+            );
+        }
+        // What the replay announced belongs to earlier turns.
+        self.facts.remove(session);
+    }
+
+    /// Starts delivering `session`'s updates (those held first) to the returned queue.
+    pub fn register(&mut self, session: &str) -> mpsc::UnboundedReceiver<AgentEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        for event in self.early.remove(session).unwrap_or_default() {
+            let _ = tx.send(event);
+        }
+        self.senders.insert(session.to_owned(), tx);
+        rx
+    }
+}
+
+/// Keeps the open-call list in step with a tool call's status.
+fn track_open(facts: &mut Facts, fields: &ToolCallFields) {
+    let finished = matches!(
+        fields.status,
+        Some(ToolStatus::Completed | ToolStatus::Failed | ToolStatus::Cancelled)
+    );
+    let known = facts.open.contains(&fields.id);
+    if finished {
+        facts.open.retain(|id| id != &fields.id);
+    } else if !known && facts.announced.contains(&fields.id) {
+        facts.open.push(fields.id.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acp::dialect::{ACP, CLAUDE_CODE, CODEX, GEMINI};
+    use crate::core::agent::PermissionRequest;
+
+    fn call(id: &str, status: ToolStatus) -> ToolCallFields {
+        ToolCallFields {
+            id: id.into(),
+            status: Some(status),
+            ..ToolCallFields::default()
+        }
+    }
+
+    fn drain(rx: &mut mpsc::UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            out.push(e);
+        }
+        out
+    }
+
+    fn sessions(dialect: Dialect) -> (Sessions, mpsc::UnboundedReceiver<AgentEvent>) {
+        let mut s = Sessions::default();
+        s.set_dialect(dialect);
+        let rx = s.register("s");
+        (s, rx)
+    }
+
+    fn permission(id: &str) -> AgentEvent {
+        let (reply, _) = tokio::sync::oneshot::channel();
+        AgentEvent::Permission(PermissionRequest {
+            tool: ToolCallFields {
+                id: id.into(),
+                title: Some("bash: ls".into()),
+                ..ToolCallFields::default()
+            },
+            options: vec![],
+            reply,
+        })
+    }
+
+    #[test]
+    fn canonical_acp_passes_everything_on_unchanged() {
+        let (mut s, mut rx) = sessions(ACP);
+        s.deliver("s", AgentEvent::MessageChunk(String::new()));
+        s.deliver("s", permission("c1"));
+        s.deliver(
+            "s",
+            AgentEvent::ToolCall(call("c2", ToolStatus::InProgress)),
+        );
+        assert_eq!(
+            s.turn_ended("s", StopReason::Cancelled),
+            StopReason::Cancelled
+        );
+        let events = drain(&mut rx);
+        assert_eq!(events.len(), 3, "nothing added, nothing dropped");
+    }
+
+    #[test]
+    fn open_calls_are_closed_after_a_cancel_and_their_late_updates_dropped() {
+        let (mut s, mut rx) = sessions(CLAUDE_CODE);
+        s.turn_started("s");
+        s.deliver(
+            "s",
+            AgentEvent::ToolCall(call("done", ToolStatus::InProgress)),
+        );
+        s.deliver(
+            "s",
+            AgentEvent::ToolCallUpdate(call("done", ToolStatus::Completed)),
+        );
+        s.deliver(
+            "s",
+            AgentEvent::ToolCall(call("left", ToolStatus::InProgress)),
+        );
+        s.cancel_requested("s");
+        drain(&mut rx);
+        assert_eq!(
+            s.turn_ended("s", StopReason::Cancelled),
+            StopReason::Cancelled
+        );
+        let closing = drain(&mut rx);
+        assert_eq!(closing.len(), 1, "{closing:?}");
+        assert!(
+            matches!(&closing[0], AgentEvent::ToolCallUpdate(f) if f.id == "left" && f.status == Some(ToolStatus::Cancelled))
+        );
+        s.deliver(
+            "s",
+            AgentEvent::ToolCallUpdate(call("left", ToolStatus::InProgress)),
+        );
+        assert!(
+            drain(&mut rx).is_empty(),
+            "a late update does not reopen it"
+        );
+    }
+
+    #[test]
+    fn a_refusal_that_ended_the_turn_is_reported_as_its_end() {
+        let (mut s, _rx) = sessions(CLAUDE_CODE);
+        s.turn_started("s");
+        s.refused("s");
+        assert_eq!(
+            s.turn_ended("s", StopReason::Cancelled),
+            StopReason::EndTurn
+        );
+        // A new turn forgets the refusal; a stop asked for stays a stop.
+        s.turn_started("s");
+        s.refused("s");
+        s.cancel_requested("s");
+        assert_eq!(
+            s.turn_ended("s", StopReason::Cancelled),
+            StopReason::Cancelled
+        );
+    }
+
+    #[test]
+    fn a_permission_request_for_an_unannounced_call_is_announced_first_once() {
+        let (mut s, mut rx) = sessions(CODEX);
+        s.deliver("s", permission("c1"));
+        s.deliver("s", AgentEvent::ToolCall(call("c2", ToolStatus::Pending)));
+        s.deliver("s", permission("c2"));
+        let events = drain(&mut rx);
+        let kinds: Vec<&str> = events
+            .iter()
+            .map(|e| match e {
+                AgentEvent::ToolCall(f) if f.id == "c1" => "announce c1",
+                AgentEvent::ToolCall(_) => "announce other",
+                AgentEvent::Permission(p) if p.tool.id == "c1" => "ask c1",
+                AgentEvent::Permission(_) => "ask other",
+                _ => "?",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["announce c1", "ask c1", "announce other", "ask other"]
+        );
+    }
+
+    #[test]
+    fn empty_chunks_are_dropped_for_the_gemini_dialect() {
+        let (mut s, mut rx) = sessions(GEMINI);
+        s.deliver("s", AgentEvent::MessageChunk(String::new()));
+        s.deliver("s", AgentEvent::MessageChunk("hi".into()));
+        let events = drain(&mut rx);
+        assert!(matches!(&events[..], [AgentEvent::MessageChunk(t)] if t == "hi"));
+    }
+}
