@@ -10,7 +10,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::{AcpAgent, ProcessSpec, SupervisedAgent};
-use crate::config::{AgentConfig, Config};
+use crate::config::{AgentConfig, Config, TimeoutsConfig};
 use crate::core::access::AccessList;
 use crate::core::agent::{AgentEvent, AgentPort, Reopen};
 use crate::core::approvals::PermissionSettings;
@@ -32,7 +32,7 @@ pub fn init_tracing() {
         .try_init();
 }
 
-fn process_spec(agent: &AgentConfig) -> ProcessSpec {
+fn process_spec(agent: &AgentConfig, timeouts: &TimeoutsConfig) -> ProcessSpec {
     ProcessSpec {
         agent_id: agent.id.clone(),
         command: agent.command.clone(),
@@ -41,6 +41,8 @@ fn process_spec(agent: &AgentConfig) -> ProcessSpec {
         inherit_env: agent.inherit_env.clone(),
         cwd: agent.workspace.clone(),
         dialect: agent.dialect.clone(),
+        initialize_timeout: Duration::from_secs(timeouts.initialize_secs),
+        session_timeout: Duration::from_secs(timeouts.new_session_secs),
     }
 }
 
@@ -95,7 +97,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                 continue;
             }
         };
-        let spec = process_spec(agent);
+        let spec = process_spec(agent, &config.timeouts);
         let process = match AcpAgent::start(&spec).await {
             Ok(p) => SupervisedAgent::new(spec, p),
             Err(e) => {
@@ -127,6 +129,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             },
             verbosity: config.display.show,
             reinject_max_chars: config.continuity.reinject_max_chars,
+            quiet_note: (config.timeouts.quiet_turn_secs > 0)
+                .then(|| Duration::from_secs(config.timeouts.quiet_turn_secs)),
         }));
         users.push(user);
         processes.push(process);
@@ -183,7 +187,7 @@ pub async fn check_from_file(path: &Path) -> Result<()> {
     let mut failed = 0;
     for agent in &config.agents {
         println!("\nagent {} ({})", agent.id, agent.display_name);
-        match check_agent(agent).await {
+        match check_agent(agent, &config.timeouts).await {
             Ok(report) => print!("{report}"),
             Err(e) => {
                 failed += 1;
@@ -197,9 +201,9 @@ pub async fn check_from_file(path: &Path) -> Result<()> {
     Ok(())
 }
 
-async fn check_agent(agent: &AgentConfig) -> Result<String> {
+async fn check_agent(agent: &AgentConfig, timeouts: &TimeoutsConfig) -> Result<String> {
     use std::fmt::Write;
-    let process = AcpAgent::start(&process_spec(agent)).await?;
+    let process = AcpAgent::start(&process_spec(agent, timeouts)).await?;
     let info = process.info().clone();
     let mut out = String::new();
     let none = |v: &[String]| {

@@ -81,6 +81,9 @@ pub struct Config {
     /// How conversations survive the loss of their session.
     #[serde(default)]
     pub continuity: ContinuityConfig,
+    /// How long agents may take before Sidekicks gives up or speaks up.
+    #[serde(default)]
+    pub timeouts: TimeoutsConfig,
     /// The agents this gateway runs; each is its own Matrix user.
     #[serde(default, rename = "agents")]
     pub agents: Vec<AgentConfig>,
@@ -139,12 +142,39 @@ pub struct ContinuityConfig {
     /// Most characters of earlier conversation sent with the first prompt of a new session
     /// (for agents that cannot `session/load`); 0 turns re-injection off.
     pub reinject_max_chars: usize,
+    /// Whether a prompt whose turn was cut by a gateway crash is run again at the next
+    /// start (off: the room is told how to retry, so nothing runs twice unasked).
+    pub rerun_interrupted: bool,
 }
 
 impl Default for ContinuityConfig {
     fn default() -> Self {
         Self {
             reinject_max_chars: 12_000,
+            rerun_interrupted: false,
+        }
+    }
+}
+
+/// Timeouts for agents.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimeoutsConfig {
+    /// Seconds an agent may take to answer `initialize` when it starts.
+    pub initialize_secs: u64,
+    /// Seconds an agent may take to open (or load) a session.
+    pub new_session_secs: u64,
+    /// Seconds a turn may show no activity before the room gets a note saying how to stop
+    /// it (0: never). The turn itself is never ended for being quiet.
+    pub quiet_turn_secs: u64,
+}
+
+impl Default for TimeoutsConfig {
+    fn default() -> Self {
+        Self {
+            initialize_secs: 30,
+            new_session_secs: 120,
+            quiet_turn_secs: 300,
         }
     }
 }
@@ -377,6 +407,14 @@ impl Config {
                 "permissions.timeout_secs".into(),
                 "must be at least 5 (people need time to answer)".into(),
             );
+        }
+        for (key, value) in [
+            ("timeouts.initialize_secs", self.timeouts.initialize_secs),
+            ("timeouts.new_session_secs", self.timeouts.new_session_secs),
+        ] {
+            if value == 0 {
+                bad(key.into(), "must be at least 1".into());
+            }
         }
         if self.permissions.propose_stop_after == 0 {
             bad(

@@ -203,3 +203,24 @@ async fn a_dialect_turns_a_known_agent_error_into_a_clear_message() {
         "the dialect in use is logged"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_turn_gets_a_note_saying_how_to_stop_it() {
+    let env = Env::start(SynapseOptions::default(), "[timeouts]\nquiet_turn_secs = 2").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%say thinking hard\n%hang").await;
+    let note = env.notice_containing(&room, "has shown nothing").await;
+    assert!(
+        note.body
+            .starts_with("⏳ demo agent has shown nothing for 2 s"),
+        "{}",
+        note.body
+    );
+    assert!(note.body.contains("!stop"), "{}", note.body);
+    // The note only informs: the turn still runs until someone stops it.
+    env.alice.send(&room, "!stop").await;
+    env.reply_where(&room, "the stopped reply", |t| {
+        t.starts_with("thinking hard") && t.contains("Stopped by")
+    })
+    .await;
+}

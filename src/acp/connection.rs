@@ -32,13 +32,6 @@ use crate::core::agent::{
     AgentError, AgentInfo, AgentPort, NewSession, PermissionAnswer, Reopen, TurnEnd,
 };
 
-/// How long an agent may take to answer `initialize`.
-const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long an agent may take to answer `session/new`.
-const NEW_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long an agent may take to load (and replay) or resume a session.
-const REOPEN_TIMEOUT: Duration = Duration::from_secs(120);
-
 /// Work for the task that owns the SDK connection.
 enum Request {
     /// `session/new` with this working folder.
@@ -95,6 +88,8 @@ pub struct AcpAgent {
     broken: watch::Receiver<Option<String>>,
     /// The name of the dialect applied to it.
     dialect: &'static str,
+    /// How long it may take to open, load or resume a session.
+    session_timeout: Duration,
 }
 
 impl AcpAgent {
@@ -156,9 +151,10 @@ impl AcpAgent {
             stderr,
             broken,
             dialect: dialect::ACP.name,
+            session_timeout: spec.session_timeout,
         };
         let response = match agent
-            .wait("initialize", Some(INITIALIZE_TIMEOUT), init_rx)
+            .wait("initialize", Some(spec.initialize_timeout), init_rx)
             .await
         {
             Ok(response) => response,
@@ -334,7 +330,7 @@ impl AgentPort for AcpAgent {
         })
         .await?;
         let response = self
-            .wait("session/new", Some(NEW_SESSION_TIMEOUT), rx)
+            .wait("session/new", Some(self.session_timeout), rx)
             .await?;
         let id = response.session_id.0.to_string();
         Ok(self.opened(id, &response))
@@ -367,7 +363,7 @@ impl AgentPort for AcpAgent {
             Reopen::Load => "session/load",
             Reopen::Resume => "session/resume",
         };
-        let response = self.wait(what, Some(REOPEN_TIMEOUT), rx).await?;
+        let response = self.wait(what, Some(self.session_timeout), rx).await?;
         // Every update of the replay came before the answer and is held: drop it.
         self.sessions
             .lock()

@@ -29,6 +29,10 @@ pub struct ProcessSpec {
     pub cwd: PathBuf,
     /// The dialect named in the config (`None`: recognised from the agent).
     pub dialect: Option<String>,
+    /// How long the agent may take to answer `initialize`.
+    pub initialize_timeout: std::time::Duration,
+    /// How long it may take to open, load or resume a session.
+    pub session_timeout: std::time::Duration,
 }
 
 /// Lines kept from an agent's stderr.
@@ -267,6 +271,8 @@ mod tests {
             inherit_env: vec![],
             cwd: std::env::temp_dir(),
             dialect: None,
+            initialize_timeout: std::time::Duration::from_secs(5),
+            session_timeout: std::time::Duration::from_secs(5),
         }
     }
 

@@ -68,6 +68,9 @@ pub struct AgentContext {
     pub verbosity: Verbosity,
     /// Most characters of earlier conversation re-injected into a new session (0: none).
     pub reinject_max_chars: usize,
+    /// How long a turn may show nothing before the room is told how to stop it (`None`:
+    /// never).
+    pub quiet_note: Option<Duration>,
 }
 
 /// Something for a channel to do.
@@ -573,10 +576,21 @@ impl Channel {
         typing.reset();
         let prompt = ctx.agent.prompt(&session_id, text);
         tokio::pin!(prompt);
+        // When the agent last showed something; a quiet turn gets one note per quiet spell.
+        let mut last_activity = tokio::time::Instant::now();
+        let mut quiet_noted = false;
         let result = loop {
             let flush_at = view.stream.next_flush_at();
             let activity_at = view.activity.next_flush_at();
             let poll_deadline = self.approvals.next_deadline();
+            // While a poll waits, the agent waits for people: that is not quiet.
+            if self.approvals.open_count() > 0 {
+                last_activity = tokio::time::Instant::now();
+            }
+            let quiet_at = ctx
+                .quiet_note
+                .filter(|_| !quiet_noted)
+                .map(|after| last_activity + after);
             let events = &mut self
                 .session
                 .as_mut()
@@ -584,8 +598,18 @@ impl Channel {
                 .events;
             tokio::select! {
                 result = &mut prompt => break result,
-                Some(event) = events.recv() => self.handle_event(event, Some(&mut *view)).await,
+                Some(event) = events.recv() => {
+                    last_activity = tokio::time::Instant::now();
+                    quiet_noted = false;
+                    self.handle_event(event, Some(&mut *view)).await
+                }
                 Some(input) = self.inputs.recv() => self.handle_input_during_turn(input, &session_id, view, control).await,
+                _ = sleep_until_opt(quiet_at) => {
+                    quiet_noted = true;
+                    let quiet = ctx.quiet_note.unwrap_or_default();
+                    tracing::info!(agent = %ctx.agent_id, room = %self.room, quiet_secs = quiet.as_secs(), "the turn has been quiet; telling the room how to stop it");
+                    self.notice(strings::quiet_turn(&ctx.display_name, quiet, &ctx.command_prefix)).await;
+                }
                 _ = sleep_until_opt(flush_at) => {
                     if let Err(e) = view.stream.flush().await {
                         tracing::debug!(room = %self.room, error = %e, "edit deferred");
@@ -1045,6 +1069,15 @@ mod tests {
         chat: Arc<FakeChat>,
         timeout: Duration,
     ) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+        channel_with(agent, chat, timeout, None).await
+    }
+
+    async fn channel_with(
+        agent: Arc<FakeAgent>,
+        chat: Arc<FakeChat>,
+        timeout: Duration,
+        quiet_note: Option<Duration>,
+    ) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
         let store = Store::in_memory().await.unwrap();
         let ctx = Arc::new(AgentContext {
             agent_id: "demo".into(),
@@ -1069,6 +1102,7 @@ mod tests {
             },
             verbosity: Verbosity::All,
             reinject_max_chars: 10_000,
+            quiet_note,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(Channel::new(ctx, "!room".into(), rx, CancellationToken::new()).run());
@@ -1619,5 +1653,38 @@ mod tests {
             .unwrap();
         assert!(last.contains("is in the Sidekicks log"), "{last}");
         assert!(!last.contains("panicked"));
+    }
+
+    #[tokio::test]
+    async fn a_quiet_turn_gets_one_note_saying_how_to_stop_it() {
+        let agent = FakeAgent::new(Script::UntilCancelled);
+        let chat = FakeChat::new();
+        let (tx, _) = channel_with(
+            agent.clone(),
+            chat.clone(),
+            Duration::from_secs(60),
+            Some(Duration::from_millis(300)),
+        )
+        .await;
+        tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+        settle_until(|| chat.shown("!room").iter().any(|b| b.starts_with("⏳"))).await;
+        // One note per quiet spell, however long it lasts.
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        let notes: Vec<String> = chat
+            .shown("!room")
+            .into_iter()
+            .filter(|b| b.starts_with("⏳"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("has shown nothing for 0 s"),
+            "{}",
+            notes[0]
+        );
+        assert!(notes[0].contains("!stop"), "{}", notes[0]);
+        // The turn goes on: the note does not stop it.
+        tx.send(ChannelInput::Command(Command::Stop, message("$2", "!stop")))
+            .unwrap();
+        settle_until(|| chat.shown("!room").iter().any(|b| b.contains("Stopped by"))).await;
     }
 }

@@ -382,6 +382,7 @@ mod tests {
             },
             verbosity: Verbosity::All,
             reinject_max_chars: 10_000,
+            quiet_note: None,
         });
         let gw = Gateway::new(
             vec![ctx],

@@ -71,6 +71,20 @@ pub fn agent_broke_protocol(agent: &str, reason: &str) -> String {
     )
 }
 
+/// Posted when a turn has shown nothing for a while: it may be stuck, and people should
+/// know how to stop it.
+pub fn quiet_turn(agent: &str, quiet: std::time::Duration, prefix: &str) -> String {
+    let secs = quiet.as_secs();
+    let spell = match secs {
+        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    };
+    format!(
+        "⏳ {agent} has shown nothing for {spell}. It may still be working; to stop it, send \
+         {prefix}stop or react {STOP_REACTION} to its reply."
+    )
+}
+
 /// Heading of an agent's stderr lines shown in the room after it failed.
 pub fn stderr_summary(agent: &str, lines: usize) -> String {
     format!("🩺 What {agent} last wrote to stderr ({lines} lines)")
