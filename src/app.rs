@@ -129,6 +129,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             },
             verbosity: config.display.show,
             reinject_max_chars: config.continuity.reinject_max_chars,
+            rerun_interrupted: config.continuity.rerun_interrupted,
             quiet_note: (config.timeouts.quiet_turn_secs > 0)
                 .then(|| Duration::from_secs(config.timeouts.quiet_turn_secs)),
         }));

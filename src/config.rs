@@ -618,6 +618,11 @@ password = "secret"
                 "id = \"demo\"\ndialect = \"klingon\"",
                 "agents[0].dialect",
             ),
+            (
+                "[matrix]",
+                "[timeouts]\ninitialize_secs = 0\n[matrix]",
+                "timeouts.initialize_secs",
+            ),
         ];
         for (from, to, key) in cases {
             let text = valid(dir).replacen(from, to, 1);

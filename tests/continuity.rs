@@ -179,3 +179,37 @@ async fn an_agent_that_can_load_gets_its_session_back_without_the_replay_being_p
         "the crashed turn never reached the agent's memory; the rest did"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_rerun_on_a_prompt_cut_by_a_crash_runs_again_once() {
+    let mut env = Env::start(
+        SynapseOptions::default(),
+        "[continuity]\nrerun_interrupted = true",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%say partial\n%sleep 3000\n%say , done")
+        .await;
+    env.reply_where(&room, "the partial answer", |t| t == "partial")
+        .await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    env.gw.kill();
+    env.gw.start_again();
+    let marked = env
+        .reply_where(&room, "the cut reply, saying it runs again", |t| {
+            t.starts_with("partial\n\n⏹️ Interrupted")
+        })
+        .await;
+    assert!(marked.contains("It runs your message again"), "{marked}");
+    env.reply_where(&room, "the answer of the re-run", |t| t == "partial, done")
+        .await;
+    // The prompt runs again once only.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let replies = env.alice.messages_from(&room, &env.agent);
+    let reruns = replies
+        .iter()
+        .filter(|m| env.alice.current_text(&m.event_id).as_deref() == Some("partial, done"))
+        .count();
+    assert_eq!(reruns, 1);
+}

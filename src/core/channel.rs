@@ -71,6 +71,8 @@ pub struct AgentContext {
     /// How long a turn may show nothing before the room is told how to stop it (`None`:
     /// never).
     pub quiet_note: Option<Duration>,
+    /// Whether a prompt whose turn a gateway crash cut runs again at the next start.
+    pub rerun_interrupted: bool,
 }
 
 /// Something for a channel to do.
@@ -78,6 +80,9 @@ pub struct AgentContext {
 pub enum ChannelInput {
     /// A message to answer.
     Prompt(IncomingMessage),
+    /// A prompt whose turn a gateway crash cut, to run again (`continuity.rerun_interrupted`);
+    /// it is in the transcript already.
+    Rerun(IncomingMessage),
     /// A chat command, with the message that carried it.
     Command(Command, IncomingMessage),
     /// A reply from someone who may approve but not prompt: it counts only as an answer
@@ -113,8 +118,8 @@ pub struct Channel {
     inputs: mpsc::UnboundedReceiver<ChannelInput>,
     /// The ACP session, opened at the first prompt.
     session: Option<Session>,
-    /// Prompts waiting behind the running turn, with the "queued" reaction put on each.
-    queue: VecDeque<(IncomingMessage, Option<String>)>,
+    /// Prompts waiting behind the running turn.
+    queue: VecDeque<Queued>,
     /// The agent's slash commands, as last advertised (listed by `!help`).
     commands: Vec<(String, String)>,
     /// Fires when the gateway shuts down: the running turn is stopped and marked.
@@ -125,6 +130,26 @@ pub struct Channel {
     usage: Usage,
     /// The room's verbosity once read from the store.
     verbosity: Option<Verbosity>,
+}
+
+/// A prompt waiting for its turn.
+struct Queued {
+    /// The message.
+    message: IncomingMessage,
+    /// The "queued" reaction put on it, removed when its turn starts.
+    reaction: Option<String>,
+    /// Whether it is the re-run of a prompt a crash cut.
+    rerun: bool,
+}
+
+impl Queued {
+    fn new(message: IncomingMessage) -> Self {
+        Self {
+            message,
+            reaction: None,
+            rerun: false,
+        }
+    }
 }
 
 /// Usage as the agent reported it for this channel's session.
@@ -154,6 +179,8 @@ struct TurnView {
     saved_reply: Option<(String, usize)>,
     /// The cut versions of cards last recorded for a crash, by event ID.
     saved_cards: HashMap<String, OutMessage>,
+    /// What the reply says if a crash cuts it: whether the prompt will run again.
+    cut_footer: &'static str,
 }
 
 /// How [`Channel::ensure_session`] found the session.
@@ -222,11 +249,11 @@ impl Channel {
                 self.abandon_queue().await;
                 return;
             }
-            if let Some((message, queued_reaction)) = self.queue.pop_front() {
-                if let Some(reaction) = queued_reaction {
-                    let _ = self.ctx.chat.redact(&self.room, &reaction).await;
+            if let Some(next) = self.queue.pop_front() {
+                if let Some(reaction) = &next.reaction {
+                    let _ = self.ctx.chat.redact(&self.room, reaction).await;
                 }
-                self.run_turn(message).await;
+                self.run_turn(next.message, next.rerun).await;
                 continue;
             }
             let input = tokio::select! {
@@ -237,7 +264,11 @@ impl Channel {
                 },
             };
             match input {
-                ChannelInput::Prompt(message) => self.queue.push_back((message, None)),
+                ChannelInput::Prompt(message) => self.queue.push_back(Queued::new(message)),
+                ChannelInput::Rerun(message) => self.queue.push_back(Queued {
+                    rerun: true,
+                    ..Queued::new(message)
+                }),
                 ChannelInput::Command(Command::NewConversation, _) => self.start_fresh().await,
                 ChannelInput::Command(command, _) => {
                     self.drain_events(None).await;
@@ -256,8 +287,8 @@ impl Channel {
             return;
         }
         let count = self.queue.len();
-        for (_, reaction) in std::mem::take(&mut self.queue) {
-            if let Some(reaction) = reaction {
+        for queued in std::mem::take(&mut self.queue) {
+            if let Some(reaction) = queued.reaction {
                 let _ = self.ctx.chat.redact(&self.room, &reaction).await;
             }
         }
@@ -484,16 +515,19 @@ impl Channel {
     }
 
     /// Runs one prompt to its end: streams the reply, honours stop requests, queues the
-    /// prompts that arrive meanwhile and records the transcript.
-    async fn run_turn(&mut self, message: IncomingMessage) {
-        self.record(
-            Role::User,
-            &message.sender,
-            Some(&message.event_id),
-            &message.body,
-            None,
-        )
-        .await;
+    /// prompts that arrive meanwhile and records the transcript (`rerun`: the prompt's
+    /// first run was cut by a crash; it is recorded already).
+    async fn run_turn(&mut self, message: IncomingMessage, rerun: bool) {
+        if !rerun {
+            self.record(
+                Role::User,
+                &message.sender,
+                Some(&message.event_id),
+                &message.body,
+                None,
+            )
+            .await;
+        }
         // A session whose process died (a crash during another room's turn) cannot answer:
         // open a new one rather than lose this message to it.
         if let Some(session) = &self.session
@@ -522,7 +556,11 @@ impl Channel {
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events(None).await;
 
-        let txn_prefix = format!("sk-{}-{}", self.ctx.agent_id, message.event_id);
+        // Retries of a request reuse its transaction ID; a re-run is a new answer.
+        let txn_prefix = match rerun {
+            false => format!("sk-{}-{}", self.ctx.agent_id, message.event_id),
+            true => format!("sk-{}-{}-rerun", self.ctx.agent_id, message.event_id),
+        };
         let verbosity = self.verbosity().await;
         let mut view = TurnView {
             stream: ReplyStream::new(
@@ -541,11 +579,16 @@ impl Channel {
             prompter: message.sender.clone(),
             saved_reply: None,
             saved_cards: HashMap::new(),
+            // A prompt is re-run after a crash at most once.
+            cut_footer: match self.ctx.rerun_interrupted && !rerun {
+                true => strings::INTERRUPTED_RERUN,
+                false => strings::INTERRUPTED,
+            },
         };
         if let Err(e) = self
             .ctx
             .store
-            .begin_turn(&self.room, &self.ctx.agent_id, &message.event_id)
+            .begin_turn(&self.room, &self.ctx.agent_id, &message.event_id, rerun)
             .await
         {
             tracing::error!(error = %e, "could not record the turn; a crash would leave it unmarked");
@@ -748,7 +791,7 @@ impl Channel {
         if view.saved_reply.as_ref() == Some(&key) {
             return;
         }
-        let content = ReplyStream::cut_content(shown, strings::INTERRUPTED);
+        let content = ReplyStream::cut_content(shown, view.cut_footer);
         let message = cut_message(id, "reply", content);
         view.saved_reply = Some(key);
         self.save_cut(&message).await;
@@ -933,6 +976,11 @@ impl Channel {
         control: &mut TurnControl,
     ) {
         match input {
+            // Sent at start-up, before any turn; should one come later, it waits its turn.
+            ChannelInput::Rerun(message) => self.queue.push_back(Queued {
+                rerun: true,
+                ..Queued::new(message)
+            }),
             ChannelInput::Prompt(message) => {
                 // A bare number or emoji replying to a poll answers it.
                 if let Some(reply) = self.poll_reply(&message) {
@@ -952,7 +1000,10 @@ impl Channel {
                         None
                     }
                 };
-                self.queue.push_back((message, reaction));
+                self.queue.push_back(Queued {
+                    reaction,
+                    ..Queued::new(message)
+                });
             }
             ChannelInput::PollReply(message) => {
                 if let Some(reply) = self.poll_reply(&message) {
@@ -1103,6 +1154,7 @@ mod tests {
             verbosity: Verbosity::All,
             reinject_max_chars: 10_000,
             quiet_note,
+            rerun_interrupted: false,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(Channel::new(ctx, "!room".into(), rx, CancellationToken::new()).run());
@@ -1686,5 +1738,41 @@ mod tests {
         tx.send(ChannelInput::Command(Command::Stop, message("$2", "!stop")))
             .unwrap();
         settle_until(|| chat.shown("!room").iter().any(|b| b.contains("Stopped by"))).await;
+    }
+
+    #[tokio::test]
+    async fn a_rerun_prompt_is_answered_without_being_recorded_twice() {
+        let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)));
+        let chat = FakeChat::new();
+        let (tx, store) = channel(agent.clone(), chat.clone()).await;
+        store
+            .append_transcript(
+                "!room",
+                "demo",
+                Role::User,
+                "@alice:x",
+                Some("$1"),
+                "again",
+                None,
+            )
+            .await
+            .unwrap();
+        tx.send(ChannelInput::Rerun(message("$1", "again")))
+            .unwrap();
+        settle_until(|| chat.shown("!room") == vec!["ok"]).await;
+        let prompts = agent.prompts();
+        assert_eq!(prompts.len(), 1);
+        assert_eq!(
+            prompts[0].1, "again",
+            "the prompt itself is not re-injected before it"
+        );
+        let users = store
+            .transcript("!room", "demo")
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.role == "user")
+            .count();
+        assert_eq!(users, 1);
     }
 }

@@ -107,9 +107,14 @@ impl Gateway {
                     };
                     edit_with_retry(ctx, &turn.room_id, &m.event_id, &content).await;
                 }
+                // A prompt is run again at most once: a second crash may be its doing.
+                let rerun = ctx.rerun_interrupted && !turn.rerun;
                 if !turn.messages.iter().any(|m| m.kind == "reply") {
                     let txn = format!("interrupted-{}", turn.prompt_event_id);
-                    let notice = OutMessage::notice(strings::INTERRUPTED_BEFORE_ANSWER);
+                    let notice = OutMessage::notice(match rerun {
+                        true => strings::INTERRUPTED_BEFORE_ANSWER_RERUN,
+                        false => strings::INTERRUPTED_BEFORE_ANSWER,
+                    });
                     if let Err(e) = ctx.chat.send(&turn.room_id, &txn, &notice).await {
                         tracing::warn!(error = %e, "could not report the interrupted turn");
                     }
@@ -117,6 +122,36 @@ impl Gateway {
                 if let Err(e) = self.store.end_turn(&turn.room_id, &ctx.agent_id).await {
                     tracing::error!(error = %e, "could not forget the unfinished turn");
                 }
+                if rerun {
+                    self.rerun(ctx, &turn.room_id, &turn.prompt_event_id).await;
+                } else if turn.rerun {
+                    tracing::warn!(agent = %ctx.agent_id, room = %turn.room_id, prompt = %turn.prompt_event_id, "a re-run prompt was cut again; not running it a third time");
+                }
+            }
+        }
+    }
+
+    /// Runs again the prompt `event_id` whose turn a crash cut, as the transcript holds it.
+    async fn rerun(&self, ctx: &AgentContext, room_id: &str, event_id: &str) {
+        match self.store.prompt(room_id, &ctx.agent_id, event_id).await {
+            Ok(Some((sender, body))) => {
+                tracing::info!(agent = %ctx.agent_id, room = %room_id, prompt = %event_id, "running the interrupted prompt again");
+                let message = IncomingMessage {
+                    agent_id: ctx.agent_id.clone(),
+                    room_id: room_id.to_owned(),
+                    event_id: event_id.to_owned(),
+                    sender,
+                    body,
+                    timestamp_ms: 0,
+                    reply_to: None,
+                };
+                self.send_to_channel(room_id, &ctx.agent_id, ChannelInput::Rerun(message));
+            }
+            Ok(None) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %room_id, prompt = %event_id, "the interrupted prompt is not in the transcript; not running it again");
+            }
+            Err(e) => {
+                tracing::error!(agent = %ctx.agent_id, error = %e, "could not read the interrupted prompt");
             }
         }
     }
@@ -383,6 +418,7 @@ mod tests {
             verbosity: Verbosity::All,
             reinject_max_chars: 10_000,
             quiet_note: None,
+            rerun_interrupted: false,
         });
         let gw = Gateway::new(
             vec![ctx],

@@ -32,6 +32,14 @@ pub const STOPPED_AT_SHUTDOWN: &str =
 /// Footer of a reply whose turn was cut by a crash, put on at the next start.
 pub const INTERRUPTED: &str = "⏹️ Interrupted: Sidekicks stopped before this answer was complete. Send your message again to retry.";
 
+/// Footer of a reply cut by a crash when the prompt runs again at the next start.
+pub const INTERRUPTED_RERUN: &str = "⏹️ Interrupted: Sidekicks stopped before this answer was complete. It runs your message again now that it is back.";
+
+/// Posted at the next start for a turn cut by a crash before any answer text, when the
+/// prompt runs again.
+pub const INTERRUPTED_BEFORE_ANSWER_RERUN: &str = "⏹️ Sidekicks stopped before it could answer \
+the last message here. It runs it again now that it is back.";
+
 /// Posted at the next start for a turn cut by a crash before any answer text.
 pub const INTERRUPTED_BEFORE_ANSWER: &str = "⏹️ Sidekicks stopped before it could answer the last \
 message here. Send it again to retry.";

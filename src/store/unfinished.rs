@@ -25,26 +25,31 @@ pub struct UnfinishedTurn {
     pub room_id: String,
     /// The prompt it was answering.
     pub prompt_event_id: String,
+    /// Whether it was already the re-run of a prompt a crash had cut.
+    pub rerun: bool,
     /// The messages it had posted.
     pub messages: Vec<CutMessage>,
 }
 
 impl Store {
-    /// Records that (room, agent) started answering `prompt_event_id`.
+    /// Records that (room, agent) started answering `prompt_event_id` (`rerun`: again,
+    /// after a crash had cut its first run).
     pub async fn begin_turn(
         &self,
         room_id: &str,
         agent_id: &str,
         prompt_event_id: &str,
+        rerun: bool,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT OR REPLACE INTO unfinished_turns (room_id, agent_id, prompt_event_id, started_at)
-             VALUES (?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO unfinished_turns (room_id, agent_id, prompt_event_id, started_at, rerun)
+             VALUES (?, ?, ?, ?, ?)",
         )
         .bind(room_id)
         .bind(agent_id)
         .bind(prompt_event_id)
         .bind(now_ms())
+        .bind(rerun)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -90,19 +95,39 @@ impl Store {
         Ok(())
     }
 
+    /// The prompt `event_id` of (room, agent) as the transcript recorded it: its sender
+    /// and text (to run it again).
+    pub async fn prompt(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+        event_id: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT sender, body FROM transcript
+             WHERE room_id = ? AND agent_id = ? AND event_id = ? AND role = 'user'
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(event_id)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
     /// The turns of `agent_id` that were still running when the previous run stopped.
     pub async fn unfinished_turns(
         &self,
         agent_id: &str,
     ) -> Result<Vec<UnfinishedTurn>, StoreError> {
-        let turns: Vec<(String, String)> = sqlx::query_as(
-            "SELECT room_id, prompt_event_id FROM unfinished_turns WHERE agent_id = ? ORDER BY started_at",
+        let turns: Vec<(String, String, bool)> = sqlx::query_as(
+            "SELECT room_id, prompt_event_id, rerun FROM unfinished_turns WHERE agent_id = ? ORDER BY started_at",
         )
         .bind(agent_id)
         .fetch_all(&self.pool)
         .await?;
         let mut out = Vec::new();
-        for (room_id, prompt_event_id) in turns {
+        for (room_id, prompt_event_id, rerun) in turns {
             let messages = sqlx::query_as(
                 "SELECT event_id, kind, body, html, notice FROM unfinished_messages
                  WHERE room_id = ? AND agent_id = ? ORDER BY rowid",
@@ -114,6 +139,7 @@ impl Store {
             out.push(UnfinishedTurn {
                 room_id,
                 prompt_event_id,
+                rerun,
                 messages,
             });
         }
@@ -128,7 +154,10 @@ mod tests {
     #[tokio::test]
     async fn an_unfinished_turn_keeps_its_messages_until_it_ends() {
         let store = Store::in_memory().await.unwrap();
-        store.begin_turn("!r", "demo", "$prompt").await.unwrap();
+        store
+            .begin_turn("!r", "demo", "$prompt", true)
+            .await
+            .unwrap();
         let reply = CutMessage {
             event_id: "$reply".into(),
             kind: "reply".into(),
@@ -148,6 +177,7 @@ mod tests {
             vec![UnfinishedTurn {
                 room_id: "!r".into(),
                 prompt_event_id: "$prompt".into(),
+                rerun: true,
                 messages: vec![newer],
             }]
         );
