@@ -4,8 +4,10 @@
 //! The SDK runs incoming messages through one sequential dispatch loop, so our handlers never
 //! wait there: notifications are translated and pushed onto the session's queue, and a
 //! permission request is handed to the core with a oneshot channel while a spawned task waits
-//! for the answer. Requests we send (`session/new`, `session/prompt`) run in their own tasks,
-//! so a long prompt never holds up a `session/cancel`.
+//! for the answer. Requests we send (`session/new`, `session/load`, `session/resume`,
+//! `session/prompt`) run in their own tasks, so a long prompt never holds up a
+//! `session/cancel`. The agent's dialect is applied on the way (`sessions.rs`), and what it
+//! writes to stdout is guarded (`transport.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -175,11 +177,7 @@ impl AcpAgent {
             &spec.agent_id,
             info.name.as_deref(),
         );
-        agent
-            .sessions
-            .lock()
-            .expect("sessions poisoned")
-            .set_dialect(dialect);
+        agent.sessions().set_dialect(dialect);
         tracing::info!(agent = %spec.agent_id, name = ?info.name, version = ?info.version, dialect = %dialect.name, "agent initialised");
         Ok(Arc::new(Self {
             info,
@@ -262,27 +260,14 @@ impl AcpAgent {
         }
     }
 
-    /// Hands a request to the connection task; fails with the exit status once it is gone.
-    async fn send(&self, request: Request) -> Result<(), AgentError> {
-        match self.requests.send(request) {
-            Ok(()) => Ok(()),
-            Err(_) => Err(self.gone().await),
-        }
-    }
-}
-
-impl AcpAgent {
+    /// The session routing, locked (never held across an await).
     fn sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
         self.sessions.lock().expect("sessions poisoned")
     }
 
     /// Registers session `id`, just opened, and describes it.
     fn opened(&self, id: String, response: &NewSessionResponse) -> NewSession {
-        let events = self
-            .sessions
-            .lock()
-            .expect("sessions poisoned")
-            .register(&id);
+        let events = self.sessions().register(&id);
         let (modes, current_mode) = match &response.modes {
             Some(m) => (
                 m.available_modes
@@ -298,6 +283,14 @@ impl AcpAgent {
             modes,
             current_mode,
             events,
+        }
+    }
+
+    /// Hands a request to the connection task; fails with the exit status once it is gone.
+    async fn send(&self, request: Request) -> Result<(), AgentError> {
+        match self.requests.send(request) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.gone().await),
         }
     }
 }
@@ -347,10 +340,7 @@ impl AgentPort for AcpAgent {
                 self.agent_id
             )));
         };
-        self.sessions
-            .lock()
-            .expect("sessions poisoned")
-            .unregister(session_id);
+        self.sessions().unregister(session_id);
         let (reply, rx) = oneshot::channel();
         self.send(Request::Reopen {
             how,
@@ -365,10 +355,7 @@ impl AgentPort for AcpAgent {
         };
         let response = self.wait(what, Some(self.session_timeout), rx).await?;
         // Every update of the replay came before the answer and is held: drop it.
-        self.sessions
-            .lock()
-            .expect("sessions poisoned")
-            .drop_replay(session_id);
+        self.sessions().drop_replay(session_id);
         Ok(self.opened(session_id.to_owned(), &response))
     }
 

@@ -150,6 +150,13 @@ impl Queued {
             rerun: false,
         }
     }
+
+    fn rerun(message: IncomingMessage) -> Self {
+        Self {
+            rerun: true,
+            ..Self::new(message)
+        }
+    }
 }
 
 /// Usage as the agent reported it for this channel's session.
@@ -265,10 +272,7 @@ impl Channel {
             };
             match input {
                 ChannelInput::Prompt(message) => self.queue.push_back(Queued::new(message)),
-                ChannelInput::Rerun(message) => self.queue.push_back(Queued {
-                    rerun: true,
-                    ..Queued::new(message)
-                }),
+                ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
                 ChannelInput::Command(Command::NewConversation, _) => self.start_fresh().await,
                 ChannelInput::Command(command, _) => {
                     self.drain_events(None).await;
@@ -977,10 +981,7 @@ impl Channel {
     ) {
         match input {
             // Sent at start-up, before any turn; should one come later, it waits its turn.
-            ChannelInput::Rerun(message) => self.queue.push_back(Queued {
-                rerun: true,
-                ..Queued::new(message)
-            }),
+            ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
             ChannelInput::Prompt(message) => {
                 // A bare number or emoji replying to a poll answers it.
                 if let Some(reply) = self.poll_reply(&message) {
