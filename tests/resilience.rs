@@ -179,6 +179,19 @@ async fn an_agent_writing_garbage_to_stdout_is_stopped_with_a_clear_message() {
     );
     // The next message starts a healthy agent again.
     env.prompt_and_wait(&room, "%say back", "back").await;
+    // Bytes that are not text at all stop it at once.
+    env.alice.send(&room, "%binary\n%hang").await;
+    let report = env
+        .reply_where(&room, "the report on binary output", |t| {
+            t.contains("was stopped: its stdout is not text")
+        })
+        .await;
+    assert!(
+        report.contains("Your next message starts it again"),
+        "{report}"
+    );
+    env.prompt_and_wait(&room, "%say back again", "back again")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

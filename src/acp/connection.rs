@@ -110,7 +110,7 @@ impl AcpAgent {
         let guard = transport::Guard::new(
             spec.agent_id.clone(),
             process::secret_values(spec),
-            broken_tx,
+            broken_tx.clone(),
         );
         let transport = transport::lines(spawned.stdin, spawned.stdout, guard);
         // An agent that broke the protocol is stopped: its requests fail at once instead
@@ -137,8 +137,14 @@ impl AcpAgent {
                 Err(e) if conn_exit.borrow().is_some() => {
                     tracing::info!(agent = %agent_id, error = %e, "ACP connection ended with the process")
                 }
+                // The process lives on but cannot be talked to: stop it, so waiting requests
+                // fail and the next message starts it afresh.
                 Err(e) => {
-                    tracing::error!(agent = %agent_id, error = %e, "ACP connection failed (the agent broke the protocol?)")
+                    tracing::error!(agent = %agent_id, error = %e, "ACP connection failed; stopping the agent");
+                    transport::declare_broken(
+                        &broken_tx,
+                        format!("the connection to it failed ({e})"),
+                    );
                 }
             }
         });

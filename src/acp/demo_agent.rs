@@ -29,6 +29,7 @@
 //! | `%stop REASON` | ends with that stop reason (`max_tokens`, `refusal`, …) |
 //! | `%history` | lists the earlier prompts of the session, as the agent remembers them |
 //! | `%garbage N` | writes N lines that are not JSON-RPC to stdout |
+//! | `%binary` | writes a line that is not UTF-8 text to stdout |
 //!
 //! A turn that is cancelled ends with `stopReason: cancelled` within one chunk interval.
 //!
@@ -444,6 +445,12 @@ impl Turn {
                         listing.push_str(&format!("\n- {}", exchange.prompt.replace('\n', " ")));
                     }
                     self.say(&listing)?;
+                }
+                "binary" => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(b"\xff\xfe not text\n");
+                    let _ = out.flush();
                 }
                 "garbage" => {
                     // Let what is queued go out first, so the lines are not mixed into it.

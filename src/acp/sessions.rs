@@ -87,11 +87,13 @@ impl Sessions {
         }
     }
 
-    /// A prompt starts: the facts of the previous turn no longer count.
+    /// A prompt starts: the facts of the previous turn no longer count (its open calls
+    /// belong to it, not to the turn a cancel may end).
     pub fn turn_started(&mut self, session: &str) {
         let facts = self.facts.entry(session.to_owned()).or_default();
         facts.cancel_requested = false;
         facts.refused = false;
+        facts.open.clear();
     }
 
     /// `session/cancel` was sent.

@@ -61,10 +61,30 @@ impl Guard {
                 "it wrote {MAX_STRAY_LINES} lines that are not ACP to its stdout (the last: `{shown}`)"
             );
             tracing::error!(agent = %self.agent_id, "{reason}; stopping it");
-            let _ = self.broken.send(Some(reason));
+            declare_broken(&self.broken, reason);
         }
         false
     }
+
+    /// The agent's stdout could not be read as lines of text (invalid UTF-8): it is broken
+    /// at once, as nothing after it can be trusted to be framed.
+    pub fn unreadable(&mut self, error: &std::io::Error) {
+        let reason = format!("its stdout is not text ({error})");
+        tracing::error!(agent = %self.agent_id, "{reason}; stopping it");
+        declare_broken(&self.broken, reason);
+    }
+}
+
+/// Records why the agent is broken, unless an earlier reason was recorded (the first cause
+/// is the one worth telling).
+pub fn declare_broken(broken: &watch::Sender<Option<String>>, reason: String) {
+    broken.send_if_modified(|current| {
+        let first = current.is_none();
+        if first {
+            *current = Some(reason);
+        }
+        first
+    });
 }
 
 fn is_json_object(line: &str) -> bool {
@@ -96,7 +116,10 @@ pub fn lines(
         .filter(move |line| {
             let keep = match line {
                 Ok(line) => guard.admit(line),
-                Err(_) => true,
+                Err(e) => {
+                    guard.unreadable(e);
+                    true
+                }
             };
             futures::future::ready(keep)
         })
@@ -139,6 +162,19 @@ mod tests {
             reason.contains("`{not json, and key [redacted]`"),
             "{reason}"
         );
+    }
+
+    #[test]
+    fn stdout_that_is_not_text_breaks_the_agent_at_once() {
+        let (tx, rx) = watch::channel(None);
+        let mut guard = Guard::new("a".into(), vec![], tx);
+        let error = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        );
+        guard.unreadable(&error);
+        let reason = rx.borrow().clone().expect("broken");
+        assert!(reason.starts_with("its stdout is not text"), "{reason}");
     }
 
     #[test]
