@@ -387,10 +387,18 @@ mod tests {
     use crate::core::approvals::PermissionSettings;
     use crate::core::fakes::{FakeAgent, FakeChat, Script};
     use crate::render::stream::StreamSettings;
+    use crate::store::Role;
     use std::path::PathBuf;
     use std::time::Duration;
 
     async fn gateway() -> (Gateway, Arc<FakeAgent>, Arc<FakeChat>) {
+        let (gw, agent, chat, _) = gateway_with(false).await;
+        (gw, agent, chat)
+    }
+
+    async fn gateway_with(
+        rerun_interrupted: bool,
+    ) -> (Gateway, Arc<FakeAgent>, Arc<FakeChat>, Store) {
         let store = Store::in_memory().await.unwrap();
         let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)));
         let chat = FakeChat::new();
@@ -418,16 +426,16 @@ mod tests {
             verbosity: Verbosity::All,
             reinject_max_chars: 10_000,
             quiet_note: None,
-            rerun_interrupted: false,
+            rerun_interrupted,
         });
         let gw = Gateway::new(
             vec![ctx],
             AccessList::new(&["@alice:x"]),
             AccessList::new(&["@alice:x", "@boss:x"]),
-            store,
+            store.clone(),
             "!".into(),
         );
-        (gw, agent, chat)
+        (gw, agent, chat, store)
     }
 
     fn msg(id: &str, sender: &str, ts: u64) -> Inbound {
@@ -497,5 +505,46 @@ mod tests {
         assert!(agent.prompts().is_empty(), "not a prompt");
         // The poll command reached the channel, which says nothing waits for approval.
         assert_eq!(chat.shown("!r"), vec![strings::NO_OPEN_POLL]);
+    }
+
+    #[tokio::test]
+    async fn a_prompt_cut_by_a_crash_is_rerun_once_when_configured() {
+        for (setting, already_rerun, expected_prompts) in
+            [(true, false, 1), (true, true, 0), (false, false, 0)]
+        {
+            let (gw, agent, chat, store) = gateway_with(setting).await;
+            store
+                .append_transcript(
+                    "!r",
+                    "demo",
+                    Role::User,
+                    "@alice:x",
+                    Some("$p"),
+                    "build it",
+                    None,
+                )
+                .await
+                .unwrap();
+            store
+                .begin_turn("!r", "demo", "$p", already_rerun)
+                .await
+                .unwrap();
+            gw.clean_up_previous_run().await;
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+            while agent.prompts().len() < expected_prompts && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let prompts: Vec<String> = agent.prompts().into_iter().map(|(_, t)| t).collect();
+            let case = format!("setting {setting}, already re-run {already_rerun}");
+            assert_eq!(prompts.len(), expected_prompts, "{case}: {prompts:?}");
+            if expected_prompts == 1 {
+                assert_eq!(prompts[0], "build it", "{case}");
+            }
+            let notice = chat.shown("!r").into_iter().next().unwrap_or_default();
+            let promised = notice.contains("runs it again");
+            assert_eq!(promised, expected_prompts == 1, "{case}: {notice}");
+        }
     }
 }
