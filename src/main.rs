@@ -32,6 +32,9 @@ enum Cmd {
         /// Keep each session's conversation in this folder and advertise `loadSession`.
         #[arg(long)]
         sessions: Option<PathBuf>,
+        /// With --sessions: offer `session/resume` (no replay) instead of `session/load`.
+        #[arg(long, requires = "sessions")]
+        resume: bool,
     },
 }
 
@@ -47,9 +50,14 @@ async fn main() -> std::process::ExitCode {
             sidekicks::app::init_tracing();
             sidekicks::app::check_from_file(&config).await
         }
-        Cmd::DemoAgent { sessions } => sidekicks::acp::demo_agent::run_stdio(sessions)
+        Cmd::DemoAgent { sessions, resume } => {
+            sidekicks::acp::demo_agent::run_stdio(sidekicks::acp::demo_agent::DemoOptions {
+                sessions,
+                resume,
+            })
             .await
-            .map_err(anyhow::Error::from),
+            .map_err(anyhow::Error::from)
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -213,3 +213,31 @@ async fn with_rerun_on_a_prompt_cut_by_a_crash_runs_again_once() {
         .count();
     assert_eq!(reruns, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_can_resume_gets_its_session_back_after_a_restart() {
+    // `--resume`: the demo agent offers `session/resume` (no replay) instead of load.
+    let mut env = Env::start_with_demo_args(
+        SynapseOptions::default(),
+        "",
+        &["--sessions", "sessions", "--resume"],
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say noted", "noted").await;
+    env.gw.stop();
+    env.gw.start_again();
+    env.alice.send(&room, "%history").await;
+    let listing = env
+        .reply_where(&room, "the agent's own memory", |t| {
+            t.contains("earlier prompts")
+        })
+        .await;
+    assert_eq!(listing, "1 earlier prompts\n- %say noted");
+    let log = env.gw.log();
+    assert!(
+        log.contains("session got back") && log.contains("resumed"),
+        "how is logged"
+    );
+    assert!(!log.contains("re-injecting"));
+}

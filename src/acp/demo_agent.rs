@@ -35,7 +35,7 @@
 //!
 //! With `--sessions DIR` it keeps every session's conversation in DIR, advertises
 //! `loadSession`, and answers `session/load` by replaying the conversation, as agents that
-//! can reload sessions do.
+//! can reload sessions do; with `--resume` as well, it offers `session/resume` instead.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -51,7 +51,8 @@ use agent_client_protocol::v1::schema::{
     ContentChunk, Diff, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
     LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
     PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionNotification, SessionResumeCapabilities,
     SessionUpdate, StopReason, TextContent, ToolCall, ToolCallLocation, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
 };
@@ -120,20 +121,42 @@ impl State {
     }
 }
 
-/// Runs the demo agent on stdin/stdout until the client goes away. With `sessions`, it
-/// keeps conversations in that folder and can load them back (`loadSession`).
-pub async fn run_stdio(sessions: Option<PathBuf>) -> Result<(), agent_client_protocol::Error> {
-    if let Some(dir) = &sessions {
+/// How the demo agent keeps its sessions.
+#[derive(Debug, Clone, Default)]
+pub struct DemoOptions {
+    /// Where conversations are kept across restarts; `None`: nowhere, like most agents.
+    pub sessions: Option<PathBuf>,
+    /// With `sessions`: offer `session/resume` (no replay) instead of `session/load`.
+    pub resume: bool,
+}
+
+/// Runs the demo agent on stdin/stdout until the client goes away. With
+/// `options.sessions`, it keeps conversations in that folder and can load them back
+/// (`loadSession`), or resume them (`options.resume`).
+pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol::Error> {
+    if let Some(dir) = &options.sessions {
         std::fs::create_dir_all(dir).map_err(|e| {
             agent_client_protocol::Error::internal_error().data(format!("{}: {e}", dir.display()))
         })?;
     }
-    let can_load = sessions.is_some();
+    let capabilities = match (&options.sessions, options.resume) {
+        (None, _) => AgentCapabilities::new(),
+        (Some(_), false) => AgentCapabilities::new().load_session(true),
+        (Some(_), true) => AgentCapabilities::new().session_capabilities(
+            SessionCapabilities::new().resume(SessionResumeCapabilities::new()),
+        ),
+    };
     let state = Arc::new(State {
-        saved: sessions,
+        saved: options.sessions,
         ..State::default()
     });
-    let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state);
+    let (s1, s2, s3, s4, s5) = (
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state,
+    );
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
@@ -141,7 +164,7 @@ pub async fn run_stdio(sessions: Option<PathBuf>) -> Result<(), agent_client_pro
             async move |_req: InitializeRequest, responder, _cx| {
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new().load_session(can_load))
+                        .agent_capabilities(capabilities.clone())
                         .agent_info(
                             Implementation::new("sidekicks-demo-agent", env!("CARGO_PKG_VERSION"))
                                 .title("Sidekicks demo agent".to_string()),
@@ -195,6 +218,26 @@ pub async fn run_stdio(sessions: Option<PathBuf>) -> Result<(), agent_client_pro
                     .unwrap()
                     .insert(id.clone(), Arc::default());
                 responder.respond(LoadSessionResponse::new())?;
+                send_commands(&cx, id)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ResumeSessionRequest, responder, cx: ConnectionTo<Client>| {
+                let id = req.session_id.0.to_string();
+                let Some(conversation) = s5.load(&id) else {
+                    return responder.respond_with_error(agent_client_protocol::Error::new(
+                        -32002,
+                        format!("unknown session {id}"),
+                    ));
+                };
+                // Resuming replays nothing: the agent simply carries on.
+                s5.history.lock().unwrap().insert(id.clone(), conversation);
+                s5.sessions
+                    .lock()
+                    .unwrap()
+                    .insert(id.clone(), Arc::default());
+                responder.respond(ResumeSessionResponse::new())?;
                 send_commands(&cx, id)
             },
             agent_client_protocol::on_receive_request!(),
