@@ -114,10 +114,25 @@ impl State {
         }
     }
 
-    /// A saved session's conversation, read back after a restart.
-    fn load(&self, session: &str) -> Option<Vec<Exchange>> {
-        let bytes = std::fs::read(self.file(session)?).ok()?;
-        serde_json::from_slice(&bytes).ok()
+    /// Takes a saved session back after a restart (load or resume): its conversation is
+    /// remembered again and returned, or the session is unknown.
+    fn restore(&self, session: &str) -> Result<Vec<Exchange>, agent_client_protocol::Error> {
+        let conversation: Vec<Exchange> = self
+            .file(session)
+            .and_then(|file| std::fs::read(file).ok())
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| {
+                agent_client_protocol::Error::new(-32002, format!("unknown session {session}"))
+            })?;
+        self.history
+            .lock()
+            .unwrap()
+            .insert(session.to_owned(), conversation.clone());
+        self.sessions
+            .lock()
+            .unwrap()
+            .insert(session.to_owned(), Arc::default());
+        Ok(conversation)
     }
 }
 
@@ -193,11 +208,9 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         .on_receive_request(
             async move |req: LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
                 let id = req.session_id.0.to_string();
-                let Some(conversation) = s4.load(&id) else {
-                    return responder.respond_with_error(agent_client_protocol::Error::new(
-                        -32002,
-                        format!("unknown session {id}"),
-                    ));
+                let conversation = match s4.restore(&id) {
+                    Ok(conversation) => conversation,
+                    Err(e) => return responder.respond_with_error(e),
                 };
                 // Replay the conversation before answering, as the protocol asks.
                 for exchange in &conversation {
@@ -212,11 +225,6 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
                         SessionUpdate::AgentMessageChunk(chunk(&exchange.answer)),
                     ))?;
                 }
-                s4.history.lock().unwrap().insert(id.clone(), conversation);
-                s4.sessions
-                    .lock()
-                    .unwrap()
-                    .insert(id.clone(), Arc::default());
                 responder.respond(LoadSessionResponse::new())?;
                 send_commands(&cx, id)
             },
@@ -225,18 +233,10 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         .on_receive_request(
             async move |req: ResumeSessionRequest, responder, cx: ConnectionTo<Client>| {
                 let id = req.session_id.0.to_string();
-                let Some(conversation) = s5.load(&id) else {
-                    return responder.respond_with_error(agent_client_protocol::Error::new(
-                        -32002,
-                        format!("unknown session {id}"),
-                    ));
-                };
                 // Resuming replays nothing: the agent simply carries on.
-                s5.history.lock().unwrap().insert(id.clone(), conversation);
-                s5.sessions
-                    .lock()
-                    .unwrap()
-                    .insert(id.clone(), Arc::default());
+                if let Err(e) = s5.restore(&id) {
+                    return responder.respond_with_error(e);
+                }
                 responder.respond(ResumeSessionResponse::new())?;
                 send_commands(&cx, id)
             },
