@@ -100,11 +100,26 @@ async fn a_turn_cut_by_a_crash_is_marked_at_the_next_start() {
         t.starts_with("⏹️ 💻 bash: make · cancelled")
     })
     .await;
-    // The room goes on, and the crash is not marked twice.
+    // The room goes on, and the crash is not marked twice. The new session gets the
+    // conversation back, with the cut answer marked as such.
     env.gw.stop();
     env.gw.start_again();
-    env.prompt_and_wait(&room, "%say still here", "still here")
+    env.alice.send(&room, "%echo").await;
+    let echoed = env
+        .reply_where(&room, "the echo with the restored conversation", |t| {
+            t.ends_with("[New message]\n%echo")
+        })
         .await;
+    assert!(
+        echoed.contains("@alice:localhost wrote:\n> %say partial answer\n"),
+        "{echoed}"
+    );
+    assert!(
+        echoed.contains(
+            "demo agent (you) answered (the answer was cut short when Sidekicks stopped):\n> partial answer\n"
+        ),
+        "{echoed}"
+    );
     let interrupted = env
         .alice
         .messages_from(&room, &env.agent)

@@ -799,6 +799,14 @@ impl Channel {
         let message = cut_message(id, "reply", content);
         view.saved_reply = Some(key);
         self.save_cut(&message).await;
+        let ctx = &self.ctx;
+        if let Err(e) = ctx
+            .store
+            .save_reply_text(&self.room, &ctx.agent_id, view.stream.text())
+            .await
+        {
+            tracing::error!(error = %e, "could not record the turn's answer so far");
+        }
     }
 
     /// Records what the turn's cards should show if the gateway dies now (open ones

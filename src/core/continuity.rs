@@ -57,6 +57,7 @@ fn render(entry: &TranscriptEntry, agent_name: &str) -> String {
     let cut = match entry.stop_reason.as_deref() {
         Some("cancelled") => " (the answer was stopped before it was complete)",
         Some("error") => " (the answer was cut short by an error)",
+        Some("interrupted") => " (the answer was cut short when Sidekicks stopped)",
         _ => "",
     };
     format!("{who}{cut}:\n{quoted}")
@@ -133,18 +134,22 @@ mod tests {
                 entry("agent", "", Some("error")),
                 entry("agent", "a third of", Some("error")),
                 entry("agent", "half an answ", Some("cancelled")),
+                entry("agent", "cut by a cra", Some("interrupted")),
             ],
             "Demo",
             1000,
         )
         .unwrap();
+        assert!(p.contains(
+            "Demo (you) answered (the answer was cut short when Sidekicks stopped):\n> cut by a cra"
+        ));
         assert!(
             p.contains("Demo (you) answered (the answer was cut short by an error):\n> a third of")
         );
         assert!(p.contains("Demo (you) answered (the answer was stopped before it was complete):"));
         assert_eq!(
             p.matches("answered").count(),
-            2,
+            3,
             "an empty reply is left out"
         );
     }

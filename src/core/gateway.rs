@@ -16,7 +16,7 @@ use super::command::{self, Command};
 use super::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
 use super::poll;
 use crate::render::strings;
-use crate::store::{Store, now_ms};
+use crate::store::{Role, Store, now_ms};
 
 /// Routes inbound events to channels, after the checks every event goes through.
 pub struct Gateway {
@@ -106,6 +106,23 @@ impl Gateway {
                         mentions: Vec::new(),
                     };
                     edit_with_retry(ctx, &turn.room_id, &m.event_id, &content).await;
+                }
+                // What the agent had said stays in the conversation, marked as cut.
+                if !turn.reply_text.is_empty()
+                    && let Err(e) = self
+                        .store
+                        .append_transcript(
+                            &turn.room_id,
+                            &ctx.agent_id,
+                            Role::Agent,
+                            &ctx.user_id,
+                            None,
+                            &turn.reply_text,
+                            Some("interrupted"),
+                        )
+                        .await
+                {
+                    tracing::error!(error = %e, "could not record the interrupted answer");
                 }
                 // A prompt is run again at most once: a second crash may be its doing.
                 let rerun = ctx.rerun_interrupted && !turn.rerun;
@@ -387,7 +404,6 @@ mod tests {
     use crate::core::approvals::PermissionSettings;
     use crate::core::fakes::{FakeAgent, FakeChat, Script};
     use crate::render::stream::StreamSettings;
-    use crate::store::Role;
     use std::path::PathBuf;
     use std::time::Duration;
 

@@ -27,6 +27,8 @@ pub struct UnfinishedTurn {
     pub prompt_event_id: String,
     /// Whether it was already the re-run of a prompt a crash had cut.
     pub rerun: bool,
+    /// The answer text it had received (empty when none).
+    pub reply_text: String,
     /// The messages it had posted.
     pub messages: Vec<CutMessage>,
 }
@@ -78,6 +80,24 @@ impl Store {
         Ok(())
     }
 
+    /// Records the answer text the running turn of (room, agent) has received so far.
+    pub async fn save_reply_text(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE unfinished_turns SET reply_text = ? WHERE room_id = ? AND agent_id = ?",
+        )
+        .bind(text)
+        .bind(room_id)
+        .bind(agent_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Forgets the turn of (room, agent) and its messages: it ended.
     pub async fn end_turn(&self, room_id: &str, agent_id: &str) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
@@ -120,14 +140,15 @@ impl Store {
         &self,
         agent_id: &str,
     ) -> Result<Vec<UnfinishedTurn>, StoreError> {
-        let turns: Vec<(String, String, bool)> = sqlx::query_as(
-            "SELECT room_id, prompt_event_id, rerun FROM unfinished_turns WHERE agent_id = ? ORDER BY started_at",
+        let turns: Vec<(String, String, bool, String)> = sqlx::query_as(
+            "SELECT room_id, prompt_event_id, rerun, reply_text FROM unfinished_turns
+             WHERE agent_id = ? ORDER BY started_at",
         )
         .bind(agent_id)
         .fetch_all(&self.pool)
         .await?;
         let mut out = Vec::new();
-        for (room_id, prompt_event_id, rerun) in turns {
+        for (room_id, prompt_event_id, rerun, reply_text) in turns {
             let messages = sqlx::query_as(
                 "SELECT event_id, kind, body, html, notice FROM unfinished_messages
                  WHERE room_id = ? AND agent_id = ? ORDER BY rowid",
@@ -140,6 +161,7 @@ impl Store {
                 room_id,
                 prompt_event_id,
                 rerun,
+                reply_text,
                 messages,
             });
         }
@@ -171,6 +193,10 @@ mod tests {
             ..reply.clone()
         };
         store.save_cut_message("!r", "demo", &newer).await.unwrap();
+        store
+            .save_reply_text("!r", "demo", "partial, longer")
+            .await
+            .unwrap();
         let turns = store.unfinished_turns("demo").await.unwrap();
         assert_eq!(
             turns,
@@ -178,6 +204,7 @@ mod tests {
                 room_id: "!r".into(),
                 prompt_event_id: "$prompt".into(),
                 rerun: true,
+                reply_text: "partial, longer".into(),
                 messages: vec![newer],
             }]
         );
