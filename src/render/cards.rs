@@ -322,7 +322,7 @@ pub fn thinking(elapsed: Option<Duration>, thoughts: &str) -> OutMessage {
     match elapsed {
         None => OutMessage::notice("💭 Thinking…"),
         Some(elapsed) => {
-            let summary = format!("💭 Thought for {}", seconds(elapsed));
+            let summary = format!("💭 Thought for {}", strings::duration(elapsed));
             OutMessage {
                 html: Some(format!(
                     "<details><summary>{}</summary><blockquote>{}</blockquote></details>",
@@ -349,15 +349,6 @@ pub fn stderr_tail(agent: &str, tail: &str) -> OutMessage {
         body: format!("{summary}\n{tail}"),
         notice: true,
         mentions: Vec::new(),
-    }
-}
-
-fn seconds(d: Duration) -> String {
-    let s = d.as_secs();
-    match (s / 60, s % 60) {
-        (0, s) => format!("{s} s"),
-        (m, 0) => format!("{m} min"),
-        (m, s) => format!("{m} min {s} s"),
     }
 }
 
@@ -460,7 +451,7 @@ pub fn poll(view: &PollView<'_>) -> OutMessage {
         &format!(
             "No reactions in your client? Reply to this message with {p}allow, {p}always, \
              {p}deny, {p}reject or a number. Unanswered, it is refused after {}.",
-            seconds(view.timeout)
+            strings::duration(view.timeout)
         ),
         false,
     );

@@ -79,17 +79,23 @@ pub fn agent_broke_protocol(agent: &str, reason: &str) -> String {
     )
 }
 
+/// A duration as people read it: `45 s`, `3 min`, `2 min 5 s`.
+pub fn duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s} s"),
+        (m, 0) => format!("{m} min"),
+        (m, s) => format!("{m} min {s} s"),
+    }
+}
+
 /// Posted when a turn has shown nothing for a while: it may be stuck, and people should
 /// know how to stop it.
 pub fn quiet_turn(agent: &str, quiet: std::time::Duration, prefix: &str) -> String {
-    let secs = quiet.as_secs();
-    let spell = match secs {
-        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
-        s => format!("{s} s"),
-    };
     format!(
-        "⏳ {agent} has shown nothing for {spell}. It may still be working; to stop it, send \
-         {prefix}stop or react {STOP_REACTION} to its reply."
+        "⏳ {agent} has shown nothing for {}. It may still be working; to stop it, send \
+         {prefix}stop or react {STOP_REACTION} to its reply.",
+        duration(quiet)
     )
 }
 
