@@ -17,19 +17,23 @@ pub(crate) trait Paced {
     async fn send_due(&mut self) -> Result<(), ChatError>;
 }
 
+/// How long the final content of a message keeps being retried while the homeserver
+/// cannot be reached: an outage of minutes (a restart, an upgrade) loses nothing.
+pub(crate) const MAX_OUTAGE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Sends until `paced` has nothing left to send, waiting as its pacing (and any rate
-/// limit) asks. Gives up only on a permanent error or after eight other failures.
+/// limit) asks. Gives up only on a permanent error, or when other failures have gone on
+/// for [`MAX_OUTAGE`] without a success in between.
 pub(crate) async fn send_everything(paced: &mut impl Paced) -> Result<(), ChatError> {
-    const MAX_FAILURES: u32 = 8;
-    let mut failures = 0;
+    let mut failing_since: Option<Instant> = None;
     while let Some(at) = paced.due_at() {
         tokio::time::sleep_until(at).await;
         match paced.send_due().await {
-            Ok(()) | Err(ChatError::RateLimited { .. }) => {}
+            Ok(()) | Err(ChatError::RateLimited { .. }) => failing_since = None,
             Err(e @ ChatError::Permanent(_)) => return Err(e),
             Err(e) => {
-                failures += 1;
-                if failures >= MAX_FAILURES {
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= MAX_OUTAGE {
                     return Err(e);
                 }
             }

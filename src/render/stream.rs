@@ -462,6 +462,40 @@ mod tests {
         assert_eq!(chat.shown("!r"), vec!["ab".to_string()]);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn the_final_content_waits_out_a_homeserver_outage_of_minutes() {
+        let chat = FakeChat::new();
+        // A minute and a half of refused connections (one attempt every 2 s) after the
+        // first post.
+        chat.fail_calls(&(2..=46).collect::<Vec<u32>>());
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        s.push("a");
+        s.flush().await.unwrap();
+        s.push("b");
+        let started = Instant::now();
+        s.finish(None).await.unwrap();
+        assert!(started.elapsed() >= Duration::from_secs(88));
+        assert_eq!(chat.shown("!r"), vec!["ab".to_string()]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outage_longer_than_the_limit_gives_up() {
+        let chat = FakeChat::new();
+        chat.fail_calls(&(2..=1000).collect::<Vec<u32>>());
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        s.push("a");
+        s.flush().await.unwrap();
+        s.push("b");
+        let started = Instant::now();
+        assert!(s.finish(None).await.is_err());
+        let waited = started.elapsed();
+        assert!(waited >= crate::render::live::MAX_OUTAGE, "{waited:?}");
+        assert!(
+            waited < crate::render::live::MAX_OUTAGE + Duration::from_secs(10),
+            "{waited:?}"
+        );
+    }
+
     #[test]
     fn split_keeps_text_and_prefers_boundaries_outside_code() {
         let text = format!(

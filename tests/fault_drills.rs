@@ -1,0 +1,99 @@
+#![recursion_limit = "256"]
+//! Fault drills against the real homeserver: it goes away in the middle of a streamed
+//! reply; several rooms stream at once under its default rate limits.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+/// The texts the agent's messages in `room` show now, in posting order.
+fn agent_texts(env: &Env, room: &matrix_sdk::room::Room) -> Vec<String> {
+    env.alice
+        .messages_from(room, &env.agent)
+        .into_iter()
+        .filter_map(|m| env.alice.current_text(&m.event_id))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_streamed_while_the_homeserver_goes_away_for_ten_seconds_completes_intact() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let text: String = (0..60)
+        .map(|i| format!("Line {i:02} of an answer streamed through an outage.\n"))
+        .collect();
+    // ~6 s of streaming: the outage starts mid-reply and the agent finishes while the
+    // homeserver is still away, so the final edit has to wait for it.
+    env.alice
+        .send(&room, &format!("%stream 100 50\n{text}"))
+        .await;
+    env.reply_where(&room, "the first part of the reply", |t| {
+        t.starts_with("Line 00")
+    })
+    .await;
+    env.hs.stop();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    env.hs.restart().await;
+    // A message sent as soon as it is back is answered too, after the reply.
+    env.alice.send(&room, "%say after the outage").await;
+    let texts = wait_until(PATIENCE * 2, "both answers", || {
+        let texts = agent_texts(&env, &room);
+        (texts.len() >= 2 && texts.iter().any(|t| t == "after the outage")).then_some(texts)
+    })
+    .await;
+    wait_until(PATIENCE, "the reply's final content", || {
+        (agent_texts(&env, &room)[0] == text).then_some(())
+    })
+    .await;
+    // Nothing sent twice: exactly the reply and the answer.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let texts_now = agent_texts(&env, &room);
+    assert_eq!(texts_now.len(), 2, "{texts_now:?}");
+    assert_eq!(texts_now[1], "after the outage", "{texts:?}");
+    assert!(
+        env.gw.log().contains("sync failed"),
+        "the outage was noticed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_rooms_streaming_at_once_under_default_rate_limits_all_complete_intact() {
+    let env = Env::start(
+        SynapseOptions {
+            default_rate_limits: true,
+        },
+        "",
+    )
+    .await;
+    let mut rooms = Vec::new();
+    for _ in 0..3 {
+        rooms.push(env.room_with_agent(false).await);
+    }
+    let texts: Vec<String> = (0..rooms.len())
+        .map(|r| {
+            (0..40)
+                .map(|i| format!("Room {r}, line {i:02} of a streamed answer.\n"))
+                .collect()
+        })
+        .collect();
+    for (room, text) in rooms.iter().zip(&texts) {
+        env.alice
+            .send(room, &format!("%stream 100 40\n{text}"))
+            .await;
+    }
+    for (room, text) in rooms.iter().zip(&texts) {
+        wait_until(PATIENCE * 3, "every reply complete", || {
+            (agent_texts(&env, room).first() == Some(text)).then_some(())
+        })
+        .await;
+    }
+    for room in &rooms {
+        assert_eq!(
+            env.alice.messages_from(room, &env.agent).len(),
+            1,
+            "one reply message per room, no duplicates"
+        );
+    }
+}
