@@ -97,3 +97,39 @@ async fn several_rooms_streaming_at_once_under_default_rate_limits_all_complete_
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn odd_messages_from_people_get_the_documented_treatment() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+
+    // The largest message a homeserver takes (an event holds at most 64 KiB): the agent
+    // gets all of it, and its echo comes back split over several messages, intact.
+    let filler: String = (0..1_200)
+        .map(|i| format!("Line {i:04} of a very long message.\n"))
+        .collect();
+    let long = format!("%echo\n{filler}");
+    assert!(long.len() > 40_000, "{}", long.len());
+    env.alice.send(&room, &long).await;
+    let parts = wait_until(PATIENCE, "the whole echo", || {
+        let texts = agent_texts(&env, &room);
+        (texts.concat() == long).then_some(texts)
+    })
+    .await;
+    assert!(parts.len() >= 4, "split over {} messages", parts.len());
+
+    // Empty and blank messages ask nothing; an edit of an earlier message is not a new
+    // prompt. The next real message is answered, and nothing else.
+    env.alice.send(&room, "").await;
+    env.alice.send(&room, "   \n\t").await;
+    let first = env.alice.send(&room, "%say first").await;
+    env.reply_where(&room, "the first answer", |t| t == "first")
+        .await;
+    env.alice.send_edit(&room, &first, "%say edited").await;
+    env.alice.send(&room, "%say last").await;
+    env.reply_where(&room, "the last answer", |t| t == "last")
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after_echo: Vec<String> = agent_texts(&env, &room).split_off(parts.len());
+    assert_eq!(after_echo, vec!["first", "last"]);
+}

@@ -291,6 +291,12 @@ impl Gateway {
     }
 
     async fn handle_message(&self, message: IncomingMessage) {
+        // A message without text (empty, blanks, or formatting around nothing) asks
+        // nothing: it is not prompted, so the agent is not asked to answer silence.
+        if message.body.trim().is_empty() {
+            tracing::debug!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, "ignoring a message without text");
+            return;
+        }
         let command = command::parse(&self.prefix, &message.body);
         // Approvers who may not prompt can still answer polls: with a poll command, or with
         // a reply (which the channel takes only as a poll answer).
@@ -562,5 +568,25 @@ mod tests {
             let promised = notice.contains("runs it again");
             assert_eq!(promised, expected_prompts == 1, "{case}: {notice}");
         }
+    }
+
+    #[tokio::test]
+    async fn messages_without_text_are_not_prompted() {
+        let (gw, agent, _) = gateway().await;
+        assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+        for (id, body) in [("$1", ""), ("$2", "  \n\t "), ("$3", "real")] {
+            let Inbound::Message(mut m) = msg(id, "@alice:x", now_ms() as u64 + 1) else {
+                unreachable!()
+            };
+            m.body = body.into();
+            gw.handle(Inbound::Message(m)).await;
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while agent.prompts().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let prompts: Vec<String> = agent.prompts().into_iter().map(|(_, t)| t).collect();
+        assert_eq!(prompts, vec!["real"]);
     }
 }

@@ -12,7 +12,8 @@ use matrix_sdk::room::Room;
 use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::message::{
-    MessageType, OriginalSyncRoomMessageEvent, Relation, RoomMessageEventContent,
+    MessageType, OriginalSyncRoomMessageEvent, Relation, ReplacementMetadata,
+    RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
 };
 use matrix_sdk::ruma::events::typing::SyncTypingEvent;
 use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedUserId, UserId};
@@ -241,6 +242,14 @@ impl Person {
             .response
             .event_id
             .to_string()
+    }
+
+    /// Edits an earlier message of this person's to say `text` (an `m.replace`).
+    pub async fn send_edit(&self, room: &Room, event_id: &str, text: &str) {
+        let content = RoomMessageEventContentWithoutRelation::text_plain(text).make_replacement(
+            ReplacementMetadata::new(OwnedEventId::try_from(event_id).unwrap(), None),
+        );
+        room.send(content).await.unwrap();
     }
 
     /// Sends a plain text message as a reply to `in_reply_to`; returns its event ID.
