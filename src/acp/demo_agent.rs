@@ -27,6 +27,7 @@
 //! | `%crash CODE` | exits the process |
 //! | `%stderr TEXT` | writes TEXT to stderr |
 //! | `%stop REASON` | ends with that stop reason (`max_tokens`, `refusal`, …) |
+//! | `%now` | one chunk: the wall-clock time in microseconds since 1970, then a line break (benchmarks) |
 //! | `%history` | lists the earlier prompts of the session, as the agent remembers them |
 //! | `%garbage N` | writes N lines that are not JSON-RPC to stdout |
 //! | `%binary` | writes a line that is not UTF-8 text to stdout |
@@ -482,6 +483,13 @@ impl Turn {
                     std::process::exit(num(3) as i32);
                 }
                 "stderr" => eprintln!("{arg}"),
+                "now" => {
+                    let micros = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_micros();
+                    self.say(&format!("{micros}\n"))?;
+                }
                 "history" => {
                     let mut listing = format!("{} earlier prompts", self.earlier.len());
                     for exchange in &self.earlier {

@@ -123,6 +123,11 @@ impl GatewayProcess {
         self.child = Some(cmd.spawn().expect("start sidekicks"));
     }
 
+    /// The gateway's process ID while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// Where the gateway logs.
     pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("gateway.log")

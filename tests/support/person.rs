@@ -42,6 +42,10 @@ pub struct Seen {
     pub mentions: Vec<String>,
     /// Whether it arrived encrypted.
     pub encrypted: bool,
+    /// When this client received it (wall clock, comparable across processes).
+    pub received: std::time::SystemTime,
+    /// When the homeserver took it in (`origin_server_ts`, milliseconds since 1970).
+    pub server_ts: u64,
 }
 
 /// A reaction the person's client saw.
@@ -147,6 +151,8 @@ impl Person {
                             .flat_map(|m| m.user_ids.iter().map(|u| u.to_string()))
                             .collect(),
                         encrypted: enc.is_some(),
+                        received: std::time::SystemTime::now(),
+                        server_ts: ev.origin_server_ts.get().into(),
                     };
                     if let Some(Relation::Replacement(r)) = &ev.content.relates_to {
                         seen.replaces = Some((

@@ -1,0 +1,566 @@
+//! `cargo bench --bench gateway`: Sidekicks measured against the homeserver's own floor, on
+//! a real Synapse (started here, on loopback) and the real gateway with the demo agent.
+//! Prints each figure's median and spread over several runs and writes them as JSON
+//! (`target/sidekicks-bench.json`). A benchmark, not a test: nothing here fails on a slow
+//! machine. See `docs/performance.md` for what each figure means.
+//!
+//! Settings (environment): `SIDEKICKS_BENCH_RUNS` (default 5), `SIDEKICKS_BENCH_ROOMS`
+//! (load sizes, default `50`; e.g. `50,200`), `SIDEKICKS_BENCH_ONLY` (comma-separated
+//! figure groups: `latency,economy,cold,footprint,load`).
+#![recursion_limit = "256"]
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use matrix_sdk::room::Room;
+use support::{AgentSpec, Env, GatewayProcess, PATIENCE, Person, SynapseOptions, wait_until};
+
+/// One figure's samples.
+#[derive(Default)]
+struct Figure {
+    unit: &'static str,
+    samples: Vec<f64>,
+}
+
+/// Every figure, by name, in the order measured.
+#[derive(Default)]
+struct Report {
+    figures: BTreeMap<String, Figure>,
+    order: Vec<String>,
+}
+
+impl Report {
+    fn add(&mut self, name: &str, unit: &'static str, value: f64) {
+        if !self.figures.contains_key(name) {
+            self.order.push(name.to_owned());
+        }
+        let f = self.figures.entry(name.to_owned()).or_default();
+        f.unit = unit;
+        f.samples.push(value);
+    }
+
+    fn print_and_save(&self) {
+        let mut json = serde_json::Map::new();
+        println!(
+            "\n{:<52} {:>12} {:>24}  unit",
+            "figure", "median", "spread (min – max)"
+        );
+        for name in &self.order {
+            let f = &self.figures[name];
+            let mut s = f.samples.clone();
+            s.sort_by(f64::total_cmp);
+            let median = percentile(&s, 50.0);
+            let (min, max) = (s[0], s[s.len() - 1]);
+            println!(
+                "{name:<52} {median:>12.2} {:>24}  {}",
+                format!("{min:.2} – {max:.2}"),
+                f.unit
+            );
+            json.insert(
+                name.clone(),
+                serde_json::json!({"unit": f.unit, "median": median, "min": min, "max": max, "samples": f.samples}),
+            );
+        }
+        let machine = serde_json::json!({
+            "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            "os": std::env::consts::OS,
+        });
+        let out = serde_json::json!({"machine": machine, "figures": json});
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sidekicks-bench.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&out).unwrap()).unwrap();
+        println!("\nwritten to {}", path.display());
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = (p / 100.0 * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn micros_now() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros()
+}
+
+fn micros(t: SystemTime) -> u128 {
+    t.duration_since(UNIX_EPOCH).unwrap().as_micros()
+}
+
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+/// Every version of the agent's reply to a `%now` prompt in `room`: when it was received
+/// and its text. The first line of the text is the agent's emission time (µs).
+fn versions(person: &Person, room: &Room, sender: &str, after: usize) -> Vec<(SystemTime, String)> {
+    let Some(first) = person.messages_from(room, sender).into_iter().nth(after) else {
+        return Vec::new();
+    };
+    let mut out = vec![(first.received, first.body.clone())];
+    out.extend(
+        person
+            .edits_of(&first.event_id)
+            .into_iter()
+            .filter_map(|e| e.replaces.map(|(_, body)| (e.received, body))),
+    );
+    out
+}
+
+/// The longest time the visible text lagged behind the agent: for each chunk, from the
+/// agent's schedule (`emitted_at` + (k+1) × `every`) to the first version showing it.
+fn max_lag(
+    versions: &[(SystemTime, String)],
+    prefix: usize,
+    text: &str,
+    size: usize,
+    every: Duration,
+    emitted_at: u128,
+) -> Duration {
+    let chars: Vec<char> = text.chars().collect();
+    let mut worst = Duration::ZERO;
+    for k in 0..chars.len().div_ceil(size) {
+        let shown_len = prefix
+            + chars[..((k + 1) * size).min(chars.len())]
+                .iter()
+                .map(|c| c.len_utf8())
+                .sum::<usize>();
+        let due = emitted_at + (k as u128 + 1) * every.as_micros();
+        if let Some((at, _)) = versions.iter().find(|(_, t)| t.len() >= shown_len) {
+            let lag = micros(*at).saturating_sub(due);
+            worst = worst.max(Duration::from_micros(lag as u64));
+        }
+    }
+    worst
+}
+
+/// Resident memory of a process, in MiB.
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+/// CPU time (user + system) a process has used.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Duration::from_secs_f64(ticks as f64 / hz.max(1.0))
+}
+
+/// A streamed reply's text: `lines` numbered lines.
+fn stream_text(tag: &str, lines: usize) -> String {
+    (0..lines)
+        .map(|i| format!("{tag} line {i:04} of a streamed answer, padded to length.\n"))
+        .collect()
+}
+
+async fn latency(env: &Env, bob: &Person, room: &Room, report: &mut Report, runs: usize) {
+    let bob_room = bob.client.get_room(room.room_id()).unwrap();
+    for run in 0..runs {
+        // The floor: one plain client to another.
+        let marker = format!("floor {run} {}", micros_now());
+        let sent = SystemTime::now();
+        bob.send(&bob_room, &marker).await;
+        let seen = wait_until(PATIENCE, "the floor message", || {
+            env.alice
+                .messages_from(room, &bob.user_id)
+                .into_iter()
+                .find(|m| m.body == marker)
+        })
+        .await;
+        let floor = seen.received.duration_since(sent).unwrap_or_default();
+        // Sidekicks: from the agent emitting its first chunk to Alice receiving the reply.
+        let before = env.alice.messages_from(room, &env.agent).len();
+        // A second of "thinking" first, as a real agent takes, so the reply is not
+        // caught in the same sync as the prompt's own echo.
+        env.alice.send(room, "%sleep 1000\n%now").await;
+        let first = wait_until(PATIENCE, "the reply", || {
+            env.alice
+                .messages_from(room, &env.agent)
+                .into_iter()
+                .nth(before)
+        })
+        .await;
+        let emitted: u128 = first.body.trim().parse().unwrap_or(0);
+        let added = Duration::from_micros(micros(first.received).saturating_sub(emitted) as u64);
+        let to_server =
+            (u128::from(first.server_ts) * 1000).saturating_sub(emitted) as f64 / 1000.0;
+        report.add("latency: floor (client to client)", "ms", ms(floor));
+        report.add("latency: agent first chunk to client", "ms", ms(added));
+        report.add("latency: agent first chunk to homeserver", "ms", to_server);
+        report.add(
+            "latency: ratio to the floor",
+            "×",
+            ms(added) / ms(floor).max(0.001),
+        );
+    }
+}
+
+async fn economy(env: &Env, bob: &Person, room: &Room, report: &mut Report, runs: usize) {
+    let (size, every) = (50, Duration::from_millis(100));
+    let bob_room = bob.client.get_room(room.room_id()).unwrap();
+    for run in 0..runs {
+        let text = stream_text(&format!("r{run}"), 180); // ~10,000 characters, 20 s
+        let before = env.alice.messages_from(room, &env.agent).len();
+        env.alice
+            .send(
+                room,
+                &format!("%now\n%stream {} {size}\n{text}", every.as_millis()),
+            )
+            .await;
+        let vs = wait_until(PATIENCE * 2, "the complete streamed reply", || {
+            let vs = versions(&env.alice, room, &env.agent, before);
+            vs.last()
+                .is_some_and(|(_, t)| t.ends_with(&text))
+                .then_some(vs)
+        })
+        .await;
+        let final_text = &vs.last().unwrap().1;
+        let (stamp, body) = final_text.split_once('\n').unwrap();
+        let emitted: u128 = stamp.parse().unwrap_or(0);
+        report.add(
+            "economy: events per 10,000-char reply",
+            "events",
+            vs.len() as f64,
+        );
+        report.add(
+            "economy: final text identical (1 = yes)",
+            "bool",
+            f64::from(u8::from(body == text)),
+        );
+        let lag = max_lag(&vs, stamp.len() + 1, &text, size, every, emitted);
+        report.add("economy: longest lag of the visible text", "ms", ms(lag));
+
+        // The naive strategy, same text and pace: one edit per chunk, by a plain client.
+        let chars: Vec<char> = text.chars().collect();
+        let started = micros_now();
+        let mut shown = String::new();
+        let mut event_id: Option<String> = None;
+        for chunk in chars.chunks(size) {
+            tokio::time::sleep(every).await;
+            shown.extend(chunk);
+            match &event_id {
+                None => event_id = Some(bob.send(&bob_room, &shown).await),
+                Some(id) => bob.send_edit(&bob_room, id, &shown).await,
+            }
+        }
+        let id = event_id.unwrap();
+        let naive = wait_until(PATIENCE * 2, "the naive reply", || {
+            (env.alice.current_text(&id).as_deref() == Some(text.as_str())).then(|| {
+                let first = env
+                    .alice
+                    .messages_from(room, &bob.user_id)
+                    .into_iter()
+                    .find(|m| m.event_id == id)
+                    .unwrap();
+                let mut vs = vec![(first.received, first.body.clone())];
+                vs.extend(
+                    env.alice
+                        .edits_of(&id)
+                        .into_iter()
+                        .filter_map(|e| e.replaces.map(|(_, b)| (e.received, b))),
+                );
+                vs
+            })
+        })
+        .await;
+        report.add(
+            "economy: naive events per reply (one edit per chunk)",
+            "events",
+            naive.len() as f64,
+        );
+        report.add(
+            "economy: naive longest lag",
+            "ms",
+            ms(max_lag(&naive, 0, &text, size, every, started)),
+        );
+    }
+}
+
+async fn cold_start(report: &mut Report, runs: usize) {
+    for _ in 0..runs {
+        // The homeserver, the accounts and the room are ready first: only the gateway's own
+        // start is timed.
+        let hs = support::Synapse::start(SynapseOptions::default()).await;
+        let alice_id = hs.register("alice", "alice-password").await;
+        let agent = hs.register("demo", "demo-password").await;
+        let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
+        let room = alice.create_room(false).await;
+        let spec = AgentSpec {
+            id: "demo".into(),
+            user_id: agent.clone(),
+            password: "demo-password".into(),
+            demo_args: vec![],
+            agent_toml: String::new(),
+        };
+        let started = Instant::now();
+        let mut gw = GatewayProcess::start(&hs.url, &[alice_id.as_str()], &[spec], "");
+        let running = wait_until(PATIENCE, "the gateway running", || {
+            gw.log()
+                .contains("Sidekicks is running")
+                .then(|| started.elapsed())
+        })
+        .await;
+        alice.invite(&room, &agent).await;
+        alice
+            .wait_membership(&room, &agent, matrix_sdk::RoomMemberships::JOIN)
+            .await;
+        alice.send(&room, "%say hi").await;
+        wait_until(PATIENCE, "the first answer", || {
+            (!alice.messages_from(&room, &agent).is_empty()).then_some(())
+        })
+        .await;
+        report.add(
+            "cold start: fresh state, to running (logged in)",
+            "ms",
+            ms(running),
+        );
+        report.add(
+            "cold start: fresh state, to first answer (after an invite)",
+            "ms",
+            ms(started.elapsed()),
+        );
+        gw.stop();
+        let restarted = Instant::now();
+        gw.start_again();
+        alice.send(&room, "%say again").await;
+        wait_until(PATIENCE, "the answer after the restart", || {
+            alice
+                .messages_from(&room, &agent)
+                .iter()
+                .any(|m| m.body == "again")
+                .then_some(())
+        })
+        .await;
+        report.add(
+            "cold start: existing state, to first answer",
+            "ms",
+            ms(restarted.elapsed()),
+        );
+    }
+}
+
+async fn footprint(report: &mut Report) {
+    let hs = support::Synapse::start(SynapseOptions::default()).await;
+    let alice_id = hs.register("alice", "alice-password").await;
+    let mut agents = Vec::new();
+    for i in 0..3 {
+        let user_id = hs.register(&format!("agent{i}"), "agent-password").await;
+        agents.push(AgentSpec {
+            id: format!("agent{i}"),
+            user_id,
+            password: "agent-password".into(),
+            demo_args: vec![],
+            agent_toml: String::new(),
+        });
+    }
+    let gw = GatewayProcess::start(&hs.url, &[alice_id.as_str()], &agents, "");
+    wait_until(PATIENCE, "three agents logged in", || {
+        gw.log().contains("Sidekicks is running").then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pid = gw.pid().unwrap();
+    let at_start = rss_mib(pid);
+    report.add(
+        "footprint: RSS at start, 3 agents logged in",
+        "MiB",
+        at_start,
+    );
+    let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
+    let agent = agents[0].user_id.clone();
+    let sessions = 10;
+    let mut rooms = Vec::new();
+    for _ in 0..sessions {
+        let room = alice.create_room(false).await;
+        alice.invite(&room, &agent).await;
+        alice
+            .wait_membership(&room, &agent, matrix_sdk::RoomMemberships::JOIN)
+            .await;
+        alice.send(&room, "%say ok").await;
+        rooms.push(room);
+    }
+    for room in &rooms {
+        wait_until(PATIENCE, "every session answered", || {
+            (!alice.messages_from(room, &agent).is_empty()).then_some(())
+        })
+        .await;
+    }
+    let with_sessions = rss_mib(pid);
+    report.add(
+        "footprint: RSS growth per active session",
+        "MiB",
+        (with_sessions - at_start) / sessions as f64,
+    );
+    let turns = 100;
+    for i in 0..turns {
+        alice.send(&rooms[0], &format!("%say turn {i}")).await;
+        let want = format!("turn {i}");
+        wait_until(PATIENCE, "the turn", || {
+            alice
+                .messages_from(&rooms[0], &agent)
+                .iter()
+                .any(|m| m.body == want)
+                .then_some(())
+        })
+        .await;
+    }
+    let with_turns = rss_mib(pid);
+    report.add(
+        "footprint: RSS growth per 1,000 transcript turns",
+        "MiB",
+        (with_turns - with_sessions) * 1000.0 / turns as f64,
+    );
+}
+
+async fn load(rooms_count: usize, report: &mut Report) {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let mut rooms = Vec::new();
+    for _ in 0..rooms_count {
+        rooms.push(env.room_with_agent(false).await);
+    }
+    let (size, every, lines) = (40, Duration::from_millis(100), 40); // ~2,400 chars, 6 s each
+    let pid = env.gw.pid().unwrap();
+    let cpu_before = cpu_time(pid);
+    let texts: Vec<String> = (0..rooms.len())
+        .map(|r| stream_text(&format!("room {r}"), lines))
+        .collect();
+    let started = Instant::now();
+    for (room, text) in rooms.iter().zip(&texts) {
+        env.alice
+            .send(
+                room,
+                &format!("%now\n%stream {} {size}\n{text}", every.as_millis()),
+            )
+            .await;
+    }
+    let mut lags = Vec::new();
+    let mut complete = 0;
+    for (room, text) in rooms.iter().zip(&texts) {
+        let vs = wait_until(PATIENCE * 5, "every reply", || {
+            let vs = versions(&env.alice, room, &env.agent, 0);
+            vs.last()
+                .is_some_and(|(_, t)| t.ends_with(text.as_str()))
+                .then_some(vs)
+        })
+        .await;
+        let (stamp, body) = vs
+            .last()
+            .unwrap()
+            .1
+            .split_once('\n')
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .unwrap();
+        complete += usize::from(body == *text);
+        let emitted: u128 = stamp.parse().unwrap_or(0);
+        let chars: Vec<char> = text.chars().collect();
+        for k in 0..chars.len().div_ceil(size) {
+            let shown_len = stamp.len()
+                + 1
+                + chars[..((k + 1) * size).min(chars.len())]
+                    .iter()
+                    .map(|c| c.len_utf8())
+                    .sum::<usize>();
+            let due = emitted + (k as u128 + 1) * every.as_micros();
+            if let Some((at, _)) = vs.iter().find(|(_, t)| t.len() >= shown_len) {
+                lags.push(ms(Duration::from_micros(
+                    micros(*at).saturating_sub(due) as u64
+                )));
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    let cpu = cpu_time(pid).saturating_sub(cpu_before);
+    let chunks = rooms.len() * texts[0].chars().count().div_ceil(size);
+    lags.sort_by(f64::total_cmp);
+    let label = |what: &str| format!("load {rooms_count} rooms: {what}");
+    report.add(
+        &label("replies complete and identical"),
+        "%",
+        100.0 * complete as f64 / rooms.len() as f64,
+    );
+    report.add(&label("staleness p50"), "ms", percentile(&lags, 50.0));
+    report.add(&label("staleness p95"), "ms", percentile(&lags, 95.0));
+    report.add(
+        &label("gateway CPU per 1,000 chunks"),
+        "ms",
+        ms(cpu) * 1000.0 / chunks as f64,
+    );
+    report.add(
+        &label("wall time for all replies"),
+        "s",
+        elapsed.as_secs_f64(),
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    // `cargo bench` passes `--bench`; nothing else is taken from the command line.
+    let runs: usize = env_or("SIDEKICKS_BENCH_RUNS", "5")
+        .parse()
+        .unwrap_or(5)
+        .max(1);
+    let only = env_or(
+        "SIDEKICKS_BENCH_ONLY",
+        "latency,economy,cold,footprint,load",
+    );
+    let wants = |group: &str| only.split(',').any(|g| g.trim() == group);
+    let mut report = Report::default();
+    if wants("latency") || wants("economy") {
+        let env = Env::start(SynapseOptions::default(), "").await;
+        let bob_id = env.hs.register("bob", "bob-password").await;
+        let room = env.room_with_agent(false).await;
+        env.alice.invite(&room, &bob_id).await;
+        let bob = Person::login(&env.hs.url, &bob_id, "bob-password").await;
+        bob.join(room.room_id().as_str()).await;
+        if wants("latency") {
+            eprintln!("measuring latency ({runs} runs)…");
+            latency(&env, &bob, &room, &mut report, runs).await;
+        }
+        if wants("economy") {
+            let economy_runs = runs.min(3);
+            eprintln!("measuring edit economy ({economy_runs} runs of ~20 s)…");
+            economy(&env, &bob, &room, &mut report, economy_runs).await;
+        }
+    }
+    if wants("cold") {
+        let cold_runs = runs.min(3);
+        eprintln!("measuring cold starts ({cold_runs} runs)…");
+        cold_start(&mut report, cold_runs).await;
+    }
+    if wants("footprint") {
+        eprintln!("measuring footprint…");
+        footprint(&mut report).await;
+    }
+    if wants("load") {
+        for rooms in env_or("SIDEKICKS_BENCH_ROOMS", "50")
+            .split(',')
+            .filter_map(|r| r.trim().parse().ok())
+        {
+            eprintln!("measuring load with {rooms} rooms…");
+            load(rooms, &mut report).await;
+        }
+    }
+    report.print_and_save();
+}
