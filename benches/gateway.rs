@@ -116,18 +116,19 @@ fn versions(person: &Person, room: &Room, sender: &str, after: usize) -> Vec<(Sy
     out
 }
 
-/// The longest time the visible text lagged behind the agent: for each chunk, from the
-/// agent's schedule (`emitted_at` + (k+1) × `every`) to the first version showing it.
-fn max_lag(
+/// How long the visible text lagged behind the agent, chunk by chunk: from the agent's
+/// schedule (`emitted_at` + (k+1) × `every`) to the first version showing chunk k. Versions
+/// start with `prefix` bytes before the streamed text.
+fn chunk_lags(
     versions: &[(SystemTime, String)],
     prefix: usize,
     text: &str,
     size: usize,
     every: Duration,
     emitted_at: u128,
-) -> Duration {
+) -> Vec<Duration> {
     let chars: Vec<char> = text.chars().collect();
-    let mut worst = Duration::ZERO;
+    let mut lags = Vec::new();
     for k in 0..chars.len().div_ceil(size) {
         let shown_len = prefix
             + chars[..((k + 1) * size).min(chars.len())]
@@ -136,11 +137,25 @@ fn max_lag(
                 .sum::<usize>();
         let due = emitted_at + (k as u128 + 1) * every.as_micros();
         if let Some((at, _)) = versions.iter().find(|(_, t)| t.len() >= shown_len) {
-            let lag = micros(*at).saturating_sub(due);
-            worst = worst.max(Duration::from_micros(lag as u64));
+            lags.push(Duration::from_micros(micros(*at).saturating_sub(due) as u64));
         }
     }
-    worst
+    lags
+}
+
+/// The longest of [`chunk_lags`].
+fn max_lag(
+    versions: &[(SystemTime, String)],
+    prefix: usize,
+    text: &str,
+    size: usize,
+    every: Duration,
+    emitted_at: u128,
+) -> Duration {
+    chunk_lags(versions, prefix, text, size, every, emitted_at)
+        .into_iter()
+        .max()
+        .unwrap_or_default()
 }
 
 /// Resident memory of a process, in MiB.
@@ -474,21 +489,11 @@ async fn load(rooms_count: usize, report: &mut Report) {
             .unwrap();
         complete += usize::from(body == *text);
         let emitted: u128 = stamp.parse().unwrap_or(0);
-        let chars: Vec<char> = text.chars().collect();
-        for k in 0..chars.len().div_ceil(size) {
-            let shown_len = stamp.len()
-                + 1
-                + chars[..((k + 1) * size).min(chars.len())]
-                    .iter()
-                    .map(|c| c.len_utf8())
-                    .sum::<usize>();
-            let due = emitted + (k as u128 + 1) * every.as_micros();
-            if let Some((at, _)) = vs.iter().find(|(_, t)| t.len() >= shown_len) {
-                lags.push(ms(Duration::from_micros(
-                    micros(*at).saturating_sub(due) as u64
-                )));
-            }
-        }
+        lags.extend(
+            chunk_lags(&vs, stamp.len() + 1, text, size, every, emitted)
+                .into_iter()
+                .map(ms),
+        );
     }
     let elapsed = started.elapsed();
     let cpu = cpu_time(pid).saturating_sub(cpu_before);
