@@ -236,7 +236,7 @@ async fn economy(env: &Env, bob: &Person, room: &Room, report: &mut Report, runs
     let (size, every) = (50, Duration::from_millis(100));
     let bob_room = bob.client.get_room(room.room_id()).unwrap();
     for run in 0..runs {
-        let text = stream_text(&format!("r{run}"), 180); // ~10,000 characters, 20 s
+        let text = stream_text(&format!("r{run}"), 180); // 9,540 characters in 191 chunks: 19 s
         let before = env.alice.messages_from(room, &env.agent).len();
         env.alice
             .send(
@@ -255,7 +255,7 @@ async fn economy(env: &Env, bob: &Person, room: &Room, report: &mut Report, runs
         let (stamp, body) = final_text.split_once('\n').unwrap();
         let emitted: u128 = stamp.parse().unwrap_or(0);
         report.add(
-            "economy: events per 10,000-char reply",
+            "economy: events per 9,540-char reply",
             "events",
             vs.len() as f64,
         );
