@@ -86,10 +86,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn micros_now() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_micros()
+    micros(SystemTime::now())
 }
 
 fn micros(t: SystemTime) -> u128 {
@@ -100,12 +97,9 @@ fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }
 
-/// Every version of the agent's reply to a `%now` prompt in `room`: when it was received
-/// and its text. The first line of the text is the agent's emission time (µs).
-fn versions(person: &Person, room: &Room, sender: &str, after: usize) -> Vec<(SystemTime, String)> {
-    let Some(first) = person.messages_from(room, sender).into_iter().nth(after) else {
-        return Vec::new();
-    };
+/// Every version of the message `first` as `person` saw it (the post, then each edit):
+/// when it was received and its text.
+fn versions_of(person: &Person, first: &support::person::Seen) -> Vec<(SystemTime, String)> {
     let mut out = vec![(first.received, first.body.clone())];
     out.extend(
         person
@@ -114,6 +108,15 @@ fn versions(person: &Person, room: &Room, sender: &str, after: usize) -> Vec<(Sy
             .filter_map(|e| e.replaces.map(|(_, body)| (e.received, body))),
     );
     out
+}
+
+/// Every version of the `after`-th message `sender` posted in `room` (see [`versions_of`]).
+/// For a reply to `%now`, the first line of the text is the agent's emission time (µs).
+fn versions(person: &Person, room: &Room, sender: &str, after: usize) -> Vec<(SystemTime, String)> {
+    match person.messages_from(room, sender).into_iter().nth(after) {
+        Some(first) => versions_of(person, &first),
+        None => Vec::new(),
+    }
 }
 
 /// How long the visible text lagged behind the agent, chunk by chunk: from the agent's
@@ -289,14 +292,7 @@ async fn economy(env: &Env, bob: &Person, room: &Room, report: &mut Report, runs
                     .into_iter()
                     .find(|m| m.event_id == id)
                     .unwrap();
-                let mut vs = vec![(first.received, first.body.clone())];
-                vs.extend(
-                    env.alice
-                        .edits_of(&id)
-                        .into_iter()
-                        .filter_map(|e| e.replaces.map(|(_, b)| (e.received, b))),
-                );
-                vs
+                versions_of(&env.alice, &first)
             })
         })
         .await;

@@ -317,6 +317,15 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         .await
 }
 
+/// Writes `bytes` straight to stdout, outside the protocol (`%garbage`, `%binary`), after
+/// letting what is queued go out first so they are not mixed into a message.
+async fn write_raw_stdout(bytes: Vec<u8>) {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&bytes);
+    let _ = out.flush();
+}
+
 /// Tells the client the agent's slash commands (after a session is opened or loaded).
 fn send_commands(
     cx: &ConnectionTo<Client>,
@@ -497,20 +506,12 @@ impl Turn {
                     }
                     self.say(&listing)?;
                 }
-                "binary" => {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(b"\xff\xfe not text\n");
-                    let _ = out.flush();
-                }
+                "binary" => write_raw_stdout(b"\xff\xfe not text\n".to_vec()).await,
                 "garbage" => {
-                    // Let what is queued go out first, so the lines are not mixed into it.
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    let mut out = std::io::stdout().lock();
-                    for i in 0..num(1) {
-                        let _ = writeln!(out, "demo agent: this line {i} is not JSON-RPC");
-                    }
-                    let _ = out.flush();
+                    let lines: String = (0..num(1))
+                        .map(|i| format!("demo agent: this line {i} is not JSON-RPC\n"))
+                        .collect();
+                    write_raw_stdout(lines.into_bytes()).await;
                 }
                 "stop" => {
                     return Ok(match arg.trim() {
