@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -15,7 +16,8 @@ use crate::core::access::AccessList;
 use crate::core::agent::{AgentEvent, AgentPort, Reopen};
 use crate::core::approvals::PermissionSettings;
 use crate::core::channel::AgentContext;
-use crate::core::gateway::Gateway;
+use crate::core::gateway::{Gateway, RoomRules};
+use crate::core::pool::{Pool, PoolSettings};
 use crate::matrix::MatrixAgent;
 use crate::render::stream::StreamSettings;
 use crate::store::Store;
@@ -81,11 +83,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         max_bytes: config.streaming.max_message_bytes,
     };
 
-    let mut contexts = Vec::new();
-    let mut users = Vec::new();
-    let mut processes = Vec::new();
+    let pool_settings = PoolSettings {
+        max_running: (config.pool.max_running > 0).then_some(config.pool.max_running),
+        idle_stop: (config.pool.idle_stop_secs > 0)
+            .then(|| Duration::from_secs(config.pool.idle_stop_secs)),
+    };
+    let mut started = Vec::new();
     let mut problems = Vec::new();
     // One agent that cannot start (bad password, broken command) does not stop the others.
+    // Agents beyond the pool's limit start at their first prompt.
     for agent in &config.agents {
         let user = match MatrixAgent::connect(&config.matrix.homeserver, &config.state_dir, agent)
             .await
@@ -98,14 +104,40 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             }
         };
         let spec = process_spec(agent, &config.timeouts);
-        let process = match AcpAgent::start(&spec).await {
-            Ok(p) => SupervisedAgent::new(spec, p),
-            Err(e) => {
-                tracing::error!(agent = %agent.id, error = %e, "the agent process did not start; agent skipped");
-                problems.push(format!("{}: {e}", agent.id));
-                continue;
-            }
+        let eager = pool_settings
+            .max_running
+            .is_none_or(|max| started.len() < max);
+        let process = match eager {
+            false => SupervisedAgent::new(spec, None),
+            true => match AcpAgent::start(&spec).await {
+                Ok(p) => SupervisedAgent::new(spec, Some(p)),
+                Err(e) => {
+                    tracing::error!(agent = %agent.id, error = %e, "the agent process did not start; agent skipped");
+                    problems.push(format!("{}: {e}", agent.id));
+                    continue;
+                }
+            },
         };
+        started.push((agent, user, process));
+    }
+    if started.is_empty() {
+        anyhow::bail!("no agent could be started: {}", problems.join("; "));
+    }
+    let pool = Pool::new(
+        pool_settings,
+        started
+            .iter()
+            .map(|(agent, _, process)| {
+                let port: Arc<dyn AgentPort> = process.clone();
+                (agent.id.clone(), agent.display_name.clone(), port)
+            })
+            .collect(),
+    );
+    let (handoffs, handed) = mpsc::unbounded_channel();
+    let mut contexts = Vec::new();
+    let mut users = Vec::new();
+    let mut processes = Vec::new();
+    for (agent, user, process) in started {
         contexts.push(Arc::new(AgentContext {
             agent_id: agent.id.clone(),
             display_name: agent.display_name.clone(),
@@ -132,12 +164,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             rerun_interrupted: config.continuity.rerun_interrupted,
             quiet_note: (config.timeouts.quiet_turn_secs > 0)
                 .then(|| Duration::from_secs(config.timeouts.quiet_turn_secs)),
+            pool: pool.clone(),
+            handoffs: Some(handoffs.clone()),
         }));
         users.push(user);
         processes.push(process);
-    }
-    if users.is_empty() {
-        anyhow::bail!("no agent could be started: {}", problems.join("; "));
     }
     let gateway = Arc::new(Gateway::new(
         contexts,
@@ -145,8 +176,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         AccessList::new(config.access.approvers()),
         store,
         config.commands.prefix.clone(),
+        pool.clone(),
+        RoomRules {
+            handoff: config.rooms.handoff,
+            handoff_max_hops: config.rooms.handoff_max_hops,
+        },
     ));
     gateway.clean_up_previous_run().await;
+    let helpers = CancellationToken::new();
+    tokio::spawn(gateway.clone().run_handoffs(handed));
+    tokio::spawn(pool.clone().run_idle_stops(helpers.clone()));
 
     let mut tasks = JoinSet::new();
     for user in users {
@@ -170,6 +209,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     }
     // Turns still running are cancelled and marked in their rooms before the agents stop.
     gateway.shutdown(Duration::from_secs(10)).await;
+    helpers.cancel();
     for process in processes {
         process.shutdown().await;
     }
@@ -255,11 +295,22 @@ async fn check_agent(agent: &AgentConfig, timeouts: &TimeoutsConfig) -> Result<S
         Ok(mut session) => {
             writeln!(out, "  session/new: ok ({})", session.id)?;
             let modes: Vec<String> = session
+                .settings
                 .modes
                 .iter()
                 .map(|(id, name)| format!("{id} ({name})"))
                 .collect();
             writeln!(out, "  modes: {}", none(&modes))?;
+            let options: Vec<String> = session
+                .settings
+                .options
+                .iter()
+                .map(|o| match &o.category {
+                    Some(category) => format!("{} ({category})", o.id),
+                    None => o.id.clone(),
+                })
+                .collect();
+            writeln!(out, "  config options: {}", none(&options))?;
             // The command list arrives just after `session/new`.
             let mut commands = Vec::new();
             let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);

@@ -84,6 +84,12 @@ pub struct Config {
     /// How long agents may take before Sidekicks gives up or speaks up.
     #[serde(default)]
     pub timeouts: TimeoutsConfig,
+    /// How many agent processes run at once, and when an idle one is stopped.
+    #[serde(default)]
+    pub pool: PoolConfig,
+    /// How rooms with several agents behave.
+    #[serde(default)]
+    pub rooms: RoomsConfig,
     /// The agents this gateway runs; each is its own Matrix user.
     #[serde(default, rename = "agents")]
     pub agents: Vec<AgentConfig>,
@@ -175,6 +181,40 @@ impl Default for TimeoutsConfig {
             initialize_secs: 30,
             new_session_secs: 120,
             quiet_turn_secs: 300,
+        }
+    }
+}
+
+/// Agent process pool settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PoolConfig {
+    /// Most agent processes running at once (0: no limit). When the limit is reached, the
+    /// least recently used idle agent is stopped to make room; a prompt for which no agent
+    /// can be stopped waits for a slot (and the room is told).
+    pub max_running: usize,
+    /// Seconds an agent process may go without a turn before it is stopped (0: never). Its
+    /// next prompt starts it again.
+    pub idle_stop_secs: u64,
+}
+
+/// Settings for rooms with several agents.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoomsConfig {
+    /// Whether an agent's answer that addresses another agent of the room is handed to it
+    /// (rooms can change it with `!handoff`).
+    pub handoff: bool,
+    /// Most hand-offs between agents that one person's message may cause, so two agents
+    /// cannot keep answering each other.
+    pub handoff_max_hops: u32,
+}
+
+impl Default for RoomsConfig {
+    fn default() -> Self {
+        Self {
+            handoff: false,
+            handoff_max_hops: 3,
         }
     }
 }
@@ -416,6 +456,12 @@ impl Config {
                 bad(key.into(), "must be at least 1".into());
             }
         }
+        if self.rooms.handoff_max_hops == 0 {
+            bad(
+                "rooms.handoff_max_hops".into(),
+                "must be at least 1 (turn hand-offs off with `handoff = false`)".into(),
+            );
+        }
         if self.permissions.propose_stop_after == 0 {
             bad(
                 "permissions.propose_stop_after".into(),
@@ -573,6 +619,8 @@ password = "secret"
         assert_eq!(cfg.state_dir, dir.join("state"));
         assert_eq!(cfg.streaming.edit_interval_ms, 1000);
         assert_eq!(cfg.commands.prefix, "!");
+        assert_eq!(cfg.pool.max_running, 0, "no limit unless configured");
+        assert!(!cfg.rooms.handoff);
         assert_eq!(cfg.agents[0].matrix.password().unwrap().expose(), "secret");
     }
 
@@ -622,6 +670,11 @@ password = "secret"
                 "[matrix]",
                 "[timeouts]\ninitialize_secs = 0\n[matrix]",
                 "timeouts.initialize_secs",
+            ),
+            (
+                "[matrix]",
+                "[rooms]\nhandoff_max_hops = 0\n[matrix]",
+                "rooms.handoff_max_hops",
             ),
         ];
         for (from, to, key) in cases {

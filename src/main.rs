@@ -35,6 +35,10 @@ enum Cmd {
         /// With --sessions: offer `session/resume` (no replay) instead of `session/load`.
         #[arg(long, requires = "sessions")]
         resume: bool,
+        /// Give sessions two modes and a model choice (`session/set_mode`,
+        /// `session/set_config_option`).
+        #[arg(long)]
+        settings: bool,
     },
 }
 
@@ -50,14 +54,17 @@ async fn main() -> std::process::ExitCode {
             sidekicks::app::init_tracing();
             sidekicks::app::check_from_file(&config).await
         }
-        Cmd::DemoAgent { sessions, resume } => {
-            sidekicks::acp::demo_agent::run_stdio(sidekicks::acp::demo_agent::DemoOptions {
-                sessions,
-                resume,
-            })
-            .await
-            .map_err(anyhow::Error::from)
-        }
+        Cmd::DemoAgent {
+            sessions,
+            resume,
+            settings,
+        } => sidekicks::acp::demo_agent::run_stdio(sidekicks::acp::demo_agent::DemoOptions {
+            sessions,
+            resume,
+            settings,
+        })
+        .await
+        .map_err(anyhow::Error::from),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -19,7 +19,8 @@ use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, InitializeRequest, InitializeResponse, LoadSessionRequest,
     NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse,
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    ResumeSessionRequest, SelectedPermissionOutcome, SessionNotification, TextContent,
+    ResumeSessionRequest, SelectedPermissionOutcome, SessionConfigOption, SessionConfigOptionValue,
+    SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest, TextContent,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
@@ -31,7 +32,8 @@ use super::process::{self, AgentProcess, ProcessSpec, StderrTail};
 use super::sessions::Sessions;
 use super::transport;
 use crate::core::agent::{
-    AgentError, AgentInfo, AgentPort, NewSession, PermissionAnswer, Reopen, TurnEnd,
+    AgentError, AgentInfo, AgentPort, ConfigChoice, ConfigOption, NewSession, PermissionAnswer,
+    ProcessState, Reopen, TurnEnd,
 };
 
 /// Work for the task that owns the SDK connection.
@@ -51,7 +53,7 @@ enum Request {
         session: String,
         /// The session's `cwd`.
         cwd: PathBuf,
-        /// Where the answer goes (the new-session shape: only the modes matter).
+        /// Where the answer goes (the new-session shape: only the settings matter).
         reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
     },
     /// `session/prompt` with one text block.
@@ -62,6 +64,26 @@ enum Request {
         text: String,
         /// Where the answer goes.
         reply: oneshot::Sender<Result<PromptResponse, agent_client_protocol::Error>>,
+    },
+    /// `session/set_mode`.
+    SetMode {
+        /// The session.
+        session: String,
+        /// The mode to switch to.
+        mode: String,
+        /// Where the answer goes.
+        reply: oneshot::Sender<Result<(), agent_client_protocol::Error>>,
+    },
+    /// `session/set_config_option`.
+    SetOption {
+        /// The session.
+        session: String,
+        /// The option to change.
+        option: String,
+        /// Its new value.
+        value: SessionConfigOptionValue,
+        /// Where the answer goes: every option as the agent now has them.
+        reply: oneshot::Sender<Result<Vec<SessionConfigOption>, agent_client_protocol::Error>>,
     },
     /// `session/cancel` (a notification: no answer).
     Cancel {
@@ -92,6 +114,8 @@ pub struct AcpAgent {
     dialect: &'static str,
     /// How long it may take to open, load or resume a session.
     session_timeout: Duration,
+    /// When the process started, for its uptime.
+    started: std::time::Instant,
 }
 
 impl AcpAgent {
@@ -160,6 +184,7 @@ impl AcpAgent {
             broken,
             dialect: dialect::ACP.name,
             session_timeout: spec.session_timeout,
+            started: std::time::Instant::now(),
         };
         let response = match agent
             .wait("initialize", Some(spec.initialize_timeout), init_rx)
@@ -274,20 +299,12 @@ impl AcpAgent {
     /// Registers session `id`, just opened, and describes it.
     fn opened(&self, id: String, response: &NewSessionResponse) -> NewSession {
         let events = self.sessions().register(&id);
-        let (modes, current_mode) = match &response.modes {
-            Some(m) => (
-                m.available_modes
-                    .iter()
-                    .map(|m| (m.id.0.to_string(), m.name.clone()))
-                    .collect(),
-                Some(m.current_mode_id.0.to_string()),
-            ),
-            None => (Vec::new(), None),
-        };
         NewSession {
             id,
-            modes,
-            current_mode,
+            settings: events::session_settings(
+                response.modes.as_ref(),
+                response.config_options.as_deref(),
+            ),
             events,
         }
     }
@@ -405,6 +422,52 @@ impl AgentPort for AcpAgent {
     fn stderr_tail(&self) -> String {
         self.stderr.last(20)
     }
+
+    async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::SetMode {
+            session: session_id.to_owned(),
+            mode: mode_id.to_owned(),
+            reply,
+        })
+        .await?;
+        self.wait("session/set_mode", Some(self.session_timeout), rx)
+            .await
+    }
+
+    async fn set_option(
+        &self,
+        session_id: &str,
+        option_id: &str,
+        value: ConfigChoice,
+    ) -> Result<Vec<ConfigOption>, AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::SetOption {
+            session: session_id.to_owned(),
+            option: option_id.to_owned(),
+            value: events::config_value(value),
+            reply,
+        })
+        .await?;
+        let options = self
+            .wait("session/set_config_option", Some(self.session_timeout), rx)
+            .await?;
+        Ok(events::config_options(options))
+    }
+
+    fn process_state(&self) -> ProcessState {
+        match self.exit_status() {
+            Some(status) => ProcessState::Crashed { status },
+            None => ProcessState::Running {
+                uptime: self.started.elapsed(),
+                sessions: self.sessions().count(),
+            },
+        }
+    }
+
+    async fn stop(&self) {
+        self.shutdown().await;
+    }
 }
 
 /// Runs the SDK connection until the agent goes away or every [`AcpAgent`] handle is dropped.
@@ -493,19 +556,19 @@ async fn run_connection(
                         let cx = cx.clone();
                         tokio::spawn(async move {
                             let id = session.clone();
-                            let modes = match how {
+                            let settings = match how {
                                 Reopen::Load => cx
                                     .send_request(LoadSessionRequest::new(session, cwd))
                                     .block_task()
                                     .await
-                                    .map(|r| r.modes),
+                                    .map(|r| (r.modes, r.config_options)),
                                 Reopen::Resume => cx
                                     .send_request(ResumeSessionRequest::new(session, cwd))
                                     .block_task()
                                     .await
-                                    .map(|r| r.modes),
+                                    .map(|r| (r.modes, r.config_options)),
                             };
-                            let _ = reply.send(modes.map(|modes| NewSessionResponse::new(id).modes(modes)));
+                            let _ = reply.send(settings.map(|(modes, options)| NewSessionResponse::new(id).modes(modes).config_options(options)));
                         });
                     }
                     Request::Prompt { session, text, reply } => {
@@ -513,6 +576,20 @@ async fn run_connection(
                         tokio::spawn(async move {
                             let prompt = PromptRequest::new(session, vec![ContentBlock::Text(TextContent::new(text))]);
                             let _ = reply.send(cx.send_request(prompt).block_task().await);
+                        });
+                    }
+                    Request::SetMode { session, mode, reply } => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let request = SetSessionModeRequest::new(session, mode);
+                            let _ = reply.send(cx.send_request(request).block_task().await.map(|_| ()));
+                        });
+                    }
+                    Request::SetOption { session, option, value, reply } => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let request = SetSessionConfigOptionRequest::new(session, option, value);
+                            let _ = reply.send(cx.send_request(request).block_task().await.map(|r| r.config_options));
                         });
                     }
                     Request::Cancel { session } => {

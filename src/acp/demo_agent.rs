@@ -37,6 +37,11 @@
 //! With `--sessions DIR` it keeps every session's conversation in DIR, advertises
 //! `loadSession`, and answers `session/load` by replaying the conversation, as agents that
 //! can reload sessions do; with `--resume` as well, it offers `session/resume` instead.
+//!
+//! It offers the slash commands `/demo` (the demo turn) and `/echo` (answers
+//! `received: ` and the prompt exactly as it arrived). With `--settings` its sessions have
+//! two modes (`ask`, `code`) and a model choice (config option `model`: `small`, `large`),
+//! which `session/set_mode` and `session/set_config_option` change and `%settings` tells.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -49,13 +54,16 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock,
-    ContentChunk, Diff, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionNotification, SessionResumeCapabilities,
-    SessionUpdate, StopReason, TextContent, ToolCall, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
+    ContentChunk, CurrentModeUpdate, Diff, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode, SessionModeState,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    TextContent, ToolCall, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind, Usage, UsageUpdate,
 };
 use agent_client_protocol::{Client, Stdio, UntypedMessage};
 use tokio::sync::Notify;
@@ -88,6 +96,52 @@ struct State {
     saved: Option<PathBuf>,
     /// Numbers new session IDs.
     next: AtomicU64,
+    /// Whether sessions have modes and a model choice (`--settings`).
+    with_settings: bool,
+    /// Each session's (mode, model), with `--settings`.
+    settings: Mutex<HashMap<String, (String, String)>>,
+}
+
+/// The modes offered with `--settings`.
+const MODES: [(&str, &str); 2] = [("ask", "Ask"), ("code", "Code")];
+/// The models offered with `--settings`.
+const MODELS: [(&str, &str); 2] = [("small", "Small model"), ("large", "Large model")];
+
+impl State {
+    /// A session's (mode, model), the defaults until changed.
+    fn settings_of(&self, session: &str) -> (String, String) {
+        self.settings
+            .lock()
+            .unwrap()
+            .get(session)
+            .cloned()
+            .unwrap_or_else(|| (MODES[0].0.to_owned(), MODELS[0].0.to_owned()))
+    }
+
+    /// The config options of a session, as the protocol describes them.
+    fn config_options(&self, session: &str) -> Vec<SessionConfigOption> {
+        let (_, model) = self.settings_of(session);
+        let choices: Vec<SessionConfigSelectOption> = MODELS
+            .iter()
+            .map(|(id, name)| SessionConfigSelectOption::new(*id, *name))
+            .collect();
+        vec![
+            SessionConfigOption::select("model", "Model", model, choices)
+                .category(SessionConfigOptionCategory::Model),
+        ]
+    }
+
+    /// The modes of a session, as the protocol describes them.
+    fn modes(&self, session: &str) -> SessionModeState {
+        let (mode, _) = self.settings_of(session);
+        SessionModeState::new(
+            mode,
+            MODES
+                .iter()
+                .map(|(id, name)| SessionMode::new(*id, *name))
+                .collect(),
+        )
+    }
 }
 
 impl State {
@@ -144,6 +198,8 @@ pub struct DemoOptions {
     pub sessions: Option<PathBuf>,
     /// With `sessions`: offer `session/resume` (no replay) instead of `session/load`.
     pub resume: bool,
+    /// Give sessions modes and a model choice.
+    pub settings: bool,
 }
 
 /// Runs the demo agent on stdin/stdout until the client goes away. With
@@ -164,9 +220,12 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
     };
     let state = Arc::new(State {
         saved: options.sessions,
+        with_settings: options.settings,
         ..State::default()
     });
-    let (s1, s2, s3, s4, s5) = (
+    let (s1, s2, s3, s4, s5, s6, s7) = (
+        state.clone(),
+        state.clone(),
         state.clone(),
         state.clone(),
         state.clone(),
@@ -201,7 +260,13 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
                     .lock()
                     .unwrap()
                     .insert(id.clone(), Arc::default());
-                responder.respond(NewSessionResponse::new(id.clone()))?;
+                let mut response = NewSessionResponse::new(id.clone());
+                if s1.with_settings {
+                    response = response
+                        .modes(s1.modes(&id))
+                        .config_options(s1.config_options(&id));
+                }
+                responder.respond(response)?;
                 send_commands(&cx, id)
             },
             agent_client_protocol::on_receive_request!(),
@@ -273,7 +338,9 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
                         .get(&session)
                         .cloned()
                         .unwrap_or_default();
+                    let settings = state.settings_of(&session);
                     let turn = Turn {
+                        settings,
                         cx,
                         session,
                         cancel,
@@ -300,6 +367,53 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
                     };
                 });
                 Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionModeRequest, responder, cx: ConnectionTo<Client>| {
+                let session = req.session_id.0.to_string();
+                let mode = req.mode_id.0.to_string();
+                if !s6.with_settings || !MODES.iter().any(|(id, _)| *id == mode) {
+                    return responder.respond_with_error(
+                        agent_client_protocol::Error::invalid_params()
+                            .data(format!("no mode {mode}")),
+                    );
+                }
+                let (_, model) = s6.settings_of(&session);
+                s6.settings
+                    .lock()
+                    .unwrap()
+                    .insert(session.clone(), (mode.clone(), model));
+                responder.respond(SetSessionModeResponse::new())?;
+                cx.send_notification(SessionNotification::new(
+                    session,
+                    SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode)),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionConfigOptionRequest, responder, _cx| {
+                let session = req.session_id.0.to_string();
+                let model = req.value.as_value_id().map(|v| v.0.to_string());
+                let known = model
+                    .as_deref()
+                    .is_some_and(|m| MODELS.iter().any(|(id, _)| *id == m));
+                if !s7.with_settings || &*req.config_id.0 != "model" || !known {
+                    return responder.respond_with_error(
+                        agent_client_protocol::Error::invalid_params()
+                            .data(format!("cannot set {} to {model:?}", req.config_id.0)),
+                    );
+                }
+                let (mode, _) = s7.settings_of(&session);
+                s7.settings
+                    .lock()
+                    .unwrap()
+                    .insert(session.clone(), (mode, model.unwrap_or_default()));
+                responder.respond(SetSessionConfigOptionResponse::new(
+                    s7.config_options(&session),
+                ))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -357,6 +471,8 @@ struct Turn {
     said: Mutex<String>,
     /// The session's conversation before this turn (`%history`).
     earlier: Vec<Exchange>,
+    /// The session's (mode, model) when the turn started (`%settings`).
+    settings: (String, String),
 }
 
 /// How a permission request is placed relative to the tool call it concerns.
@@ -409,6 +525,20 @@ impl Turn {
     }
 
     async fn run(&self, text: &str) -> TurnResult {
+        if let Some(command) = text.trim_start().strip_prefix('/') {
+            let name = command.split_whitespace().next().unwrap_or("");
+            return match name {
+                "demo" => self.demo(text).await,
+                "echo" => {
+                    self.say(&format!("received: {text}"))?;
+                    Ok(StopReason::EndTurn)
+                }
+                other => {
+                    self.say(&format!("(unknown command /{other})"))?;
+                    Ok(StopReason::EndTurn)
+                }
+            };
+        }
         if !text.lines().any(|l| l.starts_with('%')) {
             return self.demo(text).await;
         }
@@ -498,6 +628,10 @@ impl Turn {
                         .unwrap_or_default()
                         .as_micros();
                     self.say(&format!("{micros}\n"))?;
+                }
+                "settings" => {
+                    let (mode, model) = self.settings.clone();
+                    self.say(&format!("mode: {mode}, model: {model}"))?;
                 }
                 "history" => {
                     let mut listing = format!("{} earlier prompts", self.earlier.len());

@@ -2,16 +2,17 @@
 
 use agent_client_protocol::v1::schema::{
     AuthMethod, ContentBlock, InitializeResponse, PermissionOptionKind, PlanEntryStatus,
-    PromptResponse, RequestPermissionRequest, SessionUpdate, StopReason as AcpStopReason,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdateFields,
-    ToolKind as AcpToolKind,
+    PromptResponse, RequestPermissionRequest, SessionConfigKind, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOptions,
+    SessionModeState, SessionUpdate, StopReason as AcpStopReason, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdateFields, ToolKind as AcpToolKind,
 };
 use tokio::sync::oneshot;
 
 use crate::core::agent::{
-    AgentEvent, AgentInfo, PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest,
-    PlanEntry, PlanStatus, StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind,
-    ToolStatus, TurnEnd,
+    AgentEvent, AgentInfo, ConfigChoice, ConfigOption, ConfigValue, PermissionAnswer,
+    PermissionKind, PermissionOption, PermissionRequest, PlanEntry, PlanStatus, SessionSettings,
+    StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus, TurnEnd,
 };
 
 /// What the agent advertised in its `initialize` answer.
@@ -194,6 +195,12 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
                 .map(|c| (c.name, c.description))
                 .collect(),
         ),
+        SessionUpdate::CurrentModeUpdate(m) => {
+            AgentEvent::ModeChanged(m.current_mode_id.0.to_string())
+        }
+        SessionUpdate::ConfigOptionUpdate(c) => {
+            AgentEvent::Options(config_options(c.config_options))
+        }
         other => AgentEvent::Other(
             serde_json::to_value(&other)
                 .ok()
@@ -204,6 +211,74 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
                 })
                 .unwrap_or_else(|| "unknown".into()),
         ),
+    }
+}
+
+/// The modes and config options a session answer (`session/new`, `load`, `resume`) carries.
+pub fn session_settings(
+    modes: Option<&SessionModeState>,
+    options: Option<&[SessionConfigOption]>,
+) -> SessionSettings {
+    SessionSettings {
+        modes: modes
+            .map(|m| {
+                m.available_modes
+                    .iter()
+                    .map(|m| (m.id.0.to_string(), m.name.clone()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        current_mode: modes.map(|m| m.current_mode_id.0.to_string()),
+        options: options
+            .map(|o| config_options(o.to_vec()))
+            .unwrap_or_default(),
+    }
+}
+
+/// The core's config options for the SDK's; kinds this version does not know are left out.
+pub fn config_options(options: Vec<SessionConfigOption>) -> Vec<ConfigOption> {
+    options
+        .into_iter()
+        .filter_map(|o| {
+            let value = match o.kind {
+                SessionConfigKind::Select(select) => ConfigValue::Choice {
+                    current: select.current_value.0.to_string(),
+                    choices: match select.options {
+                        SessionConfigSelectOptions::Ungrouped(list) => list,
+                        SessionConfigSelectOptions::Grouped(groups) => {
+                            groups.into_iter().flat_map(|g| g.options).collect()
+                        }
+                        _ => Vec::new(),
+                    }
+                    .into_iter()
+                    .map(|c| (c.value.0.to_string(), c.name))
+                    .collect(),
+                },
+                SessionConfigKind::Boolean(b) => ConfigValue::Toggle(b.current_value),
+                _ => return None,
+            };
+            Some(ConfigOption {
+                id: o.id.0.to_string(),
+                name: o.name,
+                category: o.category.map(|c| match c {
+                    SessionConfigOptionCategory::Mode => "mode".to_owned(),
+                    SessionConfigOptionCategory::Model => "model".to_owned(),
+                    SessionConfigOptionCategory::ModelConfig => "model_config".to_owned(),
+                    SessionConfigOptionCategory::ThoughtLevel => "thought_level".to_owned(),
+                    SessionConfigOptionCategory::Other(word) => word,
+                    _ => "other".to_owned(),
+                }),
+                value,
+            })
+        })
+        .collect()
+}
+
+/// The SDK's value for a new config option value.
+pub fn config_value(choice: ConfigChoice) -> SessionConfigOptionValue {
+    match choice {
+        ConfigChoice::Value(id) => SessionConfigOptionValue::value_id(id),
+        ConfigChoice::Toggle(on) => SessionConfigOptionValue::boolean(on),
     }
 }
 

@@ -151,11 +151,17 @@ impl Sessions {
     }
 
     /// Drops what a reopened session replayed before it was registered: the room has shown
-    /// it already. The agent's command list is kept (it is state, not history).
+    /// it already. The agent's command list, mode and options are kept (they are state, not
+    /// history).
     pub fn drop_replay(&mut self, session: &str) {
         if let Some(held) = self.early.get_mut(session) {
             let before = held.len();
-            held.retain(|e| matches!(e, AgentEvent::Commands(_)));
+            held.retain(|e| {
+                matches!(
+                    e,
+                    AgentEvent::Commands(_) | AgentEvent::ModeChanged(_) | AgentEvent::Options(_)
+                )
+            });
             tracing::debug!(
                 session,
                 replayed = before - held.len(),
@@ -164,6 +170,11 @@ impl Sessions {
         }
         // What the replay announced belongs to earlier turns.
         self.facts.remove(session);
+    }
+
+    /// How many sessions are registered (open on this process).
+    pub fn count(&self) -> usize {
+        self.senders.len()
     }
 
     /// Starts delivering `session`'s updates (those held first) to the returned queue.

@@ -2,6 +2,9 @@
 //! again, with back-off so a crashing agent does not loop. Sessions stay tied to the process
 //! that created them, so a request for a session of a dead process fails with its exit
 //! status (and the channel opens a new session, which brings the process back).
+//!
+//! The process pool (`core::pool`) may also stop a process on purpose, or leave it unstarted
+//! until its first turn: that is no crash, so the next session starts it without back-off.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,7 +16,9 @@ use tokio::time::Instant;
 
 use super::connection::AcpAgent;
 use super::process::ProcessSpec;
-use crate::core::agent::{AgentError, AgentPort, NewSession, Reopen, TurnEnd};
+use crate::core::agent::{
+    AgentError, AgentPort, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, TurnEnd,
+};
 
 /// Shortest wait before a restart after a crash.
 const FIRST_DELAY: Duration = Duration::from_secs(1);
@@ -77,12 +82,15 @@ impl Backoff {
     }
 }
 
-/// An agent process, started again on demand after it died.
+/// An agent process, started on demand: at its first session, and again after it died or
+/// was stopped.
 pub struct SupervisedAgent {
     /// How to start it.
     spec: ProcessSpec,
-    /// The current process.
-    current: Mutex<Arc<AcpAgent>>,
+    /// The current process (the last one, once it has ended); `None` before the first start.
+    current: Mutex<Option<Arc<AcpAgent>>>,
+    /// Whether the current process was stopped on purpose (pool), not crashed.
+    stopped: std::sync::atomic::AtomicBool,
     /// The process each session belongs to.
     owners: Mutex<HashMap<String, Arc<AcpAgent>>>,
     /// Restarts, one at a time, with their back-off.
@@ -90,57 +98,79 @@ pub struct SupervisedAgent {
 }
 
 impl SupervisedAgent {
-    /// Supervises `first`, started from `spec`.
-    pub fn new(spec: ProcessSpec, first: Arc<AcpAgent>) -> Arc<Self> {
+    /// Supervises `first`, started from `spec`; without it, the agent starts at its first
+    /// session.
+    pub fn new(spec: ProcessSpec, first: Option<Arc<AcpAgent>>) -> Arc<Self> {
         Arc::new(Self {
             spec,
             current: Mutex::new(first),
+            stopped: Default::default(),
             owners: Mutex::default(),
             restarts: tokio::sync::Mutex::new(Backoff::new(Instant::now())),
         })
     }
 
-    fn current(&self) -> Arc<AcpAgent> {
+    fn current(&self) -> Option<Arc<AcpAgent>> {
         self.current.lock().expect("agent lock poisoned").clone()
     }
 
     /// Stops the current process.
     pub async fn shutdown(&self) {
-        self.current().shutdown().await;
+        if let Some(current) = self.current() {
+            current.shutdown().await;
+        }
     }
 
-    /// The current process, started again first if it has died.
+    /// The current process, started first if it has not started yet, was stopped, or has
+    /// died (then with back-off).
     async fn live(&self) -> Result<Arc<AcpAgent>, AgentError> {
+        use std::sync::atomic::Ordering;
         let mut backoff = self.restarts.lock().await;
         let current = self.current();
-        let Some(status) = current.exit_status() else {
-            return Ok(current);
+        let status = match &current {
+            Some(current) => match current.exit_status() {
+                None => return Ok(current.clone()),
+                Some(status) => Some(status),
+            },
+            None => None,
         };
-        let at = backoff.due(Instant::now());
-        let wait = at.saturating_duration_since(Instant::now());
-        if wait > MAX_WAIT {
-            return Err(AgentError::Failed(format!(
-                "the agent process keeps stopping (last: {status}); Sidekicks will start it again in {} s",
-                wait.as_secs()
-            )));
-        }
-        tracing::warn!(agent = %self.spec.agent_id, %status, wait = ?wait, "the agent process had stopped; starting it again");
+        // Not started yet, or stopped on purpose: no crash, no back-off.
+        let wait = match status {
+            Some(status) if !self.stopped.load(Ordering::SeqCst) => {
+                let at = backoff.due(Instant::now());
+                let wait = at.saturating_duration_since(Instant::now());
+                if wait > MAX_WAIT {
+                    return Err(AgentError::Failed(format!(
+                        "the agent process keeps stopping (last: {status}); Sidekicks will start it again in {} s",
+                        wait.as_secs()
+                    )));
+                }
+                tracing::warn!(agent = %self.spec.agent_id, %status, wait = ?wait, "the agent process had stopped; starting it again");
+                wait
+            }
+            _ => {
+                tracing::info!(agent = %self.spec.agent_id, "starting the agent process");
+                Duration::ZERO
+            }
+        };
         tokio::time::sleep(wait).await;
         let started = AcpAgent::start(&self.spec).await;
         backoff.started(Instant::now());
+        self.stopped.store(false, Ordering::SeqCst);
         let fresh = started?;
-        *self.current.lock().expect("agent lock poisoned") = fresh.clone();
+        *self.current.lock().expect("agent lock poisoned") = Some(fresh.clone());
         Ok(fresh)
     }
 
     /// The process that owns `session_id` (the current one if unknown).
-    fn owner(&self, session_id: &str) -> Arc<AcpAgent> {
+    fn owner(&self, session_id: &str) -> Result<Arc<AcpAgent>, AgentError> {
         self.owners
             .lock()
             .expect("owners lock poisoned")
             .get(session_id)
             .cloned()
-            .unwrap_or_else(|| self.current())
+            .or_else(|| self.current())
+            .ok_or_else(|| AgentError::Failed(format!("no process holds session {session_id}")))
     }
 }
 
@@ -156,8 +186,13 @@ impl AgentPort for SupervisedAgent {
         Ok(session)
     }
 
+    async fn ensure_running(&self) -> Result<(), AgentError> {
+        self.live().await.map(|_| ())
+    }
+
     fn reopen_support(&self) -> Option<Reopen> {
-        self.current().reopen_support()
+        // Known once the agent has started; until then, a session can only be new.
+        self.current().and_then(|c| c.reopen_support())
     }
 
     async fn reopen_session(&self, session_id: &str, cwd: &Path) -> Result<NewSession, AgentError> {
@@ -171,19 +206,64 @@ impl AgentPort for SupervisedAgent {
     }
 
     async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError> {
-        self.owner(session_id).prompt(session_id, text).await
+        self.owner(session_id)?.prompt(session_id, text).await
     }
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
-        self.owner(session_id).cancel(session_id).await
+        self.owner(session_id)?.cancel(session_id).await
     }
 
     fn stderr_tail(&self) -> String {
-        self.current().stderr_tail()
+        self.current().map(|c| c.stderr_tail()).unwrap_or_default()
     }
 
     fn session_alive(&self, session_id: &str) -> bool {
-        self.owner(session_id).exit_status().is_none()
+        self.owner(session_id)
+            .is_ok_and(|owner| owner.exit_status().is_none())
+    }
+
+    async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
+        self.owner(session_id)?.set_mode(session_id, mode_id).await
+    }
+
+    async fn set_option(
+        &self,
+        session_id: &str,
+        option_id: &str,
+        value: ConfigChoice,
+    ) -> Result<Vec<ConfigOption>, AgentError> {
+        self.owner(session_id)?
+            .set_option(session_id, option_id, value)
+            .await
+    }
+
+    fn process_state(&self) -> ProcessState {
+        match self.current() {
+            None => ProcessState::Stopped,
+            Some(_) if self.stopped.load(std::sync::atomic::Ordering::SeqCst) => {
+                ProcessState::Stopped
+            }
+            Some(current) => current.process_state(),
+        }
+    }
+
+    async fn stop(&self) {
+        // Taken under the restart lock, so a start in progress is not stopped half-way.
+        let _restarts = self.restarts.lock().await;
+        let Some(current) = self.current() else {
+            return;
+        };
+        if current.exit_status().is_some() {
+            return;
+        }
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        current.shutdown().await;
+        self.owners
+            .lock()
+            .expect("owners lock poisoned")
+            .retain(|_, owner| !Arc::ptr_eq(owner, &current));
+        tracing::info!(agent = %self.spec.agent_id, "agent process stopped");
     }
 }
 

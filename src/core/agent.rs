@@ -234,6 +234,10 @@ pub enum AgentEvent {
     },
     /// The slash commands the agent offers, with their descriptions.
     Commands(Vec<(String, String)>),
+    /// The session's mode changed (the agent switched it, or confirmed a switch).
+    ModeChanged(String),
+    /// The session's config options, all of them, replacing the earlier list.
+    Options(Vec<ConfigOption>),
     /// The agent asks whether it may run a tool.
     Permission(PermissionRequest),
     /// An update kind this gateway does not handle; kept only for the log.
@@ -294,16 +298,64 @@ impl Reopen {
     }
 }
 
+/// A setting of a session that the agent lets people change (an ACP config option): the
+/// model, a reasoning level, a mode…
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigOption {
+    /// The agent's identifier, sent back to change it.
+    pub id: String,
+    /// Its label.
+    pub name: String,
+    /// What it is about (`model`, `mode`, `thought_level`, or the agent's own word), so
+    /// `!model` finds the model choice whatever the agent calls it.
+    pub category: Option<String>,
+    /// Its kind and current value.
+    pub value: ConfigValue,
+}
+
+/// The kind and current value of a [`ConfigOption`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigValue {
+    /// One of a list of values.
+    Choice {
+        /// The current value's identifier.
+        current: String,
+        /// The values offered: (identifier, label).
+        choices: Vec<(String, String)>,
+    },
+    /// On or off.
+    Toggle(bool),
+}
+
+/// A new value for a [`ConfigOption`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigChoice {
+    /// The identifier of one of the offered values.
+    Value(String),
+    /// On or off, for a toggle.
+    Toggle(bool),
+}
+
+/// What people can change about a session: its modes and config options, as the agent
+/// advertised them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// The modes it offers (id, name).
+    pub modes: Vec<(String, String)>,
+    /// The current mode, if the agent has modes.
+    pub current_mode: Option<String>,
+    /// Its config options.
+    pub options: Vec<ConfigOption>,
+}
+
 /// A session just created by `session/new` (or got back by `session/load` or
 /// `session/resume`).
 #[derive(Debug)]
 pub struct NewSession {
     /// The agent's session identifier.
     pub id: String,
-    /// The modes it offers (id, name) and the current one.
-    pub modes: Vec<(String, String)>,
-    /// The current mode, if the agent has modes.
-    pub current_mode: Option<String>,
+    /// Its modes and config options.
+    pub settings: SessionSettings,
     /// Every update the agent sends for this session, in order.
     pub events: mpsc::UnboundedReceiver<AgentEvent>,
 }
@@ -360,6 +412,11 @@ pub trait AgentPort: Send + Sync {
     fn session_alive(&self, _session_id: &str) -> bool {
         true
     }
+    /// Starts the agent process if it is not running (it starts lazily, and the process pool
+    /// may have stopped it), so what it advertises is known before a session is opened.
+    async fn ensure_running(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
     /// Whether (and how) this agent can get back a session it created earlier; `None` for
     /// most agents, whose conversations are re-injected into a new session instead.
     fn reopen_support(&self) -> Option<Reopen> {
@@ -376,5 +433,47 @@ pub trait AgentPort: Send + Sync {
         Err(AgentError::Failed(format!(
             "this agent cannot reopen session {session_id}"
         )))
+    }
+    /// Switches the session to mode `mode_id` (`session/set_mode`), in place.
+    async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError>;
+    /// Changes config option `option_id` of the session (`session/set_config_option`), in
+    /// place; returns every option as the agent now has them.
+    async fn set_option(
+        &self,
+        session_id: &str,
+        option_id: &str,
+        value: ConfigChoice,
+    ) -> Result<Vec<ConfigOption>, AgentError>;
+    /// Whether the agent process runs, since when, and how many sessions it holds.
+    fn process_state(&self) -> ProcessState;
+    /// Stops the agent process to free its slot (the pool's idle stop or eviction). Its
+    /// sessions end with it; the next prompt starts it again and gets them back the way
+    /// the session continuity work provides. Not reported as a crash.
+    async fn stop(&self);
+}
+
+/// Where an agent process stands, for `!agents` and the process pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessState {
+    /// It runs.
+    Running {
+        /// How long it has been running.
+        uptime: std::time::Duration,
+        /// The sessions it holds.
+        sessions: usize,
+    },
+    /// Not running, by design: not started yet, or stopped to free its slot.
+    Stopped,
+    /// It ended on its own (crashed, or was stopped for breaking the protocol).
+    Crashed {
+        /// Its exit status as text.
+        status: String,
+    },
+}
+
+impl ProcessState {
+    /// Whether the process runs (and so holds a slot of the pool).
+    pub fn is_running(&self) -> bool {
+        matches!(self, ProcessState::Running { .. })
     }
 }

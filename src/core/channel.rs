@@ -9,14 +9,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::access::AccessList;
 use super::activity::{Activity, Verbosity};
 use super::agent::{
-    AgentError, AgentEvent, AgentPort, PermissionAnswer, PermissionKind, PermissionRequest,
-    StopReason, TokenUsage, TurnEnd,
+    AgentError, AgentEvent, AgentPort, ConfigValue, PermissionAnswer, PermissionKind,
+    PermissionRequest, SessionSettings, StopReason, TokenUsage, TurnEnd,
 };
 use super::approvals::{Approvals, PermissionSettings, Picked};
 use super::chat::{ChatPort, OutMessage};
@@ -24,6 +24,9 @@ use super::command::Command;
 use super::continuity;
 use super::inbound::IncomingMessage;
 use super::poll::{self, Reply};
+use super::pool::{Lease, Pool, Waiting};
+use super::routing;
+use super::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown};
 use crate::render::cards::{self, PollOutcome};
 use crate::render::stream::{ReplyStream, StreamSettings};
 use crate::render::strings;
@@ -34,6 +37,10 @@ const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
 
 /// How often the typing notice is renewed while the agent works.
 const TYPING_REFRESH: Duration = Duration::from_secs(3);
+
+/// How long a new session's command list may take to arrive after `session/new` (agents
+/// send it right after their answer).
+const COMMANDS_GRACE: Duration = Duration::from_secs(1);
 
 /// Everything a channel needs that is the same for all rooms of one agent.
 pub struct AgentContext {
@@ -73,6 +80,44 @@ pub struct AgentContext {
     pub quiet_note: Option<Duration>,
     /// Whether a prompt whose turn a gateway crash cut runs again at the next start.
     pub rerun_interrupted: bool,
+    /// The agent process pool: a turn holds a lease on its agent while it runs.
+    pub pool: Arc<Pool>,
+    /// Where a finished answer goes so the gateway can hand it to the agents it addresses
+    /// (`None`: never).
+    pub handoffs: Option<mpsc::UnboundedSender<Handoff>>,
+}
+
+/// An agent's finished answer, for the gateway to hand to the other agents it addresses
+/// (when the room allows hand-offs).
+#[derive(Debug, Clone)]
+pub struct Handoff {
+    /// The room.
+    pub room_id: String,
+    /// The agent that answered.
+    pub from_agent: String,
+    /// The answer's first message: the event the hand-off prompts refer to.
+    pub event_id: String,
+    /// The whole answer (Markdown).
+    pub text: String,
+}
+
+/// What a channel tells `!status` and `!help` about itself.
+#[derive(Debug, Clone, Default)]
+pub struct ChannelReport {
+    /// Whether a turn runs.
+    pub running: bool,
+    /// Messages waiting behind it.
+    pub queued: usize,
+    /// Permission polls waiting for an answer.
+    pub polls: usize,
+    /// Whether a session is open.
+    pub has_session: bool,
+    /// The session's current mode, by name.
+    pub mode: Option<String>,
+    /// The usage line, if the agent reported usage.
+    pub usage: Option<String>,
+    /// The agent's slash commands (name, description).
+    pub commands: Vec<(String, String)>,
 }
 
 /// Something for a channel to do.
@@ -88,6 +133,8 @@ pub enum ChannelInput {
     /// A reply from someone who may approve but not prompt: it counts only as an answer
     /// to a poll.
     PollReply(IncomingMessage),
+    /// The gateway asks how the channel stands (for `!status` and `!help`).
+    Report(oneshot::Sender<ChannelReport>),
     /// Someone other than an agent reacted to `target` (a 🛑 only from someone who may
     /// stop turns; the channel checks who may answer polls).
     Reaction {
@@ -106,6 +153,11 @@ struct Session {
     id: String,
     /// The session's updates, in the order the agent sent them.
     events: mpsc::UnboundedReceiver<AgentEvent>,
+    /// Its modes and config options, kept up to date with the agent's updates.
+    settings: SessionSettings,
+    /// Whether it is new and has had no prompt yet: its first prompt carries the earlier
+    /// conversation (a command may open the session before any prompt).
+    fresh: bool,
 }
 
 /// One (room, agent) pair.
@@ -128,8 +180,6 @@ pub struct Channel {
     approvals: Approvals,
     /// What the agent last reported about usage.
     usage: Usage,
-    /// The room's verbosity once read from the store.
-    verbosity: Option<Verbosity>,
 }
 
 /// A prompt waiting for its turn.
@@ -228,15 +278,12 @@ impl Channel {
             shutdown,
             approvals: Approvals::default(),
             usage: Usage::default(),
-            verbosity: None,
         }
     }
 
-    /// What this room shows, as chosen with `!show` or configured.
-    async fn verbosity(&mut self) -> Verbosity {
-        if let Some(v) = self.verbosity {
-            return v;
-        }
+    /// What this room shows, as chosen with `!show` (read at each turn: the gateway
+    /// changes it for every agent of the room) or configured.
+    async fn verbosity(&self) -> Verbosity {
         let stored = match self.ctx.store.room_verbosity(&self.room).await {
             Ok(word) => word.as_deref().and_then(Verbosity::parse),
             Err(e) => {
@@ -244,9 +291,7 @@ impl Channel {
                 None
             }
         };
-        let v = stored.unwrap_or(self.ctx.verbosity);
-        self.verbosity = Some(v);
-        v
+        stored.unwrap_or(self.ctx.verbosity)
     }
 
     /// Runs until the input queue is closed or the gateway shuts down.
@@ -273,10 +318,14 @@ impl Channel {
             match input {
                 ChannelInput::Prompt(message) => self.queue.push_back(Queued::new(message)),
                 ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
-                ChannelInput::Command(Command::NewConversation, _) => self.start_fresh().await,
+                ChannelInput::Command(Command::NewConversation(_), _) => self.start_fresh().await,
                 ChannelInput::Command(command, _) => {
                     self.drain_events(None).await;
                     self.answer_command(&command, false).await
+                }
+                ChannelInput::Report(reply) => {
+                    self.drain_events(None).await;
+                    let _ = reply.send(self.report(false));
                 }
                 // Polls exist only during a turn.
                 ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}
@@ -312,46 +361,230 @@ impl Channel {
         }
     }
 
-    /// Answers a command that does not act on the running turn (those are handled in
-    /// [`Channel::handle_input_during_turn`]).
+    /// How the channel stands, for `!status` and `!help`.
+    fn report(&self, running: bool) -> ChannelReport {
+        let settings = self.session.as_ref().map(|s| &s.settings);
+        ChannelReport {
+            running,
+            queued: self.queue.len(),
+            polls: self.approvals.open_count(),
+            has_session: self.session.is_some(),
+            mode: settings.and_then(|s| {
+                let current = s.current_mode.as_ref()?;
+                s.modes
+                    .iter()
+                    .find(|(id, _)| id == current)
+                    .map(|(_, name)| name.clone())
+                    .or_else(|| Some(current.clone()))
+            }),
+            usage: self.usage.line(),
+            commands: self.commands.clone(),
+        }
+    }
+
+    /// This agent, as help texts name it.
+    fn agent_line(&self) -> strings::AgentLine {
+        strings::AgentLine {
+            name: self.ctx.display_name.clone(),
+            id: self.ctx.agent_id.clone(),
+            commands: self.commands.clone(),
+        }
+    }
+
+    /// Whether other agents of the gateway are in this room (slash commands are then
+    /// written `/agent:cmd`).
+    async fn several_agents_here(&self) -> bool {
+        match self.ctx.store.room_agents(&self.room).await {
+            Ok(agents) => agents.len() > 1,
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the room's agents");
+                false
+            }
+        }
+    }
+
+    /// Answers a command for this agent that does not act on the running turn (those are
+    /// handled in [`Channel::handle_input_during_turn`]); room commands are the gateway's.
     async fn answer_command(&mut self, command: &Command, running: bool) {
         let prefix = self.ctx.command_prefix.clone();
         let text = match command {
-            Command::Help => strings::help(&prefix, &self.ctx.display_name, &self.commands),
-            Command::Status => strings::status(
-                &self.ctx.display_name,
-                running,
-                self.queue.len(),
-                self.approvals.open_count(),
-                self.session.is_some(),
-                self.usage.line().as_deref(),
-            ),
-            Command::Stop => strings::NOTHING_TO_STOP.to_owned(),
+            Command::Stop(_) => strings::NOTHING_TO_STOP.to_owned(),
             Command::Answer(_) => strings::NO_OPEN_POLL.to_owned(),
             // Only reaches here during a turn: a session cannot change under it.
-            Command::NewConversation => strings::FRESH_START_WHILE_RUNNING.to_owned(),
-            Command::Show(None) => {
-                let current = self.verbosity().await;
-                strings::verbosity_is(&prefix, current.as_str())
-            }
-            Command::Show(Some(word)) => match Verbosity::parse(word) {
-                Some(v) => {
-                    if let Err(e) = self
-                        .ctx
-                        .store
-                        .set_room_verbosity(&self.room, v.as_str())
-                        .await
-                    {
-                        tracing::error!(error = %e, "could not save the room's verbosity");
-                    }
-                    self.verbosity = Some(v);
-                    strings::verbosity_set(v.as_str())
+            Command::NewConversation(_) => strings::FRESH_START_WHILE_RUNNING.to_owned(),
+            Command::Logs(_) => return self.show_stderr(true).await,
+            Command::Commands(_) => {
+                if !self.open_session_for_command().await {
+                    return;
                 }
-                None => strings::unknown_verbosity(&prefix, word),
-            },
-            Command::Unknown(word) => strings::unknown_command(&prefix, word),
+                self.await_commands().await;
+                strings::agent_commands(&self.agent_line(), self.several_agents_here().await)
+            }
+            Command::Mode(words) => {
+                let request = SettingRequest::Mode(words.first().cloned());
+                return self.change_setting(request).await;
+            }
+            Command::Model(words) => {
+                let request = SettingRequest::Model(words.first().cloned());
+                return self.change_setting(request).await;
+            }
+            Command::Set(words) => {
+                let request = SettingRequest::Option(words.first().cloned(), words.get(1).cloned());
+                return self.change_setting(request).await;
+            }
+            Command::Help
+            | Command::Agents
+            | Command::Status
+            | Command::Show(_)
+            | Command::Default(_)
+            | Command::Handoff(_)
+            | Command::Unknown(_) => {
+                tracing::warn!(agent = %self.ctx.agent_id, ?command, running, "a room command reached a channel");
+                strings::unknown_command(&prefix, "")
+            }
         };
         self.notice(text).await;
+    }
+
+    /// Opens the session a command needs (it holds a pool lease meanwhile); says why in
+    /// the room when it cannot.
+    async fn open_session_for_command(&mut self) -> bool {
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| self.ctx.agent.session_alive(&s.id))
+        {
+            return true;
+        }
+        let _lease = self.lease().await;
+        self.open_session().await
+    }
+
+    /// The agent's command list arrives just after `session/new`: waits a moment for it
+    /// when the session is new and the list is still empty.
+    async fn await_commands(&mut self) {
+        let fresh = self.session.as_ref().is_some_and(|s| s.fresh);
+        self.drain_events(None).await;
+        if !fresh || !self.commands.is_empty() {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + COMMANDS_GRACE;
+        while self.commands.is_empty() {
+            let Some(session) = self.session.as_mut() else {
+                return;
+            };
+            match tokio::time::timeout_at(deadline, session.events.recv()).await {
+                Ok(Some(event)) => self.handle_event(event, None).await,
+                Ok(None) | Err(_) => return,
+            }
+        }
+    }
+
+    /// `!mode`, `!model`, `!set`: shows or changes the session's settings, in place only.
+    /// Requests are handled one at a time in the order they came, so the last one asked
+    /// for is what the session ends up with.
+    async fn change_setting(&mut self, request: SettingRequest) {
+        if !self.open_session_for_command().await {
+            return;
+        }
+        self.drain_events(None).await;
+        let ctx = self.ctx.clone();
+        let prefix = &ctx.command_prefix;
+        let name = &ctx.display_name;
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let text = match session_settings::plan(&session.settings, &request) {
+            SettingPlan::Show(Shown::Modes(modes, current)) => strings::choices(
+                name,
+                "modes",
+                current.as_deref(),
+                &modes,
+                &format!("{prefix}mode NAME"),
+            ),
+            SettingPlan::Show(Shown::Option(option)) => {
+                let how = match &request {
+                    SettingRequest::Model(_) => format!("{prefix}model NAME"),
+                    SettingRequest::Mode(_) => format!("{prefix}mode NAME"),
+                    SettingRequest::Option(..) => format!("{prefix}set {} VALUE", option.id),
+                };
+                match &option.value {
+                    ConfigValue::Choice { current, choices } => strings::choices(
+                        name,
+                        &option.name.to_lowercase(),
+                        Some(current),
+                        choices,
+                        &how,
+                    ),
+                    ConfigValue::Toggle(on) => strings::options(
+                        name,
+                        &[(option.id.clone(), option.name.clone(), on_off(*on))],
+                        prefix,
+                    ),
+                }
+            }
+            SettingPlan::Show(Shown::Options(options)) => {
+                let lines: Vec<(String, String, String)> = options
+                    .iter()
+                    .map(|o| (o.id.clone(), o.name.clone(), option_value(o)))
+                    .collect();
+                strings::options(name, &lines, prefix)
+            }
+            SettingPlan::SetMode(mode) => match ctx.agent.set_mode(&session.id, &mode).await {
+                Ok(()) => {
+                    tracing::info!(agent = %ctx.agent_id, room = %self.room, %mode, "mode switched");
+                    session.settings.current_mode = Some(mode.clone());
+                    let label = session
+                        .settings
+                        .modes
+                        .iter()
+                        .find(|(id, _)| *id == mode)
+                        .map(|(_, name)| name.clone())
+                        .unwrap_or(mode);
+                    strings::setting_changed(name, "mode", &label)
+                }
+                Err(e) => strings::setting_failed(name, &e.to_string()),
+            },
+            SettingPlan::SetOption(option, value) => {
+                match ctx.agent.set_option(&session.id, &option, value).await {
+                    Ok(options) => {
+                        tracing::info!(agent = %ctx.agent_id, room = %self.room, %option, "config option changed");
+                        session.settings.options = options;
+                        match session.settings.options.iter().find(|o| o.id == option) {
+                            Some(o) => strings::setting_changed(
+                                name,
+                                &o.name.to_lowercase(),
+                                &option_value(o),
+                            ),
+                            None => strings::setting_changed(name, &option, "changed"),
+                        }
+                    }
+                    Err(e) => strings::setting_failed(name, &e.to_string()),
+                }
+            }
+            SettingPlan::Refuse(Refusal::NotOffered(what)) => {
+                strings::setting_not_offered(name, what, prefix, &ctx.agent_id)
+            }
+            SettingPlan::Refuse(Refusal::Unknown { asked, choices }) => {
+                strings::no_such_choice(&asked, &choices)
+            }
+        };
+        self.notice(text).await;
+    }
+
+    /// A lease on the agent from the process pool; tells the room when it must wait.
+    async fn lease(&self) -> Lease {
+        let ctx = self.ctx.clone();
+        ctx.pool
+            .acquire(&ctx.agent_id, async |waiting: Waiting| {
+                self.notice(strings::waiting_for_slot(
+                    &ctx.display_name,
+                    waiting.max_running,
+                    &waiting.busy,
+                ))
+                .await
+            })
+            .await
     }
 
     /// Opens the channel's ACP session if none is open: gets the last one back when the
@@ -361,6 +594,8 @@ impl Channel {
             return Ok(Opened::Already);
         }
         let ctx = self.ctx.clone();
+        // Started first if it is not running: whether it can reopen sessions is known then.
+        ctx.agent.ensure_running().await?;
         if let Some(how) = ctx.agent.reopen_support()
             && let Some(earlier) = self.saved_session().await
         {
@@ -377,6 +612,8 @@ impl Channel {
                     self.session = Some(Session {
                         id: session.id,
                         events: session.events,
+                        settings: session.settings,
+                        fresh: false,
                     });
                     return Ok(Opened::Reopened);
                 }
@@ -397,16 +634,47 @@ impl Channel {
         self.session = Some(Session {
             id: new.id,
             events: new.events,
+            settings: new.settings,
+            fresh: true,
         });
         Ok(Opened::New)
     }
 
-    /// After the agent failed: what it last wrote to stderr, when everyone in the room may
-    /// read it (allowed users and the gateway's agents), else where to find it.
-    async fn show_stderr(&self) {
+    /// Makes sure a live session is open; says why in the room when none can be.
+    async fn open_session(&mut self) -> bool {
+        // A session whose process died (a crash during another room's turn, or stopped by
+        // the pool) cannot answer: open a new one rather than lose a message to it.
+        if let Some(session) = &self.session
+            && !self.ctx.agent.session_alive(&session.id)
+        {
+            tracing::info!(agent = %self.ctx.agent_id, room = %self.room, session = %session.id, "the session's process has stopped; opening a session again");
+            self.session = None;
+        }
+        match self.ensure_session().await {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, error = %e, "no session");
+                self.notice(strings::session_failed(
+                    &self.ctx.display_name,
+                    &e.to_string(),
+                ))
+                .await;
+                self.show_stderr(false).await;
+                false
+            }
+        }
+    }
+
+    /// After the agent failed, or when `asked` (`!logs`): what it last wrote to stderr,
+    /// when everyone in the room may read it (allowed users and the gateway's agents), else
+    /// where to find it.
+    async fn show_stderr(&self, asked: bool) {
         let ctx = &self.ctx;
         let tail = ctx.agent.stderr_tail();
         if tail.trim().is_empty() {
+            if asked {
+                self.notice(strings::no_stderr(&ctx.display_name)).await;
+            }
             return;
         }
         let private = match ctx.chat.joined_members(&self.room).await {
@@ -522,6 +790,24 @@ impl Channel {
     /// prompts that arrive meanwhile and records the transcript (`rerun`: the prompt's
     /// first run was cut by a crash; it is recorded already).
     async fn run_turn(&mut self, message: IncomingMessage, rerun: bool) {
+        // Held until the turn ends: the pool neither stops the agent nor gives its slot away.
+        let _lease = self.lease().await;
+        // A slash command the agent does not offer is answered here instead of being sent;
+        // the agent's list is known once its session is open.
+        let slash = routing::slash_command(&message.body).filter(|_| !rerun);
+        if let Some(command) = slash {
+            if !self.open_session().await {
+                return;
+            }
+            self.await_commands().await;
+            if !self.commands.is_empty() && !self.commands.iter().any(|(c, _)| c == command) {
+                tracing::info!(agent = %self.ctx.agent_id, room = %self.room, command, "a slash command the agent does not offer");
+                let several = self.several_agents_here().await;
+                self.notice(strings::unknown_slash(&self.agent_line(), command, several))
+                    .await;
+                return;
+            }
+        }
         if !rerun {
             self.record(
                 Role::User,
@@ -532,30 +818,17 @@ impl Channel {
             )
             .await;
         }
-        // A session whose process died (a crash during another room's turn) cannot answer:
-        // open a new one rather than lose this message to it.
-        if let Some(session) = &self.session
-            && !self.ctx.agent.session_alive(&session.id)
-        {
-            tracing::info!(agent = %self.ctx.agent_id, room = %self.room, session = %session.id, "the session's process has died; opening a new session");
-            self.session = None;
+        if !self.open_session().await {
+            return;
         }
-        let opened = match self.ensure_session().await {
-            Ok(opened) => opened,
-            Err(e) => {
-                tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, error = %e, "no session");
-                self.notice(strings::session_failed(
-                    &self.ctx.display_name,
-                    &e.to_string(),
-                ))
-                .await;
-                self.show_stderr().await;
-                return;
-            }
-        };
-        let text = match opened {
-            Opened::New => self.restore_conversation(&message).await,
-            Opened::Already | Opened::Reopened => message.body.clone(),
+        let fresh = self
+            .session
+            .as_mut()
+            .map(|s| std::mem::replace(&mut s.fresh, false))
+            .unwrap_or(false);
+        let text = match fresh {
+            true => self.restore_conversation(&message).await,
+            false => message.body.clone(),
         };
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events(None).await;
@@ -771,7 +1044,7 @@ impl Channel {
             tracing::error!(error = %e, "could not record the end of the turn");
         }
         if died {
-            self.show_stderr().await;
+            self.show_stderr(false).await;
         }
         let first_event = stream.event_ids().into_iter().next();
         self.record(
@@ -782,6 +1055,17 @@ impl Channel {
             Some(stop_label),
         )
         .await;
+        // A complete answer may address other agents of the room: the gateway decides.
+        if let (Some(handoffs), Some(event_id), Ok(StopReason::EndTurn)) =
+            (&ctx.handoffs, first_event, &result)
+        {
+            let _ = handoffs.send(Handoff {
+                room_id: self.room.clone(),
+                from_agent: ctx.agent_id.clone(),
+                event_id,
+                text: stream.text().to_owned(),
+            });
+        }
     }
 
     /// Records what the reply's last message should show if the gateway dies now (its text
@@ -879,6 +1163,16 @@ impl Channel {
                 self.notice(strings::permission_outside_turn(&title)).await;
             }
             (AgentEvent::Commands(list), _) => self.commands = list,
+            (AgentEvent::ModeChanged(mode), _) => {
+                if let Some(session) = self.session.as_mut() {
+                    session.settings.current_mode = Some(mode);
+                }
+            }
+            (AgentEvent::Options(options), _) => {
+                if let Some(session) = self.session.as_mut() {
+                    session.settings.options = options;
+                }
+            }
             (AgentEvent::Usage { used, size }, _) => self.usage.context = Some((used, size)),
             (AgentEvent::MessageChunk(text), None) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.room, %text, "answer text outside a turn; not shown")
@@ -1020,7 +1314,10 @@ impl Channel {
                         .await;
                 }
             }
-            ChannelInput::Command(Command::Stop, message) => {
+            ChannelInput::Report(reply) => {
+                let _ = reply.send(self.report(true));
+            }
+            ChannelInput::Command(Command::Stop(_), message) => {
                 self.stop_turn(message.sender, None, session_id, control)
                     .await
             }
@@ -1072,6 +1369,25 @@ fn refuse_permission(request: PermissionRequest) {
     let _ = request.reply.send(answer);
 }
 
+/// A config option's value as people read it.
+fn option_value(option: &super::agent::ConfigOption) -> String {
+    match &option.value {
+        ConfigValue::Choice { current, choices } => choices
+            .iter()
+            .find(|(id, _)| id == current)
+            .map(|(_, name)| name.clone())
+            .unwrap_or_else(|| current.clone()),
+        ConfigValue::Toggle(on) => on_off(*on),
+    }
+}
+
+fn on_off(on: bool) -> String {
+    match on {
+        true => "on".to_owned(),
+        false => "off".to_owned(),
+    }
+}
+
 fn cut_message(event_id: &str, kind: &str, content: OutMessage) -> CutMessage {
     CutMessage {
         event_id: event_id.to_owned(),
@@ -1116,6 +1432,7 @@ mod tests {
     use crate::core::agent::Reopen;
     use crate::core::fakes::{FakeAgent, FakeChat, Script, Sent};
     use crate::core::poll::Reply;
+    use crate::core::pool::PoolSettings;
 
     async fn channel(
         agent: Arc<FakeAgent>,
@@ -1139,6 +1456,7 @@ mod tests {
         quiet_note: Option<Duration>,
     ) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
         let store = Store::in_memory().await.unwrap();
+        let pool_port: Arc<dyn AgentPort> = agent.clone();
         let ctx = Arc::new(AgentContext {
             agent_id: "demo".into(),
             display_name: "Demo".into(),
@@ -1164,6 +1482,11 @@ mod tests {
             reinject_max_chars: 10_000,
             quiet_note,
             rerun_interrupted: false,
+            pool: Pool::new(
+                PoolSettings::default(),
+                vec![("demo".into(), "Demo".into(), pool_port)],
+            ),
+            handoffs: None,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(Channel::new(ctx, "!room".into(), rx, CancellationToken::new()).run());
@@ -1179,6 +1502,7 @@ mod tests {
             body: body.into(),
             timestamp_ms: 0,
             reply_to: None,
+            ..Default::default()
         }
     }
 
@@ -1226,8 +1550,11 @@ mod tests {
         let (tx, store) = channel(agent, chat.clone()).await;
         tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
         settle_until(|| !chat.shown("!room").is_empty()).await;
-        tx.send(ChannelInput::Command(Command::Stop, message("$2", "!stop")))
-            .unwrap();
+        tx.send(ChannelInput::Command(
+            Command::Stop(vec![]),
+            message("$2", "!stop"),
+        ))
+        .unwrap();
         settle_until(|| chat.shown("!room")[0].contains("Stopped")).await;
         assert_eq!(
             chat.shown("!room"),
@@ -1295,8 +1622,11 @@ mod tests {
         let agent = FakeAgent::new(Script::UntilCancelled);
         let chat = FakeChat::new();
         let (tx, _) = channel(agent, chat.clone()).await;
-        tx.send(ChannelInput::Command(Command::Stop, message("$1", "!stop")))
-            .unwrap();
+        tx.send(ChannelInput::Command(
+            Command::Stop(vec![]),
+            message("$1", "!stop"),
+        ))
+        .unwrap();
         settle_until(|| !chat.shown("!room").is_empty()).await;
         assert_eq!(chat.shown("!room"), vec![strings::NOTHING_TO_STOP]);
     }
@@ -1573,7 +1903,7 @@ mod tests {
         assert_eq!(agent.prompts()[1].1, "again");
         // A fresh start: a new session, and nothing earlier is given to it.
         tx.send(ChannelInput::Command(
-            Command::NewConversation,
+            Command::NewConversation(vec![]),
             message("$3", "!new"),
         ))
         .unwrap();
@@ -1635,7 +1965,7 @@ mod tests {
         );
         // After a fresh start the old session is not loaded back.
         tx.send(ChannelInput::Command(
-            Command::NewConversation,
+            Command::NewConversation(vec![]),
             message("$3", "!new"),
         ))
         .unwrap();
@@ -1744,8 +2074,11 @@ mod tests {
         );
         assert!(notes[0].contains("!stop"), "{}", notes[0]);
         // The turn goes on: the note does not stop it.
-        tx.send(ChannelInput::Command(Command::Stop, message("$2", "!stop")))
-            .unwrap();
+        tx.send(ChannelInput::Command(
+            Command::Stop(vec![]),
+            message("$2", "!stop"),
+        ))
+        .unwrap();
         settle_until(|| chat.shown("!room").iter().any(|b| b.contains("Stopped by"))).await;
     }
 

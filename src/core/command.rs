@@ -1,26 +1,76 @@
 //! Chat commands typed by people (`!stop`, `!help`), parsed into an enum by one pure
-//! function so the dispatch code never looks at raw text.
+//! function so the dispatch code never looks at raw text. See `docs/commands.md`.
+//!
+//! Commands that act on one agent take its name as an optional first word (`!new claude`);
+//! the parser keeps every word, and the gateway, which knows the room's agents, takes the
+//! name off ([`Command::take_agent`]).
 
 use super::poll::Reply;
 
 /// A chat command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// Stop the running turn (`session/cancel`).
-    Stop,
     /// Show what the gateway understands.
     Help,
-    /// Show the state of the room's agents.
+    /// List the gateway's agents with their state, sessions and uptime.
+    Agents,
+    /// Show this room's agents, running turns, queued messages and usage.
     Status,
+    /// Show or set what the room sees of the agents' work (`!show tools`).
+    Show(Option<String>),
+    /// Show, set or clear (`off`) the agent that unaddressed messages go to.
+    Default(Option<String>),
+    /// Show or set (`on`/`off`) whether agents may hand work to each other.
+    Handoff(Option<String>),
+    /// Stop the running turn (`session/cancel`).
+    Stop(Vec<String>),
     /// Answer a permission poll (`!allow`, `!always`, `!deny`, `!reject`), best as a reply
     /// to the poll.
     Answer(Reply),
-    /// Show or set what the room sees of the agents' work (`!show tools`).
-    Show(Option<String>),
     /// Start a new conversation: a new session without the earlier transcript (`!new`).
-    NewConversation,
+    NewConversation(Vec<String>),
+    /// Show the last lines the agent wrote to stderr (allowed users only).
+    Logs(Vec<String>),
+    /// List the agent's own slash commands.
+    Commands(Vec<String>),
+    /// Show the session's modes, or switch to one (`session/set_mode`).
+    Mode(Vec<String>),
+    /// Show the model choices, or pick one (the config option of category `model`).
+    Model(Vec<String>),
+    /// Show the session's config options, or set one (`session/set_config_option`).
+    Set(Vec<String>),
     /// A word after the prefix that is no command we know.
     Unknown(String),
+}
+
+impl Command {
+    /// The words after the command of one that acts on an agent, to take its name from.
+    fn words_mut(&mut self) -> Option<&mut Vec<String>> {
+        match self {
+            Command::Stop(w)
+            | Command::NewConversation(w)
+            | Command::Logs(w)
+            | Command::Commands(w)
+            | Command::Mode(w)
+            | Command::Model(w)
+            | Command::Set(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// Whether the command acts on agents (and so goes to their channels) rather than on
+    /// the room (and so is answered once, for all of them).
+    pub fn is_for_agents(&self) -> bool {
+        matches!(self, Command::Answer(_)) || self.clone().words_mut().is_some()
+    }
+
+    /// Takes the first word off when `is_agent` says it names an agent; returns it.
+    pub fn take_agent(&mut self, is_agent: impl Fn(&str) -> Option<String>) -> Option<String> {
+        let words = self.words_mut()?;
+        let agent = is_agent(words.first()?)?;
+        words.remove(0);
+        Some(agent)
+    }
 }
 
 /// Parses `body` as a chat command starting with `prefix`. Returns `None` for ordinary
@@ -31,17 +81,29 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
     if word.is_empty() || rest.starts_with(char::is_whitespace) {
         return None;
     }
-    let argument = rest[word.len()..].split_whitespace().next();
+    let words: Vec<String> = rest[word.len()..]
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let first = words.first().map(|w| w.to_lowercase());
     Some(match word.to_lowercase().as_str() {
-        "stop" | "cancel" => Command::Stop,
         "help" | "h" | "?" => Command::Help,
+        "agents" => Command::Agents,
         "status" => Command::Status,
+        "show" => Command::Show(first),
+        "default" => Command::Default(words.first().cloned()),
+        "handoff" => Command::Handoff(first),
+        "stop" | "cancel" => Command::Stop(words),
         "allow" | "approve" | "yes" => Command::Answer(Reply::Allow),
         "always" => Command::Answer(Reply::Always),
         "deny" | "never" | "no" => Command::Answer(Reply::Deny),
         "reject" => Command::Answer(Reply::Reject),
-        "show" => Command::Show(argument.map(str::to_lowercase)),
-        "new" | "reset" => Command::NewConversation,
+        "new" | "reset" => Command::NewConversation(words),
+        "logs" | "stderr" => Command::Logs(words),
+        "commands" => Command::Commands(words),
+        "mode" => Command::Mode(words),
+        "model" => Command::Model(words),
+        "set" | "options" => Command::Set(words),
         other => Command::Unknown(other.to_owned()),
     })
 }
@@ -50,26 +112,64 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
 mod tests {
     use super::*;
 
+    fn w(words: &[&str]) -> Vec<String> {
+        words.iter().map(|s| s.to_string()).collect()
+    }
+
     #[test]
     fn parse_table() {
         let table: &[(&str, &str, Option<Command>)] = &[
-            ("!", "!stop", Some(Command::Stop)),
-            ("!", "  !STOP  ", Some(Command::Stop)),
-            ("!", "!cancel now", Some(Command::Stop)),
+            ("!", "!stop", Some(Command::Stop(vec![]))),
+            ("!", "  !STOP  ", Some(Command::Stop(vec![]))),
+            ("!", "!cancel claude", Some(Command::Stop(w(&["claude"])))),
             ("!", "!help", Some(Command::Help)),
+            ("!", "!?", Some(Command::Help)),
+            ("!", "!agents", Some(Command::Agents)),
             ("!", "!status", Some(Command::Status)),
             ("!", "!allow", Some(Command::Answer(Reply::Allow))),
             ("!", "!Always", Some(Command::Answer(Reply::Always))),
             ("!", "!deny", Some(Command::Answer(Reply::Deny))),
             ("!", "!reject", Some(Command::Answer(Reply::Reject))),
             ("!", "!show", Some(Command::Show(None))),
-            ("!", "!new", Some(Command::NewConversation)),
-            ("!", "!reset", Some(Command::NewConversation)),
             (
                 "!",
                 "!show Tools",
                 Some(Command::Show(Some("tools".into()))),
             ),
+            ("!", "!new", Some(Command::NewConversation(vec![]))),
+            (
+                "!",
+                "!reset codex",
+                Some(Command::NewConversation(w(&["codex"]))),
+            ),
+            ("!", "!default", Some(Command::Default(None))),
+            (
+                "!",
+                "!default Codex",
+                Some(Command::Default(Some("Codex".into()))),
+            ),
+            (
+                "!",
+                "!handoff ON",
+                Some(Command::Handoff(Some("on".into()))),
+            ),
+            ("!", "!logs", Some(Command::Logs(vec![]))),
+            ("!", "!stderr claude", Some(Command::Logs(w(&["claude"])))),
+            ("!", "!commands", Some(Command::Commands(vec![]))),
+            ("!", "!mode plan", Some(Command::Mode(w(&["plan"])))),
+            (
+                "!",
+                "!mode claude plan",
+                Some(Command::Mode(w(&["claude", "plan"]))),
+            ),
+            ("!", "!model Large", Some(Command::Model(w(&["Large"])))),
+            ("!", "!set", Some(Command::Set(vec![]))),
+            (
+                "!",
+                "!set effort high",
+                Some(Command::Set(w(&["effort", "high"]))),
+            ),
+            ("!", "!options", Some(Command::Set(vec![]))),
             (
                 "!",
                 "!frobnicate x",
@@ -81,11 +181,49 @@ mod tests {
             ("!", "!", None),
             ("!", "", None),
             ("!", "/stop", None),
-            ("sk:", "sk:stop", Some(Command::Stop)),
+            ("sk:", "sk:stop", Some(Command::Stop(vec![]))),
             ("sk:", "!stop", None),
         ];
         for (prefix, body, expected) in table {
             assert_eq!(&parse(prefix, body), expected, "{prefix:?} {body:?}");
         }
+    }
+
+    #[test]
+    fn an_agent_name_is_taken_off_commands_for_agents_only() {
+        let is_agent = |w: &str| (w == "claude").then(|| "claude".to_owned());
+        let table: &[(Command, Option<&str>, Command)] = &[
+            (
+                Command::Mode(w(&["claude", "plan"])),
+                Some("claude"),
+                Command::Mode(w(&["plan"])),
+            ),
+            (
+                Command::Mode(w(&["plan"])),
+                None,
+                Command::Mode(w(&["plan"])),
+            ),
+            (
+                Command::Stop(w(&["claude"])),
+                Some("claude"),
+                Command::Stop(vec![]),
+            ),
+            (Command::Stop(vec![]), None, Command::Stop(vec![])),
+            (Command::Help, None, Command::Help),
+            (
+                Command::Default(Some("claude".into())),
+                None,
+                Command::Default(Some("claude".into())),
+            ),
+        ];
+        for (command, agent, rest) in table {
+            let mut c = command.clone();
+            assert_eq!(c.take_agent(is_agent).as_deref(), *agent, "{command:?}");
+            assert_eq!(&c, rest, "{command:?}");
+        }
+        assert!(Command::Stop(vec![]).is_for_agents());
+        assert!(Command::Answer(Reply::Allow).is_for_agents());
+        assert!(!Command::Status.is_for_agents());
+        assert!(!Command::Default(None).is_for_agents());
     }
 }

@@ -10,9 +10,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::agent::{
-    AgentError, AgentEvent, AgentPort, NewSession, PermissionAnswer, PermissionKind,
-    PermissionOption, PermissionRequest, Reopen, StopReason, ToolCallFields, ToolKind, ToolStatus,
-    TurnEnd,
+    AgentError, AgentEvent, AgentPort, ConfigChoice, ConfigOption, ConfigValue, NewSession,
+    PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen,
+    SessionSettings, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
 };
 use super::chat::{ChatError, ChatPort, OutMessage};
 
@@ -284,6 +284,14 @@ struct AgentState {
     reopen: Option<Reopen>,
     reopened: Vec<String>,
     stderr: String,
+    /// Whether the "process" is not running (stopped, or not started yet).
+    not_running: bool,
+    /// How many times it was stopped.
+    stops: usize,
+    /// The modes and options of every new session.
+    settings: SessionSettings,
+    /// Every mode or option change asked for: (session, what, value).
+    changes: Vec<(String, String, String)>,
 }
 
 /// An agent that follows a [`Script`] for every prompt and records what it received.
@@ -325,6 +333,27 @@ impl FakeAgent {
     pub fn prompts(&self) -> Vec<(String, String)> {
         self.state.lock().unwrap().prompts.clone()
     }
+
+    /// Says whether the "process" runs (a new session starts it).
+    pub fn set_running(&self, running: bool) {
+        self.state.lock().unwrap().not_running = !running;
+    }
+
+    /// How many times it was stopped.
+    pub fn stops(&self) -> usize {
+        self.state.lock().unwrap().stops
+    }
+
+    /// Gives every new session these modes and options.
+    pub fn with_settings(self: Arc<Self>, settings: SessionSettings) -> Arc<Self> {
+        self.state.lock().unwrap().settings = settings;
+        self
+    }
+
+    /// Every mode or option change asked for: (session, mode or option ID, value).
+    pub fn changes(&self) -> Vec<(String, String, String)> {
+        self.state.lock().unwrap().changes.clone()
+    }
 }
 
 #[async_trait]
@@ -335,10 +364,10 @@ impl AgentPort for FakeAgent {
         let id = format!("session-{}", s.sessions.len());
         s.sessions.insert(id.clone(), tx);
         s.cancels.insert(id.clone(), Arc::default());
+        s.not_running = false;
         Ok(NewSession {
             id,
-            modes: vec![],
-            current_mode: None,
+            settings: s.settings.clone(),
             events: rx,
         })
     }
@@ -363,10 +392,10 @@ impl AgentPort for FakeAgent {
         s.dead.remove(session_id);
         s.sessions.insert(session_id.into(), tx);
         s.reopened.push(session_id.into());
+        s.not_running = false;
         Ok(NewSession {
             id: session_id.into(),
-            modes: vec![],
-            current_mode: None,
+            settings: s.settings.clone(),
             events: rx,
         })
     }
@@ -463,5 +492,70 @@ impl AgentPort for FakeAgent {
 
     fn session_alive(&self, session_id: &str) -> bool {
         !self.state.lock().unwrap().dead.contains(session_id)
+    }
+
+    async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
+        let mut s = self.state.lock().unwrap();
+        if !s.settings.modes.iter().any(|(id, _)| id == mode_id) {
+            return Err(AgentError::Rpc {
+                code: -32602,
+                message: format!("no mode {mode_id}"),
+            });
+        }
+        s.changes
+            .push((session_id.into(), "mode".into(), mode_id.into()));
+        Ok(())
+    }
+
+    async fn set_option(
+        &self,
+        session_id: &str,
+        option_id: &str,
+        value: ConfigChoice,
+    ) -> Result<Vec<ConfigOption>, AgentError> {
+        let mut s = self.state.lock().unwrap();
+        let Some(option) = s.settings.options.iter_mut().find(|o| o.id == option_id) else {
+            return Err(AgentError::Rpc {
+                code: -32602,
+                message: format!("no option {option_id}"),
+            });
+        };
+        let said = match (&mut option.value, value) {
+            (ConfigValue::Choice { current, .. }, ConfigChoice::Value(v)) => {
+                *current = v.clone();
+                v
+            }
+            (ConfigValue::Toggle(on), ConfigChoice::Toggle(v)) => {
+                *on = v;
+                v.to_string()
+            }
+            _ => {
+                return Err(AgentError::Rpc {
+                    code: -32602,
+                    message: "wrong kind of value".into(),
+                });
+            }
+        };
+        s.changes.push((session_id.into(), option_id.into(), said));
+        Ok(s.settings.options.clone())
+    }
+
+    fn process_state(&self) -> ProcessState {
+        let s = self.state.lock().unwrap();
+        match s.not_running {
+            true => ProcessState::Stopped,
+            false => ProcessState::Running {
+                uptime: Duration::from_secs(60),
+                sessions: s.sessions.len() - s.dead.len().min(s.sessions.len()),
+            },
+        }
+    }
+
+    async fn stop(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.not_running = true;
+        s.stops += 1;
+        let ids: Vec<String> = s.sessions.keys().cloned().collect();
+        s.dead.extend(ids);
     }
 }

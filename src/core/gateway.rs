@@ -1,22 +1,55 @@
 //! The entry point of the core: decides what an inbound event means (a prompt, a command, a
-//! stop request, nothing) and hands it to the right [`Channel`].
+//! stop request, nothing), which agents of the room it is for, and hands it to their
+//! [`Channel`]s. See `docs/rooms.md`.
+//!
+//! Every agent's Matrix user sees every message of its rooms. Each copy is handled on its
+//! own, and routing is a pure function of the message and the room's agents, so the copy
+//! seen by an agent the message is not for is simply dropped. Commands for the room (help,
+//! status…) are answered by one agent of the room, the *responder*.
+
+mod handoff;
+mod room_commands;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::access::AccessList;
 use super::approvals::edit_with_retry;
-use super::channel::{AgentContext, Channel, ChannelInput};
+use super::channel::{AgentContext, Channel, ChannelInput, ChannelReport};
 use super::chat::OutMessage;
 use super::command::{self, Command};
 use super::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
 use super::poll;
+use super::pool::Pool;
+use super::routing::{self, Addressed, Addressing, Member};
 use crate::render::strings;
-use crate::store::{Role, Store, now_ms};
+use crate::store::{Role, RoomRouting, Store, now_ms};
+
+/// How long `!status` and `!help` wait for a channel busy with something else to report.
+const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How rooms with several agents behave, from the `[rooms]` config table.
+#[derive(Debug, Clone, Copy)]
+pub struct RoomRules {
+    /// Whether hand-offs between agents are on where a room has not chosen.
+    pub handoff: bool,
+    /// Most hand-offs one person's message may cause.
+    pub handoff_max_hops: u32,
+}
+
+impl Default for RoomRules {
+    fn default() -> Self {
+        Self {
+            handoff: false,
+            handoff_max_hops: 3,
+        }
+    }
+}
 
 /// Routes inbound events to channels, after the checks every event goes through.
 pub struct Gateway {
@@ -38,16 +71,24 @@ pub struct Gateway {
     tasks: TaskTracker,
     /// Cancelled at shutdown; every channel watches it.
     shutdown: CancellationToken,
+    /// The agent process pool (for `!agents`).
+    pool: Arc<Pool>,
+    /// How rooms with several agents behave.
+    rules: RoomRules,
+    /// Hand-offs since the last message from a person, by room.
+    hops: Mutex<HashMap<String, u32>>,
 }
 
 impl Gateway {
-    /// A gateway serving `agents`.
+    /// A gateway serving `agents`, whose processes `pool` runs.
     pub fn new(
         agents: Vec<Arc<AgentContext>>,
         access: AccessList,
         approvers: AccessList,
         store: Store,
         prefix: String,
+        pool: Arc<Pool>,
+        rules: RoomRules,
     ) -> Self {
         Self {
             agent_users: agents.iter().map(|a| a.user_id.clone()).collect(),
@@ -62,6 +103,9 @@ impl Gateway {
             channels: Mutex::default(),
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
+            pool,
+            rules,
+            hops: Mutex::default(),
         }
     }
 
@@ -161,6 +205,7 @@ impl Gateway {
                     body,
                     timestamp_ms: 0,
                     reply_to: None,
+                    ..Default::default()
                 };
                 self.send_to_channel(room_id, &ctx.agent_id, ChannelInput::Rerun(message));
             }
@@ -297,24 +342,296 @@ impl Gateway {
             tracing::debug!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, "ignoring a message without text");
             return;
         }
-        let command = command::parse(&self.prefix, &message.body);
-        // Approvers who may not prompt can still answer polls: with a poll command, or with
-        // a reply (which the channel takes only as a poll answer).
-        let answers_poll =
-            matches!(command, Some(Command::Answer(_))) || message.reply_to.is_some();
+        let members = self.members(&message.room_id, &message.agent_id).await;
+        let routing = self.room_routing(&message.room_id).await;
+        let addressing = routing::addressing(
+            Addressed {
+                body: &message.body,
+                mentions: &message.mentions,
+                reply_to_sender: message.reply_to_sender.as_deref(),
+            },
+            &members,
+        );
+        // The agent gets the text without the addresses in front of it.
+        let message = IncomingMessage {
+            body: addressing.text.clone(),
+            ..message
+        };
+        match command::parse(&self.prefix, &message.body) {
+            Some(command) if command.is_for_agents() => {
+                self.agent_command(command, message, &members, &addressing, &routing)
+                    .await
+            }
+            Some(command) => {
+                let targets =
+                    routing::targets(&addressing, &members, routing.default_agent.as_deref());
+                let responder = targets
+                    .first()
+                    .or_else(|| members.first().map(|m| &m.agent_id));
+                if responder != Some(&message.agent_id)
+                    || !self.admit(&message, |s| self.access.allows(s)).await
+                {
+                    return;
+                }
+                self.room_command(command, &message, &members, &routing)
+                    .await
+            }
+            None => self.prompt(message, &members, &addressing, &routing).await,
+        }
+    }
+
+    /// The gateway's agents in `room_id` (the one that saw the message included), sorted by
+    /// ID so every copy of a message sees them in the same order.
+    async fn members(&self, room_id: &str, seen_by: &str) -> Vec<Member> {
+        let mut ids = match self.store.room_agents(room_id).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::error!(room = room_id, error = %e, "could not read the room's agents");
+                Vec::new()
+            }
+        };
+        if !ids.iter().any(|id| id == seen_by) {
+            ids.push(seen_by.to_owned());
+        }
+        ids.sort();
+        ids.iter()
+            .filter_map(|id| self.agents.get(id))
+            .map(|ctx| Member {
+                agent_id: ctx.agent_id.clone(),
+                user_id: ctx.user_id.clone(),
+                display_name: ctx.display_name.clone(),
+            })
+            .collect()
+    }
+
+    /// The routing choices of `room_id` (none when the store fails: logged).
+    async fn room_routing(&self, room_id: &str) -> RoomRouting {
+        match self.store.room_routing(room_id).await {
+            Ok(routing) => routing,
+            Err(e) => {
+                tracing::error!(room = room_id, error = %e, "could not read the room's routing");
+                RoomRouting::default()
+            }
+        }
+    }
+
+    /// A message that is no command: a prompt for the agents it is for.
+    async fn prompt(
+        &self,
+        message: IncomingMessage,
+        members: &[Member],
+        addressing: &Addressing,
+        routing: &RoomRouting,
+    ) {
+        let targets = routing::targets(addressing, members, routing.default_agent.as_deref());
+        if targets.is_empty() {
+            // A slash command for nobody, where several agents are: say how to name one.
+            if let Some(slash) = routing::slash_command(&message.body)
+                && members.first().map(|m| &m.agent_id) == Some(&message.agent_id)
+                && self.admit(&message, |s| self.access.allows(s)).await
+            {
+                let lines = self.agent_lines(members, &HashMap::new());
+                self.notice(&message, strings::slash_needs_agent(slash, &lines))
+                    .await;
+            }
+            return;
+        }
+        if !targets.contains(&message.agent_id) {
+            return;
+        }
+        // Approvers who may not prompt can still answer polls with a reply, which the
+        // channel takes only as a poll answer.
+        let answers_poll = message.reply_to.is_some();
         let trusted = |sender: &str| {
             self.access.allows(sender) || (answers_poll && self.approvers.allows(sender))
         };
         if !self.admit(&message, trusted).await {
             return;
         }
-        let input = match command {
-            Some(cmd @ Command::Answer(_)) => ChannelInput::Command(cmd, message.clone()),
-            _ if !self.access.allows(&message.sender) => ChannelInput::PollReply(message.clone()),
-            Some(cmd) => ChannelInput::Command(cmd, message.clone()),
-            None => ChannelInput::Prompt(message.clone()),
+        let input = match self.access.allows(&message.sender) {
+            true => {
+                // A person spoke: agents may hand work to each other again.
+                self.hops
+                    .lock()
+                    .expect("hops poisoned")
+                    .remove(&message.room_id);
+                ChannelInput::Prompt(message.clone())
+            }
+            false => ChannelInput::PollReply(message.clone()),
         };
         self.send_to_channel(&message.room_id, &message.agent_id, input);
+    }
+
+    /// A command for agents (`!stop`, `!new`, `!mode`…, poll answers): it goes to the
+    /// agents it names, by address or as its first word; else to the room's only or
+    /// default agent; else, where several are, the responder sorts it out.
+    async fn agent_command(
+        &self,
+        mut command: Command,
+        message: IncomingMessage,
+        members: &[Member],
+        addressing: &Addressing,
+        routing: &RoomRouting,
+    ) {
+        let mut named = addressing.named.clone();
+        let by_word = command.take_agent(|word| {
+            members
+                .iter()
+                .find(|m| m.is_named(word))
+                .map(|m| m.agent_id.clone())
+        });
+        if let Some(agent) = by_word
+            && !named.contains(&agent)
+        {
+            named.push(agent);
+        }
+        let targets = match named.is_empty() {
+            false => named,
+            true => routing::targets(
+                &Addressing::default(),
+                members,
+                routing.default_agent.as_deref(),
+            ),
+        };
+        let is_answer = matches!(command, Command::Answer(_));
+        let trusted = |sender: &str| {
+            self.access.allows(sender) || (is_answer && self.approvers.allows(sender))
+        };
+        if targets.is_empty() {
+            if members.first().map(|m| &m.agent_id) == Some(&message.agent_id)
+                && self.admit(&message, trusted).await
+            {
+                self.command_for_nobody(command, &message, members).await;
+            }
+            return;
+        }
+        if !targets.contains(&message.agent_id) || !self.admit(&message, trusted).await {
+            return;
+        }
+        let input = match command {
+            Command::Answer(_) => ChannelInput::Command(command, message.clone()),
+            _ if !self.access.allows(&message.sender) => ChannelInput::PollReply(message.clone()),
+            _ => ChannelInput::Command(command, message.clone()),
+        };
+        self.send_to_channel(&message.room_id, &message.agent_id, input);
+    }
+
+    /// A command for one agent that names none, in a room with several and no default:
+    /// `!stop` stops every turn running here, a poll answer goes to the agent whose poll is
+    /// open; anything else asks which agent is meant.
+    async fn command_for_nobody(
+        &self,
+        command: Command,
+        message: &IncomingMessage,
+        members: &[Member],
+    ) {
+        let room = &message.room_id;
+        match &command {
+            Command::Stop(_) => {
+                let mut stopped = false;
+                for m in members {
+                    if self
+                        .report(room, &m.agent_id)
+                        .await
+                        .is_some_and(|r| r.running)
+                    {
+                        stopped = true;
+                        self.send_to_channel(
+                            room,
+                            &m.agent_id,
+                            ChannelInput::Command(command.clone(), message.clone()),
+                        );
+                    }
+                }
+                if !stopped {
+                    self.notice(message, strings::NOTHING_TO_STOP).await;
+                }
+            }
+            Command::Answer(_) => {
+                let mut with_polls = Vec::new();
+                let mut count = 0;
+                for m in members {
+                    let polls = self.store.open_polls(&m.agent_id).await.unwrap_or_default();
+                    let here = polls.iter().filter(|p| &p.room_id == room).count();
+                    if here > 0 {
+                        with_polls.push(m.agent_id.clone());
+                        count += here;
+                    }
+                }
+                match with_polls.as_slice() {
+                    [] => self.notice(message, strings::NO_OPEN_POLL).await,
+                    [agent] => self.send_to_channel(
+                        room,
+                        agent,
+                        ChannelInput::Command(command, message.clone()),
+                    ),
+                    _ => {
+                        self.notice(message, strings::polls_of_several_agents(count))
+                            .await
+                    }
+                }
+            }
+            _ => {
+                let word = message
+                    .body
+                    .trim()
+                    .strip_prefix(&self.prefix)
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .unwrap_or("")
+                    .to_lowercase();
+                let lines = self.agent_lines(members, &HashMap::new());
+                self.notice(message, strings::which_agent(&self.prefix, &word, &lines))
+                    .await;
+            }
+        }
+    }
+
+    /// Asks the channel of (`room_id`, `agent_id`), if it exists, how it stands.
+    async fn report(&self, room_id: &str, agent_id: &str) -> Option<ChannelReport> {
+        let (reply, answer) = oneshot::channel();
+        {
+            let channels = self.channels.lock().expect("channel map poisoned");
+            let tx = channels.get(&(room_id.to_owned(), agent_id.to_owned()))?;
+            tx.send(ChannelInput::Report(reply)).ok()?;
+        }
+        tokio::time::timeout(REPORT_TIMEOUT, answer)
+            .await
+            .ok()?
+            .ok()
+    }
+
+    /// The room's agents as help texts name them, with the commands their channels report.
+    fn agent_lines(
+        &self,
+        members: &[Member],
+        reports: &HashMap<String, ChannelReport>,
+    ) -> Vec<strings::AgentLine> {
+        members
+            .iter()
+            .map(|m| strings::AgentLine {
+                name: m.display_name.clone(),
+                id: m.agent_id.clone(),
+                commands: reports
+                    .get(&m.agent_id)
+                    .map(|r| r.commands.clone())
+                    .unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// Posts a notice in the message's room, as the agent that saw the message.
+    async fn notice(&self, message: &IncomingMessage, text: impl Into<String>) {
+        let Some(ctx) = self.agents.get(&message.agent_id) else {
+            return;
+        };
+        let txn = format!("answer-{}-{}", message.agent_id, message.event_id);
+        if let Err(e) = ctx
+            .chat
+            .send(&message.room_id, &txn, &OutMessage::notice(text))
+            .await
+        {
+            tracing::warn!(agent = %message.agent_id, room = %message.room_id, error = %e, "could not post a notice");
+        }
     }
 
     /// A message the agent cannot read (undecryptable, or media): the person is told, so
@@ -407,8 +724,11 @@ impl Gateway {
 mod tests {
     use super::*;
     use crate::core::activity::Verbosity;
+    use crate::core::agent::AgentPort;
     use crate::core::approvals::PermissionSettings;
+    use crate::core::channel::Handoff;
     use crate::core::fakes::{FakeAgent, FakeChat, Script};
+    use crate::core::pool::PoolSettings;
     use crate::render::stream::StreamSettings;
     use std::path::PathBuf;
     use std::time::Duration;
@@ -421,43 +741,94 @@ mod tests {
     async fn gateway_with(
         rerun_interrupted: bool,
     ) -> (Gateway, Arc<FakeAgent>, Arc<FakeChat>, Store) {
+        let script = Script::Chunks(vec!["ok".into()], Duration::from_millis(10));
+        let (gw, mut agents, store, _) =
+            gateway_of(&[("demo", script)], rerun_interrupted, RoomRules::default()).await;
+        let (agent, chat) = agents.remove(0);
+        (gw, agent, chat, store)
+    }
+
+    /// A gateway with one fake agent per (ID, script); agent `x` is `@x:x`, shown as `X…`.
+    /// Hand-offs go to the returned receiver.
+    async fn gateway_of(
+        agents: &[(&str, Script)],
+        rerun_interrupted: bool,
+        rules: RoomRules,
+    ) -> (
+        Gateway,
+        Vec<(Arc<FakeAgent>, Arc<FakeChat>)>,
+        Store,
+        mpsc::UnboundedReceiver<Handoff>,
+    ) {
         let store = Store::in_memory().await.unwrap();
-        let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)));
-        let chat = FakeChat::new();
-        let ctx = Arc::new(AgentContext {
-            agent_id: "demo".into(),
-            display_name: "Demo".into(),
-            user_id: "@demo:x".into(),
-            agent: agent.clone(),
-            chat: chat.clone(),
-            store: store.clone(),
-            workspace: PathBuf::from("/tmp"),
-            stream: StreamSettings {
-                interval: Duration::from_millis(100),
-                max_edits: 10,
-                max_bytes: 10_000,
-            },
-            command_prefix: "!".into(),
-            approvers: AccessList::new(&["@alice:x", "@boss:x"]),
-            allowed: AccessList::new(&["@alice:x"]),
-            agent_users: vec!["@demo:x".into()],
-            permissions: PermissionSettings {
-                timeout: Duration::from_secs(60),
-                propose_stop_after: 3,
-            },
-            verbosity: Verbosity::All,
-            reinject_max_chars: 10_000,
-            quiet_note: None,
-            rerun_interrupted,
-        });
+        let fakes: Vec<(Arc<FakeAgent>, Arc<FakeChat>)> = agents
+            .iter()
+            .map(|(_, script)| (FakeAgent::new(script.clone()), FakeChat::new()))
+            .collect();
+        let name = |id: &str| {
+            let mut chars = id.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect())
+                .unwrap_or_default()
+        };
+        let pool = Pool::new(
+            PoolSettings::default(),
+            agents
+                .iter()
+                .zip(&fakes)
+                .map(|((id, _), (agent, _))| {
+                    let port: Arc<dyn AgentPort> = agent.clone();
+                    (id.to_string(), name(id), port)
+                })
+                .collect(),
+        );
+        let users: Vec<String> = agents.iter().map(|(id, _)| format!("@{id}:x")).collect();
+        let (handoffs, handed) = mpsc::unbounded_channel();
+        let contexts = agents
+            .iter()
+            .zip(&fakes)
+            .map(|((id, _), (agent, chat))| {
+                Arc::new(AgentContext {
+                    agent_id: id.to_string(),
+                    display_name: name(id),
+                    user_id: format!("@{id}:x"),
+                    agent: agent.clone(),
+                    chat: chat.clone(),
+                    store: store.clone(),
+                    workspace: PathBuf::from("/tmp"),
+                    stream: StreamSettings {
+                        interval: Duration::from_millis(100),
+                        max_edits: 10,
+                        max_bytes: 10_000,
+                    },
+                    command_prefix: "!".into(),
+                    approvers: AccessList::new(&["@alice:x", "@boss:x"]),
+                    allowed: AccessList::new(&["@alice:x"]),
+                    agent_users: users.clone(),
+                    permissions: PermissionSettings {
+                        timeout: Duration::from_secs(60),
+                        propose_stop_after: 3,
+                    },
+                    verbosity: Verbosity::All,
+                    reinject_max_chars: 10_000,
+                    quiet_note: None,
+                    rerun_interrupted,
+                    pool: pool.clone(),
+                    handoffs: Some(handoffs.clone()),
+                })
+            })
+            .collect();
         let gw = Gateway::new(
-            vec![ctx],
+            contexts,
             AccessList::new(&["@alice:x"]),
             AccessList::new(&["@alice:x", "@boss:x"]),
             store.clone(),
             "!".into(),
+            pool,
+            rules,
         );
-        (gw, agent, chat, store)
+        (gw, fakes, store, handed)
     }
 
     fn msg(id: &str, sender: &str, ts: u64) -> Inbound {
@@ -469,6 +840,7 @@ mod tests {
             body: format!("hello {id}"),
             timestamp_ms: ts,
             reply_to: None,
+            ..Default::default()
         })
     }
 

@@ -1,7 +1,7 @@
 //! What arrives from the chat side, already stripped of Matrix types.
 
 /// A message someone wrote in a room where an agent is.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct IncomingMessage {
     /// The agent whose Matrix user saw the message.
     pub agent_id: String,
@@ -17,6 +17,12 @@ pub struct IncomingMessage {
     pub timestamp_ms: u64,
     /// The message this one replies to, if any: a reply to a permission poll answers it.
     pub reply_to: Option<String>,
+    /// Who wrote the message this one replies to: a reply to an agent's message is for
+    /// that agent.
+    pub reply_to_sender: Option<String>,
+    /// The users the message mentions (Matrix intentional mentions and mention pills):
+    /// a message mentioning agents is for them.
+    pub mentions: Vec<String>,
 }
 
 /// A reaction someone put on a message.

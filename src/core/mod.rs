@@ -15,3 +15,6 @@ pub mod fakes;
 pub mod gateway;
 pub mod inbound;
 pub mod poll;
+pub mod pool;
+pub mod routing;
+pub mod session_settings;

@@ -5,6 +5,7 @@
 
 mod client;
 mod errors;
+mod mentions;
 mod outbound;
 mod sync;
 

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{MatrixAgent, MatrixError};
 use super::errors::is_unknown_token;
+use super::mentions::mentioned_users;
 use crate::core::gateway::Gateway;
 use crate::core::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
 
@@ -130,13 +131,30 @@ impl MatrixAgent {
                     if matches!(ev.content.relates_to, Some(Relation::Replacement(_))) {
                         return;
                     }
-                    let message = IncomingMessage {
-                        reply_to: match &ev.content.relates_to {
-                            Some(Relation::Reply(reply)) => {
-                                Some(reply.in_reply_to.event_id.to_string())
+                    let reply_to = match &ev.content.relates_to {
+                        Some(Relation::Reply(reply)) => Some(reply.in_reply_to.event_id.clone()),
+                        _ => None,
+                    };
+                    // Whose message it replies to decides which agent it is for.
+                    let reply_to_sender = match &reply_to {
+                        Some(id) => match room.load_or_fetch_event(id, None).await {
+                            Ok(event) => event.sender().map(|s| s.to_string()),
+                            Err(e) => {
+                                tracing::debug!(agent = %agent_id, event = %id, error = %e, "could not fetch the message replied to");
+                                None
                             }
-                            _ => None,
                         },
+                        None => None,
+                    };
+                    let html = match &ev.content.msgtype {
+                        MessageType::Text(t) => t.formatted.as_ref().map(|f| f.body.as_str()),
+                        MessageType::Emote(e) => e.formatted.as_ref().map(|f| f.body.as_str()),
+                        _ => None,
+                    };
+                    let message = IncomingMessage {
+                        reply_to: reply_to.map(|id| id.to_string()),
+                        reply_to_sender,
+                        mentions: mentioned_users(&ev.content, html),
                         ..incoming(
                             agent_id,
                             &room,
@@ -221,7 +239,7 @@ fn incoming(
         sender: sender.to_string(),
         body: String::new(),
         timestamp_ms: sent_at.get().into(),
-        reply_to: None,
+        ..Default::default()
     }
 }
 

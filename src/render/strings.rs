@@ -137,55 +137,404 @@ pub fn unsupported_message(kind: &str) -> String {
 /// Answer to a stop request when nothing runs.
 pub const NOTHING_TO_STOP: &str = "Nothing is running.";
 
-/// Answer to `!help`; `commands` are the agent's own slash commands (name, description).
-pub fn help(prefix: &str, agent: &str, commands: &[(String, String)]) -> String {
+/// One agent of a room, as help and status texts name it.
+#[derive(Debug, Clone)]
+pub struct AgentLine {
+    /// Its display name.
+    pub name: String,
+    /// Its ID, the short name people address it by.
+    pub id: String,
+    /// Its slash commands (name, description), as its session last advertised them.
+    pub commands: Vec<(String, String)>,
+}
+
+/// How a slash command of `agent` is written in this room: `/cmd`, or `/agent:cmd` where
+/// several agents are.
+fn slash(agent: &str, command: &str, several: bool) -> String {
+    match several {
+        true => format!("/{agent}:{command}"),
+        false => format!("/{command}"),
+    }
+}
+
+/// Answer to `!help`: who is here, how messages find them, the chat commands, and each
+/// agent's own slash commands.
+pub fn help(prefix: &str, agents: &[AgentLine], default: Option<&str>) -> String {
+    let several = agents.len() > 1;
+    let names: Vec<String> = agents
+        .iter()
+        .map(|a| format!("{} (`{}`)", a.name, a.id))
+        .collect();
     let mut text = format!(
-        "I am {agent}, an agent brought here by Sidekicks. Write a message and I answer it.\n\
-         Messages sent while I work are queued ({QUEUED_REACTION}) and answered in order.\n\n\
-         Commands:\n\
-         • {prefix}stop: stop the running turn (or react {STOP_REACTION} to my reply)\n\
-         • {prefix}status: what I am doing, and the context used\n\
-         • {prefix}show all|tools|answer: how much of my work this room sees\n\
-         • {prefix}new: start a fresh conversation (I forget what was said before)\n\
-         • {prefix}allow, {prefix}always, {prefix}deny, {prefix}reject (as a reply to my \
-         permission request): answer it without reactions\n\
-         • {prefix}help: this text"
+        "Sidekicks brings coding agents into this room. Here: {}.\n",
+        names.join(", ")
     );
-    if !commands.is_empty() {
-        text.push_str("\n\nMy own commands (write them as a message):");
-        for (name, description) in commands {
-            text.push_str(&format!("\n• /{name}: {description}"));
+    if several {
+        text.push_str(
+            "Write to one by starting with its name (`name: …` or `@name …`), by mentioning \
+             it, or by replying to one of its messages; a message can address several. ",
+        );
+        text.push_str(&match default {
+            Some(d) => format!("Messages addressed to nobody go to {d} (the default).\n"),
+            None => format!(
+                "Messages addressed to nobody go to nobody (choose a default agent with \
+                 {prefix}default NAME).\n"
+            ),
+        });
+    } else if let Some(only) = agents.first() {
+        text.push_str(&format!("Every message here goes to {}.\n", only.name));
+    }
+    text.push_str(&format!(
+        "Messages sent while an agent works are queued ({QUEUED_REACTION}) and answered in order.\n\n\
+         Commands{}:\n\
+         • {prefix}stop: stop the running turn (or react {STOP_REACTION} to the reply)\n\
+         • {prefix}status: what the agents here are doing, and the context they use\n\
+         • {prefix}agents: every agent of this Sidekicks, running or not\n\
+         • {prefix}new: start a fresh conversation (the agent forgets what was said before)\n\
+         • {prefix}mode, {prefix}model, {prefix}set: show or change the session's mode, model \
+         and options\n\
+         • {prefix}commands: the agent's own slash commands\n\
+         • {prefix}logs: what the agent last wrote to stderr\n\
+         • {prefix}show all|tools|answer: how much of the agents' work this room sees\n\
+         • {prefix}default NAME|off: where messages addressed to nobody go\n\
+         • {prefix}handoff on|off: whether an agent may hand work to another one here\n\
+         • {prefix}allow, {prefix}always, {prefix}deny, {prefix}reject (as a reply to a \
+         permission request): answer it without reactions\n\
+         • {prefix}help: this text",
+        match several {
+            true => format!(
+                " (name the agent after the command where several are here, e.g. {prefix}new {})",
+                agents.first().map(|a| a.id.as_str()).unwrap_or("NAME")
+            ),
+            false => String::new(),
+        }
+    ));
+    for agent in agents.iter().filter(|a| !a.commands.is_empty()) {
+        text.push_str(&format!(
+            "\n\n{}'s own commands (write them as a message):",
+            agent.name
+        ));
+        for (name, description) in &agent.commands {
+            text.push_str(&format!(
+                "\n• {}: {description}",
+                slash(&agent.id, name, several)
+            ));
         }
     }
     text
 }
 
-/// Answer to `!status`; `usage` is the usage line, if the agent reported any.
-pub fn status(
-    agent: &str,
-    running: bool,
-    queued: usize,
-    polls: usize,
-    has_session: bool,
-    usage: Option<&str>,
-) -> String {
-    let state = if running { "working on a turn" } else { "idle" };
-    let session = if has_session {
+/// Answer to `!commands`: the agent's own slash commands.
+pub fn agent_commands(agent: &AgentLine, several: bool) -> String {
+    if agent.commands.is_empty() {
+        return format!("{} offers no slash commands.", agent.name);
+    }
+    let mut text = format!("{}'s own commands (write them as a message):", agent.name);
+    for (name, description) in &agent.commands {
+        text.push_str(&format!(
+            "\n• {}: {description}",
+            slash(&agent.id, name, several)
+        ));
+    }
+    text
+}
+
+/// Answer to a slash command the agent does not offer: what it does offer.
+pub fn unknown_slash(agent: &AgentLine, command: &str, several: bool) -> String {
+    format!(
+        "{} has no command /{command}, so nothing was sent. {}",
+        agent.name,
+        agent_commands(agent, several)
+    )
+}
+
+/// Answer to a slash command addressed to nobody in a room with several agents.
+pub fn slash_needs_agent(command: &str, agents: &[AgentLine]) -> String {
+    let ways: Vec<String> = agents
+        .iter()
+        .map(|a| format!("/{}:{command}", a.id))
+        .collect();
+    format!(
+        "Several agents are here: say whose command /{command} is, e.g. {}.",
+        ways.join(" or ")
+    )
+}
+
+/// Answer to a command for one agent, in a room with several and no default agent.
+pub fn which_agent(prefix: &str, command: &str, agents: &[AgentLine]) -> String {
+    let ways: Vec<String> = agents
+        .iter()
+        .map(|a| format!("{prefix}{command} {}", a.id))
+        .collect();
+    format!(
+        "Several agents are here: say which one, e.g. {}.",
+        ways.join(" or ")
+    )
+}
+
+/// One agent's line in `!status`; `usage` is its usage line, if it reported any.
+pub struct StatusLine<'a> {
+    /// The agent's display name.
+    pub agent: &'a str,
+    /// Whether a turn runs.
+    pub running: bool,
+    /// Messages waiting behind it.
+    pub queued: usize,
+    /// Permission polls waiting for an answer.
+    pub polls: usize,
+    /// Whether a session is open.
+    pub has_session: bool,
+    /// The session's current mode, by name.
+    pub mode: Option<&'a str>,
+    /// The usage line.
+    pub usage: Option<&'a str>,
+}
+
+/// One agent's part of the answer to `!status`.
+pub fn status(line: &StatusLine<'_>) -> String {
+    let state = if line.running {
+        "working on a turn"
+    } else {
+        "idle"
+    };
+    let session = if line.has_session {
         "a session is open"
     } else {
         "no session yet"
     };
-    let mut text = format!("{agent}: {state}, {queued} message(s) queued, {session}.");
-    if polls > 0 {
+    let mut text = format!(
+        "{}: {state}, {} message(s) queued, {session}",
+        line.agent, line.queued
+    );
+    if let Some(mode) = line.mode {
+        text.push_str(&format!(" (mode: {mode})"));
+    }
+    text.push('.');
+    if line.polls > 0 {
         text.push_str(&format!(
-            " {polls} permission request(s) wait for an answer."
+            " {} permission request(s) wait for an answer.",
+            line.polls
         ));
     }
-    if let Some(usage) = usage {
+    if let Some(usage) = line.usage {
         text.push('\n');
         text.push_str(usage);
     }
     text
+}
+
+/// The room's routing, at the end of `!status` in a room with several agents.
+pub fn routing_status(default: Option<&str>, handoff: bool) -> String {
+    format!(
+        "Messages addressed to nobody go to {}. Hand-offs between agents: {}.",
+        default.unwrap_or("nobody"),
+        if handoff { "on" } else { "off" }
+    )
+}
+
+/// An agent's process as `!agents` shows it.
+pub enum ProcessLine {
+    /// Running a turn (how many).
+    Working(usize),
+    /// Running, no turn.
+    Idle,
+    /// Not running (not started yet, or stopped by the pool).
+    Stopped,
+    /// Ended on its own, with this status.
+    Crashed(String),
+}
+
+/// One line of `!agents`.
+pub fn agent_line(
+    name: &str,
+    id: &str,
+    process: &ProcessLine,
+    sessions: usize,
+    uptime: Option<std::time::Duration>,
+    here: bool,
+) -> String {
+    let state = match process {
+        ProcessLine::Working(1) => "working".to_owned(),
+        ProcessLine::Working(n) => format!("working ({n} turns)"),
+        ProcessLine::Idle => "idle".to_owned(),
+        ProcessLine::Stopped => "stopped".to_owned(),
+        ProcessLine::Crashed(status) => format!("crashed ({status})"),
+    };
+    let mut text = format!("• {name} (`{id}`): {state}");
+    if let Some(uptime) = uptime {
+        text.push_str(&format!(", {sessions} session(s), up {}", duration(uptime)));
+    }
+    if here {
+        text.push_str(", in this room");
+    }
+    text
+}
+
+/// Heading of `!agents`; `limit` is the pool's limit of running agents, if any.
+pub fn agents_heading(count: usize, limit: Option<usize>) -> String {
+    match limit {
+        Some(max) => format!("{count} agent(s), at most {max} running at once:"),
+        None => format!("{count} agent(s):"),
+    }
+}
+
+/// Posted when a prompt waits for a free agent slot.
+pub fn waiting_for_slot(agent: &str, max: usize, busy: &[String]) -> String {
+    format!(
+        "⏳ {agent} waits for a free slot: at most {max} agent(s) run at once, and {} busy.          Your message runs as soon as one is free.",
+        match busy {
+            [] => "every slot is".to_owned(),
+            [one] => format!("{one} is"),
+            many => format!("{} are", many.join(", ")),
+        }
+    )
+}
+
+/// Answer to a room setting the store could not save.
+pub const SETTING_NOT_SAVED: &str =
+    "⚠️ I could not save that (database error), so nothing changed.";
+
+/// Answer to `!default` without a word.
+pub fn default_is(prefix: &str, default: Option<&str>) -> String {
+    match default {
+        Some(d) => {
+            format!("Messages addressed to nobody go to {d}. {prefix}default off stops that.")
+        }
+        None => format!(
+            "Messages addressed to nobody go to nobody here. {prefix}default NAME sends them to              one agent."
+        ),
+    }
+}
+
+/// Answer to `!default NAME` or `!default off`.
+pub fn default_set(default: Option<&str>) -> String {
+    match default {
+        Some(d) => format!("From now on, messages addressed to nobody go to {d}."),
+        None => "From now on, messages addressed to nobody go to nobody.".to_owned(),
+    }
+}
+
+/// Answer to `!default NAME` when no agent of the room has that name.
+pub fn no_such_agent(name: &str, agents: &[AgentLine]) -> String {
+    let ids: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
+    format!(
+        "No agent here is called “{name}”. The agents here: {}.",
+        ids.join(", ")
+    )
+}
+
+/// Answer to `!handoff` without a word.
+pub fn handoff_is(prefix: &str, on: bool, max_hops: u32) -> String {
+    match on {
+        true => format!(
+            "Hand-offs are on: an answer that starts by addressing another agent here is sent              to it (at most {max_hops} hand-offs per message from a person). {prefix}handoff              off stops that."
+        ),
+        false => format!(
+            "Hand-offs are off: agents' answers are never sent to other agents. {prefix}handoff              on allows it."
+        ),
+    }
+}
+
+/// Answer to `!handoff on|off`.
+pub fn handoff_set(on: bool) -> String {
+    match on {
+        true => "From now on, an agent may hand work to another agent here.".to_owned(),
+        false => "From now on, agents' answers are not sent to other agents here.".to_owned(),
+    }
+}
+
+/// Answer to `!handoff` with a word that is neither `on` nor `off`.
+pub fn handoff_usage(prefix: &str) -> String {
+    format!("Use {prefix}handoff on or {prefix}handoff off.")
+}
+
+/// Posted once when agents reached the hand-off limit for one person's message.
+pub fn handoff_limit(max_hops: u32) -> String {
+    format!(
+        "🔁 The agents handed work to each other {max_hops} time(s) since the last message from          a person, the most allowed: the last answer was not handed on."
+    )
+}
+
+/// The prompt an agent gets when another agent of the room hands it work.
+pub fn handed_off(from: &str, text: &str) -> String {
+    format!("{from} (another agent in this room) hands this to you:\n\n{text}")
+}
+
+/// Answer to `!logs` when the agent wrote nothing to stderr.
+pub fn no_stderr(agent: &str) -> String {
+    format!("{agent} has written nothing to stderr.")
+}
+
+/// A setting's current value and choices (`!mode`, `!model`, `!set OPTION`).
+pub fn choices(
+    agent: &str,
+    what: &str,
+    current: Option<&str>,
+    choices: &[(String, String)],
+    how: &str,
+) -> String {
+    let listed: Vec<String> = choices
+        .iter()
+        .map(|(id, name)| match Some(id.as_str()) == current {
+            true => format!("• {name} (`{id}`) ← current"),
+            false => format!("• {name} (`{id}`)"),
+        })
+        .collect();
+    format!(
+        "{agent}'s {what}:\n{}\nChange it with {how}.",
+        listed.join("\n")
+    )
+}
+
+/// Every config option of a session and its value (`!set`).
+pub fn options(agent: &str, lines: &[(String, String, String)], prefix: &str) -> String {
+    let listed: Vec<String> = lines
+        .iter()
+        .map(|(id, name, value)| format!("• {name} (`{id}`): {value}"))
+        .collect();
+    format!(
+        "{agent}'s options:\n{}\nChange one with {prefix}set OPTION VALUE.",
+        listed.join("\n")
+    )
+}
+
+/// Answer to a change the agent made.
+pub fn setting_changed(agent: &str, what: &str, value: &str) -> String {
+    format!("✅ {agent}'s {what} is now {value}.")
+}
+
+/// Answer to a change the agent cannot make in place.
+pub fn setting_not_offered(agent: &str, what: &str, prefix: &str, id: &str) -> String {
+    format!(
+        "{agent} does not offer {what} it can switch in this session, so nothing changed (its          session and what it knows of this conversation are kept). To change it, change the          agent's configuration and start a fresh session with {prefix}new {id}."
+    )
+}
+
+/// Answer to a mode, option or value that does not exist.
+pub fn no_such_choice(asked: &str, choices: &[(String, String)]) -> String {
+    let listed: Vec<String> = choices
+        .iter()
+        .map(|(id, name)| match id == name {
+            true => format!("`{id}`"),
+            false => format!("`{id}` ({name})"),
+        })
+        .collect();
+    format!(
+        "“{asked}” is not one of the choices: {}. Nothing changed.",
+        listed.join(", ")
+    )
+}
+
+/// Answer to a change the agent refused or failed.
+pub fn setting_failed(agent: &str, error: &str) -> String {
+    format!("⚠️ {agent} did not make the change: {error}. Nothing changed.")
+}
+
+/// Answer to a poll command without a reply when polls of several agents are open.
+pub fn polls_of_several_agents(count: usize) -> String {
+    format!(
+        "{count} requests of different agents are waiting for approval: reply to the one you          mean with your answer."
+    )
 }
 
 /// Answer to an unknown command.

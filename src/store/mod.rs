@@ -12,6 +12,7 @@ mod settings;
 mod unfinished;
 
 pub use polls::StoredPoll;
+pub use settings::RoomRouting;
 pub use unfinished::{CutMessage, UnfinishedTurn};
 
 /// Store failures. All are permanent from the caller's point of view: the database is local.
@@ -176,6 +177,16 @@ impl Store {
         Ok(())
     }
 
+    /// The agents recorded as members of `room_id` (invited, or seen there), by ID.
+    pub async fn room_agents(&self, room_id: &str) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT agent_id FROM room_members WHERE room_id = ? ORDER BY agent_id")
+                .bind(room_id)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.into_iter().map(|r| r.0).collect())
+    }
+
     /// Saves the ACP session of (room, agent).
     pub async fn save_session(
         &self,
@@ -279,6 +290,9 @@ mod tests {
         assert_eq!(store.member_since("!r", "a", 30).await.unwrap(), 30);
         store.set_member_since("!r", "a", 40).await.unwrap();
         assert_eq!(store.member_since("!r", "a", 50).await.unwrap(), 40);
+        store.set_member_since("!r", "b", 40).await.unwrap();
+        store.set_member_since("!other", "c", 40).await.unwrap();
+        assert_eq!(store.room_agents("!r").await.unwrap(), vec!["a", "b"]);
     }
 
     #[tokio::test]

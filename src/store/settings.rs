@@ -29,6 +29,66 @@ impl Store {
     }
 }
 
+/// How a room routes messages between its agents.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoomRouting {
+    /// The agent unaddressed messages go to, when the room has several.
+    pub default_agent: Option<String>,
+    /// Whether agents may hand work to each other here (`None`: as configured).
+    pub handoff: Option<bool>,
+}
+
+impl Store {
+    /// The routing choices made for `room_id`.
+    pub async fn room_routing(&self, room_id: &str) -> Result<RoomRouting, StoreError> {
+        let row: Option<(Option<String>, Option<bool>)> =
+            sqlx::query_as("SELECT default_agent, handoff FROM room_settings WHERE room_id = ?")
+                .bind(room_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row
+            .map(|(default_agent, handoff)| RoomRouting {
+                default_agent,
+                handoff,
+            })
+            .unwrap_or_default())
+    }
+
+    /// Sets (or with `None` clears) the room's default agent.
+    pub async fn set_default_agent(
+        &self,
+        room_id: &str,
+        agent_id: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO room_settings (room_id, default_agent, updated_at) VALUES (?, ?, ?)
+             ON CONFLICT (room_id) DO UPDATE SET default_agent = excluded.default_agent,
+             updated_at = excluded.updated_at",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Turns hand-offs between the room's agents on or off.
+    pub async fn set_handoff(&self, room_id: &str, on: bool) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO room_settings (room_id, handoff, updated_at) VALUES (?, ?, ?)
+             ON CONFLICT (room_id) DO UPDATE SET handoff = excluded.handoff,
+             updated_at = excluded.updated_at",
+        )
+        .bind(room_id)
+        .bind(on)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,6 +102,31 @@ mod tests {
         assert_eq!(
             store.room_verbosity("!r").await.unwrap().as_deref(),
             Some("answer")
+        );
+    }
+
+    #[tokio::test]
+    async fn routing_choices_are_kept_apart_from_the_verbosity() {
+        let store = Store::in_memory().await.unwrap();
+        assert_eq!(
+            store.room_routing("!r").await.unwrap(),
+            RoomRouting::default()
+        );
+        store.set_room_verbosity("!r", "tools").await.unwrap();
+        store.set_default_agent("!r", Some("codex")).await.unwrap();
+        store.set_handoff("!r", true).await.unwrap();
+        assert_eq!(
+            store.room_routing("!r").await.unwrap(),
+            RoomRouting {
+                default_agent: Some("codex".into()),
+                handoff: Some(true),
+            }
+        );
+        store.set_default_agent("!r", None).await.unwrap();
+        assert_eq!(store.room_routing("!r").await.unwrap().default_agent, None);
+        assert_eq!(
+            store.room_verbosity("!r").await.unwrap().as_deref(),
+            Some("tools")
         );
     }
 }

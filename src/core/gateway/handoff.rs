@@ -1,0 +1,95 @@
+//! Hand-offs between the agents of a room: an answer that addresses another agent of the
+//! room becomes that agent's prompt, when the room allows it (`!handoff on`), at most
+//! `rooms.handoff_max_hops` times per message from a person so two agents cannot keep
+//! answering each other.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::Gateway;
+use crate::core::channel::{ChannelInput, Handoff};
+use crate::core::inbound::IncomingMessage;
+use crate::core::routing::{self, Addressed};
+use crate::render::strings;
+use crate::store::now_ms;
+
+impl Gateway {
+    /// Takes in the agents' finished answers until shutdown.
+    pub async fn run_handoffs(self: Arc<Self>, mut answers: mpsc::UnboundedReceiver<Handoff>) {
+        loop {
+            let answer = tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                answer = answers.recv() => match answer {
+                    Some(answer) => answer,
+                    None => return,
+                },
+            };
+            self.hand_off(answer).await;
+        }
+    }
+
+    /// Hands `answer` to the other agents of its room that it addresses, if allowed.
+    async fn hand_off(&self, answer: Handoff) {
+        let room = &answer.room_id;
+        let routing = self.room_routing(room).await;
+        if !self.handoff_on(&routing) {
+            return;
+        }
+        let members = self.members(room, &answer.from_agent).await;
+        let addressing = routing::addressing(
+            Addressed {
+                body: &answer.text,
+                mentions: &[],
+                reply_to_sender: None,
+            },
+            &members,
+        );
+        let targets: Vec<String> = addressing
+            .named
+            .into_iter()
+            .filter(|agent| *agent != answer.from_agent)
+            .collect();
+        let Some(from) = self.agents.get(&answer.from_agent) else {
+            return;
+        };
+        if targets.is_empty() {
+            return;
+        }
+        let max = self.rules.handoff_max_hops;
+        let hop = {
+            let mut hops = self.hops.lock().expect("hops poisoned");
+            let count = hops.entry(room.clone()).or_default();
+            *count += 1;
+            *count
+        };
+        if hop > max {
+            // Said once per message from a person; later attempts are only logged.
+            tracing::info!(agent = %answer.from_agent, room = %room, max, "hand-off limit reached; not handing the answer on");
+            if hop == max + 1 {
+                let message = IncomingMessage {
+                    agent_id: answer.from_agent.clone(),
+                    room_id: room.clone(),
+                    event_id: format!("{}-handoff-limit", answer.event_id),
+                    ..Default::default()
+                };
+                self.notice(&message, strings::handoff_limit(max)).await;
+            }
+            return;
+        }
+        let text = strings::handed_off(&from.display_name, &addressing.text);
+        for target in targets {
+            tracing::info!(from = %answer.from_agent, to = %target, room = %room, hop, "handing an answer to another agent");
+            let prompt = IncomingMessage {
+                agent_id: target.clone(),
+                room_id: room.clone(),
+                event_id: answer.event_id.clone(),
+                sender: from.user_id.clone(),
+                body: text.clone(),
+                timestamp_ms: now_ms() as u64,
+                ..Default::default()
+            };
+            self.send_to_channel(room, &target, ChannelInput::Prompt(prompt));
+        }
+    }
+}

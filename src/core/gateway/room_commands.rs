@@ -1,0 +1,205 @@
+//! Chat commands about the room rather than one agent: help, status, the agent list, what
+//! the room shows, its default agent and hand-offs. One agent of the room answers them.
+
+use std::collections::HashMap;
+
+use super::Gateway;
+use crate::core::activity::Verbosity;
+use crate::core::agent::ProcessState;
+use crate::core::command::Command;
+use crate::core::inbound::IncomingMessage;
+use crate::core::routing::Member;
+use crate::render::strings::{self, ProcessLine, StatusLine};
+use crate::store::RoomRouting;
+
+impl Gateway {
+    /// Answers a room command carried by `message` (already admitted).
+    pub(super) async fn room_command(
+        &self,
+        command: Command,
+        message: &IncomingMessage,
+        members: &[Member],
+        routing: &RoomRouting,
+    ) {
+        let room = &message.room_id;
+        let prefix = &self.prefix;
+        let text = match command {
+            Command::Help => {
+                let reports = self.reports(room, members).await;
+                let lines = self.agent_lines(members, &reports);
+                let default = default_name(members, routing);
+                strings::help(prefix, &lines, default)
+            }
+            Command::Status => {
+                let reports = self.reports(room, members).await;
+                let mut parts: Vec<String> = members
+                    .iter()
+                    .map(|m| {
+                        let report = reports.get(&m.agent_id).cloned().unwrap_or_default();
+                        strings::status(&StatusLine {
+                            agent: &m.display_name,
+                            running: report.running,
+                            queued: report.queued,
+                            polls: report.polls,
+                            has_session: report.has_session,
+                            mode: report.mode.as_deref(),
+                            usage: report.usage.as_deref(),
+                        })
+                    })
+                    .collect();
+                if members.len() > 1 {
+                    parts.push(strings::routing_status(
+                        default_name(members, routing),
+                        self.handoff_on(routing),
+                    ));
+                }
+                parts.join("\n\n")
+            }
+            Command::Agents => self.agent_list(members),
+            Command::Show(None) => {
+                let current = self.room_verbosity(room).await;
+                strings::verbosity_is(prefix, current.as_str())
+            }
+            Command::Show(Some(word)) => match Verbosity::parse(&word) {
+                Some(v) => match self.store.set_room_verbosity(room, v.as_str()).await {
+                    Ok(()) => strings::verbosity_set(v.as_str()),
+                    Err(e) => {
+                        tracing::error!(error = %e, "could not save the room's verbosity");
+                        strings::SETTING_NOT_SAVED.to_owned()
+                    }
+                },
+                None => strings::unknown_verbosity(prefix, &word),
+            },
+            Command::Default(None) => strings::default_is(prefix, default_name(members, routing)),
+            Command::Default(Some(word)) => {
+                let off = matches!(word.to_lowercase().as_str(), "off" | "none" | "nobody");
+                let chosen = members.iter().find(|m| m.is_named(&word));
+                match (off, chosen) {
+                    (false, None) => {
+                        strings::no_such_agent(&word, &self.agent_lines(members, &HashMap::new()))
+                    }
+                    (_, chosen) => {
+                        let id = chosen.filter(|_| !off).map(|m| m.agent_id.as_str());
+                        match self.store.set_default_agent(room, id).await {
+                            Ok(()) => strings::default_set(
+                                chosen.filter(|_| !off).map(|m| m.display_name.as_str()),
+                            ),
+                            Err(e) => {
+                                tracing::error!(error = %e, "could not save the default agent");
+                                strings::SETTING_NOT_SAVED.to_owned()
+                            }
+                        }
+                    }
+                }
+            }
+            Command::Handoff(None) => strings::handoff_is(
+                prefix,
+                self.handoff_on(routing),
+                self.rules.handoff_max_hops,
+            ),
+            Command::Handoff(Some(word)) => match word.as_str() {
+                "on" | "off" => {
+                    let on = word == "on";
+                    match self.store.set_handoff(room, on).await {
+                        Ok(()) => strings::handoff_set(on),
+                        Err(e) => {
+                            tracing::error!(error = %e, "could not save the hand-off setting");
+                            strings::SETTING_NOT_SAVED.to_owned()
+                        }
+                    }
+                }
+                _ => strings::handoff_usage(prefix),
+            },
+            Command::Unknown(word) => strings::unknown_command(prefix, &word),
+            other => {
+                tracing::warn!(command = ?other, "an agent command reached the room commands");
+                return;
+            }
+        };
+        self.notice(message, text).await;
+    }
+
+    /// What the room shows, as chosen with `!show` or configured.
+    async fn room_verbosity(&self, room_id: &str) -> Verbosity {
+        let configured = self
+            .agents
+            .values()
+            .next()
+            .map(|ctx| ctx.verbosity)
+            .unwrap_or_default();
+        match self.store.room_verbosity(room_id).await {
+            Ok(word) => word
+                .as_deref()
+                .and_then(Verbosity::parse)
+                .unwrap_or(configured),
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the room's settings");
+                configured
+            }
+        }
+    }
+
+    /// Whether hand-offs are on in a room with these routing choices.
+    pub(super) fn handoff_on(&self, routing: &RoomRouting) -> bool {
+        routing.handoff.unwrap_or(self.rules.handoff)
+    }
+
+    /// The reports of the room's channels that exist, by agent ID.
+    async fn reports(
+        &self,
+        room_id: &str,
+        members: &[Member],
+    ) -> HashMap<String, crate::core::channel::ChannelReport> {
+        let mut reports = HashMap::new();
+        for m in members {
+            if let Some(report) = self.report(room_id, &m.agent_id).await {
+                reports.insert(m.agent_id.clone(), report);
+            }
+        }
+        reports
+    }
+
+    /// `!agents`: every agent of the gateway, its process and whether it is in this room.
+    fn agent_list(&self, members: &[Member]) -> String {
+        let states = self.pool.states();
+        let mut lines = vec![strings::agents_heading(
+            states.len(),
+            self.pool.settings().max_running,
+        )];
+        for state in states {
+            let Some(ctx) = self.agents.get(&state.agent_id) else {
+                continue;
+            };
+            let (process, sessions, uptime) = match state.process {
+                ProcessState::Running { uptime, sessions } => {
+                    let line = match state.turns {
+                        0 => ProcessLine::Idle,
+                        n => ProcessLine::Working(n),
+                    };
+                    (line, sessions, Some(uptime))
+                }
+                ProcessState::Stopped => (ProcessLine::Stopped, 0, None),
+                ProcessState::Crashed { status } => (ProcessLine::Crashed(status), 0, None),
+            };
+            let here = members.iter().any(|m| m.agent_id == state.agent_id);
+            lines.push(strings::agent_line(
+                &ctx.display_name,
+                &ctx.agent_id,
+                &process,
+                sessions,
+                uptime,
+                here,
+            ));
+        }
+        lines.join("\n")
+    }
+}
+
+/// The display name of the room's default agent, if it has one and the agent is here.
+fn default_name<'m>(members: &'m [Member], routing: &RoomRouting) -> Option<&'m str> {
+    let default = routing.default_agent.as_deref()?;
+    members
+        .iter()
+        .find(|m| m.agent_id == default)
+        .map(|m| m.display_name.as_str())
+}
