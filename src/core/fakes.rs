@@ -292,6 +292,8 @@ struct AgentState {
     settings: SessionSettings,
     /// Every mode or option change asked for: (session, what, value).
     changes: Vec<(String, String, String)>,
+    /// The slash commands advertised right after `session/new`.
+    commands: Vec<(String, String)>,
 }
 
 /// An agent that follows a [`Script`] for every prompt and records what it received.
@@ -350,6 +352,15 @@ impl FakeAgent {
         self
     }
 
+    /// Advertises these slash commands (name, description) after `session/new`.
+    pub fn with_commands(self: Arc<Self>, commands: &[(&str, &str)]) -> Arc<Self> {
+        self.state.lock().unwrap().commands = commands
+            .iter()
+            .map(|(n, d)| (n.to_string(), d.to_string()))
+            .collect();
+        self
+    }
+
     /// Every mode or option change asked for: (session, mode or option ID, value).
     pub fn changes(&self) -> Vec<(String, String, String)> {
         self.state.lock().unwrap().changes.clone()
@@ -365,6 +376,9 @@ impl AgentPort for FakeAgent {
         s.sessions.insert(id.clone(), tx);
         s.cancels.insert(id.clone(), Arc::default());
         s.not_running = false;
+        if !s.commands.is_empty() {
+            let _ = s.sessions[&id].send(AgentEvent::Commands(s.commands.clone()));
+        }
         Ok(NewSession {
             id,
             settings: s.settings.clone(),

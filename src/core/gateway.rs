@@ -363,9 +363,10 @@ impl Gateway {
                     .await
             }
             Some(command) => {
-                let targets =
-                    routing::targets(&addressing, &members, routing.default_agent.as_deref());
-                let responder = targets
+                // The agent named first answers, else the first by ID: never the default
+                // agent, which the command itself may change before another copy is read.
+                let responder = addressing
+                    .named
                     .first()
                     .or_else(|| members.first().map(|m| &m.agent_id));
                 if responder != Some(&message.agent_id)
@@ -960,5 +961,241 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let prompts: Vec<String> = agent.prompts().into_iter().map(|(_, t)| t).collect();
         assert_eq!(prompts, vec!["real"]);
+    }
+
+    /// The copy of a message that agent `agent` sees (every agent of the room sees one).
+    fn copy_for(agent: &str, id: &str, body: &str) -> IncomingMessage {
+        IncomingMessage {
+            agent_id: agent.into(),
+            room_id: "!r".into(),
+            event_id: id.into(),
+            sender: "@alice:x".into(),
+            body: body.into(),
+            timestamp_ms: now_ms() as u64 + 1,
+            ..Default::default()
+        }
+    }
+
+    /// Hands every agent of `agents` its copy of the message `edit` makes of a plain one.
+    async fn to_all(gw: &Gateway, agents: &[&str], id: &str, edit: impl Fn(&mut IncomingMessage)) {
+        for agent in agents {
+            let mut m = copy_for(agent, id, "");
+            edit(&mut m);
+            gw.handle(Inbound::Message(m)).await;
+        }
+    }
+
+    async fn settle() {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+
+    fn two_agents() -> [(&'static str, Script); 2] {
+        let ok = || Script::Chunks(vec!["ok".into()], Duration::from_millis(5));
+        [("claude", ok()), ("codex", ok())]
+    }
+
+    #[tokio::test]
+    async fn messages_go_to_the_agents_they_address_and_nobody_else() {
+        let (gw, fakes, _, _) = gateway_of(&two_agents(), false, RoomRules::default()).await;
+        let agents = ["claude", "codex"];
+        for a in agents {
+            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
+        }
+        let body = |text: &'static str| move |m: &mut IncomingMessage| m.body = text.into();
+        to_all(&gw, &agents, "$1", body("nobody in particular")).await;
+        to_all(&gw, &agents, "$2", body("codex: only you")).await;
+        to_all(&gw, &agents, "$3", |m| {
+            m.body = "Claude look".into();
+            m.mentions = vec!["@claude:x".into()];
+        })
+        .await;
+        to_all(&gw, &agents, "$4", |m| {
+            m.body = "and then?".into();
+            m.reply_to = Some("$earlier".into());
+            m.reply_to_sender = Some("@codex:x".into());
+        })
+        .await;
+        to_all(&gw, &agents, "$5", body("@claude @codex both of you")).await;
+        settle().await;
+        let prompts = |i: usize| -> Vec<String> {
+            fakes[i].0.prompts().into_iter().map(|(_, t)| t).collect()
+        };
+        assert_eq!(prompts(0), vec!["Claude look", "both of you"]);
+        assert_eq!(prompts(1), vec!["only you", "and then?", "both of you"]);
+    }
+
+    #[tokio::test]
+    async fn unaddressed_messages_go_to_the_default_agent_or_the_only_one() {
+        let (gw, fakes, store, _) = gateway_of(&two_agents(), false, RoomRules::default()).await;
+        let agents = ["claude", "codex"];
+        for a in agents {
+            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
+        }
+        to_all(&gw, &agents, "$1", |m| m.body = "!default codex".into()).await;
+        settle().await;
+        assert_eq!(
+            store
+                .room_routing("!r")
+                .await
+                .unwrap()
+                .default_agent
+                .as_deref(),
+            Some("codex")
+        );
+        to_all(&gw, &agents, "$2", |m| m.body = "to the default".into()).await;
+        // With one agent left, every message goes to it.
+        gw.left_room("codex", "!r").await;
+        to_all(&gw, &["claude"], "$3", |m| {
+            m.body = "to the only one".into()
+        })
+        .await;
+        settle().await;
+        let prompts = |i: usize| -> Vec<String> {
+            fakes[i].0.prompts().into_iter().map(|(_, t)| t).collect()
+        };
+        assert_eq!(prompts(1), vec!["to the default"]);
+        assert_eq!(prompts(0), vec!["to the only one"]);
+        let said: Vec<String> = fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect();
+        assert_eq!(
+            said.iter().filter(|t| t.contains("go to Codex")).count(),
+            1,
+            "the room command is answered once: {said:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn commands_for_one_agent_reach_only_it_and_unnamed_ones_ask_which() {
+        let (gw, fakes, _, _) = gateway_of(&two_agents(), false, RoomRules::default()).await;
+        let agents = ["claude", "codex"];
+        for a in agents {
+            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
+        }
+        to_all(&gw, &agents, "$1", |m| m.body = "!new codex".into()).await;
+        to_all(&gw, &agents, "$2", |m| m.body = "!new".into()).await;
+        to_all(&gw, &agents, "$3", |m| m.body = "!status".into()).await;
+        settle().await;
+        let claude = fakes[0].1.shown("!r");
+        let codex = fakes[1].1.shown("!r");
+        assert!(codex.iter().any(|t| t.contains("Fresh start")), "{codex:?}");
+        assert!(
+            !claude.iter().any(|t| t.contains("Fresh start")),
+            "{claude:?}"
+        );
+        // The responder (first agent by ID) asks which agent `!new` is for, and answers
+        // `!status` once for both.
+        assert!(
+            claude
+                .iter()
+                .any(|t| t.contains("!new claude or !new codex")),
+            "{claude:?}"
+        );
+        let status: Vec<&String> = claude
+            .iter()
+            .chain(codex.iter())
+            .filter(|t| t.contains("no session yet"))
+            .collect();
+        assert_eq!(status.len(), 1, "{status:?}");
+        assert!(status[0].contains("Claude: idle") && status[0].contains("Codex: idle"));
+    }
+
+    #[tokio::test]
+    async fn an_unnamed_stop_stops_every_turn_running_in_the_room() {
+        let (gw, fakes, _, _) = gateway_of(
+            &[
+                ("claude", Script::UntilCancelled),
+                ("codex", Script::UntilCancelled),
+            ],
+            false,
+            RoomRules::default(),
+        )
+        .await;
+        let agents = ["claude", "codex"];
+        for a in agents {
+            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
+        }
+        to_all(&gw, &agents, "$1", |m| m.body = "claude: work".into()).await;
+        settle().await;
+        to_all(&gw, &agents, "$2", |m| m.body = "!stop".into()).await;
+        settle().await;
+        let claude = fakes[0].1.shown("!r");
+        assert!(
+            claude.iter().any(|t| t.contains("Stopped by @alice:x")),
+            "{claude:?}"
+        );
+        assert!(
+            fakes[1].1.shown("!r").is_empty(),
+            "codex had nothing to stop"
+        );
+    }
+
+    #[tokio::test]
+    async fn hand_offs_between_agents_stop_at_the_hop_limit() {
+        let say = |text: &str| Script::Chunks(vec![text.into()], Duration::from_millis(5));
+        let rules = RoomRules {
+            handoff: true,
+            handoff_max_hops: 3,
+        };
+        let (gw, fakes, _, handed) = gateway_of(
+            &[
+                ("claude", say("codex: ping")),
+                ("codex", say("@claude pong")),
+            ],
+            false,
+            rules,
+        )
+        .await;
+        let gw = Arc::new(gw);
+        tokio::spawn(gw.clone().run_handoffs(handed));
+        let agents = ["claude", "codex"];
+        for a in agents {
+            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
+        }
+        to_all(&gw, &agents, "$1", |m| m.body = "claude: start".into()).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let prompts = |i: usize| -> Vec<String> {
+            fakes[i].0.prompts().into_iter().map(|(_, t)| t).collect()
+        };
+        // start → claude; claude → codex (1); codex → claude (2); claude → codex (3); stop.
+        assert_eq!(prompts(0).len(), 2, "{:?}", prompts(0));
+        assert_eq!(prompts(1).len(), 2, "{:?}", prompts(1));
+        assert_eq!(
+            prompts(1)[0],
+            "Claude (another agent in this room) hands this to you:\n\nping"
+        );
+        let said: Vec<String> = fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect();
+        assert_eq!(
+            said.iter()
+                .filter(|t| t.contains("the most allowed"))
+                .count(),
+            1,
+            "{said:?}"
+        );
+        // A person's message starts the count over.
+        to_all(&gw, &agents, "$2", |m| m.body = "codex: again".into()).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(prompts(1).len(), 4, "{:?}", prompts(1));
+    }
+
+    #[tokio::test]
+    async fn without_hand_offs_an_agent_addressing_another_prompts_nothing() {
+        let say = |text: &str| Script::Chunks(vec![text.into()], Duration::from_millis(5));
+        let (gw, fakes, _, handed) = gateway_of(
+            &[("claude", say("codex: ping")), ("codex", say("pong"))],
+            false,
+            RoomRules::default(),
+        )
+        .await;
+        let gw = Arc::new(gw);
+        tokio::spawn(gw.clone().run_handoffs(handed));
+        for a in ["claude", "codex"] {
+            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
+        }
+        to_all(&gw, &["claude", "codex"], "$1", |m| {
+            m.body = "claude: start".into()
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(fakes[0].0.prompts().len(), 1);
+        assert!(fakes[1].0.prompts().is_empty());
     }
 }

@@ -187,7 +187,13 @@ mod tests {
         let none: &[String] = &[];
         let pill = ["@sk-codex:hs".to_owned()];
         /// (body, mentions, author replied to, agents named, text for them)
-        type Case<'a> = (&'a str, &'a [String], Option<&'a str>, &'a [&'a str], &'a str);
+        type Case<'a> = (
+            &'a str,
+            &'a [String],
+            Option<&'a str>,
+            &'a [&'a str],
+            &'a str,
+        );
         let table: &[Case] = &[
             ("hello", none, None, &[], "hello"),
             ("claude: fix it", none, None, &["claude"], "fix it"),
