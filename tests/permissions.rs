@@ -41,6 +41,7 @@ async fn start(extra_toml: &str) -> (Env, Person) {
             hs,
             gw,
             alice,
+            agents: vec![agent.clone()],
             agent,
         },
         bob,

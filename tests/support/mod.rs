@@ -21,8 +21,10 @@ pub struct Env {
     pub gw: GatewayProcess,
     /// An allowed person.
     pub alice: Person,
-    /// The agent's Matrix user ID.
+    /// The agent's Matrix user ID (the first agent's, where there are several).
     pub agent: String,
+    /// Every agent's Matrix user ID, in the order they were configured.
+    pub agents: Vec<String>,
 }
 
 impl Env {
@@ -72,6 +74,37 @@ impl Env {
         .await
     }
 
+    /// Several demo agents, each `(id, demo_args)`: its Matrix user is `@id:…` and its
+    /// display name `id agent`.
+    pub async fn start_with_agents(
+        options: SynapseOptions,
+        extra_toml: &str,
+        agents: &[(&str, &[&str])],
+    ) -> Self {
+        let hs = Synapse::start(options).await;
+        let alice_id = hs.register("alice", "alice-password").await;
+        let mut specs = Vec::new();
+        for (id, demo_args) in agents {
+            let password = format!("{id}-password");
+            specs.push(AgentSpec {
+                id: id.to_string(),
+                user_id: hs.register(id, &password).await,
+                password,
+                demo_args: demo_args.iter().map(|a| a.to_string()).collect(),
+                agent_toml: String::new(),
+            });
+        }
+        let gw = GatewayProcess::start(&hs.url, &[alice_id.as_str()], &specs, extra_toml);
+        let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
+        Self {
+            hs,
+            gw,
+            alice,
+            agent: specs[0].user_id.clone(),
+            agents: specs.into_iter().map(|s| s.user_id).collect(),
+        }
+    }
+
     async fn start_with(
         options: SynapseOptions,
         extra_toml: &str,
@@ -100,8 +133,71 @@ impl Env {
             hs,
             gw,
             alice,
+            agents: vec![agent.clone()],
             agent,
         }
+    }
+
+    /// A room Alice created and every agent joined.
+    pub async fn room_with_agents(&self) -> matrix_sdk::room::Room {
+        let room = self.alice.create_room(false).await;
+        for agent in &self.agents {
+            self.alice.invite(&room, agent).await;
+        }
+        for agent in &self.agents {
+            self.alice
+                .wait_membership(&room, agent, matrix_sdk::RoomMemberships::JOIN)
+                .await;
+        }
+        room
+    }
+
+    /// Waits until a message of `agent` in `room` currently shows `expected`; returns its
+    /// event ID.
+    pub async fn message_from(
+        &self,
+        room: &matrix_sdk::room::Room,
+        agent: &str,
+        expected: &str,
+    ) -> String {
+        wait_until(PATIENCE, &format!("{agent} showing {expected:?}"), || {
+            self.alice
+                .messages_from(room, agent)
+                .into_iter()
+                .find(|m| self.alice.current_text(&m.event_id).as_deref() == Some(expected))
+                .map(|m| m.event_id)
+        })
+        .await
+    }
+
+    /// Waits for a notice of `agent` in `room` containing `text`; returns its body.
+    pub async fn notice_from(
+        &self,
+        room: &matrix_sdk::room::Room,
+        agent: &str,
+        text: &str,
+    ) -> String {
+        wait_until(
+            PATIENCE,
+            &format!("a notice of {agent} containing {text:?}"),
+            || {
+                self.alice
+                    .messages_from(room, agent)
+                    .into_iter()
+                    .find(|m| m.notice && m.body.contains(text))
+                    .map(|m| m.body)
+            },
+        )
+        .await
+    }
+
+    /// What every message of `agent` in `room` currently shows, in order.
+    pub fn texts_from(&self, room: &matrix_sdk::room::Room, agent: &str) -> Vec<String> {
+        self.alice
+            .messages_from(room, agent)
+            .into_iter()
+            .filter_map(|m| self.alice.current_text(&m.event_id))
+            .collect()
     }
 
     /// A room Alice created and the agent joined.

@@ -250,6 +250,22 @@ impl Person {
             .to_string()
     }
 
+    /// Sends `text` after a mention pill of `user_id` shown as `name` (HTML link and
+    /// intentional mention, as Element sends it); returns its event ID.
+    pub async fn send_mention(&self, room: &Room, user_id: &str, name: &str, text: &str) -> String {
+        let plain = format!("{name}: {text}");
+        let html = format!("<a href=\"https://matrix.to/#/{user_id}\">{name}</a>: {text}");
+        let user = matrix_sdk::ruma::OwnedUserId::try_from(user_id).unwrap();
+        let content = RoomMessageEventContent::text_html(plain, html)
+            .add_mentions(matrix_sdk::ruma::events::Mentions::with_user_ids([user]));
+        room.send(content)
+            .await
+            .unwrap()
+            .response
+            .event_id
+            .to_string()
+    }
+
     /// Edits an earlier message of this person's to say `text` (an `m.replace`).
     pub async fn send_edit(&self, room: &Room, event_id: &str, text: &str) {
         let content = RoomMessageEventContentWithoutRelation::text_plain(text).make_replacement(
