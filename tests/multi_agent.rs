@@ -170,7 +170,13 @@ async fn modes_and_the_model_change_in_place_and_an_agent_without_them_says_so()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_one_slot_the_second_agent_waits_then_runs_and_idle_agents_stop() {
-    let env = two_agents("[pool]\nmax_running = 1\nidle_stop_secs = 4\n", &[], &[]).await;
+    // The other agent keeps its sessions, so it can get them back after being stopped.
+    let env = two_agents(
+        "[pool]\nmax_running = 1\nidle_stop_secs = 4\n",
+        &[],
+        &["--sessions", "sessions"],
+    )
+    .await;
     let (demo, other) = (env.agents[0].clone(), env.agents[1].clone());
     let room = env.room_with_agents().await;
 
@@ -203,13 +209,15 @@ async fn with_one_slot_the_second_agent_waits_then_runs_and_idle_agents_stop() {
     assert!(agents.contains("demo agent (`demo`): stopped"), "{agents}");
     assert!(agents.contains("other agent (`other`): idle"), "{agents}");
 
-    // Idle for longer than idle_stop_secs: stopped; the next message starts it again.
+    // Idle for longer than idle_stop_secs: stopped; the next message starts it again, and
+    // its session comes back (`session/load`): it remembers the earlier prompt.
     tokio::time::sleep(Duration::from_secs(7)).await;
     env.alice.send(&room, "!agents").await;
     let later = env
         .notice_from(&room, &demo, "other agent (`other`): stopped")
         .await;
     assert!(later.contains("demo agent (`demo`): stopped"), "{later}");
-    env.alice.send(&room, "other: %say back again").await;
-    env.message_from(&room, &other, "back again").await;
+    env.alice.send(&room, "other: %history").await;
+    env.message_from(&room, &other, "1 earlier prompts\n- %say quick")
+        .await;
 }

@@ -172,6 +172,8 @@ pub struct Channel {
     session: Option<Session>,
     /// Prompts waiting behind the running turn.
     queue: VecDeque<Queued>,
+    /// Inputs that came while a turn waited for a slot and must wait until it has run.
+    deferred: VecDeque<ChannelInput>,
     /// The agent's slash commands, as last advertised (listed by `!help`).
     commands: Vec<(String, String)>,
     /// Fires when the gateway shuts down: the running turn is stopped and marked.
@@ -274,6 +276,7 @@ impl Channel {
             inputs,
             session: None,
             queue: VecDeque::new(),
+            deferred: VecDeque::new(),
             commands: Vec::new(),
             shutdown,
             approvals: Approvals::default(),
@@ -305,14 +308,22 @@ impl Channel {
                 if let Some(reaction) = &next.reaction {
                     let _ = self.ctx.chat.redact(&self.room, reaction).await;
                 }
-                self.run_turn(next.message, next.rerun).await;
+                // Held until the turn ends: the pool neither stops the agent nor gives its
+                // slot away.
+                if let Some(lease) = self.lease_for_turn(&next).await {
+                    self.run_turn(next.message, next.rerun).await;
+                    drop(lease);
+                }
                 continue;
             }
-            let input = tokio::select! {
-                _ = self.shutdown.cancelled() => continue,
-                input = self.inputs.recv() => match input {
-                    Some(input) => input,
-                    None => return,
+            let input = match self.deferred.pop_front() {
+                Some(input) => input,
+                None => tokio::select! {
+                    _ = self.shutdown.cancelled() => continue,
+                    input = self.inputs.recv() => match input {
+                        Some(input) => input,
+                        None => return,
+                    },
                 },
             };
             match input {
@@ -575,16 +586,68 @@ impl Channel {
     /// A lease on the agent from the process pool; tells the room when it must wait.
     async fn lease(&self) -> Lease {
         let ctx = self.ctx.clone();
-        ctx.pool
-            .acquire(&ctx.agent_id, async |waiting: Waiting| {
-                self.notice(strings::waiting_for_slot(
-                    &ctx.display_name,
-                    waiting.max_running,
-                    &waiting.busy,
-                ))
-                .await
-            })
+        let tell = async |waiting| tell_waiting(&ctx, &self.room, waiting).await;
+        ctx.pool.acquire(&ctx.agent_id, tell).await
+    }
+
+    /// A lease for the turn of `queued`. While it waits for a slot the channel keeps
+    /// listening: prompts queue up behind it, `!status` is answered, `!stop` gives the
+    /// waiting prompt up, and at shutdown it goes back to the queue (reported as not
+    /// answered). Other inputs wait until the turn is over. `None`: the turn does not run.
+    async fn lease_for_turn(&mut self, queued: &Queued) -> Option<Lease> {
+        let ctx = self.ctx.clone();
+        let room = self.room.clone();
+        let tell = async |waiting| tell_waiting(&ctx, &room, waiting).await;
+        let acquire = ctx.pool.acquire(&ctx.agent_id, tell);
+        tokio::pin!(acquire);
+        loop {
+            tokio::select! {
+                biased;
+                lease = &mut acquire => return Some(lease),
+                _ = self.shutdown.cancelled() => {
+                    self.queue.push_front(Queued {
+                        message: queued.message.clone(),
+                        reaction: None,
+                        rerun: queued.rerun,
+                    });
+                    return None;
+                }
+                Some(input) = self.inputs.recv() => match input {
+                    ChannelInput::Prompt(message) => self.queue_behind(message).await,
+                    ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
+                    ChannelInput::Report(reply) => {
+                        let _ = reply.send(self.report(false));
+                    }
+                    ChannelInput::Command(Command::Stop(_), message) => {
+                        tracing::info!(agent = %ctx.agent_id, room = %self.room, by = %message.sender, "a prompt waiting for a slot was given up");
+                        self.notice(strings::gave_up_waiting(&ctx.display_name, &message.sender))
+                            .await;
+                        return None;
+                    }
+                    other => self.deferred.push_back(other),
+                },
+            }
+        }
+    }
+
+    /// Queues `message` behind the running (or waiting) turn, marked ⏳.
+    async fn queue_behind(&mut self, message: IncomingMessage) {
+        let reaction = match self
+            .ctx
+            .chat
+            .react(&self.room, &message.event_id, strings::QUEUED_REACTION)
             .await
+        {
+            Ok(id) => Some(id),
+            Err(e) => {
+                tracing::warn!(room = %self.room, error = %e, "could not mark a message as queued");
+                None
+            }
+        };
+        self.queue.push_back(Queued {
+            reaction,
+            ..Queued::new(message)
+        });
     }
 
     /// Opens the channel's ACP session if none is open: gets the last one back when the
@@ -790,8 +853,6 @@ impl Channel {
     /// prompts that arrive meanwhile and records the transcript (`rerun`: the prompt's
     /// first run was cut by a crash; it is recorded already).
     async fn run_turn(&mut self, message: IncomingMessage, rerun: bool) {
-        // Held until the turn ends: the pool neither stops the agent nor gives its slot away.
-        let _lease = self.lease().await;
         // A slash command the agent does not offer is answered here instead of being sent;
         // the agent's list is known once its session is open.
         let slash = routing::slash_command(&message.body).filter(|_| !rerun);
@@ -1291,22 +1352,7 @@ impl Channel {
                         .await;
                     return;
                 }
-                let reaction = match self
-                    .ctx
-                    .chat
-                    .react(&self.room, &message.event_id, strings::QUEUED_REACTION)
-                    .await
-                {
-                    Ok(id) => Some(id),
-                    Err(e) => {
-                        tracing::warn!(room = %self.room, error = %e, "could not mark a message as queued");
-                        None
-                    }
-                };
-                self.queue.push_back(Queued {
-                    reaction,
-                    ..Queued::new(message)
-                });
+                self.queue_behind(message).await;
             }
             ChannelInput::PollReply(message) => {
                 if let Some(reply) = self.poll_reply(&message) {
@@ -1367,6 +1413,15 @@ fn refuse_permission(request: PermissionRequest) {
         .map(PermissionAnswer::Selected)
         .unwrap_or(PermissionAnswer::Cancelled);
     let _ = request.reply.send(answer);
+}
+
+/// Tells the room that a turn must wait for a slot of the process pool.
+async fn tell_waiting(ctx: &AgentContext, room: &str, waiting: Waiting) {
+    let text = strings::waiting_for_slot(&ctx.display_name, waiting.max_running, &waiting.busy);
+    let txn = format!("waiting-{}", unique_suffix());
+    if let Err(e) = ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
+        tracing::warn!(agent = %ctx.agent_id, room = %room, error = %e, "could not say the turn waits for a slot");
+    }
 }
 
 /// A config option's value as people read it.
@@ -1457,10 +1512,39 @@ mod tests {
     ) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
         let store = Store::in_memory().await.unwrap();
         let pool_port: Arc<dyn AgentPort> = agent.clone();
-        let ctx = Arc::new(AgentContext {
-            agent_id: "demo".into(),
-            display_name: "Demo".into(),
-            user_id: "@demo:x".into(),
+        let pool = Pool::new(
+            PoolSettings::default(),
+            vec![("demo".into(), "Demo".into(), pool_port)],
+        );
+        let ctx = AgentContext {
+            permissions: PermissionSettings {
+                timeout,
+                propose_stop_after: 2,
+            },
+            quiet_note,
+            ..context("demo", agent, chat, &store, pool)
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let channel = Channel::new(Arc::new(ctx), "!room".into(), rx, CancellationToken::new());
+        tokio::spawn(channel.run());
+        (tx, store)
+    }
+
+    /// The context of agent `id` (`@id:x`, shown as `Demo` for `demo`, else the ID).
+    fn context(
+        id: &str,
+        agent: Arc<FakeAgent>,
+        chat: Arc<FakeChat>,
+        store: &Store,
+        pool: Arc<Pool>,
+    ) -> AgentContext {
+        AgentContext {
+            agent_id: id.into(),
+            display_name: match id {
+                "demo" => "Demo".into(),
+                other => other.into(),
+            },
+            user_id: format!("@{id}:x"),
             agent,
             chat,
             store: store.clone(),
@@ -1475,22 +1559,16 @@ mod tests {
             agent_users: vec!["@demo:x".into()],
             approvers: AccessList::new(&["@alice:x"]),
             permissions: PermissionSettings {
-                timeout,
+                timeout: Duration::from_secs(60),
                 propose_stop_after: 2,
             },
             verbosity: Verbosity::All,
             reinject_max_chars: 10_000,
-            quiet_note,
+            quiet_note: None,
             rerun_interrupted: false,
-            pool: Pool::new(
-                PoolSettings::default(),
-                vec![("demo".into(), "Demo".into(), pool_port)],
-            ),
+            pool,
             handoffs: None,
-        });
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(Channel::new(ctx, "!room".into(), rx, CancellationToken::new()).run());
-        (tx, store)
+        }
     }
 
     fn message(id: &str, body: &str) -> IncomingMessage {
@@ -2179,6 +2257,84 @@ mod tests {
         let shown = chat.shown("!room");
         assert!(shown[0].contains("written nothing"), "{shown:?}");
         assert!(shown[1].contains("loading model"), "{shown:?}");
+    }
+
+    #[tokio::test]
+    async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up() {
+        let store = Store::in_memory().await.unwrap();
+        let busy = FakeAgent::new(Script::UntilCancelled);
+        let waiting = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO));
+        waiting.set_running(false);
+        let ports: Vec<(String, String, Arc<dyn AgentPort>)> = vec![
+            ("busy".into(), "busy".into(), busy.clone()),
+            ("waiting".into(), "waiting".into(), waiting.clone()),
+        ];
+        let settings = PoolSettings {
+            max_running: Some(1),
+            idle_stop: None,
+        };
+        let pool = Pool::new(settings, ports);
+        let (busy_chat, chat) = (FakeChat::new(), FakeChat::new());
+        let start = |id: &str, agent: &Arc<FakeAgent>, chat: &Arc<FakeChat>| {
+            let ctx = context(id, agent.clone(), chat.clone(), &store, pool.clone());
+            let (tx, rx) = mpsc::unbounded_channel();
+            let channel = Channel::new(Arc::new(ctx), "!room".into(), rx, CancellationToken::new());
+            tokio::spawn(channel.run());
+            tx
+        };
+        let busy_tx = start("busy", &busy, &busy_chat);
+        let tx = start("waiting", &waiting, &chat);
+        busy_tx
+            .send(ChannelInput::Prompt(message("$1", "work")))
+            .unwrap();
+        settle_until(|| busy.prompts().len() == 1).await;
+        tx.send(ChannelInput::Prompt(message("$2", "first")))
+            .unwrap();
+        settle_until(|| !chat.shown("!room").is_empty()).await;
+        assert!(
+            chat.shown("!room")[0].contains(
+                "waits for a free slot: at most 1 agent(s) run at once, and busy is busy"
+            ),
+            "{:?}",
+            chat.shown("!room")
+        );
+        // Still listening: a second prompt queues (⏳), a report comes back.
+        tx.send(ChannelInput::Prompt(message("$3", "second")))
+            .unwrap();
+        let (reply, report) = oneshot::channel();
+        tx.send(ChannelInput::Report(reply)).unwrap();
+        let report = tokio::time::timeout(Duration::from_secs(2), report)
+            .await
+            .expect("answered while waiting")
+            .unwrap();
+        assert_eq!(report.queued, 1);
+        // `!stop` gives the waiting prompt up; the queued one waits on.
+        tx.send(ChannelInput::Command(
+            Command::Stop(vec![]),
+            message("$4", "!stop"),
+        ))
+        .unwrap();
+        settle_until(|| chat.shown("!room").len() >= 3).await;
+        assert!(
+            chat.shown("!room")
+                .iter()
+                .any(|t| t.contains("before it started")),
+            "{:?}",
+            chat.shown("!room")
+        );
+        assert!(
+            waiting.prompts().is_empty(),
+            "nothing ran while the slot was taken"
+        );
+        // Once the busy turn ends, the queued prompt runs.
+        busy_tx
+            .send(ChannelInput::Command(
+                Command::Stop(vec![]),
+                message("$5", "!stop"),
+            ))
+            .unwrap();
+        settle_until(|| waiting.prompts().len() == 1).await;
+        assert_eq!(waiting.prompts()[0].1, "second");
     }
 
     #[tokio::test]

@@ -509,11 +509,7 @@ impl Gateway {
         if !targets.contains(&message.agent_id) || !self.admit(&message, trusted).await {
             return;
         }
-        let input = match command {
-            Command::Answer(_) => ChannelInput::Command(command, message.clone()),
-            _ if !self.access.allows(&message.sender) => ChannelInput::PollReply(message.clone()),
-            _ => ChannelInput::Command(command, message.clone()),
-        };
+        let input = ChannelInput::Command(command, message.clone());
         self.send_to_channel(&message.room_id, &message.agent_id, input);
     }
 

@@ -394,6 +394,11 @@ pub fn waiting_for_slot(agent: &str, max: usize, busy: &[String]) -> String {
 pub const SETTING_NOT_SAVED: &str =
     "⚠️ I could not save that (database error), so nothing changed.";
 
+/// Answer to `!stop` while the prompt waits for a slot of the process pool.
+pub fn gave_up_waiting(agent: &str, by: &str) -> String {
+    format!("⏹️ Stopped by {by} before it started: {agent} was waiting for a free slot.")
+}
+
 /// Answer to `!default` without a word.
 pub fn default_is(prefix: &str, default: Option<&str>) -> String {
     match default {
