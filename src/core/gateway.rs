@@ -342,16 +342,7 @@ impl Gateway {
             tracing::debug!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, "ignoring a message without text");
             return;
         }
-        let members = self.members(&message.room_id, &message.agent_id).await;
-        let routing = self.room_routing(&message.room_id).await;
-        let addressing = routing::addressing(
-            Addressed {
-                body: &message.body,
-                mentions: &message.mentions,
-                reply_to_sender: message.reply_to_sender.as_deref(),
-            },
-            &members,
-        );
+        let (members, routing, addressing) = self.address(&message).await;
         // The agent gets the text without the addresses in front of it.
         let message = IncomingMessage {
             body: addressing.text.clone(),
@@ -379,6 +370,21 @@ impl Gateway {
             }
             None => self.prompt(message, &members, &addressing, &routing).await,
         }
+    }
+
+    /// The room's agents and routing choices, and whom `message` addresses among them.
+    async fn address(&self, message: &IncomingMessage) -> (Vec<Member>, RoomRouting, Addressing) {
+        let members = self.members(&message.room_id, &message.agent_id).await;
+        let routing = self.room_routing(&message.room_id).await;
+        let addressing = routing::addressing(
+            Addressed {
+                body: &message.body,
+                mentions: &message.mentions,
+                reply_to_sender: message.reply_to_sender.as_deref(),
+            },
+            &members,
+        );
+        (members, routing, addressing)
     }
 
     /// The gateway's agents in `room_id` (the one that saw the message included), sorted by
@@ -632,8 +638,16 @@ impl Gateway {
     }
 
     /// A message the agent cannot read (undecryptable, or media): the person is told, so
-    /// nothing is silently lost.
+    /// nothing is silently lost. Media is answered by the agents it is for, like a prompt;
+    /// a message an agent could not decrypt is reported by that agent, whoever it was for.
     async fn handle_unreadable(&self, message: IncomingMessage, why: Unreadable) {
+        if let Unreadable::Unsupported(_) = why {
+            let (members, routing, addressing) = self.address(&message).await;
+            let targets = routing::targets(&addressing, &members, routing.default_agent.as_deref());
+            if !targets.contains(&message.agent_id) {
+                return;
+            }
+        }
         if !self
             .admit(&message, |sender| self.access.allows(sender))
             .await
@@ -1193,5 +1207,37 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(fakes[0].0.prompts().len(), 1);
         assert!(fakes[1].0.prompts().is_empty());
+    }
+
+    #[tokio::test]
+    async fn media_is_answered_by_the_agents_it_is_for_only() {
+        let (gw, fakes, _, _) = gateway_of(&two_agents(), false, RoomRules::default()).await;
+        for a in ["claude", "codex"] {
+            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
+        }
+        let image = |agent: &str, id: &str, reply_to_codex: bool| {
+            let mut m = copy_for(agent, id, "");
+            if reply_to_codex {
+                m.reply_to = Some("$earlier".into());
+                m.reply_to_sender = Some("@codex:x".into());
+            }
+            Inbound::Unreadable(m, Unreadable::Unsupported("m.image".into()))
+        };
+        for agent in ["claude", "codex"] {
+            gw.handle(image(agent, "$1", false)).await;
+            gw.handle(image(agent, "$2", true)).await;
+        }
+        settle().await;
+        assert!(
+            fakes[0].1.shown("!r").is_empty(),
+            "{:?}",
+            fakes[0].1.shown("!r")
+        );
+        let codex = fakes[1].1.shown("!r");
+        assert_eq!(codex.len(), 1, "{codex:?}");
+        assert!(
+            codex[0].contains("image messages are not supported"),
+            "{codex:?}"
+        );
     }
 }
