@@ -15,16 +15,33 @@ impl Store {
 
     /// Records the verbosity chosen for `room_id`.
     pub async fn set_room_verbosity(&self, room_id: &str, word: &str) -> Result<(), StoreError> {
-        sqlx::query(
+        self.set_room_setting(
             "INSERT INTO room_settings (room_id, verbosity, updated_at) VALUES (?, ?, ?)
              ON CONFLICT (room_id) DO UPDATE SET verbosity = excluded.verbosity,
              updated_at = excluded.updated_at",
+            room_id,
+            word,
         )
-        .bind(room_id)
-        .bind(word)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
+        .await
+    }
+
+    /// Runs `upsert`, the statement that sets one column of `room_id`'s settings to
+    /// `value` (its parameters: room, value, time).
+    async fn set_room_setting<'q, T>(
+        &self,
+        upsert: &'static str,
+        room_id: &'q str,
+        value: T,
+    ) -> Result<(), StoreError>
+    where
+        T: 'q + Send + sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+    {
+        sqlx::query(upsert)
+            .bind(room_id)
+            .bind(value)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 }
@@ -60,32 +77,26 @@ impl Store {
         room_id: &str,
         agent_id: Option<&str>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        self.set_room_setting(
             "INSERT INTO room_settings (room_id, default_agent, updated_at) VALUES (?, ?, ?)
              ON CONFLICT (room_id) DO UPDATE SET default_agent = excluded.default_agent,
              updated_at = excluded.updated_at",
+            room_id,
+            agent_id,
         )
-        .bind(room_id)
-        .bind(agent_id)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        .await
     }
 
     /// Turns hand-offs between the room's agents on or off.
     pub async fn set_handoff(&self, room_id: &str, on: bool) -> Result<(), StoreError> {
-        sqlx::query(
+        self.set_room_setting(
             "INSERT INTO room_settings (room_id, handoff, updated_at) VALUES (?, ?, ?)
              ON CONFLICT (room_id) DO UPDATE SET handoff = excluded.handoff,
              updated_at = excluded.updated_at",
+            room_id,
+            on,
         )
-        .bind(room_id)
-        .bind(on)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        .await
     }
 }
 

@@ -242,12 +242,7 @@ impl Person {
 
     /// Sends a plain text message; returns its event ID.
     pub async fn send(&self, room: &Room, text: &str) -> String {
-        room.send(RoomMessageEventContent::text_plain(text))
-            .await
-            .unwrap()
-            .response
-            .event_id
-            .to_string()
+        send_content(room, RoomMessageEventContent::text_plain(text)).await
     }
 
     /// Sends `text` after a mention pill of `user_id` shown as `name` (HTML link and
@@ -258,12 +253,7 @@ impl Person {
         let user = matrix_sdk::ruma::OwnedUserId::try_from(user_id).unwrap();
         let content = RoomMessageEventContent::text_html(plain, html)
             .add_mentions(matrix_sdk::ruma::events::Mentions::with_user_ids([user]));
-        room.send(content)
-            .await
-            .unwrap()
-            .response
-            .event_id
-            .to_string()
+        send_content(room, content).await
     }
 
     /// Edits an earlier message of this person's to say `text` (an `m.replace`).
@@ -282,12 +272,7 @@ impl Person {
                 OwnedEventId::try_from(in_reply_to).unwrap(),
             ),
         ));
-        room.send(content)
-            .await
-            .unwrap()
-            .response
-            .event_id
-            .to_string()
+        send_content(room, content).await
     }
 
     /// Joins a room this person was invited to, and waits until the client knows it.
@@ -406,6 +391,16 @@ impl Person {
     pub fn saw_typing(&self, user_id: &str) -> bool {
         self.log.lock().unwrap().typing.contains(user_id)
     }
+}
+
+/// Sends a message; returns its event ID.
+async fn send_content(room: &Room, content: RoomMessageEventContent) -> String {
+    room.send(content)
+        .await
+        .unwrap()
+        .response
+        .event_id
+        .to_string()
 }
 
 /// Polls `probe` until it returns `Some`, or panics after `timeout` naming `what`.
