@@ -285,7 +285,9 @@ impl Gateway {
     }
 
     /// Takes in one event from the chat side.
-    pub async fn handle(&self, inbound: Inbound) {
+    /// Quick: the chat side awaits it before it takes in the next event, so whatever must
+    /// wait for channels (`!status`, `!help`, an unnamed `!stop`) runs in its own task.
+    pub async fn handle(self: &Arc<Self>, inbound: Inbound) {
         match inbound {
             Inbound::Message(message) => self.handle_message(message).await,
             Inbound::Unreadable(message, why) => self.handle_unreadable(message, why).await,
@@ -335,7 +337,7 @@ impl Gateway {
         }
     }
 
-    async fn handle_message(&self, message: IncomingMessage) {
+    async fn handle_message(self: &Arc<Self>, message: IncomingMessage) {
         // A message without text (empty, blanks, or formatting around nothing) asks
         // nothing: it is not prompted, so the agent is not asked to answer silence.
         if message.body.trim().is_empty() {
@@ -473,7 +475,7 @@ impl Gateway {
     /// agents it names, by address or as its first word; else to the room's only or
     /// default agent; else, where several are, the responder sorts it out.
     async fn agent_command(
-        &self,
+        self: &Arc<Self>,
         mut command: Command,
         message: IncomingMessage,
         members: &[Member],
@@ -508,7 +510,11 @@ impl Gateway {
             if members.first().map(|m| &m.agent_id) == Some(&message.agent_id)
                 && self.admit(&message, trusted).await
             {
-                self.command_for_nobody(command, &message, members).await;
+                // It may wait for the channels' reports: not on the chat side's time.
+                let (this, members) = (self.clone(), members.to_vec());
+                self.tasks.spawn(async move {
+                    this.command_for_nobody(command, &message, &members).await
+                });
             }
             return;
         }
@@ -744,14 +750,14 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    async fn gateway() -> (Gateway, Arc<FakeAgent>, Arc<FakeChat>) {
+    async fn gateway() -> (Arc<Gateway>, Arc<FakeAgent>, Arc<FakeChat>) {
         let (gw, agent, chat, _) = gateway_with(false).await;
         (gw, agent, chat)
     }
 
     async fn gateway_with(
         rerun_interrupted: bool,
-    ) -> (Gateway, Arc<FakeAgent>, Arc<FakeChat>, Store) {
+    ) -> (Arc<Gateway>, Arc<FakeAgent>, Arc<FakeChat>, Store) {
         let script = Script::Chunks(vec!["ok".into()], Duration::from_millis(10));
         let (gw, mut agents, store, _) =
             gateway_of(&[("demo", script)], rerun_interrupted, RoomRules::default()).await;
@@ -766,7 +772,7 @@ mod tests {
         rerun_interrupted: bool,
         rules: RoomRules,
     ) -> (
-        Gateway,
+        Arc<Gateway>,
         Vec<(Arc<FakeAgent>, Arc<FakeChat>)>,
         Store,
         mpsc::UnboundedReceiver<Handoff>,
@@ -830,7 +836,7 @@ mod tests {
                 })
             })
             .collect();
-        let gw = Gateway::new(
+        let gw = Arc::new(Gateway::new(
             contexts,
             AccessList::new(&["@alice:x"]),
             AccessList::new(&["@alice:x", "@boss:x"]),
@@ -838,7 +844,7 @@ mod tests {
             "!".into(),
             pool,
             rules,
-        );
+        ));
         (gw, fakes, store, handed)
     }
 
@@ -987,7 +993,12 @@ mod tests {
     }
 
     /// Hands every agent of `agents` its copy of the message `edit` makes of a plain one.
-    async fn to_all(gw: &Gateway, agents: &[&str], id: &str, edit: impl Fn(&mut IncomingMessage)) {
+    async fn to_all(
+        gw: &Arc<Gateway>,
+        agents: &[&str],
+        id: &str,
+        edit: impl Fn(&mut IncomingMessage),
+    ) {
         for agent in agents {
             let mut m = copy_for(agent, id, "");
             edit(&mut m);
@@ -1154,7 +1165,6 @@ mod tests {
             rules,
         )
         .await;
-        let gw = Arc::new(gw);
         tokio::spawn(gw.clone().run_handoffs(handed));
         let agents = ["claude", "codex"];
         for a in agents {
@@ -1195,7 +1205,6 @@ mod tests {
             RoomRules::default(),
         )
         .await;
-        let gw = Arc::new(gw);
         tokio::spawn(gw.clone().run_handoffs(handed));
         for a in ["claude", "codex"] {
             assert!(gw.accept_invite(a, "!r", "@alice:x").await);

@@ -2,6 +2,7 @@
 //! the room shows, its default agent and hand-offs. One agent of the room answers them.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::Gateway;
 use crate::core::activity::Verbosity;
@@ -13,48 +14,30 @@ use crate::render::strings::{self, ProcessLine, StatusLine};
 use crate::store::RoomRouting;
 
 impl Gateway {
-    /// Answers a room command carried by `message` (already admitted).
+    /// Answers a room command carried by `message` (already admitted). Settings are
+    /// changed before this returns, so the next message is routed by them; `!help` and
+    /// `!status`, which wait for the channels' reports, are answered from their own task.
     pub(super) async fn room_command(
-        &self,
+        self: &Arc<Self>,
         command: Command,
         message: &IncomingMessage,
         members: &[Member],
         routing: &RoomRouting,
     ) {
+        if matches!(command, Command::Help | Command::Status) {
+            let this = self.clone();
+            let (message, members, routing) = (message.clone(), members.to_vec(), routing.clone());
+            self.tasks.spawn(async move {
+                let text = this
+                    .room_report(&command, &message.room_id, &members, &routing)
+                    .await;
+                this.notice(&message, text).await;
+            });
+            return;
+        }
         let room = &message.room_id;
         let prefix = &self.prefix;
         let text = match command {
-            Command::Help => {
-                let reports = self.reports(room, members).await;
-                let lines = self.agent_lines(members, &reports);
-                let default = default_name(members, routing);
-                strings::help(prefix, &lines, default)
-            }
-            Command::Status => {
-                let reports = self.reports(room, members).await;
-                let mut parts: Vec<String> = members
-                    .iter()
-                    .map(|m| {
-                        let report = reports.get(&m.agent_id).cloned().unwrap_or_default();
-                        strings::status(&StatusLine {
-                            agent: &m.display_name,
-                            running: report.running,
-                            queued: report.queued,
-                            polls: report.polls,
-                            has_session: report.has_session,
-                            mode: report.mode.as_deref(),
-                            usage: report.usage.as_deref(),
-                        })
-                    })
-                    .collect();
-                if members.len() > 1 {
-                    parts.push(strings::routing_status(
-                        default_name(members, routing),
-                        self.handoff_on(routing),
-                    ));
-                }
-                parts.join("\n\n")
-            }
             Command::Agents => self.agent_list(members),
             Command::Show(None) => {
                 let current = self.room_verbosity(room).await;
@@ -112,11 +95,48 @@ impl Gateway {
             },
             Command::Unknown(word) => strings::unknown_command(prefix, &word),
             other => {
-                tracing::warn!(command = ?other, "an agent command reached the room commands");
+                tracing::warn!(command = ?other, "not a room command");
                 return;
             }
         };
         self.notice(message, text).await;
+    }
+
+    /// The answer to `!help` or `!status`, from what the room's channels report.
+    async fn room_report(
+        &self,
+        command: &Command,
+        room: &str,
+        members: &[Member],
+        routing: &RoomRouting,
+    ) -> String {
+        let reports = self.reports(room, members).await;
+        if let Command::Help = command {
+            let lines = self.agent_lines(members, &reports);
+            return strings::help(&self.prefix, &lines, default_name(members, routing));
+        }
+        let mut parts: Vec<String> = members
+            .iter()
+            .map(|m| {
+                let report = reports.get(&m.agent_id).cloned().unwrap_or_default();
+                strings::status(&StatusLine {
+                    agent: &m.display_name,
+                    running: report.running,
+                    queued: report.queued,
+                    polls: report.polls,
+                    has_session: report.has_session,
+                    mode: report.mode.as_deref(),
+                    usage: report.usage.as_deref(),
+                })
+            })
+            .collect();
+        if members.len() > 1 {
+            parts.push(strings::routing_status(
+                default_name(members, routing),
+                self.handoff_on(routing),
+            ));
+        }
+        parts.join("\n\n")
     }
 
     /// What the room shows, as chosen with `!show` or configured.
