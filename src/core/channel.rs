@@ -106,6 +106,8 @@ pub struct Handoff {
 pub struct ChannelReport {
     /// Whether a turn runs.
     pub running: bool,
+    /// Whether a turn waits for a slot of the process pool.
+    pub waiting: bool,
     /// Messages waiting behind it.
     pub queued: usize,
     /// Permission polls waiting for an answer.
@@ -304,7 +306,11 @@ impl Channel {
                 self.abandon_queue().await;
                 return;
             }
-            if let Some(next) = self.queue.pop_front() {
+            // What came while the last turn waited for a slot goes before the next turn.
+            let deferred = self.deferred.pop_front();
+            if deferred.is_none()
+                && let Some(next) = self.queue.pop_front()
+            {
                 if let Some(reaction) = &next.reaction {
                     let _ = self.ctx.chat.redact(&self.room, reaction).await;
                 }
@@ -316,7 +322,7 @@ impl Channel {
                 }
                 continue;
             }
-            let input = match self.deferred.pop_front() {
+            let input = match deferred {
                 Some(input) => input,
                 None => tokio::select! {
                     _ = self.shutdown.cancelled() => continue,
@@ -336,7 +342,7 @@ impl Channel {
                 }
                 ChannelInput::Report(reply) => {
                     self.drain_events(None).await;
-                    let _ = reply.send(self.report(false));
+                    let _ = reply.send(self.report(false, false));
                 }
                 // Polls exist only during a turn.
                 ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}
@@ -372,11 +378,13 @@ impl Channel {
         }
     }
 
-    /// How the channel stands, for `!status` and `!help`.
-    fn report(&self, running: bool) -> ChannelReport {
+    /// How the channel stands, for `!status` and `!help`; `waiting`: a turn waits for a
+    /// slot of the process pool.
+    fn report(&self, running: bool, waiting: bool) -> ChannelReport {
         let settings = self.session.as_ref().map(|s| &s.settings);
         ChannelReport {
             running,
+            waiting,
             queued: self.queue.len(),
             polls: self.approvals.open_count(),
             has_session: self.session.is_some(),
@@ -417,7 +425,6 @@ impl Channel {
     /// Answers a command for this agent that does not act on the running turn (those are
     /// handled in [`Channel::handle_input_during_turn`]); room commands are the gateway's.
     async fn answer_command(&mut self, command: &Command, running: bool) {
-        let prefix = self.ctx.command_prefix.clone();
         let text = match command {
             Command::Stop(_) => strings::NOTHING_TO_STOP.to_owned(),
             Command::Answer(_) => strings::NO_OPEN_POLL.to_owned(),
@@ -428,20 +435,23 @@ impl Channel {
                 if !self.open_session_for_command().await {
                     return;
                 }
-                self.await_commands().await;
+                // During a turn the session's updates are the turn's: never drained here.
+                if !running {
+                    self.await_commands().await;
+                }
                 strings::agent_commands(&self.agent_line(), self.several_agents_here().await)
             }
             Command::Mode(words) => {
                 let request = SettingRequest::Mode(words.first().cloned());
-                return self.change_setting(request).await;
+                return self.change_setting(request, running).await;
             }
             Command::Model(words) => {
                 let request = SettingRequest::Model(words.first().cloned());
-                return self.change_setting(request).await;
+                return self.change_setting(request, running).await;
             }
             Command::Set(words) => {
                 let request = SettingRequest::Option(words.first().cloned(), words.get(1).cloned());
-                return self.change_setting(request).await;
+                return self.change_setting(request, running).await;
             }
             Command::Help
             | Command::Agents
@@ -450,8 +460,8 @@ impl Channel {
             | Command::Default(_)
             | Command::Handoff(_)
             | Command::Unknown(_) => {
-                tracing::warn!(agent = %self.ctx.agent_id, ?command, running, "a room command reached a channel");
-                strings::unknown_command(&prefix, "")
+                tracing::warn!(agent = %self.ctx.agent_id, ?command, "a room command reached a channel; the gateway answers those");
+                return;
             }
         };
         self.notice(text).await;
@@ -493,12 +503,16 @@ impl Channel {
 
     /// `!mode`, `!model`, `!set`: shows or changes the session's settings, in place only.
     /// Requests are handled one at a time in the order they came, so the last one asked
-    /// for is what the session ends up with.
-    async fn change_setting(&mut self, request: SettingRequest) {
+    /// for is what the session ends up with. During a turn (`running`) the change is made
+    /// all the same (ACP allows it), and the turn's updates are left to the turn.
+    async fn change_setting(&mut self, request: SettingRequest, running: bool) {
         if !self.open_session_for_command().await {
             return;
         }
-        self.drain_events(None).await;
+        if !running {
+            // Updates since the last turn may have changed the settings.
+            self.drain_events(None).await;
+        }
         let ctx = self.ctx.clone();
         let prefix = &ctx.command_prefix;
         let name = &ctx.display_name;
@@ -616,7 +630,7 @@ impl Channel {
                     ChannelInput::Prompt(message) => self.queue_behind(message).await,
                     ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
                     ChannelInput::Report(reply) => {
-                        let _ = reply.send(self.report(false));
+                        let _ = reply.send(self.report(false, true));
                     }
                     ChannelInput::Command(Command::Stop(_), message) => {
                         tracing::info!(agent = %ctx.agent_id, room = %self.room, by = %message.sender, "a prompt waiting for a slot was given up");
@@ -1361,7 +1375,7 @@ impl Channel {
                 }
             }
             ChannelInput::Report(reply) => {
-                let _ = reply.send(self.report(true));
+                let _ = reply.send(self.report(true, false));
             }
             ChannelInput::Command(Command::Stop(_), message) => {
                 self.stop_turn(message.sender, None, session_id, control)
@@ -2187,6 +2201,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_mode_change_during_a_turn_is_made_and_the_answer_stays_whole() {
+        let chunks = ["one ", "two ", "three"].map(String::from).to_vec();
+        let agent = FakeAgent::new(Script::Chunks(chunks, Duration::from_millis(150)))
+            .with_settings(ask_code_and_model());
+        let chat = FakeChat::new();
+        let (tx, _) = channel(agent.clone(), chat.clone()).await;
+        tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+        settle_until(|| !agent.prompts().is_empty()).await;
+        tx.send(ChannelInput::Command(
+            Command::Mode(vec!["code".into()]),
+            message("$2", "!mode code"),
+        ))
+        .unwrap();
+        settle_until(|| chat.shown("!room").iter().any(|t| t == "one two three")).await;
+        assert_eq!(agent.changes().len(), 1);
+        let shown = chat.shown("!room");
+        assert!(
+            shown.iter().any(|t| t.contains("mode is now Code")),
+            "{shown:?}"
+        );
+    }
+
+    #[tokio::test]
     async fn a_change_the_agent_cannot_make_in_place_leaves_the_session_alone() {
         let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO));
         let chat = FakeChat::new();
@@ -2308,6 +2345,7 @@ mod tests {
             .expect("answered while waiting")
             .unwrap();
         assert_eq!(report.queued, 1);
+        assert!(report.waiting && !report.running, "{report:?}");
         // `!stop` gives the waiting prompt up; the queued one waits on.
         tx.send(ChannelInput::Command(
             Command::Stop(vec![]),

@@ -278,6 +278,8 @@ pub struct StatusLine<'a> {
     pub agent: &'a str,
     /// Whether a turn runs.
     pub running: bool,
+    /// Whether a turn waits for a slot of the process pool.
+    pub waiting: bool,
     /// Messages waiting behind it.
     pub queued: usize,
     /// Permission polls waiting for an answer.
@@ -292,10 +294,10 @@ pub struct StatusLine<'a> {
 
 /// One agent's part of the answer to `!status`.
 pub fn status(line: &StatusLine<'_>) -> String {
-    let state = if line.running {
-        "working on a turn"
-    } else {
-        "idle"
+    let state = match (line.running, line.waiting) {
+        (true, _) => "working on a turn",
+        (false, true) => "waiting for a free slot to start a turn",
+        (false, false) => "idle",
     };
     let session = if line.has_session {
         "a session is open"

@@ -122,6 +122,7 @@ impl Gateway {
                 strings::status(&StatusLine {
                     agent: &m.display_name,
                     running: report.running,
+                    waiting: report.waiting,
                     queued: report.queued,
                     polls: report.polls,
                     has_session: report.has_session,
