@@ -157,9 +157,12 @@ struct Session {
     events: mpsc::UnboundedReceiver<AgentEvent>,
     /// Its modes and config options, kept up to date with the agent's updates.
     settings: SessionSettings,
-    /// Whether it is new and has had no prompt yet: its first prompt carries the earlier
-    /// conversation (a command may open the session before any prompt).
+    /// Whether it is new and the earlier conversation has not been given to it yet: its
+    /// first ordinary prompt carries it (a command may open the session before any
+    /// prompt, and a slash command must start its prompt).
     fresh: bool,
+    /// The first prompt it was sent: what came before it is the earlier conversation.
+    first_prompt: Option<String>,
 }
 
 /// One (room, agent) pair.
@@ -242,17 +245,6 @@ struct TurnView {
     saved_cards: HashMap<String, OutMessage>,
     /// What the reply says if a crash cuts it: whether the prompt will run again.
     cut_footer: &'static str,
-}
-
-/// How [`Channel::ensure_session`] found the session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Opened {
-    /// It was open already.
-    Already,
-    /// The agent got its earlier session back: it remembers the conversation.
-    Reopened,
-    /// A new session: the conversation is re-injected.
-    New,
 }
 
 /// State of the running turn that inputs may change.
@@ -665,10 +657,11 @@ impl Channel {
     }
 
     /// Opens the channel's ACP session if none is open: gets the last one back when the
-    /// agent can (`session/load` or `session/resume`), else opens a new one.
-    async fn ensure_session(&mut self) -> Result<Opened, AgentError> {
+    /// agent can (`session/load` or `session/resume`: it remembers the conversation), else
+    /// opens a new one (marked `fresh`: its first prompt carries the conversation).
+    async fn ensure_session(&mut self) -> Result<(), AgentError> {
         if self.session.is_some() {
-            return Ok(Opened::Already);
+            return Ok(());
         }
         let ctx = self.ctx.clone();
         // Started first if it is not running: whether it can reopen sessions is known then.
@@ -691,8 +684,9 @@ impl Channel {
                         events: session.events,
                         settings: session.settings,
                         fresh: false,
+                        first_prompt: None,
                     });
-                    return Ok(Opened::Reopened);
+                    return Ok(());
                 }
                 Err(e) => {
                     tracing::warn!(agent = %ctx.agent_id, room = %self.room, session = %earlier, error = %e, "could not get the session back; opening a new one with the conversation re-injected");
@@ -713,8 +707,9 @@ impl Channel {
             events: new.events,
             settings: new.settings,
             fresh: true,
+            first_prompt: None,
         });
-        Ok(Opened::New)
+        Ok(())
     }
 
     /// Makes sure a live session is open; says why in the room when none can be.
@@ -784,9 +779,10 @@ impl Channel {
         }
     }
 
-    /// The first prompt of a session just opened: `message` after the earlier conversation
-    /// (since the last fresh start, before `message`), as much as the budget allows.
-    async fn restore_conversation(&self, message: &IncomingMessage) -> String {
+    /// The first ordinary prompt of a session just opened: `message` after the earlier
+    /// conversation (since the last fresh start, before the session's first prompt
+    /// `opened_at`), as much as the budget allows.
+    async fn restore_conversation(&self, message: &IncomingMessage, opened_at: &str) -> String {
         let ctx = &self.ctx;
         let entries = match ctx.store.conversation(&self.room, &ctx.agent_id).await {
             Ok(entries) => entries,
@@ -795,10 +791,11 @@ impl Channel {
                 return message.body.clone();
             }
         };
-        // The message being answered was recorded just before; it goes last, as written.
+        // The session already has what came since its first prompt (`opened_at`: usually
+        // the message being answered, recorded just before; it goes last, as written).
         let before = entries
             .iter()
-            .position(|e| e.event_id.as_deref() == Some(message.event_id.as_str()))
+            .position(|e| e.event_id.as_deref() == Some(opened_at))
             .unwrap_or(entries.len());
         let Some(preamble) = continuity::preamble(
             &entries[..before],
@@ -896,14 +893,20 @@ impl Channel {
         if !self.open_session().await {
             return;
         }
-        let fresh = self
-            .session
-            .as_mut()
-            .map(|s| std::mem::replace(&mut s.fresh, false))
-            .unwrap_or(false);
-        let text = match fresh {
-            true => self.restore_conversation(&message).await,
-            false => message.body.clone(),
+        // A slash command must start the prompt for the agent to run it: the earlier
+        // conversation goes with the next ordinary prompt instead.
+        let mut opened_at = None;
+        if let Some(session) = self.session.as_mut() {
+            let first = session
+                .first_prompt
+                .get_or_insert_with(|| message.event_id.clone());
+            if slash.is_none() && std::mem::replace(&mut session.fresh, false) {
+                opened_at = Some(first.clone());
+            }
+        }
+        let text = match opened_at {
+            Some(opened_at) => self.restore_conversation(&message, &opened_at).await,
+            None => message.body.clone(),
         };
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events(None).await;
@@ -1945,6 +1948,38 @@ mod tests {
                 .contains(&strings::POLL_NOT_OPEN.to_string())
         );
         assert!(reply_said(&chat).is_empty(), "the open poll is still open");
+    }
+
+    #[tokio::test]
+    async fn a_slash_command_starts_its_prompt_and_the_conversation_waits_for_the_next() {
+        let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO))
+            .with_commands(&[("compact", "Compact the context")]);
+        let chat = FakeChat::new();
+        let (tx, store) = channel(agent.clone(), chat.clone()).await;
+        store
+            .append_transcript(
+                "!room",
+                "demo",
+                Role::User,
+                "@alice:x",
+                Some("$0"),
+                "earlier",
+                None,
+            )
+            .await
+            .unwrap();
+        tx.send(ChannelInput::Prompt(message("$1", "/compact now")))
+            .unwrap();
+        tx.send(ChannelInput::Prompt(message("$2", "next")))
+            .unwrap();
+        settle_until(|| agent.prompts().len() == 2).await;
+        let prompts: Vec<String> = agent.prompts().into_iter().map(|(_, t)| t).collect();
+        assert_eq!(prompts[0], "/compact now");
+        assert!(
+            prompts[1].starts_with(continuity::PREAMBLE_HEADER) && prompts[1].contains("> earlier"),
+            "{}",
+            prompts[1]
+        );
     }
 
     #[tokio::test]
