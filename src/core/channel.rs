@@ -424,9 +424,9 @@ impl Channel {
             Command::NewConversation(_) => strings::FRESH_START_WHILE_RUNNING.to_owned(),
             Command::Logs(_) => return self.show_stderr(true).await,
             Command::Commands(_) => {
-                if !self.open_session_for_command().await {
+                let Some(_lease) = self.session_for_command().await else {
                     return;
-                }
+                };
                 // During a turn the session's updates are the turn's: never drained here.
                 if !running {
                     self.await_commands().await;
@@ -459,18 +459,13 @@ impl Channel {
         self.notice(text).await;
     }
 
-    /// Opens the session a command needs (it holds a pool lease meanwhile); says why in
-    /// the room when it cannot.
-    async fn open_session_for_command(&mut self) -> bool {
-        if self
-            .session
-            .as_ref()
-            .is_some_and(|s| self.ctx.agent.session_alive(&s.id))
-        {
-            return true;
-        }
-        let _lease = self.lease().await;
-        self.open_session().await
+    /// Opens the session a command needs, with a pool lease to hold while the command
+    /// works on it (so the pool does not stop the agent meanwhile); says why in the room
+    /// when it cannot. During a turn the agent already has a lease, so this one comes at
+    /// once.
+    async fn session_for_command(&mut self) -> Option<Lease> {
+        let lease = self.lease().await;
+        self.open_session().await.then_some(lease)
     }
 
     /// The agent's command list arrives just after `session/new`: waits a moment for it
@@ -498,9 +493,9 @@ impl Channel {
     /// for is what the session ends up with. During a turn (`running`) the change is made
     /// all the same (ACP allows it), and the turn's updates are left to the turn.
     async fn change_setting(&mut self, request: SettingRequest, running: bool) {
-        if !self.open_session_for_command().await {
+        let Some(_lease) = self.session_for_command().await else {
             return;
-        }
+        };
         if !running {
             // Updates since the last turn may have changed the settings.
             self.drain_events(None).await;
