@@ -5,8 +5,8 @@
 //! wait there: notifications are translated and pushed onto the session's queue, and a
 //! permission request is handed to the core with a oneshot channel while a spawned task waits
 //! for the answer. Requests we send (`session/new`, `session/load`, `session/resume`,
-//! `session/prompt`) run in their own tasks, so a long prompt never holds up a
-//! `session/cancel`. The agent's dialect is applied on the way (`sessions.rs`), and what it
+//! `session/prompt`, `session/set_mode`, `session/set_config_option`) run in their own
+//! tasks, so a long prompt never holds up a `session/cancel`. The agent's dialect is applied on the way (`sessions.rs`), and what it
 //! writes to stdout is guarded (`transport.rs`).
 
 use std::path::{Path, PathBuf};

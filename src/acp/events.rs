@@ -349,6 +349,47 @@ mod tests {
     }
 
     #[test]
+    fn modes_and_config_options_translate_as_agents_send_them() {
+        let mode = update(
+            serde_json::json!({"sessionUpdate": "current_mode_update", "currentModeId": "code"}),
+        );
+        assert!(matches!(mode, AgentEvent::ModeChanged(m) if m == "code"));
+        let options = update(serde_json::json!({"sessionUpdate": "config_option_update",
+        "configOptions": [
+            {"id": "model", "name": "Model", "category": "model", "type": "select",
+             "currentValue": "s", "options": [
+                {"group": "fast", "name": "Fast", "options": [{"value": "s", "name": "Small"}]},
+                {"group": "big", "name": "Big", "options": [{"value": "l", "name": "Large"}]}]},
+            {"id": "verbose", "name": "Verbose", "type": "boolean", "currentValue": true},
+            {"id": "mystery", "name": "Mystery", "type": "slider", "currentValue": 3}
+        ]}));
+        let AgentEvent::Options(options) = options else {
+            panic!("not options: {options:?}");
+        };
+        assert_eq!(
+            options,
+            vec![
+                ConfigOption {
+                    id: "model".into(),
+                    name: "Model".into(),
+                    category: Some("model".into()),
+                    value: ConfigValue::Choice {
+                        current: "s".into(),
+                        choices: vec![("s".into(), "Small".into()), ("l".into(), "Large".into())],
+                    },
+                },
+                ConfigOption {
+                    id: "verbose".into(),
+                    name: "Verbose".into(),
+                    category: None,
+                    value: ConfigValue::Toggle(true),
+                },
+            ],
+            "grouped choices are flattened; an unknown kind is left out"
+        );
+    }
+
+    #[test]
     fn a_tool_call_keeps_its_kind_locations_diff_and_input() {
         let t = update(
             serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": "t1",

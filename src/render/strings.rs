@@ -210,16 +210,8 @@ pub fn help(prefix: &str, agents: &[AgentLine], default: Option<&str>) -> String
         }
     ));
     for agent in agents.iter().filter(|a| !a.commands.is_empty()) {
-        text.push_str(&format!(
-            "\n\n{}'s own commands (write them as a message):",
-            agent.name
-        ));
-        for (name, description) in &agent.commands {
-            text.push_str(&format!(
-                "\n• {}: {description}",
-                slash(&agent.id, name, several)
-            ));
-        }
+        text.push_str("\n\n");
+        text.push_str(&agent_commands(agent, several));
     }
     text
 }
