@@ -64,6 +64,18 @@ impl Command {
         matches!(self, Command::Answer(_)) || self.clone().words_mut().is_some()
     }
 
+    /// The word left after a command that takes none but an agent's name (`!new ghost`
+    /// where no agent is called `ghost`), once [`Command::take_agent`] has run.
+    pub fn stray_word(&self) -> Option<&str> {
+        match self {
+            Command::Stop(w)
+            | Command::NewConversation(w)
+            | Command::Logs(w)
+            | Command::Commands(w) => w.first().map(String::as_str),
+            _ => None,
+        }
+    }
+
     /// Takes the first word off when `is_agent` says it names an agent; returns it.
     pub fn take_agent(&mut self, is_agent: impl Fn(&str) -> Option<String>) -> Option<String> {
         let words = self.words_mut()?;
@@ -221,6 +233,9 @@ mod tests {
             assert_eq!(c.take_agent(is_agent).as_deref(), *agent, "{command:?}");
             assert_eq!(&c, rest, "{command:?}");
         }
+        assert_eq!(Command::Stop(w(&["ghost"])).stray_word(), Some("ghost"));
+        assert_eq!(Command::Mode(w(&["plan"])).stray_word(), None, "a mode, not a name");
+        assert_eq!(Command::NewConversation(vec![]).stray_word(), None);
         assert!(Command::Stop(vec![]).is_for_agents());
         assert!(Command::Answer(Reply::Allow).is_for_agents());
         assert!(!Command::Status.is_for_agents());

@@ -494,6 +494,17 @@ impl Gateway {
         {
             named.push(agent);
         }
+        // `!new ghost`: a name, but of no agent here. Said once, by the first agent.
+        if let Some(word) = command.stray_word() {
+            if members.first().map(|m| &m.agent_id) == Some(&message.agent_id)
+                && self.admit(&message, |s| self.access.allows(s)).await
+            {
+                let lines = self.agent_lines(members, &HashMap::new());
+                self.notice(&message, strings::no_such_agent(word, &lines))
+                    .await;
+            }
+            return;
+        }
         let targets = match named.is_empty() {
             false => named,
             true => routing::targets(
@@ -1248,5 +1259,19 @@ mod tests {
             codex[0].contains("image messages are not supported"),
             "{codex:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_command_naming_no_agent_here_changes_nothing_and_says_so() {
+        let script = Script::Chunks(vec!["ok".into()], Duration::ZERO);
+        let (gw, fakes, _, _) =
+            gateway_of(&[("demo", script)], false, RoomRules::default()).await;
+        assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+        to_all(&gw, &["demo"], "$1", |m| m.body = "!new ghost".into()).await;
+        settle().await;
+        let shown = fakes[0].1.shown("!r");
+        assert_eq!(shown.len(), 1, "{shown:?}");
+        assert!(shown[0].contains("No agent here is called “ghost”"), "{shown:?}");
+        assert!(!shown[0].contains("Fresh start"));
     }
 }
