@@ -234,7 +234,11 @@ mod tests {
             assert_eq!(&c, rest, "{command:?}");
         }
         assert_eq!(Command::Stop(w(&["ghost"])).stray_word(), Some("ghost"));
-        assert_eq!(Command::Mode(w(&["plan"])).stray_word(), None, "a mode, not a name");
+        assert_eq!(
+            Command::Mode(w(&["plan"])).stray_word(),
+            None,
+            "a mode, not a name"
+        );
         assert_eq!(Command::NewConversation(vec![]).stray_word(), None);
         assert!(Command::Stop(vec![]).is_for_agents());
         assert!(Command::Answer(Reply::Allow).is_for_agents());

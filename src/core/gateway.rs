@@ -1264,14 +1264,16 @@ mod tests {
     #[tokio::test]
     async fn a_command_naming_no_agent_here_changes_nothing_and_says_so() {
         let script = Script::Chunks(vec!["ok".into()], Duration::ZERO);
-        let (gw, fakes, _, _) =
-            gateway_of(&[("demo", script)], false, RoomRules::default()).await;
+        let (gw, fakes, _, _) = gateway_of(&[("demo", script)], false, RoomRules::default()).await;
         assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
         to_all(&gw, &["demo"], "$1", |m| m.body = "!new ghost".into()).await;
         settle().await;
         let shown = fakes[0].1.shown("!r");
         assert_eq!(shown.len(), 1, "{shown:?}");
-        assert!(shown[0].contains("No agent here is called “ghost”"), "{shown:?}");
+        assert!(
+            shown[0].contains("No agent here is called “ghost”"),
+            "{shown:?}"
+        );
         assert!(!shown[0].contains("Fresh start"));
     }
 }
