@@ -221,3 +221,45 @@ async fn with_one_slot_the_second_agent_waits_then_runs_and_idle_agents_stop() {
     env.message_from(&room, &other, "1 earlier prompts\n- %say quick")
         .await;
 }
+
+/// Waits for the first permission poll `agent` posts in `room`; returns its event ID.
+async fn poll_of(env: &Env, room: &matrix_sdk::room::Room, agent: &str) -> String {
+    support::wait_until(support::PATIENCE, "a permission poll", || {
+        env.alice
+            .messages_from(room, agent)
+            .into_iter()
+            .find(|m| m.body.starts_with("🔐"))
+            .map(|m| m.event_id)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_is_answered_for_the_agent_that_asked_only() {
+    let env = two_agents("", &[], &[]).await;
+    let (demo, other) = (env.agents[0].clone(), env.agents[1].clone());
+    let room = env.room_with_agents().await;
+
+    // A typed answer replying to the other agent's poll reaches that agent only.
+    env.alice.send(&room, "other: %permission bash: ls").await;
+    let poll = poll_of(&env, &room, &other).await;
+    env.alice.send_reply(&room, "!deny", &poll).await;
+    env.message_from(&room, &other, "permission: never").await;
+
+    // Without a reply, in a room with two agents, `!allow` goes to the one whose poll is open.
+    env.alice.send(&room, "demo: %permission bash: pwd").await;
+    poll_of(&env, &room, &demo).await;
+    env.alice.send(&room, "!allow").await;
+    env.message_from(&room, &demo, "permission: allow").await;
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let answers = |agent: &str| -> Vec<String> {
+        env.texts_from(&room, agent)
+            .into_iter()
+            .filter(|t| t.starts_with("permission:"))
+            .map(|t| t.trim().to_owned())
+            .collect()
+    };
+    assert_eq!(answers(&other), vec!["permission: never"]);
+    assert_eq!(answers(&demo), vec!["permission: allow"]);
+}

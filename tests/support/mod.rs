@@ -152,8 +152,8 @@ impl Env {
         room
     }
 
-    /// Waits until a message of `agent` in `room` currently shows `expected`; returns its
-    /// event ID.
+    /// Waits until a message of `agent` in `room` currently shows `expected` (around
+    /// blanks); returns its event ID.
     pub async fn message_from(
         &self,
         room: &matrix_sdk::room::Room,
@@ -164,7 +164,11 @@ impl Env {
             self.alice
                 .messages_from(room, agent)
                 .into_iter()
-                .find(|m| self.alice.current_text(&m.event_id).as_deref() == Some(expected))
+                .find(|m| {
+                    self.alice
+                        .current_text(&m.event_id)
+                        .is_some_and(|t| t.trim() == expected)
+                })
                 .map(|m| m.event_id)
         })
         .await
