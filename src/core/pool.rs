@@ -168,6 +168,7 @@ impl Pool {
                     }
                     freed.await;
                 }
+                Decision::Hold => freed.await,
             }
         }
     }
@@ -193,10 +194,7 @@ impl Pool {
             return Decision::Granted;
         }
         if stopping {
-            return Decision::Wait(Waiting {
-                max_running: self.settings.max_running.unwrap_or(0),
-                busy: Vec::new(),
-            });
+            return Decision::Hold;
         }
         let victim = occupied
             .iter()
@@ -307,6 +305,9 @@ enum Decision {
     Evict(String),
     /// Wait for a slot to free.
     Wait(Waiting),
+    /// Wait, without a word, for the agent itself to finish stopping (a matter of
+    /// seconds); then it starts again.
+    Hold,
 }
 
 #[cfg(test)]
@@ -394,6 +395,26 @@ mod tests {
             .unwrap();
         assert_eq!(agents[0].stops(), 1, "a0, now idle, made room");
         assert_eq!(told.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_turn_for_an_agent_being_stopped_waits_silently_for_it_to_stop() {
+        let (pool, agents) = pool(Some(1), None);
+        agents[0].set_running(true);
+        // a0 is picked as idle and is being stopped (not done yet).
+        assert_eq!(pool.idle_for(Duration::ZERO), vec!["a0".to_owned()]);
+        let waiter = {
+            let pool = pool.clone();
+            tokio::spawn(async move { drop(pool.acquire("a0", no_wait).await) })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiter.is_finished(), "it waits for the stop to finish");
+        pool.stop("a0").await;
+        tokio::time::timeout(Duration::from_secs(2), waiter)
+            .await
+            .expect("the lease comes once the agent has stopped")
+            .unwrap();
+        assert_eq!(agents[0].stops(), 1);
     }
 
     #[tokio::test]
