@@ -1583,6 +1583,22 @@ mod tests {
         }
     }
 
+    /// Puts Alice's prompt `id` in the room's transcript, as an earlier run recorded it.
+    async fn earlier_prompt(store: &Store, id: &str, body: &str) {
+        store
+            .append_transcript(
+                "!room",
+                "demo",
+                Role::User,
+                "@alice:x",
+                Some(id),
+                body,
+                None,
+            )
+            .await
+            .unwrap();
+    }
+
     fn message(id: &str, body: &str) -> IncomingMessage {
         IncomingMessage {
             agent_id: "demo".into(),
@@ -1619,7 +1635,7 @@ mod tests {
         tx.send(ChannelInput::Prompt(message("$2", "second")))
             .unwrap();
         settle_until(|| chat.shown("!room") == vec!["ab", "ab"]).await;
-        let prompts: Vec<String> = agent.prompts().into_iter().map(|p| p.1).collect();
+        let prompts = agent.prompt_texts();
         assert_eq!(prompts, vec!["first", "second"]);
         assert_eq!(chat.shown("!room"), vec!["ab", "ab"]);
         // The second prompt was visibly queued, then the mark was removed.
@@ -1951,24 +1967,13 @@ mod tests {
             .with_commands(&[("compact", "Compact the context")]);
         let chat = FakeChat::new();
         let (tx, store) = channel(agent.clone(), chat.clone()).await;
-        store
-            .append_transcript(
-                "!room",
-                "demo",
-                Role::User,
-                "@alice:x",
-                Some("$0"),
-                "earlier",
-                None,
-            )
-            .await
-            .unwrap();
+        earlier_prompt(&store, "$0", "earlier").await;
         tx.send(ChannelInput::Prompt(message("$1", "/compact now")))
             .unwrap();
         tx.send(ChannelInput::Prompt(message("$2", "next")))
             .unwrap();
         settle_until(|| agent.prompts().len() == 2).await;
-        let prompts: Vec<String> = agent.prompts().into_iter().map(|(_, t)| t).collect();
+        let prompts = agent.prompt_texts();
         assert_eq!(prompts[0], "/compact now");
         assert!(
             prompts[1].starts_with(continuity::PREAMBLE_HEADER) && prompts[1].contains("> earlier"),
@@ -1983,18 +1988,7 @@ mod tests {
         let chat = FakeChat::new();
         let (tx, store) = channel(agent.clone(), chat.clone()).await;
         // A transcript from before a restart: the new channel has no session yet.
-        store
-            .append_transcript(
-                "!room",
-                "demo",
-                Role::User,
-                "@alice:x",
-                Some("$0"),
-                "earlier question",
-                None,
-            )
-            .await
-            .unwrap();
+        earlier_prompt(&store, "$0", "earlier question").await;
         store
             .append_transcript(
                 "!room",
@@ -2292,7 +2286,7 @@ mod tests {
         tx.send(ChannelInput::Prompt(message("$3", "/usr/bin is odd")))
             .unwrap();
         settle_until(|| agent.prompts().len() == 2).await;
-        let prompts: Vec<String> = agent.prompts().into_iter().map(|(_, t)| t).collect();
+        let prompts = agent.prompt_texts();
         assert_eq!(prompts, vec!["/review src", "/usr/bin is odd"]);
         let shown = chat.shown("!room");
         assert!(
@@ -2446,18 +2440,7 @@ mod tests {
         let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)));
         let chat = FakeChat::new();
         let (tx, store) = channel(agent.clone(), chat.clone()).await;
-        store
-            .append_transcript(
-                "!room",
-                "demo",
-                Role::User,
-                "@alice:x",
-                Some("$1"),
-                "again",
-                None,
-            )
-            .await
-            .unwrap();
+        earlier_prompt(&store, "$1", "again").await;
         tx.send(ChannelInput::Rerun(message("$1", "again")))
             .unwrap();
         settle_until(|| chat.shown("!room") == vec!["ok"]).await;

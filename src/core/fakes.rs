@@ -336,6 +336,11 @@ impl FakeAgent {
         self.state.lock().unwrap().prompts.clone()
     }
 
+    /// The text of every prompt received, in order.
+    pub fn prompt_texts(&self) -> Vec<String> {
+        self.prompts().into_iter().map(|(_, text)| text).collect()
+    }
+
     /// Says whether the "process" runs (a new session starts it).
     pub fn set_running(&self, running: bool) {
         self.state.lock().unwrap().not_running = !running;

@@ -776,18 +776,22 @@ mod tests {
         (gw, agent, chat, store)
     }
 
+    /// A test gateway, its fake agents with their chats, its store, and where its agents'
+    /// finished answers go for hand-off.
+    type TestGateway = (
+        Arc<Gateway>,
+        Vec<(Arc<FakeAgent>, Arc<FakeChat>)>,
+        Store,
+        mpsc::UnboundedReceiver<Handoff>,
+    );
+
     /// A gateway with one fake agent per (ID, script); agent `x` is `@x:x`, shown as `X…`.
     /// Hand-offs go to the returned receiver.
     async fn gateway_of(
         agents: &[(&str, Script)],
         rerun_interrupted: bool,
         rules: RoomRules,
-    ) -> (
-        Arc<Gateway>,
-        Vec<(Arc<FakeAgent>, Arc<FakeChat>)>,
-        Store,
-        mpsc::UnboundedReceiver<Handoff>,
-    ) {
+    ) -> TestGateway {
         let store = Store::in_memory().await.unwrap();
         let fakes: Vec<(Arc<FakeAgent>, Arc<FakeChat>)> = agents
             .iter()
@@ -883,7 +887,7 @@ mod tests {
         gw.handle(msg("$ok", "@alice:x", now + 1)).await;
         gw.handle(msg("$ok", "@alice:x", now + 1)).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let prompts: Vec<String> = agent.prompts().into_iter().map(|p| p.1).collect();
+        let prompts = agent.prompt_texts();
         assert_eq!(prompts, vec!["hello $ok"]);
     }
 
@@ -958,7 +962,7 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-            let prompts: Vec<String> = agent.prompts().into_iter().map(|(_, t)| t).collect();
+            let prompts = agent.prompt_texts();
             let case = format!("setting {setting}, already re-run {already_rerun}");
             assert_eq!(prompts.len(), expected_prompts, "{case}: {prompts:?}");
             if expected_prompts == 1 {
@@ -986,8 +990,21 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let prompts: Vec<String> = agent.prompts().into_iter().map(|(_, t)| t).collect();
+        let prompts = agent.prompt_texts();
         assert_eq!(prompts, vec!["real"]);
+    }
+
+    /// [`gateway_of`], with every agent invited into room `!r` by Alice.
+    async fn gateway_in_room(
+        agents: &[(&str, Script)],
+        rerun_interrupted: bool,
+        rules: RoomRules,
+    ) -> TestGateway {
+        let built = gateway_of(agents, rerun_interrupted, rules).await;
+        for (id, _) in agents {
+            assert!(built.0.accept_invite(id, "!r", "@alice:x").await);
+        }
+        built
     }
 
     /// The copy of a message that agent `agent` sees (every agent of the room sees one).
@@ -1028,11 +1045,8 @@ mod tests {
 
     #[tokio::test]
     async fn messages_go_to_the_agents_they_address_and_nobody_else() {
-        let (gw, fakes, _, _) = gateway_of(&two_agents(), false, RoomRules::default()).await;
+        let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
         let agents = ["claude", "codex"];
-        for a in agents {
-            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
-        }
         let body = |text: &'static str| move |m: &mut IncomingMessage| m.body = text.into();
         to_all(&gw, &agents, "$1", body("nobody in particular")).await;
         to_all(&gw, &agents, "$2", body("codex: only you")).await;
@@ -1049,20 +1063,21 @@ mod tests {
         .await;
         to_all(&gw, &agents, "$5", body("@claude @codex both of you")).await;
         settle().await;
-        let prompts = |i: usize| -> Vec<String> {
-            fakes[i].0.prompts().into_iter().map(|(_, t)| t).collect()
-        };
-        assert_eq!(prompts(0), vec!["Claude look", "both of you"]);
-        assert_eq!(prompts(1), vec!["only you", "and then?", "both of you"]);
+        assert_eq!(
+            fakes[0].0.prompt_texts(),
+            vec!["Claude look", "both of you"]
+        );
+        assert_eq!(
+            fakes[1].0.prompt_texts(),
+            vec!["only you", "and then?", "both of you"]
+        );
     }
 
     #[tokio::test]
     async fn unaddressed_messages_go_to_the_default_agent_or_the_only_one() {
-        let (gw, fakes, store, _) = gateway_of(&two_agents(), false, RoomRules::default()).await;
+        let (gw, fakes, store, _) =
+            gateway_in_room(&two_agents(), false, RoomRules::default()).await;
         let agents = ["claude", "codex"];
-        for a in agents {
-            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
-        }
         to_all(&gw, &agents, "$1", |m| m.body = "!default codex".into()).await;
         settle().await;
         assert_eq!(
@@ -1082,11 +1097,8 @@ mod tests {
         })
         .await;
         settle().await;
-        let prompts = |i: usize| -> Vec<String> {
-            fakes[i].0.prompts().into_iter().map(|(_, t)| t).collect()
-        };
-        assert_eq!(prompts(1), vec!["to the default"]);
-        assert_eq!(prompts(0), vec!["to the only one"]);
+        assert_eq!(fakes[1].0.prompt_texts(), vec!["to the default"]);
+        assert_eq!(fakes[0].0.prompt_texts(), vec!["to the only one"]);
         let said: Vec<String> = fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect();
         assert_eq!(
             said.iter().filter(|t| t.contains("go to Codex")).count(),
@@ -1097,11 +1109,8 @@ mod tests {
 
     #[tokio::test]
     async fn commands_for_one_agent_reach_only_it_and_unnamed_ones_ask_which() {
-        let (gw, fakes, _, _) = gateway_of(&two_agents(), false, RoomRules::default()).await;
+        let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
         let agents = ["claude", "codex"];
-        for a in agents {
-            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
-        }
         to_all(&gw, &agents, "$1", |m| m.body = "!new codex".into()).await;
         to_all(&gw, &agents, "$2", |m| m.body = "!new".into()).await;
         to_all(&gw, &agents, "$3", |m| m.body = "!status".into()).await;
@@ -1132,7 +1141,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unnamed_stop_stops_every_turn_running_in_the_room() {
-        let (gw, fakes, _, _) = gateway_of(
+        let (gw, fakes, _, _) = gateway_in_room(
             &[
                 ("claude", Script::UntilCancelled),
                 ("codex", Script::UntilCancelled),
@@ -1142,9 +1151,6 @@ mod tests {
         )
         .await;
         let agents = ["claude", "codex"];
-        for a in agents {
-            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
-        }
         to_all(&gw, &agents, "$1", |m| m.body = "claude: work".into()).await;
         settle().await;
         to_all(&gw, &agents, "$2", |m| m.body = "!stop".into()).await;
@@ -1167,7 +1173,7 @@ mod tests {
             handoff: true,
             handoff_max_hops: 3,
         };
-        let (gw, fakes, _, handed) = gateway_of(
+        let (gw, fakes, _, handed) = gateway_in_room(
             &[
                 ("claude", say("codex: ping")),
                 ("codex", say("@claude pong")),
@@ -1178,19 +1184,23 @@ mod tests {
         .await;
         tokio::spawn(gw.clone().run_handoffs(handed));
         let agents = ["claude", "codex"];
-        for a in agents {
-            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
-        }
         to_all(&gw, &agents, "$1", |m| m.body = "claude: start".into()).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let prompts = |i: usize| -> Vec<String> {
-            fakes[i].0.prompts().into_iter().map(|(_, t)| t).collect()
-        };
         // start → claude; claude → codex (1); codex → claude (2); claude → codex (3); stop.
-        assert_eq!(prompts(0).len(), 2, "{:?}", prompts(0));
-        assert_eq!(prompts(1).len(), 2, "{:?}", prompts(1));
         assert_eq!(
-            prompts(1)[0],
+            fakes[0].0.prompt_texts().len(),
+            2,
+            "{:?}",
+            fakes[0].0.prompt_texts()
+        );
+        assert_eq!(
+            fakes[1].0.prompt_texts().len(),
+            2,
+            "{:?}",
+            fakes[1].0.prompt_texts()
+        );
+        assert_eq!(
+            fakes[1].0.prompt_texts()[0],
             "Claude (another agent in this room) hands this to you:\n\nping"
         );
         let said: Vec<String> = fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect();
@@ -1204,22 +1214,24 @@ mod tests {
         // A person's message starts the count over.
         to_all(&gw, &agents, "$2", |m| m.body = "codex: again".into()).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
-        assert_eq!(prompts(1).len(), 4, "{:?}", prompts(1));
+        assert_eq!(
+            fakes[1].0.prompt_texts().len(),
+            4,
+            "{:?}",
+            fakes[1].0.prompt_texts()
+        );
     }
 
     #[tokio::test]
     async fn without_hand_offs_an_agent_addressing_another_prompts_nothing() {
         let say = |text: &str| Script::Chunks(vec![text.into()], Duration::from_millis(5));
-        let (gw, fakes, _, handed) = gateway_of(
+        let (gw, fakes, _, handed) = gateway_in_room(
             &[("claude", say("codex: ping")), ("codex", say("pong"))],
             false,
             RoomRules::default(),
         )
         .await;
         tokio::spawn(gw.clone().run_handoffs(handed));
-        for a in ["claude", "codex"] {
-            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
-        }
         to_all(&gw, &["claude", "codex"], "$1", |m| {
             m.body = "claude: start".into()
         })
@@ -1231,10 +1243,7 @@ mod tests {
 
     #[tokio::test]
     async fn media_is_answered_by_the_agents_it_is_for_only() {
-        let (gw, fakes, _, _) = gateway_of(&two_agents(), false, RoomRules::default()).await;
-        for a in ["claude", "codex"] {
-            assert!(gw.accept_invite(a, "!r", "@alice:x").await);
-        }
+        let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
         let image = |agent: &str, id: &str, reply_to_codex: bool| {
             let mut m = copy_for(agent, id, "");
             if reply_to_codex {
@@ -1264,8 +1273,8 @@ mod tests {
     #[tokio::test]
     async fn a_command_naming_no_agent_here_changes_nothing_and_says_so() {
         let script = Script::Chunks(vec!["ok".into()], Duration::ZERO);
-        let (gw, fakes, _, _) = gateway_of(&[("demo", script)], false, RoomRules::default()).await;
-        assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+        let (gw, fakes, _, _) =
+            gateway_in_room(&[("demo", script)], false, RoomRules::default()).await;
         to_all(&gw, &["demo"], "$1", |m| m.body = "!new ghost".into()).await;
         settle().await;
         let shown = fakes[0].1.shown("!r");
