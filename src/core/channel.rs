@@ -358,16 +358,7 @@ impl Channel {
     }
 
     async fn notice(&self, text: impl Into<String>) {
-        let text = text.into();
-        let txn = format!("notice-{}", unique_suffix());
-        if let Err(e) = self
-            .ctx
-            .chat
-            .send(&self.room, &txn, &OutMessage::notice(text))
-            .await
-        {
-            tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, error = %e, "could not post a notice");
-        }
+        post_notice(&self.ctx, &self.room, text.into()).await;
     }
 
     /// How the channel stands, for `!status` and `!help`; `waiting`: a turn waits for a
@@ -1430,9 +1421,14 @@ fn refuse_permission(request: PermissionRequest) {
 /// Tells the room that a turn must wait for a slot of the process pool.
 async fn tell_waiting(ctx: &AgentContext, room: &str, waiting: Waiting) {
     let text = strings::waiting_for_slot(&ctx.display_name, waiting.max_running, &waiting.busy);
-    let txn = format!("waiting-{}", unique_suffix());
+    post_notice(ctx, room, text).await;
+}
+
+/// Posts a one-off notice in `room` as the agent; a failure is logged, never fatal.
+async fn post_notice(ctx: &AgentContext, room: &str, text: String) {
+    let txn = format!("notice-{}", unique_suffix());
     if let Err(e) = ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
-        tracing::warn!(agent = %ctx.agent_id, room = %room, error = %e, "could not say the turn waits for a slot");
+        tracing::warn!(agent = %ctx.agent_id, room = %room, error = %e, "could not post a notice");
     }
 }
 

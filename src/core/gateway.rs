@@ -436,7 +436,7 @@ impl Gateway {
         if targets.is_empty() {
             // A slash command for nobody, where several agents are: say how to name one.
             if let Some(slash) = routing::slash_command(&message.body)
-                && members.first().map(|m| &m.agent_id) == Some(&message.agent_id)
+                && speaks_for_room(members, &message)
                 && self.admit(&message, |s| self.access.allows(s)).await
             {
                 let lines = self.agent_lines(members, &HashMap::new());
@@ -496,7 +496,7 @@ impl Gateway {
         }
         // `!new ghost`: a name, but of no agent here. Said once, by the first agent.
         if let Some(word) = command.stray_word() {
-            if members.first().map(|m| &m.agent_id) == Some(&message.agent_id)
+            if speaks_for_room(members, &message)
                 && self.admit(&message, |s| self.access.allows(s)).await
             {
                 let lines = self.agent_lines(members, &HashMap::new());
@@ -518,9 +518,7 @@ impl Gateway {
             self.access.allows(sender) || (is_answer && self.approvers.allows(sender))
         };
         if targets.is_empty() {
-            if members.first().map(|m| &m.agent_id) == Some(&message.agent_id)
-                && self.admit(&message, trusted).await
-            {
+            if speaks_for_room(members, &message) && self.admit(&message, trusted).await {
                 // It may wait for the channels' reports: not on the chat side's time.
                 let (this, members) = (self.clone(), members.to_vec());
                 self.tasks.spawn(async move {
@@ -746,6 +744,14 @@ impl Gateway {
             let _ = tx.send(input);
         }
     }
+}
+
+/// Whether the agent that saw `message` is the room's first agent by ID: the one that
+/// answers for the room when a message names no agent.
+fn speaks_for_room(members: &[Member], message: &IncomingMessage) -> bool {
+    members
+        .first()
+        .is_some_and(|m| m.agent_id == message.agent_id)
 }
 
 #[cfg(test)]
