@@ -39,6 +39,9 @@ enum Cmd {
         /// `session/set_config_option`).
         #[arg(long)]
         settings: bool,
+        /// Append every prompt received to this file, one JSON string a line (for tests).
+        #[arg(long)]
+        prompt_log: Option<PathBuf>,
     },
 }
 
@@ -58,10 +61,12 @@ async fn main() -> std::process::ExitCode {
             sessions,
             resume,
             settings,
+            prompt_log,
         } => sidekicks::acp::demo_agent::run_stdio(sidekicks::acp::demo_agent::DemoOptions {
             sessions,
             resume,
             settings,
+            prompt_log,
         })
         .await
         .map_err(anyhow::Error::from),

@@ -31,6 +31,8 @@
 //! | `%history` | lists the earlier prompts of the session, as the agent remembers them |
 //! | `%garbage N` | writes N lines that are not JSON-RPC to stdout |
 //! | `%binary` | writes a line that is not UTF-8 text to stdout |
+//! | `%stderr-binary` | writes a line that is not UTF-8 text to stderr |
+//! | `%stderr-flood BYTES` | writes one line of BYTES characters to stderr |
 //!
 //! A turn that is cancelled ends with `stopReason: cancelled` within one chunk interval.
 //!
@@ -42,6 +44,8 @@
 //! `received: ` and the prompt exactly as it arrived). With `--settings` its sessions have
 //! two modes (`ask`, `code`) and a model choice (config option `model`: `small`, `large`),
 //! which `session/set_mode` and `session/set_config_option` change and `%settings` tells.
+//! With `--prompt-log FILE` it appends every prompt it receives to FILE (one JSON string a
+//! line), so a test can tell whether a message reached it twice.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -100,6 +104,8 @@ struct State {
     with_settings: bool,
     /// Each session's (mode, model), with `--settings`.
     settings: Mutex<HashMap<String, (String, String)>>,
+    /// Where every prompt received is appended (`--prompt-log`).
+    prompt_log: Option<PathBuf>,
 }
 
 /// The modes offered with `--settings`.
@@ -145,6 +151,25 @@ impl State {
 }
 
 impl State {
+    /// Appends `text` to the prompt log (`--prompt-log`), if there is one.
+    fn log_prompt(&self, text: &str) {
+        let Some(path) = &self.prompt_log else {
+            return;
+        };
+        let line = format!("{}\n", serde_json::to_string(text).unwrap_or_default());
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut file| file.write_all(line.as_bytes()));
+        if let Err(e) = written {
+            eprintln!(
+                "demo agent: cannot log the prompt to {}: {e}",
+                path.display()
+            );
+        }
+    }
+
     /// The file holding a session's conversation; `None` for an ID that is not a plain name.
     fn file(&self, session: &str) -> Option<PathBuf> {
         let plain = session
@@ -200,6 +225,8 @@ pub struct DemoOptions {
     pub resume: bool,
     /// Give sessions modes and a model choice.
     pub settings: bool,
+    /// Where every prompt received is appended (one JSON string a line), if anywhere.
+    pub prompt_log: Option<PathBuf>,
 }
 
 /// Runs the demo agent on stdin/stdout until the client goes away. With
@@ -221,6 +248,7 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
     let state = Arc::new(State {
         saved: options.sessions,
         with_settings: options.settings,
+        prompt_log: options.prompt_log,
         ..State::default()
     });
     let (s1, s2, s3, s4, s5, s6, s7) = (
@@ -328,6 +356,7 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
                     })
                     .collect::<Vec<_>>()
                     .join("\n");
+                s2.log_prompt(&text);
                 // The turn runs outside the dispatch loop so `session/cancel` gets through.
                 let state = s2.clone();
                 tokio::spawn(async move {
@@ -622,6 +651,18 @@ impl Turn {
                     std::process::exit(num(3) as i32);
                 }
                 "stderr" => eprintln!("{arg}"),
+                "stderr-binary" => {
+                    let mut err = std::io::stderr().lock();
+                    let _ = err.write_all(b"demo agent: \xff\xfe not text \xc3\n");
+                    let _ = err.flush();
+                }
+                "stderr-flood" => {
+                    let mut line = "x".repeat(num(1_000) as usize);
+                    line.push('\n');
+                    let mut err = std::io::stderr().lock();
+                    let _ = err.write_all(line.as_bytes());
+                    let _ = err.flush();
+                }
                 "now" => {
                     let micros = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)

@@ -69,6 +69,7 @@ impl GatewayProcess {
         }
         for a in agents {
             let ws = dir.path().join(format!("workspace-{}", a.id));
+            // Keep in step with [`GatewayProcess::workspace`].
             std::fs::create_dir_all(&ws).unwrap();
             toml.push_str(&format!(
                 "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\nworkspace = {ws:?}\n{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_env = \"TEST_AGENT_PASSWORD_{id}\"\n",
@@ -121,6 +122,11 @@ impl GatewayProcess {
             cmd.env(format!("TEST_AGENT_PASSWORD_{}", a.id), &a.password);
         }
         self.child = Some(cmd.spawn().expect("start sidekicks"));
+    }
+
+    /// The workspace of agent `agent_id` (the `cwd` of its process).
+    pub fn workspace(&self, agent_id: &str) -> PathBuf {
+        self.dir.path().join(format!("workspace-{agent_id}"))
     }
 
     /// The gateway's process ID while it runs.

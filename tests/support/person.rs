@@ -15,6 +15,7 @@ use matrix_sdk::ruma::events::room::message::{
     MessageType, OriginalSyncRoomMessageEvent, Relation, ReplacementMetadata,
     RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
 };
+use matrix_sdk::ruma::events::room::redaction::OriginalSyncRoomRedactionEvent;
 use matrix_sdk::ruma::events::typing::SyncTypingEvent;
 use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedUserId, UserId};
 use matrix_sdk::{Client, RoomMemberships};
@@ -40,6 +41,8 @@ pub struct Seen {
     pub replaces: Option<(String, String)>,
     /// The users it mentions intentionally (`m.mentions`).
     pub mentions: Vec<String>,
+    /// The message it replies to (`m.in_reply_to`), if any.
+    pub in_reply_to: Option<String>,
     /// Whether it arrived encrypted.
     pub encrypted: bool,
     /// When this client received it (wall clock, comparable across processes).
@@ -51,6 +54,8 @@ pub struct Seen {
 /// A reaction the person's client saw.
 #[derive(Debug, Clone)]
 pub struct SeenReaction {
+    /// The reaction's own event ID.
+    pub event_id: String,
     /// Author.
     pub sender: String,
     /// Target event.
@@ -63,6 +68,7 @@ pub struct SeenReaction {
 struct Log {
     messages: Vec<Seen>,
     reactions: Vec<SeenReaction>,
+    redacted: HashSet<String>,
     typing: HashSet<String>,
 }
 
@@ -150,6 +156,10 @@ impl Person {
                             .iter()
                             .flat_map(|m| m.user_ids.iter().map(|u| u.to_string()))
                             .collect(),
+                        in_reply_to: match &ev.content.relates_to {
+                            Some(Relation::Reply(r)) => Some(r.in_reply_to.event_id.to_string()),
+                            _ => None,
+                        },
                         encrypted: enc.is_some(),
                         received: std::time::SystemTime::now(),
                         server_ts: ev.origin_server_ts.get().into(),
@@ -174,10 +184,20 @@ impl Person {
             let l = l.clone();
             async move {
                 l.lock().unwrap().reactions.push(SeenReaction {
+                    event_id: ev.event_id.to_string(),
                     sender: ev.sender.to_string(),
                     target: ev.content.relates_to.event_id.to_string(),
                     key: ev.content.relates_to.key.clone(),
                 });
+            }
+        });
+        let l = log.clone();
+        client.add_event_handler(move |ev: OriginalSyncRoomRedactionEvent| {
+            let l = l.clone();
+            async move {
+                if let Some(target) = ev.redacts.or(ev.content.redacts) {
+                    l.lock().unwrap().redacted.insert(target.to_string());
+                }
             }
         });
         let l = log.clone();
@@ -243,6 +263,18 @@ impl Person {
     /// Sends a plain text message; returns its event ID.
     pub async fn send(&self, room: &Room, text: &str) -> String {
         send_content(room, RoomMessageEventContent::text_plain(text)).await
+    }
+
+    /// Sends a message event of type `m.room.message` with exactly `content` (which the
+    /// SDK's own types may refuse: media without a source, odd relations); returns its
+    /// event ID. In an encrypted room it is encrypted like any other message.
+    pub async fn send_raw(&self, room: &Room, content: serde_json::Value) -> String {
+        room.send_raw("m.room.message", content)
+            .await
+            .unwrap()
+            .response
+            .event_id
+            .to_string()
     }
 
     /// Sends `text` after a mention pill of `user_id` shown as `name` (HTML link and
@@ -385,6 +417,11 @@ impl Person {
             .filter(|r| r.target == event_id)
             .cloned()
             .collect()
+    }
+
+    /// Whether `event_id` was redacted (e.g. a reaction taken back).
+    pub fn is_redacted(&self, event_id: &str) -> bool {
+        self.log.lock().unwrap().redacted.contains(event_id)
     }
 
     /// Whether `user_id` was ever seen typing.
