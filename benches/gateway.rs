@@ -6,7 +6,7 @@
 //!
 //! Settings (environment): `SIDEKICKS_BENCH_RUNS` (default 5), `SIDEKICKS_BENCH_ROOMS`
 //! (load sizes, default `50`; e.g. `50,200`), `SIDEKICKS_BENCH_ONLY` (comma-separated
-//! figure groups: `latency,economy,cold,footprint,load`).
+//! figure groups: `latency,economy,cold,footprint,load,catchup`).
 #![recursion_limit = "256"]
 
 #[path = "../tests/support/mod.rs"]
@@ -515,6 +515,84 @@ async fn load(rooms_count: usize, report: &mut Report) {
     );
 }
 
+/// Catching up after an outage: the gateway is killed, 50 messages are sent to each of 10
+/// rooms, and it is started again. Timed from the start to the last answer, with the
+/// gateway's resident memory sampled meanwhile.
+async fn catch_up(report: &mut Report, runs: usize) {
+    let (rooms_count, per_room) = (10, 50);
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let mut rooms = Vec::new();
+    for _ in 0..rooms_count {
+        rooms.push(env.room_with_agent(false).await);
+    }
+    for run in 0..runs {
+        let answered_before: Vec<usize> = rooms
+            .iter()
+            .map(|room| env.alice.messages_from(room, &env.agent).len())
+            .collect();
+        env.gw.kill();
+        for n in 0..per_room {
+            for (r, room) in rooms.iter().enumerate() {
+                env.alice
+                    .send(room, &format!("%say run {run} room {r} message {n}"))
+                    .await;
+            }
+        }
+        let started = Instant::now();
+        env.gw.start_again();
+        let pid = env.gw.pid().unwrap();
+        let mut peak = 0.0f64;
+        let mut first = None;
+        loop {
+            peak = peak.max(rss_mib(pid));
+            let answered: usize = rooms
+                .iter()
+                .zip(&answered_before)
+                .map(|(room, before)| {
+                    env.alice
+                        .messages_from(room, &env.agent)
+                        .len()
+                        .saturating_sub(*before)
+                })
+                .sum();
+            if answered > 0 && first.is_none() {
+                first = Some(started.elapsed());
+            }
+            if answered >= rooms_count * per_room {
+                break;
+            }
+            assert!(
+                started.elapsed() < PATIENCE * 10,
+                "the backlog was not answered ({answered} of {})",
+                rooms_count * per_room
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let elapsed = started.elapsed();
+        let total = (rooms_count * per_room) as f64;
+        report.add(
+            "catch-up 500 msgs / 10 rooms: start to last answer",
+            "s",
+            elapsed.as_secs_f64(),
+        );
+        report.add(
+            "catch-up 500 msgs / 10 rooms: start to first answer",
+            "ms",
+            ms(first.unwrap_or(elapsed)),
+        );
+        report.add(
+            "catch-up 500 msgs / 10 rooms: messages answered per second",
+            "msg/s",
+            total / elapsed.as_secs_f64(),
+        );
+        report.add(
+            "catch-up 500 msgs / 10 rooms: peak gateway RSS",
+            "MiB",
+            peak,
+        );
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken from the command line.
@@ -524,7 +602,7 @@ async fn main() {
         .max(1);
     let only = env_or(
         "SIDEKICKS_BENCH_ONLY",
-        "latency,economy,cold,footprint,load",
+        "latency,economy,cold,footprint,load,catchup",
     );
     let wants = |group: &str| only.split(',').any(|g| g.trim() == group);
     let mut report = Report::default();
@@ -562,6 +640,11 @@ async fn main() {
             eprintln!("measuring load with {rooms} rooms…");
             load(rooms, &mut report).await;
         }
+    }
+    if wants("catchup") {
+        let catch_up_runs = runs.min(3);
+        eprintln!("measuring a catch-up of 500 messages in 10 rooms ({catch_up_runs} runs)…");
+        catch_up(&mut report, catch_up_runs).await;
     }
     report.print_and_save();
 }

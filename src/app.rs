@@ -15,8 +15,9 @@ use crate::config::{AgentConfig, Config, TimeoutsConfig};
 use crate::core::access::AccessList;
 use crate::core::agent::{AgentEvent, AgentPort, Reopen};
 use crate::core::approvals::PermissionSettings;
+use crate::core::catch_up::CatchUpBounds;
 use crate::core::channel::AgentContext;
-use crate::core::gateway::{Gateway, RoomRules};
+use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
 use crate::core::pool::{Pool, PoolSettings};
 use crate::matrix::MatrixAgent;
 use crate::render::stream::StreamSettings;
@@ -81,6 +82,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         interval: config.streaming.edit_interval(),
         max_edits: config.streaming.max_edits_per_message,
         max_bytes: config.streaming.max_message_bytes,
+        max_reply_bytes: config.streaming.max_reply_bytes,
     };
 
     let pool_settings = PoolSettings {
@@ -172,25 +174,44 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     }
     let gateway = Arc::new(Gateway::new(
         contexts,
-        AccessList::new(&config.access.allowed_users),
-        AccessList::new(config.access.approvers()),
-        store,
-        config.commands.prefix.clone(),
+        AccessRules {
+            allowed: AccessList::new(&config.access.allowed_users),
+            approvers: AccessList::new(config.access.approvers()),
+        },
+        store.clone(),
         pool.clone(),
-        RoomRules {
-            handoff: config.rooms.handoff,
-            handoff_max_hops: config.rooms.handoff_max_hops,
+        GatewaySettings {
+            prefix: config.commands.prefix.clone(),
+            rules: RoomRules {
+                handoff: config.rooms.handoff,
+                handoff_max_hops: config.rooms.handoff_max_hops,
+            },
+            catch_up: CatchUpBounds {
+                max_events: config.continuity.catch_up_max_events,
+                max_age: Duration::from_secs(config.continuity.catch_up_max_hours * 3600),
+            },
         },
     ));
     gateway.clean_up_previous_run().await;
     let helpers = CancellationToken::new();
     tokio::spawn(gateway.clone().run_handoffs(handed));
     tokio::spawn(pool.clone().run_idle_stops(helpers.clone()));
+    tokio::spawn(run_retention(
+        store,
+        Retention {
+            handled: config
+                .retention
+                .handled(config.continuity.catch_up_max_hours),
+            transcript: config.retention.transcript(),
+        },
+        helpers.clone(),
+    ));
 
     let mut tasks = JoinSet::new();
+    let timeline_limit = config.continuity.sync_timeline_limit;
     for user in users {
         let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
-        tasks.spawn(async move { user.run(gateway, shutdown).await });
+        tasks.spawn(async move { user.run(gateway, timeline_limit, shutdown).await });
     }
     tracing::info!(agents = processes.len(), "Sidekicks is running");
     let mut failures = Vec::new();
@@ -217,6 +238,43 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     match failures.is_empty() {
         true => Ok(()),
         false => Err(anyhow::anyhow!(failures.join("; "))),
+    }
+}
+
+/// How long the database keeps what it no longer needs.
+struct Retention {
+    /// Handled-event markers older than this go.
+    handled: Duration,
+    /// Transcript lines older than this go (`None`: kept).
+    transcript: Option<Duration>,
+}
+
+/// How often old handled markers and transcript lines are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// Prunes the database at start-up and then every hour, until `stop`.
+async fn run_retention(store: Store, retention: Retention, stop: CancellationToken) {
+    loop {
+        let now = crate::store::now_ms();
+        let before = |age: Duration| now - age.as_millis() as i64;
+        match store
+            .prune(before(retention.handled), retention.transcript.map(before))
+            .await
+        {
+            Ok(pruned) if pruned != Default::default() => {
+                tracing::info!(
+                    handled = pruned.handled,
+                    transcript = pruned.transcript,
+                    "pruned old records"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not prune old records"),
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(PRUNE_EVERY) => {}
+        }
     }
 }
 

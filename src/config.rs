@@ -78,9 +78,13 @@ pub struct Config {
     /// What rooms show of the agents' work besides their answers.
     #[serde(default)]
     pub display: DisplayConfig,
-    /// How conversations survive the loss of their session.
+    /// How conversations survive the loss of their session, and how far back a gap in a
+    /// room's timeline is caught up.
     #[serde(default)]
     pub continuity: ContinuityConfig,
+    /// How long handled-event markers and transcripts are kept.
+    #[serde(default)]
+    pub retention: RetentionConfig,
     /// How long agents may take before Sidekicks gives up or speaks up.
     #[serde(default)]
     pub timeouts: TimeoutsConfig,
@@ -151,6 +155,15 @@ pub struct ContinuityConfig {
     /// Whether a prompt whose turn was cut by a gateway crash is run again at the next
     /// start (off: the room is told how to retry, so nothing runs twice unasked).
     pub rerun_interrupted: bool,
+    /// Most timeline events per room a sync returns; a room with more new events than
+    /// this is caught up page by page (`/messages`). Larger means fewer catch-ups.
+    pub sync_timeline_limit: u32,
+    /// Most events of one room taken in after a gap (the gateway was down, the sync fell
+    /// behind); older messages are reported in the room as not answered.
+    pub catch_up_max_events: usize,
+    /// Oldest a message may be, in hours, and still be answered after a gap; older ones
+    /// are reported in the room as not answered.
+    pub catch_up_max_hours: u64,
 }
 
 impl Default for ContinuityConfig {
@@ -158,7 +171,38 @@ impl Default for ContinuityConfig {
         Self {
             reinject_max_chars: 12_000,
             rerun_interrupted: false,
+            sync_timeline_limit: 100,
+            catch_up_max_events: 500,
+            catch_up_max_hours: 24,
         }
+    }
+}
+
+/// How long the database keeps what it no longer needs to work.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetentionConfig {
+    /// Days a handled-event marker is kept (they stop a message from being answered
+    /// twice). 0: the catch-up window (`continuity.catch_up_max_hours`) and one day more;
+    /// a value must be longer than that window.
+    pub handled_days: u64,
+    /// Days transcript lines are kept (the conversation re-injected into new sessions).
+    /// 0: kept for good.
+    pub transcript_days: u64,
+}
+
+impl RetentionConfig {
+    /// How long a handled-event marker is kept, given the catch-up window.
+    pub fn handled(&self, catch_up_hours: u64) -> Duration {
+        match self.handled_days {
+            0 => Duration::from_secs((catch_up_hours + 24) * 3600),
+            days => Duration::from_secs(days * 24 * 3600),
+        }
+    }
+
+    /// How long transcript lines are kept (`None`: for good).
+    pub fn transcript(&self) -> Option<Duration> {
+        (self.transcript_days > 0).then(|| Duration::from_secs(self.transcript_days * 24 * 3600))
     }
 }
 
@@ -240,6 +284,9 @@ pub struct StreamingConfig {
     /// Largest reply text (in bytes of Markdown) one message holds before the reply
     /// continues in a new message.
     pub max_message_bytes: usize,
+    /// Largest whole reply, in bytes of Markdown: past it the reply is cut with a line
+    /// saying so, and the rest of the agent's answer is dropped, not kept in memory.
+    pub max_reply_bytes: usize,
 }
 
 impl Default for StreamingConfig {
@@ -248,6 +295,7 @@ impl Default for StreamingConfig {
             edit_interval_ms: 1000,
             max_edits_per_message: 120,
             max_message_bytes: 12_000,
+            max_reply_bytes: 1_000_000,
         }
     }
 }
@@ -486,6 +534,41 @@ impl Config {
                 "must be between 1000 and 30000 (a Matrix event holds at most 64 KiB)".into(),
             );
         }
+        if self.streaming.max_reply_bytes < self.streaming.max_message_bytes {
+            bad(
+                "streaming.max_reply_bytes".into(),
+                "must be at least streaming.max_message_bytes".into(),
+            );
+        }
+        if !(1..=1_000).contains(&self.continuity.sync_timeline_limit) {
+            bad(
+                "continuity.sync_timeline_limit".into(),
+                "must be between 1 and 1000".into(),
+            );
+        }
+        if self.continuity.catch_up_max_events == 0 {
+            bad(
+                "continuity.catch_up_max_events".into(),
+                "must be at least 1".into(),
+            );
+        }
+        if self.continuity.catch_up_max_hours == 0 {
+            bad(
+                "continuity.catch_up_max_hours".into(),
+                "must be at least 1".into(),
+            );
+        }
+        let days = self.retention.handled_days;
+        if days > 0 && days * 24 <= self.continuity.catch_up_max_hours {
+            bad(
+                "retention.handled_days".into(),
+                format!(
+                    "must be longer than the catch-up window ({} hours), or a message could be \
+                     answered twice",
+                    self.continuity.catch_up_max_hours
+                ),
+            );
+        }
         if self.commands.prefix.trim().is_empty() || self.commands.prefix.contains(' ') {
             bad(
                 "commands.prefix".into(),
@@ -622,6 +705,12 @@ password = "secret"
         assert_eq!(cfg.pool.max_running, 0, "no limit unless configured");
         assert!(!cfg.rooms.handoff);
         assert_eq!(cfg.agents[0].matrix.password().unwrap().expose(), "secret");
+        // Handled markers outlive the catch-up window by a day; transcripts stay.
+        assert_eq!(
+            cfg.retention.handled(cfg.continuity.catch_up_max_hours),
+            Duration::from_secs(48 * 3600)
+        );
+        assert_eq!(cfg.retention.transcript(), None);
     }
 
     #[test]
@@ -675,6 +764,26 @@ password = "secret"
                 "[matrix]",
                 "[rooms]\nhandoff_max_hops = 0\n[matrix]",
                 "rooms.handoff_max_hops",
+            ),
+            (
+                "[matrix]",
+                "[continuity]\nsync_timeline_limit = 0\n[matrix]",
+                "continuity.sync_timeline_limit",
+            ),
+            (
+                "[matrix]",
+                "[continuity]\ncatch_up_max_hours = 0\n[matrix]",
+                "continuity.catch_up_max_hours",
+            ),
+            (
+                "[matrix]",
+                "[continuity]\ncatch_up_max_hours = 48\n[retention]\nhandled_days = 2\n[matrix]",
+                "retention.handled_days",
+            ),
+            (
+                "[matrix]",
+                "[streaming]\nmax_reply_bytes = 500\n[matrix]",
+                "streaming.max_reply_bytes",
             ),
         ];
         for (from, to, key) in cases {

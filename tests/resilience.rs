@@ -116,7 +116,7 @@ async fn a_refused_login_is_reported_and_the_gateway_exits_with_an_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shutdown_marks_the_running_turn_and_reports_queued_messages() {
+async fn a_shutdown_marks_the_running_turn_and_keeps_queued_messages_for_the_next_start() {
     let mut env = Env::start(
         SynapseOptions::default(),
         "[streaming]\nedit_interval_ms = 200",
@@ -127,7 +127,10 @@ async fn a_shutdown_marks_the_running_turn_and_reports_queued_messages() {
         .send(&room, &format!("%stream 100 5\n{}", "word ".repeat(400)))
         .await;
     let reply = env.first_reply(&room).await;
-    let queued = env.alice.send(&room, "%say never answered").await;
+    let queued = env
+        .alice
+        .send(&room, "%say answered after the restart")
+        .await;
     wait_until(PATIENCE, "the queued mark", || {
         env.alice
             .reactions_on(&queued)
@@ -152,11 +155,27 @@ async fn a_shutdown_marks_the_running_turn_and_reports_queued_messages() {
         },
     )
     .await;
-    env.notice_containing(&room, "1 queued message(s) were not answered")
-        .await;
+    env.notice_containing(
+        &room,
+        "1 queued message(s) will be answered when it is back",
+    )
+    .await;
     let log = env.gw.log();
     assert!(log.contains("shutting down: cancelling the turn"), "{log}");
     assert!(!log.contains("did not finish in time"), "{log}");
+    // The queued message waited in the store: the next start answers it, once.
+    env.gw.start_again();
+    env.reply_where(&room, "the queued message's answer", |t| {
+        t == "answered after the restart"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let answered = env
+        .texts_from(&room, &env.agent)
+        .into_iter()
+        .filter(|t| t == "answered after the restart")
+        .count();
+    assert_eq!(answered, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -455,6 +455,10 @@ impl AgentPort for AcpAgent {
         Ok(events::config_options(options))
     }
 
+    fn forget_session(&self, session_id: &str) {
+        self.sessions().unregister(session_id);
+    }
+
     fn process_state(&self) -> ProcessState {
         match self.exit_status() {
             Some(status) => ProcessState::Crashed { status },

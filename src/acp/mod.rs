@@ -5,6 +5,7 @@ mod connection;
 pub mod demo_agent;
 pub mod dialect;
 mod events;
+mod lines;
 mod process;
 mod sessions;
 mod supervisor;

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+use super::lines::CappedLines;
 use crate::config::Secret;
 
 /// What to run.
@@ -37,7 +38,7 @@ pub struct ProcessSpec {
 
 /// Lines kept from an agent's stderr.
 const STDERR_LINES: usize = 200;
-/// Longest stderr line kept (longer ones are cut).
+/// Longest stderr line kept, in bytes (the rest of a longer one is read and dropped).
 const STDERR_LINE_BYTES: usize = 2_000;
 
 /// The last lines an agent wrote to stderr, shared between the reader task and diagnostics.
@@ -134,13 +135,27 @@ impl AgentProcess {
         let reader_tail = tail.clone();
         let secrets = secret_values(spec);
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            // Read as bytes, each line capped: a line that is not UTF-8 is kept lossily, a
+            // line without end is cut, and the pipe is drained whatever the agent writes.
+            let mut lines = CappedLines::new(BufReader::new(stderr), STDERR_LINE_BYTES);
+            loop {
+                let line = match lines.next_line().await {
+                    Ok(Some(line)) => line,
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::warn!(agent = %agent_id, error = %e, "stopped reading the agent's stderr");
+                        break;
+                    }
+                };
+                let mut text = line.lossy();
+                if line.dropped > 0 {
+                    text.push_str(&format!("… ({} more bytes)", line.dropped));
+                }
                 // An agent may print its API key (a failed request, a debug dump): it must
                 // reach neither the log nor a room.
-                let line = redact(line, &secrets);
-                tracing::info!(target: "sidekicks::agent_stderr", agent = %agent_id, "{line}");
-                reader_tail.push(line);
+                let text = redact(text, &secrets);
+                tracing::info!(target: "sidekicks::agent_stderr", agent = %agent_id, "{text}");
+                reader_tail.push(text);
             }
         });
 

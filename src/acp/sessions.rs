@@ -11,6 +11,9 @@ use crate::core::agent::{AgentEvent, StopReason, ToolCallFields, ToolStatus};
 
 /// Updates kept for a session nobody listens to yet (they arrive right after `session/new`).
 const EARLY_EVENTS: usize = 1_000;
+/// Sessions whose updates are held before they are registered. Session IDs are the
+/// agent's to choose: an agent sending updates for ever new ones must not fill memory.
+const EARLY_SESSIONS: usize = 16;
 
 /// What the connection tracks about one session for its dialect.
 #[derive(Default)]
@@ -46,9 +49,17 @@ impl Sessions {
         self.dialect = dialect;
     }
 
-    /// Passes an update on to its session, normalised by the dialect.
+    /// Passes an update on to its session, normalised by the dialect. An update for a
+    /// session neither registered nor already held is held only while few are.
     pub fn deliver(&mut self, session: &str, event: AgentEvent) {
         if self.dialect.skip_update.is_some_and(|skip| skip(&event)) {
+            return;
+        }
+        if !self.senders.contains_key(session)
+            && !self.early.contains_key(session)
+            && self.early.len() >= EARLY_SESSIONS
+        {
+            tracing::debug!(session, "dropping an update for a session nobody opened");
             return;
         }
         let facts = self.facts.entry(session.to_owned()).or_default();
@@ -142,8 +153,8 @@ impl Sessions {
             .and_then(|hook| hook(code, message))
     }
 
-    /// Stops delivering to `session` until it is registered again; what arrives meanwhile
-    /// is held.
+    /// Stops delivering to `session` and forgets what was kept for it; until it is
+    /// registered again, what arrives for it is held (within the bound of held sessions).
     pub fn unregister(&mut self, session: &str) {
         self.senders.remove(session);
         self.early.remove(session);
@@ -229,6 +240,26 @@ mod tests {
         s.set_dialect(dialect);
         let rx = s.register("s");
         (s, rx)
+    }
+
+    #[test]
+    fn what_is_kept_for_sessions_nobody_opened_is_bounded_and_forgetting_frees_it() {
+        let (mut s, _rx) = sessions(ACP);
+        for i in 0..1_000 {
+            s.deliver(&format!("stray-{i}"), AgentEvent::MessageChunk("x".into()));
+        }
+        assert_eq!(s.early.len(), EARLY_SESSIONS);
+        assert!(s.facts.len() <= EARLY_SESSIONS + 1, "{}", s.facts.len());
+        // An update for an open session still gets through.
+        s.deliver("s", AgentEvent::MessageChunk("for s".into()));
+        assert_eq!(
+            drain(&mut s.register("s")).len(),
+            0,
+            "re-registering starts afresh"
+        );
+        s.unregister("s");
+        assert_eq!(s.count(), 0);
+        assert!(!s.facts.contains_key("s"));
     }
 
     fn permission(id: &str) -> AgentEvent {

@@ -159,6 +159,12 @@ impl SupervisedAgent {
         self.stopped.store(false, Ordering::SeqCst);
         let fresh = started?;
         *self.current.lock().expect("agent lock poisoned") = Some(fresh.clone());
+        // The sessions of processes that have ended are gone with them: their records go
+        // too, so a gateway running for months does not keep every dead process around.
+        self.owners
+            .lock()
+            .expect("owners lock poisoned")
+            .retain(|_, owner| owner.exit_status().is_none());
         Ok(fresh)
     }
 
@@ -218,8 +224,23 @@ impl AgentPort for SupervisedAgent {
     }
 
     fn session_alive(&self, session_id: &str) -> bool {
-        self.owner(session_id)
-            .is_ok_and(|owner| owner.exit_status().is_none())
+        // A session forgotten, or whose process's records were dropped, is not alive.
+        self.owners
+            .lock()
+            .expect("owners lock poisoned")
+            .get(session_id)
+            .is_some_and(|owner| owner.exit_status().is_none())
+    }
+
+    fn forget_session(&self, session_id: &str) {
+        let owner = self
+            .owners
+            .lock()
+            .expect("owners lock poisoned")
+            .remove(session_id);
+        if let Some(owner) = owner {
+            owner.forget_session(session_id);
+        }
     }
 
     async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {

@@ -5,17 +5,22 @@
 //! forever. The guard drops these lines, logs them (masked), and once there were
 //! [`MAX_STRAY_LINES`] of them declares the agent broken, which stops it.
 
-use futures::{AsyncBufReadExt as _, StreamExt as _};
+use futures::StreamExt as _;
 use tokio::io::AsyncWriteExt as _;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::watch;
-use tokio_util::compat::TokioAsyncReadCompatExt as _;
+
+use super::lines::CappedLines;
 
 /// Lines that are not JSON-RPC an agent may write before it is stopped: a stray banner or
 /// two is forgiven, a stream of them is not.
 pub const MAX_STRAY_LINES: usize = 3;
 /// Characters of a stray line kept for the log and the error.
 const SHOWN_CHARS: usize = 80;
+/// Longest line an agent may write to stdout: one JSON-RPC message. Room enough for a
+/// replayed session or a tool call carrying a file; past it the agent is stopped, and the
+/// line is never held in memory whole.
+pub const MAX_STDOUT_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Counts an agent's stray stdout lines and says when it broke the protocol.
 pub struct Guard {
@@ -66,10 +71,14 @@ impl Guard {
         false
     }
 
-    /// The agent's stdout could not be read as lines of text (invalid UTF-8): it is broken
-    /// at once, as nothing after it can be trusted to be framed.
+    /// The agent's stdout could not be read as lines of text (invalid UTF-8), or a line was
+    /// longer than one message may be: it is broken at once, as nothing after it can be
+    /// trusted to be framed.
     pub fn unreadable(&mut self, error: &std::io::Error) {
-        let reason = format!("its stdout is not text ({error})");
+        let reason = match error.kind() {
+            std::io::ErrorKind::InvalidInput => format!("it wrote {error} to its stdout"),
+            _ => format!("its stdout is not text ({error})"),
+        };
         tracing::error!(agent = %self.agent_id, "{reason}; stopping it");
         declare_broken(&self.broken, reason);
     }
@@ -102,6 +111,33 @@ fn shorten(line: &str) -> String {
     out
 }
 
+/// The agent's stdout as lines of text, each at most [`MAX_STDOUT_LINE_BYTES`]: a longer
+/// line, or one that is not UTF-8, is an error (the guard then stops the agent).
+fn stdout_lines(stdout: ChildStdout) -> impl futures::Stream<Item = std::io::Result<String>> {
+    let lines = CappedLines::new(tokio::io::BufReader::new(stdout), MAX_STDOUT_LINE_BYTES);
+    futures::stream::unfold(lines, |mut lines| async move {
+        let item = match lines.next_line().await {
+            Ok(None) => return None,
+            Ok(Some(line)) if line.dropped > 0 => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "a line of {} bytes, more than the {} MiB one ACP message may take",
+                    line.bytes.len() + line.dropped,
+                    MAX_STDOUT_LINE_BYTES / (1024 * 1024)
+                ),
+            )),
+            Ok(Some(line)) => String::from_utf8(line.bytes).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "stream did not contain valid UTF-8",
+                )
+            }),
+            Err(e) => Err(e),
+        };
+        Some((item, lines))
+    })
+}
+
 /// The SDK transport over the agent's pipes, with `guard` on every line it writes.
 pub fn lines(
     stdin: ChildStdin,
@@ -111,8 +147,7 @@ pub fn lines(
     impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
     impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
 > {
-    let incoming = futures::io::BufReader::new(stdout.compat())
-        .lines()
+    let incoming = stdout_lines(stdout)
         .filter(move |line| {
             let keep = match line {
                 Ok(line) => guard.admit(line),
@@ -175,6 +210,17 @@ mod tests {
         guard.unreadable(&error);
         let reason = rx.borrow().clone().expect("broken");
         assert!(reason.starts_with("its stdout is not text"), "{reason}");
+        let (tx, rx) = watch::channel(None);
+        let mut guard = Guard::new("a".into(), vec![], tx);
+        guard.unreadable(&std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a line of 20000000 bytes, more than the 16 MiB one ACP message may take",
+        ));
+        let reason = rx.borrow().clone().expect("broken");
+        assert!(
+            reason.starts_with("it wrote a line of 20000000 bytes"),
+            "{reason}"
+        );
     }
 
     #[test]

@@ -368,6 +368,7 @@ mod tests {
             interval: Duration::from_millis(10),
             max_edits: 100,
             max_bytes: 10_000,
+            max_reply_bytes: 1_000_000,
         }
     }
 

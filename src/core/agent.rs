@@ -412,6 +412,9 @@ pub trait AgentPort: Send + Sync {
     fn session_alive(&self, _session_id: &str) -> bool {
         true
     }
+    /// Forgets session `session_id`: its channel has left it (a fresh start, a process that
+    /// died), so nothing is kept for it any more and what still comes for it is dropped.
+    fn forget_session(&self, _session_id: &str) {}
     /// Starts the agent process if it is not running (it starts lazily, and the process pool
     /// may have stopped it), so what it advertises is known before a session is opened.
     async fn ensure_running(&self) -> Result<(), AgentError> {

@@ -290,7 +290,7 @@ async fn settle(
 /// Tries a chat request until it succeeds, it fails permanently, the homeserver has asked
 /// to wait ten times (each time for as long as it asked), or it failed transiently three
 /// times. A poll and its decision must get through a busy homeserver.
-async fn with_retry<F, Fut, T>(mut attempt: F) -> Result<T, ChatError>
+pub(crate) async fn with_retry<F, Fut, T>(mut attempt: F) -> Result<T, ChatError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, ChatError>>,

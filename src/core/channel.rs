@@ -22,6 +22,7 @@ use super::approvals::{Approvals, PermissionSettings, Picked};
 use super::chat::{ChatPort, OutMessage};
 use super::command::Command;
 use super::continuity;
+use super::crash_journal::JournaledReplies;
 use super::inbound::IncomingMessage;
 use super::poll::{self, Reply};
 use super::pool::{Lease, Pool, Waiting};
@@ -30,7 +31,7 @@ use super::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown}
 use crate::render::cards::{self, PollOutcome};
 use crate::render::stream::{ReplyStream, StreamSettings};
 use crate::render::strings;
-use crate::store::{CutMessage, Role, Store};
+use crate::store::{CutMessage, Role, Store, TranscriptLine};
 
 /// How long a turn may take to end after `session/cancel` at shutdown.
 const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
@@ -130,6 +131,13 @@ pub enum ChannelInput {
     /// A prompt whose turn a gateway crash cut, to run again (`continuity.rerun_interrupted`);
     /// it is in the transcript already.
     Rerun(IncomingMessage),
+    /// A prompt the previous run admitted but never began, taken up again at start-up.
+    Resumed {
+        /// The message.
+        message: IncomingMessage,
+        /// The ⏳ reaction the previous run put on it, if any.
+        reaction: Option<String>,
+    },
     /// A chat command, with the message that carried it.
     Command(Command, IncomingMessage),
     /// A reply from someone who may approve but not prompt: it counts only as an answer
@@ -239,8 +247,12 @@ struct TurnView {
     activity: Activity,
     /// Who sent the prompt: notified when a poll waits for them.
     prompter: String,
+    /// The prompt's event, for the log.
+    prompt_event: String,
     /// The reply message (and length of its text) last recorded for a crash.
     saved_reply: Option<(String, usize)>,
+    /// How much of the answer text (bytes) is recorded for a crash.
+    saved_text: usize,
     /// The cut versions of cards last recorded for a crash, by event ID.
     saved_cards: HashMap<String, OutMessage>,
     /// What the reply says if a crash cuts it: whether the prompt will run again.
@@ -309,8 +321,12 @@ impl Channel {
                 // Held until the turn ends: the pool neither stops the agent nor gives its
                 // slot away.
                 if let Some(lease) = self.lease_for_turn(&next).await {
+                    let event_id = next.message.event_id.clone();
                     self.run_turn(next.message, next.rerun).await;
                     drop(lease);
+                    // Answered, one way or another: a turn that began settled it already;
+                    // one refused before (an unknown slash command, no session) is here.
+                    self.settle(&event_id).await;
                 }
                 continue;
             }
@@ -327,10 +343,18 @@ impl Channel {
             match input {
                 ChannelInput::Prompt(message) => self.queue.push_back(Queued::new(message)),
                 ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
-                ChannelInput::Command(Command::NewConversation(_), _) => self.start_fresh().await,
-                ChannelInput::Command(command, _) => {
+                ChannelInput::Resumed { message, reaction } => self.queue.push_back(Queued {
+                    reaction,
+                    ..Queued::new(message)
+                }),
+                ChannelInput::Command(Command::NewConversation(_), message) => {
+                    self.start_fresh().await;
+                    self.settle(&message.event_id).await;
+                }
+                ChannelInput::Command(command, message) => {
                     self.drain_events(None).await;
-                    self.answer_command(&command, false).await
+                    self.answer_command(&command, false).await;
+                    self.settle(&message.event_id).await;
                 }
                 ChannelInput::Report(reply) => {
                     self.drain_events(None).await;
@@ -342,23 +366,34 @@ impl Channel {
         }
     }
 
-    /// At shutdown: tells the room which queued messages were not answered, so nothing is
-    /// silently dropped.
+    /// At shutdown: tells the room its queued messages will be answered after the next
+    /// start (they wait in the store, ⏳ and all), so nobody wonders.
     async fn abandon_queue(&mut self) {
-        if self.queue.is_empty() {
-            return;
+        // Re-runs are not in the store's queue: the next start finds them no more.
+        let kept = self.queue.iter().filter(|q| !q.rerun).count();
+        if kept > 0 {
+            self.notice(strings::queue_kept_at_shutdown(kept)).await;
         }
-        let count = self.queue.len();
-        for queued in std::mem::take(&mut self.queue) {
-            if let Some(reaction) = queued.reaction {
-                let _ = self.ctx.chat.redact(&self.room, &reaction).await;
-            }
-        }
-        self.notice(strings::queue_dropped_at_shutdown(count)).await;
+        self.queue.clear();
     }
 
     async fn notice(&self, text: impl Into<String>) {
         post_notice(&self.ctx, &self.room, text.into()).await;
+    }
+
+    /// Leaves the channel's session, if one is open: the agent forgets it too.
+    fn drop_session(&mut self) {
+        if let Some(session) = self.session.take() {
+            self.ctx.agent.forget_session(&session.id);
+        }
+    }
+
+    /// Records that the input `event_id` no longer waits (a store failure is logged: at
+    /// worst a prompt is taken up again after a restart, which begins no turn twice).
+    async fn settle(&self, event_id: &str) {
+        if let Err(e) = self.ctx.store.settle(&self.ctx.agent_id, event_id).await {
+            tracing::error!(agent = %self.ctx.agent_id, room = %self.room, event = event_id, error = %e, "could not record an input as settled");
+        }
     }
 
     /// How the channel stands, for `!status` and `!help`; `waiting`: a turn waits for a
@@ -584,8 +619,9 @@ impl Channel {
 
     /// A lease for the turn of `queued`. While it waits for a slot the channel keeps
     /// listening: prompts queue up behind it, `!status` is answered, `!stop` gives the
-    /// waiting prompt up, and at shutdown it goes back to the queue (reported as not
-    /// answered). Other inputs wait until the turn is over. `None`: the turn does not run.
+    /// waiting prompt up, and at shutdown it goes back to the queue (kept in the store for
+    /// the next start). Other inputs wait until the turn is over. `None`: the turn does not
+    /// run.
     async fn lease_for_turn(&mut self, queued: &Queued) -> Option<Lease> {
         let ctx = self.ctx.clone();
         let room = self.room.clone();
@@ -605,7 +641,10 @@ impl Channel {
                     return None;
                 }
                 Some(input) = self.inputs.recv() => match input {
-                    ChannelInput::Prompt(message) => self.queue_behind(message).await,
+                    ChannelInput::Prompt(message) => self.queue_behind(message, None).await,
+                    ChannelInput::Resumed { message, reaction } => {
+                        self.queue_behind(message, reaction).await
+                    }
                     ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
                     ChannelInput::Report(reply) => {
                         let _ = reply.send(self.report(false, true));
@@ -614,6 +653,8 @@ impl Channel {
                         tracing::info!(agent = %ctx.agent_id, room = %self.room, by = %message.sender, "a prompt waiting for a slot was given up");
                         self.notice(strings::gave_up_waiting(&ctx.display_name, &message.sender))
                             .await;
+                        self.settle(&message.event_id).await;
+                        self.settle(&queued.message.event_id).await;
                         return None;
                     }
                     other => self.deferred.push_back(other),
@@ -622,24 +663,43 @@ impl Channel {
         }
     }
 
-    /// Queues `message` behind the running (or waiting) turn, marked ⏳.
-    async fn queue_behind(&mut self, message: IncomingMessage) {
-        let reaction = match self
-            .ctx
-            .chat
-            .react(&self.room, &message.event_id, strings::QUEUED_REACTION)
-            .await
-        {
-            Ok(id) => Some(id),
-            Err(e) => {
-                tracing::warn!(room = %self.room, error = %e, "could not mark a message as queued");
-                None
-            }
+    /// Queues `message` behind the running (or waiting) turn, marked ⏳ (unless it is
+    /// already: `reaction`, put on by the run before a restart).
+    async fn queue_behind(&mut self, message: IncomingMessage, reaction: Option<String>) {
+        let reaction = match reaction {
+            Some(reaction) => Some(reaction),
+            None => self.mark_queued(&message.event_id).await,
         };
         self.queue.push_back(Queued {
             reaction,
             ..Queued::new(message)
         });
+    }
+
+    /// Puts the ⏳ reaction on a waiting message and remembers it with the message, so it
+    /// is taken back when its turn starts, even after a restart.
+    async fn mark_queued(&self, event_id: &str) -> Option<String> {
+        let reaction = match self
+            .ctx
+            .chat
+            .react(&self.room, event_id, strings::QUEUED_REACTION)
+            .await
+        {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(room = %self.room, error = %e, "could not mark a message as queued");
+                return None;
+            }
+        };
+        let ctx = &self.ctx;
+        if let Err(e) = ctx
+            .store
+            .set_queued_reaction(&ctx.agent_id, event_id, &reaction)
+            .await
+        {
+            tracing::warn!(room = %self.room, error = %e, "could not record the queued mark");
+        }
+        Some(reaction)
     }
 
     /// Opens the channel's ACP session if none is open: gets the last one back when the
@@ -706,7 +766,7 @@ impl Channel {
             && !self.ctx.agent.session_alive(&session.id)
         {
             tracing::info!(agent = %self.ctx.agent_id, room = %self.room, session = %session.id, "the session's process has stopped; opening a session again");
-            self.session = None;
+            self.drop_session();
         }
         match self.ensure_session().await {
             Ok(_) => true,
@@ -814,32 +874,17 @@ impl Channel {
             return;
         }
         self.drain_events(None).await;
-        self.session = None;
+        self.drop_session();
         tracing::info!(agent = %ctx.agent_id, room = %self.room, "fresh conversation requested");
         self.notice(strings::fresh_start(&ctx.display_name)).await;
     }
 
     /// Records one transcript line; a store failure is logged, never fatal to the turn.
-    async fn record(
-        &self,
-        role: Role,
-        sender: &str,
-        event_id: Option<&str>,
-        body: &str,
-        stop: Option<&str>,
-    ) {
+    async fn record(&self, line: TranscriptLine<'_>) {
         let ctx = &self.ctx;
         if let Err(e) = ctx
             .store
-            .append_transcript(
-                &self.room,
-                &ctx.agent_id,
-                role,
-                sender,
-                event_id,
-                body,
-                stop,
-            )
+            .append_transcript(&self.room, &ctx.agent_id, line)
             .await
         {
             tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not record the transcript");
@@ -867,13 +912,13 @@ impl Channel {
             }
         }
         if !rerun {
-            self.record(
-                Role::User,
-                &message.sender,
-                Some(&message.event_id),
-                &message.body,
-                None,
-            )
+            self.record(TranscriptLine {
+                role: Role::User,
+                sender: &message.sender,
+                event_id: Some(&message.event_id),
+                body: &message.body,
+                stop_reason: None,
+            })
             .await;
         }
         if !self.open_session().await {
@@ -903,9 +948,21 @@ impl Channel {
             true => format!("sk-{}-{}-rerun", self.ctx.agent_id, message.event_id),
         };
         let verbosity = self.verbosity().await;
+        // A prompt is re-run after a crash at most once.
+        let cut_footer = match self.ctx.rerun_interrupted && !rerun {
+            true => strings::INTERRUPTED_RERUN,
+            false => strings::INTERRUPTED,
+        };
+        // Each new message of the reply is journaled before it is sent.
+        let replies = JournaledReplies::new(
+            self.ctx.chat.clone(),
+            self.ctx.store.clone(),
+            self.ctx.agent_id.clone(),
+            cut_footer,
+        );
         let mut view = TurnView {
             stream: ReplyStream::new(
-                self.ctx.chat.clone(),
+                Arc::new(replies),
                 self.room.clone(),
                 txn_prefix.clone(),
                 self.ctx.stream.clone(),
@@ -918,13 +975,11 @@ impl Channel {
                 self.ctx.stream.clone(),
             ),
             prompter: message.sender.clone(),
+            prompt_event: message.event_id.clone(),
             saved_reply: None,
+            saved_text: 0,
             saved_cards: HashMap::new(),
-            // A prompt is re-run after a crash at most once.
-            cut_footer: match self.ctx.rerun_interrupted && !rerun {
-                true => strings::INTERRUPTED_RERUN,
-                false => strings::INTERRUPTED,
-            },
+            cut_footer,
         };
         if let Err(e) = self
             .ctx
@@ -1080,7 +1135,7 @@ impl Channel {
             Err(AgentError::Exited { .. } | AgentError::Broken(_))
         );
         if died {
-            self.session = None;
+            self.drop_session();
         }
         let cancelled = matches!(result, Ok(StopReason::Cancelled));
         if let Err(e) = activity.finish(cancelled).await {
@@ -1103,22 +1158,27 @@ impl Channel {
                 tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not deliver the final reply");
             }
         }
-        tracing::info!(agent = %ctx.agent_id, room = %self.room, stop = stop_label, stats = ?stream.stats(), "turn ended");
-        if let Err(e) = ctx.store.end_turn(&self.room, &ctx.agent_id).await {
+        tracing::info!(agent = %ctx.agent_id, room = %self.room, prompt = %view.prompt_event, stop = stop_label, stats = ?stream.stats(), "turn ended");
+        // The turn is over and its reply recorded in one go: a crash now leaves no cut turn
+        // to mark, and no reply missing from the conversation.
+        let first_event = stream.event_ids().into_iter().next();
+        let reply = TranscriptLine {
+            role: Role::Agent,
+            sender: &ctx.user_id,
+            event_id: first_event.as_deref(),
+            body: stream.text(),
+            stop_reason: Some(stop_label),
+        };
+        if let Err(e) = ctx
+            .store
+            .end_turn(&self.room, &ctx.agent_id, Some(reply), None)
+            .await
+        {
             tracing::error!(error = %e, "could not record the end of the turn");
         }
         if died {
             self.show_stderr(false).await;
         }
-        let first_event = stream.event_ids().into_iter().next();
-        self.record(
-            Role::Agent,
-            &ctx.user_id,
-            first_event.as_deref(),
-            stream.text(),
-            Some(stop_label),
-        )
-        .await;
         // A complete answer may address other agents of the room: the gateway decides.
         if let (Some(handoffs), Some(event_id), Ok(StopReason::EndTurn)) =
             (&ctx.handoffs, first_event, &result)
@@ -1147,13 +1207,18 @@ impl Channel {
         let message = cut_message(id, "reply", content);
         view.saved_reply = Some(key);
         self.save_cut(&message).await;
-        let ctx = &self.ctx;
-        if let Err(e) = ctx
-            .store
-            .save_reply_text(&self.room, &ctx.agent_id, view.stream.text())
-            .await
-        {
-            tracing::error!(error = %e, "could not record the turn's answer so far");
+        // Only what is new is written, however long the answer grows.
+        let text = view.stream.text();
+        if text.len() > view.saved_text {
+            let ctx = &self.ctx;
+            match ctx
+                .store
+                .append_reply_text(&self.room, &ctx.agent_id, &text[view.saved_text..])
+                .await
+            {
+                Ok(()) => view.saved_text = text.len(),
+                Err(e) => tracing::error!(error = %e, "could not record the turn's answer so far"),
+            }
         }
     }
 
@@ -1348,14 +1413,19 @@ impl Channel {
         match input {
             // Sent at start-up, before any turn; should one come later, it waits its turn.
             ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
+            ChannelInput::Resumed { message, reaction } => {
+                self.queue_behind(message, reaction).await
+            }
             ChannelInput::Prompt(message) => {
                 // A bare number or emoji replying to a poll answers it.
                 if let Some(reply) = self.poll_reply(&message) {
+                    let event_id = message.event_id.clone();
                     self.answer_typed(&reply, message, session_id, control)
                         .await;
+                    self.settle(&event_id).await;
                     return;
                 }
-                self.queue_behind(message).await;
+                self.queue_behind(message, None).await;
             }
             ChannelInput::PollReply(message) => {
                 if let Some(reply) = self.poll_reply(&message) {
@@ -1366,15 +1436,21 @@ impl Channel {
             ChannelInput::Report(reply) => {
                 let _ = reply.send(self.report(true, false));
             }
-            ChannelInput::Command(Command::Stop(_), message) => {
-                self.stop_turn(message.sender, None, session_id, control)
-                    .await
+            ChannelInput::Command(command, message) => {
+                let event_id = message.event_id.clone();
+                match command {
+                    Command::Stop(_) => {
+                        self.stop_turn(message.sender, None, session_id, control)
+                            .await
+                    }
+                    Command::Answer(reply) => {
+                        self.answer_typed(&reply, message, session_id, control)
+                            .await
+                    }
+                    other => self.answer_command(&other, true).await,
+                }
+                self.settle(&event_id).await;
             }
-            ChannelInput::Command(Command::Answer(reply), message) => {
-                self.answer_typed(&reply, message, session_id, control)
-                    .await
-            }
-            ChannelInput::Command(other, _) => self.answer_command(&other, true).await,
             ChannelInput::Reaction { by, target, key } => {
                 if poll::is_stop_key(&key)
                     && (view.stream.event_ids().contains(&target)
@@ -1453,7 +1529,8 @@ fn on_off(on: bool) -> String {
 
 fn cut_message(event_id: &str, kind: &str, content: OutMessage) -> CutMessage {
     CutMessage {
-        event_id: event_id.to_owned(),
+        event_id: Some(event_id.to_owned()),
+        txn_id: None,
         kind: kind.to_owned(),
         body: content.body,
         html: content.html,
@@ -1561,6 +1638,7 @@ mod tests {
                 interval: Duration::from_millis(50),
                 max_edits: 100,
                 max_bytes: 10_000,
+                max_reply_bytes: 1_000_000,
             },
             command_prefix: "!".into(),
             allowed: AccessList::new(&["@alice:x"]),
@@ -1585,11 +1663,13 @@ mod tests {
             .append_transcript(
                 "!room",
                 "demo",
-                Role::User,
-                "@alice:x",
-                Some(id),
-                body,
-                None,
+                TranscriptLine {
+                    role: Role::User,
+                    sender: "@alice:x",
+                    event_id: Some(id),
+                    body,
+                    stop_reason: None,
+                },
             )
             .await
             .unwrap();
@@ -1616,6 +1696,102 @@ mod tests {
         }
         // Let the turn finish its bookkeeping.
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    #[tokio::test]
+    async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
+        let agent = FakeAgent::new(Script::UntilCancelled);
+        let chat = FakeChat::new();
+        let store = Store::in_memory().await.unwrap();
+        let port: Arc<dyn AgentPort> = agent.clone();
+        let pool = Pool::new(
+            PoolSettings::default(),
+            vec![("demo".into(), "Demo".into(), port)],
+        );
+        let ctx = Arc::new(context("demo", agent.clone(), chat.clone(), &store, pool));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(Channel::new(ctx, "!room".into(), rx, shutdown.clone()).run());
+        for (id, body) in [("$1", "first"), ("$2", "second")] {
+            let pending = crate::store::PendingInput {
+                room_id: "!room".into(),
+                agent_id: "demo".into(),
+                event_id: id.into(),
+                kind: crate::store::PendingKind::Prompt,
+                sender: "@alice:x".into(),
+                body: body.into(),
+                reply_to: None,
+                sent_at: 0,
+                queued_reaction: None,
+            };
+            store
+                .admit(id, "demo", "!room", Some(&pending))
+                .await
+                .unwrap();
+            tx.send(ChannelInput::Prompt(message(id, body))).unwrap();
+        }
+        settle_until(|| chat.log().iter().any(|s| matches!(s, Sent::React { .. }))).await;
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .unwrap()
+            .unwrap();
+        let shown = chat.shown("!room");
+        assert!(
+            shown
+                .iter()
+                .any(|t| t.contains("1 queued message(s) will be answered when it is back")),
+            "{shown:?}"
+        );
+        let waiting = store.pending_inputs("demo").await.unwrap();
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(waiting[0].event_id, "$2");
+        assert!(waiting[0].queued_reaction.is_some(), "its ⏳ is remembered");
+        assert!(
+            !chat.log().iter().any(|s| matches!(s, Sent::Redact { .. })),
+            "the ⏳ stays: the message still waits"
+        );
+        assert_eq!(agent.prompt_texts(), vec!["first"]);
+    }
+
+    #[tokio::test]
+    async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled() {
+        let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(50)));
+        let chat = FakeChat::new();
+        let (tx, store) = channel(agent.clone(), chat.clone()).await;
+        let command = crate::store::PendingInput {
+            room_id: "!room".into(),
+            agent_id: "demo".into(),
+            event_id: "$c".into(),
+            kind: crate::store::PendingKind::Command,
+            sender: "@alice:x".into(),
+            body: "!logs".into(),
+            reply_to: None,
+            sent_at: 0,
+            queued_reaction: None,
+        };
+        store
+            .admit("$c", "demo", "!room", Some(&command))
+            .await
+            .unwrap();
+        tx.send(ChannelInput::Resumed {
+            message: message("$1", "first"),
+            reaction: Some("$old-mark".into()),
+        })
+        .unwrap();
+        tx.send(ChannelInput::Command(
+            Command::Logs(Vec::new()),
+            message("$c", "!logs"),
+        ))
+        .unwrap();
+        settle_until(|| agent.prompts().len() == 1).await;
+        settle_until(|| {
+            chat.log()
+                .iter()
+                .any(|s| matches!(s, Sent::Redact { event_id, .. } if event_id == "$old-mark"))
+        })
+        .await;
+        assert!(store.pending_inputs("demo").await.unwrap().is_empty());
     }
 
     #[tokio::test]
@@ -1989,11 +2165,13 @@ mod tests {
             .append_transcript(
                 "!room",
                 "demo",
-                Role::Agent,
-                "@demo:x",
-                None,
-                "earlier answer",
-                Some("end_turn"),
+                TranscriptLine {
+                    role: Role::Agent,
+                    sender: "@demo:x",
+                    event_id: None,
+                    body: "earlier answer",
+                    stop_reason: Some("end_turn"),
+                },
             )
             .await
             .unwrap();
@@ -2098,7 +2276,17 @@ mod tests {
         // A session saved by an earlier run that this agent does not know.
         store.save_session("!room", "demo", "gone").await.unwrap();
         store
-            .append_transcript("!room", "demo", Role::User, "@a:x", None, "before", None)
+            .append_transcript(
+                "!room",
+                "demo",
+                TranscriptLine {
+                    role: Role::User,
+                    sender: "@a:x",
+                    event_id: None,
+                    body: "before",
+                    stop_reason: None,
+                },
+            )
             .await
             .unwrap();
         tx.send(ChannelInput::Prompt(message("$1", "after")))

@@ -18,6 +18,9 @@ pub struct OutMessage {
     /// waits for. Honoured when the message is posted, never by edits, so an edit does not
     /// notify again.
     pub mentions: Vec<String>,
+    /// The message this one answers (an `m.in_reply_to` relation), so a notice about one
+    /// message among many says which. Honoured when the message is posted, never by edits.
+    pub reply_to: Option<String>,
 }
 
 impl OutMessage {
@@ -29,6 +32,15 @@ impl OutMessage {
             body,
             notice: true,
             mentions: Vec::new(),
+            reply_to: None,
+        }
+    }
+
+    /// This message, posted as a reply to `event_id`.
+    pub fn replying_to(self, event_id: impl Into<String>) -> Self {
+        Self {
+            reply_to: Some(event_id.into()),
+            ..self
         }
     }
 }

@@ -7,7 +7,9 @@
 //! seen by an agent the message is not for is simply dropped. Commands for the room (help,
 //! status…) are answered by one agent of the room, the *responder*.
 
+mod catch_up;
 mod handoff;
+mod recovery;
 mod room_commands;
 
 use std::collections::{HashMap, HashSet};
@@ -19,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::access::AccessList;
-use super::approvals::edit_with_retry;
+use super::catch_up::CatchUpBounds;
 use super::channel::{AgentContext, Channel, ChannelInput, ChannelReport};
 use super::chat::OutMessage;
 use super::command::{self, Command};
@@ -28,7 +30,7 @@ use super::poll;
 use super::pool::Pool;
 use super::routing::{self, Addressed, Addressing, Member};
 use crate::render::strings;
-use crate::store::{Role, RoomRouting, Store, now_ms};
+use crate::store::{PendingInput, PendingKind, RoomRouting, Store, now_ms};
 
 /// How long `!status` and `!help` wait for a channel busy with something else to report.
 const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -47,6 +49,36 @@ impl Default for RoomRules {
         Self {
             handoff: false,
             handoff_max_hops: 3,
+        }
+    }
+}
+
+/// Who may do what, from the `[access]` config table.
+#[derive(Debug, Clone)]
+pub struct AccessRules {
+    /// Who may invite, prompt and stop.
+    pub allowed: AccessList,
+    /// Who may answer permission polls (and so also stop a turn from one).
+    pub approvers: AccessList,
+}
+
+/// How the gateway behaves, from the config.
+#[derive(Debug, Clone)]
+pub struct GatewaySettings {
+    /// Chat command prefix.
+    pub prefix: String,
+    /// How rooms with several agents behave.
+    pub rules: RoomRules,
+    /// How far back a room's timeline is caught up after a gap.
+    pub catch_up: CatchUpBounds,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            prefix: "!".into(),
+            rules: RoomRules::default(),
+            catch_up: CatchUpBounds::default(),
         }
     }
 }
@@ -75,6 +107,8 @@ pub struct Gateway {
     pool: Arc<Pool>,
     /// How rooms with several agents behave.
     rules: RoomRules,
+    /// How far back a room's timeline is caught up after a gap.
+    catch_up: CatchUpBounds,
     /// Hand-offs since the last message from a person, by room.
     hops: Mutex<HashMap<String, u32>>,
 }
@@ -83,12 +117,10 @@ impl Gateway {
     /// A gateway serving `agents`, whose processes `pool` runs.
     pub fn new(
         agents: Vec<Arc<AgentContext>>,
-        access: AccessList,
-        approvers: AccessList,
+        access: AccessRules,
         store: Store,
-        prefix: String,
         pool: Arc<Pool>,
-        rules: RoomRules,
+        settings: GatewaySettings,
     ) -> Self {
         Self {
             agent_users: agents.iter().map(|a| a.user_id.clone()).collect(),
@@ -96,15 +128,16 @@ impl Gateway {
                 .into_iter()
                 .map(|a| (a.agent_id.clone(), a))
                 .collect(),
-            access,
-            approvers,
+            access: access.allowed,
+            approvers: access.approvers,
             store,
-            prefix,
+            prefix: settings.prefix,
             channels: Mutex::default(),
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
             pool,
-            rules,
+            rules: settings.rules,
+            catch_up: settings.catch_up,
             hops: Mutex::default(),
         }
     }
@@ -119,129 +152,6 @@ impl Gateway {
             .is_err()
         {
             tracing::warn!("some channels did not finish in time");
-        }
-    }
-
-    /// Marks what a previous run left unfinished (it crashed or was killed): the replies and
-    /// cards of cut turns, and their polls. Run once at start-up, before syncing.
-    pub async fn clean_up_previous_run(&self) {
-        self.mark_cut_turns().await;
-        self.expire_stale_polls().await;
-    }
-
-    /// Edits the messages of turns the previous run did not finish to say so; a turn cut
-    /// before any answer gets a notice instead.
-    async fn mark_cut_turns(&self) {
-        for ctx in self.agents.values() {
-            let turns = match self.store.unfinished_turns(&ctx.agent_id).await {
-                Ok(turns) => turns,
-                Err(e) => {
-                    tracing::error!(agent = %ctx.agent_id, error = %e, "could not read the unfinished turns");
-                    continue;
-                }
-            };
-            for turn in turns {
-                tracing::info!(agent = %ctx.agent_id, room = %turn.room_id, prompt = %turn.prompt_event_id, "marking a turn the previous run did not finish");
-                for m in &turn.messages {
-                    let content = OutMessage {
-                        body: m.body.clone(),
-                        html: m.html.clone(),
-                        notice: m.notice,
-                        mentions: Vec::new(),
-                    };
-                    edit_with_retry(ctx, &turn.room_id, &m.event_id, &content).await;
-                }
-                // What the agent had said stays in the conversation, marked as cut.
-                if !turn.reply_text.is_empty()
-                    && let Err(e) = self
-                        .store
-                        .append_transcript(
-                            &turn.room_id,
-                            &ctx.agent_id,
-                            Role::Agent,
-                            &ctx.user_id,
-                            None,
-                            &turn.reply_text,
-                            Some("interrupted"),
-                        )
-                        .await
-                {
-                    tracing::error!(error = %e, "could not record the interrupted answer");
-                }
-                // A prompt is run again at most once: a second crash may be its doing.
-                let rerun = ctx.rerun_interrupted && !turn.rerun;
-                if !turn.messages.iter().any(|m| m.kind == "reply") {
-                    let txn = format!("interrupted-{}", turn.prompt_event_id);
-                    let notice = OutMessage::notice(match rerun {
-                        true => strings::INTERRUPTED_BEFORE_ANSWER_RERUN,
-                        false => strings::INTERRUPTED_BEFORE_ANSWER,
-                    });
-                    if let Err(e) = ctx.chat.send(&turn.room_id, &txn, &notice).await {
-                        tracing::warn!(error = %e, "could not report the interrupted turn");
-                    }
-                }
-                if let Err(e) = self.store.end_turn(&turn.room_id, &ctx.agent_id).await {
-                    tracing::error!(error = %e, "could not forget the unfinished turn");
-                }
-                if rerun {
-                    self.rerun(ctx, &turn.room_id, &turn.prompt_event_id).await;
-                } else if turn.rerun {
-                    tracing::warn!(agent = %ctx.agent_id, room = %turn.room_id, prompt = %turn.prompt_event_id, "a re-run prompt was cut again; not running it a third time");
-                }
-            }
-        }
-    }
-
-    /// Runs again the prompt `event_id` whose turn a crash cut, as the transcript holds it.
-    async fn rerun(&self, ctx: &AgentContext, room_id: &str, event_id: &str) {
-        match self.store.prompt(room_id, &ctx.agent_id, event_id).await {
-            Ok(Some((sender, body))) => {
-                tracing::info!(agent = %ctx.agent_id, room = %room_id, prompt = %event_id, "running the interrupted prompt again");
-                let message = IncomingMessage {
-                    agent_id: ctx.agent_id.clone(),
-                    room_id: room_id.to_owned(),
-                    event_id: event_id.to_owned(),
-                    sender,
-                    body,
-                    timestamp_ms: 0,
-                    reply_to: None,
-                    ..Default::default()
-                };
-                self.send_to_channel(room_id, &ctx.agent_id, ChannelInput::Rerun(message));
-            }
-            Ok(None) => {
-                tracing::warn!(agent = %ctx.agent_id, room = %room_id, prompt = %event_id, "the interrupted prompt is not in the transcript; not running it again");
-            }
-            Err(e) => {
-                tracing::error!(agent = %ctx.agent_id, error = %e, "could not read the interrupted prompt");
-            }
-        }
-    }
-
-    /// Marks the polls left open by a previous run as expired: their turns died with it,
-    /// so no answer can reach the agent any more.
-    async fn expire_stale_polls(&self) {
-        for ctx in self.agents.values() {
-            let polls = match self.store.open_polls(&ctx.agent_id).await {
-                Ok(polls) => polls,
-                Err(e) => {
-                    tracing::error!(agent = %ctx.agent_id, error = %e, "could not read the open polls");
-                    continue;
-                }
-            };
-            for poll in polls {
-                tracing::info!(agent = %ctx.agent_id, room = %poll.room_id, poll = %poll.event_id, "marking a poll of the previous run as expired");
-                let content = OutMessage {
-                    body: poll.body,
-                    html: poll.html,
-                    notice: false,
-                    mentions: Vec::new(),
-                };
-                edit_with_retry(ctx, &poll.room_id, &poll.event_id, &content).await;
-                if let Err(e) = self.store.forget_poll(&poll.event_id).await {
-                    tracing::error!(error = %e, "could not forget an expired poll");
-                }
-            }
         }
     }
 
@@ -296,9 +206,15 @@ impl Gateway {
     }
 
     /// The checks every message passes before an agent acts on it: not from an agent, from
-    /// a user `trusted` to send it, newer than the agent's arrival, and not handled before
-    /// (this last check records it as handled).
-    async fn admit(&self, message: &IncomingMessage, trusted: impl Fn(&str) -> bool) -> bool {
+    /// a user `trusted` to send it, newer than the agent's arrival, and not handled before.
+    /// This last check records it as handled and, when `pending` names what it carries, in
+    /// the same transaction as waiting to be settled: from then on it survives a crash.
+    async fn admit(
+        &self,
+        message: &IncomingMessage,
+        trusted: impl Fn(&str) -> bool,
+        pending: Option<PendingKind>,
+    ) -> bool {
         let IncomingMessage {
             agent_id,
             room_id,
@@ -324,8 +240,26 @@ impl Gateway {
             tracing::debug!(%event_id, "message from before the agent arrived; not a prompt");
             return false;
         }
-        match self.store.mark_handled(event_id, agent_id, room_id).await {
-            Ok(true) => true,
+        let pending = pending.map(|kind| PendingInput {
+            room_id: room_id.clone(),
+            agent_id: agent_id.clone(),
+            event_id: event_id.clone(),
+            kind,
+            sender: sender.clone(),
+            body: message.body.clone(),
+            reply_to: message.reply_to.clone(),
+            sent_at: message.timestamp_ms as i64,
+            queued_reaction: None,
+        });
+        match self
+            .store
+            .admit(event_id, agent_id, room_id, pending.as_ref())
+            .await
+        {
+            Ok(true) => {
+                tracing::debug!(agent = %agent_id, room = %room_id, event = %event_id, "admitted");
+                true
+            }
             Ok(false) => {
                 tracing::debug!(%event_id, "already handled");
                 false
@@ -363,7 +297,13 @@ impl Gateway {
                     .first()
                     .or_else(|| members.first().map(|m| &m.agent_id));
                 if responder != Some(&message.agent_id)
-                    || !self.admit(&message, |s| self.access.allows(s)).await
+                    || !self
+                        .admit(
+                            &message,
+                            |s| self.access.allows(s),
+                            Some(PendingKind::Command),
+                        )
+                        .await
                 {
                     return;
                 }
@@ -437,10 +377,16 @@ impl Gateway {
             // A slash command for nobody, where several agents are: say how to name one.
             if let Some(slash) = routing::slash_command(&message.body)
                 && speaks_for_room(members, &message)
-                && self.admit(&message, |s| self.access.allows(s)).await
+                && self
+                    .admit(
+                        &message,
+                        |s| self.access.allows(s),
+                        Some(PendingKind::Command),
+                    )
+                    .await
             {
                 let lines = self.agent_lines(members, &HashMap::new());
-                self.notice(&message, strings::slash_needs_agent(slash, &lines))
+                self.answer(&message, strings::slash_needs_agent(slash, &lines))
                     .await;
             }
             return;
@@ -454,10 +400,16 @@ impl Gateway {
         let trusted = |sender: &str| {
             self.access.allows(sender) || (answers_poll && self.approvers.allows(sender))
         };
-        if !self.admit(&message, trusted).await {
+        // A prompt waits durably until its turn begins; a poll answer from someone who may
+        // not prompt is answered at once or not at all (its poll dies with a restart).
+        let prompts = self.access.allows(&message.sender);
+        if !self
+            .admit(&message, trusted, prompts.then_some(PendingKind::Prompt))
+            .await
+        {
             return;
         }
-        let input = match self.access.allows(&message.sender) {
+        let input = match prompts {
             true => {
                 // A person spoke: agents may hand work to each other again.
                 self.hops
@@ -497,10 +449,16 @@ impl Gateway {
         // `!new ghost`: a name, but of no agent here. Said once, by the first agent.
         if let Some(word) = command.stray_word() {
             if speaks_for_room(members, &message)
-                && self.admit(&message, |s| self.access.allows(s)).await
+                && self
+                    .admit(
+                        &message,
+                        |s| self.access.allows(s),
+                        Some(PendingKind::Command),
+                    )
+                    .await
             {
                 let lines = self.agent_lines(members, &HashMap::new());
-                self.notice(&message, strings::no_such_agent(word, &lines))
+                self.answer(&message, strings::no_such_agent(word, &lines))
                     .await;
             }
             return;
@@ -518,16 +476,26 @@ impl Gateway {
             self.access.allows(sender) || (is_answer && self.approvers.allows(sender))
         };
         if targets.is_empty() {
-            if speaks_for_room(members, &message) && self.admit(&message, trusted).await {
+            if speaks_for_room(members, &message)
+                && self
+                    .admit(&message, trusted, Some(PendingKind::Command))
+                    .await
+            {
                 // It may wait for the channels' reports: not on the chat side's time.
                 let (this, members) = (self.clone(), members.to_vec());
                 self.tasks.spawn(async move {
-                    this.command_for_nobody(command, &message, &members).await
+                    this.command_for_nobody(command, &message, &members).await;
+                    this.settle(&message.agent_id, &message.event_id).await;
                 });
             }
             return;
         }
-        if !targets.contains(&message.agent_id) || !self.admit(&message, trusted).await {
+        // The channel settles it once carried out.
+        if !targets.contains(&message.agent_id)
+            || !self
+                .admit(&message, trusted, Some(PendingKind::Command))
+                .await
+        {
             return;
         }
         let input = ChannelInput::Command(command, message.clone());
@@ -637,6 +605,20 @@ impl Gateway {
             .collect()
     }
 
+    /// Answers `message` with a notice and settles it (it was admitted as a command).
+    async fn answer(&self, message: &IncomingMessage, text: impl Into<String>) {
+        self.notice(message, text).await;
+        self.settle(&message.agent_id, &message.event_id).await;
+    }
+
+    /// Records that the input `event_id` of `agent_id` no longer waits (a store failure is
+    /// logged: at worst the input is reported again after a restart).
+    async fn settle(&self, agent_id: &str, event_id: &str) {
+        if let Err(e) = self.store.settle(agent_id, event_id).await {
+            tracing::error!(agent = agent_id, event = event_id, error = %e, "could not record an input as settled");
+        }
+    }
+
     /// Posts a notice in the message's room, as the agent that saw the message.
     async fn notice(&self, message: &IncomingMessage, text: impl Into<String>) {
         let Some(ctx) = self.agents.get(&message.agent_id) else {
@@ -656,7 +638,9 @@ impl Gateway {
     /// nothing is silently lost. Media is answered by the agents it is for, like a prompt;
     /// a message an agent could not decrypt is reported by that agent, whoever it was for.
     async fn handle_unreadable(&self, message: IncomingMessage, why: Unreadable) {
-        if let Unreadable::Unsupported(_) = why {
+        // Media and messages that could not be parsed are for the agents they address, like
+        // a prompt; one an agent could not decrypt, it reports whoever it was for.
+        if let Unreadable::Unsupported(_) | Unreadable::Malformed(_) = why {
             let (members, routing, addressing) = self.address(&message).await;
             let targets = routing::targets(&addressing, &members, routing.default_agent.as_deref());
             if !targets.contains(&message.agent_id) {
@@ -664,25 +648,23 @@ impl Gateway {
             }
         }
         if !self
-            .admit(&message, |sender| self.access.allows(sender))
+            .admit(&message, |sender| self.access.allows(sender), None)
             .await
         {
             return;
         }
-        tracing::warn!(agent = %message.agent_id, room = %message.room_id, sender = %message.sender, reason = ?why, "a message the agent cannot read");
+        tracing::warn!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, sender = %message.sender, reason = ?why, "a message the agent cannot read");
         let Some(ctx) = self.agents.get(&message.agent_id) else {
             return;
         };
         let text = match &why {
             Unreadable::Undecryptable => strings::undecryptable(&message.sender),
             Unreadable::Unsupported(kind) => strings::unsupported_message(kind),
+            Unreadable::Malformed(what) => strings::unreadable_message(what),
         };
         let txn = format!("unreadable-{}", message.event_id);
-        if let Err(e) = ctx
-            .chat
-            .send(&message.room_id, &txn, &OutMessage::notice(text))
-            .await
-        {
+        let notice = OutMessage::notice(text).replying_to(&message.event_id);
+        if let Err(e) = ctx.chat.send(&message.room_id, &txn, &notice).await {
             tracing::warn!(error = %e, "could not post the notice");
         }
     }
@@ -764,6 +746,7 @@ mod tests {
     use crate::core::fakes::{FakeAgent, FakeChat, Script};
     use crate::core::pool::PoolSettings;
     use crate::render::stream::StreamSettings;
+    use crate::store::{Role, TranscriptLine};
     use std::path::PathBuf;
     use std::time::Duration;
 
@@ -839,6 +822,7 @@ mod tests {
                         interval: Duration::from_millis(100),
                         max_edits: 10,
                         max_bytes: 10_000,
+                        max_reply_bytes: 1_000_000,
                     },
                     command_prefix: "!".into(),
                     approvers: AccessList::new(&["@alice:x", "@boss:x"]),
@@ -859,12 +843,16 @@ mod tests {
             .collect();
         let gw = Arc::new(Gateway::new(
             contexts,
-            AccessList::new(&["@alice:x"]),
-            AccessList::new(&["@alice:x", "@boss:x"]),
+            AccessRules {
+                allowed: AccessList::new(&["@alice:x"]),
+                approvers: AccessList::new(&["@alice:x", "@boss:x"]),
+            },
             store.clone(),
-            "!".into(),
             pool,
-            rules,
+            GatewaySettings {
+                rules,
+                ..GatewaySettings::default()
+            },
         ));
         (gw, fakes, store, handed)
     }
@@ -949,11 +937,13 @@ mod tests {
                 .append_transcript(
                     "!r",
                     "demo",
-                    Role::User,
-                    "@alice:x",
-                    Some("$p"),
-                    "build it",
-                    None,
+                    TranscriptLine {
+                        role: Role::User,
+                        sender: "@alice:x",
+                        event_id: Some("$p"),
+                        body: "build it",
+                        stop_reason: None,
+                    },
                 )
                 .await
                 .unwrap();
@@ -978,6 +968,113 @@ mod tests {
             let promised = notice.contains("runs it again");
             assert_eq!(promised, expected_prompts == 1, "{case}: {notice}");
         }
+    }
+
+    /// An input as the previous run left it waiting.
+    fn waiting(id: &str, kind: PendingKind, body: &str, reply_to: Option<&str>) -> PendingInput {
+        PendingInput {
+            room_id: "!r".into(),
+            agent_id: "demo".into(),
+            event_id: id.into(),
+            kind,
+            sender: "@alice:x".into(),
+            body: body.into(),
+            reply_to: reply_to.map(str::to_owned),
+            sent_at: now_ms(),
+            queued_reaction: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
+        let (gw, agent, chat, store) = gateway_with(false).await;
+        let poll = crate::store::StoredPoll {
+            event_id: "$poll".into(),
+            room_id: "!r".into(),
+            body: "expired".into(),
+            html: None,
+        };
+        store.save_poll("demo", &poll).await.unwrap();
+        for input in [
+            waiting("$1", PendingKind::Prompt, "first", None),
+            waiting("$2", PendingKind::Command, "!mode code", None),
+            waiting("$3", PendingKind::Prompt, "1", Some("$poll")),
+            waiting("$4", PendingKind::Prompt, "second", None),
+        ] {
+            let id = input.event_id.clone();
+            assert!(store.admit(&id, "demo", "!r", Some(&input)).await.unwrap());
+        }
+        gw.clean_up_previous_run().await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while agent.prompts().len() < 2 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Prompts run in their order; the answer to the dead poll is not a prompt.
+        assert_eq!(agent.prompt_texts(), vec!["first", "second"]);
+        let said = chat.messages("!r");
+        let report = said
+            .iter()
+            .find(|m| m.body.contains("before it carried out “!mode code”"))
+            .expect("the command is reported");
+        assert_eq!(report.reply_to.as_deref(), Some("$2"));
+        assert!(store.pending_inputs("demo").await.unwrap().is_empty());
+        // Taken up once: a second start finds nothing left.
+        gw.clean_up_previous_run().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(agent.prompts().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_prompt_is_waiting_in_the_store_until_its_turn_begins() {
+        let script = Script::Chunks(vec!["ok".into()], Duration::from_millis(300));
+        let (gw, mut agents, store, _) =
+            gateway_of(&[("demo", script)], false, RoomRules::default()).await;
+        let (agent, _) = agents.remove(0);
+        assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+        let now = now_ms() as u64 + 1;
+        gw.handle(msg("$1", "@alice:x", now)).await;
+        gw.handle(msg("$2", "@alice:x", now)).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while agent.prompts().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The first began (no longer waiting); the second waits behind it, in the store.
+        let waiting: Vec<String> = store
+            .pending_inputs("demo")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.event_id)
+            .collect();
+        assert_eq!(waiting, ["$2"]);
+        assert_eq!(store.unfinished_turns("demo").await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn messages_past_the_catch_up_bound_are_reported_once_and_never_answered() {
+        let (gw, agent, chat) = gateway().await;
+        assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+        let now = now_ms() as u64 + 1;
+        let missed: Vec<Inbound> = ["$1", "$2"]
+            .iter()
+            .map(|id| msg(id, "@alice:x", now))
+            .chain([msg("$3", "@mallory:x", now)])
+            .collect();
+        gw.report_missed("demo", "!r", missed.clone(), false).await;
+        gw.report_missed("demo", "!r", missed.clone(), false).await;
+        let shown = chat.shown("!r");
+        assert_eq!(shown.len(), 1, "reported once: {shown:?}");
+        assert!(
+            shown[0].contains("2 messages from while I was away"),
+            "{shown:?}"
+        );
+        // Brought again (a stale sync response): not answered.
+        for inbound in missed {
+            gw.handle(inbound).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(agent.prompts().is_empty());
     }
 
     #[tokio::test]

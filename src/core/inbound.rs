@@ -47,6 +47,9 @@ pub enum Unreadable {
     Undecryptable,
     /// It is of a kind agents cannot take yet (image, file, location…), named here.
     Unsupported(String),
+    /// Its content could not be read at all (media without a source, a broken relation, a
+    /// custom type without a body): why, in short.
+    Malformed(String),
 }
 
 /// Everything the chat side hands to the core.
@@ -58,4 +61,14 @@ pub enum Inbound {
     Unreadable(IncomingMessage, Unreadable),
     /// A reaction.
     Reaction(IncomingReaction),
+}
+
+impl Inbound {
+    /// The message this is about, if it is one (readable or not).
+    pub fn message(&self) -> Option<&IncomingMessage> {
+        match self {
+            Inbound::Message(m) | Inbound::Unreadable(m, _) => Some(m),
+            Inbound::Reaction(_) => None,
+        }
+    }
 }

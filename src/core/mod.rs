@@ -6,10 +6,12 @@ pub mod access;
 pub mod activity;
 pub mod agent;
 pub mod approvals;
+pub mod catch_up;
 pub mod channel;
 pub mod chat;
 pub mod command;
 pub mod continuity;
+pub mod crash_journal;
 #[cfg(test)]
 pub mod fakes;
 pub mod gateway;

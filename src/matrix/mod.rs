@@ -5,8 +5,10 @@
 
 mod client;
 mod errors;
+mod inbound;
 mod mentions;
 mod outbound;
 mod sync;
+mod timeline;
 
 pub use client::{MatrixAgent, MatrixError};

@@ -9,8 +9,9 @@ use matrix_sdk::room::Room;
 use matrix_sdk::ruma::events::Mentions;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::relation::Annotation;
+use matrix_sdk::ruma::events::relation::Reply;
 use matrix_sdk::ruma::events::room::message::{
-    ReplacementMetadata, RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
+    Relation, ReplacementMetadata, RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
 };
 use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, OwnedUserId, RoomId};
 use matrix_sdk::{Client, RoomMemberships};
@@ -68,6 +69,9 @@ impl ChatPort for MatrixChat {
             .collect();
         if !mentioned.is_empty() {
             content = content.add_mentions(Mentions::with_user_ids(mentioned));
+        }
+        if let Some(target) = &msg.reply_to {
+            content.relates_to = Some(Relation::Reply(Reply::with_event_id(event_id(target)?)));
         }
         let response = room
             .send(content)

@@ -1,77 +1,116 @@
-//! The sync loop of one agent's Matrix user and the event handlers that feed the core.
+//! The sync loop of one agent's Matrix user. Invites and the agent's own membership are
+//! handled by SDK event handlers; room timelines are taken in by [`super::timeline`], in
+//! order, after each sync response, catching up on any gap first.
+//!
+//! The SDK saves its sync token while it processes a response, before the gateway has
+//! taken the response's events in. So every start (and every failure to take a response
+//! in) first catches up each joined room from its newest event back to where its handling
+//! stood: a crash at any instant is healed there, and admission, unique per event and
+//! agent, keeps anything from being taken in twice.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use matrix_sdk::Client;
 use matrix_sdk::config::SyncSettings;
 use matrix_sdk::room::Room;
-use matrix_sdk::ruma::events::reaction::OriginalSyncReactionEvent;
-use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
+use matrix_sdk::ruma::UInt;
+use matrix_sdk::ruma::api::client::filter::{FilterDefinition, RoomEventFilter};
+use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
 use matrix_sdk::ruma::events::room::member::{
     MembershipState, StrippedRoomMemberEvent, SyncRoomMemberEvent,
 };
-use matrix_sdk::ruma::events::room::message::sanitize::remove_plain_reply_fallback;
-use matrix_sdk::ruma::events::room::message::{
-    MessageType, OriginalSyncRoomMessageEvent, Relation,
-};
-use matrix_sdk::ruma::{EventId, MilliSecondsSinceUnixEpoch, UserId};
-use matrix_sdk::{Client, RoomState};
 use tokio_util::sync::CancellationToken;
 
 use super::client::{MatrixAgent, MatrixError};
 use super::errors::is_unknown_token;
-use super::mentions::mentioned_users;
 use crate::core::gateway::Gateway;
-use crate::core::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
 
 /// How long the homeserver may hold a sync request open.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
-/// Longest wait between two sync attempts while the homeserver fails.
+/// Longest wait between two attempts while the homeserver fails.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 impl MatrixAgent {
-    /// Runs this user's sync loop until `shutdown` is cancelled. Homeserver errors are retried
-    /// with back-off; only a rejected access token ends the loop with an error.
+    /// Runs this user's sync loop until `shutdown` is cancelled; a sync returns at most
+    /// `timeline_limit` events per room (more are caught up page by page). Homeserver
+    /// errors are retried with back-off; only a rejected access token ends the loop with an
+    /// error.
     pub async fn run(
         &self,
         gateway: Arc<Gateway>,
+        timeline_limit: u32,
         shutdown: CancellationToken,
     ) -> Result<(), MatrixError> {
-        self.install_handlers(gateway);
-        let settings = SyncSettings::default().timeout(SYNC_TIMEOUT);
+        self.install_handlers(gateway.clone());
+        let settings = SyncSettings::default()
+            .timeout(SYNC_TIMEOUT)
+            .filter(sync_filter(timeline_limit));
         let mut backoff = Duration::from_secs(1);
         let mut failing_since: Option<std::time::Instant> = None;
+        // Whether every joined room must be caught up before the next sync: at start, and
+        // after a sync response could not be taken in whole.
+        let mut catch_up_all = true;
         loop {
+            if catch_up_all {
+                let caught_up = tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(()),
+                    caught_up = self.catch_up_all(&gateway) => caught_up,
+                };
+                match caught_up {
+                    Ok(()) => catch_up_all = false,
+                    Err(e) if is_unknown_token(&e) => return Err(self.token_rejected()),
+                    Err(e) => {
+                        failing_since.get_or_insert_with(std::time::Instant::now);
+                        tracing::warn!(agent = %self.agent_id, error = %e, retry_in = ?backoff, "catching up the rooms failed");
+                        if !pause(&shutdown, &mut backoff).await {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                }
+            }
             let result = tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
                 result = self.client.sync_once(settings.clone()) => result,
             };
-            match result {
-                Ok(_) => {
-                    if let Some(since) = failing_since.take() {
-                        tracing::info!(agent = %self.agent_id, down_for = ?since.elapsed(), "homeserver reachable again");
-                    }
-                    backoff = Duration::from_secs(1);
-                }
-                Err(e) if is_unknown_token(&e) => {
-                    let error = MatrixError::TokenRejected {
-                        user: self.user_id.clone(),
-                        session_file: self.session_file.clone(),
-                    };
-                    tracing::error!(agent = %self.agent_id, "{error}");
-                    return Err(error);
-                }
+            let response = match result {
+                Ok(response) => response,
+                Err(e) if is_unknown_token(&e) => return Err(self.token_rejected()),
                 Err(e) => {
                     failing_since.get_or_insert_with(std::time::Instant::now);
                     tracing::warn!(agent = %self.agent_id, error = %e, retry_in = ?backoff, "sync failed");
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return Ok(()),
-                        _ = tokio::time::sleep(backoff) => {}
+                    if !pause(&shutdown, &mut backoff).await {
+                        return Ok(());
                     }
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            };
+            if let Some(since) = failing_since.take() {
+                tracing::info!(agent = %self.agent_id, down_for = ?since.elapsed(), "homeserver reachable again");
+            }
+            backoff = Duration::from_secs(1);
+            match self.take_in(&gateway, &response).await {
+                Ok(positions) => gateway.taken_in(&self.agent_id, &positions).await,
+                // A gap could not be caught up (the homeserver failed while paging): every
+                // room is caught up from its newest event before the next sync.
+                Err(e) => {
+                    tracing::warn!(agent = %self.agent_id, error = %e, "taking in a sync response failed; catching up every room before the next sync");
+                    catch_up_all = true;
                 }
             }
         }
+    }
+
+    /// The homeserver no longer accepts this user's access token: said in the log, and
+    /// the error that ends its loop.
+    fn token_rejected(&self) -> MatrixError {
+        let error = MatrixError::TokenRejected {
+            user: self.user_id.clone(),
+            session_file: self.session_file.clone(),
+        };
+        tracing::error!(agent = %self.agent_id, "{error}");
+        error
     }
 
     fn install_handlers(&self, gateway: Arc<Gateway>) {
@@ -117,130 +156,28 @@ impl MatrixAgent {
                 }
             },
         );
-
-        let agent_id = self.agent_id.clone();
-        let gw = gateway.clone();
-        self.client.add_event_handler(
-            move |ev: OriginalSyncRoomMessageEvent, room: Room, client: Client| {
-                let (gw, agent_id) = (gw.clone(), agent_id.clone());
-                async move {
-                    if room.state() != RoomState::Joined || Some(&*ev.sender) == client.user_id() {
-                        return;
-                    }
-                    // Edits of earlier messages are not new prompts.
-                    if matches!(ev.content.relates_to, Some(Relation::Replacement(_))) {
-                        return;
-                    }
-                    let reply_to = match &ev.content.relates_to {
-                        Some(Relation::Reply(reply)) => Some(reply.in_reply_to.event_id.clone()),
-                        _ => None,
-                    };
-                    // Whose message it replies to decides which agent it is for.
-                    let reply_to_sender = match &reply_to {
-                        Some(id) => match room.load_or_fetch_event(id, None).await {
-                            Ok(event) => event.sender().map(|s| s.to_string()),
-                            Err(e) => {
-                                tracing::debug!(agent = %agent_id, event = %id, error = %e, "could not fetch the message replied to");
-                                None
-                            }
-                        },
-                        None => None,
-                    };
-                    let html = match &ev.content.msgtype {
-                        MessageType::Text(t) => t.formatted.as_ref().map(|f| f.body.as_str()),
-                        MessageType::Emote(e) => e.formatted.as_ref().map(|f| f.body.as_str()),
-                        _ => None,
-                    };
-                    let message = IncomingMessage {
-                        reply_to: reply_to.map(|id| id.to_string()),
-                        reply_to_sender,
-                        mentions: mentioned_users(&ev.content, html),
-                        ..incoming(
-                            agent_id,
-                            &room,
-                            &ev.event_id,
-                            &ev.sender,
-                            ev.origin_server_ts,
-                        )
-                    };
-                    // Older clients quote the message replied to in the body; the agent
-                    // and the poll commands want only what the person wrote.
-                    let text = |body: &str| remove_plain_reply_fallback(body).to_owned();
-                    let inbound = match &ev.content.msgtype {
-                        MessageType::Text(t) => Inbound::Message(IncomingMessage {
-                            body: text(&t.body),
-                            ..message
-                        }),
-                        MessageType::Emote(e) => Inbound::Message(IncomingMessage {
-                            body: text(&e.body),
-                            ..message
-                        }),
-                        // Notices are for bots and status lines, never prompts.
-                        MessageType::Notice(_) => return,
-                        other => Inbound::Unreadable(
-                            message,
-                            Unreadable::Unsupported(other.msgtype().to_owned()),
-                        ),
-                    };
-                    gw.handle(inbound).await;
-                }
-            },
-        );
-
-        let agent_id = self.agent_id.clone();
-        let gw = gateway.clone();
-        // Only events that could not be decrypted reach this handler.
-        self.client
-            .add_event_handler(move |ev: OriginalSyncRoomEncryptedEvent, room: Room| {
-                let (gw, agent_id) = (gw.clone(), agent_id.clone());
-                async move {
-                    let message = incoming(
-                        agent_id,
-                        &room,
-                        &ev.event_id,
-                        &ev.sender,
-                        ev.origin_server_ts,
-                    );
-                    gw.handle(Inbound::Unreadable(message, Unreadable::Undecryptable))
-                        .await;
-                }
-            });
-
-        let agent_id = self.agent_id.clone();
-        self.client
-            .add_event_handler(move |ev: OriginalSyncReactionEvent, room: Room| {
-                let (gw, agent_id) = (gateway.clone(), agent_id.clone());
-                async move {
-                    gw.handle(Inbound::Reaction(IncomingReaction {
-                        agent_id,
-                        room_id: room.room_id().to_string(),
-                        sender: ev.sender.to_string(),
-                        target_event_id: ev.content.relates_to.event_id.to_string(),
-                        key: ev.content.relates_to.key.clone(),
-                    }))
-                    .await;
-                }
-            });
     }
 }
 
-/// The core's view of a room message, with an empty body for the caller to fill.
-fn incoming(
-    agent_id: String,
-    room: &Room,
-    event_id: &EventId,
-    sender: &UserId,
-    sent_at: MilliSecondsSinceUnixEpoch,
-) -> IncomingMessage {
-    IncomingMessage {
-        agent_id,
-        room_id: room.room_id().to_string(),
-        event_id: event_id.to_string(),
-        sender: sender.to_string(),
-        body: String::new(),
-        timestamp_ms: sent_at.get().into(),
-        ..Default::default()
+/// Waits out `backoff` (doubling it for next time); `false` when shutdown came first.
+async fn pause(shutdown: &CancellationToken, backoff: &mut Duration) -> bool {
+    let wait = *backoff;
+    *backoff = (*backoff * 2).min(MAX_BACKOFF);
+    tokio::select! {
+        _ = shutdown.cancelled() => false,
+        _ = tokio::time::sleep(wait) => true,
     }
+}
+
+/// What the gateway asks each sync for: a room timeline long enough that a short absence
+/// needs no paging, and nothing it never reads (presence, typing, receipts). Timeline event
+/// types are not filtered: the SDK reads room state from the timeline too.
+fn sync_filter(timeline_limit: u32) -> Filter {
+    let mut filter = FilterDefinition::default();
+    filter.room.timeline.limit = Some(UInt::from(timeline_limit));
+    filter.room.ephemeral = RoomEventFilter::ignore_all();
+    filter.presence = matrix_sdk::ruma::api::client::filter::Filter::ignore_all();
+    Filter::FilterDefinition(filter)
 }
 
 async fn join_with_retry(room: Room, agent_id: String) {

@@ -125,6 +125,7 @@ impl Both {
             html: Some(self.html),
             notice,
             mentions: Vec::new(),
+            reply_to: None,
         }
     }
 }
@@ -314,6 +315,7 @@ pub fn plan(entries: &[PlanEntry]) -> OutMessage {
         html: Some(html),
         notice: true,
         mentions: Vec::new(),
+        reply_to: None,
     }
 }
 
@@ -332,6 +334,7 @@ pub fn thinking(elapsed: Option<Duration>, thoughts: &str) -> OutMessage {
                 body: summary,
                 notice: true,
                 mentions: Vec::new(),
+                reply_to: None,
             }
         }
     }
@@ -349,6 +352,7 @@ pub fn stderr_tail(agent: &str, tail: &str) -> OutMessage {
         body: format!("{summary}\n{tail}"),
         notice: true,
         mentions: Vec::new(),
+        reply_to: None,
     }
 }
 

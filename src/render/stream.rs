@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use crate::core::chat::{ChatError, ChatPort, OutMessage};
 use crate::render::live::{Paced, send_everything};
-use crate::render::markdown;
+use crate::render::{markdown, strings};
 
 /// Most bytes of body + HTML we put in one event, keeping clear of Matrix's 64 KiB limit
 /// (an edit carries the content twice: the fallback and `m.new_content`).
@@ -34,6 +34,9 @@ pub struct StreamSettings {
     pub max_edits: u32,
     /// Largest Markdown text per message, in bytes.
     pub max_bytes: usize,
+    /// Largest whole reply, in bytes: past it the reply is cut with a line saying so and
+    /// the rest of the answer is dropped (not kept in memory).
+    pub max_reply_bytes: usize,
 }
 
 /// Counts kept for the log and for benchmarks.
@@ -80,6 +83,8 @@ pub struct ReplyStream {
     finishing: bool,
     /// Messages posted so far, in order.
     posted: Vec<Posted>,
+    /// Whether the reply reached `max_reply_bytes` and was cut: later chunks are dropped.
+    capped: bool,
     /// Nothing is sent before this instant (interval or rate limit).
     not_before: Instant,
     /// Counters.
@@ -104,14 +109,35 @@ impl ReplyStream {
             footer: None,
             finishing: false,
             posted: Vec::new(),
+            capped: false,
             not_before: Instant::now(),
             stats: StreamStats::default(),
         }
     }
 
-    /// Appends a chunk of the agent's answer.
+    /// Appends a chunk of the agent's answer. Past `max_reply_bytes` the reply is cut with
+    /// a line saying so, and what comes after is dropped.
     pub fn push(&mut self, chunk: &str) {
-        self.text.push_str(chunk);
+        if self.capped {
+            return;
+        }
+        let room = self
+            .settings
+            .max_reply_bytes
+            .saturating_sub(self.text.len());
+        if chunk.len() <= room {
+            self.text.push_str(chunk);
+        } else {
+            let mut end = room;
+            while !chunk.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.text.push_str(&chunk[..end]);
+            self.text
+                .push_str(&strings::reply_cut(self.settings.max_reply_bytes));
+            self.capped = true;
+            tracing::warn!(room = %self.room, max = self.settings.max_reply_bytes, "a reply reached the size limit; the rest is dropped");
+        }
         // A message that is full gets its final boundary once, never to move again.
         loop {
             let start = self.cuts.last().copied().unwrap_or(0);
@@ -277,6 +303,7 @@ fn to_message(text: &str) -> OutMessage {
         html,
         notice: false,
         mentions: Vec::new(),
+        reply_to: None,
     }
 }
 
@@ -340,6 +367,7 @@ mod tests {
             interval: Duration::from_secs(1),
             max_edits: 100,
             max_bytes: 2_000,
+            max_reply_bytes: 1_000_000,
         }
     }
 
@@ -363,6 +391,44 @@ mod tests {
 
     fn chunks(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("word{i} ")).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reply_past_its_size_cap_is_cut_with_a_line_and_the_rest_dropped() {
+        let chat = FakeChat::new();
+        let capped = StreamSettings {
+            max_reply_bytes: 5_000,
+            ..settings()
+        };
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t-cap", capped);
+        for _ in 0..1_000 {
+            s.push("0123456789");
+        }
+        assert!(s.text().starts_with(&"0123456789".repeat(500)));
+        assert!(
+            s.text().ends_with("The rest was dropped."),
+            "{}",
+            &s.text()[4_990..]
+        );
+        assert!(s.text().len() < 5_000 + 200, "nothing kept past the cap");
+        s.finish(None).await.unwrap();
+        let shown = chat.shown("!r").concat();
+        assert!(
+            shown.contains("✂️ The answer was cut here: it passed 5 KB"),
+            "{shown}"
+        );
+        // A multi-byte character is never split at the cap.
+        let mut s = ReplyStream::new(
+            FakeChat::new(),
+            "!r",
+            "t-cap2",
+            StreamSettings {
+                max_reply_bytes: 5_001,
+                ..settings()
+            },
+        );
+        s.push(&"é".repeat(3_000));
+        assert!(s.text().starts_with(&"é".repeat(2_500)));
     }
 
     #[tokio::test(start_paused = true)]
@@ -531,6 +597,7 @@ mod tests {
                     interval: Duration::from_secs(1),
                     max_edits: 10,
                     max_bytes: 1_000,
+                    max_reply_bytes: 1_000_000,
                 },
             );
             let chars: Vec<char> = text.chars().collect();

@@ -35,20 +35,65 @@ pub const INTERRUPTED: &str = "⏹️ Interrupted: Sidekicks stopped before this
 /// Footer of a reply cut by a crash when the prompt runs again at the next start.
 pub const INTERRUPTED_RERUN: &str = "⏹️ Interrupted: Sidekicks stopped before this answer was complete. It runs your message again now that it is back.";
 
-/// Posted at the next start for a turn cut by a crash before any answer text, when the
-/// prompt runs again.
+/// Posted at the next start, as a reply to the prompt, for a turn cut by a crash before
+/// any answer text, when the prompt runs again.
 pub const INTERRUPTED_BEFORE_ANSWER_RERUN: &str = "⏹️ Sidekicks stopped before it could answer \
-the last message here. It runs it again now that it is back.";
+this message. It runs it again now that it is back.";
 
-/// Posted at the next start for a turn cut by a crash before any answer text.
-pub const INTERRUPTED_BEFORE_ANSWER: &str = "⏹️ Sidekicks stopped before it could answer the last \
-message here. Send it again to retry.";
+/// Posted at the next start, as a reply to the prompt, for a turn cut by a crash before any
+/// answer text.
+pub const INTERRUPTED_BEFORE_ANSWER: &str = "⏹️ Sidekicks stopped before it could answer this \
+message. Send it again to retry.";
 
-/// Posted at shutdown for messages that were queued and never answered.
-pub fn queue_dropped_at_shutdown(count: usize) -> String {
+/// Posted at shutdown for messages that were queued: they are kept and answered after the
+/// next start.
+pub fn queue_kept_at_shutdown(count: usize) -> String {
     format!(
-        "⏹️ Sidekicks is shutting down: {count} queued message(s) were not answered. \
-         Send them again once it is back."
+        "⏸️ Sidekicks is shutting down: {count} queued message(s) will be answered when it is \
+         back."
+    )
+}
+
+/// Posted at the next start, as a reply to a chat command that was taken in but never
+/// carried out before Sidekicks stopped (its meaning depends on the moment, so it is not
+/// carried out later).
+pub fn command_not_carried_out(command: &str) -> String {
+    format!(
+        "⏹️ Sidekicks stopped before it carried out “{}”. Send it again if it still matters.",
+        command.trim()
+    )
+}
+
+/// Posted after catching up when messages from while Sidekicks was away lay past the
+/// catch-up bound (`more`: counting stopped, there were even more).
+pub fn missed_while_away(count: usize, more: bool, max_events: usize, max_hours: u64) -> String {
+    let (at_least, s) = match (more, count) {
+        (true, _) => ("At least ", "s"),
+        (false, 1) => ("", ""),
+        (false, _) => ("", "s"),
+    };
+    format!(
+        "⏹️ {at_least}{count} message{s} from while I was away were not answered: Sidekicks \
+         catches up on at most the last {max_events} events or {max_hours} hours of a room. \
+         Send again what still matters."
+    )
+}
+
+/// Posted as a reply to a message whose content could not be read at all (`why`: what
+/// was wrong, in short).
+pub fn unreadable_message(why: &str) -> String {
+    format!(
+        "I could not read this message ({why}), so I did not answer it. Please send it again \
+         as text."
+    )
+}
+
+/// Appended where a reply reached `streaming.max_reply_bytes`: the rest was dropped.
+pub fn reply_cut(max_bytes: usize) -> String {
+    format!(
+        "\n\n✂️ The answer was cut here: it passed {} KB, the most one reply may hold. The rest \
+         was dropped.",
+        max_bytes / 1000
     )
 }
 

@@ -86,7 +86,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Role;
+    use crate::store::{Role, TranscriptLine};
 
     #[tokio::test]
     async fn a_fresh_start_leaves_the_earlier_transcript_behind() {
@@ -94,10 +94,14 @@ mod tests {
         let add = |body: &'static str| {
             let store = store.clone();
             async move {
-                store
-                    .append_transcript("!r", "demo", Role::User, "@a:x", None, body, None)
-                    .await
-                    .unwrap()
+                let line = TranscriptLine {
+                    role: Role::User,
+                    sender: "@a:x",
+                    event_id: None,
+                    body,
+                    stop_reason: None,
+                };
+                store.append_transcript("!r", "demo", line).await.unwrap()
             }
         };
         add("one").await;

@@ -7,11 +7,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
 mod conversations;
+mod inbox;
 mod polls;
+mod positions;
+mod retention;
 mod settings;
 mod unfinished;
 
+pub use inbox::{PendingInput, PendingKind};
 pub use polls::StoredPoll;
+pub use positions::RoomPosition;
+pub use retention::Pruned;
 pub use settings::RoomRouting;
 pub use unfinished::{CutMessage, UnfinishedTurn};
 
@@ -44,7 +50,22 @@ impl Role {
     }
 }
 
-/// One transcript line.
+/// A transcript line to record.
+#[derive(Debug, Clone, Copy)]
+pub struct TranscriptLine<'a> {
+    /// Who wrote it.
+    pub role: Role,
+    /// Matrix user ID of the author.
+    pub sender: &'a str,
+    /// The Matrix event holding it (a prompt's message, a reply's first message).
+    pub event_id: Option<&'a str>,
+    /// The text.
+    pub body: &'a str,
+    /// How the turn ended, for replies.
+    pub stop_reason: Option<&'a str>,
+}
+
+/// One transcript line, as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct TranscriptEntry {
     /// `user` or `agent`.
@@ -101,26 +122,6 @@ impl Store {
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         Ok(Self { pool })
-    }
-
-    /// Records that `agent` took in `event`. Returns `false` when it already had: the caller
-    /// must then not prompt it again.
-    pub async fn mark_handled(
-        &self,
-        event_id: &str,
-        agent_id: &str,
-        room_id: &str,
-    ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
-            "INSERT OR IGNORE INTO handled_events (event_id, agent_id, room_id, handled_at) VALUES (?, ?, ?, ?)",
-        )
-        .bind(event_id)
-        .bind(agent_id)
-        .bind(room_id)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
     }
 
     /// Records when `agent` arrived in `room`, unless already known; returns the time kept.
@@ -223,33 +224,15 @@ impl Store {
         Ok(row.map(|r| r.0))
     }
 
-    /// Appends a transcript line.
-    #[allow(clippy::too_many_arguments)]
+    /// Appends a transcript line. A prompt is recorded once: a prompt run again after a
+    /// restart (it had not begun) is not recorded a second time.
     pub async fn append_transcript(
         &self,
         room_id: &str,
         agent_id: &str,
-        role: Role,
-        sender: &str,
-        event_id: Option<&str>,
-        body: &str,
-        stop_reason: Option<&str>,
+        line: TranscriptLine<'_>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO transcript (room_id, agent_id, role, sender, event_id, body, stop_reason, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(room_id)
-        .bind(agent_id)
-        .bind(role.as_str())
-        .bind(sender)
-        .bind(event_id)
-        .bind(body)
-        .bind(stop_reason)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        insert_transcript(&self.pool, room_id, agent_id, &line).await
     }
 
     /// The transcript of (room, agent), oldest first.
@@ -269,6 +252,34 @@ impl Store {
     }
 }
 
+/// Inserts a transcript line (a prompt with an event ID only once), in one statement:
+/// a write transaction that begins with a read could fail at once on a busy database.
+async fn insert_transcript<'c>(
+    executor: impl sqlx::SqliteExecutor<'c>,
+    room_id: &str,
+    agent_id: &str,
+    line: &TranscriptLine<'_>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO transcript (room_id, agent_id, role, sender, event_id, body, stop_reason, created_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+         WHERE ?3 <> 'user' OR ?5 IS NULL OR NOT EXISTS (
+             SELECT 1 FROM transcript
+             WHERE room_id = ?1 AND agent_id = ?2 AND event_id = ?5 AND role = 'user')",
+    )
+    .bind(room_id)
+    .bind(agent_id)
+    .bind(line.role.as_str())
+    .bind(line.sender)
+    .bind(line.event_id)
+    .bind(line.body)
+    .bind(line.stop_reason)
+    .bind(now_ms())
+    .execute(executor)
+    .await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,9 +287,9 @@ mod tests {
     #[tokio::test]
     async fn events_are_handled_once_per_agent() {
         let store = Store::in_memory().await.unwrap();
-        assert!(store.mark_handled("$e", "a", "!r").await.unwrap());
-        assert!(!store.mark_handled("$e", "a", "!r").await.unwrap());
-        assert!(store.mark_handled("$e", "b", "!r").await.unwrap());
+        assert!(store.admit("$e", "a", "!r", None).await.unwrap());
+        assert!(!store.admit("$e", "a", "!r", None).await.unwrap());
+        assert!(store.admit("$e", "b", "!r", None).await.unwrap());
     }
 
     #[tokio::test]
@@ -305,22 +316,24 @@ mod tests {
             store.session("!r", "a").await.unwrap().as_deref(),
             Some("s2")
         );
-        store
-            .append_transcript("!r", "a", Role::User, "@p:x", Some("$1"), "hi", None)
-            .await
-            .unwrap();
-        store
-            .append_transcript(
-                "!r",
-                "a",
-                Role::Agent,
-                "@a:x",
-                Some("$2"),
-                "hello",
-                Some("end_turn"),
-            )
-            .await
-            .unwrap();
+        let prompt = TranscriptLine {
+            role: Role::User,
+            sender: "@p:x",
+            event_id: Some("$1"),
+            body: "hi",
+            stop_reason: None,
+        };
+        store.append_transcript("!r", "a", prompt).await.unwrap();
+        // The same prompt again (run again after a restart): recorded once.
+        store.append_transcript("!r", "a", prompt).await.unwrap();
+        let reply = TranscriptLine {
+            role: Role::Agent,
+            sender: "@a:x",
+            event_id: Some("$2"),
+            body: "hello",
+            stop_reason: Some("end_turn"),
+        };
+        store.append_transcript("!r", "a", reply).await.unwrap();
         let t = store.transcript("!r", "a").await.unwrap();
         assert_eq!(t.len(), 2);
         assert_eq!((t[0].role.as_str(), t[1].body.as_str()), ("user", "hello"));

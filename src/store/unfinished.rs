@@ -1,13 +1,16 @@
 //! Turns in progress and what their messages should show if the turn is cut, so a start
 //! after a crash can mark what the previous run left unfinished.
 
-use super::{Store, StoreError, now_ms};
+use super::{PendingInput, Store, StoreError, TranscriptLine, now_ms};
 
 /// A message of an unfinished turn and the content it should show once the turn is cut.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct CutMessage {
-    /// The message.
-    pub event_id: String,
+    /// The message, once the homeserver confirmed it.
+    pub event_id: Option<String>,
+    /// The transaction ID it was sent with, while its event ID is not known: sending again
+    /// under the same ID gets the event the homeserver already has (or posts it now).
+    pub txn_id: Option<String>,
     /// `reply` or `card`.
     pub kind: String,
     /// Plain text to show.
@@ -35,7 +38,9 @@ pub struct UnfinishedTurn {
 
 impl Store {
     /// Records that (room, agent) started answering `prompt_event_id` (`rerun`: again,
-    /// after a crash had cut its first run).
+    /// after a crash had cut its first run). In the same transaction the prompt stops
+    /// waiting (`pending_inputs`): from now on a crash marks the turn as cut instead of
+    /// running the prompt again.
     pub async fn begin_turn(
         &self,
         room_id: &str,
@@ -43,6 +48,7 @@ impl Store {
         prompt_event_id: &str,
         rerun: bool,
     ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT OR REPLACE INTO unfinished_turns (room_id, agent_id, prompt_event_id, started_at, rerun)
              VALUES (?, ?, ?, ?, ?)",
@@ -52,12 +58,59 @@ impl Store {
         .bind(prompt_event_id)
         .bind(now_ms())
         .bind(rerun)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM pending_inputs WHERE agent_id = ? AND event_id = ?")
+            .bind(agent_id)
+            .bind(prompt_event_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Records, before a message of the running turn of (room, agent) is sent with
+    /// transaction ID `txn_id`, what it should show if the turn is cut before the send is
+    /// confirmed (see [`Store::confirm_cut_message`]).
+    pub async fn intend_cut_message(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+        txn_id: &str,
+        message: &CutMessage,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT OR REPLACE INTO unfinished_messages (txn_id, room_id, agent_id, kind, body, html, notice)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(txn_id)
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(&message.kind)
+        .bind(&message.body)
+        .bind(&message.html)
+        .bind(message.notice)
         .execute(&self.pool)
         .await?;
         Ok(())
     }
 
-    /// Records what `message` should show if the running turn of (room, agent) is cut.
+    /// The send made with `txn_id` was confirmed as `event_id`.
+    pub async fn confirm_cut_message(
+        &self,
+        txn_id: &str,
+        event_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE unfinished_messages SET event_id = ?, txn_id = NULL WHERE txn_id = ?")
+            .bind(event_id)
+            .bind(txn_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records what the posted message `message.event_id` should show if the running turn
+    /// of (room, agent) is cut.
     pub async fn save_cut_message(
         &self,
         room_id: &str,
@@ -65,8 +118,10 @@ impl Store {
         message: &CutMessage,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT OR REPLACE INTO unfinished_messages (event_id, room_id, agent_id, kind, body, html, notice)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO unfinished_messages (event_id, room_id, agent_id, kind, body, html, notice)
+             VALUES (?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (event_id) DO UPDATE SET kind = excluded.kind, body = excluded.body,
+             html = excluded.html, notice = excluded.notice",
         )
         .bind(&message.event_id)
         .bind(room_id)
@@ -80,17 +135,18 @@ impl Store {
         Ok(())
     }
 
-    /// Records the answer text the running turn of (room, agent) has received so far.
-    pub async fn save_reply_text(
+    /// Appends `more` to the answer text the running turn of (room, agent) has received
+    /// so far: only what is new is written, however long the answer grows.
+    pub async fn append_reply_text(
         &self,
         room_id: &str,
         agent_id: &str,
-        text: &str,
+        more: &str,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE unfinished_turns SET reply_text = ? WHERE room_id = ? AND agent_id = ?",
+            "UPDATE unfinished_turns SET reply_text = reply_text || ? WHERE room_id = ? AND agent_id = ?",
         )
-        .bind(text)
+        .bind(more)
         .bind(room_id)
         .bind(agent_id)
         .execute(&self.pool)
@@ -98,8 +154,16 @@ impl Store {
         Ok(())
     }
 
-    /// Forgets the turn of (room, agent) and its messages: it ended.
-    pub async fn end_turn(&self, room_id: &str, agent_id: &str) -> Result<(), StoreError> {
+    /// Forgets the turn of (room, agent) and its messages (it ended, or was marked as cut),
+    /// records `reply` in the transcript and queues `rerun` (its prompt, to run again), all
+    /// in one transaction: a crash leaves either the unfinished turn or what replaced it.
+    pub async fn end_turn(
+        &self,
+        room_id: &str,
+        agent_id: &str,
+        reply: Option<TranscriptLine<'_>>,
+        rerun: Option<&PendingInput>,
+    ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("DELETE FROM unfinished_messages WHERE room_id = ? AND agent_id = ?")
             .bind(room_id)
@@ -111,6 +175,12 @@ impl Store {
             .bind(agent_id)
             .execute(&mut *tx)
             .await?;
+        if let Some(line) = reply {
+            super::insert_transcript(&mut *tx, room_id, agent_id, &line).await?;
+        }
+        if let Some(pending) = rerun {
+            super::inbox::insert_pending(&mut tx, pending).await?;
+        }
         tx.commit().await?;
         Ok(())
     }
@@ -150,8 +220,8 @@ impl Store {
         let mut out = Vec::new();
         for (room_id, prompt_event_id, rerun, reply_text) in turns {
             let messages = sqlx::query_as(
-                "SELECT event_id, kind, body, html, notice FROM unfinished_messages
-                 WHERE room_id = ? AND agent_id = ? ORDER BY rowid",
+                "SELECT event_id, txn_id, kind, body, html, notice FROM unfinished_messages
+                 WHERE room_id = ? AND agent_id = ? ORDER BY id",
             )
             .bind(&room_id)
             .bind(agent_id)
@@ -181,7 +251,8 @@ mod tests {
             .await
             .unwrap();
         let reply = CutMessage {
-            event_id: "$reply".into(),
+            event_id: Some("$reply".into()),
+            txn_id: None,
             kind: "reply".into(),
             body: "partial".into(),
             html: None,
@@ -193,10 +264,20 @@ mod tests {
             ..reply.clone()
         };
         store.save_cut_message("!r", "demo", &newer).await.unwrap();
+        // A second message, sent but never confirmed: known by its transaction ID.
+        let unconfirmed = CutMessage {
+            event_id: None,
+            txn_id: Some("txn-1".into()),
+            body: "more".into(),
+            ..reply.clone()
+        };
         store
-            .save_reply_text("!r", "demo", "partial, longer")
+            .intend_cut_message("!r", "demo", "txn-1", &unconfirmed)
             .await
             .unwrap();
+        for part in ["partial", ", longer"] {
+            store.append_reply_text("!r", "demo", part).await.unwrap();
+        }
         let turns = store.unfinished_turns("demo").await.unwrap();
         assert_eq!(
             turns,
@@ -205,11 +286,51 @@ mod tests {
                 prompt_event_id: "$prompt".into(),
                 rerun: true,
                 reply_text: "partial, longer".into(),
-                messages: vec![newer],
+                messages: vec![newer, unconfirmed.clone()],
             }]
         );
+        store.confirm_cut_message("txn-1", "$second").await.unwrap();
+        let turns = store.unfinished_turns("demo").await.unwrap();
+        assert_eq!(turns[0].messages[1].event_id.as_deref(), Some("$second"));
+        assert_eq!(turns[0].messages[1].txn_id, None);
         assert!(store.unfinished_turns("other").await.unwrap().is_empty());
-        store.end_turn("!r", "demo").await.unwrap();
+        let reply = TranscriptLine {
+            role: crate::store::Role::Agent,
+            sender: "@demo:x",
+            event_id: Some("$reply"),
+            body: "partial, longer",
+            stop_reason: Some("interrupted"),
+        };
+        store
+            .end_turn("!r", "demo", Some(reply), None)
+            .await
+            .unwrap();
         assert!(store.unfinished_turns("demo").await.unwrap().is_empty());
+        let transcript = store.transcript("!r", "demo").await.unwrap();
+        assert_eq!(transcript.len(), 1);
+        assert_eq!(transcript[0].stop_reason.as_deref(), Some("interrupted"));
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_begins_takes_its_prompt_off_the_pending_inputs() {
+        let store = Store::in_memory().await.unwrap();
+        let pending = crate::store::PendingInput {
+            room_id: "!r".into(),
+            agent_id: "demo".into(),
+            event_id: "$p".into(),
+            kind: crate::store::PendingKind::Prompt,
+            sender: "@a:x".into(),
+            body: "hi".into(),
+            reply_to: None,
+            sent_at: 1,
+            queued_reaction: None,
+        };
+        store
+            .admit("$p", "demo", "!r", Some(&pending))
+            .await
+            .unwrap();
+        store.begin_turn("!r", "demo", "$p", false).await.unwrap();
+        assert!(store.pending_inputs("demo").await.unwrap().is_empty());
+        assert_eq!(store.unfinished_turns("demo").await.unwrap().len(), 1);
     }
 }

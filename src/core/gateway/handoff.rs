@@ -12,7 +12,7 @@ use crate::core::channel::{ChannelInput, Handoff};
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::{self, Addressed};
 use crate::render::strings;
-use crate::store::now_ms;
+use crate::store::{PendingInput, PendingKind, now_ms};
 
 impl Gateway {
     /// Takes in the agents' finished answers until shutdown.
@@ -89,7 +89,31 @@ impl Gateway {
                 timestamp_ms: now_ms() as u64,
                 ..Default::default()
             };
-            self.send_to_channel(room, &target, ChannelInput::Prompt(prompt));
+            // Admitted like a person's prompt: once, and durably until its turn begins.
+            let pending = PendingInput {
+                room_id: room.clone(),
+                agent_id: target.clone(),
+                event_id: prompt.event_id.clone(),
+                kind: PendingKind::Prompt,
+                sender: prompt.sender.clone(),
+                body: prompt.body.clone(),
+                reply_to: None,
+                sent_at: prompt.timestamp_ms as i64,
+                queued_reaction: None,
+            };
+            match self
+                .store
+                .admit(&prompt.event_id, &target, room, Some(&pending))
+                .await
+            {
+                Ok(true) => self.send_to_channel(room, &target, ChannelInput::Prompt(prompt)),
+                Ok(false) => {
+                    tracing::debug!(to = %target, event = %prompt.event_id, "answer handed on already")
+                }
+                Err(e) => {
+                    tracing::error!(to = %target, error = %e, "store unavailable; answer not handed on")
+                }
+            }
         }
     }
 }

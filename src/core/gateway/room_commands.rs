@@ -14,7 +14,8 @@ use crate::render::strings::{self, ProcessLine, StatusLine};
 use crate::store::RoomRouting;
 
 impl Gateway {
-    /// Answers a room command carried by `message` (already admitted). Settings are
+    /// Answers a room command carried by `message` (already admitted, and settled once
+    /// answered). Settings are
     /// changed before this returns, so the next message is routed by them; `!help` and
     /// `!status`, which wait for the channels' reports, are answered from their own task.
     pub(super) async fn room_command(
@@ -31,7 +32,7 @@ impl Gateway {
                 let text = this
                     .room_report(&command, &message.room_id, &members, &routing)
                     .await;
-                this.notice(&message, text).await;
+                this.answer(&message, text).await;
             });
             return;
         }
@@ -99,7 +100,7 @@ impl Gateway {
                 return;
             }
         };
-        self.notice(message, text).await;
+        self.answer(message, text).await;
     }
 
     /// The answer to `!help` or `!status`, from what the room's channels report.

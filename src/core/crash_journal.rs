@@ -1,0 +1,126 @@
+//! The crash journal's hold on a reply's new messages. A message is recorded, with what it
+//! should show if the turn is cut, *before* it is sent, under its transaction ID; once the
+//! homeserver confirms it, its event ID replaces the transaction ID. So a crash between
+//! the send and its confirmation still leaves a trace the next start can follow: sending
+//! again under the same transaction ID gets the event the homeserver already has (or posts
+//! it now), and it is marked like any other (see `docs/continuity.md`).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::chat::{ChatError, ChatPort, OutMessage};
+use crate::render::stream::ReplyStream;
+use crate::store::{CutMessage, Store};
+
+/// A [`ChatPort`] for one turn's streamed reply that journals every new message around its
+/// send. Edits, reactions and the rest go straight through.
+pub struct JournaledReplies {
+    /// The agent's Matrix user.
+    inner: Arc<dyn ChatPort>,
+    /// Where the journal is kept.
+    store: Store,
+    /// The agent, whose turn this is.
+    agent_id: String,
+    /// What a cut reply ends with.
+    footer: &'static str,
+}
+
+impl JournaledReplies {
+    /// Journals the replies `agent_id` sends through `inner`; a cut one ends with `footer`.
+    pub fn new(
+        inner: Arc<dyn ChatPort>,
+        store: Store,
+        agent_id: String,
+        footer: &'static str,
+    ) -> Self {
+        Self {
+            inner,
+            store,
+            agent_id,
+            footer,
+        }
+    }
+}
+
+#[async_trait]
+impl ChatPort for JournaledReplies {
+    async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
+        let cut = ReplyStream::cut_content(&msg.body, self.footer);
+        let intent = CutMessage {
+            event_id: None,
+            txn_id: Some(txn.to_owned()),
+            kind: "reply".to_owned(),
+            body: cut.body,
+            html: cut.html,
+            notice: cut.notice,
+        };
+        if let Err(e) = self
+            .store
+            .intend_cut_message(room, &self.agent_id, txn, &intent)
+            .await
+        {
+            tracing::error!(agent = %self.agent_id, room, error = %e, "could not record a reply message before sending it");
+        }
+        let event_id = self.inner.send(room, txn, msg).await?;
+        if let Err(e) = self.store.confirm_cut_message(txn, &event_id).await {
+            tracing::error!(agent = %self.agent_id, room, error = %e, "could not record a reply message as sent");
+        }
+        Ok(event_id)
+    }
+
+    async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {
+        self.inner.edit(room, event_id, msg).await
+    }
+
+    async fn react(&self, room: &str, event_id: &str, key: &str) -> Result<String, ChatError> {
+        self.inner.react(room, event_id, key).await
+    }
+
+    async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError> {
+        self.inner.redact(room, event_id).await
+    }
+
+    async fn typing(&self, room: &str, on: bool) {
+        self.inner.typing(room, on).await
+    }
+
+    async fn joined_members(&self, room: &str) -> Result<Vec<String>, ChatError> {
+        self.inner.joined_members(room).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fakes::FakeChat;
+
+    #[tokio::test]
+    async fn a_reply_message_is_journaled_before_its_send_and_confirmed_after() {
+        let store = Store::in_memory().await.unwrap();
+        store.begin_turn("!r", "demo", "$p", false).await.unwrap();
+        let chat = FakeChat::new();
+        let journaled = JournaledReplies::new(chat.clone(), store.clone(), "demo".into(), "⏹️ cut");
+        let id = journaled
+            .send("!r", "sk-1-0", &OutMessage::notice("partial"))
+            .await
+            .unwrap();
+        let turns = store.unfinished_turns("demo").await.unwrap();
+        let message = &turns[0].messages[0];
+        assert_eq!(message.event_id.as_deref(), Some(id.as_str()));
+        assert_eq!(message.txn_id, None);
+        assert_eq!(message.body, "partial\n\n⏹️ cut");
+
+        // A send that fails (or never returns) leaves the transaction ID to follow.
+        chat.fail_calls(&[2]);
+        assert!(
+            journaled
+                .send("!r", "sk-1-1", &OutMessage::notice("more"))
+                .await
+                .is_err()
+        );
+        let turns = store.unfinished_turns("demo").await.unwrap();
+        assert_eq!(turns[0].messages[1].txn_id.as_deref(), Some("sk-1-1"));
+        assert_eq!(turns[0].messages[1].event_id, None);
+    }
+}

@@ -1,0 +1,390 @@
+//! Room timeline events, as matrix-sdk hands them over (decrypted where it could), turned
+//! into what the core takes in. Pure: the one thing that needs the homeserver, who wrote
+//! the message a reply answers, is filled in by the caller.
+//!
+//! Every room message becomes something: a text or emote is a message; media and other
+//! kinds are "unsupported"; one the SDK cannot parse at all (media without a source, a
+//! broken relation, a custom type without a body) is "malformed", read leniently from its
+//! raw JSON so the person still gets an answer; one that could not be decrypted is
+//! "undecryptable". Only notices (bots and status lines), edits (never new prompts) and
+//! events that are not messages or reactions are left out.
+
+use matrix_sdk::deserialized_responses::TimelineEvent;
+use matrix_sdk::ruma::events::room::message::sanitize::remove_plain_reply_fallback;
+use matrix_sdk::ruma::events::room::message::{
+    MessageType, OriginalSyncRoomMessageEvent, Relation,
+};
+use matrix_sdk::ruma::events::{
+    AnySyncMessageLikeEvent, AnySyncTimelineEvent, SyncMessageLikeEvent,
+};
+use matrix_sdk::ruma::serde::Raw;
+use serde_json::Value;
+
+use super::mentions::mentioned_users;
+use crate::core::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
+
+/// Longest reason given for a message that could not be read.
+const REASON_CHARS: usize = 160;
+
+/// The event's ID and server timestamp (ms since the epoch), when it has them.
+pub(super) fn stamp(event: &TimelineEvent) -> Option<(String, i64)> {
+    let id = event.event_id()?;
+    let ts = event
+        .raw()
+        .get_field::<u64>("origin_server_ts")
+        .ok()
+        .flatten()
+        .unwrap_or(0);
+    Some((id.to_string(), ts as i64))
+}
+
+/// What `event` of `room_id`, seen by `agent_id`'s user, means to the core, if anything.
+/// A message replying to another carries `reply_to`; its `reply_to_sender` is left for
+/// the caller to find.
+pub(super) fn to_inbound(agent_id: &str, room_id: &str, event: &TimelineEvent) -> Option<Inbound> {
+    let raw = event.raw();
+    if event.kind.is_utd() {
+        let message = lenient_message(agent_id, room_id, raw)?;
+        return Some(Inbound::Unreadable(message, Unreadable::Undecryptable));
+    }
+    match raw.deserialize() {
+        Ok(AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::RoomMessage(
+            SyncMessageLikeEvent::Original(ev),
+        ))) => room_message(agent_id, room_id, &ev),
+        Ok(AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::Reaction(
+            SyncMessageLikeEvent::Original(ev),
+        ))) => Some(Inbound::Reaction(IncomingReaction {
+            agent_id: agent_id.to_owned(),
+            room_id: room_id.to_owned(),
+            sender: ev.sender.to_string(),
+            target_event_id: ev.content.relates_to.event_id.to_string(),
+            key: ev.content.relates_to.key.clone(),
+        })),
+        Ok(_) => None,
+        Err(e) => malformed(agent_id, room_id, raw, &e.to_string()),
+    }
+}
+
+/// A room message the SDK could parse.
+fn room_message(
+    agent_id: &str,
+    room_id: &str,
+    ev: &OriginalSyncRoomMessageEvent,
+) -> Option<Inbound> {
+    // Edits of earlier messages are not new prompts.
+    if matches!(ev.content.relates_to, Some(Relation::Replacement(_))) {
+        return None;
+    }
+    let reply_to = match &ev.content.relates_to {
+        Some(Relation::Reply(reply)) => Some(reply.in_reply_to.event_id.to_string()),
+        _ => None,
+    };
+    let html = match &ev.content.msgtype {
+        MessageType::Text(t) => t.formatted.as_ref().map(|f| f.body.as_str()),
+        MessageType::Emote(e) => e.formatted.as_ref().map(|f| f.body.as_str()),
+        _ => None,
+    };
+    let message = IncomingMessage {
+        agent_id: agent_id.to_owned(),
+        room_id: room_id.to_owned(),
+        event_id: ev.event_id.to_string(),
+        sender: ev.sender.to_string(),
+        timestamp_ms: ev.origin_server_ts.get().into(),
+        reply_to,
+        mentions: mentioned_users(&ev.content, html),
+        ..Default::default()
+    };
+    // Older clients quote the message replied to in the body; the agent and the poll
+    // commands want only what the person wrote.
+    let text = |body: &str| remove_plain_reply_fallback(body).to_owned();
+    Some(match &ev.content.msgtype {
+        MessageType::Text(t) => Inbound::Message(IncomingMessage {
+            body: text(&t.body),
+            ..message
+        }),
+        MessageType::Emote(e) => Inbound::Message(IncomingMessage {
+            body: text(&e.body),
+            ..message
+        }),
+        // Notices are for bots and status lines, never prompts.
+        MessageType::Notice(_) => return None,
+        other => Inbound::Unreadable(message, Unreadable::Unsupported(other.msgtype().to_owned())),
+    })
+}
+
+/// An event the SDK could not parse: a room message still gets an answer, read from its
+/// raw JSON as far as it goes; anything else is only logged.
+fn malformed(
+    agent_id: &str,
+    room_id: &str,
+    raw: &Raw<AnySyncTimelineEvent>,
+    error: &str,
+) -> Option<Inbound> {
+    let kind = raw.get_field::<String>("type").ok().flatten();
+    let event_id = raw.get_field::<String>("event_id").ok().flatten();
+    if kind.as_deref() != Some("m.room.message") {
+        tracing::debug!(agent = agent_id, room = room_id, event = ?event_id, kind = ?kind, error, "skipping an event that cannot be parsed");
+        return None;
+    }
+    let content: Value = raw
+        .get_field::<Value>("content")
+        .ok()
+        .flatten()
+        .unwrap_or(Value::Null);
+    let relation = content.get("m.relates_to");
+    // Edits stay edits, however broken: never a new prompt.
+    if relation
+        .and_then(|r| r.get("rel_type"))
+        .and_then(Value::as_str)
+        == Some("m.replace")
+    {
+        return None;
+    }
+    let mut message = lenient_message(agent_id, room_id, raw)?;
+    message.body = content
+        .get("body")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    message.reply_to = relation
+        .and_then(|r| r.get("m.in_reply_to"))
+        .and_then(|r| r.get("event_id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    message.mentions = content
+        .get("m.mentions")
+        .and_then(|m| m.get("user_ids"))
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let reason = short_reason(error);
+    tracing::warn!(agent = agent_id, room = room_id, event = %message.event_id, sender = %message.sender, error = %reason, "a room message that cannot be parsed");
+    Some(Inbound::Unreadable(message, Unreadable::Malformed(reason)))
+}
+
+/// The sender, ID and time of a message read from its raw JSON (no body yet).
+fn lenient_message(
+    agent_id: &str,
+    room_id: &str,
+    raw: &Raw<AnySyncTimelineEvent>,
+) -> Option<IncomingMessage> {
+    let field = |name: &str| raw.get_field::<String>(name).ok().flatten();
+    Some(IncomingMessage {
+        agent_id: agent_id.to_owned(),
+        room_id: room_id.to_owned(),
+        event_id: field("event_id")?,
+        sender: field("sender")?,
+        timestamp_ms: raw
+            .get_field::<u64>("origin_server_ts")
+            .ok()
+            .flatten()
+            .unwrap_or(0),
+        ..Default::default()
+    })
+}
+
+/// A parse error in few words: without the position, on one line, not too long.
+fn short_reason(error: &str) -> String {
+    let error = error.split(" at line ").next().unwrap_or(error);
+    let mut reason: String = error
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(REASON_CHARS)
+        .collect();
+    if error.chars().count() > REASON_CHARS {
+        reason.push('…');
+    }
+    reason
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use matrix_sdk::deserialized_responses::{UnableToDecryptInfo, UnableToDecryptReason};
+
+    fn raw(content: Value, kind: &str) -> Raw<AnySyncTimelineEvent> {
+        let event = serde_json::json!({
+            "type": kind,
+            "event_id": "$e",
+            "sender": "@alice:x",
+            "origin_server_ts": 1_700_000_000_000u64,
+            "content": content,
+        });
+        Raw::from_json_string(event.to_string()).unwrap()
+    }
+
+    fn convert(content: Value) -> Option<Inbound> {
+        to_inbound(
+            "demo",
+            "!r",
+            &TimelineEvent::from_plaintext(raw(content, "m.room.message")),
+        )
+    }
+
+    fn message(inbound: Option<Inbound>) -> IncomingMessage {
+        match inbound {
+            Some(Inbound::Message(m)) => m,
+            other => panic!("not a message: {other:?}"),
+        }
+    }
+
+    fn unreadable(inbound: Option<Inbound>) -> (IncomingMessage, Unreadable) {
+        match inbound {
+            Some(Inbound::Unreadable(m, why)) => (m, why),
+            other => panic!("not unreadable: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn text_and_emote_become_messages_with_their_sender_and_time() {
+        let m = message(convert(
+            serde_json::json!({"msgtype": "m.text", "body": "hello"}),
+        ));
+        assert_eq!((m.body.as_str(), m.sender.as_str()), ("hello", "@alice:x"));
+        assert_eq!((m.event_id.as_str(), m.room_id.as_str()), ("$e", "!r"));
+        assert_eq!(m.timestamp_ms, 1_700_000_000_000);
+        let m = message(convert(
+            serde_json::json!({"msgtype": "m.emote", "body": "waves"}),
+        ));
+        assert_eq!(m.body, "waves");
+    }
+
+    #[test]
+    fn a_reply_names_its_target_and_loses_its_quoted_fallback() {
+        let m = message(convert(serde_json::json!({
+            "msgtype": "m.text",
+            "body": "> <@codex:x> earlier\n\nand then?",
+            "m.relates_to": {"m.in_reply_to": {"event_id": "$earlier"}},
+        })));
+        assert_eq!(m.reply_to.as_deref(), Some("$earlier"));
+        assert_eq!(m.body, "and then?");
+        assert_eq!(m.reply_to_sender, None, "found by the caller");
+    }
+
+    #[test]
+    fn mention_pills_and_intentional_mentions_are_read() {
+        let m = message(convert(serde_json::json!({
+            "msgtype": "m.text",
+            "body": "Claude: look",
+            "format": "org.matrix.custom.html",
+            "formatted_body": "<a href=\"https://matrix.to/#/@claude:x\">Claude</a>: look",
+            "m.mentions": {"user_ids": ["@codex:x"]},
+        })));
+        assert_eq!(m.mentions, ["@codex:x", "@claude:x"]);
+    }
+
+    #[test]
+    fn notices_and_edits_are_never_prompts() {
+        assert!(convert(serde_json::json!({"msgtype": "m.notice", "body": "status"})).is_none());
+        let edit = serde_json::json!({
+            "msgtype": "m.text",
+            "body": "* fixed",
+            "m.new_content": {"msgtype": "m.text", "body": "fixed"},
+            "m.relates_to": {"rel_type": "m.replace", "event_id": "$old"},
+        });
+        assert!(convert(edit).is_none());
+        // Even an edit too broken to parse.
+        let broken = serde_json::json!({
+            "msgtype": "m.image", "body": "x.png",
+            "m.relates_to": {"rel_type": "m.replace", "event_id": "$old"},
+        });
+        assert!(convert(broken).is_none());
+    }
+
+    #[test]
+    fn media_is_unsupported_and_named_by_its_kind() {
+        let (m, why) = unreadable(convert(serde_json::json!({
+            "msgtype": "m.image", "body": "cat.png", "url": "mxc://x/abc",
+        })));
+        assert_eq!(why, Unreadable::Unsupported("m.image".into()));
+        assert_eq!(m.event_id, "$e");
+    }
+
+    #[test]
+    fn what_the_sdk_cannot_parse_is_read_leniently_and_said_to_be_malformed() {
+        let cases = [
+            serde_json::json!({"msgtype": "m.image", "body": "screenshot.png"}),
+            serde_json::json!({"msgtype": "m.file", "body": "build.log"}),
+            serde_json::json!({"msgtype": "org.example.sketch", "strokes": [1, 2]}),
+            serde_json::json!({"msgtype": "m.text", "body": "see above",
+                "m.relates_to": {"m.in_reply_to": "not an object"}}),
+            serde_json::json!({}),
+        ];
+        for content in cases {
+            let (m, why) = unreadable(convert(content.clone()));
+            assert!(
+                matches!(why, Unreadable::Malformed(ref r) if !r.is_empty() && !r.contains(" at line ")),
+                "{content}: {why:?}"
+            );
+            assert_eq!((m.event_id.as_str(), m.sender.as_str()), ("$e", "@alice:x"));
+        }
+        // What can be read is kept: the body, the message replied to, the mentions.
+        let (m, _) = unreadable(convert(serde_json::json!({
+            "msgtype": "m.image", "body": "codex: this",
+            "m.relates_to": {"m.in_reply_to": {"event_id": "$earlier"}},
+            "m.mentions": {"user_ids": ["@codex:x"]},
+        })));
+        assert_eq!(m.body, "codex: this");
+        assert_eq!(m.reply_to.as_deref(), Some("$earlier"));
+        assert_eq!(m.mentions, ["@codex:x"]);
+    }
+
+    #[test]
+    fn an_undecryptable_event_is_reported_as_such() {
+        let utd = TimelineEvent::from_utd(
+            raw(
+                serde_json::json!({"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "…"}),
+                "m.room.encrypted",
+            ),
+            UnableToDecryptInfo {
+                session_id: None,
+                reason: UnableToDecryptReason::MissingMegolmSession {
+                    withheld_code: None,
+                },
+            },
+        );
+        let (m, why) = unreadable(to_inbound("demo", "!r", &utd));
+        assert_eq!(why, Unreadable::Undecryptable);
+        assert_eq!(m.sender, "@alice:x");
+    }
+
+    #[test]
+    fn reactions_name_their_target_and_key() {
+        let event = TimelineEvent::from_plaintext(raw(
+            serde_json::json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": "$poll", "key": "✅"}}),
+            "m.reaction",
+        ));
+        match to_inbound("demo", "!r", &event) {
+            Some(Inbound::Reaction(r)) => {
+                assert_eq!(
+                    (r.target_event_id.as_str(), r.key.as_str()),
+                    ("$poll", "✅")
+                );
+                assert_eq!(r.sender, "@alice:x");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn other_events_are_not_for_the_core() {
+        let state = TimelineEvent::from_plaintext(
+            Raw::from_json_string(
+                serde_json::json!({"type": "m.room.topic", "state_key": "", "event_id": "$t",
+                    "sender": "@alice:x", "origin_server_ts": 1, "content": {"topic": "x"}})
+                .to_string(),
+            )
+            .unwrap(),
+        );
+        assert!(to_inbound("demo", "!r", &state).is_none());
+        assert_eq!(stamp(&state), Some(("$t".into(), 1)));
+        let garbage =
+            TimelineEvent::from_plaintext(raw(serde_json::json!("not an object"), "m.sticker"));
+        assert!(to_inbound("demo", "!r", &garbage).is_none());
+    }
+}

@@ -1,0 +1,195 @@
+//! Taking in room timelines: per room, in order, after catching up on a gap. When a
+//! room's timeline in a sync response is `limited` (more happened since the last sync than
+//! it holds: the sync fell behind), older pages are fetched with `/messages` until the
+//! planner ([`crate::core::catch_up`]) has reached where the handling stood, the agent's
+//! arrival or the bound; what lies past the bound is reported. At start, every joined room
+//! is caught up the same way from its newest event.
+
+use std::sync::Arc;
+
+use matrix_sdk::deserialized_responses::TimelineEvent;
+use matrix_sdk::room::{MessagesOptions, Room};
+use matrix_sdk::ruma::{EventId, UInt};
+use matrix_sdk::sync::{SyncResponse, Timeline};
+
+use super::client::MatrixAgent;
+use super::inbound::{stamp, to_inbound};
+use crate::core::catch_up::{CatchUp, Stamp};
+use crate::core::gateway::Gateway;
+use crate::core::inbound::Inbound;
+use crate::store::{RoomPosition, now_ms};
+
+/// Events asked for per `/messages` page.
+const PAGE_SIZE: u32 = 100;
+
+impl MatrixAgent {
+    /// Catches every joined room up from its newest event back to where its handling
+    /// stood, and records where each now stands.
+    pub(super) async fn catch_up_all(
+        &self,
+        gateway: &Arc<Gateway>,
+    ) -> Result<(), matrix_sdk::Error> {
+        let mut positions = Vec::new();
+        for room in self.client.joined_rooms() {
+            let from_the_end = Batch {
+                events: Vec::new(),
+                gap: Some(PageFrom::End),
+            };
+            if let Some(position) = self.take_in_room(gateway, &room, from_the_end).await? {
+                positions.push(position);
+            }
+        }
+        gateway.taken_in(&self.agent_id, &positions).await;
+        Ok(())
+    }
+
+    /// Takes in every joined room's timeline of `response`; returns the newest event of
+    /// each room that had any. Fails when a gap could not be caught up.
+    pub(super) async fn take_in(
+        &self,
+        gateway: &Arc<Gateway>,
+        response: &SyncResponse,
+    ) -> Result<Vec<RoomPosition>, matrix_sdk::Error> {
+        let mut positions = Vec::new();
+        for (room_id, update) in &response.rooms.joined {
+            let Some(room) = self.client.get_room(room_id) else {
+                continue;
+            };
+            let batch = Batch::of(&update.timeline);
+            if let Some(position) = self.take_in_room(gateway, &room, batch).await? {
+                positions.push(position);
+            }
+        }
+        Ok(positions)
+    }
+
+    /// Takes in one room's new events, oldest first, after the ones a gap hid; returns
+    /// the newest event seen.
+    async fn take_in_room(
+        &self,
+        gateway: &Arc<Gateway>,
+        room: &Room,
+        batch: Batch,
+    ) -> Result<Option<RoomPosition>, matrix_sdk::Error> {
+        let room_id = room.room_id().as_str();
+        let handled = gateway.handled_so_far(&self.agent_id, room_id).await;
+        let mut newest = batch.events.iter().find_map(stamp);
+        let mut planner = CatchUp::new(gateway.catch_up_bounds(), handled, now_ms());
+        let mut wants_more = feed(&mut planner, batch.events.into_iter());
+        let mut paged = false;
+        if let Some(start) = batch.gap.filter(|_| wants_more) {
+            tracing::debug!(agent = %self.agent_id, room = room_id, ?start, "catching up");
+            paged = true;
+            let mut from = Some(start);
+            let mut pages = 0;
+            while wants_more {
+                let Some(start) = from.take() else {
+                    planner.end_of_history();
+                    break;
+                };
+                let mut options = MessagesOptions::backward();
+                if let PageFrom::Token(token) = &start {
+                    options = options.from(Some(token.as_str()));
+                }
+                options.limit = UInt::from(PAGE_SIZE);
+                let page = room.messages(options).await?;
+                pages += 1;
+                if newest.is_none() {
+                    newest = page.chunk.iter().find_map(stamp);
+                }
+                wants_more = feed(&mut planner, page.chunk.into_iter());
+                from = page.end.map(PageFrom::Token);
+            }
+            tracing::debug!(agent = %self.agent_id, room = room_id, pages, "caught up");
+        }
+        let Some((newest_id, newest_ts)) = newest else {
+            return Ok(None);
+        };
+        let plan = planner.finish();
+        if paged && !plan.admit.is_empty() {
+            tracing::info!(agent = %self.agent_id, room = room_id, events = plan.admit.len(), "catching up: taking in the events of a gap in order");
+        }
+        for event in &plan.admit {
+            if let Some(inbound) = self.inbound(room, event).await {
+                gateway.handle(inbound).await;
+            }
+        }
+        if !plan.missed.is_empty() {
+            let mut missed = Vec::new();
+            for event in &plan.missed {
+                missed.extend(self.inbound(room, event).await);
+            }
+            gateway
+                .report_missed(&self.agent_id, room_id, missed, plan.missed_more)
+                .await;
+        }
+        Ok(Some(RoomPosition {
+            room_id: room_id.to_owned(),
+            event_id: newest_id,
+            event_ts: newest_ts,
+        }))
+    }
+
+    /// What `event` means to the core, with the author of the message it replies to (a
+    /// reply to an agent's message is for that agent).
+    async fn inbound(&self, room: &Room, event: &TimelineEvent) -> Option<Inbound> {
+        let mut inbound = to_inbound(&self.agent_id, room.room_id().as_str(), event)?;
+        if let Inbound::Message(message) | Inbound::Unreadable(message, _) = &mut inbound
+            && let Some(target) = message.reply_to.as_deref()
+            && let Ok(target) = <&EventId>::try_from(target)
+        {
+            message.reply_to_sender = match room.load_or_fetch_event(target, None).await {
+                Ok(replied) => replied.sender().map(|s| s.to_string()),
+                Err(e) => {
+                    tracing::debug!(agent = %self.agent_id, event = %target, error = %e, "could not fetch the message replied to");
+                    None
+                }
+            };
+        }
+        Some(inbound)
+    }
+}
+
+/// A room's events as a sync (or a catch-up) delivers them.
+struct Batch {
+    /// The events, newest first.
+    events: Vec<TimelineEvent>,
+    /// Where older pages start, if a gap may lie behind the events.
+    gap: Option<PageFrom>,
+}
+
+impl Batch {
+    /// The batch a sync response holds for a room.
+    fn of(timeline: &Timeline) -> Self {
+        Self {
+            events: timeline.events.iter().rev().cloned().collect(),
+            // Without a token to page from, the room's end will do: the planner skips the
+            // events it has seen already.
+            gap: timeline.limited.then(|| match &timeline.prev_batch {
+                Some(token) => PageFrom::Token(token.clone()),
+                None => PageFrom::End,
+            }),
+        }
+    }
+}
+
+/// Where paging back starts.
+#[derive(Debug, Clone)]
+enum PageFrom {
+    /// The room's newest event.
+    End,
+    /// A pagination token (a sync's `prev_batch`, a page's `end`).
+    Token(String),
+}
+
+/// Hands `events` (newest first) to the planner; returns whether it wants an older page.
+fn feed(planner: &mut CatchUp<TimelineEvent>, events: impl Iterator<Item = TimelineEvent>) -> bool {
+    let (stamps, events): (Vec<(String, i64)>, Vec<TimelineEvent>) =
+        events.filter_map(|e| stamp(&e).map(|s| (s, e))).unzip();
+    planner.take(
+        stamps
+            .iter()
+            .zip(events)
+            .map(|((id, ts), event)| (Stamp { id, ts: *ts }, event)),
+    )
+}

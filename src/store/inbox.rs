@@ -1,0 +1,268 @@
+//! Admission and the inputs waiting to be settled: the durable side of every channel's queue.
+//!
+//! An input is admitted once per agent (`handled_events`, unique per event and agent) and,
+//! in the same transaction, written to `pending_inputs` with its order. The channel's
+//! in-memory queue is a cache of those rows: a prompt's row goes when its turn begins (see
+//! [`Store::begin_turn`]), a command's once it was carried out. What is left at start-up was
+//! admitted by a run that stopped first.
+
+use super::{Store, StoreError, now_ms};
+
+/// What kind of input waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingKind {
+    /// A prompt: run at the next start if it never began.
+    Prompt,
+    /// A chat command: reported at the next start if it was never carried out (its meaning
+    /// depends on the moment: a `!stop` for a turn that no longer runs).
+    Command,
+    /// A prompt whose turn a crash cut, to run once more (`continuity.rerun_interrupted`);
+    /// it goes before everything else that waits.
+    Rerun,
+}
+
+impl PendingKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            PendingKind::Prompt => "prompt",
+            PendingKind::Command => "command",
+            PendingKind::Rerun => "rerun",
+        }
+    }
+
+    fn parse(word: &str) -> Self {
+        match word {
+            "command" => PendingKind::Command,
+            "rerun" => PendingKind::Rerun,
+            _ => PendingKind::Prompt,
+        }
+    }
+}
+
+/// One admitted input that is not settled yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingInput {
+    /// Its room.
+    pub room_id: String,
+    /// The agent it is for.
+    pub agent_id: String,
+    /// The message carrying it (for a hand-off: the answer handed on).
+    pub event_id: String,
+    /// Prompt or command.
+    pub kind: PendingKind,
+    /// Who sent it.
+    pub sender: String,
+    /// The text, as the agent gets it.
+    pub body: String,
+    /// The message it replies to, if any.
+    pub reply_to: Option<String>,
+    /// The message's server timestamp (ms since the epoch).
+    pub sent_at: i64,
+    /// The ⏳ reaction put on it while it waited, to take back when its turn starts.
+    pub queued_reaction: Option<String>,
+}
+
+type PendingRow = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    i64,
+    Option<String>,
+);
+
+impl Store {
+    /// Records that `agent_id` took in `event_id`, and, when given, the input it carries as
+    /// pending, in one transaction. Returns `false` when the event was taken in before: the
+    /// caller must then not act on it again.
+    pub async fn admit(
+        &self,
+        event_id: &str,
+        agent_id: &str,
+        room_id: &str,
+        pending: Option<&PendingInput>,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "INSERT OR IGNORE INTO handled_events (event_id, agent_id, room_id, handled_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(event_id)
+        .bind(agent_id)
+        .bind(room_id)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        if let Some(p) = pending {
+            insert_pending(&mut tx, p).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Whether `agent_id` has taken in `event_id` already.
+    pub async fn is_handled(&self, event_id: &str, agent_id: &str) -> Result<bool, StoreError> {
+        let row: Option<(i64,)> =
+            sqlx::query_as("SELECT 1 FROM handled_events WHERE event_id = ? AND agent_id = ?")
+                .bind(event_id)
+                .bind(agent_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.is_some())
+    }
+
+    /// Remembers the ⏳ reaction put on a waiting input.
+    pub async fn set_queued_reaction(
+        &self,
+        agent_id: &str,
+        event_id: &str,
+        reaction: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE pending_inputs SET queued_reaction = ? WHERE agent_id = ? AND event_id = ?",
+        )
+        .bind(reaction)
+        .bind(agent_id)
+        .bind(event_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The input `event_id` of `agent_id` is settled (carried out, answered otherwise, or
+    /// given up on purpose): it no longer waits.
+    pub async fn settle(&self, agent_id: &str, event_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM pending_inputs WHERE agent_id = ? AND event_id = ?")
+            .bind(agent_id)
+            .bind(event_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The inputs of `agent_id` still waiting: re-runs first, then in the order they were
+    /// admitted.
+    pub async fn pending_inputs(&self, agent_id: &str) -> Result<Vec<PendingInput>, StoreError> {
+        let rows: Vec<PendingRow> = sqlx::query_as(
+            "SELECT room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction
+             FROM pending_inputs WHERE agent_id = ? ORDER BY kind <> 'rerun', id",
+        )
+        .bind(agent_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, reaction)| {
+                    PendingInput {
+                        room_id,
+                        agent_id,
+                        event_id,
+                        kind: PendingKind::parse(&kind),
+                        sender,
+                        body,
+                        reply_to,
+                        sent_at,
+                        queued_reaction: reaction,
+                    }
+                },
+            )
+            .collect())
+    }
+}
+
+/// Writes `p` as waiting, within `tx` (nothing if it waits already).
+pub(super) async fn insert_pending(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    p: &PendingInput,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT OR IGNORE INTO pending_inputs
+         (room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction, admitted_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&p.room_id)
+    .bind(&p.agent_id)
+    .bind(&p.event_id)
+    .bind(p.kind.as_str())
+    .bind(&p.sender)
+    .bind(&p.body)
+    .bind(&p.reply_to)
+    .bind(p.sent_at)
+    .bind(&p.queued_reaction)
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt(event_id: &str, body: &str) -> PendingInput {
+        PendingInput {
+            room_id: "!r".into(),
+            agent_id: "a".into(),
+            event_id: event_id.into(),
+            kind: PendingKind::Prompt,
+            sender: "@p:x".into(),
+            body: body.into(),
+            reply_to: None,
+            sent_at: 1,
+            queued_reaction: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_input_is_admitted_once_and_waits_in_order_until_settled() {
+        let store = Store::in_memory().await.unwrap();
+        for (id, body) in [("$2", "second"), ("$1", "first"), ("$3", "third")] {
+            assert!(
+                store
+                    .admit(id, "a", "!r", Some(&prompt(id, body)))
+                    .await
+                    .unwrap()
+            );
+        }
+        // Admitted again (a sync replayed, a catch-up overlapping): refused, nothing added.
+        assert!(
+            !store
+                .admit("$1", "a", "!r", Some(&prompt("$1", "again")))
+                .await
+                .unwrap()
+        );
+        assert!(store.is_handled("$1", "a").await.unwrap());
+        assert!(!store.is_handled("$1", "b").await.unwrap());
+        store.set_queued_reaction("a", "$3", "$r3").await.unwrap();
+        store.settle("a", "$1").await.unwrap();
+        // A re-run queued later still goes first.
+        let rerun = PendingInput {
+            kind: PendingKind::Rerun,
+            ..prompt("$0", "cut")
+        };
+        store.end_turn("!r", "a", None, Some(&rerun)).await.unwrap();
+        let waiting = store.pending_inputs("a").await.unwrap();
+        let bodies: Vec<&str> = waiting.iter().map(|p| p.body.as_str()).collect();
+        assert_eq!(
+            bodies,
+            ["cut", "second", "third"],
+            "re-run, then admission order"
+        );
+        assert_eq!(waiting[2].queued_reaction.as_deref(), Some("$r3"));
+        assert!(store.pending_inputs("b").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_event_admitted_without_an_input_waits_for_nothing() {
+        let store = Store::in_memory().await.unwrap();
+        assert!(store.admit("$1", "a", "!r", None).await.unwrap());
+        assert!(store.pending_inputs("a").await.unwrap().is_empty());
+        assert!(!store.admit("$1", "a", "!r", None).await.unwrap());
+    }
+}
