@@ -64,3 +64,20 @@ CREATE INDEX handled_events_by_time ON handled_events (handled_at);
 CREATE INDEX transcript_by_time ON transcript (created_at);
 -- A prompt is looked up by its event (re-runs, recording a prompt only once).
 CREATE INDEX transcript_by_event ON transcript (room_id, agent_id, event_id);
+
+-- The outbox: the final content of messages (a reply, its cards) that could not be
+-- delivered while the homeserver stayed away longer than a turn waits
+-- (`streaming.outage_patience_secs`). Delivered in order once the homeserver is back, then
+-- removed; an edit when the message exists, else a post under its transaction ID.
+CREATE TABLE outbox (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    room_id     TEXT    NOT NULL,
+    agent_id    TEXT    NOT NULL,
+    event_id    TEXT,
+    txn_id      TEXT    NOT NULL,
+    body        TEXT    NOT NULL,
+    html        TEXT,
+    notice      INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX outbox_by_agent ON outbox (agent_id, id);

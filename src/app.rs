@@ -83,6 +83,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         max_edits: config.streaming.max_edits_per_message,
         max_bytes: config.streaming.max_message_bytes,
         max_reply_bytes: config.streaming.max_reply_bytes,
+        patience: Duration::from_secs(config.streaming.outage_patience_secs),
     };
 
     let pool_settings = PoolSettings {
@@ -195,6 +196,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     gateway.clean_up_previous_run().await;
     let helpers = CancellationToken::new();
     tokio::spawn(gateway.clone().run_handoffs(handed));
+    tokio::spawn(gateway.clone().run_outbox());
     tokio::spawn(pool.clone().run_idle_stops(helpers.clone()));
     tokio::spawn(run_retention(
         store,

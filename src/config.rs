@@ -287,6 +287,10 @@ pub struct StreamingConfig {
     /// Largest whole reply, in bytes of Markdown: past it the reply is cut with a line
     /// saying so, and the rest of the agent's answer is dropped, not kept in memory.
     pub max_reply_bytes: usize,
+    /// Seconds the end of a turn keeps retrying its final edits while the homeserver
+    /// fails; past it, what is left waits in the outbox and is delivered once the
+    /// homeserver is back, and the next prompt runs meanwhile.
+    pub outage_patience_secs: u64,
 }
 
 impl Default for StreamingConfig {
@@ -296,6 +300,7 @@ impl Default for StreamingConfig {
             max_edits_per_message: 120,
             max_message_bytes: 12_000,
             max_reply_bytes: 1_000_000,
+            outage_patience_secs: 300,
         }
     }
 }
@@ -538,6 +543,12 @@ impl Config {
             bad(
                 "streaming.max_reply_bytes".into(),
                 "must be at least streaming.max_message_bytes".into(),
+            );
+        }
+        if self.streaming.outage_patience_secs == 0 {
+            bad(
+                "streaming.outage_patience_secs".into(),
+                "must be at least 1".into(),
             );
         }
         if !(1..=1_000).contains(&self.continuity.sync_timeline_limit) {

@@ -59,6 +59,48 @@ async fn a_reply_streamed_while_the_homeserver_goes_away_for_ten_seconds_complet
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_finished_during_a_long_outage_is_delivered_once_the_homeserver_is_back() {
+    // A turn waits 3 s for the homeserver; the outage lasts longer: the final content waits
+    // in the outbox, and what was sent meanwhile is answered once it is back.
+    let mut env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\noutage_patience_secs = 3",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    let text: String = (0..30)
+        .map(|i| format!("Line {i:02} of an answer that outlives its turn.\n"))
+        .collect();
+    env.alice
+        .send(&room, &format!("%stream 100 50\n{text}"))
+        .await;
+    env.reply_where(&room, "the first part of the reply", |t| {
+        t.starts_with("Line 00")
+    })
+    .await;
+    env.hs.stop();
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    env.hs.restart().await;
+    wait_until(PATIENCE * 2, "the reply's final content", || {
+        agent_texts(&env, &room)
+            .first()
+            .is_some_and(|t| *t == text)
+            .then_some(())
+    })
+    .await;
+    let log = env.gw.log();
+    assert!(
+        log.contains("waits in the outbox"),
+        "the turn gave up and handed over"
+    );
+    assert!(log.contains("delivered a message the homeserver could not take before"));
+    // The room goes on.
+    env.alice.send(&room, "%say after the outage").await;
+    env.reply_where(&room, "the next answer", |t| t == "after the outage")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_rooms_streaming_at_once_under_default_rate_limits_all_complete_intact() {
     let env = Env::start(
         SynapseOptions {

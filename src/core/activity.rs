@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use std::sync::Arc;
 
 use super::agent::{PlanEntry, ToolCallFields, ToolStatus};
-use super::chat::{ChatError, ChatPort, OutMessage};
+use super::chat::{ChatError, ChatPort, OutMessage, Undelivered};
 use crate::render::cards::{self, CardStatus};
 use crate::render::live::{LiveMessage, Paced, send_everything};
 use crate::render::stream::StreamSettings;
@@ -343,7 +343,13 @@ impl Activity {
             t.message.set(folded);
         }
         self.finishing = true;
-        send_everything(self).await
+        send_everything(self, self.settings.patience).await
+    }
+
+    /// After [`Activity::finish`] gave up on a homeserver that stayed away: what each card
+    /// (and the plan and thinking indicator) should show and does not yet.
+    pub fn undelivered(&mut self) -> Vec<Undelivered> {
+        self.messages().filter_map(|m| m.undelivered()).collect()
     }
 }
 
@@ -362,6 +368,7 @@ mod tests {
     use super::*;
     use crate::core::agent::{PlanStatus, ToolKind};
     use crate::core::fakes::FakeChat;
+    use crate::render::live::MAX_OUTAGE;
 
     fn settings() -> StreamSettings {
         StreamSettings {
@@ -369,6 +376,7 @@ mod tests {
             max_edits: 100,
             max_bytes: 10_000,
             max_reply_bytes: 1_000_000,
+            patience: crate::render::live::MAX_OUTAGE,
         }
     }
 
@@ -387,7 +395,7 @@ mod tests {
     }
 
     async fn settle(a: &mut Activity) {
-        send_everything(a).await.unwrap();
+        send_everything(a, MAX_OUTAGE).await.unwrap();
     }
 
     #[tokio::test]

@@ -19,7 +19,7 @@ use super::agent::{
     PermissionRequest, SessionSettings, StopReason, TokenUsage, TurnEnd,
 };
 use super::approvals::{Approvals, PermissionSettings, Picked};
-use super::chat::{ChatPort, OutMessage};
+use super::chat::{ChatPort, OutMessage, Undelivered};
 use super::command::Command;
 use super::continuity;
 use super::crash_journal::JournaledReplies;
@@ -31,7 +31,7 @@ use super::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown}
 use crate::render::cards::{self, PollOutcome};
 use crate::render::stream::{ReplyStream, StreamSettings};
 use crate::render::strings;
-use crate::store::{CutMessage, Role, Store, TranscriptLine};
+use crate::store::{CutMessage, OutboxItem, Role, Store, TranscriptLine};
 
 /// How long a turn may take to end after `session/cancel` at shutdown.
 const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
@@ -1140,6 +1140,9 @@ impl Channel {
         let cancelled = matches!(result, Ok(StopReason::Cancelled));
         if let Err(e) = activity.finish(cancelled).await {
             tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not close the tool cards");
+            if e.is_retryable() {
+                self.to_outbox(activity.undelivered()).await;
+            }
         }
         if stream.text().is_empty() {
             let text = match (&result, ending) {
@@ -1156,6 +1159,9 @@ impl Channel {
             let footer = (!footer.is_empty()).then(|| footer.join("\n\n"));
             if let Err(e) = stream.finish(footer).await {
                 tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not deliver the final reply");
+                if e.is_retryable() {
+                    self.to_outbox(stream.undelivered()).await;
+                }
             }
         }
         tracing::info!(agent = %ctx.agent_id, room = %self.room, prompt = %view.prompt_event, stop = stop_label, stats = ?stream.stats(), "turn ended");
@@ -1189,6 +1195,24 @@ impl Channel {
                 event_id,
                 text: stream.text().to_owned(),
             });
+        }
+    }
+
+    /// Hands what the homeserver could not take (it stayed away longer than a turn waits)
+    /// to the outbox, which delivers it once the homeserver is back.
+    async fn to_outbox(&self, undelivered: Vec<Undelivered>) {
+        if undelivered.is_empty() {
+            return;
+        }
+        let ctx = &self.ctx;
+        let items = outbox_items(&self.room, undelivered);
+        match ctx.store.outbox_add(&ctx.agent_id, &items).await {
+            Ok(()) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.room, messages = items.len(), "the homeserver stayed away: the final content waits in the outbox")
+            }
+            Err(e) => {
+                tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not keep the final content for later")
+            }
         }
     }
 
@@ -1527,6 +1551,22 @@ fn on_off(on: bool) -> String {
     }
 }
 
+/// Outbox items for the `undelivered` messages of `room`.
+fn outbox_items(room: &str, undelivered: Vec<Undelivered>) -> Vec<OutboxItem> {
+    undelivered
+        .into_iter()
+        .map(|u| OutboxItem {
+            id: 0,
+            room_id: room.to_owned(),
+            event_id: u.event_id,
+            txn_id: u.txn,
+            body: u.content.body,
+            html: u.content.html,
+            notice: u.content.notice,
+        })
+        .collect()
+}
+
 fn cut_message(event_id: &str, kind: &str, content: OutMessage) -> CutMessage {
     CutMessage {
         event_id: Some(event_id.to_owned()),
@@ -1639,6 +1679,7 @@ mod tests {
                 max_edits: 100,
                 max_bytes: 10_000,
                 max_reply_bytes: 1_000_000,
+                patience: crate::render::live::MAX_OUTAGE,
             },
             command_prefix: "!".into(),
             allowed: AccessList::new(&["@alice:x"]),

@@ -45,6 +45,19 @@ impl OutMessage {
     }
 }
 
+/// A message whose final content the room does not show yet, because the homeserver stayed
+/// away longer than a turn waits (`streaming.outage_patience_secs`): the outbox delivers it
+/// once the homeserver is back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undelivered {
+    /// The message, if it was posted; else it is posted with `txn`.
+    pub event_id: Option<String>,
+    /// The transaction ID of its first post (a retried post is not doubled).
+    pub txn: String,
+    /// What it should show.
+    pub content: OutMessage,
+}
+
 /// How a chat operation failed, classified once so callers know whether to retry.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ChatError {

@@ -9,6 +9,7 @@
 
 mod catch_up;
 mod handoff;
+mod outbox;
 mod recovery;
 mod room_commands;
 
@@ -111,6 +112,8 @@ pub struct Gateway {
     catch_up: CatchUpBounds,
     /// Hand-offs since the last message from a person, by room.
     hops: Mutex<HashMap<String, u32>>,
+    /// Wakes the outbox when the homeserver answers again.
+    outbox_wake: tokio::sync::Notify,
 }
 
 impl Gateway {
@@ -139,6 +142,7 @@ impl Gateway {
             rules: settings.rules,
             catch_up: settings.catch_up,
             hops: Mutex::default(),
+            outbox_wake: tokio::sync::Notify::new(),
         }
     }
 
@@ -823,6 +827,7 @@ mod tests {
                         max_edits: 10,
                         max_bytes: 10_000,
                         max_reply_bytes: 1_000_000,
+                        patience: crate::render::live::MAX_OUTAGE,
                     },
                     command_prefix: "!".into(),
                     approvers: AccessList::new(&["@alice:x", "@boss:x"]),
@@ -1049,6 +1054,39 @@ mod tests {
             .collect();
         assert_eq!(waiting, ["$2"]);
         assert_eq!(store.unfinished_turns("demo").await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_outbox_delivers_in_order_once_the_homeserver_answers() {
+        let (gw, _, chat, store) = gateway_with(false).await;
+        let item = |room: &str, txn: &str, body: &str| crate::store::OutboxItem {
+            id: 0,
+            room_id: room.into(),
+            event_id: None,
+            txn_id: txn.into(),
+            body: body.into(),
+            html: None,
+            notice: false,
+        };
+        store
+            .outbox_add(
+                "demo",
+                &[
+                    item("!a", "t1", "a1"),
+                    item("!a", "t2", "a2"),
+                    item("!b", "t3", "b1"),
+                ],
+            )
+            .await
+            .unwrap();
+        // The first try fails in room !a: its later item waits, room !b goes on.
+        chat.fail_calls(&[1]);
+        gw.deliver_outbox().await;
+        assert!(chat.shown("!a").is_empty());
+        assert_eq!(chat.shown("!b"), vec!["b1"]);
+        gw.deliver_outbox().await;
+        assert_eq!(chat.shown("!a"), vec!["a1", "a2"]);
+        assert!(store.outbox("demo").await.unwrap().is_empty());
     }
 
     #[tokio::test]

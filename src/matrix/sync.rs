@@ -88,6 +88,7 @@ impl MatrixAgent {
             };
             if let Some(since) = failing_since.take() {
                 tracing::info!(agent = %self.agent_id, down_for = ?since.elapsed(), "homeserver reachable again");
+                gateway.homeserver_back();
             }
             backoff = Duration::from_secs(1);
             match self.take_in(&gateway, &response).await {

@@ -7,7 +7,7 @@
 
 use tokio::time::Instant;
 
-use crate::core::chat::{ChatError, ChatPort, OutMessage};
+use crate::core::chat::{ChatError, ChatPort, OutMessage, Undelivered};
 
 /// Something that sends paced requests: a streamed reply, or a turn's cards.
 pub(crate) trait Paced {
@@ -17,14 +17,19 @@ pub(crate) trait Paced {
     async fn send_due(&mut self) -> Result<(), ChatError>;
 }
 
-/// How long the final content of a message keeps being retried while the homeserver
-/// cannot be reached: an outage of minutes (a restart, an upgrade) loses nothing.
-pub(crate) const MAX_OUTAGE: std::time::Duration = std::time::Duration::from_secs(300);
+/// How long the final content of a message keeps being retried by its turn while the
+/// homeserver cannot be reached, unless configured (`streaming.outage_patience_secs`): an
+/// outage of minutes (a restart, an upgrade) holds the turn that long; past it, what is
+/// left goes to the outbox, which delivers it once the homeserver is back.
+pub const MAX_OUTAGE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Sends until `paced` has nothing left to send, waiting as its pacing (and any rate
 /// limit) asks. Gives up only on a permanent error, or when other failures have gone on
-/// for [`MAX_OUTAGE`] without a success in between.
-pub(crate) async fn send_everything(paced: &mut impl Paced) -> Result<(), ChatError> {
+/// for `patience` without a success in between.
+pub(crate) async fn send_everything(
+    paced: &mut impl Paced,
+    patience: std::time::Duration,
+) -> Result<(), ChatError> {
     let mut failing_since: Option<Instant> = None;
     while let Some(at) = paced.due_at() {
         tokio::time::sleep_until(at).await;
@@ -33,7 +38,7 @@ pub(crate) async fn send_everything(paced: &mut impl Paced) -> Result<(), ChatEr
             Err(e @ ChatError::Permanent(_)) => return Err(e),
             Err(e) => {
                 let since = *failing_since.get_or_insert_with(Instant::now);
-                if since.elapsed() >= MAX_OUTAGE {
+                if since.elapsed() >= patience {
                     return Err(e);
                 }
             }
@@ -82,6 +87,15 @@ impl LiveMessage {
             last_request: None,
             edits: 0,
         }
+    }
+
+    /// What the room does not show yet of this message, if anything.
+    pub fn undelivered(&self) -> Option<Undelivered> {
+        self.is_dirty().then(|| Undelivered {
+            event_id: self.event_id.clone(),
+            txn: self.txn.clone(),
+            content: self.want.clone(),
+        })
     }
 
     /// Sets what the message should show; nothing is sent until [`LiveMessage::flush`].

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::core::chat::{ChatError, ChatPort, OutMessage};
+use crate::core::chat::{ChatError, ChatPort, OutMessage, Undelivered};
 use crate::render::live::{Paced, send_everything};
 use crate::render::{markdown, strings};
 
@@ -37,6 +37,9 @@ pub struct StreamSettings {
     /// Largest whole reply, in bytes: past it the reply is cut with a line saying so and
     /// the rest of the answer is dropped (not kept in memory).
     pub max_reply_bytes: usize,
+    /// How long the end of a turn keeps retrying its final content while the homeserver
+    /// fails; what is still undelivered then goes to the outbox.
+    pub patience: Duration,
 }
 
 /// Counts kept for the log and for benchmarks.
@@ -275,7 +278,39 @@ impl ReplyStream {
     pub async fn finish(&mut self, footer: Option<String>) -> Result<(), ChatError> {
         self.footer = footer;
         self.finishing = true;
-        send_everything(self).await
+        send_everything(self, self.settings.patience).await
+    }
+
+    /// After [`ReplyStream::finish`] gave up on a homeserver that stayed away: what each
+    /// message of the reply should show and does not yet, in order.
+    pub fn undelivered(&self) -> Vec<Undelivered> {
+        let mut bounds = Vec::with_capacity(self.cuts.len() + 2);
+        bounds.push(0);
+        bounds.extend_from_slice(&self.cuts);
+        bounds.push(self.text.len());
+        let last = bounds.len() - 2;
+        let mut out = Vec::new();
+        for i in 0..=last {
+            let part = &self.text[bounds[i]..bounds[i + 1]];
+            let want = match self.footer.as_deref() {
+                Some(footer) if i == last && part.is_empty() => footer.to_owned(),
+                Some(footer) if i == last => with_footer(part, footer),
+                _ => part.to_owned(),
+            };
+            if want.is_empty() {
+                continue;
+            }
+            let posted = self.posted.get(i);
+            if posted.is_some_and(|p| p.shown == want) {
+                continue;
+            }
+            out.push(Undelivered {
+                event_id: posted.map(|p| p.event_id.clone()),
+                txn: format!("{}-{i}", self.txn_prefix),
+                content: to_message(&want),
+            });
+        }
+        out
     }
 }
 
@@ -368,6 +403,7 @@ mod tests {
             max_edits: 100,
             max_bytes: 2_000,
             max_reply_bytes: 1_000_000,
+            patience: crate::render::live::MAX_OUTAGE,
         }
     }
 
@@ -555,11 +591,34 @@ mod tests {
         let started = Instant::now();
         assert!(s.finish(None).await.is_err());
         let waited = started.elapsed();
-        assert!(waited >= crate::render::live::MAX_OUTAGE, "{waited:?}");
+        assert!(waited >= settings().patience, "{waited:?}");
         assert!(
-            waited < crate::render::live::MAX_OUTAGE + Duration::from_secs(10),
+            waited < settings().patience + Duration::from_secs(10),
             "{waited:?}"
         );
+        // What is left for the outbox: the posted message's final text, as an edit.
+        let left = s.undelivered();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(left[0].content.body, "ab");
+        assert_eq!(left[0].event_id.as_deref(), Some(s.event_ids()[0].as_str()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn messages_never_posted_are_left_to_post_under_their_transaction_id() {
+        let chat = FakeChat::new();
+        chat.fail_calls(&(1..=1000).collect::<Vec<u32>>());
+        let quick = StreamSettings {
+            patience: Duration::from_secs(5),
+            ..settings()
+        };
+        let mut s = ReplyStream::new(chat.clone(), "!r", "t-never", quick);
+        s.push("never posted");
+        assert!(s.finish(Some("⏹️ Stopped.".into())).await.is_err());
+        let left = s.undelivered();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(left[0].event_id, None);
+        assert_eq!(left[0].txn, "t-never-0");
+        assert_eq!(left[0].content.body, "never posted\n\n⏹️ Stopped.");
     }
 
     #[test]
@@ -598,6 +657,7 @@ mod tests {
                     max_edits: 10,
                     max_bytes: 1_000,
                     max_reply_bytes: 1_000_000,
+                    patience: crate::render::live::MAX_OUTAGE,
                 },
             );
             let chars: Vec<char> = text.chars().collect();

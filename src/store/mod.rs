@@ -8,6 +8,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 
 mod conversations;
 mod inbox;
+mod outbox;
 mod polls;
 mod positions;
 mod retention;
@@ -15,6 +16,7 @@ mod settings;
 mod unfinished;
 
 pub use inbox::{PendingInput, PendingKind};
+pub use outbox::OutboxItem;
 pub use polls::StoredPoll;
 pub use positions::RoomPosition;
 pub use retention::Pruned;
