@@ -369,10 +369,9 @@ impl Channel {
     /// At shutdown: tells the room its queued messages will be answered after the next
     /// start (they wait in the store, ⏳ and all), so nobody wonders.
     async fn abandon_queue(&mut self) {
-        // Re-runs are not in the store's queue: the next start finds them no more.
-        let kept = self.queue.iter().filter(|q| !q.rerun).count();
-        if kept > 0 {
-            self.notice(strings::queue_kept_at_shutdown(kept)).await;
+        if !self.queue.is_empty() {
+            self.notice(strings::queue_kept_at_shutdown(self.queue.len()))
+                .await;
         }
         self.queue.clear();
     }

@@ -21,6 +21,9 @@ use crate::store::{RoomPosition, now_ms};
 
 /// Events asked for per `/messages` page.
 const PAGE_SIZE: u32 = 100;
+/// Events asked for in the first page from a room's end (every start does it for every
+/// room, and usually little is new).
+const FIRST_PAGE_FROM_END: u32 = 20;
 
 impl MatrixAgent {
     /// Catches every joined room up from its newest event back to where its handling
@@ -64,7 +67,7 @@ impl MatrixAgent {
     }
 
     /// Takes in one room's new events, oldest first, after the ones a gap hid; returns
-    /// the newest event seen.
+    /// the newest event seen, unless it is older than where the handling stood.
     async fn take_in_room(
         &self,
         gateway: &Arc<Gateway>,
@@ -73,6 +76,7 @@ impl MatrixAgent {
     ) -> Result<Option<RoomPosition>, matrix_sdk::Error> {
         let room_id = room.room_id().as_str();
         let handled = gateway.handled_so_far(&self.agent_id, room_id).await;
+        let handled_ts = handled.last.as_ref().map(|(_, ts)| *ts);
         let mut newest = batch.events.iter().find_map(stamp);
         let mut planner = CatchUp::new(gateway.catch_up_bounds(), handled, now_ms());
         let mut wants_more = feed(&mut planner, batch.events.into_iter());
@@ -88,10 +92,11 @@ impl MatrixAgent {
                     break;
                 };
                 let mut options = MessagesOptions::backward();
-                if let PageFrom::Token(token) = &start {
-                    options = options.from(Some(token.as_str()));
-                }
                 options.limit = UInt::from(PAGE_SIZE);
+                match &start {
+                    PageFrom::Token(token) => options = options.from(Some(token.as_str())),
+                    PageFrom::End => options.limit = UInt::from(FIRST_PAGE_FROM_END),
+                }
                 let page = room.messages(options).await?;
                 pages += 1;
                 if newest.is_none() {
@@ -105,6 +110,9 @@ impl MatrixAgent {
         let Some((newest_id, newest_ts)) = newest else {
             return Ok(None);
         };
+        // A stale batch (a sync response the homeserver kept for an earlier request) does
+        // not move the position back.
+        let behind = handled_ts.is_some_and(|ts| newest_ts < ts);
         let plan = planner.finish();
         if paged && !plan.admit.is_empty() {
             tracing::info!(agent = %self.agent_id, room = room_id, events = plan.admit.len(), "catching up: taking in the events of a gap in order");
@@ -123,7 +131,7 @@ impl MatrixAgent {
                 .report_missed(&self.agent_id, room_id, missed, plan.missed_more)
                 .await;
         }
-        Ok(Some(RoomPosition {
+        Ok((!behind).then(|| RoomPosition {
             room_id: room_id.to_owned(),
             event_id: newest_id,
             event_ts: newest_ts,
