@@ -3,10 +3,12 @@
 //! order, after each sync response, catching up on any gap first.
 //!
 //! The SDK saves its sync token while it processes a response, before the gateway has
-//! taken the response's events in. So every start (and every failure to take a response
-//! in) first catches up each joined room from its newest event back to where its handling
-//! stood: a crash at any instant is healed there, and admission, unique per event and
-//! agent, keeps anything from being taken in twice.
+//! taken the response's events in. So after the first sync of every start (and after every
+//! failure to take a response in) each joined room is caught up from its newest event back
+//! to where its handling stood: a crash at any instant is healed there, and admission,
+//! unique per event and agent, keeps anything from being taken in twice. The catch-up
+//! follows a sync rather than preceding it so that the room keys sent meanwhile have
+//! arrived and what it pages back can be decrypted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,31 +50,19 @@ impl MatrixAgent {
             .filter(sync_filter(timeline_limit));
         let mut backoff = Duration::from_secs(1);
         let mut failing_since: Option<std::time::Instant> = None;
-        // Whether every joined room must be caught up before the next sync: at start, and
-        // after a sync response could not be taken in whole.
+        // Whether every joined room must be caught up: at start, and after a sync response
+        // could not be taken in whole. It is done right after a sync, which brings the room
+        // keys sent meanwhile, so what it pages back can be decrypted; that sync does not
+        // wait for news.
         let mut catch_up_all = true;
         loop {
-            if catch_up_all {
-                let caught_up = tokio::select! {
-                    _ = shutdown.cancelled() => return Ok(()),
-                    caught_up = self.catch_up_all(&gateway) => caught_up,
-                };
-                match caught_up {
-                    Ok(()) => catch_up_all = false,
-                    Err(e) if is_unknown_token(&e) => return Err(self.token_rejected()),
-                    Err(e) => {
-                        failing_since.get_or_insert_with(std::time::Instant::now);
-                        tracing::warn!(agent = %self.agent_id, error = %e, retry_in = ?backoff, "catching up the rooms failed");
-                        if !pause(&shutdown, &mut backoff).await {
-                            return Ok(());
-                        }
-                        continue;
-                    }
-                }
-            }
+            let settings = match catch_up_all {
+                true => settings.clone().timeout(Duration::ZERO),
+                false => settings.clone(),
+            };
             let result = tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
-                result = self.client.sync_once(settings.clone()) => result,
+                result = self.client.sync_once(settings) => result,
             };
             let response = match result {
                 Ok(response) => response,
@@ -90,13 +80,38 @@ impl MatrixAgent {
                 tracing::info!(agent = %self.agent_id, down_for = ?since.elapsed(), "homeserver reachable again");
                 gateway.homeserver_back();
             }
+            if catch_up_all {
+                let caught_up = tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(()),
+                    caught_up = self.catch_up_all(&gateway) => caught_up,
+                };
+                match caught_up {
+                    // It paged back from after this response: the response holds nothing
+                    // it has not taken in.
+                    Ok(()) => {
+                        catch_up_all = false;
+                        backoff = Duration::from_secs(1);
+                        continue;
+                    }
+                    Err(e) if is_unknown_token(&e) => return Err(self.token_rejected()),
+                    // This response's events are in what the next catch-up pages back.
+                    Err(e) => {
+                        failing_since.get_or_insert_with(std::time::Instant::now);
+                        tracing::warn!(agent = %self.agent_id, error = %e, retry_in = ?backoff, "catching up the rooms failed");
+                        if !pause(&shutdown, &mut backoff).await {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                }
+            }
             backoff = Duration::from_secs(1);
             match self.take_in(&gateway, &response).await {
                 Ok(positions) => gateway.taken_in(&self.agent_id, &positions).await,
                 // A gap could not be caught up (the homeserver failed while paging): every
-                // room is caught up from its newest event before the next sync.
+                // room is caught up from its newest event after the next sync.
                 Err(e) => {
-                    tracing::warn!(agent = %self.agent_id, error = %e, "taking in a sync response failed; catching up every room before the next sync");
+                    tracing::warn!(agent = %self.agent_id, error = %e, "taking in a sync response failed; catching up every room after the next sync");
                     catch_up_all = true;
                 }
             }
