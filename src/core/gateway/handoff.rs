@@ -19,7 +19,7 @@ impl Gateway {
     pub async fn run_handoffs(self: Arc<Self>, mut answers: mpsc::UnboundedReceiver<Handoff>) {
         loop {
             let answer = tokio::select! {
-                _ = self.shutdown.cancelled() => return,
+                _ = self.channels.shutting_down() => return,
                 answer = answers.recv() => match answer {
                     Some(answer) => answer,
                     None => return,

@@ -20,7 +20,7 @@ impl Gateway {
         loop {
             self.deliver_outbox().await;
             tokio::select! {
-                _ = self.shutdown.cancelled() => return,
+                _ = self.channels.shutting_down() => return,
                 _ = self.outbox_wake.notified() => {}
                 _ = tokio::time::sleep(OUTBOX_EVERY) => {}
             }

@@ -28,7 +28,7 @@ impl Gateway {
         if matches!(command, Command::Help | Command::Status) {
             let this = self.clone();
             let (message, members, routing) = (message.clone(), members.to_vec(), routing.clone());
-            self.tasks.spawn(async move {
+            self.channels.spawn(async move {
                 let text = this
                     .room_report(&command, &message.room_id, &members, &routing)
                     .await;
@@ -174,7 +174,7 @@ impl Gateway {
     ) -> HashMap<String, crate::core::channel::ChannelReport> {
         let mut reports = HashMap::new();
         for m in members {
-            if let Some(report) = self.report(room_id, &m.agent_id).await {
+            if let Some(report) = self.channels.report(room_id, &m.agent_id).await {
                 reports.insert(m.agent_id.clone(), report);
             }
         }

@@ -1,0 +1,205 @@
+//! Chat commands a channel carries out itself: `!commands`, `!mode`, `!model`, `!set`, `!logs`.
+
+use super::*;
+use std::time::Duration;
+
+use crate::core::agent::ConfigValue;
+use crate::core::command::Command;
+use crate::core::pool::Lease;
+use crate::core::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown};
+use crate::render::strings;
+
+/// How long a new session's command list may take to arrive after `session/new` (agents
+/// send it right after their answer).
+const COMMANDS_GRACE: Duration = Duration::from_secs(1);
+
+impl Channel {
+    /// Answers a command for this agent that does not act on the running turn (those are
+    /// handled in [`Channel::handle_input_during_turn`]); room commands are the gateway's.
+    pub(super) async fn answer_command(&mut self, command: &Command, running: bool) {
+        let text = match command {
+            Command::Stop(_) => strings::NOTHING_TO_STOP.to_owned(),
+            Command::Answer(_) => strings::NO_OPEN_POLL.to_owned(),
+            // Only reaches here during a turn: a session cannot change under it.
+            Command::NewConversation(_) => strings::FRESH_START_WHILE_RUNNING.to_owned(),
+            Command::Logs(_) => return self.show_stderr(true).await,
+            Command::Commands(_) => {
+                let Some(_lease) = self.session_for_command().await else {
+                    return;
+                };
+                // During a turn the session's updates are the turn's: never drained here.
+                if !running {
+                    self.await_commands().await;
+                }
+                strings::agent_commands(&self.agent_line(), self.several_agents_here().await)
+            }
+            Command::Mode(words) => {
+                let request = SettingRequest::Mode(words.first().cloned());
+                return self.change_setting(request, running).await;
+            }
+            Command::Model(words) => {
+                let request = SettingRequest::Model(words.first().cloned());
+                return self.change_setting(request, running).await;
+            }
+            Command::Set(words) => {
+                let request = SettingRequest::Option(words.first().cloned(), words.get(1).cloned());
+                return self.change_setting(request, running).await;
+            }
+            Command::Help
+            | Command::Agents
+            | Command::Status
+            | Command::Show(_)
+            | Command::Default(_)
+            | Command::Handoff(_)
+            | Command::Unknown(_) => {
+                tracing::warn!(agent = %self.ctx.agent_id, ?command, "a room command reached a channel; the gateway answers those");
+                return;
+            }
+        };
+        self.notice(text).await;
+    }
+
+    /// Opens the session a command needs, with a pool lease to hold while the command
+    /// works on it (so the pool does not stop the agent meanwhile); says why in the room
+    /// when it cannot. During a turn the agent already has a lease, so this one comes at
+    /// once.
+    pub(super) async fn session_for_command(&mut self) -> Option<Lease> {
+        let lease = self.lease().await;
+        self.open_session().await.then_some(lease)
+    }
+
+    /// The agent's command list arrives just after `session/new`: waits a moment for it
+    /// when the session is new and the list is still empty.
+    pub(super) async fn await_commands(&mut self) {
+        let fresh = self.session.as_ref().is_some_and(|s| s.fresh);
+        self.drain_events(None).await;
+        if !fresh || !self.commands.is_empty() {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + COMMANDS_GRACE;
+        while self.commands.is_empty() {
+            let Some(session) = self.session.as_mut() else {
+                return;
+            };
+            match tokio::time::timeout_at(deadline, session.events.recv()).await {
+                Ok(Some(event)) => self.handle_event(event, None).await,
+                Ok(None) | Err(_) => return,
+            }
+        }
+    }
+
+    /// `!mode`, `!model`, `!set`: shows or changes the session's settings, in place only.
+    /// Requests are handled one at a time in the order they came, so the last one asked
+    /// for is what the session ends up with. During a turn (`running`) the change is made
+    /// all the same (ACP allows it), and the turn's updates are left to the turn.
+    pub(super) async fn change_setting(&mut self, request: SettingRequest, running: bool) {
+        let Some(_lease) = self.session_for_command().await else {
+            return;
+        };
+        if !running {
+            // Updates since the last turn may have changed the settings.
+            self.drain_events(None).await;
+        }
+        let ctx = self.ctx.clone();
+        let prefix = &ctx.command_prefix;
+        let name = &ctx.display_name;
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let text = match session_settings::plan(&session.settings, &request) {
+            SettingPlan::Show(Shown::Modes(modes, current)) => strings::choices(
+                name,
+                "modes",
+                current.as_deref(),
+                &modes,
+                &format!("{prefix}mode NAME"),
+            ),
+            SettingPlan::Show(Shown::Option(option)) => {
+                let how = match &request {
+                    SettingRequest::Model(_) => format!("{prefix}model NAME"),
+                    SettingRequest::Mode(_) => format!("{prefix}mode NAME"),
+                    SettingRequest::Option(..) => format!("{prefix}set {} VALUE", option.id),
+                };
+                match &option.value {
+                    ConfigValue::Choice { current, choices } => strings::choices(
+                        name,
+                        &option.name.to_lowercase(),
+                        Some(current),
+                        choices,
+                        &how,
+                    ),
+                    ConfigValue::Toggle(on) => strings::options(
+                        name,
+                        &[(option.id.clone(), option.name.clone(), on_off(*on))],
+                        prefix,
+                    ),
+                }
+            }
+            SettingPlan::Show(Shown::Options(options)) => {
+                let lines: Vec<(String, String, String)> = options
+                    .iter()
+                    .map(|o| (o.id.clone(), o.name.clone(), option_value(o)))
+                    .collect();
+                strings::options(name, &lines, prefix)
+            }
+            SettingPlan::SetMode(mode) => match ctx.agent.set_mode(&session.id, &mode).await {
+                Ok(()) => {
+                    tracing::info!(agent = %ctx.agent_id, room = %self.room, %mode, "mode switched");
+                    session.settings.current_mode = Some(mode.clone());
+                    let label = session
+                        .settings
+                        .modes
+                        .iter()
+                        .find(|(id, _)| *id == mode)
+                        .map(|(_, name)| name.clone())
+                        .unwrap_or(mode);
+                    strings::setting_changed(name, "mode", &label)
+                }
+                Err(e) => strings::setting_failed(name, &e.to_string()),
+            },
+            SettingPlan::SetOption(option, value) => {
+                match ctx.agent.set_option(&session.id, &option, value).await {
+                    Ok(options) => {
+                        tracing::info!(agent = %ctx.agent_id, room = %self.room, %option, "config option changed");
+                        session.settings.options = options;
+                        match session.settings.options.iter().find(|o| o.id == option) {
+                            Some(o) => strings::setting_changed(
+                                name,
+                                &o.name.to_lowercase(),
+                                &option_value(o),
+                            ),
+                            None => strings::setting_changed(name, &option, "changed"),
+                        }
+                    }
+                    Err(e) => strings::setting_failed(name, &e.to_string()),
+                }
+            }
+            SettingPlan::Refuse(Refusal::NotOffered(what)) => {
+                strings::setting_not_offered(name, what, prefix, &ctx.agent_id)
+            }
+            SettingPlan::Refuse(Refusal::Unknown { asked, choices }) => {
+                strings::no_such_choice(&asked, &choices)
+            }
+        };
+        self.notice(text).await;
+    }
+}
+
+/// A config option's value as people read it.
+fn option_value(option: &crate::core::agent::ConfigOption) -> String {
+    match &option.value {
+        ConfigValue::Choice { current, choices } => choices
+            .iter()
+            .find(|(id, _)| id == current)
+            .map(|(_, name)| name.clone())
+            .unwrap_or_else(|| current.clone()),
+        ConfigValue::Toggle(on) => on_off(*on),
+    }
+}
+
+fn on_off(on: bool) -> String {
+    match on {
+        true => "on".to_owned(),
+        false => "off".to_owned(),
+    }
+}

@@ -1,0 +1,75 @@
+//! What every channel of one agent shares: its process, its Matrix user, its settings.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::core::access::AccessList;
+use crate::core::activity::Verbosity;
+use crate::core::agent::AgentPort;
+use crate::core::approvals::PermissionSettings;
+use crate::core::chat::ChatPort;
+use crate::core::pool::Pool;
+use crate::render::stream::StreamSettings;
+use crate::store::Store;
+
+/// Everything a channel needs that is the same for all rooms of one agent.
+pub struct AgentContext {
+    /// The agent's configured ID.
+    pub agent_id: String,
+    /// The agent's display name, used in messages.
+    pub display_name: String,
+    /// The agent's Matrix user ID (the author of its replies in the transcript).
+    pub user_id: String,
+    /// The agent process.
+    pub agent: Arc<dyn AgentPort>,
+    /// The agent's Matrix user.
+    pub chat: Arc<dyn ChatPort>,
+    /// The database.
+    pub store: Store,
+    /// The `cwd` of every session.
+    pub workspace: PathBuf,
+    /// How replies stream.
+    pub stream: StreamSettings,
+    /// The chat command prefix, for help texts.
+    pub command_prefix: String,
+    /// Who may answer permission polls.
+    pub approvers: AccessList,
+    /// Who may prompt: the agent's stderr is shown only in rooms where everyone is one of
+    /// them (or one of the gateway's agents).
+    pub allowed: AccessList,
+    /// The Matrix users of all the gateway's agents.
+    pub agent_users: Vec<String>,
+    /// How permission polls behave.
+    pub permissions: PermissionSettings,
+    /// What a room shows of the agent's work until someone changes it with `!show`.
+    pub verbosity: Verbosity,
+    /// Most characters of earlier conversation re-injected into a new session (0: none).
+    pub reinject_max_chars: usize,
+    /// How long a turn may show nothing before the room is told how to stop it (`None`:
+    /// never).
+    pub quiet_note: Option<Duration>,
+    /// Whether a prompt whose turn a gateway crash cut runs again at the next start.
+    pub rerun_interrupted: bool,
+    /// The agent process pool: a turn holds a lease on its agent while it runs.
+    pub pool: Arc<Pool>,
+    /// Where a finished answer goes so the gateway can hand it to the agents it addresses
+    /// (`None`: never).
+    pub handoffs: Option<mpsc::UnboundedSender<Handoff>>,
+}
+
+/// An agent's finished answer, for the gateway to hand to the other agents it addresses
+/// (when the room allows hand-offs).
+#[derive(Debug, Clone)]
+pub struct Handoff {
+    /// The room.
+    pub room_id: String,
+    /// The agent that answered.
+    pub from_agent: String,
+    /// The answer's first message: the event the hand-off prompts refer to.
+    pub event_id: String,
+    /// The whole answer (Markdown).
+    pub text: String,
+}

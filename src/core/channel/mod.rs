@@ -1,0 +1,452 @@
+//! One (room, agent) pair: its ACP session, its queue of prompts and the turn that runs.
+//!
+//! Each pair has one task ([`Channel::run`]) fed by an unbounded queue of [`ChannelInput`]s,
+//! so prompts are answered strictly in order and a stop request reaches the running turn
+//! without waiting behind it. See `docs/turns.md`.
+
+mod commands;
+mod context;
+mod journal;
+mod session;
+mod turn;
+mod turn_input;
+
+#[cfg(test)]
+mod tests;
+
+pub use context::{AgentContext, Handoff};
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::core::activity::Verbosity;
+use crate::core::agent::{AgentEvent, SessionSettings, TokenUsage};
+use crate::core::approvals::Approvals;
+use crate::core::chat::OutMessage;
+use crate::core::command::Command;
+use crate::core::inbound::IncomingMessage;
+use crate::core::pool::{Lease, Waiting};
+use crate::render::cards;
+use crate::render::strings;
+
+/// What a channel tells `!status` and `!help` about itself.
+#[derive(Debug, Clone, Default)]
+pub struct ChannelReport {
+    /// Whether a turn runs.
+    pub running: bool,
+    /// Whether a turn waits for a slot of the process pool.
+    pub waiting: bool,
+    /// Messages waiting behind it.
+    pub queued: usize,
+    /// Permission polls waiting for an answer.
+    pub polls: usize,
+    /// Whether a session is open.
+    pub has_session: bool,
+    /// The session's current mode, by name.
+    pub mode: Option<String>,
+    /// The usage line, if the agent reported usage.
+    pub usage: Option<String>,
+    /// The agent's slash commands (name, description).
+    pub commands: Vec<(String, String)>,
+}
+
+/// Something for a channel to do.
+#[derive(Debug)]
+pub enum ChannelInput {
+    /// A message to answer.
+    Prompt(IncomingMessage),
+    /// A prompt whose turn a gateway crash cut, to run again (`continuity.rerun_interrupted`);
+    /// it is in the transcript already.
+    Rerun(IncomingMessage),
+    /// A prompt the previous run admitted but never began, taken up again at start-up.
+    Resumed {
+        /// The message.
+        message: IncomingMessage,
+        /// The ⏳ reaction the previous run put on it, if any.
+        reaction: Option<String>,
+    },
+    /// A chat command, with the message that carried it.
+    Command(Command, IncomingMessage),
+    /// A reply from someone who may approve but not prompt: it counts only as an answer
+    /// to a poll.
+    PollReply(IncomingMessage),
+    /// The gateway asks how the channel stands (for `!status` and `!help`).
+    Report(oneshot::Sender<ChannelReport>),
+    /// Someone other than an agent reacted to `target` (a 🛑 only from someone who may
+    /// stop turns; the channel checks who may answer polls).
+    Reaction {
+        /// Who reacted.
+        by: String,
+        /// The event reacted to.
+        target: String,
+        /// The reaction key.
+        key: String,
+    },
+}
+
+/// The open ACP session of this channel.
+struct Session {
+    /// The agent's session ID.
+    id: String,
+    /// The session's updates, in the order the agent sent them.
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+    /// Its modes and config options, kept up to date with the agent's updates.
+    settings: SessionSettings,
+    /// Whether it is new and the earlier conversation has not been given to it yet: its
+    /// first ordinary prompt carries it (a command may open the session before any
+    /// prompt, and a slash command must start its prompt).
+    fresh: bool,
+    /// The first prompt it was sent: what came before it is the earlier conversation.
+    first_prompt: Option<String>,
+}
+
+/// One (room, agent) pair.
+pub struct Channel {
+    /// What is shared by all rooms of this agent.
+    ctx: Arc<AgentContext>,
+    /// The room (opaque ID).
+    room: String,
+    /// Prompts, commands and stop requests, in arrival order.
+    inputs: mpsc::UnboundedReceiver<ChannelInput>,
+    /// The ACP session, opened at the first prompt.
+    session: Option<Session>,
+    /// Prompts waiting behind the running turn.
+    queue: VecDeque<Queued>,
+    /// Inputs that came while a turn waited for a slot and must wait until it has run.
+    deferred: VecDeque<ChannelInput>,
+    /// The agent's slash commands, as last advertised (listed by `!help`).
+    commands: Vec<(String, String)>,
+    /// Fires when the gateway shuts down: the running turn is stopped and marked.
+    shutdown: CancellationToken,
+    /// Open permission polls and the running turn's refusals.
+    approvals: Approvals,
+    /// What the agent last reported about usage.
+    usage: Usage,
+}
+
+/// A prompt waiting for its turn.
+struct Queued {
+    /// The message.
+    message: IncomingMessage,
+    /// The "queued" reaction put on it, removed when its turn starts.
+    reaction: Option<String>,
+    /// Whether it is the re-run of a prompt a crash cut.
+    rerun: bool,
+}
+
+impl Queued {
+    fn new(message: IncomingMessage) -> Self {
+        Self {
+            message,
+            reaction: None,
+            rerun: false,
+        }
+    }
+
+    fn rerun(message: IncomingMessage) -> Self {
+        Self {
+            rerun: true,
+            ..Self::new(message)
+        }
+    }
+}
+
+/// Usage as the agent reported it for this channel's session.
+#[derive(Default)]
+struct Usage {
+    /// Context window: tokens used and window size (0 when not known yet).
+    context: Option<(u64, u64)>,
+    /// Token counts from the last prompt result.
+    tokens: Option<TokenUsage>,
+}
+
+impl Usage {
+    fn line(&self) -> Option<String> {
+        cards::usage_line(self.context, self.tokens.as_ref())
+    }
+}
+
+impl Channel {
+    /// A channel for `room`, reading its inputs from `inputs`.
+    pub fn new(
+        ctx: Arc<AgentContext>,
+        room: String,
+        inputs: mpsc::UnboundedReceiver<ChannelInput>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            ctx,
+            room,
+            inputs,
+            session: None,
+            queue: VecDeque::new(),
+            deferred: VecDeque::new(),
+            commands: Vec::new(),
+            shutdown,
+            approvals: Approvals::default(),
+            usage: Usage::default(),
+        }
+    }
+
+    /// What this room shows, as chosen with `!show` (read at each turn: the gateway
+    /// changes it for every agent of the room) or configured.
+    async fn verbosity(&self) -> Verbosity {
+        let stored = match self.ctx.store.room_verbosity(&self.room).await {
+            Ok(word) => word.as_deref().and_then(Verbosity::parse),
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the room's settings");
+                None
+            }
+        };
+        stored.unwrap_or(self.ctx.verbosity)
+    }
+
+    /// Runs until the input queue is closed or the gateway shuts down.
+    pub async fn run(mut self) {
+        loop {
+            if self.shutdown.is_cancelled() {
+                self.abandon_queue().await;
+                return;
+            }
+            // What came while the last turn waited for a slot goes before the next turn.
+            let deferred = self.deferred.pop_front();
+            if deferred.is_none()
+                && let Some(next) = self.queue.pop_front()
+            {
+                if let Some(reaction) = &next.reaction {
+                    let _ = self.ctx.chat.redact(&self.room, reaction).await;
+                }
+                // Held until the turn ends: the pool neither stops the agent nor gives its
+                // slot away.
+                if let Some(lease) = self.lease_for_turn(&next).await {
+                    let event_id = next.message.event_id.clone();
+                    self.run_turn(next.message, next.rerun).await;
+                    drop(lease);
+                    // Answered, one way or another: a turn that began settled it already;
+                    // one refused before (an unknown slash command, no session) is here.
+                    self.settle(&event_id).await;
+                }
+                continue;
+            }
+            let input = match deferred {
+                Some(input) => input,
+                None => tokio::select! {
+                    _ = self.shutdown.cancelled() => continue,
+                    input = self.inputs.recv() => match input {
+                        Some(input) => input,
+                        None => return,
+                    },
+                },
+            };
+            match input {
+                ChannelInput::Prompt(message) => self.queue.push_back(Queued::new(message)),
+                ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
+                ChannelInput::Resumed { message, reaction } => self.queue.push_back(Queued {
+                    reaction,
+                    ..Queued::new(message)
+                }),
+                ChannelInput::Command(Command::NewConversation(_), message) => {
+                    self.start_fresh().await;
+                    self.settle(&message.event_id).await;
+                }
+                ChannelInput::Command(command, message) => {
+                    self.drain_events(None).await;
+                    self.answer_command(&command, false).await;
+                    self.settle(&message.event_id).await;
+                }
+                ChannelInput::Report(reply) => {
+                    self.drain_events(None).await;
+                    let _ = reply.send(self.report(false, false));
+                }
+                // Polls exist only during a turn.
+                ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}
+            }
+        }
+    }
+
+    /// At shutdown: tells the room its queued messages will be answered after the next
+    /// start (they wait in the store, ⏳ and all), so nobody wonders.
+    async fn abandon_queue(&mut self) {
+        if !self.queue.is_empty() {
+            self.notice(strings::queue_kept_at_shutdown(self.queue.len()))
+                .await;
+        }
+        self.queue.clear();
+    }
+
+    async fn notice(&self, text: impl Into<String>) {
+        post_notice(&self.ctx, &self.room, text.into()).await;
+    }
+
+    /// Records that the input `event_id` no longer waits (a store failure is logged: at
+    /// worst a prompt is taken up again after a restart, which begins no turn twice).
+    async fn settle(&self, event_id: &str) {
+        if let Err(e) = self.ctx.store.settle(&self.ctx.agent_id, event_id).await {
+            tracing::error!(agent = %self.ctx.agent_id, room = %self.room, event = event_id, error = %e, "could not record an input as settled");
+        }
+    }
+
+    /// How the channel stands, for `!status` and `!help`; `waiting`: a turn waits for a
+    /// slot of the process pool.
+    fn report(&self, running: bool, waiting: bool) -> ChannelReport {
+        let settings = self.session.as_ref().map(|s| &s.settings);
+        ChannelReport {
+            running,
+            waiting,
+            queued: self.queue.len(),
+            polls: self.approvals.open_count(),
+            has_session: self.session.is_some(),
+            mode: settings.and_then(|s| {
+                let current = s.current_mode.as_ref()?;
+                s.modes
+                    .iter()
+                    .find(|(id, _)| id == current)
+                    .map(|(_, name)| name.clone())
+                    .or_else(|| Some(current.clone()))
+            }),
+            usage: self.usage.line(),
+            commands: self.commands.clone(),
+        }
+    }
+
+    /// This agent, as help texts name it.
+    fn agent_line(&self) -> strings::AgentLine {
+        strings::AgentLine {
+            name: self.ctx.display_name.clone(),
+            id: self.ctx.agent_id.clone(),
+            commands: self.commands.clone(),
+        }
+    }
+
+    /// Whether other agents of the gateway are in this room (slash commands are then
+    /// written `/agent:cmd`).
+    async fn several_agents_here(&self) -> bool {
+        match self.ctx.store.room_agents(&self.room).await {
+            Ok(agents) => agents.len() > 1,
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the room's agents");
+                false
+            }
+        }
+    }
+
+    /// A lease on the agent from the process pool; tells the room when it must wait.
+    async fn lease(&self) -> Lease {
+        let ctx = self.ctx.clone();
+        let tell = async |waiting| tell_waiting(&ctx, &self.room, waiting).await;
+        ctx.pool.acquire(&ctx.agent_id, tell).await
+    }
+
+    /// A lease for the turn of `queued`. While it waits for a slot the channel keeps
+    /// listening: prompts queue up behind it, `!status` is answered, `!stop` gives the
+    /// waiting prompt up, and at shutdown it goes back to the queue (kept in the store for
+    /// the next start). Other inputs wait until the turn is over. `None`: the turn does not
+    /// run.
+    async fn lease_for_turn(&mut self, queued: &Queued) -> Option<Lease> {
+        let ctx = self.ctx.clone();
+        let room = self.room.clone();
+        let tell = async |waiting| tell_waiting(&ctx, &room, waiting).await;
+        let acquire = ctx.pool.acquire(&ctx.agent_id, tell);
+        tokio::pin!(acquire);
+        loop {
+            tokio::select! {
+                biased;
+                lease = &mut acquire => return Some(lease),
+                _ = self.shutdown.cancelled() => {
+                    self.queue.push_front(Queued {
+                        message: queued.message.clone(),
+                        reaction: None,
+                        rerun: queued.rerun,
+                    });
+                    return None;
+                }
+                Some(input) = self.inputs.recv() => match input {
+                    ChannelInput::Prompt(message) => self.queue_behind(message, None).await,
+                    ChannelInput::Resumed { message, reaction } => {
+                        self.queue_behind(message, reaction).await
+                    }
+                    ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
+                    ChannelInput::Report(reply) => {
+                        let _ = reply.send(self.report(false, true));
+                    }
+                    ChannelInput::Command(Command::Stop(_), message) => {
+                        tracing::info!(agent = %ctx.agent_id, room = %self.room, by = %message.sender, "a prompt waiting for a slot was given up");
+                        self.notice(strings::gave_up_waiting(&ctx.display_name, &message.sender))
+                            .await;
+                        self.settle(&message.event_id).await;
+                        self.settle(&queued.message.event_id).await;
+                        return None;
+                    }
+                    other => self.deferred.push_back(other),
+                },
+            }
+        }
+    }
+
+    /// Queues `message` behind the running (or waiting) turn, marked ⏳ (unless it is
+    /// already: `reaction`, put on by the run before a restart).
+    async fn queue_behind(&mut self, message: IncomingMessage, reaction: Option<String>) {
+        let reaction = match reaction {
+            Some(reaction) => Some(reaction),
+            None => self.mark_queued(&message.event_id).await,
+        };
+        self.queue.push_back(Queued {
+            reaction,
+            ..Queued::new(message)
+        });
+    }
+
+    /// Puts the ⏳ reaction on a waiting message and remembers it with the message, so it
+    /// is taken back when its turn starts, even after a restart.
+    async fn mark_queued(&self, event_id: &str) -> Option<String> {
+        let reaction = match self
+            .ctx
+            .chat
+            .react(&self.room, event_id, strings::QUEUED_REACTION)
+            .await
+        {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(room = %self.room, error = %e, "could not mark a message as queued");
+                return None;
+            }
+        };
+        let ctx = &self.ctx;
+        if let Err(e) = ctx
+            .store
+            .set_queued_reaction(&ctx.agent_id, event_id, &reaction)
+            .await
+        {
+            tracing::warn!(room = %self.room, error = %e, "could not record the queued mark");
+        }
+        Some(reaction)
+    }
+}
+
+/// Tells the room that a turn must wait for a slot of the process pool.
+async fn tell_waiting(ctx: &AgentContext, room: &str, waiting: Waiting) {
+    let text = strings::waiting_for_slot(&ctx.display_name, waiting.max_running, &waiting.busy);
+    post_notice(ctx, room, text).await;
+}
+
+/// Posts a one-off notice in `room` as the agent; a failure is logged, never fatal.
+async fn post_notice(ctx: &AgentContext, room: &str, text: String) {
+    let txn = format!("notice-{}", unique_suffix());
+    if let Err(e) = ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
+        tracing::warn!(agent = %ctx.agent_id, room = %room, error = %e, "could not post a notice");
+    }
+}
+
+/// A unique suffix for transaction IDs of one-off notices.
+fn unique_suffix() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        crate::store::now_ms(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}

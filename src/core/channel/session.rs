@@ -1,0 +1,201 @@
+//! The channel's session slot: getting the last session back, opening a new one, the
+//! earlier conversation for a new session, `!new`, and the agent's stderr after a failure.
+
+use super::*;
+
+use crate::core::agent::AgentError;
+use crate::core::chat::OutMessage;
+use crate::core::continuity;
+use crate::core::inbound::IncomingMessage;
+use crate::render::cards::{self};
+use crate::render::strings;
+
+impl Channel {
+    /// Leaves the channel's session, if one is open: the agent forgets it too.
+    pub(super) fn drop_session(&mut self) {
+        if let Some(session) = self.session.take() {
+            self.ctx.agent.forget_session(&session.id);
+        }
+    }
+
+    /// Opens the channel's ACP session if none is open: gets the last one back when the
+    /// agent can (`session/load` or `session/resume`: it remembers the conversation), else
+    /// opens a new one (marked `fresh`: its first prompt carries the conversation).
+    pub(super) async fn ensure_session(&mut self) -> Result<(), AgentError> {
+        if self.session.is_some() {
+            return Ok(());
+        }
+        let ctx = self.ctx.clone();
+        // Started first if it is not running: whether it can reopen sessions is known then.
+        ctx.agent.ensure_running().await?;
+        if let Some(how) = ctx.agent.reopen_support()
+            && let Some(earlier) = self.saved_session().await
+        {
+            match ctx.agent.reopen_session(&earlier, &ctx.workspace).await {
+                Ok(session) => {
+                    tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %session.id, how = how.continuity(), "session got back");
+                    if let Err(e) = ctx
+                        .store
+                        .set_continuity(&self.room, &ctx.agent_id, how.continuity())
+                        .await
+                    {
+                        tracing::error!(error = %e, "could not record how the session continued");
+                    }
+                    self.session = Some(Session {
+                        id: session.id,
+                        events: session.events,
+                        settings: session.settings,
+                        fresh: false,
+                        first_prompt: None,
+                    });
+                    return Ok(());
+                }
+                Err(e) => {
+                    tracing::warn!(agent = %ctx.agent_id, room = %self.room, session = %earlier, error = %e, "could not get the session back; opening a new one with the conversation re-injected");
+                }
+            }
+        }
+        let new = ctx.agent.new_session(&ctx.workspace).await?;
+        if let Err(e) = ctx
+            .store
+            .save_session(&self.room, &ctx.agent_id, &new.id)
+            .await
+        {
+            tracing::error!(error = %e, "could not save the session");
+        }
+        tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %new.id, "session opened");
+        self.session = Some(Session {
+            id: new.id,
+            events: new.events,
+            settings: new.settings,
+            fresh: true,
+            first_prompt: None,
+        });
+        Ok(())
+    }
+
+    /// Makes sure a live session is open; says why in the room when none can be.
+    pub(super) async fn open_session(&mut self) -> bool {
+        // A session whose process died (a crash during another room's turn, or stopped by
+        // the pool) cannot answer: open a new one rather than lose a message to it.
+        if let Some(session) = &self.session
+            && !self.ctx.agent.session_alive(&session.id)
+        {
+            tracing::info!(agent = %self.ctx.agent_id, room = %self.room, session = %session.id, "the session's process has stopped; opening a session again");
+            self.drop_session();
+        }
+        match self.ensure_session().await {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, error = %e, "no session");
+                self.notice(strings::session_failed(
+                    &self.ctx.display_name,
+                    &e.to_string(),
+                ))
+                .await;
+                self.show_stderr(false).await;
+                false
+            }
+        }
+    }
+
+    /// After the agent failed, or when `asked` (`!logs`): what it last wrote to stderr,
+    /// when everyone in the room may read it (allowed users and the gateway's agents), else
+    /// where to find it.
+    pub(super) async fn show_stderr(&self, asked: bool) {
+        let ctx = &self.ctx;
+        let tail = ctx.agent.stderr_tail();
+        if tail.trim().is_empty() {
+            if asked {
+                self.notice(strings::no_stderr(&ctx.display_name)).await;
+            }
+            return;
+        }
+        let private = match ctx.chat.joined_members(&self.room).await {
+            Ok(members) => members
+                .iter()
+                .all(|m| ctx.allowed.allows(m) || ctx.agent_users.contains(m)),
+            Err(e) => {
+                tracing::warn!(room = %self.room, error = %e, "could not list the room's members; the agent's stderr stays in the log");
+                false
+            }
+        };
+        let message = match private {
+            true => cards::stderr_tail(&ctx.display_name, &tail),
+            false => OutMessage::notice(strings::stderr_in_log(&ctx.display_name)),
+        };
+        let txn = format!("stderr-{}", unique_suffix());
+        if let Err(e) = ctx.chat.send(&self.room, &txn, &message).await {
+            tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not post the agent's stderr");
+        }
+    }
+
+    /// The session this channel last used, as saved (none after a fresh start).
+    pub(super) async fn saved_session(&self) -> Option<String> {
+        match self.ctx.store.session(&self.room, &self.ctx.agent_id).await {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the saved session");
+                None
+            }
+        }
+    }
+
+    /// The first ordinary prompt of a session just opened: `message` after the earlier
+    /// conversation (since the last fresh start, before the session's first prompt
+    /// `opened_at`), as much as the budget allows.
+    pub(super) async fn restore_conversation(
+        &self,
+        message: &IncomingMessage,
+        opened_at: &str,
+    ) -> String {
+        let ctx = &self.ctx;
+        let entries = match ctx.store.conversation(&self.room, &ctx.agent_id).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not read the transcript; the conversation starts afresh");
+                return message.body.clone();
+            }
+        };
+        // The session already has what came since its first prompt (`opened_at`: usually
+        // the message being answered, recorded just before; it goes last, as written).
+        let before = entries
+            .iter()
+            .position(|e| e.event_id.as_deref() == Some(opened_at))
+            .unwrap_or(entries.len());
+        let Some(preamble) = continuity::preamble(
+            &entries[..before],
+            &ctx.display_name,
+            ctx.reinject_max_chars,
+        ) else {
+            return message.body.clone();
+        };
+        tracing::info!(agent = %ctx.agent_id, room = %self.room, earlier_entries = before, chars = preamble.len(), "re-injecting the earlier conversation into the new session");
+        if let Err(e) = ctx
+            .store
+            .set_continuity(&self.room, &ctx.agent_id, "reinjected")
+            .await
+        {
+            tracing::error!(error = %e, "could not record how the session continued");
+        }
+        continuity::compose(&preamble, &message.body)
+    }
+
+    /// `!new`: the next message starts a new session without the conversation so far.
+    pub(super) async fn start_fresh(&mut self) {
+        let ctx = self.ctx.clone();
+        if let Err(e) = ctx
+            .store
+            .start_conversation(&self.room, &ctx.agent_id)
+            .await
+        {
+            tracing::error!(error = %e, "could not record the fresh start");
+            self.notice(strings::FRESH_START_FAILED).await;
+            return;
+        }
+        self.drain_events(None).await;
+        self.drop_session();
+        tracing::info!(agent = %ctx.agent_id, room = %self.room, "fresh conversation requested");
+        self.notice(strings::fresh_start(&ctx.display_name)).await;
+    }
+}

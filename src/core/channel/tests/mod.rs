@@ -1,0 +1,227 @@
+//! Unit tests of the channel, with a fake agent and a fake chat.
+
+mod polls;
+mod queue;
+mod sessions;
+mod settings;
+
+use super::*;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::core::access::AccessList;
+use crate::core::activity::Verbosity;
+use crate::core::agent::Reopen;
+use crate::core::agent::{AgentPort, ConfigValue, SessionSettings};
+use crate::core::approvals::PermissionSettings;
+use crate::core::command::Command;
+use crate::core::continuity;
+use crate::core::fakes::{FakeAgent, FakeChat, Script, Sent};
+use crate::core::inbound::IncomingMessage;
+use crate::core::poll::Reply;
+use crate::core::pool::Pool;
+use crate::core::pool::PoolSettings;
+use crate::render::stream::StreamSettings;
+use crate::render::strings;
+use crate::store::{Role, Store, TranscriptLine};
+
+async fn channel(
+    agent: Arc<FakeAgent>,
+    chat: Arc<FakeChat>,
+) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+    channel_with_timeout(agent, chat, Duration::from_secs(60)).await
+}
+
+async fn channel_with_timeout(
+    agent: Arc<FakeAgent>,
+    chat: Arc<FakeChat>,
+    timeout: Duration,
+) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+    channel_with(agent, chat, timeout, None).await
+}
+
+async fn channel_with(
+    agent: Arc<FakeAgent>,
+    chat: Arc<FakeChat>,
+    timeout: Duration,
+    quiet_note: Option<Duration>,
+) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+    let store = Store::in_memory().await.unwrap();
+    let pool_port: Arc<dyn AgentPort> = agent.clone();
+    let pool = Pool::new(
+        PoolSettings::default(),
+        vec![("demo".into(), "Demo".into(), pool_port)],
+    );
+    let ctx = AgentContext {
+        permissions: PermissionSettings {
+            timeout,
+            propose_stop_after: 2,
+        },
+        quiet_note,
+        ..context("demo", agent, chat, &store, pool)
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let channel = Channel::new(Arc::new(ctx), "!room".into(), rx, CancellationToken::new());
+    tokio::spawn(channel.run());
+    (tx, store)
+}
+
+/// The context of agent `id` (`@id:x`, shown as `Demo` for `demo`, else the ID).
+fn context(
+    id: &str,
+    agent: Arc<FakeAgent>,
+    chat: Arc<FakeChat>,
+    store: &Store,
+    pool: Arc<Pool>,
+) -> AgentContext {
+    AgentContext {
+        agent_id: id.into(),
+        display_name: match id {
+            "demo" => "Demo".into(),
+            other => other.into(),
+        },
+        user_id: format!("@{id}:x"),
+        agent,
+        chat,
+        store: store.clone(),
+        workspace: PathBuf::from("/tmp"),
+        stream: StreamSettings {
+            interval: Duration::from_millis(50),
+            max_edits: 100,
+            max_bytes: 10_000,
+            max_reply_bytes: 1_000_000,
+            patience: crate::render::live::MAX_OUTAGE,
+        },
+        command_prefix: "!".into(),
+        allowed: AccessList::new(&["@alice:x"]),
+        agent_users: vec!["@demo:x".into()],
+        approvers: AccessList::new(&["@alice:x"]),
+        permissions: PermissionSettings {
+            timeout: Duration::from_secs(60),
+            propose_stop_after: 2,
+        },
+        verbosity: Verbosity::All,
+        reinject_max_chars: 10_000,
+        quiet_note: None,
+        rerun_interrupted: false,
+        pool,
+        handoffs: None,
+    }
+}
+
+/// Puts Alice's prompt `id` in the room's transcript, as an earlier run recorded it.
+async fn earlier_prompt(store: &Store, id: &str, body: &str) {
+    store
+        .append_transcript(
+            "!room",
+            "demo",
+            TranscriptLine {
+                role: Role::User,
+                sender: "@alice:x",
+                event_id: Some(id),
+                body,
+                stop_reason: None,
+            },
+        )
+        .await
+        .unwrap();
+}
+
+fn message(id: &str, body: &str) -> IncomingMessage {
+    IncomingMessage {
+        agent_id: "demo".into(),
+        room_id: "!room".into(),
+        event_id: id.into(),
+        sender: "@alice:x".into(),
+        body: body.into(),
+        timestamp_ms: 0,
+        reply_to: None,
+        ..Default::default()
+    }
+}
+
+/// Waits (real time: the store runs on its own thread) until `done` holds, or 10 s.
+async fn settle_until(done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !done() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let the turn finish its bookkeeping.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// The event ID and current body of the poll message in `room`.
+fn poll_of(chat: &FakeChat) -> Option<(String, String)> {
+    let shown = chat.messages("!room");
+    let ids: Vec<String> = chat
+        .log()
+        .into_iter()
+        .filter_map(|s| match s {
+            Sent::Send { event_id, .. } => Some(event_id),
+            _ => None,
+        })
+        .collect();
+    ids.into_iter()
+        .zip(shown)
+        .find(|(_, m)| m.body.starts_with("🔐"))
+        .map(|(id, m)| (id, m.body))
+}
+
+async fn start_poll(
+    timeout: Duration,
+) -> (mpsc::UnboundedSender<ChannelInput>, Arc<FakeChat>, String) {
+    start_polls(timeout, 1).await
+}
+
+async fn start_polls(
+    timeout: Duration,
+    times: u32,
+) -> (mpsc::UnboundedSender<ChannelInput>, Arc<FakeChat>, String) {
+    let agent = FakeAgent::new(Script::AskPermission(times));
+    let chat = FakeChat::new();
+    let (tx, _) = channel_with_timeout(agent, chat.clone(), timeout).await;
+    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    settle_until(|| poll_of(&chat).is_some()).await;
+    let (poll, _) = poll_of(&chat).expect("a poll was posted");
+    (tx, chat, poll)
+}
+
+fn react(tx: &mpsc::UnboundedSender<ChannelInput>, by: &str, target: &str, key: &str) {
+    tx.send(ChannelInput::Reaction {
+        by: by.into(),
+        target: target.into(),
+        key: key.into(),
+    })
+    .unwrap();
+}
+
+fn reply_said(chat: &FakeChat) -> Vec<String> {
+    chat.shown("!room")
+        .into_iter()
+        .filter(|b| b.starts_with("permission:"))
+        .collect()
+}
+
+fn ask_code_and_model() -> SessionSettings {
+    use crate::core::agent::ConfigOption;
+    SessionSettings {
+        modes: vec![("ask".into(), "Ask".into()), ("code".into(), "Code".into())],
+        current_mode: Some("ask".into()),
+        options: vec![ConfigOption {
+            id: "model".into(),
+            name: "Model".into(),
+            category: Some("model".into()),
+            value: ConfigValue::Choice {
+                current: "small".into(),
+                choices: vec![
+                    ("small".into(), "Small".into()),
+                    ("large".into(), "Large".into()),
+                ],
+            },
+        }],
+    }
+}

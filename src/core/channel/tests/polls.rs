@@ -1,0 +1,175 @@
+//! Permission polls answered by reaction or typed reply, expiry, refusals.
+
+use super::*;
+
+#[tokio::test]
+async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
+    let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
+    let keys: Vec<String> = chat
+        .log()
+        .into_iter()
+        .filter_map(|s| match s {
+            Sent::React { event_id, key, .. } if event_id == poll => Some(key),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(keys, vec!["✅", "🔁", "✋", "❌", "🛑"]);
+    let mentions = chat.log().into_iter().find_map(|s| match s {
+        Sent::Send { event_id, msg, .. } if event_id == poll => Some(msg.mentions),
+        _ => None,
+    });
+    assert_eq!(
+        mentions,
+        Some(vec!["@alice:x".to_string()]),
+        "the prompter, an approver, is notified"
+    );
+    react(&tx, "@mallory:x", &poll, "✅");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        reply_said(&chat).is_empty(),
+        "a non-approver changed nothing"
+    );
+    react(&tx, "@alice:x", &poll, "❌\u{fe0f}");
+    settle_until(|| !reply_said(&chat).is_empty()).await;
+    assert_eq!(reply_said(&chat), vec!["permission: never"]);
+    let (_, body) = poll_of(&chat).unwrap();
+    assert!(
+        body.ends_with("❌ Refused by @alice:x: Never allow bash in this session"),
+        "{body}"
+    );
+    // A later reaction on the settled poll changes nothing.
+    react(&tx, "@alice:x", &poll, "✅");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(reply_said(&chat), vec!["permission: never"]);
+    // The tool card ended failed, not "in progress".
+    assert!(
+        chat.shown("!room")
+            .iter()
+            .any(|b| b.starts_with("❌ 💻 bash: ls · failed")),
+        "{:?}",
+        chat.shown("!room")
+    );
+}
+
+#[tokio::test]
+async fn a_typed_reply_answers_the_poll_it_replies_to() {
+    let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
+    let mut answer = message("$2", "2");
+    answer.reply_to = Some(poll.clone());
+    tx.send(ChannelInput::Prompt(answer)).unwrap();
+    settle_until(|| !reply_said(&chat).is_empty()).await;
+    assert_eq!(reply_said(&chat), vec!["permission: allow_always"]);
+}
+
+#[tokio::test]
+async fn a_poll_command_without_a_reply_answers_the_only_open_poll() {
+    let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
+    tx.send(ChannelInput::Command(
+        Command::Answer(Reply::Allow),
+        message("$2", "!allow"),
+    ))
+    .unwrap();
+    settle_until(|| !reply_said(&chat).is_empty()).await;
+    assert_eq!(reply_said(&chat), vec!["permission: allow"]);
+    assert!(
+        poll_of(&chat)
+            .unwrap()
+            .1
+            .ends_with("✅ Allowed by @alice:x: Allow")
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_poll_expires_into_the_reject_option() {
+    let (_tx, chat, _) = start_poll(Duration::from_millis(300)).await;
+    settle_until(|| !reply_said(&chat).is_empty()).await;
+    assert_eq!(reply_said(&chat), vec!["permission: reject"]);
+    assert!(
+        poll_of(&chat)
+            .unwrap()
+            .1
+            .contains("Nobody answered in time")
+    );
+}
+
+#[tokio::test]
+async fn stop_on_a_poll_answers_it_cancelled_and_stops_the_turn() {
+    let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
+    react(&tx, "@alice:x", &poll, "🛑");
+    settle_until(|| chat.shown("!room").iter().any(|b| b.contains("Stopped by"))).await;
+    assert!(
+        chat.shown("!room")
+            .contains(&"⏹️ Stopped by @alice:x.".to_string()),
+        "{:?}",
+        chat.shown("!room")
+    );
+    assert!(
+        poll_of(&chat)
+            .unwrap()
+            .1
+            .ends_with("🛑 @alice:x stopped the turn."),
+        "{:?}",
+        poll_of(&chat)
+    );
+    assert!(
+        reply_said(&chat).is_empty(),
+        "the agent stopped without going on"
+    );
+}
+
+#[tokio::test]
+async fn refusals_in_one_turn_lead_to_a_stop_proposal() {
+    // The test context proposes stopping after two refusals.
+    let (tx, chat, first) = start_polls(Duration::from_secs(60), 2).await;
+    react(&tx, "@alice:x", &first, "✋");
+    settle_until(|| {
+        chat.shown("!room")
+            .iter()
+            .filter(|b| b.starts_with("🔐"))
+            .count()
+            == 2
+    })
+    .await;
+    let second = chat
+        .log()
+        .into_iter()
+        .filter_map(|s| match s {
+            Sent::Send { event_id, msg, .. } if msg.body.starts_with("🔐") => Some(event_id),
+            _ => None,
+        })
+        .nth(1)
+        .unwrap();
+    react(&tx, "@alice:x", &second, "✋");
+    settle_until(|| {
+        chat.shown("!room")
+            .iter()
+            .any(|b| b.contains("were refused"))
+    })
+    .await;
+    let proposal: Vec<String> = chat
+        .shown("!room")
+        .into_iter()
+        .filter(|b| b.contains("were refused"))
+        .collect();
+    assert_eq!(proposal.len(), 1, "{:?}", chat.shown("!room"));
+    assert!(proposal[0].starts_with("✋ 2 tool calls were refused"));
+}
+
+#[tokio::test]
+async fn a_typed_answer_replying_to_anything_but_an_open_poll_answers_nothing() {
+    let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
+    let mut answer = message("$2", "!allow");
+    answer.reply_to = Some("$some-old-poll".into());
+    tx.send(ChannelInput::Command(Command::Answer(Reply::Allow), answer))
+        .unwrap();
+    settle_until(|| {
+        chat.shown("!room")
+            .contains(&strings::POLL_NOT_OPEN.to_string())
+    })
+    .await;
+    assert!(
+        chat.shown("!room")
+            .contains(&strings::POLL_NOT_OPEN.to_string())
+    );
+    assert!(reply_said(&chat).is_empty(), "the open poll is still open");
+}

@@ -1,0 +1,353 @@
+//! The queue, stop requests and how a turn ends.
+
+use super::*;
+
+#[tokio::test]
+async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
+    let agent = FakeAgent::new(Script::UntilCancelled);
+    let chat = FakeChat::new();
+    let store = Store::in_memory().await.unwrap();
+    let port: Arc<dyn AgentPort> = agent.clone();
+    let pool = Pool::new(
+        PoolSettings::default(),
+        vec![("demo".into(), "Demo".into(), port)],
+    );
+    let ctx = Arc::new(context("demo", agent.clone(), chat.clone(), &store, pool));
+    let (tx, rx) = mpsc::unbounded_channel();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(Channel::new(ctx, "!room".into(), rx, shutdown.clone()).run());
+    for (id, body) in [("$1", "first"), ("$2", "second")] {
+        let pending = crate::store::PendingInput {
+            room_id: "!room".into(),
+            agent_id: "demo".into(),
+            event_id: id.into(),
+            kind: crate::store::PendingKind::Prompt,
+            sender: "@alice:x".into(),
+            body: body.into(),
+            reply_to: None,
+            sent_at: 0,
+            queued_reaction: None,
+        };
+        store
+            .admit(id, "demo", "!room", Some(&pending))
+            .await
+            .unwrap();
+        tx.send(ChannelInput::Prompt(message(id, body))).unwrap();
+    }
+    settle_until(|| chat.log().iter().any(|s| matches!(s, Sent::React { .. }))).await;
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+    let shown = chat.shown("!room");
+    assert!(
+        shown
+            .iter()
+            .any(|t| t.contains("1 queued message(s) will be answered when it is back")),
+        "{shown:?}"
+    );
+    let waiting = store.pending_inputs("demo").await.unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].event_id, "$2");
+    assert!(waiting[0].queued_reaction.is_some(), "its ⏳ is remembered");
+    assert!(
+        !chat.log().iter().any(|s| matches!(s, Sent::Redact { .. })),
+        "the ⏳ stays: the message still waits"
+    );
+    assert_eq!(agent.prompt_texts(), vec!["first"]);
+}
+
+#[tokio::test]
+async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled() {
+    let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(50)));
+    let chat = FakeChat::new();
+    let (tx, store) = channel(agent.clone(), chat.clone()).await;
+    let command = crate::store::PendingInput {
+        room_id: "!room".into(),
+        agent_id: "demo".into(),
+        event_id: "$c".into(),
+        kind: crate::store::PendingKind::Command,
+        sender: "@alice:x".into(),
+        body: "!logs".into(),
+        reply_to: None,
+        sent_at: 0,
+        queued_reaction: None,
+    };
+    store
+        .admit("$c", "demo", "!room", Some(&command))
+        .await
+        .unwrap();
+    tx.send(ChannelInput::Resumed {
+        message: message("$1", "first"),
+        reaction: Some("$old-mark".into()),
+    })
+    .unwrap();
+    tx.send(ChannelInput::Command(
+        Command::Logs(Vec::new()),
+        message("$c", "!logs"),
+    ))
+    .unwrap();
+    settle_until(|| agent.prompts().len() == 1).await;
+    settle_until(|| {
+        chat.log()
+            .iter()
+            .any(|s| matches!(s, Sent::Redact { event_id, .. } if event_id == "$old-mark"))
+    })
+    .await;
+    assert!(store.pending_inputs("demo").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn prompts_queue_behind_the_running_turn_and_run_in_order() {
+    let agent = FakeAgent::new(Script::Chunks(
+        vec!["a".into(), "b".into()],
+        Duration::from_millis(100),
+    ));
+    let chat = FakeChat::new();
+    let (tx, store) = channel(agent.clone(), chat.clone()).await;
+    tx.send(ChannelInput::Prompt(message("$1", "first")))
+        .unwrap();
+    tx.send(ChannelInput::Prompt(message("$2", "second")))
+        .unwrap();
+    settle_until(|| chat.shown("!room") == vec!["ab", "ab"]).await;
+    let prompts = agent.prompt_texts();
+    assert_eq!(prompts, vec!["first", "second"]);
+    assert_eq!(chat.shown("!room"), vec!["ab", "ab"]);
+    // The second prompt was visibly queued, then the mark was removed.
+    let log = chat.log();
+    assert!(log.iter().any(
+        |s| matches!(s, Sent::React { event_id, key, .. } if event_id == "$2" && key == "⏳")
+    ));
+    assert!(log.iter().any(|s| matches!(s, Sent::Redact { .. })));
+    let t = store.transcript("!room", "demo").await.unwrap();
+    let roles: Vec<&str> = t.iter().map(|e| e.role.as_str()).collect();
+    assert_eq!(roles, vec!["user", "agent", "user", "agent"]);
+}
+
+#[tokio::test]
+async fn stop_cancels_the_turn_and_says_who_stopped_it() {
+    let agent = FakeAgent::new(Script::UntilCancelled);
+    let chat = FakeChat::new();
+    let (tx, store) = channel(agent, chat.clone()).await;
+    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    settle_until(|| !chat.shown("!room").is_empty()).await;
+    tx.send(ChannelInput::Command(
+        Command::Stop(vec![]),
+        message("$2", "!stop"),
+    ))
+    .unwrap();
+    settle_until(|| chat.shown("!room")[0].contains("Stopped")).await;
+    assert_eq!(
+        chat.shown("!room"),
+        vec!["working\n\n⏹️ Stopped by @alice:x."]
+    );
+    let t = store.transcript("!room", "demo").await.unwrap();
+    assert_eq!(t[1].stop_reason.as_deref(), Some("cancelled"));
+}
+
+#[tokio::test]
+async fn a_stop_reaction_on_the_reply_cancels_but_one_elsewhere_does_not() {
+    let agent = FakeAgent::new(Script::UntilCancelled);
+    let chat = FakeChat::new();
+    let (tx, _) = channel(agent, chat.clone()).await;
+    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    settle_until(|| !chat.shown("!room").is_empty()).await;
+    tx.send(ChannelInput::Reaction {
+        by: "@bob:x".into(),
+        target: "$unrelated".into(),
+        key: "🛑".into(),
+    })
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(chat.shown("!room"), vec!["working"]);
+    let reply = match &chat.log()[0] {
+        Sent::Send { event_id, .. } => event_id.clone(),
+        other => panic!("{other:?}"),
+    };
+    tx.send(ChannelInput::Reaction {
+        by: "@bob:x".into(),
+        target: reply,
+        key: "🛑\u{fe0f}".into(),
+    })
+    .unwrap();
+    settle_until(|| chat.shown("!room")[0].contains("Stopped")).await;
+    assert_eq!(
+        chat.shown("!room"),
+        vec!["working\n\n⏹️ Stopped by @bob:x."]
+    );
+}
+
+#[tokio::test]
+async fn an_agent_error_is_shown_as_a_notice() {
+    let agent = FakeAgent::new(Script::Error(
+        "exceeded maximum tool call iterations (40)".into(),
+    ));
+    let chat = FakeChat::new();
+    let (tx, _) = channel(agent, chat.clone()).await;
+    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    settle_until(|| !chat.shown("!room").is_empty()).await;
+    let shown = chat.messages("!room");
+    assert_eq!(shown.len(), 1);
+    assert!(shown[0].notice);
+    assert!(
+        shown[0]
+            .body
+            .contains("exceeded maximum tool call iterations"),
+        "{}",
+        shown[0].body
+    );
+}
+
+#[tokio::test]
+async fn stop_when_idle_says_nothing_runs() {
+    let agent = FakeAgent::new(Script::UntilCancelled);
+    let chat = FakeChat::new();
+    let (tx, _) = channel(agent, chat.clone()).await;
+    tx.send(ChannelInput::Command(
+        Command::Stop(vec![]),
+        message("$1", "!stop"),
+    ))
+    .unwrap();
+    settle_until(|| !chat.shown("!room").is_empty()).await;
+    assert_eq!(chat.shown("!room"), vec![strings::NOTHING_TO_STOP]);
+}
+
+#[tokio::test]
+async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up() {
+    let store = Store::in_memory().await.unwrap();
+    let busy = FakeAgent::new(Script::UntilCancelled);
+    let waiting = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO));
+    waiting.set_running(false);
+    let ports: Vec<(String, String, Arc<dyn AgentPort>)> = vec![
+        ("busy".into(), "busy".into(), busy.clone()),
+        ("waiting".into(), "waiting".into(), waiting.clone()),
+    ];
+    let settings = PoolSettings {
+        max_running: Some(1),
+        idle_stop: None,
+    };
+    let pool = Pool::new(settings, ports);
+    let (busy_chat, chat) = (FakeChat::new(), FakeChat::new());
+    let start = |id: &str, agent: &Arc<FakeAgent>, chat: &Arc<FakeChat>| {
+        let ctx = context(id, agent.clone(), chat.clone(), &store, pool.clone());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let channel = Channel::new(Arc::new(ctx), "!room".into(), rx, CancellationToken::new());
+        tokio::spawn(channel.run());
+        tx
+    };
+    let busy_tx = start("busy", &busy, &busy_chat);
+    let tx = start("waiting", &waiting, &chat);
+    busy_tx
+        .send(ChannelInput::Prompt(message("$1", "work")))
+        .unwrap();
+    settle_until(|| busy.prompts().len() == 1).await;
+    tx.send(ChannelInput::Prompt(message("$2", "first")))
+        .unwrap();
+    settle_until(|| !chat.shown("!room").is_empty()).await;
+    assert!(
+        chat.shown("!room")[0]
+            .contains("waits for a free slot: at most 1 agent(s) run at once, and busy is busy"),
+        "{:?}",
+        chat.shown("!room")
+    );
+    // Still listening: a second prompt queues (⏳), a report comes back.
+    tx.send(ChannelInput::Prompt(message("$3", "second")))
+        .unwrap();
+    let (reply, report) = oneshot::channel();
+    tx.send(ChannelInput::Report(reply)).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(2), report)
+        .await
+        .expect("answered while waiting")
+        .unwrap();
+    assert_eq!(report.queued, 1);
+    assert!(report.waiting && !report.running, "{report:?}");
+    // `!stop` gives the waiting prompt up; the queued one waits on.
+    tx.send(ChannelInput::Command(
+        Command::Stop(vec![]),
+        message("$4", "!stop"),
+    ))
+    .unwrap();
+    settle_until(|| chat.shown("!room").len() >= 3).await;
+    assert!(
+        chat.shown("!room")
+            .iter()
+            .any(|t| t.contains("before it started")),
+        "{:?}",
+        chat.shown("!room")
+    );
+    assert!(
+        waiting.prompts().is_empty(),
+        "nothing ran while the slot was taken"
+    );
+    // Once the busy turn ends, the queued prompt runs.
+    busy_tx
+        .send(ChannelInput::Command(
+            Command::Stop(vec![]),
+            message("$5", "!stop"),
+        ))
+        .unwrap();
+    settle_until(|| waiting.prompts().len() == 1).await;
+    assert_eq!(waiting.prompts()[0].1, "second");
+}
+
+#[tokio::test]
+async fn a_quiet_turn_gets_one_note_saying_how_to_stop_it() {
+    let agent = FakeAgent::new(Script::UntilCancelled);
+    let chat = FakeChat::new();
+    let (tx, _) = channel_with(
+        agent.clone(),
+        chat.clone(),
+        Duration::from_secs(60),
+        Some(Duration::from_millis(300)),
+    )
+    .await;
+    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    settle_until(|| chat.shown("!room").iter().any(|b| b.starts_with("⏳"))).await;
+    // One note per quiet spell, however long it lasts.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let notes: Vec<String> = chat
+        .shown("!room")
+        .into_iter()
+        .filter(|b| b.starts_with("⏳"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("has shown nothing for 0 s"),
+        "{}",
+        notes[0]
+    );
+    assert!(notes[0].contains("!stop"), "{}", notes[0]);
+    // The turn goes on: the note does not stop it.
+    tx.send(ChannelInput::Command(
+        Command::Stop(vec![]),
+        message("$2", "!stop"),
+    ))
+    .unwrap();
+    settle_until(|| chat.shown("!room").iter().any(|b| b.contains("Stopped by"))).await;
+}
+
+#[tokio::test]
+async fn a_rerun_prompt_is_answered_without_being_recorded_twice() {
+    let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)));
+    let chat = FakeChat::new();
+    let (tx, store) = channel(agent.clone(), chat.clone()).await;
+    earlier_prompt(&store, "$1", "again").await;
+    tx.send(ChannelInput::Rerun(message("$1", "again")))
+        .unwrap();
+    settle_until(|| chat.shown("!room") == vec!["ok"]).await;
+    let prompts = agent.prompts();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(
+        prompts[0].1, "again",
+        "the prompt itself is not re-injected before it"
+    );
+    let users = store
+        .transcript("!room", "demo")
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.role == "user")
+        .count();
+    assert_eq!(users, 1);
+}

@@ -1,0 +1,509 @@
+//! One turn: the prompt sent, the agent's updates shown as they come, the ending shown and
+//! recorded. See `docs/turns.md`.
+
+use super::journal::TurnJournal;
+use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::core::activity::{Activity, Verbosity};
+use crate::core::agent::{
+    AgentError, AgentEvent, PermissionAnswer, PermissionKind, PermissionRequest, StopReason,
+    TurnEnd,
+};
+use crate::core::chat::Undelivered;
+use crate::core::crash_journal::JournaledReplies;
+use crate::core::inbound::IncomingMessage;
+use crate::core::routing;
+use crate::render::cards::PollOutcome;
+use crate::render::stream::ReplyStream;
+use crate::render::strings;
+use crate::store::{OutboxItem, Role, TranscriptLine};
+
+/// How long a turn may take to end after `session/cancel` at shutdown.
+const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
+
+/// How often the typing notice is renewed while the agent works.
+const TYPING_REFRESH: Duration = Duration::from_secs(3);
+
+/// What a running turn shows: the streamed reply and the work around it.
+pub(super) struct TurnView {
+    /// The answer.
+    pub(super) stream: ReplyStream,
+    /// Tool cards, plan and thinking.
+    pub(super) activity: Activity,
+    /// Who sent the prompt: notified when a poll waits for them.
+    pub(super) prompter: String,
+    /// The prompt's event, for the log.
+    pub(super) prompt_event: String,
+    /// What the turn has recorded for a crash so far.
+    pub(super) journal: TurnJournal,
+}
+
+/// State of the running turn that inputs may change.
+#[derive(Default)]
+pub(super) struct TurnControl {
+    /// Who asked to stop, once someone did.
+    pub(super) stopped_by: Option<String>,
+    /// Set when the gateway shuts down during the turn: by then the turn must end.
+    pub(super) shutdown_deadline: Option<tokio::time::Instant>,
+}
+
+impl Channel {
+    /// Records one transcript line; a store failure is logged, never fatal to the turn.
+    pub(super) async fn record(&self, line: TranscriptLine<'_>) {
+        let ctx = &self.ctx;
+        if let Err(e) = ctx
+            .store
+            .append_transcript(&self.room, &ctx.agent_id, line)
+            .await
+        {
+            tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not record the transcript");
+        }
+    }
+
+    /// Runs one prompt to its end: streams the reply, honours stop requests, queues the
+    /// prompts that arrive meanwhile and records the transcript (`rerun`: the prompt's
+    /// first run was cut by a crash; it is recorded already).
+    pub(super) async fn run_turn(&mut self, message: IncomingMessage, rerun: bool) {
+        // A slash command the agent does not offer is answered here instead of being sent;
+        // the agent's list is known once its session is open.
+        let slash = routing::slash_command(&message.body).filter(|_| !rerun);
+        if let Some(command) = slash {
+            if !self.open_session().await {
+                return;
+            }
+            self.await_commands().await;
+            if !self.commands.is_empty() && !self.commands.iter().any(|(c, _)| c == command) {
+                tracing::info!(agent = %self.ctx.agent_id, room = %self.room, command, "a slash command the agent does not offer");
+                let several = self.several_agents_here().await;
+                self.notice(strings::unknown_slash(&self.agent_line(), command, several))
+                    .await;
+                return;
+            }
+        }
+        if !rerun {
+            self.record(TranscriptLine {
+                role: Role::User,
+                sender: &message.sender,
+                event_id: Some(&message.event_id),
+                body: &message.body,
+                stop_reason: None,
+            })
+            .await;
+        }
+        if !self.open_session().await {
+            return;
+        }
+        // A slash command must start the prompt for the agent to run it: the earlier
+        // conversation goes with the next ordinary prompt instead.
+        let mut opened_at = None;
+        if let Some(session) = self.session.as_mut() {
+            let first = session
+                .first_prompt
+                .get_or_insert_with(|| message.event_id.clone());
+            if slash.is_none() && std::mem::replace(&mut session.fresh, false) {
+                opened_at = Some(first.clone());
+            }
+        }
+        let text = match opened_at {
+            Some(opened_at) => self.restore_conversation(&message, &opened_at).await,
+            None => message.body.clone(),
+        };
+        // Events that arrived between turns (e.g. the command list after `session/new`).
+        self.drain_events(None).await;
+
+        // Retries of a request reuse its transaction ID; a re-run is a new answer.
+        let txn_prefix = match rerun {
+            false => format!("sk-{}-{}", self.ctx.agent_id, message.event_id),
+            true => format!("sk-{}-{}-rerun", self.ctx.agent_id, message.event_id),
+        };
+        let verbosity = self.verbosity().await;
+        // A prompt is re-run after a crash at most once.
+        let cut_footer = match self.ctx.rerun_interrupted && !rerun {
+            true => strings::INTERRUPTED_RERUN,
+            false => strings::INTERRUPTED,
+        };
+        // Each new message of the reply is journaled before it is sent.
+        let replies = JournaledReplies::new(
+            self.ctx.chat.clone(),
+            self.ctx.store.clone(),
+            self.ctx.agent_id.clone(),
+            cut_footer,
+        );
+        let mut view = TurnView {
+            stream: ReplyStream::new(
+                Arc::new(replies),
+                self.room.clone(),
+                txn_prefix.clone(),
+                self.ctx.stream.clone(),
+            ),
+            activity: Activity::new(
+                self.ctx.chat.clone(),
+                self.room.clone(),
+                verbosity,
+                txn_prefix,
+                self.ctx.stream.clone(),
+            ),
+            prompter: message.sender.clone(),
+            prompt_event: message.event_id.clone(),
+            journal: TurnJournal::new(
+                self.ctx.store.clone(),
+                self.room.clone(),
+                self.ctx.agent_id.clone(),
+                cut_footer,
+            ),
+        };
+        if let Err(e) = self
+            .ctx
+            .store
+            .begin_turn(&self.room, &self.ctx.agent_id, &message.event_id, rerun)
+            .await
+        {
+            tracing::error!(error = %e, "could not record the turn; a crash would leave it unmarked");
+        }
+        self.approvals.new_turn();
+        let mut control = TurnControl::default();
+        self.ctx.chat.typing(&self.room, true).await;
+        let result = self.drive(text, &mut view, &mut control).await;
+        self.ctx.chat.typing(&self.room, false).await;
+        self.finish_turn(result, view, control).await;
+    }
+
+    /// Sends the prompt and handles everything that happens until the agent answers it:
+    /// updates, stop requests, new prompts, edit deadlines and the typing notice.
+    pub(super) async fn drive(
+        &mut self,
+        text: String,
+        view: &mut TurnView,
+        control: &mut TurnControl,
+    ) -> Result<TurnEnd, AgentError> {
+        let ctx = self.ctx.clone();
+        let session_id = self
+            .session
+            .as_ref()
+            .map(|s| s.id.clone())
+            .unwrap_or_default();
+        let mut typing = tokio::time::interval(TYPING_REFRESH);
+        typing.reset();
+        let prompt = ctx.agent.prompt(&session_id, text);
+        tokio::pin!(prompt);
+        // When the agent last showed something; a quiet turn gets one note per quiet spell.
+        let mut last_activity = tokio::time::Instant::now();
+        let mut quiet_noted = false;
+        let result = loop {
+            let flush_at = view.stream.next_flush_at();
+            let activity_at = view.activity.next_flush_at();
+            let poll_deadline = self.approvals.next_deadline();
+            // While a poll waits, the agent waits for people: that is not quiet.
+            if self.approvals.open_count() > 0 {
+                last_activity = tokio::time::Instant::now();
+            }
+            let quiet_at = ctx
+                .quiet_note
+                .filter(|_| !quiet_noted)
+                .map(|after| last_activity + after);
+            let events = &mut self
+                .session
+                .as_mut()
+                .expect("session opened before the turn")
+                .events;
+            tokio::select! {
+                result = &mut prompt => break result,
+                Some(event) = events.recv() => {
+                    last_activity = tokio::time::Instant::now();
+                    quiet_noted = false;
+                    self.handle_event(event, Some(&mut *view)).await
+                }
+                Some(input) = self.inputs.recv() => self.handle_input_during_turn(input, &session_id, view, control).await,
+                _ = sleep_until_opt(quiet_at) => {
+                    quiet_noted = true;
+                    let quiet = ctx.quiet_note.unwrap_or_default();
+                    tracing::info!(agent = %ctx.agent_id, room = %self.room, quiet_secs = quiet.as_secs(), "the turn has been quiet; telling the room how to stop it");
+                    self.notice(strings::quiet_turn(&ctx.display_name, quiet, &ctx.command_prefix)).await;
+                }
+                _ = sleep_until_opt(flush_at) => {
+                    if let Err(e) = view.stream.flush().await {
+                        tracing::debug!(room = %self.room, error = %e, "edit deferred");
+                    }
+                    view.journal.reply(&view.stream).await;
+                }
+                _ = sleep_until_opt(activity_at) => {
+                    if let Err(e) = view.activity.flush().await {
+                        tracing::debug!(room = %self.room, error = %e, "card update deferred");
+                    }
+                    view.journal.cards(&view.activity).await;
+                }
+                _ = sleep_until_opt(poll_deadline) => self.approvals.expire_due(&ctx, &self.room).await,
+                _ = typing.tick() => ctx.chat.typing(&self.room, true).await,
+                _ = self.shutdown.cancelled(), if control.shutdown_deadline.is_none() => {
+                    tracing::info!(agent = %ctx.agent_id, room = %self.room, "shutting down: cancelling the turn");
+                    control.shutdown_deadline = Some(tokio::time::Instant::now() + SHUTDOWN_CANCEL_GRACE);
+                    if let Err(e) = ctx.agent.cancel(&session_id).await {
+                        tracing::warn!(error = %e, "session/cancel failed");
+                    }
+                    self.approvals.cancel_all(&ctx, &self.room, |_| PollOutcome::TurnStopped).await;
+                }
+                // An agent that ignores the cancel does not hold the shutdown up.
+                _ = sleep_until_opt(control.shutdown_deadline) => break Ok(StopReason::Cancelled.into()),
+            }
+        };
+        // Every update sent before the response is already queued: take them in.
+        self.drain_events(Some(view)).await;
+        // A poll still open now belongs to a turn the agent has ended.
+        self.approvals
+            .cancel_all(&ctx, &self.room, |_| PollOutcome::TurnEnded)
+            .await;
+        result
+    }
+
+    /// Shows how the turn ended (final edit, footer or notice) and records the reply.
+    pub(super) async fn finish_turn(
+        &mut self,
+        result: Result<TurnEnd, AgentError>,
+        view: TurnView,
+        control: TurnControl,
+    ) {
+        let ctx = self.ctx.clone();
+        let TurnView {
+            mut stream,
+            mut activity,
+            ..
+        } = view;
+        let stopped_by = control.stopped_by.as_deref();
+        if let Ok(TurnEnd {
+            usage: Some(usage), ..
+        }) = &result
+        {
+            self.usage.tokens = Some(*usage);
+        }
+        let result = result.map(|end| end.reason);
+        let (stop_label, ending) = match &result {
+            Ok(reason) if control.shutdown_deadline.is_some() => (
+                stop_reason_label(reason),
+                Some(strings::STOPPED_AT_SHUTDOWN.to_owned()),
+            ),
+            Ok(reason) => (
+                stop_reason_label(reason),
+                strings::stop_footer(reason, stopped_by),
+            ),
+            Err(e) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, stderr = %ctx.agent.stderr_tail(), "turn failed");
+                let text = match e {
+                    AgentError::Exited { status } => {
+                        strings::agent_stopped(&ctx.display_name, status)
+                    }
+                    AgentError::Broken(reason) => {
+                        strings::agent_broke_protocol(&ctx.display_name, reason)
+                    }
+                    e => strings::turn_failed(&ctx.display_name, &e.to_string()),
+                };
+                ("error", Some(text))
+            }
+        };
+        // A session dies with its process: the next message opens a new one (which starts
+        // the agent again) and gets the conversation back.
+        let died = matches!(
+            result,
+            Err(AgentError::Exited { .. } | AgentError::Broken(_))
+        );
+        if died {
+            self.drop_session();
+        }
+        let cancelled = matches!(result, Ok(StopReason::Cancelled));
+        if let Err(e) = activity.finish(cancelled).await {
+            tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not close the tool cards");
+            if e.is_retryable() {
+                self.to_outbox(activity.undelivered()).await;
+            }
+        }
+        if stream.text().is_empty() {
+            let text = match (&result, ending) {
+                (Ok(reason), None) => strings::empty_reply(reason, stopped_by),
+                (_, ending) => ending.unwrap_or_default(),
+            };
+            self.notice(text).await;
+        } else {
+            let usage = match self.verbosity().await {
+                Verbosity::All => self.usage.line(),
+                _ => None,
+            };
+            let footer: Vec<String> = ending.into_iter().chain(usage).collect();
+            let footer = (!footer.is_empty()).then(|| footer.join("\n\n"));
+            if let Err(e) = stream.finish(footer).await {
+                tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not deliver the final reply");
+                if e.is_retryable() {
+                    self.to_outbox(stream.undelivered()).await;
+                }
+            }
+        }
+        tracing::info!(agent = %ctx.agent_id, room = %self.room, prompt = %view.prompt_event, stop = stop_label, stats = ?stream.stats(), "turn ended");
+        // The turn is over and its reply recorded in one go: a crash now leaves no cut turn
+        // to mark, and no reply missing from the conversation.
+        let first_event = stream.event_ids().into_iter().next();
+        let reply = TranscriptLine {
+            role: Role::Agent,
+            sender: &ctx.user_id,
+            event_id: first_event.as_deref(),
+            body: stream.text(),
+            stop_reason: Some(stop_label),
+        };
+        if let Err(e) = ctx
+            .store
+            .end_turn(&self.room, &ctx.agent_id, Some(reply), None)
+            .await
+        {
+            tracing::error!(error = %e, "could not record the end of the turn");
+        }
+        if died {
+            self.show_stderr(false).await;
+        }
+        // A complete answer may address other agents of the room: the gateway decides.
+        if let (Some(handoffs), Some(event_id), Ok(StopReason::EndTurn)) =
+            (&ctx.handoffs, first_event, &result)
+        {
+            let _ = handoffs.send(Handoff {
+                room_id: self.room.clone(),
+                from_agent: ctx.agent_id.clone(),
+                event_id,
+                text: stream.text().to_owned(),
+            });
+        }
+    }
+
+    /// Hands what the homeserver could not take (it stayed away longer than a turn waits)
+    /// to the outbox, which delivers it once the homeserver is back.
+    pub(super) async fn to_outbox(&self, undelivered: Vec<Undelivered>) {
+        if undelivered.is_empty() {
+            return;
+        }
+        let ctx = &self.ctx;
+        let items = outbox_items(&self.room, undelivered);
+        match ctx.store.outbox_add(&ctx.agent_id, &items).await {
+            Ok(()) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.room, messages = items.len(), "the homeserver stayed away: the final content waits in the outbox")
+            }
+            Err(e) => {
+                tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not keep the final content for later")
+            }
+        }
+    }
+
+    /// Takes in every update already queued for the session; `view` is the running turn's,
+    /// if a turn runs.
+    pub(super) async fn drain_events(&mut self, mut view: Option<&mut TurnView>) {
+        while let Some(event) = self.session.as_mut().and_then(|s| s.events.try_recv().ok()) {
+            self.handle_event(event, view.as_deref_mut()).await;
+        }
+    }
+
+    /// Handles one session update, inside a turn (`view` is its display) or between turns.
+    pub(super) async fn handle_event(&mut self, event: AgentEvent, view: Option<&mut TurnView>) {
+        let ctx = self.ctx.clone();
+        match (event, view) {
+            (AgentEvent::MessageChunk(text), Some(view)) => view.stream.push(&text),
+            (AgentEvent::ThoughtChunk(text), Some(view)) => view.activity.thought(&text),
+            (AgentEvent::ToolCall(fields), Some(view)) => view.activity.tool(fields, true),
+            (AgentEvent::ToolCallUpdate(fields), Some(view)) => view.activity.tool(fields, false),
+            (AgentEvent::Plan(entries), Some(view)) => view.activity.plan(&entries),
+            (AgentEvent::Permission(request), Some(view)) => {
+                // Describe the call with everything known: what was announced, then what
+                // the request itself says (it may come first, or name an unannounced call).
+                let mut tool = view
+                    .activity
+                    .known_tool(&request.tool.id)
+                    .cloned()
+                    .unwrap_or_default();
+                tool.id = request.tool.id.clone();
+                tool.merge(request.tool.clone());
+                view.activity.tool(request.tool.clone(), false);
+                // The call's card, if due, goes up before the poll that asks about it.
+                if let Err(e) = view.activity.flush().await {
+                    tracing::debug!(room = %self.room, error = %e, "card update deferred");
+                }
+                view.journal.cards(&view.activity).await;
+                self.approvals
+                    .open(&ctx, &self.room, request, tool, &view.prompter)
+                    .await;
+            }
+            (AgentEvent::Permission(request), None) => {
+                let title = request
+                    .tool
+                    .title
+                    .clone()
+                    .unwrap_or_else(|| request.tool.id.clone());
+                refuse_permission(request);
+                self.notice(strings::permission_outside_turn(&title)).await;
+            }
+            (AgentEvent::Commands(list), _) => self.commands = list,
+            (AgentEvent::ModeChanged(mode), _) => {
+                if let Some(session) = self.session.as_mut() {
+                    session.settings.current_mode = Some(mode);
+                }
+            }
+            (AgentEvent::Options(options), _) => {
+                if let Some(session) = self.session.as_mut() {
+                    session.settings.options = options;
+                }
+            }
+            (AgentEvent::Usage { used, size }, _) => self.usage.context = Some((used, size)),
+            (AgentEvent::MessageChunk(text), None) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.room, %text, "answer text outside a turn; not shown")
+            }
+            (other, _) => {
+                tracing::debug!(agent = %ctx.agent_id, event = ?other, "update not shown")
+            }
+        }
+    }
+}
+
+/// Answers a permission request that came outside any turn (nobody is there to approve it)
+/// with the agent's own reject option: "reject always" first, so a small model does not
+/// retry the same call in a loop.
+fn refuse_permission(request: PermissionRequest) {
+    let pick = |kind| {
+        request
+            .options
+            .iter()
+            .find(|o| o.kind == kind)
+            .map(|o| o.id.clone())
+    };
+    let answer = pick(PermissionKind::RejectAlways)
+        .or_else(|| pick(PermissionKind::RejectOnce))
+        .map(PermissionAnswer::Selected)
+        .unwrap_or(PermissionAnswer::Cancelled);
+    let _ = request.reply.send(answer);
+}
+
+/// Outbox items for the `undelivered` messages of `room`.
+fn outbox_items(room: &str, undelivered: Vec<Undelivered>) -> Vec<OutboxItem> {
+    undelivered
+        .into_iter()
+        .map(|u| OutboxItem {
+            id: 0,
+            room_id: room.to_owned(),
+            event_id: u.event_id,
+            txn_id: u.txn,
+            body: u.content.body,
+            html: u.content.html,
+            notice: u.content.notice,
+        })
+        .collect()
+}
+
+fn stop_reason_label(reason: &StopReason) -> &'static str {
+    match reason {
+        StopReason::EndTurn => "end_turn",
+        StopReason::MaxTokens => "max_tokens",
+        StopReason::MaxTurnRequests => "max_turn_requests",
+        StopReason::Refusal => "refusal",
+        StopReason::Cancelled => "cancelled",
+    }
+}
+
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

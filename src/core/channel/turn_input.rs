@@ -1,0 +1,182 @@
+//! What reaches a channel while its turn runs: stop requests, poll answers (typed or by
+//! reaction), new prompts (queued) and commands.
+
+use super::turn::{TurnControl, TurnView};
+use super::*;
+
+use crate::core::approvals::Picked;
+use crate::core::command::Command;
+use crate::core::inbound::IncomingMessage;
+use crate::core::poll::{self, Reply};
+use crate::render::cards::PollOutcome;
+use crate::render::strings;
+
+impl Channel {
+    /// A typed answer to a poll: `target` is the poll replied to, if any.
+    pub(super) async fn answer_poll(
+        &mut self,
+        reply: &Reply,
+        target: Option<&str>,
+        by: &str,
+    ) -> Picked {
+        // A reply names its poll; one that is not open any more is never taken for another
+        // (that could approve a tool nobody looked at). Without a reply, the only open poll.
+        let target = match target {
+            Some(t) if self.approvals.is_poll(t) => t.to_owned(),
+            Some(_) => {
+                self.notice(strings::POLL_NOT_OPEN).await;
+                return Picked::NoPoll;
+            }
+            None => match self.approvals.only_poll() {
+                Ok(Some(only)) => only.to_owned(),
+                Ok(None) => {
+                    self.notice(strings::NO_OPEN_POLL).await;
+                    return Picked::NoPoll;
+                }
+                Err(count) => {
+                    self.notice(strings::several_polls(count)).await;
+                    return Picked::NoSuchChoice;
+                }
+            },
+        };
+        let ctx = self.ctx.clone();
+        let picked = self
+            .approvals
+            .pick(&ctx, &self.room, &target, by, |c| poll::pick(c, reply))
+            .await;
+        match &picked {
+            Picked::NotApprover => self.notice(strings::not_an_approver(by)).await,
+            Picked::NoSuchChoice => self.notice(strings::NO_SUCH_CHOICE).await,
+            Picked::NoPoll => self.notice(strings::NO_OPEN_POLL).await,
+            Picked::Answered | Picked::Stop => {}
+        }
+        picked
+    }
+
+    /// Stops the running turn for `by`: `session/cancel`, and every open poll answered
+    /// `cancelled` (`from_poll` is the poll whose Stop choice was used, if any).
+    pub(super) async fn stop_turn(
+        &mut self,
+        by: String,
+        from_poll: Option<&str>,
+        session_id: &str,
+        control: &mut TurnControl,
+    ) {
+        if control.stopped_by.is_some() {
+            return;
+        }
+        tracing::info!(agent = %self.ctx.agent_id, room = %self.room, by, "cancelling the turn");
+        let ctx = self.ctx.clone();
+        if let Err(e) = ctx.agent.cancel(session_id).await {
+            tracing::warn!(error = %e, "session/cancel failed");
+        }
+        // ACP: after `session/cancel` the client answers its open permission requests
+        // `cancelled`.
+        self.approvals
+            .cancel_all(&ctx, &self.room, |event| {
+                if Some(event) == from_poll {
+                    PollOutcome::Stopped { by: by.clone() }
+                } else {
+                    PollOutcome::TurnStopped
+                }
+            })
+            .await;
+        control.stopped_by = Some(by);
+    }
+
+    /// The poll answer a message holds: a bare number or emoji replying to an open poll.
+    pub(super) fn poll_reply(&self, message: &IncomingMessage) -> Option<Reply> {
+        message
+            .reply_to
+            .as_deref()
+            .filter(|t| self.approvals.is_poll(t))
+            .and_then(|_| poll::parse_reply(&message.body))
+    }
+
+    /// A typed poll answer carried by `message`; the Stop choice stops the turn.
+    pub(super) async fn answer_typed(
+        &mut self,
+        reply: &Reply,
+        message: IncomingMessage,
+        session_id: &str,
+        control: &mut TurnControl,
+    ) {
+        let target = message.reply_to.as_deref();
+        if self.answer_poll(reply, target, &message.sender).await == Picked::Stop {
+            self.stop_turn(message.sender, target, session_id, control)
+                .await;
+        }
+    }
+
+    pub(super) async fn handle_input_during_turn(
+        &mut self,
+        input: ChannelInput,
+        session_id: &str,
+        view: &TurnView,
+        control: &mut TurnControl,
+    ) {
+        match input {
+            // Sent at start-up, before any turn; should one come later, it waits its turn.
+            ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
+            ChannelInput::Resumed { message, reaction } => {
+                self.queue_behind(message, reaction).await
+            }
+            ChannelInput::Prompt(message) => {
+                // A bare number or emoji replying to a poll answers it.
+                if let Some(reply) = self.poll_reply(&message) {
+                    let event_id = message.event_id.clone();
+                    self.answer_typed(&reply, message, session_id, control)
+                        .await;
+                    self.settle(&event_id).await;
+                    return;
+                }
+                self.queue_behind(message, None).await;
+            }
+            ChannelInput::PollReply(message) => {
+                if let Some(reply) = self.poll_reply(&message) {
+                    self.answer_typed(&reply, message, session_id, control)
+                        .await;
+                }
+            }
+            ChannelInput::Report(reply) => {
+                let _ = reply.send(self.report(true, false));
+            }
+            ChannelInput::Command(command, message) => {
+                let event_id = message.event_id.clone();
+                match command {
+                    Command::Stop(_) => {
+                        self.stop_turn(message.sender, None, session_id, control)
+                            .await
+                    }
+                    Command::Answer(reply) => {
+                        self.answer_typed(&reply, message, session_id, control)
+                            .await
+                    }
+                    other => self.answer_command(&other, true).await,
+                }
+                self.settle(&event_id).await;
+            }
+            ChannelInput::Reaction { by, target, key } => {
+                if poll::is_stop_key(&key)
+                    && (view.stream.event_ids().contains(&target)
+                        || self.approvals.is_stop_target(&target))
+                {
+                    let from_poll = self.approvals.is_poll(&target).then_some(target.as_str());
+                    self.stop_turn(by.clone(), from_poll, session_id, control)
+                        .await;
+                } else if self.approvals.is_poll(&target) {
+                    let ctx = self.ctx.clone();
+                    let picked = self
+                        .approvals
+                        .pick(&ctx, &self.room, &target, &by, |c| {
+                            poll::by_reaction(c, &key)
+                        })
+                        .await;
+                    if picked == Picked::Stop {
+                        self.stop_turn(by, Some(&target), session_id, control).await;
+                    }
+                }
+            }
+        }
+    }
+}

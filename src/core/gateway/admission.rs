@@ -1,0 +1,139 @@
+//! The checks every event passes before an agent acts on it, and the events that are no
+//! prompt: messages the agent cannot read, reactions.
+
+use super::*;
+
+use crate::core::channel::ChannelInput;
+use crate::core::chat::OutMessage;
+use crate::core::inbound::{IncomingMessage, IncomingReaction, Unreadable};
+use crate::core::poll;
+use crate::core::routing::{self};
+use crate::render::strings;
+use crate::store::{PendingInput, PendingKind, now_ms};
+
+impl Gateway {
+    /// The checks every message passes before an agent acts on it: not from an agent, from
+    /// a user `trusted` to send it, newer than the agent's arrival, and not handled before.
+    /// This last check records it as handled and, when `pending` names what it carries, in
+    /// the same transaction as waiting to be settled: from then on it survives a crash.
+    pub(super) async fn admit(
+        &self,
+        message: &IncomingMessage,
+        trusted: impl Fn(&str) -> bool,
+        pending: Option<PendingKind>,
+    ) -> bool {
+        let IncomingMessage {
+            agent_id,
+            room_id,
+            event_id,
+            sender,
+            ..
+        } = message;
+        if self.agent_users.contains(sender) {
+            return false;
+        }
+        if !trusted(sender) {
+            tracing::info!(agent = %agent_id, room = %room_id, %sender, "ignoring a message from a user who is not allowed");
+            return false;
+        }
+        let since = match self.store.member_since(room_id, agent_id, now_ms()).await {
+            Ok(since) => since,
+            Err(e) => {
+                tracing::error!(error = %e, "store unavailable; message not handled");
+                return false;
+            }
+        };
+        if (message.timestamp_ms as i64) < since {
+            tracing::debug!(%event_id, "message from before the agent arrived; not a prompt");
+            return false;
+        }
+        let pending = pending.map(|kind| PendingInput {
+            room_id: room_id.clone(),
+            agent_id: agent_id.clone(),
+            event_id: event_id.clone(),
+            kind,
+            sender: sender.clone(),
+            body: message.body.clone(),
+            reply_to: message.reply_to.clone(),
+            sent_at: message.timestamp_ms as i64,
+            queued_reaction: None,
+        });
+        match self
+            .store
+            .admit(event_id, agent_id, room_id, pending.as_ref())
+            .await
+        {
+            Ok(true) => {
+                tracing::debug!(agent = %agent_id, room = %room_id, event = %event_id, "admitted");
+                true
+            }
+            Ok(false) => {
+                tracing::debug!(%event_id, "already handled");
+                false
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "store unavailable; message not handled");
+                false
+            }
+        }
+    }
+
+    /// A message the agent cannot read (undecryptable, or media): the person is told, so
+    /// nothing is silently lost. Media is answered by the agents it is for, like a prompt;
+    /// a message an agent could not decrypt is reported by that agent, whoever it was for.
+    pub(super) async fn handle_unreadable(&self, message: IncomingMessage, why: Unreadable) {
+        // Media and messages that could not be parsed are for the agents they address, like
+        // a prompt; one an agent could not decrypt, it reports whoever it was for.
+        if let Unreadable::Unsupported(_) | Unreadable::Malformed(_) = why {
+            let (members, routing, addressing) = self.address(&message).await;
+            let targets = routing::targets(&addressing, &members, routing.default_agent.as_deref());
+            if !targets.contains(&message.agent_id) {
+                return;
+            }
+        }
+        if !self
+            .admit(&message, |sender| self.access.allows(sender), None)
+            .await
+        {
+            return;
+        }
+        tracing::warn!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, sender = %message.sender, reason = ?why, "a message the agent cannot read");
+        let Some(ctx) = self.agents.get(&message.agent_id) else {
+            return;
+        };
+        let text = match &why {
+            Unreadable::Undecryptable => strings::undecryptable(&message.sender),
+            Unreadable::Unsupported(kind) => strings::unsupported_message(kind),
+            Unreadable::Malformed(what) => strings::unreadable_message(what),
+        };
+        let txn = format!("unreadable-{}", message.event_id);
+        let notice = OutMessage::notice(text).replying_to(&message.event_id);
+        if let Err(e) = ctx.chat.send(&message.room_id, &txn, &notice).await {
+            tracing::warn!(error = %e, "could not post the notice");
+        }
+    }
+
+    /// A reaction goes to its channel, which knows whether it targets a reply or a poll.
+    /// The agents' own reactions (the choices pre-put on polls) never count, and a 🛑 only
+    /// from someone who may stop turns; who may answer a poll is checked by the channel.
+    pub(super) fn handle_reaction(&self, reaction: IncomingReaction) {
+        if self.agent_users.contains(&reaction.sender) {
+            return;
+        }
+        if poll::is_stop_key(&reaction.key)
+            && !self.access.allows(&reaction.sender)
+            && !self.approvers.allows(&reaction.sender)
+        {
+            tracing::info!(agent = %reaction.agent_id, room = %reaction.room_id, sender = %reaction.sender, "ignoring a stop reaction from a user who is not allowed");
+            return;
+        }
+        // A reaction only matters to a channel that runs (it has a turn or a poll).
+        let input = ChannelInput::Reaction {
+            by: reaction.sender,
+            target: reaction.target_event_id,
+            key: reaction.key,
+        };
+        self.channels
+            .send_if_running(&reaction.room_id, &reaction.agent_id, input);
+    }
+}

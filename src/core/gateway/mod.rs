@@ -1,0 +1,227 @@
+//! The entry point of the core: decides what an inbound event means (a prompt, a command, a
+//! stop request, nothing), which agents of the room it is for, and hands it to their
+//! [`Channel`]s. See `docs/rooms.md`.
+//!
+//! Every agent's Matrix user sees every message of its rooms. Each copy is handled on its
+//! own, and routing is a pure function of the message and the room's agents, so the copy
+//! seen by an agent the message is not for is simply dropped. Commands for the room (help,
+//! status…) are answered by one agent of the room, the *responder*.
+
+mod admission;
+mod catch_up;
+mod dispatch;
+mod handoff;
+mod outbox;
+mod recovery;
+mod registry;
+mod room_commands;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use crate::core::access::AccessList;
+use crate::core::catch_up::CatchUpBounds;
+use crate::core::channel::{AgentContext, ChannelInput};
+use crate::core::chat::OutMessage;
+use crate::core::inbound::{Inbound, IncomingMessage};
+use crate::core::pool::Pool;
+use crate::store::{Store, now_ms};
+use registry::Channels;
+
+/// How rooms with several agents behave, from the `[rooms]` config table.
+#[derive(Debug, Clone, Copy)]
+pub struct RoomRules {
+    /// Whether hand-offs between agents are on where a room has not chosen.
+    pub handoff: bool,
+    /// Most hand-offs one person's message may cause.
+    pub handoff_max_hops: u32,
+}
+
+impl Default for RoomRules {
+    fn default() -> Self {
+        Self {
+            handoff: false,
+            handoff_max_hops: 3,
+        }
+    }
+}
+
+/// Who may do what, from the `[access]` config table.
+#[derive(Debug, Clone)]
+pub struct AccessRules {
+    /// Who may invite, prompt and stop.
+    pub allowed: AccessList,
+    /// Who may answer permission polls (and so also stop a turn from one).
+    pub approvers: AccessList,
+}
+
+/// How the gateway behaves, from the config.
+#[derive(Debug, Clone)]
+pub struct GatewaySettings {
+    /// Chat command prefix.
+    pub prefix: String,
+    /// How rooms with several agents behave.
+    pub rules: RoomRules,
+    /// How far back a room's timeline is caught up after a gap.
+    pub catch_up: CatchUpBounds,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            prefix: "!".into(),
+            rules: RoomRules::default(),
+            catch_up: CatchUpBounds::default(),
+        }
+    }
+}
+
+/// Routes inbound events to channels, after the checks every event goes through.
+pub struct Gateway {
+    /// Per-agent context, by agent ID.
+    agents: HashMap<String, Arc<AgentContext>>,
+    /// The Matrix users of all agents: their messages are never prompts.
+    agent_users: HashSet<String>,
+    /// Who may invite, prompt and stop.
+    access: AccessList,
+    /// Who may answer permission polls (and so also stop a turn from one).
+    approvers: AccessList,
+    /// The database.
+    store: Store,
+    /// Chat command prefix.
+    prefix: String,
+    /// The running channels, and the gateway's tasks.
+    channels: Channels,
+    /// The agent process pool (for `!agents`).
+    pool: Arc<Pool>,
+    /// How rooms with several agents behave.
+    rules: RoomRules,
+    /// How far back a room's timeline is caught up after a gap.
+    catch_up: CatchUpBounds,
+    /// Hand-offs since the last message from a person, by room.
+    hops: Mutex<HashMap<String, u32>>,
+    /// Wakes the outbox when the homeserver answers again.
+    outbox_wake: tokio::sync::Notify,
+}
+
+impl Gateway {
+    /// A gateway serving `agents`, whose processes `pool` runs.
+    pub fn new(
+        agents: Vec<Arc<AgentContext>>,
+        access: AccessRules,
+        store: Store,
+        pool: Arc<Pool>,
+        settings: GatewaySettings,
+    ) -> Self {
+        Self {
+            agent_users: agents.iter().map(|a| a.user_id.clone()).collect(),
+            agents: agents
+                .into_iter()
+                .map(|a| (a.agent_id.clone(), a))
+                .collect(),
+            access: access.allowed,
+            approvers: access.approvers,
+            store,
+            prefix: settings.prefix,
+            channels: Channels::default(),
+            pool,
+            rules: settings.rules,
+            catch_up: settings.catch_up,
+            hops: Mutex::default(),
+            outbox_wake: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Stops every channel: running turns are cancelled and marked in the room, queued
+    /// messages are reported as not answered. Waits at most `grace`.
+    pub async fn shutdown(&self, grace: std::time::Duration) {
+        self.channels.shutdown(grace).await;
+    }
+
+    /// Whether `inviter` may bring `agent_id` into `room_id`. On yes, the room's history up
+    /// to now is marked as not for this agent.
+    pub async fn accept_invite(&self, agent_id: &str, room_id: &str, inviter: &str) -> bool {
+        if !self.access.allows(inviter) {
+            tracing::warn!(
+                agent = agent_id,
+                room = room_id,
+                inviter,
+                "declining an invite from a user who is not allowed"
+            );
+            return false;
+        }
+        tracing::info!(
+            agent = agent_id,
+            room = room_id,
+            inviter,
+            "accepting invite"
+        );
+        if let Err(e) = self
+            .store
+            .set_member_since(room_id, agent_id, now_ms())
+            .await
+        {
+            tracing::error!(error = %e, "could not record the invite; history may be taken for prompts");
+        }
+        true
+    }
+
+    /// Notes that the agent left or was removed from a room.
+    pub async fn left_room(&self, agent_id: &str, room_id: &str) {
+        if let Err(e) = self.store.forget_member(room_id, agent_id).await {
+            tracing::error!(error = %e, "could not record leaving the room");
+        }
+        self.channels.forget(room_id, agent_id);
+    }
+
+    /// Takes in one event from the chat side.
+    /// Quick: the chat side awaits it before it takes in the next event, so whatever must
+    /// wait for channels (`!status`, `!help`, an unnamed `!stop`) runs in its own task.
+    pub async fn handle(self: &Arc<Self>, inbound: Inbound) {
+        match inbound {
+            Inbound::Message(message) => self.handle_message(message).await,
+            Inbound::Unreadable(message, why) => self.handle_unreadable(message, why).await,
+            Inbound::Reaction(reaction) => self.handle_reaction(reaction),
+        }
+    }
+
+    /// Answers `message` with a notice and settles it (it was admitted as a command).
+    async fn answer(&self, message: &IncomingMessage, text: impl Into<String>) {
+        self.notice(message, text).await;
+        self.settle(&message.agent_id, &message.event_id).await;
+    }
+
+    /// Records that the input `event_id` of `agent_id` no longer waits (a store failure is
+    /// logged: at worst the input is reported again after a restart).
+    async fn settle(&self, agent_id: &str, event_id: &str) {
+        if let Err(e) = self.store.settle(agent_id, event_id).await {
+            tracing::error!(agent = agent_id, event = event_id, error = %e, "could not record an input as settled");
+        }
+    }
+
+    /// Posts a notice in the message's room, as the agent that saw the message.
+    async fn notice(&self, message: &IncomingMessage, text: impl Into<String>) {
+        let Some(ctx) = self.agents.get(&message.agent_id) else {
+            return;
+        };
+        let txn = format!("answer-{}-{}", message.agent_id, message.event_id);
+        if let Err(e) = ctx
+            .chat
+            .send(&message.room_id, &txn, &OutMessage::notice(text))
+            .await
+        {
+            tracing::warn!(agent = %message.agent_id, room = %message.room_id, error = %e, "could not post a notice");
+        }
+    }
+
+    /// Hands `input` to the channel of (`room_id`, `agent_id`), starting it if needed.
+    fn send_to_channel(&self, room_id: &str, agent_id: &str, input: ChannelInput) {
+        match self.agents.get(agent_id) {
+            Some(ctx) => self.channels.send(ctx, room_id, input),
+            None => tracing::warn!(agent = agent_id, "event for an unknown agent"),
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The gateway's running channels: one task per (room, agent), started at its first input,
+//! with the input queue the gateway feeds it through. Owns their tasks, so shutdown can
+//! wait for running turns to be marked.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::core::channel::{AgentContext, Channel, ChannelInput, ChannelReport};
+
+/// How long `!status` and `!help` wait for a channel to say how it stands.
+const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Which conversation a channel holds: a room and the agent answering in it.
+type Key = (String, String);
+
+/// The running channels and the tasks the gateway started.
+#[derive(Default)]
+pub(super) struct Channels {
+    /// The input queue of each running channel.
+    inputs: Mutex<HashMap<Key, mpsc::UnboundedSender<ChannelInput>>>,
+    /// The channel tasks and the gateway's other tasks, so shutdown can wait for them.
+    tasks: TaskTracker,
+    /// Cancelled at shutdown; every channel watches it.
+    shutdown: CancellationToken,
+}
+
+impl Channels {
+    /// Hands `input` to the channel of `ctx`'s agent in `room_id`, starting it if it does not
+    /// run (or if its task died, which only a panic does).
+    pub(super) fn send(&self, ctx: &Arc<AgentContext>, room_id: &str, input: ChannelInput) {
+        let spawn = || {
+            let (tx, rx) = mpsc::unbounded_channel();
+            self.tasks.spawn(
+                Channel::new(ctx.clone(), room_id.to_owned(), rx, self.shutdown.clone()).run(),
+            );
+            tx
+        };
+        let mut inputs = self.inputs.lock().expect("channel map poisoned");
+        let tx = inputs
+            .entry((room_id.to_owned(), ctx.agent_id.clone()))
+            .or_insert_with(spawn);
+        if let Err(mpsc::error::SendError(input)) = tx.send(input) {
+            tracing::error!(
+                agent = %ctx.agent_id,
+                room = room_id,
+                "channel task died; starting a new one"
+            );
+            *tx = spawn();
+            let _ = tx.send(input);
+        }
+    }
+
+    /// Hands `input` to the channel of (`room_id`, `agent_id`) only if it runs (a reaction
+    /// matters only to a channel with a turn or a poll).
+    pub(super) fn send_if_running(&self, room_id: &str, agent_id: &str, input: ChannelInput) {
+        let inputs = self.inputs.lock().expect("channel map poisoned");
+        if let Some(tx) = inputs.get(&(room_id.to_owned(), agent_id.to_owned())) {
+            let _ = tx.send(input);
+        }
+    }
+
+    /// Asks the channel of (`room_id`, `agent_id`), if it runs, how it stands.
+    pub(super) async fn report(&self, room_id: &str, agent_id: &str) -> Option<ChannelReport> {
+        let (reply, answer) = oneshot::channel();
+        self.inputs
+            .lock()
+            .expect("channel map poisoned")
+            .get(&(room_id.to_owned(), agent_id.to_owned()))?
+            .send(ChannelInput::Report(reply))
+            .ok()?;
+        tokio::time::timeout(REPORT_TIMEOUT, answer)
+            .await
+            .ok()?
+            .ok()
+    }
+
+    /// Forgets the channel of (`room_id`, `agent_id`): the agent left the room. Its task
+    /// ends once its queue is drained.
+    pub(super) fn forget(&self, room_id: &str, agent_id: &str) {
+        self.inputs
+            .lock()
+            .expect("channel map poisoned")
+            .remove(&(room_id.to_owned(), agent_id.to_owned()));
+    }
+
+    /// Runs `task` as one of the gateway's, waited for at shutdown.
+    pub(super) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.tasks.spawn(task);
+    }
+
+    /// Resolves when the gateway shuts down.
+    pub(super) async fn shutting_down(&self) {
+        self.shutdown.cancelled().await
+    }
+
+    /// Stops every channel (their running turns are cancelled and marked) and waits for
+    /// the tasks, at most `grace`.
+    pub(super) async fn shutdown(&self, grace: Duration) {
+        self.shutdown.cancel();
+        self.tasks.close();
+        if tokio::time::timeout(grace, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some channels did not finish in time");
+        }
+    }
+}

@@ -1,0 +1,688 @@
+//! Unit tests of the gateway, with fake agents and a fake chat.
+
+use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::core::access::AccessList;
+use crate::core::activity::Verbosity;
+use crate::core::agent::AgentPort;
+use crate::core::approvals::PermissionSettings;
+use crate::core::channel::AgentContext;
+use crate::core::channel::Handoff;
+use crate::core::fakes::{FakeAgent, FakeChat, Script};
+use crate::core::inbound::{Inbound, IncomingMessage, Unreadable};
+use crate::core::pool::Pool;
+use crate::core::pool::PoolSettings;
+use crate::render::stream::StreamSettings;
+use crate::render::strings;
+use crate::store::{PendingInput, PendingKind, Store, now_ms};
+use crate::store::{Role, TranscriptLine};
+use std::path::PathBuf;
+
+async fn gateway() -> (Arc<Gateway>, Arc<FakeAgent>, Arc<FakeChat>) {
+    let (gw, agent, chat, _) = gateway_with(false).await;
+    (gw, agent, chat)
+}
+
+async fn gateway_with(
+    rerun_interrupted: bool,
+) -> (Arc<Gateway>, Arc<FakeAgent>, Arc<FakeChat>, Store) {
+    let script = Script::Chunks(vec!["ok".into()], Duration::from_millis(10));
+    let (gw, mut agents, store, _) =
+        gateway_of(&[("demo", script)], rerun_interrupted, RoomRules::default()).await;
+    let (agent, chat) = agents.remove(0);
+    (gw, agent, chat, store)
+}
+
+/// A test gateway, its fake agents with their chats, its store, and where its agents'
+/// finished answers go for hand-off.
+type TestGateway = (
+    Arc<Gateway>,
+    Vec<(Arc<FakeAgent>, Arc<FakeChat>)>,
+    Store,
+    mpsc::UnboundedReceiver<Handoff>,
+);
+
+/// A gateway with one fake agent per (ID, script); agent `x` is `@x:x`, shown as `X…`.
+/// Hand-offs go to the returned receiver.
+async fn gateway_of(
+    agents: &[(&str, Script)],
+    rerun_interrupted: bool,
+    rules: RoomRules,
+) -> TestGateway {
+    let store = Store::in_memory().await.unwrap();
+    let fakes: Vec<(Arc<FakeAgent>, Arc<FakeChat>)> = agents
+        .iter()
+        .map(|(_, script)| (FakeAgent::new(script.clone()), FakeChat::new()))
+        .collect();
+    let name = |id: &str| {
+        let mut chars = id.chars();
+        chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default()
+    };
+    let pool = Pool::new(
+        PoolSettings::default(),
+        agents
+            .iter()
+            .zip(&fakes)
+            .map(|((id, _), (agent, _))| {
+                let port: Arc<dyn AgentPort> = agent.clone();
+                (id.to_string(), name(id), port)
+            })
+            .collect(),
+    );
+    let users: Vec<String> = agents.iter().map(|(id, _)| format!("@{id}:x")).collect();
+    let (handoffs, handed) = mpsc::unbounded_channel();
+    let contexts = agents
+        .iter()
+        .zip(&fakes)
+        .map(|((id, _), (agent, chat))| {
+            Arc::new(AgentContext {
+                agent_id: id.to_string(),
+                display_name: name(id),
+                user_id: format!("@{id}:x"),
+                agent: agent.clone(),
+                chat: chat.clone(),
+                store: store.clone(),
+                workspace: PathBuf::from("/tmp"),
+                stream: StreamSettings {
+                    interval: Duration::from_millis(100),
+                    max_edits: 10,
+                    max_bytes: 10_000,
+                    max_reply_bytes: 1_000_000,
+                    patience: crate::render::live::MAX_OUTAGE,
+                },
+                command_prefix: "!".into(),
+                approvers: AccessList::new(&["@alice:x", "@boss:x"]),
+                allowed: AccessList::new(&["@alice:x"]),
+                agent_users: users.clone(),
+                permissions: PermissionSettings {
+                    timeout: Duration::from_secs(60),
+                    propose_stop_after: 3,
+                },
+                verbosity: Verbosity::All,
+                reinject_max_chars: 10_000,
+                quiet_note: None,
+                rerun_interrupted,
+                pool: pool.clone(),
+                handoffs: Some(handoffs.clone()),
+            })
+        })
+        .collect();
+    let gw = Arc::new(Gateway::new(
+        contexts,
+        AccessRules {
+            allowed: AccessList::new(&["@alice:x"]),
+            approvers: AccessList::new(&["@alice:x", "@boss:x"]),
+        },
+        store.clone(),
+        pool,
+        GatewaySettings {
+            rules,
+            ..GatewaySettings::default()
+        },
+    ));
+    (gw, fakes, store, handed)
+}
+
+fn msg(id: &str, sender: &str, ts: u64) -> Inbound {
+    Inbound::Message(IncomingMessage {
+        agent_id: "demo".into(),
+        room_id: "!r".into(),
+        event_id: id.into(),
+        sender: sender.into(),
+        body: format!("hello {id}"),
+        timestamp_ms: ts,
+        reply_to: None,
+        ..Default::default()
+    })
+}
+
+#[tokio::test]
+async fn only_new_messages_from_allowed_humans_become_prompts_once() {
+    let (gw, agent, _) = gateway().await;
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    let now = now_ms() as u64;
+    gw.handle(msg("$old", "@alice:x", now - 60_000)).await;
+    gw.handle(msg("$stranger", "@mallory:x", now + 1)).await;
+    gw.handle(msg("$self", "@demo:x", now + 1)).await;
+    gw.handle(msg("$ok", "@alice:x", now + 1)).await;
+    gw.handle(msg("$ok", "@alice:x", now + 1)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let prompts = agent.prompt_texts();
+    assert_eq!(prompts, vec!["hello $ok"]);
+}
+
+#[tokio::test]
+async fn an_undecryptable_message_is_reported_once_and_never_prompted() {
+    let (gw, agent, chat) = gateway().await;
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    let Inbound::Message(m) = msg("$utd", "@alice:x", now_ms() as u64 + 1) else {
+        unreachable!()
+    };
+    gw.handle(Inbound::Unreadable(m.clone(), Unreadable::Undecryptable))
+        .await;
+    gw.handle(Inbound::Unreadable(m, Unreadable::Undecryptable))
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let shown = chat.shown("!r");
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(shown[0].contains("could not decrypt"), "{shown:?}");
+    assert!(agent.prompts().is_empty());
+}
+
+#[tokio::test]
+async fn invites_from_strangers_are_declined() {
+    let (gw, _, _) = gateway().await;
+    assert!(!gw.accept_invite("demo", "!r", "@mallory:x").await);
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+}
+
+#[tokio::test]
+async fn an_approver_who_may_not_prompt_can_only_answer_polls() {
+    let (gw, agent, chat) = gateway().await;
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    let now = now_ms() as u64 + 1;
+    gw.handle(msg("$prompt", "@boss:x", now)).await;
+    let Inbound::Message(mut answer) = msg("$answer", "@boss:x", now) else {
+        unreachable!()
+    };
+    answer.body = "!allow".into();
+    gw.handle(Inbound::Message(answer)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(agent.prompts().is_empty(), "not a prompt");
+    // The poll command reached the channel, which says nothing waits for approval.
+    assert_eq!(chat.shown("!r"), vec![strings::NO_OPEN_POLL]);
+}
+
+#[tokio::test]
+async fn a_prompt_cut_by_a_crash_is_rerun_once_when_configured() {
+    for (setting, already_rerun, expected_prompts) in
+        [(true, false, 1), (true, true, 0), (false, false, 0)]
+    {
+        let (gw, agent, chat, store) = gateway_with(setting).await;
+        store
+            .append_transcript(
+                "!r",
+                "demo",
+                TranscriptLine {
+                    role: Role::User,
+                    sender: "@alice:x",
+                    event_id: Some("$p"),
+                    body: "build it",
+                    stop_reason: None,
+                },
+            )
+            .await
+            .unwrap();
+        store
+            .begin_turn("!r", "demo", "$p", already_rerun)
+            .await
+            .unwrap();
+        gw.clean_up_previous_run().await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while agent.prompts().len() < expected_prompts && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let prompts = agent.prompt_texts();
+        let case = format!("setting {setting}, already re-run {already_rerun}");
+        assert_eq!(prompts.len(), expected_prompts, "{case}: {prompts:?}");
+        if expected_prompts == 1 {
+            assert_eq!(prompts[0], "build it", "{case}");
+        }
+        let notice = chat.shown("!r").into_iter().next().unwrap_or_default();
+        let promised = notice.contains("runs it again");
+        assert_eq!(promised, expected_prompts == 1, "{case}: {notice}");
+    }
+}
+
+/// An input as the previous run left it waiting.
+fn waiting(id: &str, kind: PendingKind, body: &str, reply_to: Option<&str>) -> PendingInput {
+    PendingInput {
+        room_id: "!r".into(),
+        agent_id: "demo".into(),
+        event_id: id.into(),
+        kind,
+        sender: "@alice:x".into(),
+        body: body.into(),
+        reply_to: reply_to.map(str::to_owned),
+        sent_at: now_ms(),
+        queued_reaction: None,
+    }
+}
+
+#[tokio::test]
+async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
+    let (gw, agent, chat, store) = gateway_with(false).await;
+    let poll = crate::store::StoredPoll {
+        event_id: "$poll".into(),
+        room_id: "!r".into(),
+        body: "expired".into(),
+        html: None,
+    };
+    store.save_poll("demo", &poll).await.unwrap();
+    for input in [
+        waiting("$1", PendingKind::Prompt, "first", None),
+        waiting("$2", PendingKind::Command, "!mode code", None),
+        waiting("$3", PendingKind::Prompt, "1", Some("$poll")),
+        waiting("$4", PendingKind::Prompt, "second", None),
+    ] {
+        let id = input.event_id.clone();
+        assert!(store.admit(&id, "demo", "!r", Some(&input)).await.unwrap());
+    }
+    gw.clean_up_previous_run().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while agent.prompts().len() < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Prompts run in their order; the answer to the dead poll is not a prompt.
+    assert_eq!(agent.prompt_texts(), vec!["first", "second"]);
+    let said = chat.messages("!r");
+    let report = said
+        .iter()
+        .find(|m| m.body.contains("before it carried out “!mode code”"))
+        .expect("the command is reported");
+    assert_eq!(report.reply_to.as_deref(), Some("$2"));
+    assert!(store.pending_inputs("demo").await.unwrap().is_empty());
+    // Taken up once: a second start finds nothing left.
+    gw.clean_up_previous_run().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(agent.prompts().len(), 2);
+}
+
+#[tokio::test]
+async fn a_prompt_is_waiting_in_the_store_until_its_turn_begins() {
+    let script = Script::Chunks(vec!["ok".into()], Duration::from_millis(300));
+    let (gw, mut agents, store, _) =
+        gateway_of(&[("demo", script)], false, RoomRules::default()).await;
+    let (agent, _) = agents.remove(0);
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    let now = now_ms() as u64 + 1;
+    gw.handle(msg("$1", "@alice:x", now)).await;
+    gw.handle(msg("$2", "@alice:x", now)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while agent.prompts().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The first began (no longer waiting); the second waits behind it, in the store.
+    let waiting: Vec<String> = store
+        .pending_inputs("demo")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.event_id)
+        .collect();
+    assert_eq!(waiting, ["$2"]);
+    assert_eq!(store.unfinished_turns("demo").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_outbox_delivers_in_order_once_the_homeserver_answers() {
+    let (gw, _, chat, store) = gateway_with(false).await;
+    let item = |room: &str, txn: &str, body: &str| crate::store::OutboxItem {
+        id: 0,
+        room_id: room.into(),
+        event_id: None,
+        txn_id: txn.into(),
+        body: body.into(),
+        html: None,
+        notice: false,
+    };
+    store
+        .outbox_add(
+            "demo",
+            &[
+                item("!a", "t1", "a1"),
+                item("!a", "t2", "a2"),
+                item("!b", "t3", "b1"),
+            ],
+        )
+        .await
+        .unwrap();
+    // The first try fails in room !a: its later item waits, room !b goes on.
+    chat.fail_calls(&[1]);
+    gw.deliver_outbox().await;
+    assert!(chat.shown("!a").is_empty());
+    assert_eq!(chat.shown("!b"), vec!["b1"]);
+    gw.deliver_outbox().await;
+    assert_eq!(chat.shown("!a"), vec!["a1", "a2"]);
+    assert!(store.outbox("demo").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn messages_past_the_catch_up_bound_are_reported_once_and_never_answered() {
+    let (gw, agent, chat) = gateway().await;
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    let now = now_ms() as u64 + 1;
+    let missed: Vec<Inbound> = ["$1", "$2"]
+        .iter()
+        .map(|id| msg(id, "@alice:x", now))
+        .chain([msg("$3", "@mallory:x", now)])
+        .collect();
+    gw.report_missed("demo", "!r", missed.clone(), false).await;
+    gw.report_missed("demo", "!r", missed.clone(), false).await;
+    let shown = chat.shown("!r");
+    assert_eq!(shown.len(), 1, "reported once: {shown:?}");
+    assert!(
+        shown[0].contains("2 messages from while I was away"),
+        "{shown:?}"
+    );
+    // Brought again (a stale sync response): not answered.
+    for inbound in missed {
+        gw.handle(inbound).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(agent.prompts().is_empty());
+}
+
+#[tokio::test]
+async fn messages_without_text_are_not_prompted() {
+    let (gw, agent, _) = gateway().await;
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    for (id, body) in [("$1", ""), ("$2", "  \n\t "), ("$3", "real")] {
+        let Inbound::Message(mut m) = msg(id, "@alice:x", now_ms() as u64 + 1) else {
+            unreachable!()
+        };
+        m.body = body.into();
+        gw.handle(Inbound::Message(m)).await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while agent.prompts().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let prompts = agent.prompt_texts();
+    assert_eq!(prompts, vec!["real"]);
+}
+
+/// [`gateway_of`], with every agent invited into room `!r` by Alice.
+async fn gateway_in_room(
+    agents: &[(&str, Script)],
+    rerun_interrupted: bool,
+    rules: RoomRules,
+) -> TestGateway {
+    let built = gateway_of(agents, rerun_interrupted, rules).await;
+    for (id, _) in agents {
+        assert!(built.0.accept_invite(id, "!r", "@alice:x").await);
+    }
+    built
+}
+
+/// The copy of a message that agent `agent` sees (every agent of the room sees one).
+fn copy_for(agent: &str, id: &str, body: &str) -> IncomingMessage {
+    IncomingMessage {
+        agent_id: agent.into(),
+        room_id: "!r".into(),
+        event_id: id.into(),
+        sender: "@alice:x".into(),
+        body: body.into(),
+        timestamp_ms: now_ms() as u64 + 1,
+        ..Default::default()
+    }
+}
+
+/// Hands every agent of `agents` its copy of the message `edit` makes of a plain one.
+async fn to_all(gw: &Arc<Gateway>, agents: &[&str], id: &str, edit: impl Fn(&mut IncomingMessage)) {
+    for agent in agents {
+        let mut m = copy_for(agent, id, "");
+        edit(&mut m);
+        gw.handle(Inbound::Message(m)).await;
+    }
+}
+
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(400)).await;
+}
+
+fn two_agents() -> [(&'static str, Script); 2] {
+    let ok = || Script::Chunks(vec!["ok".into()], Duration::from_millis(5));
+    [("claude", ok()), ("codex", ok())]
+}
+
+#[tokio::test]
+async fn messages_go_to_the_agents_they_address_and_nobody_else() {
+    let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
+    let agents = ["claude", "codex"];
+    let body = |text: &'static str| move |m: &mut IncomingMessage| m.body = text.into();
+    to_all(&gw, &agents, "$1", body("nobody in particular")).await;
+    to_all(&gw, &agents, "$2", body("codex: only you")).await;
+    to_all(&gw, &agents, "$3", |m| {
+        m.body = "Claude look".into();
+        m.mentions = vec!["@claude:x".into()];
+    })
+    .await;
+    to_all(&gw, &agents, "$4", |m| {
+        m.body = "and then?".into();
+        m.reply_to = Some("$earlier".into());
+        m.reply_to_sender = Some("@codex:x".into());
+    })
+    .await;
+    to_all(&gw, &agents, "$5", body("@claude @codex both of you")).await;
+    settle().await;
+    assert_eq!(
+        fakes[0].0.prompt_texts(),
+        vec!["Claude look", "both of you"]
+    );
+    assert_eq!(
+        fakes[1].0.prompt_texts(),
+        vec!["only you", "and then?", "both of you"]
+    );
+}
+
+#[tokio::test]
+async fn unaddressed_messages_go_to_the_default_agent_or_the_only_one() {
+    let (gw, fakes, store, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
+    let agents = ["claude", "codex"];
+    to_all(&gw, &agents, "$1", |m| m.body = "!default codex".into()).await;
+    settle().await;
+    assert_eq!(
+        store
+            .room_routing("!r")
+            .await
+            .unwrap()
+            .default_agent
+            .as_deref(),
+        Some("codex")
+    );
+    to_all(&gw, &agents, "$2", |m| m.body = "to the default".into()).await;
+    // With one agent left, every message goes to it.
+    gw.left_room("codex", "!r").await;
+    to_all(&gw, &["claude"], "$3", |m| {
+        m.body = "to the only one".into()
+    })
+    .await;
+    settle().await;
+    assert_eq!(fakes[1].0.prompt_texts(), vec!["to the default"]);
+    assert_eq!(fakes[0].0.prompt_texts(), vec!["to the only one"]);
+    let said: Vec<String> = fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect();
+    assert_eq!(
+        said.iter().filter(|t| t.contains("go to Codex")).count(),
+        1,
+        "the room command is answered once: {said:?}"
+    );
+}
+
+#[tokio::test]
+async fn commands_for_one_agent_reach_only_it_and_unnamed_ones_ask_which() {
+    let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
+    let agents = ["claude", "codex"];
+    to_all(&gw, &agents, "$1", |m| m.body = "!new codex".into()).await;
+    to_all(&gw, &agents, "$2", |m| m.body = "!new".into()).await;
+    to_all(&gw, &agents, "$3", |m| m.body = "!status".into()).await;
+    settle().await;
+    let claude = fakes[0].1.shown("!r");
+    let codex = fakes[1].1.shown("!r");
+    assert!(codex.iter().any(|t| t.contains("Fresh start")), "{codex:?}");
+    assert!(
+        !claude.iter().any(|t| t.contains("Fresh start")),
+        "{claude:?}"
+    );
+    // The responder (first agent by ID) asks which agent `!new` is for, and answers
+    // `!status` once for both.
+    assert!(
+        claude
+            .iter()
+            .any(|t| t.contains("!new claude or !new codex")),
+        "{claude:?}"
+    );
+    let status: Vec<&String> = claude
+        .iter()
+        .chain(codex.iter())
+        .filter(|t| t.contains("no session yet"))
+        .collect();
+    assert_eq!(status.len(), 1, "{status:?}");
+    assert!(status[0].contains("Claude: idle") && status[0].contains("Codex: idle"));
+}
+
+#[tokio::test]
+async fn an_unnamed_stop_stops_every_turn_running_in_the_room() {
+    let (gw, fakes, _, _) = gateway_in_room(
+        &[
+            ("claude", Script::UntilCancelled),
+            ("codex", Script::UntilCancelled),
+        ],
+        false,
+        RoomRules::default(),
+    )
+    .await;
+    let agents = ["claude", "codex"];
+    to_all(&gw, &agents, "$1", |m| m.body = "claude: work".into()).await;
+    settle().await;
+    to_all(&gw, &agents, "$2", |m| m.body = "!stop".into()).await;
+    settle().await;
+    let claude = fakes[0].1.shown("!r");
+    assert!(
+        claude.iter().any(|t| t.contains("Stopped by @alice:x")),
+        "{claude:?}"
+    );
+    assert!(
+        fakes[1].1.shown("!r").is_empty(),
+        "codex had nothing to stop"
+    );
+}
+
+#[tokio::test]
+async fn hand_offs_between_agents_stop_at_the_hop_limit() {
+    let say = |text: &str| Script::Chunks(vec![text.into()], Duration::from_millis(5));
+    let rules = RoomRules {
+        handoff: true,
+        handoff_max_hops: 3,
+    };
+    let (gw, fakes, _, handed) = gateway_in_room(
+        &[
+            ("claude", say("codex: ping")),
+            ("codex", say("@claude pong")),
+        ],
+        false,
+        rules,
+    )
+    .await;
+    tokio::spawn(gw.clone().run_handoffs(handed));
+    let agents = ["claude", "codex"];
+    to_all(&gw, &agents, "$1", |m| m.body = "claude: start".into()).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // start → claude; claude → codex (1); codex → claude (2); claude → codex (3); stop.
+    assert_eq!(
+        fakes[0].0.prompt_texts().len(),
+        2,
+        "{:?}",
+        fakes[0].0.prompt_texts()
+    );
+    assert_eq!(
+        fakes[1].0.prompt_texts().len(),
+        2,
+        "{:?}",
+        fakes[1].0.prompt_texts()
+    );
+    assert_eq!(
+        fakes[1].0.prompt_texts()[0],
+        "Claude (another agent in this room) hands this to you:\n\nping"
+    );
+    let said: Vec<String> = fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect();
+    assert_eq!(
+        said.iter()
+            .filter(|t| t.contains("the most allowed"))
+            .count(),
+        1,
+        "{said:?}"
+    );
+    // A person's message starts the count over.
+    to_all(&gw, &agents, "$2", |m| m.body = "codex: again".into()).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        fakes[1].0.prompt_texts().len(),
+        4,
+        "{:?}",
+        fakes[1].0.prompt_texts()
+    );
+}
+
+#[tokio::test]
+async fn without_hand_offs_an_agent_addressing_another_prompts_nothing() {
+    let say = |text: &str| Script::Chunks(vec![text.into()], Duration::from_millis(5));
+    let (gw, fakes, _, handed) = gateway_in_room(
+        &[("claude", say("codex: ping")), ("codex", say("pong"))],
+        false,
+        RoomRules::default(),
+    )
+    .await;
+    tokio::spawn(gw.clone().run_handoffs(handed));
+    to_all(&gw, &["claude", "codex"], "$1", |m| {
+        m.body = "claude: start".into()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(fakes[0].0.prompts().len(), 1);
+    assert!(fakes[1].0.prompts().is_empty());
+}
+
+#[tokio::test]
+async fn media_is_answered_by_the_agents_it_is_for_only() {
+    let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
+    let image = |agent: &str, id: &str, reply_to_codex: bool| {
+        let mut m = copy_for(agent, id, "");
+        if reply_to_codex {
+            m.reply_to = Some("$earlier".into());
+            m.reply_to_sender = Some("@codex:x".into());
+        }
+        Inbound::Unreadable(m, Unreadable::Unsupported("m.image".into()))
+    };
+    for agent in ["claude", "codex"] {
+        gw.handle(image(agent, "$1", false)).await;
+        gw.handle(image(agent, "$2", true)).await;
+    }
+    settle().await;
+    assert!(
+        fakes[0].1.shown("!r").is_empty(),
+        "{:?}",
+        fakes[0].1.shown("!r")
+    );
+    let codex = fakes[1].1.shown("!r");
+    assert_eq!(codex.len(), 1, "{codex:?}");
+    assert!(
+        codex[0].contains("image messages are not supported"),
+        "{codex:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_command_naming_no_agent_here_changes_nothing_and_says_so() {
+    let script = Script::Chunks(vec!["ok".into()], Duration::ZERO);
+    let (gw, fakes, _, _) = gateway_in_room(&[("demo", script)], false, RoomRules::default()).await;
+    to_all(&gw, &["demo"], "$1", |m| m.body = "!new ghost".into()).await;
+    settle().await;
+    let shown = fakes[0].1.shown("!r");
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].contains("No agent here is called “ghost”"),
+        "{shown:?}"
+    );
+    assert!(!shown[0].contains("Fresh start"));
+}
