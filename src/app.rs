@@ -14,13 +14,13 @@ use crate::acp::{AcpAgent, ProcessSpec, SupervisedAgent};
 use crate::config::{AgentConfig, Config, TimeoutsConfig};
 use crate::core::access::AccessList;
 use crate::core::agent::{AgentEvent, AgentPort, Reopen};
-use crate::core::approvals::PermissionSettings;
 use crate::core::catch_up::CatchUpBounds;
-use crate::core::channel::AgentContext;
+use crate::core::context::AgentContext;
 use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
+use crate::core::poll::PermissionSettings;
 use crate::core::pool::{Pool, PoolSettings};
+use crate::core::view::stream::StreamSettings;
 use crate::matrix::MatrixAgent;
-use crate::render::stream::StreamSettings;
 use crate::store::Store;
 
 /// Sets up logging to stderr; `RUST_LOG` overrides the default levels.

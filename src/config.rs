@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::core::activity::Verbosity;
+use crate::model::Verbosity;
 
 /// A configuration problem, naming the key it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -370,29 +370,7 @@ pub struct AgentMatrixConfig {
     pub password_file: Option<PathBuf>,
 }
 
-/// A secret whose value never reaches a log: `Debug` prints a placeholder. Passwords and
-/// agent environment values (API keys) are held in this type.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret's value, for the one place that needs it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+pub use crate::model::Secret;
 
 impl AgentMatrixConfig {
     /// Reads the password from wherever the config says it is.
@@ -402,12 +380,12 @@ impl AgentMatrixConfig {
         }
         if let Some(var) = &self.password_env {
             return std::env::var(var)
-                .map(Secret)
+                .map(Secret::new)
                 .map_err(|_| format!("environment variable {var} is not set"));
         }
         if let Some(file) = &self.password_file {
             return std::fs::read_to_string(file)
-                .map(|s| Secret(s.trim().to_owned()))
+                .map(|s| Secret::new(s.trim()))
                 .map_err(|e| format!("cannot read {}: {e}", file.display()));
         }
         Err("no password: set one of password, password_env, password_file".into())

@@ -10,5 +10,6 @@ pub mod app;
 pub mod config;
 pub mod core;
 pub mod matrix;
+pub mod model;
 pub mod render;
 pub mod store;

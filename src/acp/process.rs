@@ -11,7 +11,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use super::lines::CappedLines;
-use crate::config::Secret;
+use crate::model::Secret;
 
 /// What to run.
 #[derive(Debug, Clone)]

@@ -11,21 +11,12 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::agent::{PermissionAnswer, PermissionOption, PermissionRequest, ToolCallFields};
-use super::channel::AgentContext;
 use super::chat::{ChatError, OutMessage};
+use super::context::AgentContext;
 use super::poll::{self, Choice, Decision};
 use crate::render::cards::{self, PollOutcome, PollView};
 use crate::render::strings;
 use crate::store::StoredPoll;
-
-/// How polls behave, from the configuration.
-#[derive(Debug, Clone)]
-pub struct PermissionSettings {
-    /// How long a poll waits for an answer before the request is refused.
-    pub timeout: Duration,
-    /// Refused calls in one turn after which the gateway proposes to stop it.
-    pub propose_stop_after: u32,
-}
 
 /// One poll waiting for an answer.
 struct OpenPoll {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::chat::{ChatError, ChatPort, OutMessage};
-use crate::render::stream::ReplyStream;
+use crate::core::view::stream::ReplyStream;
 use crate::store::{CutMessage, Store};
 
 /// A [`ChatPort`] for one turn's streamed reply that journals every new message around its

@@ -3,13 +3,14 @@
 //! and `crate::acp` implement the small traits in [`agent`] and [`chat`].
 
 pub mod access;
-pub mod activity;
+
 pub mod agent;
 pub mod approvals;
 pub mod catch_up;
 pub mod channel;
 pub mod chat;
 pub mod command;
+pub mod context;
 pub mod continuity;
 pub mod crash_journal;
 #[cfg(test)]
@@ -20,3 +21,4 @@ pub mod poll;
 pub mod pool;
 pub mod routing;
 pub mod session_settings;
+pub mod view;

@@ -3,28 +3,19 @@
 //! The flow around it (posting, waiting, editing) lives in `core::approvals`; the wording
 //! in `render::cards`. See `docs/permissions.md`.
 
+use std::time::Duration;
+
 use super::agent::{PermissionKind, PermissionOption};
 
-/// What choosing one line of a poll does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    /// Answers the request with this option of the agent's.
-    Select(PermissionOption),
-    /// Stops the whole turn (`session/cancel`); the request is answered `cancelled`.
-    Stop,
-}
+pub use crate::model::poll::{Choice, Decision};
 
-/// One line of a poll: an emoji, a label and what it does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Choice {
-    /// Its number in the poll, from 1: a reply with this number picks it.
-    pub number: usize,
-    /// The reaction key that picks it.
-    pub emoji: String,
-    /// What the poll says next to the emoji: the option's own name.
-    pub label: String,
-    /// What picking it does.
-    pub decision: Decision,
+/// How polls behave, from the configuration.
+#[derive(Debug, Clone)]
+pub struct PermissionSettings {
+    /// How long a poll waits for an answer before the request is refused.
+    pub timeout: Duration,
+    /// Refused calls in one turn after which the gateway proposes to stop it.
+    pub propose_stop_after: u32,
 }
 
 /// The emoji of the Stop choice: the same that stops a turn from its reply.

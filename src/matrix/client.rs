@@ -11,8 +11,9 @@ use matrix_sdk::config::RequestConfig;
 use matrix_sdk::encryption::EncryptionSettings;
 
 use super::outbound::MatrixChat;
-use crate::config::{AgentConfig, Secret};
+use crate::config::AgentConfig;
 use crate::core::chat::ChatPort;
+use crate::model::Secret;
 
 /// Failures of the Matrix side that stop an agent's Matrix user.
 #[derive(Debug, thiserror::Error)]

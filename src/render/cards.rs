@@ -5,11 +5,11 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::core::agent::{
+use crate::model::OutMessage;
+use crate::model::agent::{
     PlanEntry, PlanStatus, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
 };
-use crate::core::chat::OutMessage;
-use crate::core::poll::Choice;
+use crate::model::poll::Choice;
 use crate::render::strings;
 
 /// At most this many lines of a diff in a poll; cards show fewer.

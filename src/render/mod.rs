@@ -1,8 +1,7 @@
-//! Turning agent output into what people see: Markdown to HTML, streamed replies as
-//! coalesced edits, tool cards, plans and polls, and every user-facing sentence.
+//! Turning agent output into text people read: Markdown to HTML, tool cards, plans, polls
+//! and usage lines, and every user-facing sentence. Pure functions over `crate::model`
+//! types; sending and pacing live in `core::view`.
 
 pub mod cards;
-pub mod live;
 pub mod markdown;
-pub mod stream;
 pub mod strings;

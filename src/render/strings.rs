@@ -1,6 +1,6 @@
 //! Every sentence Sidekicks says in a room, in one place.
 
-use crate::core::agent::StopReason;
+use crate::model::agent::StopReason;
 
 /// The reaction that stops a running turn when put on the agent's reply.
 pub const STOP_REACTION: &str = "🛑";

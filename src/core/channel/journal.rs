@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use crate::core::activity::Activity;
 use crate::core::chat::OutMessage;
-use crate::render::stream::ReplyStream;
+use crate::core::view::activity::Activity;
+use crate::core::view::stream::ReplyStream;
 use crate::store::{CutMessage, Store};
 
 /// What one turn has recorded for a crash so far, so each write holds only what changed.

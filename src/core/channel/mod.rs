@@ -5,7 +5,6 @@
 //! without waiting behind it. See `docs/turns.md`.
 
 mod commands;
-mod context;
 mod journal;
 mod session;
 mod turn;
@@ -14,21 +13,20 @@ mod turn_input;
 #[cfg(test)]
 mod tests;
 
-pub use context::{AgentContext, Handoff};
-
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::core::activity::Verbosity;
 use crate::core::agent::{AgentEvent, SessionSettings, TokenUsage};
 use crate::core::approvals::Approvals;
 use crate::core::chat::OutMessage;
 use crate::core::command::Command;
+use crate::core::context::AgentContext;
 use crate::core::inbound::IncomingMessage;
 use crate::core::pool::{Lease, Waiting};
+use crate::model::Verbosity;
 use crate::render::cards;
 use crate::render::strings;
 

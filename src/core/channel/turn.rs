@@ -3,10 +3,10 @@
 
 use super::journal::TurnJournal;
 use super::*;
+use crate::core::context::Handoff;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::core::activity::{Activity, Verbosity};
 use crate::core::agent::{
     AgentError, AgentEvent, PermissionAnswer, PermissionKind, PermissionRequest, StopReason,
     TurnEnd,
@@ -15,8 +15,10 @@ use crate::core::chat::Undelivered;
 use crate::core::crash_journal::JournaledReplies;
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing;
+use crate::core::view::activity::Activity;
+use crate::core::view::stream::ReplyStream;
+use crate::model::Verbosity;
 use crate::render::cards::PollOutcome;
-use crate::render::stream::ReplyStream;
 use crate::render::strings;
 use crate::store::{OutboxItem, Role, TranscriptLine};
 

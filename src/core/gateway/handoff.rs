@@ -8,7 +8,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::Gateway;
-use crate::core::channel::{ChannelInput, Handoff};
+use crate::core::channel::ChannelInput;
+use crate::core::context::Handoff;
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::{self, Addressed};
 use crate::render::strings;

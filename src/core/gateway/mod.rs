@@ -24,8 +24,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::core::access::AccessList;
 use crate::core::catch_up::CatchUpBounds;
-use crate::core::channel::{AgentContext, ChannelInput};
+use crate::core::channel::ChannelInput;
 use crate::core::chat::OutMessage;
+use crate::core::context::AgentContext;
 use crate::core::inbound::{Inbound, IncomingMessage};
 use crate::core::pool::Pool;
 use crate::store::{Store, now_ms};

@@ -8,8 +8,9 @@ use std::collections::HashSet;
 
 use super::Gateway;
 use crate::core::approvals::{edit_with_retry, with_retry};
-use crate::core::channel::{AgentContext, ChannelInput};
+use crate::core::channel::ChannelInput;
 use crate::core::chat::OutMessage;
+use crate::core::context::AgentContext;
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll;
 use crate::render::strings;

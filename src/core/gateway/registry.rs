@@ -11,7 +11,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::core::channel::{AgentContext, Channel, ChannelInput, ChannelReport};
+use crate::core::channel::{Channel, ChannelInput, ChannelReport};
+use crate::core::context::AgentContext;
 
 /// How long `!status` and `!help` wait for a channel to say how it stands.
 const REPORT_TIMEOUT: Duration = Duration::from_secs(3);

@@ -7,16 +7,16 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::core::access::AccessList;
-use crate::core::activity::Verbosity;
 use crate::core::agent::AgentPort;
-use crate::core::approvals::PermissionSettings;
-use crate::core::channel::AgentContext;
-use crate::core::channel::Handoff;
+use crate::core::context::AgentContext;
+use crate::core::context::Handoff;
 use crate::core::fakes::{FakeAgent, FakeChat, Script};
 use crate::core::inbound::{Inbound, IncomingMessage, Unreadable};
+use crate::core::poll::PermissionSettings;
 use crate::core::pool::Pool;
 use crate::core::pool::PoolSettings;
-use crate::render::stream::StreamSettings;
+use crate::core::view::stream::StreamSettings;
+use crate::model::Verbosity;
 use crate::render::strings;
 use crate::store::{PendingInput, PendingKind, Store, now_ms};
 use crate::store::{Role, TranscriptLine};
@@ -95,7 +95,7 @@ async fn gateway_of(
                     max_edits: 10,
                     max_bytes: 10_000,
                     max_reply_bytes: 1_000_000,
-                    patience: crate::render::live::MAX_OUTAGE,
+                    patience: crate::core::view::live::MAX_OUTAGE,
                 },
                 command_prefix: "!".into(),
                 approvers: AccessList::new(&["@alice:x", "@boss:x"]),

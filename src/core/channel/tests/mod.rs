@@ -14,18 +14,18 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::core::access::AccessList;
-use crate::core::activity::Verbosity;
 use crate::core::agent::Reopen;
 use crate::core::agent::{AgentPort, ConfigValue, SessionSettings};
-use crate::core::approvals::PermissionSettings;
 use crate::core::command::Command;
 use crate::core::continuity;
 use crate::core::fakes::{FakeAgent, FakeChat, Script, Sent};
 use crate::core::inbound::IncomingMessage;
+use crate::core::poll::PermissionSettings;
 use crate::core::poll::Reply;
 use crate::core::pool::Pool;
 use crate::core::pool::PoolSettings;
-use crate::render::stream::StreamSettings;
+use crate::core::view::stream::StreamSettings;
+use crate::model::Verbosity;
 use crate::render::strings;
 use crate::store::{Role, Store, TranscriptLine};
 
@@ -94,7 +94,7 @@ fn context(
             max_edits: 100,
             max_bytes: 10_000,
             max_reply_bytes: 1_000_000,
-            patience: crate::render::live::MAX_OUTAGE,
+            patience: crate::core::view::live::MAX_OUTAGE,
         },
         command_prefix: "!".into(),
         allowed: AccessList::new(&["@alice:x"]),

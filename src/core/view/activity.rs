@@ -7,58 +7,17 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::Deserialize;
 use tokio::time::Instant;
 
 use std::sync::Arc;
 
-use super::agent::{PlanEntry, ToolCallFields, ToolStatus};
-use super::chat::{ChatError, ChatPort, OutMessage, Undelivered};
+use crate::core::agent::{PlanEntry, ToolCallFields, ToolStatus};
+use crate::core::chat::{ChatError, ChatPort, OutMessage, Undelivered};
+use crate::core::view::live::{LiveMessage, Paced, send_everything};
+use crate::core::view::stream::StreamSettings;
 use crate::render::cards::{self, CardStatus};
-use crate::render::live::{LiveMessage, Paced, send_everything};
-use crate::render::stream::StreamSettings;
 
-/// How much of an agent's work a room shows besides its answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verbosity {
-    /// Answers, permission polls and errors only.
-    Answer,
-    /// Also tool cards and the plan.
-    Tools,
-    /// Also the thinking indicator and the usage line.
-    #[default]
-    All,
-}
-
-impl Verbosity {
-    /// The word used in the config and in `!show`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verbosity::Answer => "answer",
-            Verbosity::Tools => "tools",
-            Verbosity::All => "all",
-        }
-    }
-
-    /// Parses the word used in the config and in `!show`.
-    pub fn parse(word: &str) -> Option<Self> {
-        match word.to_lowercase().as_str() {
-            "answer" | "answers" | "quiet" => Some(Verbosity::Answer),
-            "tools" => Some(Verbosity::Tools),
-            "all" | "everything" => Some(Verbosity::All),
-            _ => None,
-        }
-    }
-
-    fn cards(self) -> bool {
-        self != Verbosity::Answer
-    }
-
-    fn thinking(self) -> bool {
-        self == Verbosity::All
-    }
-}
+use crate::model::Verbosity;
 
 /// One tool call of the turn.
 struct Card {
@@ -368,7 +327,7 @@ mod tests {
     use super::*;
     use crate::core::agent::{PlanStatus, ToolKind};
     use crate::core::fakes::FakeChat;
-    use crate::render::live::MAX_OUTAGE;
+    use crate::core::view::live::MAX_OUTAGE;
 
     fn settings() -> StreamSettings {
         StreamSettings {
@@ -376,7 +335,7 @@ mod tests {
             max_edits: 100,
             max_bytes: 10_000,
             max_reply_bytes: 1_000_000,
-            patience: crate::render::live::MAX_OUTAGE,
+            patience: crate::core::view::live::MAX_OUTAGE,
         }
     }
 

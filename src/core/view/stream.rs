@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::core::chat::{ChatError, ChatPort, OutMessage, Undelivered};
-use crate::render::live::{Paced, send_everything};
+use crate::core::view::live::{Paced, send_everything};
 use crate::render::{markdown, strings};
 
 /// Most bytes of body + HTML we put in one event, keeping clear of Matrix's 64 KiB limit
@@ -403,7 +403,7 @@ mod tests {
             max_edits: 100,
             max_bytes: 2_000,
             max_reply_bytes: 1_000_000,
-            patience: crate::render::live::MAX_OUTAGE,
+            patience: crate::core::view::live::MAX_OUTAGE,
         }
     }
 
@@ -657,7 +657,7 @@ mod tests {
                     max_edits: 10,
                     max_bytes: 1_000,
                     max_reply_bytes: 1_000_000,
-                    patience: crate::render::live::MAX_OUTAGE,
+                    patience: crate::core::view::live::MAX_OUTAGE,
                 },
             );
             let chars: Vec<char> = text.chars().collect();

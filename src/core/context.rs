@@ -7,12 +7,12 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::core::access::AccessList;
-use crate::core::activity::Verbosity;
 use crate::core::agent::AgentPort;
-use crate::core::approvals::PermissionSettings;
 use crate::core::chat::ChatPort;
+use crate::core::poll::PermissionSettings;
 use crate::core::pool::Pool;
-use crate::render::stream::StreamSettings;
+use crate::core::view::stream::StreamSettings;
+use crate::model::Verbosity;
 use crate::store::Store;
 
 /// Everything a channel needs that is the same for all rooms of one agent.

@@ -1,0 +1,419 @@
+//! What Sidekicks knows of an agent, as data: the updates of a turn, tool calls, plans,
+//! permission requests, session settings, errors. Independent of the ACP SDK: `crate::acp`
+//! translates the protocol into these, the core acts on them, `crate::render` words them.
+
+use tokio::sync::{mpsc, oneshot};
+
+/// Why a prompt turn ended, as the agent reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// The agent finished its answer.
+    EndTurn,
+    /// The model ran out of output tokens.
+    MaxTokens,
+    /// The agent hit its own limit of model requests in one turn.
+    MaxTurnRequests,
+    /// The model refused to answer.
+    Refusal,
+    /// The turn was cancelled (`session/cancel`).
+    Cancelled,
+}
+
+/// One tool call's state as the agent reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    /// Announced, not started (often waiting for permission).
+    Pending,
+    /// Running.
+    InProgress,
+    /// Finished successfully.
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Stopped with its turn. Never sent by an agent: set by a dialect for calls an agent
+    /// leaves open when a turn is cancelled.
+    Cancelled,
+}
+
+/// What sort of work a tool call does; decides its icon and how its input is summarised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolKind {
+    /// Reads files or data.
+    Read,
+    /// Modifies files.
+    Edit,
+    /// Removes files.
+    Delete,
+    /// Moves or renames files.
+    Move,
+    /// Searches.
+    Search,
+    /// Runs a command.
+    Execute,
+    /// Internal reasoning.
+    Think,
+    /// Fetches from the network.
+    Fetch,
+    /// Changes the session mode.
+    SwitchMode,
+    /// Anything else.
+    #[default]
+    Other,
+}
+
+/// Something a tool call produced or will change, as the agent reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolContent {
+    /// Text output (terminal output, a result, a message).
+    Text(String),
+    /// A change to one file.
+    Diff {
+        /// The file.
+        path: String,
+        /// Its text before, `None` for a new file.
+        old: Option<String>,
+        /// Its text after.
+        new: String,
+    },
+}
+
+/// The fields of a tool call. In an announcement all known fields are set; in an update
+/// only those that changed; [`ToolCallFields::merge`] folds one into the other.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCallFields {
+    /// The agent's identifier for the call.
+    pub id: String,
+    /// Human title, e.g. `bash: ls`.
+    pub title: Option<String>,
+    /// What sort of work it does.
+    pub kind: Option<ToolKind>,
+    /// Where it stands.
+    pub status: Option<ToolStatus>,
+    /// Files it touches, as `path` or `path:line`.
+    pub locations: Option<Vec<String>>,
+    /// What it produced or will change.
+    pub content: Option<Vec<ToolContent>>,
+    /// Its raw input (for example `{"command": "ls"}`), used to say what it will do.
+    pub raw_input: Option<serde_json::Value>,
+    /// Its raw output, shown when there is no other content.
+    pub raw_output: Option<serde_json::Value>,
+}
+
+impl ToolCallFields {
+    /// Takes every field `update` sets; leaves the others as they were.
+    pub fn merge(&mut self, update: ToolCallFields) {
+        macro_rules! take {
+            ($($field:ident),*) => {$(if update.$field.is_some() { self.$field = update.$field; })*};
+        }
+        take!(
+            title, kind, status, locations, content, raw_input, raw_output
+        );
+    }
+}
+
+/// One step of the agent's plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanEntry {
+    /// What the step is.
+    pub text: String,
+    /// Where it stands.
+    pub status: PlanStatus,
+}
+
+/// Where a plan step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// Token counts the agent reports at the end of a turn (cumulative for the session, as the
+/// protocol defines them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Reasoning tokens, when reported.
+    pub thought: Option<u64>,
+    /// Tokens read from the prompt cache, when reported.
+    pub cached_read: Option<u64>,
+    /// All tokens.
+    pub total: u64,
+}
+
+/// How a prompt turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnEnd {
+    /// Why it ended.
+    pub reason: StopReason,
+    /// Token counts, when the agent reports them.
+    pub usage: Option<TokenUsage>,
+}
+
+impl From<StopReason> for TurnEnd {
+    fn from(reason: StopReason) -> Self {
+        Self {
+            reason,
+            usage: None,
+        }
+    }
+}
+
+/// One option of a permission request, as offered by the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionOption {
+    /// The agent's own identifier, sent back verbatim when chosen.
+    pub id: String,
+    /// The label the agent gives it.
+    pub name: String,
+    /// What kind of choice it is.
+    pub kind: PermissionKind,
+}
+
+/// The four kinds of permission option ACP defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionKind {
+    /// Allow this call only.
+    AllowOnce,
+    /// Allow this tool for the rest of the session.
+    AllowAlways,
+    /// Refuse this call only.
+    RejectOnce,
+    /// Refuse this tool for the rest of the session.
+    RejectAlways,
+}
+
+/// How a permission request was answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    /// One of the offered options, by its id.
+    Selected(String),
+    /// The turn was cancelled while the request was open.
+    Cancelled,
+}
+
+/// A permission request from the agent, with the channel to answer it on.
+#[derive(Debug)]
+pub struct PermissionRequest {
+    /// The tool call it concerns: its ID and whatever details the agent put in the request
+    /// (a request may come before, or without, the `tool_call` that announces them).
+    pub tool: ToolCallFields,
+    /// The options the agent offers.
+    pub options: Vec<PermissionOption>,
+    /// Where the answer goes; dropping it answers `cancelled`.
+    pub reply: oneshot::Sender<PermissionAnswer>,
+}
+
+/// Something the agent reported about a session.
+#[derive(Debug)]
+pub enum AgentEvent {
+    /// A piece of the answer text (Markdown).
+    MessageChunk(String),
+    /// A piece of the agent's reasoning; never part of the answer.
+    ThoughtChunk(String),
+    /// A tool call was announced (every field the agent gave is set).
+    ToolCall(ToolCallFields),
+    /// A tool call changed (only the fields that changed are set).
+    ToolCallUpdate(ToolCallFields),
+    /// The agent's whole plan, replacing any earlier one.
+    Plan(Vec<PlanEntry>),
+    /// Context window usage: tokens used and window size (0 = unknown yet).
+    Usage {
+        /// Tokens in the context.
+        used: u64,
+        /// Size of the context window, 0 when not known yet.
+        size: u64,
+    },
+    /// The slash commands the agent offers, with their descriptions.
+    Commands(Vec<(String, String)>),
+    /// The session's mode changed (the agent switched it, or confirmed a switch).
+    ModeChanged(String),
+    /// The session's config options, all of them, replacing the earlier list.
+    Options(Vec<ConfigOption>),
+    /// The agent asks whether it may run a tool.
+    Permission(PermissionRequest),
+    /// An update kind this gateway does not handle; kept only for the log.
+    Other(String),
+}
+
+/// What an agent advertised when it was initialised.
+#[derive(Debug, Clone, Default)]
+pub struct AgentInfo {
+    /// The ACP protocol version it answered with.
+    pub protocol_version: u16,
+    /// `agentInfo.name`, if given.
+    pub name: Option<String>,
+    /// `agentInfo.title`, if given.
+    pub title: Option<String>,
+    /// `agentInfo.version`, if given.
+    pub version: Option<String>,
+    /// Whether it can `session/load`.
+    pub load_session: bool,
+    /// Whether it can `session/resume` (get a session back without replaying it).
+    pub resume_session: bool,
+    /// Prompt content it accepts besides text (image, audio, embedded context).
+    pub prompt_capabilities: Vec<String>,
+    /// Names of the authentication methods it offers.
+    pub auth_methods: Vec<String>,
+}
+
+/// How an agent can get back a session it created earlier (after a restart of the gateway
+/// or of the agent), instead of a new session with the conversation re-injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reopen {
+    /// `session/load`: the agent replays the conversation (not shown in the room again).
+    Load,
+    /// `session/resume`: the agent carries on without replaying anything.
+    Resume,
+}
+
+impl Reopen {
+    /// The way chosen for an agent advertising these capabilities: load first, as it is
+    /// the stable protocol method; `None` when it can do neither.
+    pub fn for_agent(info: &AgentInfo) -> Option<Self> {
+        if info.load_session {
+            Some(Self::Load)
+        } else if info.resume_session {
+            Some(Self::Resume)
+        } else {
+            None
+        }
+    }
+
+    /// How a session reopened this way got its conversation back, as recorded in the store
+    /// (`sessions.continuity`).
+    pub fn continuity(self) -> &'static str {
+        match self {
+            Self::Load => "loaded",
+            Self::Resume => "resumed",
+        }
+    }
+}
+
+/// A setting of a session that the agent lets people change (an ACP config option): the
+/// model, a reasoning level, a mode…
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigOption {
+    /// The agent's identifier, sent back to change it.
+    pub id: String,
+    /// Its label.
+    pub name: String,
+    /// What it is about (`model`, `mode`, `thought_level`, or the agent's own word), so
+    /// `!model` finds the model choice whatever the agent calls it.
+    pub category: Option<String>,
+    /// Its kind and current value.
+    pub value: ConfigValue,
+}
+
+/// The kind and current value of a [`ConfigOption`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigValue {
+    /// One of a list of values.
+    Choice {
+        /// The current value's identifier.
+        current: String,
+        /// The values offered: (identifier, label).
+        choices: Vec<(String, String)>,
+    },
+    /// On or off.
+    Toggle(bool),
+}
+
+/// A new value for a [`ConfigOption`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigChoice {
+    /// The identifier of one of the offered values.
+    Value(String),
+    /// On or off, for a toggle.
+    Toggle(bool),
+}
+
+/// What people can change about a session: its modes and config options, as the agent
+/// advertised them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// The modes it offers (id, name).
+    pub modes: Vec<(String, String)>,
+    /// The current mode, if the agent has modes.
+    pub current_mode: Option<String>,
+    /// Its config options.
+    pub options: Vec<ConfigOption>,
+}
+
+/// A session just created by `session/new` (or got back by `session/load` or
+/// `session/resume`).
+#[derive(Debug)]
+pub struct NewSession {
+    /// The agent's session identifier.
+    pub id: String,
+    /// Its modes and config options.
+    pub settings: SessionSettings,
+    /// Every update the agent sends for this session, in order.
+    pub events: mpsc::UnboundedReceiver<AgentEvent>,
+}
+
+/// Failures talking to an agent.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AgentError {
+    /// The agent answered a request with a JSON-RPC error: a normal outcome of a turn.
+    #[error("the agent answered with an error ({code}): {message}")]
+    Rpc {
+        /// JSON-RPC error code.
+        code: i64,
+        /// The agent's message.
+        message: String,
+    },
+    /// The agent speaks a protocol version we do not.
+    #[error("the agent speaks ACP protocol version {0}; Sidekicks speaks version 1")]
+    UnsupportedVersion(u16),
+    /// The agent process is gone.
+    #[error("the agent process stopped ({status})")]
+    Exited {
+        /// Exit status as text (`exit code 3`, `signal 9`).
+        status: String,
+    },
+    /// The agent did not answer in time.
+    #[error("the agent did not answer {0} in time")]
+    Timeout(&'static str),
+    /// The agent aborted the turn for a reason its dialect explains in words for people.
+    #[error("{0}")]
+    TurnAborted(String),
+    /// The agent broke the protocol (garbage on stdout) and Sidekicks stopped it.
+    #[error("the agent broke the protocol: {0}")]
+    Broken(String),
+    /// The agent broke the protocol or could not be started.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Where an agent process stands, for `!agents` and the process pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessState {
+    /// It runs.
+    Running {
+        /// How long it has been running.
+        uptime: std::time::Duration,
+        /// The sessions it holds.
+        sessions: usize,
+    },
+    /// Not running, by design: not started yet, or stopped to free its slot.
+    Stopped,
+    /// It ended on its own (crashed, or was stopped for breaking the protocol).
+    Crashed {
+        /// Its exit status as text.
+        status: String,
+    },
+}
+
+impl ProcessState {
+    /// Whether the process runs (and so holds a slot of the pool).
+    pub fn is_running(&self) -> bool {
+        matches!(self, ProcessState::Running { .. })
+    }
+}

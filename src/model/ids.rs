@@ -1,0 +1,125 @@
+//! Typed IDs, so a room ID cannot be passed where an agent ID is wanted. They are opaque:
+//! never parsed (a room ID of room version 12 has no `:server` part).
+
+use std::fmt;
+
+/// Declares a string ID type with the conversions every ID needs.
+macro_rules! string_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Wraps an ID as received.
+            pub fn new(id: impl Into<String>) -> Self {
+                Self(id.into())
+            }
+
+            /// The ID as text, for the protocol and the store.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(id: &str) -> Self {
+                Self(id.to_owned())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(id: String) -> Self {
+                Self(id)
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+    };
+}
+
+string_id!(
+    /// A Matrix room (`!…`).
+    RoomId
+);
+string_id!(
+    /// A Matrix event (`$…`).
+    EventId
+);
+string_id!(
+    /// A Matrix user (`@name:server`).
+    UserId
+);
+string_id!(
+    /// One of the gateway's agents, by its ID in the config.
+    AgentId
+);
+string_id!(
+    /// An ACP session, as the agent named it.
+    SessionId
+);
+
+/// One conversation: the room it happens in and the agent answering. One channel, one ACP
+/// session and one transcript per key. A thread of its own will add a field here.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConversationKey {
+    /// The room.
+    pub room: RoomId,
+    /// The agent.
+    pub agent: AgentId,
+}
+
+impl ConversationKey {
+    /// The conversation of `agent` in `room`.
+    pub fn new(room: impl Into<RoomId>, agent: impl Into<AgentId>) -> Self {
+        Self {
+            room: room.into(),
+            agent: agent.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConversationKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} in {}", self.agent, self.room)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_compare_with_text_and_keys_with_each_other() {
+        let room = RoomId::from("!r");
+        assert_eq!(room, "!r");
+        assert_eq!(room.to_string(), "!r");
+        let a = ConversationKey::new("!r", "claude");
+        let b = ConversationKey::new(RoomId::new("!r"), AgentId::new("claude"));
+        assert_eq!(a, b);
+        assert_ne!(a, ConversationKey::new("!r", "codex"));
+        assert_eq!(a.to_string(), "claude in !r");
+    }
+}

@@ -1,0 +1,41 @@
+//! A message as Sidekicks posts it, whatever the chat side.
+
+/// A message to post or the new content of an edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutMessage {
+    /// Plain text (for a reply: the Markdown source).
+    pub body: String,
+    /// HTML rendering, when there is formatting.
+    pub html: Option<String>,
+    /// Whether this is an `m.notice` (status, errors) rather than an `m.text` (answers).
+    pub notice: bool,
+    /// Users to notify (Matrix intentional mentions), e.g. the person whose approval a poll
+    /// waits for. Honoured when the message is posted, never by edits, so an edit does not
+    /// notify again.
+    pub mentions: Vec<String>,
+    /// The message this one answers (an `m.in_reply_to` relation), so a notice about one
+    /// message among many says which. Honoured when the message is posted, never by edits.
+    pub reply_to: Option<String>,
+}
+
+impl OutMessage {
+    /// A notice without formatting.
+    pub fn notice(text: impl Into<String>) -> Self {
+        let body = text.into();
+        Self {
+            html: None,
+            body,
+            notice: true,
+            mentions: Vec::new(),
+            reply_to: None,
+        }
+    }
+
+    /// This message, posted as a reply to `event_id`.
+    pub fn replying_to(self, event_id: impl Into<String>) -> Self {
+        Self {
+            reply_to: Some(event_id.into()),
+            ..self
+        }
+    }
+}

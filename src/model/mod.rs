@@ -1,0 +1,14 @@
+//! The data every part of Sidekicks shares: what an agent reports, what is posted, how much a
+//! room shows, secrets, IDs. It imports nothing else of ours, so every other module may
+//! import it without a cycle.
+
+pub mod agent;
+pub mod ids;
+pub mod message;
+pub mod poll;
+pub mod secret;
+pub mod verbosity;
+
+pub use message::OutMessage;
+pub use secret::Secret;
+pub use verbosity::Verbosity;
