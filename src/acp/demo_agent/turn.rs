@@ -1,0 +1,463 @@
+//! One prompt answered by the demo agent: the demo turn, or the `%` lines of a script.
+
+use super::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Diff, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
+    PlanEntryPriority, PlanEntryStatus, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
+};
+use agent_client_protocol::{Client, UntypedMessage};
+
+/// One prompt being answered.
+pub(super) struct Turn {
+    /// The connection to the client, for updates and permission requests.
+    pub(super) cx: ConnectionTo<Client>,
+    /// The session the prompt belongs to.
+    pub(super) session: String,
+    /// Its cancellation state.
+    pub(super) cancel: Arc<Cancel>,
+    /// Numbers the turn's tool calls.
+    pub(super) tools: AtomicU64,
+    /// Token counts to put in the prompt result (`%tokens`).
+    pub(super) tokens: Mutex<Option<Usage>>,
+    /// The answer text sent so far, remembered with the prompt when the turn ends.
+    pub(super) said: Mutex<String>,
+    /// The session's conversation before this turn (`%history`).
+    pub(super) earlier: Vec<Exchange>,
+    /// The session's (mode, model) when the turn started (`%settings`).
+    pub(super) settings: (String, String),
+}
+
+/// How a permission request is placed relative to the tool call it concerns.
+#[derive(Clone, Copy, PartialEq)]
+enum Ask {
+    /// Announce the tool call first, as agents usually do.
+    AfterAnnouncing,
+    /// Ask first, announce after the answer.
+    BeforeAnnouncing,
+    /// Never announce it.
+    Unannounced,
+}
+
+type TurnResult = Result<StopReason, agent_client_protocol::Error>;
+
+impl Turn {
+    fn cancelled(&self) -> bool {
+        self.cancel.flag.load(Ordering::SeqCst)
+    }
+
+    fn update(&self, update: SessionUpdate) -> Result<(), agent_client_protocol::Error> {
+        self.cx
+            .send_notification(SessionNotification::new(self.session.clone(), update))
+    }
+
+    fn say(&self, text: &str) -> Result<(), agent_client_protocol::Error> {
+        self.said.lock().unwrap().push_str(text);
+        self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            ContentBlock::Text(TextContent::new(text)),
+        )))
+    }
+
+    fn think(&self, text: &str) -> Result<(), agent_client_protocol::Error> {
+        self.update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+            ContentBlock::Text(TextContent::new(text)),
+        )))
+    }
+
+    /// Sleeps, waking early when the turn is cancelled. Returns whether it was cancelled.
+    async fn pause(&self, ms: u64) -> bool {
+        if self.cancelled() {
+            return true;
+        }
+        let notified = self.cancel.notify.notified();
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+        }
+        self.cancelled()
+    }
+
+    pub(super) async fn run(&self, text: &str) -> TurnResult {
+        if let Some(command) = text.trim_start().strip_prefix('/') {
+            let name = command.split_whitespace().next().unwrap_or("");
+            return match name {
+                "demo" => self.demo(text).await,
+                "echo" => {
+                    self.say(&format!("received: {text}"))?;
+                    Ok(StopReason::EndTurn)
+                }
+                other => {
+                    self.say(&format!("(unknown command /{other})"))?;
+                    Ok(StopReason::EndTurn)
+                }
+            };
+        }
+        if !text.lines().any(|l| l.starts_with('%')) {
+            return self.demo(text).await;
+        }
+        // Each line with the byte offset where the next one starts, so `%stream` can take
+        // the rest of the prompt exactly as sent.
+        let mut offset = 0;
+        let lines: Vec<(&str, usize)> = text
+            .split_inclusive('\n')
+            .map(|l| {
+                offset += l.len();
+                (l.trim_end_matches(['\n', '\r']), offset)
+            })
+            .collect();
+        for (line, next) in lines {
+            let Some(directive) = line.strip_prefix('%') else {
+                continue;
+            };
+            let (word, arg) = directive.split_once(' ').unwrap_or((directive, ""));
+            let mut args = arg.split_whitespace();
+            let mut num =
+                |default: u64| args.next().and_then(|a| a.parse().ok()).unwrap_or(default);
+            match word {
+                "say" => self.say(arg)?,
+                "echo" => self.say(text)?,
+                "think" => self.think(arg)?,
+                "stream" => {
+                    let (ms, size) = (num(50), num(20).max(1) as usize);
+                    return self.stream(&text[next..], ms, size).await;
+                }
+                "tool" => self.tool(arg).await?,
+                "tool-open" => {
+                    let id = self.tool_id();
+                    self.update(SessionUpdate::ToolCall(
+                        ToolCall::new(id, arg)
+                            .kind(ToolKind::Execute)
+                            .status(ToolCallStatus::InProgress),
+                    ))?;
+                }
+                "permission" => {
+                    let call = execute(&self.tool_id(), arg);
+                    self.permission(call, Ask::AfterAnnouncing).await?;
+                }
+                "permission-edit" => {
+                    let call = edit(&self.tool_id(), arg);
+                    self.permission(call, Ask::AfterAnnouncing).await?
+                }
+                "permission-early" => {
+                    let call = execute(&self.tool_id(), arg);
+                    self.permission(call, Ask::BeforeAnnouncing).await?
+                }
+                "permission-unannounced" => {
+                    let call = execute(&self.tool_id(), arg);
+                    self.permission(call, Ask::Unannounced).await?
+                }
+                "tokens" => {
+                    let (input, output) = (num(0), num(0));
+                    *self.tokens.lock().unwrap() = Some(Usage::new(input + output, input, output));
+                }
+                "plan" => self.plan(arg.split(';').map(str::trim).collect())?,
+                "usage" => {
+                    let (used, size) = (num(0), num(0));
+                    self.update(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))?;
+                }
+                "unknown-update" => {
+                    let raw = serde_json::json!({"sessionId": self.session, "update": {"sessionUpdate": "hologram", "intensity": 11}});
+                    self.cx
+                        .send_notification(UntypedMessage::new("session/update", raw)?)?;
+                }
+                "sleep" => {
+                    if self.pause(num(100)).await {
+                        return Ok(StopReason::Cancelled);
+                    }
+                }
+                "hang" => {
+                    while !self.pause(60_000).await {}
+                    return Ok(StopReason::Cancelled);
+                }
+                "error" => return Err(agent_client_protocol::Error::new(-32603, arg.to_owned())),
+                "crash" => {
+                    eprintln!("demo agent: crashing as asked");
+                    std::process::exit(num(3) as i32);
+                }
+                "stderr" => eprintln!("{arg}"),
+                "stderr-binary" => {
+                    let mut err = std::io::stderr().lock();
+                    let _ = err.write_all(b"demo agent: \xff\xfe not text \xc3\n");
+                    let _ = err.flush();
+                }
+                "stderr-flood" => {
+                    let mut line = "x".repeat(num(1_000) as usize);
+                    line.push('\n');
+                    let mut err = std::io::stderr().lock();
+                    let _ = err.write_all(line.as_bytes());
+                    let _ = err.flush();
+                }
+                "now" => {
+                    let micros = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_micros();
+                    self.say(&format!("{micros}\n"))?;
+                }
+                "settings" => {
+                    let (mode, model) = self.settings.clone();
+                    self.say(&format!("mode: {mode}, model: {model}"))?;
+                }
+                "history" => {
+                    let mut listing = format!("{} earlier prompts", self.earlier.len());
+                    for exchange in &self.earlier {
+                        listing.push_str(&format!("\n- {}", exchange.prompt.replace('\n', " ")));
+                    }
+                    self.say(&listing)?;
+                }
+                "binary" => write_raw_stdout(b"\xff\xfe not text\n".to_vec()).await,
+                "garbage" => {
+                    let lines: String = (0..num(1))
+                        .map(|i| format!("demo agent: this line {i} is not JSON-RPC\n"))
+                        .collect();
+                    write_raw_stdout(lines.into_bytes()).await;
+                }
+                "stop" => {
+                    return Ok(match arg.trim() {
+                        "max_tokens" => StopReason::MaxTokens,
+                        "max_turn_requests" => StopReason::MaxTurnRequests,
+                        "refusal" => StopReason::Refusal,
+                        "cancelled" => StopReason::Cancelled,
+                        _ => StopReason::EndTurn,
+                    });
+                }
+                _ => self.say(&format!("(unknown instruction %{word})"))?,
+            }
+            if self.cancelled() {
+                return Ok(StopReason::Cancelled);
+            }
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    async fn stream(&self, text: &str, ms: u64, size: usize) -> TurnResult {
+        let chars: Vec<char> = text.chars().collect();
+        for chunk in chars.chunks(size) {
+            if self.pause(ms).await {
+                return Ok(StopReason::Cancelled);
+            }
+            self.say(&chunk.iter().collect::<String>())?;
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    fn plan(&self, entries: Vec<&str>) -> Result<(), agent_client_protocol::Error> {
+        let entries = entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let status = if i == 0 {
+                    PlanEntryStatus::Completed
+                } else {
+                    PlanEntryStatus::Pending
+                };
+                PlanEntry::new(e, PlanEntryPriority::Medium, status)
+            })
+            .collect();
+        self.update(SessionUpdate::Plan(Plan::new(entries)))
+    }
+
+    fn tool_id(&self) -> String {
+        format!(
+            "tool-{}-{}",
+            self.session,
+            self.tools.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    fn set_status(
+        &self,
+        id: &str,
+        fields: ToolCallUpdateFields,
+    ) -> Result<(), agent_client_protocol::Error> {
+        self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            id.to_owned(),
+            fields,
+        )))
+    }
+
+    async fn tool(&self, title: &str) -> Result<(), agent_client_protocol::Error> {
+        let id = self.tool_id();
+        self.update(SessionUpdate::ToolCall(
+            ToolCall::new(id.clone(), title)
+                .kind(ToolKind::Execute)
+                .status(ToolCallStatus::Pending),
+        ))?;
+        self.pause(100).await;
+        self.set_status(
+            &id,
+            ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+        )?;
+        self.pause(100).await;
+        self.set_status(&id, completed(title))
+    }
+
+    /// Asks permission for `call`, with the four options real agents offer, and runs it
+    /// (completed) if allowed or fails it if not; then says `permission: <optionId>`.
+    async fn permission(
+        &self,
+        call: ToolCall,
+        ask: Ask,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let id = call.tool_call_id.0.to_string();
+        let title = call.title.clone();
+        if ask == Ask::AfterAnnouncing {
+            self.update(SessionUpdate::ToolCall(call.clone()))?;
+        }
+        let options = vec![
+            PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(
+                "allow_always",
+                "Allow for this session",
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+            PermissionOption::new(
+                "never",
+                "Never allow in this session",
+                PermissionOptionKind::RejectAlways,
+            ),
+        ];
+        let request =
+            RequestPermissionRequest::new(self.session.clone(), call.clone().into(), options);
+        let response = self.cx.send_request(request).block_task().await?;
+        let chosen = match response.outcome {
+            RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
+            _ => "cancelled".into(),
+        };
+        if ask == Ask::BeforeAnnouncing {
+            self.update(SessionUpdate::ToolCall(call))?;
+        }
+        if ask != Ask::Unannounced {
+            if chosen.starts_with("allow") {
+                self.set_status(
+                    &id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                )?;
+                self.pause(50).await;
+                self.set_status(&id, completed(&title))?;
+            } else {
+                self.set_status(
+                    &id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
+                )?;
+            }
+        }
+        self.say(&format!("permission: {chosen}\n"))?;
+        // A `cancelled` outcome means the client cancelled the turn.
+        if chosen == "cancelled" {
+            self.cancel.flag.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// The turn a person trying the demo sees.
+    async fn demo(&self, text: &str) -> TurnResult {
+        self.think("Reading the request and planning a short answer.")?;
+        self.plan(vec!["Read the message", "Look at the workspace", "Answer"])?;
+        let id = self.tool_id();
+        let call = execute(&id, "bash: ls");
+        self.update(SessionUpdate::ToolCall(call.clone()))?;
+        let request = RequestPermissionRequest::new(
+            self.session.clone(),
+            call.into(),
+            vec![
+                PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+                PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+            ],
+        );
+        let response = self.cx.send_request(request).block_task().await?;
+        let allowed = matches!(&response.outcome,
+            RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == "allow");
+        let listing = if allowed {
+            let mut names: Vec<String> = std::fs::read_dir(".")
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names.truncate(10);
+            self.set_status(
+                &id,
+                ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::Completed)
+                    .content(vec![names.join("\n").into()]),
+            )?;
+            if names.is_empty() {
+                "The workspace is empty.".to_owned()
+            } else {
+                format!(
+                    "The workspace holds: {}.",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        } else {
+            self.set_status(
+                &id,
+                ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
+            )?;
+            "You did not let me list the workspace, so I will not look.".to_owned()
+        };
+        let quoted: String = text.lines().map(|l| format!("> {l}\n")).collect();
+        let answer = format!(
+            "## Hello from the demo agent\n\nYou wrote:\n\n{quoted}\n{listing}\n\n\
+             This answer is **streamed**: it arrives in pieces, and Sidekicks edits one Matrix \
+             message as they come. Things to try:\n\n\
+             1. Send a long message and watch the edits.\n\
+             2. Write `!stop` (or react 🛑 to this message) while I answer.\n\
+             3. Write `%echo` to get your prompt back exactly.\n\n\
+             ```rust\nfn main() {{\n    println!(\"streamed through ACP\");\n}}\n```\n\n\
+             | part | speaks |\n|---|---|\n| gateway | Matrix + ACP |\n| me | ACP over stdio |\n"
+        );
+        let words: Vec<&str> = answer.split_inclusive(' ').collect();
+        for chunk in words.chunks(4) {
+            if self.pause(80).await {
+                return Ok(StopReason::Cancelled);
+            }
+            self.say(&chunk.concat())?;
+        }
+        Ok(StopReason::EndTurn)
+    }
+}
+
+/// An `execute` tool call `id` for `title` (`bash: ls` runs `ls`).
+fn execute(id: &str, title: &str) -> ToolCall {
+    let command = title.split_once(": ").map_or(title, |(_, c)| c);
+    ToolCall::new(id.to_owned(), title)
+        .kind(ToolKind::Execute)
+        .status(ToolCallStatus::Pending)
+        .raw_input(serde_json::json!({ "command": command }))
+}
+
+/// An `edit` tool call `id` that rewrites the file at `path`, with its diff.
+fn edit(id: &str, path: &str) -> ToolCall {
+    ToolCall::new(id.to_owned(), format!("edit_file: {path}"))
+        .kind(ToolKind::Edit)
+        .status(ToolCallStatus::Pending)
+        .locations(vec![ToolCallLocation::new(path)])
+        .content(vec![
+            Diff::new(path, "fn main() {\n    println!(\"hello, Matrix\");\n}\n")
+                .old_text("fn main() {\n    println!(\"hello\");\n}\n".to_string())
+                .into(),
+        ])
+        .raw_input(serde_json::json!({ "path": path }))
+}
+
+/// A completion update whose output names what ran.
+fn completed(title: &str) -> ToolCallUpdateFields {
+    ToolCallUpdateFields::new()
+        .status(ToolCallStatus::Completed)
+        .content(vec![format!("ran {title}").into()])
+}

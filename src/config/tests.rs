@@ -1,0 +1,183 @@
+//! Tests of loading and checking the config.
+
+use super::*;
+
+fn write_config(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("sidekicks.toml");
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+fn valid(ws: &Path) -> String {
+    format!(
+        r#"
+state_dir = "state"
+[matrix]
+homeserver = "http://127.0.0.1:8008"
+[access]
+allowed_users = ["@alice:example.org", "@*:team.example.org"]
+[[agents]]
+id = "demo"
+display_name = "Demo"
+command = "sidekicks"
+args = ["demo-agent"]
+workspace = "{}"
+[agents.matrix]
+user_id = "@demo:example.org"
+password = "secret"
+"#,
+        ws.display()
+    )
+}
+
+/// A temporary folder, removed when the returned guard is dropped.
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("sidekicks-config-test-")
+        .tempdir()
+        .unwrap()
+}
+
+#[test]
+fn a_valid_file_loads_with_defaults_and_resolved_paths() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let cfg = Config::load(&write_config(dir, &valid(dir))).unwrap();
+    assert_eq!(cfg.state_dir, dir.join("state"));
+    assert_eq!(cfg.streaming.edit_interval_ms, 1000);
+    assert_eq!(cfg.commands.prefix, "!");
+    assert_eq!(cfg.pool.max_running, 0, "no limit unless configured");
+    assert!(!cfg.rooms.handoff);
+    assert_eq!(cfg.agents[0].matrix.password().unwrap().expose(), "secret");
+    // Handled markers outlive the catch-up window by a day; transcripts stay.
+    assert_eq!(
+        cfg.retention.handled(cfg.continuity.catch_up_max_hours),
+        Duration::from_secs(48 * 3600)
+    );
+    assert_eq!(cfg.retention.transcript(), None);
+}
+
+#[test]
+fn secrets_do_not_show_in_debug_output() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let text = valid(dir).replace(
+        "workspace =",
+        "env = { API_KEY = \"sk-hunter2\" }\nworkspace =",
+    );
+    let cfg = Config::from_toml(&text, &dir.join("c.toml")).unwrap();
+    let shown = format!("{cfg:?}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(!shown.contains("\"secret\""), "{shown}");
+    assert_eq!(cfg.agents[0].env["API_KEY"].expose(), "sk-hunter2");
+}
+
+#[test]
+fn problems_name_their_keys() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let cases: &[(&str, &str, &str)] = &[
+        ("http://127.0.0.1:8008", "ftp://x", "matrix.homeserver"),
+        (
+            "\"@alice:example.org\"",
+            "\"alice\"",
+            "access.allowed_users[0]",
+        ),
+        (
+            "user_id = \"@demo:example.org\"",
+            "user_id = \"demo\"",
+            "agents[0].matrix.user_id",
+        ),
+        (
+            "password = \"secret\"",
+            "password_env = \"SIDEKICKS_SURELY_UNSET_VAR\"",
+            "agents[0].matrix",
+        ),
+        ("id = \"demo\"", "id = \"de mo\"", "agents[0].id"),
+        (
+            "id = \"demo\"",
+            "id = \"demo\"\ndialect = \"klingon\"",
+            "agents[0].dialect",
+        ),
+        (
+            "[matrix]",
+            "[timeouts]\ninitialize_secs = 0\n[matrix]",
+            "timeouts.initialize_secs",
+        ),
+        (
+            "[matrix]",
+            "[rooms]\nhandoff_max_hops = 0\n[matrix]",
+            "rooms.handoff_max_hops",
+        ),
+        (
+            "[matrix]",
+            "[continuity]\nsync_timeline_limit = 0\n[matrix]",
+            "continuity.sync_timeline_limit",
+        ),
+        (
+            "[matrix]",
+            "[continuity]\ncatch_up_max_hours = 0\n[matrix]",
+            "continuity.catch_up_max_hours",
+        ),
+        (
+            "[matrix]",
+            "[continuity]\ncatch_up_max_hours = 48\n[retention]\nhandled_days = 2\n[matrix]",
+            "retention.handled_days",
+        ),
+        (
+            "[matrix]",
+            "[streaming]\nmax_reply_bytes = 500\n[matrix]",
+            "streaming.max_reply_bytes",
+        ),
+    ];
+    for (from, to, key) in cases {
+        let text = valid(dir).replacen(from, to, 1);
+        let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
+        match err {
+            ConfigError::Invalid { problems, .. } => {
+                assert!(
+                    problems.iter().any(|p| p.key == *key),
+                    "expected a problem at {key}, got {problems:?}"
+                );
+            }
+            other => panic!("expected Invalid for {key}, got {other}"),
+        }
+    }
+}
+
+#[test]
+fn a_missing_workspace_is_reported() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let text = valid(&dir.join("nope"));
+    let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
+    assert!(err.to_string().contains("agents[0].workspace"), "{err}");
+}
+
+#[test]
+fn unknown_keys_and_wrong_types_are_parse_errors() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let text = valid(dir).replace("[access]", "[access]\nallowed_userz = []");
+    let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
+    assert!(err.to_string().contains("allowed_userz"), "{err}");
+    let text = valid(dir).replace("args = [\"demo-agent\"]", "args = 3");
+    assert!(matches!(
+        Config::from_toml(&text, &dir.join("c.toml")),
+        Err(ConfigError::Parse { .. })
+    ));
+}
+
+#[test]
+fn duplicate_agent_ids_are_refused() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let one = valid(dir);
+    let agent = &one[one.find("[[agents]]").unwrap()..];
+    let text = format!("{one}\n{}", agent.replace("@demo:", "@demo2:"));
+    let err = Config::from_toml(&text, &dir.join("c.toml")).unwrap_err();
+    assert!(
+        err.to_string().contains("agents[1].id: `demo` is used"),
+        "{err}"
+    );
+}

@@ -1,0 +1,208 @@
+//! Checking a parsed config: every problem named by the key that holds it.
+
+use super::*;
+
+impl Config {
+    /// Every problem in the config; empty when it is usable.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let mut bad = |key: String, problem: String| out.push(Problem { key, problem });
+
+        let hs = self.matrix.homeserver.trim();
+        if !(hs.starts_with("http://") || hs.starts_with("https://")) {
+            bad(
+                "matrix.homeserver".into(),
+                format!("`{hs}` is not an http:// or https:// URL"),
+            );
+        }
+        if self.access.allowed_users.is_empty() {
+            bad(
+                "access.allowed_users".into(),
+                "is empty: nobody could use the agents".into(),
+            );
+        }
+        for (i, pattern) in self.access.allowed_users.iter().enumerate() {
+            if !pattern.starts_with('@') || !pattern.contains(':') {
+                bad(
+                    format!("access.allowed_users[{i}]"),
+                    format!("`{pattern}` is not a user ID or pattern like `@*:example.org`"),
+                );
+            }
+        }
+        for (i, pattern) in self.access.approvers.iter().flatten().enumerate() {
+            if !pattern.starts_with('@') || !pattern.contains(':') {
+                bad(
+                    format!("access.approvers[{i}]"),
+                    format!("`{pattern}` is not a user ID or pattern like `@*:example.org`"),
+                );
+            }
+        }
+        if self.permissions.timeout_secs < 5 {
+            bad(
+                "permissions.timeout_secs".into(),
+                "must be at least 5 (people need time to answer)".into(),
+            );
+        }
+        for (key, value) in [
+            ("timeouts.initialize_secs", self.timeouts.initialize_secs),
+            ("timeouts.new_session_secs", self.timeouts.new_session_secs),
+        ] {
+            if value == 0 {
+                bad(key.into(), "must be at least 1".into());
+            }
+        }
+        if self.rooms.handoff_max_hops == 0 {
+            bad(
+                "rooms.handoff_max_hops".into(),
+                "must be at least 1 (turn hand-offs off with `handoff = false`)".into(),
+            );
+        }
+        if self.permissions.propose_stop_after == 0 {
+            bad(
+                "permissions.propose_stop_after".into(),
+                "must be at least 1".into(),
+            );
+        }
+        if self.streaming.edit_interval_ms < 100 {
+            bad(
+                "streaming.edit_interval_ms".into(),
+                "must be at least 100".into(),
+            );
+        }
+        if self.streaming.max_edits_per_message == 0 {
+            bad(
+                "streaming.max_edits_per_message".into(),
+                "must be at least 1".into(),
+            );
+        }
+        if !(1_000..=30_000).contains(&self.streaming.max_message_bytes) {
+            bad(
+                "streaming.max_message_bytes".into(),
+                "must be between 1000 and 30000 (a Matrix event holds at most 64 KiB)".into(),
+            );
+        }
+        if self.streaming.max_reply_bytes < self.streaming.max_message_bytes {
+            bad(
+                "streaming.max_reply_bytes".into(),
+                "must be at least streaming.max_message_bytes".into(),
+            );
+        }
+        if self.streaming.outage_patience_secs == 0 {
+            bad(
+                "streaming.outage_patience_secs".into(),
+                "must be at least 1".into(),
+            );
+        }
+        if !(1..=1_000).contains(&self.continuity.sync_timeline_limit) {
+            bad(
+                "continuity.sync_timeline_limit".into(),
+                "must be between 1 and 1000".into(),
+            );
+        }
+        if self.continuity.catch_up_max_events == 0 {
+            bad(
+                "continuity.catch_up_max_events".into(),
+                "must be at least 1".into(),
+            );
+        }
+        if self.continuity.catch_up_max_hours == 0 {
+            bad(
+                "continuity.catch_up_max_hours".into(),
+                "must be at least 1".into(),
+            );
+        }
+        let days = self.retention.handled_days;
+        if days > 0 && days * 24 <= self.continuity.catch_up_max_hours {
+            bad(
+                "retention.handled_days".into(),
+                format!(
+                    "must be longer than the catch-up window ({} hours), or a message could be \
+                     answered twice",
+                    self.continuity.catch_up_max_hours
+                ),
+            );
+        }
+        if self.commands.prefix.trim().is_empty() || self.commands.prefix.contains(' ') {
+            bad(
+                "commands.prefix".into(),
+                "must be non-empty and without spaces".into(),
+            );
+        }
+        if self.agents.is_empty() {
+            bad("agents".into(), "no agent is configured".into());
+        }
+        let mut ids = std::collections::HashSet::new();
+        let mut users = std::collections::HashSet::new();
+        for (i, a) in self.agents.iter().enumerate() {
+            let k = |field: &str| format!("agents[{i}].{field}");
+            if a.id.is_empty()
+                || !a
+                    .id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                bad(
+                    k("id"),
+                    format!("`{}` must be letters, digits, - or _", a.id),
+                );
+            } else if !ids.insert(a.id.clone()) {
+                bad(k("id"), format!("`{}` is used by another agent", a.id));
+            }
+            if a.display_name.trim().is_empty() {
+                bad(k("display_name"), "is empty".into());
+            }
+            if a.command.trim().is_empty() {
+                bad(k("command"), "is empty".into());
+            }
+            if !a.workspace.is_dir() {
+                bad(
+                    k("workspace"),
+                    format!("{} is not an existing folder", a.workspace.display()),
+                );
+            }
+            if let Some(name) = &a.dialect
+                && crate::acp::dialect::named(name).is_none()
+            {
+                let known: Vec<&str> = crate::acp::dialect::ALL.iter().map(|d| d.name).collect();
+                bad(
+                    k("dialect"),
+                    format!("`{name}` is not a known dialect ({})", known.join(", ")),
+                );
+            }
+            for name in a.env.keys().chain(a.inherit_env.iter()) {
+                if name.is_empty() || name.contains('=') {
+                    bad(k("env"), format!("`{name}` is not a variable name"));
+                }
+            }
+            let uid = &a.matrix.user_id;
+            if !uid.starts_with('@') || !uid.contains(':') {
+                bad(
+                    k("matrix.user_id"),
+                    format!("`{uid}` is not a Matrix user ID like `@name:example.org`"),
+                );
+            } else if !users.insert(uid.clone()) {
+                bad(
+                    k("matrix.user_id"),
+                    format!("`{uid}` is used by another agent"),
+                );
+            }
+            let sources = [
+                a.matrix.password.is_some(),
+                a.matrix.password_env.is_some(),
+                a.matrix.password_file.is_some(),
+            ]
+            .iter()
+            .filter(|s| **s)
+            .count();
+            if sources != 1 {
+                bad(
+                    k("matrix"),
+                    "give exactly one of password, password_env, password_file".into(),
+                );
+            } else if let Err(e) = a.matrix.password() {
+                bad(k("matrix"), e);
+            }
+        }
+        out
+    }
+}
