@@ -378,10 +378,7 @@ async fn check_agent(agent: &AgentConfig, timeouts: &TimeoutsConfig) -> Result<S
                 tokio::time::timeout_at(deadline, session.events.recv()).await
             {
                 if let AgentEvent::Commands(list) = event {
-                    commands = list
-                        .into_iter()
-                        .map(|(name, _)| format!("/{name}"))
-                        .collect();
+                    commands = list.into_iter().map(|c| format!("/{}", c.name)).collect();
                     break;
                 }
             }

@@ -12,7 +12,8 @@ use tokio::sync::oneshot;
 use crate::core::agent::{
     AgentEvent, AgentInfo, ConfigChoice, ConfigOption, ConfigValue, PermissionAnswer,
     PermissionKind, PermissionOption, PermissionRequest, PlanEntry, PlanStatus, SessionSettings,
-    StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus, TurnEnd,
+    SlashCommand, StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
+    TurnEnd,
 };
 
 /// What the agent advertised in its `initialize` answer.
@@ -192,7 +193,7 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
         SessionUpdate::AvailableCommandsUpdate(c) => AgentEvent::Commands(
             c.available_commands
                 .into_iter()
-                .map(|c| (c.name, c.description))
+                .map(|c| SlashCommand::new(c.name, c.description))
                 .collect(),
         ),
         SessionUpdate::CurrentModeUpdate(m) => {
@@ -344,7 +345,7 @@ mod tests {
             "availableCommands": [{"name": "compact", "description": "Compact"}]}),
         );
         assert!(
-            matches!(c, AgentEvent::Commands(list) if list == vec![("compact".to_string(), "Compact".to_string())])
+            matches!(c, AgentEvent::Commands(list) if list == vec![SlashCommand::new("compact", "Compact")])
         );
     }
 

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::agent::{
     AgentError, AgentEvent, AgentPort, ConfigChoice, ConfigOption, ConfigValue, NewSession,
     PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen,
-    SessionSettings, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
+    SessionSettings, SlashCommand, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
 };
 use super::chat::{ChatError, ChatPort, OutMessage};
 
@@ -293,7 +293,7 @@ struct AgentState {
     /// Every mode or option change asked for: (session, what, value).
     changes: Vec<(String, String, String)>,
     /// The slash commands advertised right after `session/new`.
-    commands: Vec<(String, String)>,
+    commands: Vec<SlashCommand>,
 }
 
 /// An agent that follows a [`Script`] for every prompt and records what it received.
@@ -361,7 +361,7 @@ impl FakeAgent {
     pub fn with_commands(self: Arc<Self>, commands: &[(&str, &str)]) -> Arc<Self> {
         self.state.lock().unwrap().commands = commands
             .iter()
-            .map(|(n, d)| (n.to_string(), d.to_string()))
+            .map(|(n, d)| SlashCommand::new(*n, *d))
             .collect();
         self
     }

@@ -230,8 +230,8 @@ pub enum AgentEvent {
         /// Size of the context window, 0 when not known yet.
         size: u64,
     },
-    /// The slash commands the agent offers, with their descriptions.
-    Commands(Vec<(String, String)>),
+    /// The slash commands the agent offers.
+    Commands(Vec<SlashCommand>),
     /// The session's mode changed (the agent switched it, or confirmed a switch).
     ModeChanged(String),
     /// The session's config options, all of them, replacing the earlier list.
@@ -415,5 +415,24 @@ impl ProcessState {
     /// Whether the process runs (and so holds a slot of the pool).
     pub fn is_running(&self) -> bool {
         matches!(self, ProcessState::Running { .. })
+    }
+}
+
+/// A slash command the agent offers (`/compact`), as it advertised it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlashCommand {
+    /// Its name, without the slash.
+    pub name: String,
+    /// What it does, in the agent's words.
+    pub description: String,
+}
+
+impl SlashCommand {
+    /// The command `name`, described as `description`.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Every sentence Sidekicks says in a room, in one place.
 
-use crate::model::agent::StopReason;
+use crate::model::agent::{SlashCommand, StopReason};
 
 /// The reaction that stops a running turn when put on the agent's reply.
 pub const STOP_REACTION: &str = "🛑";
@@ -190,7 +190,7 @@ pub struct AgentLine {
     /// Its ID, the short name people address it by.
     pub id: String,
     /// Its slash commands (name, description), as its session last advertised them.
-    pub commands: Vec<(String, String)>,
+    pub commands: Vec<SlashCommand>,
 }
 
 /// How a slash command of `agent` is written in this room: `/cmd`, or `/agent:cmd` where
@@ -267,10 +267,11 @@ pub fn agent_commands(agent: &AgentLine, several: bool) -> String {
         return format!("{} offers no slash commands.", agent.name);
     }
     let mut text = format!("{}'s own commands (write them as a message):", agent.name);
-    for (name, description) in &agent.commands {
+    for command in &agent.commands {
         text.push_str(&format!(
-            "\n• {}: {description}",
-            slash(&agent.id, name, several)
+            "\n• {}: {}",
+            slash(&agent.id, &command.name, several),
+            command.description
         ));
     }
     text

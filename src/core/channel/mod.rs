@@ -19,7 +19,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::core::agent::{AgentEvent, SessionSettings, TokenUsage};
+use crate::core::agent::{AgentEvent, SessionSettings, SlashCommand, TokenUsage};
 use crate::core::approvals::Approvals;
 use crate::core::chat::OutMessage;
 use crate::core::command::Command;
@@ -48,7 +48,7 @@ pub struct ChannelReport {
     /// The usage line, if the agent reported usage.
     pub usage: Option<String>,
     /// The agent's slash commands (name, description).
-    pub commands: Vec<(String, String)>,
+    pub commands: Vec<SlashCommand>,
 }
 
 /// Something for a channel to do.
@@ -116,7 +116,7 @@ pub struct Channel {
     /// Inputs that came while a turn waited for a slot and must wait until it has run.
     deferred: VecDeque<ChannelInput>,
     /// The agent's slash commands, as last advertised (listed by `!help`).
-    commands: Vec<(String, String)>,
+    commands: Vec<SlashCommand>,
     /// Fires when the gateway shuts down: the running turn is stopped and marked.
     shutdown: CancellationToken,
     /// Open permission polls and the running turn's refusals.

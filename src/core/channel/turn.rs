@@ -76,7 +76,7 @@ impl Channel {
                 return;
             }
             self.await_commands().await;
-            if !self.commands.is_empty() && !self.commands.iter().any(|(c, _)| c == command) {
+            if !self.commands.is_empty() && !self.commands.iter().any(|c| c.name == command) {
                 tracing::info!(agent = %self.ctx.agent_id, room = %self.room, command, "a slash command the agent does not offer");
                 let several = self.several_agents_here().await;
                 self.notice(strings::unknown_slash(&self.agent_line(), command, several))

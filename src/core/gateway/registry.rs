@@ -13,18 +13,16 @@ use tokio_util::task::TaskTracker;
 
 use crate::core::channel::{Channel, ChannelInput, ChannelReport};
 use crate::core::context::AgentContext;
+use crate::model::ids::ConversationKey;
 
 /// How long `!status` and `!help` wait for a channel to say how it stands.
 const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Which conversation a channel holds: a room and the agent answering in it.
-type Key = (String, String);
-
 /// The running channels and the tasks the gateway started.
 #[derive(Default)]
 pub(super) struct Channels {
-    /// The input queue of each running channel.
-    inputs: Mutex<HashMap<Key, mpsc::UnboundedSender<ChannelInput>>>,
+    /// The input queue of each running channel, by the conversation it holds.
+    inputs: Mutex<HashMap<ConversationKey, mpsc::UnboundedSender<ChannelInput>>>,
     /// The channel tasks and the gateway's other tasks, so shutdown can wait for them.
     tasks: TaskTracker,
     /// Cancelled at shutdown; every channel watches it.
@@ -44,7 +42,7 @@ impl Channels {
         };
         let mut inputs = self.inputs.lock().expect("channel map poisoned");
         let tx = inputs
-            .entry((room_id.to_owned(), ctx.agent_id.clone()))
+            .entry(ConversationKey::new(room_id, ctx.agent_id.as_str()))
             .or_insert_with(spawn);
         if let Err(mpsc::error::SendError(input)) = tx.send(input) {
             tracing::error!(
@@ -61,7 +59,7 @@ impl Channels {
     /// matters only to a channel with a turn or a poll).
     pub(super) fn send_if_running(&self, room_id: &str, agent_id: &str, input: ChannelInput) {
         let inputs = self.inputs.lock().expect("channel map poisoned");
-        if let Some(tx) = inputs.get(&(room_id.to_owned(), agent_id.to_owned())) {
+        if let Some(tx) = inputs.get(&ConversationKey::new(room_id, agent_id)) {
             let _ = tx.send(input);
         }
     }
@@ -72,7 +70,7 @@ impl Channels {
         self.inputs
             .lock()
             .expect("channel map poisoned")
-            .get(&(room_id.to_owned(), agent_id.to_owned()))?
+            .get(&ConversationKey::new(room_id, agent_id))?
             .send(ChannelInput::Report(reply))
             .ok()?;
         tokio::time::timeout(REPORT_TIMEOUT, answer)
@@ -87,7 +85,7 @@ impl Channels {
         self.inputs
             .lock()
             .expect("channel map poisoned")
-            .remove(&(room_id.to_owned(), agent_id.to_owned()));
+            .remove(&ConversationKey::new(room_id, agent_id));
     }
 
     /// Runs `task` as one of the gateway's, waited for at shutdown.
