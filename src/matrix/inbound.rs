@@ -267,6 +267,25 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_message_is_a_message_of_the_room_and_its_fallback_no_reply() {
+        // Threads are not conversations of their own yet: a message in one is taken like any
+        // other, and the reply its thread relation carries only as a fallback for clients
+        // without threads does not count as a reply.
+        let m = message(convert(serde_json::json!({
+            "msgtype": "m.text",
+            "body": "in the thread",
+            "m.relates_to": {
+                "rel_type": "m.thread",
+                "event_id": "$root",
+                "is_falling_back": true,
+                "m.in_reply_to": {"event_id": "$latest"},
+            },
+        })));
+        assert_eq!(m.body, "in the thread");
+        assert_eq!(m.reply_to, None);
+    }
+
+    #[test]
     fn mention_pills_and_intentional_mentions_are_read() {
         let m = message(convert(serde_json::json!({
             "msgtype": "m.text",
