@@ -129,50 +129,77 @@ impl MatrixAgent {
         error
     }
 
+    /// The handlers for what the sync brings besides timelines: invites and this user's
+    /// own membership. Room messages and reactions are read from the timelines instead
+    /// (`timeline.rs`), so a message the SDK cannot parse still counts.
     fn install_handlers(&self, gateway: Arc<Gateway>) {
-        let agent_id = self.agent_id.clone();
-        let gw = gateway.clone();
-        self.client.add_event_handler(move |ev: StrippedRoomMemberEvent, room: Room, client: Client| {
-            let (gw, agent_id) = (gw.clone(), agent_id.clone());
-            async move {
-                if ev.content.membership != MembershipState::Invite || Some(&*ev.state_key) != client.user_id() {
-                    return;
-                }
-                let room_id = room.room_id().to_string();
-                if gw.accept_invite(&agent_id, &room_id, ev.sender.as_str()).await {
-                    // Joining waits for the next sync, so it must not run inside this handler.
-                    tokio::spawn(join_with_retry(room, agent_id));
-                } else {
-                    tokio::spawn(async move {
-                        if let Err(e) = room.leave().await {
-                            tracing::warn!(agent = %agent_id, room = %room_id, error = %e, "could not decline the invite");
-                        }
-                    });
-                }
-            }
-        });
-
-        let agent_id = self.agent_id.clone();
-        let gw = gateway.clone();
+        let (agent_id, gw) = (self.agent_id.clone(), gateway.clone());
+        self.client.add_event_handler(
+            move |ev: StrippedRoomMemberEvent, room: Room, client: Client| {
+                on_invite(ev, room, client, gw.clone(), agent_id.clone())
+            },
+        );
+        let (agent_id, gw) = (self.agent_id.clone(), gateway);
         self.client.add_event_handler(
             move |ev: SyncRoomMemberEvent, room: Room, client: Client| {
-                let (gw, agent_id) = (gw.clone(), agent_id.clone());
-                async move {
-                    if client
-                        .user_id()
-                        .is_some_and(|me| ev.state_key().as_str() == me.as_str())
-                        && matches!(
-                            ev.membership(),
-                            MembershipState::Leave | MembershipState::Ban
-                        )
-                    {
-                        tracing::info!(agent = %agent_id, room = %room.room_id(), "left the room");
-                        gw.left_room(&agent_id, room.room_id().as_str()).await;
-                    }
-                }
+                on_membership(ev, room, client, gw.clone(), agent_id.clone())
             },
         );
     }
+}
+
+/// An invite: accepted (joined) when the inviter may invite, else declined.
+async fn on_invite(
+    ev: StrippedRoomMemberEvent,
+    room: Room,
+    client: Client,
+    gateway: Arc<Gateway>,
+    agent_id: String,
+) {
+    let me = client.user_id().map(|u| u.as_str());
+    if !invites(ev.content.membership.clone(), ev.state_key.as_str(), me) {
+        return;
+    }
+    let room_id = room.room_id().to_string();
+    if gateway
+        .accept_invite(&agent_id, &room_id, ev.sender.as_str())
+        .await
+    {
+        // Joining waits for the next sync, so it must not run inside this handler.
+        tokio::spawn(join_with_retry(room, agent_id));
+    } else {
+        tokio::spawn(async move {
+            if let Err(e) = room.leave().await {
+                tracing::warn!(agent = %agent_id, room = %room_id, error = %e, "could not decline the invite");
+            }
+        });
+    }
+}
+
+/// A membership change in a joined room: the gateway forgets a room this user left or
+/// was removed from.
+async fn on_membership(
+    ev: SyncRoomMemberEvent,
+    room: Room,
+    client: Client,
+    gateway: Arc<Gateway>,
+    agent_id: String,
+) {
+    let me = client.user_id().map(|u| u.as_str());
+    if leaves(ev.membership().clone(), ev.state_key().as_str(), me) {
+        tracing::info!(agent = %agent_id, room = %room.room_id(), "left the room");
+        gateway.left_room(&agent_id, room.room_id().as_str()).await;
+    }
+}
+
+/// Whether a membership event about `state_key` invites this user (`me`).
+fn invites(membership: MembershipState, state_key: &str, me: Option<&str>) -> bool {
+    membership == MembershipState::Invite && me == Some(state_key)
+}
+
+/// Whether a membership event about `state_key` takes this user (`me`) out of the room.
+fn leaves(membership: MembershipState, state_key: &str, me: Option<&str>) -> bool {
+    me == Some(state_key) && matches!(membership, MembershipState::Leave | MembershipState::Ban)
 }
 
 /// Waits out `backoff` (doubling it for next time); `false` when shutdown came first.
@@ -210,5 +237,28 @@ async fn join_with_retry(room: Room, agent_id: String) {
                 delay *= 2;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_invite_of_this_user_is_one() {
+        let me = Some("@demo:x");
+        assert!(invites(MembershipState::Invite, "@demo:x", me));
+        assert!(!invites(MembershipState::Invite, "@other:x", me));
+        assert!(!invites(MembershipState::Join, "@demo:x", me));
+        assert!(!invites(MembershipState::Invite, "@demo:x", None));
+    }
+
+    #[test]
+    fn leaving_or_being_banned_takes_this_user_out_and_others_leaving_does_not() {
+        let me = Some("@demo:x");
+        assert!(leaves(MembershipState::Leave, "@demo:x", me));
+        assert!(leaves(MembershipState::Ban, "@demo:x", me));
+        assert!(!leaves(MembershipState::Leave, "@alice:x", me));
+        assert!(!leaves(MembershipState::Join, "@demo:x", me));
     }
 }
