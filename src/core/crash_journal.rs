@@ -5,6 +5,7 @@
 //! again under the same transaction ID gets the event the homeserver already has (or posts
 //! it now), and it is marked like any other (see `docs/continuity.md`).
 
+use crate::model::ids::ConversationKey;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -57,7 +58,7 @@ impl ChatPort for JournaledReplies {
         };
         if let Err(e) = self
             .store
-            .intend_cut_message(room, &self.agent_id, txn, &intent)
+            .intend_cut_message(&ConversationKey::new(room, &self.agent_id), txn, &intent)
             .await
         {
             tracing::error!(agent = %self.agent_id, room, error = %e, "could not record a reply message before sending it");
@@ -98,7 +99,10 @@ mod tests {
     #[tokio::test]
     async fn a_reply_message_is_journaled_before_its_send_and_confirmed_after() {
         let store = Store::in_memory().await.unwrap();
-        store.begin_turn("!r", "demo", "$p", false).await.unwrap();
+        store
+            .begin_turn(&ConversationKey::new("!r", "demo"), "$p", false)
+            .await
+            .unwrap();
         let chat = FakeChat::new();
         let journaled = JournaledReplies::new(chat.clone(), store.clone(), "demo".into(), "⏹️ cut");
         let id = journaled

@@ -1,5 +1,7 @@
 //! What arrives from the chat side, already stripped of Matrix types.
 
+use crate::model::ids::ConversationKey;
+
 /// A message someone wrote in a room where an agent is.
 #[derive(Debug, Clone, Default)]
 pub struct IncomingMessage {
@@ -23,6 +25,14 @@ pub struct IncomingMessage {
     /// The users the message mentions (Matrix intentional mentions and mention pills):
     /// a message mentioning agents is for them.
     pub mentions: Vec<String>,
+}
+
+impl IncomingMessage {
+    /// The conversation this copy of the message belongs to: its room and the agent that
+    /// saw it.
+    pub fn conversation(&self) -> ConversationKey {
+        ConversationKey::new(&self.room_id, &self.agent_id)
+    }
 }
 
 /// A reaction someone put on a message.

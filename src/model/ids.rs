@@ -40,6 +40,12 @@ macro_rules! string_id {
             }
         }
 
+        impl From<&String> for $name {
+            fn from(id: &String) -> Self {
+                Self(id.clone())
+            }
+        }
+
         impl From<String> for $name {
             fn from(id: String) -> Self {
                 Self(id)

@@ -1,15 +1,16 @@
 //! Where each conversation starts, and how each session got it back.
 
 use super::{Store, StoreError, TranscriptEntry, now_ms};
+use crate::model::ids::ConversationKey;
 
 impl Store {
     /// The transcript of (room, agent) since its conversation started (everything, unless
     /// someone asked for a fresh start), oldest first.
     pub async fn conversation(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
     ) -> Result<Vec<TranscriptEntry>, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT role, sender, event_id, body, stop_reason, created_at FROM transcript
              WHERE room_id = ?1 AND agent_id = ?2 AND id > COALESCE(
@@ -27,9 +28,9 @@ impl Store {
     /// back either.
     pub async fn start_conversation(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
         sqlx::query("DELETE FROM sessions WHERE room_id = ? AND agent_id = ?")
             .bind(room_id)
@@ -54,10 +55,10 @@ impl Store {
     /// Records how the session of (room, agent) got its conversation back.
     pub async fn set_continuity(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         how: &str,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query("UPDATE sessions SET continuity = ? WHERE room_id = ? AND agent_id = ?")
             .bind(how)
             .bind(room_id)
@@ -70,9 +71,9 @@ impl Store {
     /// How the session of (room, agent) got its conversation back, if there is a session.
     pub async fn continuity(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
     ) -> Result<Option<String>, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let row: Option<(String,)> =
             sqlx::query_as("SELECT continuity FROM sessions WHERE room_id = ? AND agent_id = ?")
                 .bind(room_id)
@@ -101,42 +102,87 @@ mod tests {
                     body,
                     stop_reason: None,
                 };
-                store.append_transcript("!r", "demo", line).await.unwrap()
+                store
+                    .append_transcript(&ConversationKey::new("!r", "demo"), line)
+                    .await
+                    .unwrap()
             }
         };
         add("one").await;
         add("two").await;
         let bodies = |v: Vec<TranscriptEntry>| v.into_iter().map(|e| e.body).collect::<Vec<_>>();
         assert_eq!(
-            bodies(store.conversation("!r", "demo").await.unwrap()),
+            bodies(
+                store
+                    .conversation(&ConversationKey::new("!r", "demo"))
+                    .await
+                    .unwrap()
+            ),
             ["one", "two"]
         );
-        store.start_conversation("!r", "demo").await.unwrap();
-        assert!(store.conversation("!r", "demo").await.unwrap().is_empty());
+        store
+            .start_conversation(&ConversationKey::new("!r", "demo"))
+            .await
+            .unwrap();
+        assert!(
+            store
+                .conversation(&ConversationKey::new("!r", "demo"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
         add("three").await;
         assert_eq!(
-            bodies(store.conversation("!r", "demo").await.unwrap()),
+            bodies(
+                store
+                    .conversation(&ConversationKey::new("!r", "demo"))
+                    .await
+                    .unwrap()
+            ),
             ["three"]
         );
         // Other channels are untouched.
-        assert!(store.conversation("!r", "other").await.unwrap().is_empty());
+        assert!(
+            store
+                .conversation(&ConversationKey::new("!r", "other"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[tokio::test]
     async fn continuity_is_recorded_per_session() {
         let store = Store::in_memory().await.unwrap();
-        assert_eq!(store.continuity("!r", "demo").await.unwrap(), None);
-        store.save_session("!r", "demo", "s1").await.unwrap();
         assert_eq!(
-            store.continuity("!r", "demo").await.unwrap().as_deref(),
-            Some("new")
+            store
+                .continuity(&ConversationKey::new("!r", "demo"))
+                .await
+                .unwrap(),
+            None
         );
         store
-            .set_continuity("!r", "demo", "reinjected")
+            .save_session(&ConversationKey::new("!r", "demo"), "s1")
             .await
             .unwrap();
         assert_eq!(
-            store.continuity("!r", "demo").await.unwrap().as_deref(),
+            store
+                .continuity(&ConversationKey::new("!r", "demo"))
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("new")
+        );
+        store
+            .set_continuity(&ConversationKey::new("!r", "demo"), "reinjected")
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .continuity(&ConversationKey::new("!r", "demo"))
+                .await
+                .unwrap()
+                .as_deref(),
             Some("reinjected")
         );
     }

@@ -7,6 +7,7 @@
 //! admitted by a run that stopped first.
 
 use super::{Store, StoreError, now_ms};
+use crate::model::ids::ConversationKey;
 
 /// What kind of input waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,10 +82,10 @@ impl Store {
     pub async fn admit(
         &self,
         event_id: &str,
-        agent_id: &str,
-        room_id: &str,
+        conversation: &ConversationKey,
         pending: Option<&PendingInput>,
     ) -> Result<bool, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
             "INSERT OR IGNORE INTO handled_events (event_id, agent_id, room_id, handled_at) VALUES (?, ?, ?, ?)",
@@ -225,7 +226,11 @@ mod tests {
         for (id, body) in [("$2", "second"), ("$1", "first"), ("$3", "third")] {
             assert!(
                 store
-                    .admit(id, "a", "!r", Some(&prompt(id, body)))
+                    .admit(
+                        id,
+                        &ConversationKey::new("!r", "a"),
+                        Some(&prompt(id, body))
+                    )
                     .await
                     .unwrap()
             );
@@ -233,7 +238,11 @@ mod tests {
         // Admitted again (a sync replayed, a catch-up overlapping): refused, nothing added.
         assert!(
             !store
-                .admit("$1", "a", "!r", Some(&prompt("$1", "again")))
+                .admit(
+                    "$1",
+                    &ConversationKey::new("!r", "a"),
+                    Some(&prompt("$1", "again"))
+                )
                 .await
                 .unwrap()
         );
@@ -246,7 +255,10 @@ mod tests {
             kind: PendingKind::Rerun,
             ..prompt("$0", "cut")
         };
-        store.end_turn("!r", "a", None, Some(&rerun)).await.unwrap();
+        store
+            .end_turn(&ConversationKey::new("!r", "a"), None, Some(&rerun))
+            .await
+            .unwrap();
         let waiting = store.pending_inputs("a").await.unwrap();
         let bodies: Vec<&str> = waiting.iter().map(|p| p.body.as_str()).collect();
         assert_eq!(
@@ -261,8 +273,18 @@ mod tests {
     #[tokio::test]
     async fn an_event_admitted_without_an_input_waits_for_nothing() {
         let store = Store::in_memory().await.unwrap();
-        assert!(store.admit("$1", "a", "!r", None).await.unwrap());
+        assert!(
+            store
+                .admit("$1", &ConversationKey::new("!r", "a"), None)
+                .await
+                .unwrap()
+        );
         assert!(store.pending_inputs("a").await.unwrap().is_empty());
-        assert!(!store.admit("$1", "a", "!r", None).await.unwrap());
+        assert!(
+            !store
+                .admit("$1", &ConversationKey::new("!r", "a"), None)
+                .await
+                .unwrap()
+        );
     }
 }

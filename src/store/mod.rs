@@ -1,6 +1,7 @@
 //! Persistent state in SQLite (sqlx, migrations from `migrations/`): sessions, transcripts,
 //! handled events, when each agent joined each room, open permission polls and room settings.
 
+use crate::model::ids::ConversationKey;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -129,10 +130,10 @@ impl Store {
     /// Records when `agent` arrived in `room`, unless already known; returns the time kept.
     pub async fn member_since(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         since: i64,
     ) -> Result<i64, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
             "INSERT OR IGNORE INTO room_members (room_id, agent_id, since) VALUES (?, ?, ?)",
         )
@@ -154,10 +155,10 @@ impl Store {
     /// earlier record: everything before is history.
     pub async fn set_member_since(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         since: i64,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
             "INSERT INTO room_members (room_id, agent_id, since) VALUES (?, ?, ?)
              ON CONFLICT (room_id, agent_id) DO UPDATE SET since = excluded.since",
@@ -171,7 +172,8 @@ impl Store {
     }
 
     /// Forgets the membership record, when the agent leaves a room.
-    pub async fn forget_member(&self, room_id: &str, agent_id: &str) -> Result<(), StoreError> {
+    pub async fn forget_member(&self, conversation: &ConversationKey) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query("DELETE FROM room_members WHERE room_id = ? AND agent_id = ?")
             .bind(room_id)
             .bind(agent_id)
@@ -193,10 +195,10 @@ impl Store {
     /// Saves the ACP session of (room, agent).
     pub async fn save_session(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         session_id: &str,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
             "INSERT INTO sessions (room_id, agent_id, session_id, created_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (room_id, agent_id) DO UPDATE SET session_id = excluded.session_id,
@@ -214,9 +216,9 @@ impl Store {
     /// The last ACP session saved for (room, agent).
     pub async fn session(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
     ) -> Result<Option<String>, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let row: Option<(String,)> =
             sqlx::query_as("SELECT session_id FROM sessions WHERE room_id = ? AND agent_id = ?")
                 .bind(room_id)
@@ -230,19 +232,19 @@ impl Store {
     /// restart (it had not begun) is not recorded a second time.
     pub async fn append_transcript(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         line: TranscriptLine<'_>,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         insert_transcript(&self.pool, room_id, agent_id, &line).await
     }
 
     /// The transcript of (room, agent), oldest first.
     pub async fn transcript(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
     ) -> Result<Vec<TranscriptEntry>, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT role, sender, event_id, body, stop_reason, created_at FROM transcript
              WHERE room_id = ? AND agent_id = ? ORDER BY id",
@@ -289,33 +291,100 @@ mod tests {
     #[tokio::test]
     async fn events_are_handled_once_per_agent() {
         let store = Store::in_memory().await.unwrap();
-        assert!(store.admit("$e", "a", "!r", None).await.unwrap());
-        assert!(!store.admit("$e", "a", "!r", None).await.unwrap());
-        assert!(store.admit("$e", "b", "!r", None).await.unwrap());
+        assert!(
+            store
+                .admit("$e", &ConversationKey::new("!r", "a"), None)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .admit("$e", &ConversationKey::new("!r", "a"), None)
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .admit("$e", &ConversationKey::new("!r", "b"), None)
+                .await
+                .unwrap()
+        );
     }
 
     #[tokio::test]
     async fn membership_keeps_the_first_time() {
         let store = Store::in_memory().await.unwrap();
-        assert_eq!(store.member_since("!r", "a", 10).await.unwrap(), 10);
-        assert_eq!(store.member_since("!r", "a", 20).await.unwrap(), 10);
-        store.forget_member("!r", "a").await.unwrap();
-        assert_eq!(store.member_since("!r", "a", 30).await.unwrap(), 30);
-        store.set_member_since("!r", "a", 40).await.unwrap();
-        assert_eq!(store.member_since("!r", "a", 50).await.unwrap(), 40);
-        store.set_member_since("!r", "b", 40).await.unwrap();
-        store.set_member_since("!other", "c", 40).await.unwrap();
+        assert_eq!(
+            store
+                .member_since(&ConversationKey::new("!r", "a"), 10)
+                .await
+                .unwrap(),
+            10
+        );
+        assert_eq!(
+            store
+                .member_since(&ConversationKey::new("!r", "a"), 20)
+                .await
+                .unwrap(),
+            10
+        );
+        store
+            .forget_member(&ConversationKey::new("!r", "a"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .member_since(&ConversationKey::new("!r", "a"), 30)
+                .await
+                .unwrap(),
+            30
+        );
+        store
+            .set_member_since(&ConversationKey::new("!r", "a"), 40)
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .member_since(&ConversationKey::new("!r", "a"), 50)
+                .await
+                .unwrap(),
+            40
+        );
+        store
+            .set_member_since(&ConversationKey::new("!r", "b"), 40)
+            .await
+            .unwrap();
+        store
+            .set_member_since(&ConversationKey::new("!other", "c"), 40)
+            .await
+            .unwrap();
         assert_eq!(store.room_agents("!r").await.unwrap(), vec!["a", "b"]);
     }
 
     #[tokio::test]
     async fn sessions_and_transcripts_round_trip() {
         let store = Store::in_memory().await.unwrap();
-        assert_eq!(store.session("!r", "a").await.unwrap(), None);
-        store.save_session("!r", "a", "s1").await.unwrap();
-        store.save_session("!r", "a", "s2").await.unwrap();
         assert_eq!(
-            store.session("!r", "a").await.unwrap().as_deref(),
+            store
+                .session(&ConversationKey::new("!r", "a"))
+                .await
+                .unwrap(),
+            None
+        );
+        store
+            .save_session(&ConversationKey::new("!r", "a"), "s1")
+            .await
+            .unwrap();
+        store
+            .save_session(&ConversationKey::new("!r", "a"), "s2")
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .session(&ConversationKey::new("!r", "a"))
+                .await
+                .unwrap()
+                .as_deref(),
             Some("s2")
         );
         let prompt = TranscriptLine {
@@ -325,9 +394,15 @@ mod tests {
             body: "hi",
             stop_reason: None,
         };
-        store.append_transcript("!r", "a", prompt).await.unwrap();
+        store
+            .append_transcript(&ConversationKey::new("!r", "a"), prompt)
+            .await
+            .unwrap();
         // The same prompt again (run again after a restart): recorded once.
-        store.append_transcript("!r", "a", prompt).await.unwrap();
+        store
+            .append_transcript(&ConversationKey::new("!r", "a"), prompt)
+            .await
+            .unwrap();
         let reply = TranscriptLine {
             role: Role::Agent,
             sender: "@a:x",
@@ -335,8 +410,14 @@ mod tests {
             body: "hello",
             stop_reason: Some("end_turn"),
         };
-        store.append_transcript("!r", "a", reply).await.unwrap();
-        let t = store.transcript("!r", "a").await.unwrap();
+        store
+            .append_transcript(&ConversationKey::new("!r", "a"), reply)
+            .await
+            .unwrap();
+        let t = store
+            .transcript(&ConversationKey::new("!r", "a"))
+            .await
+            .unwrap();
         assert_eq!(t.len(), 2);
         assert_eq!((t[0].role.as_str(), t[1].body.as_str()), ("user", "hello"));
     }

@@ -3,6 +3,7 @@
 //! (see `docs/continuity.md`).
 
 use super::{Store, StoreError, now_ms};
+use crate::model::ids::ConversationKey;
 
 /// The newest event of a room an agent has taken in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,9 +20,9 @@ impl Store {
     /// The newest event of `room_id` that `agent_id` has taken in.
     pub async fn room_position(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
     ) -> Result<Option<RoomPosition>, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let row: Option<(String, i64)> = sqlx::query_as(
             "SELECT event_id, event_ts FROM room_positions WHERE room_id = ? AND agent_id = ?",
         )
@@ -67,9 +68,9 @@ impl Store {
     /// When `agent_id` last took in an event of `room_id`, if ever.
     pub async fn last_handled_at(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
     ) -> Result<Option<i64>, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let row: (Option<i64>,) = sqlx::query_as(
             "SELECT MAX(handled_at) FROM handled_events WHERE room_id = ? AND agent_id = ?",
         )
@@ -84,9 +85,9 @@ impl Store {
     /// before is history, never a prompt. Unlike [`Store::member_since`], records nothing.
     pub async fn member_floor(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
     ) -> Result<Option<i64>, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let row: Option<(i64,)> =
             sqlx::query_as("SELECT since FROM room_members WHERE room_id = ? AND agent_id = ?")
                 .bind(room_id)
@@ -104,7 +105,13 @@ mod tests {
     #[tokio::test]
     async fn positions_move_forward() {
         let store = Store::in_memory().await.unwrap();
-        assert_eq!(store.room_position("!r", "a").await.unwrap(), None);
+        assert_eq!(
+            store
+                .room_position(&ConversationKey::new("!r", "a"))
+                .await
+                .unwrap(),
+            None
+        );
         let at = |id: &str, ts| RoomPosition {
             room_id: "!r".into(),
             event_id: id.into(),
@@ -113,20 +120,62 @@ mod tests {
         store.save_positions("a", &[at("$1", 10)]).await.unwrap();
         store.save_positions("a", &[]).await.unwrap();
         assert_eq!(
-            store.room_position("!r", "a").await.unwrap(),
+            store
+                .room_position(&ConversationKey::new("!r", "a"))
+                .await
+                .unwrap(),
             Some(at("$1", 10))
         );
         store.save_positions("a", &[at("$2", 20)]).await.unwrap();
         assert_eq!(
-            store.room_position("!r", "a").await.unwrap(),
+            store
+                .room_position(&ConversationKey::new("!r", "a"))
+                .await
+                .unwrap(),
             Some(at("$2", 20))
         );
-        assert_eq!(store.room_position("!r", "b").await.unwrap(), None);
-        assert_eq!(store.member_floor("!r", "a").await.unwrap(), None);
-        store.set_member_since("!r", "a", 5).await.unwrap();
-        assert_eq!(store.member_floor("!r", "a").await.unwrap(), Some(5));
-        assert_eq!(store.last_handled_at("!r", "a").await.unwrap(), None);
-        store.admit("$e", "a", "!r", None).await.unwrap();
-        assert!(store.last_handled_at("!r", "a").await.unwrap().is_some());
+        assert_eq!(
+            store
+                .room_position(&ConversationKey::new("!r", "b"))
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            store
+                .member_floor(&ConversationKey::new("!r", "a"))
+                .await
+                .unwrap(),
+            None
+        );
+        store
+            .set_member_since(&ConversationKey::new("!r", "a"), 5)
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .member_floor(&ConversationKey::new("!r", "a"))
+                .await
+                .unwrap(),
+            Some(5)
+        );
+        assert_eq!(
+            store
+                .last_handled_at(&ConversationKey::new("!r", "a"))
+                .await
+                .unwrap(),
+            None
+        );
+        store
+            .admit("$e", &ConversationKey::new("!r", "a"), None)
+            .await
+            .unwrap();
+        assert!(
+            store
+                .last_handled_at(&ConversationKey::new("!r", "a"))
+                .await
+                .unwrap()
+                .is_some()
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! after a crash can mark what the previous run left unfinished.
 
 use super::{PendingInput, Store, StoreError, TranscriptLine, now_ms};
+use crate::model::ids::ConversationKey;
 
 /// A message of an unfinished turn and the content it should show once the turn is cut.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -43,11 +44,11 @@ impl Store {
     /// running the prompt again.
     pub async fn begin_turn(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         prompt_event_id: &str,
         rerun: bool,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT OR REPLACE INTO unfinished_turns (room_id, agent_id, prompt_event_id, started_at, rerun)
@@ -74,11 +75,11 @@ impl Store {
     /// confirmed (see [`Store::confirm_cut_message`]).
     pub async fn intend_cut_message(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         txn_id: &str,
         message: &CutMessage,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
             "INSERT OR REPLACE INTO unfinished_messages (txn_id, room_id, agent_id, kind, body, html, notice)
              VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -113,10 +114,10 @@ impl Store {
     /// of (room, agent) is cut.
     pub async fn save_cut_message(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         message: &CutMessage,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
             "INSERT INTO unfinished_messages (event_id, room_id, agent_id, kind, body, html, notice)
              VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -139,10 +140,10 @@ impl Store {
     /// so far: only what is new is written, however long the answer grows.
     pub async fn append_reply_text(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         more: &str,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
             "UPDATE unfinished_turns SET reply_text = reply_text || ? WHERE room_id = ? AND agent_id = ?",
         )
@@ -159,11 +160,11 @@ impl Store {
     /// in one transaction: a crash leaves either the unfinished turn or what replaced it.
     pub async fn end_turn(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         reply: Option<TranscriptLine<'_>>,
         rerun: Option<&PendingInput>,
     ) -> Result<(), StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
         sqlx::query("DELETE FROM unfinished_messages WHERE room_id = ? AND agent_id = ?")
             .bind(room_id)
@@ -189,10 +190,10 @@ impl Store {
     /// and text (to run it again).
     pub async fn prompt(
         &self,
-        room_id: &str,
-        agent_id: &str,
+        conversation: &ConversationKey,
         event_id: &str,
     ) -> Result<Option<(String, String)>, StoreError> {
+        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT sender, body FROM transcript
              WHERE room_id = ? AND agent_id = ? AND event_id = ? AND role = 'user'
@@ -247,7 +248,7 @@ mod tests {
     async fn an_unfinished_turn_keeps_its_messages_until_it_ends() {
         let store = Store::in_memory().await.unwrap();
         store
-            .begin_turn("!r", "demo", "$prompt", true)
+            .begin_turn(&ConversationKey::new("!r", "demo"), "$prompt", true)
             .await
             .unwrap();
         let reply = CutMessage {
@@ -258,12 +259,18 @@ mod tests {
             html: None,
             notice: false,
         };
-        store.save_cut_message("!r", "demo", &reply).await.unwrap();
+        store
+            .save_cut_message(&ConversationKey::new("!r", "demo"), &reply)
+            .await
+            .unwrap();
         let newer = CutMessage {
             body: "partial, longer".into(),
             ..reply.clone()
         };
-        store.save_cut_message("!r", "demo", &newer).await.unwrap();
+        store
+            .save_cut_message(&ConversationKey::new("!r", "demo"), &newer)
+            .await
+            .unwrap();
         // A second message, sent but never confirmed: known by its transaction ID.
         let unconfirmed = CutMessage {
             event_id: None,
@@ -272,11 +279,14 @@ mod tests {
             ..reply.clone()
         };
         store
-            .intend_cut_message("!r", "demo", "txn-1", &unconfirmed)
+            .intend_cut_message(&ConversationKey::new("!r", "demo"), "txn-1", &unconfirmed)
             .await
             .unwrap();
         for part in ["partial", ", longer"] {
-            store.append_reply_text("!r", "demo", part).await.unwrap();
+            store
+                .append_reply_text(&ConversationKey::new("!r", "demo"), part)
+                .await
+                .unwrap();
         }
         let turns = store.unfinished_turns("demo").await.unwrap();
         assert_eq!(
@@ -302,11 +312,14 @@ mod tests {
             stop_reason: Some("interrupted"),
         };
         store
-            .end_turn("!r", "demo", Some(reply), None)
+            .end_turn(&ConversationKey::new("!r", "demo"), Some(reply), None)
             .await
             .unwrap();
         assert!(store.unfinished_turns("demo").await.unwrap().is_empty());
-        let transcript = store.transcript("!r", "demo").await.unwrap();
+        let transcript = store
+            .transcript(&ConversationKey::new("!r", "demo"))
+            .await
+            .unwrap();
         assert_eq!(transcript.len(), 1);
         assert_eq!(transcript[0].stop_reason.as_deref(), Some("interrupted"));
     }
@@ -326,10 +339,13 @@ mod tests {
             queued_reaction: None,
         };
         store
-            .admit("$p", "demo", "!r", Some(&pending))
+            .admit("$p", &ConversationKey::new("!r", "demo"), Some(&pending))
             .await
             .unwrap();
-        store.begin_turn("!r", "demo", "$p", false).await.unwrap();
+        store
+            .begin_turn(&ConversationKey::new("!r", "demo"), "$p", false)
+            .await
+            .unwrap();
         assert!(store.pending_inputs("demo").await.unwrap().is_empty());
         assert_eq!(store.unfinished_turns("demo").await.unwrap().len(), 1);
     }

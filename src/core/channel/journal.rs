@@ -3,6 +3,7 @@
 //! send for the next start to put on. New reply messages are journaled *before* they are
 //! sent, by [`crate::core::crash_journal::JournaledReplies`]. See `docs/continuity.md`.
 
+use crate::model::ids::ConversationKey;
 use std::collections::HashMap;
 
 use crate::core::chat::OutMessage;
@@ -14,10 +15,8 @@ use crate::store::{CutMessage, Store};
 pub(super) struct TurnJournal {
     /// The database.
     store: Store,
-    /// The room of the turn.
-    room: String,
-    /// The agent answering.
-    agent_id: String,
+    /// The conversation of the turn.
+    key: ConversationKey,
     /// What the reply says if a crash cuts it: whether the prompt will run again.
     cut_footer: &'static str,
     /// The reply message (and length of its text) last recorded.
@@ -29,17 +28,11 @@ pub(super) struct TurnJournal {
 }
 
 impl TurnJournal {
-    /// A journal for a turn of `agent_id` in `room` whose cut reply ends with `cut_footer`.
-    pub(super) fn new(
-        store: Store,
-        room: String,
-        agent_id: String,
-        cut_footer: &'static str,
-    ) -> Self {
+    /// A journal for a turn of conversation `key` whose cut reply ends with `cut_footer`.
+    pub(super) fn new(store: Store, key: ConversationKey, cut_footer: &'static str) -> Self {
         Self {
             store,
-            room,
-            agent_id,
+            key,
             cut_footer,
             saved_reply: None,
             saved_text: 0,
@@ -67,12 +60,12 @@ impl TurnJournal {
         if text.len() > self.saved_text {
             match self
                 .store
-                .append_reply_text(&self.room, &self.agent_id, &text[self.saved_text..])
+                .append_reply_text(&self.key, &text[self.saved_text..])
                 .await
             {
                 Ok(()) => self.saved_text = text.len(),
                 Err(e) => {
-                    tracing::error!(agent = %self.agent_id, room = %self.room, error = %e, "could not record the turn's answer so far")
+                    tracing::error!(agent = %self.key.agent, room = %self.key.room, error = %e, "could not record the turn's answer so far")
                 }
             }
         }
@@ -91,12 +84,8 @@ impl TurnJournal {
     }
 
     async fn save(&self, message: &CutMessage) {
-        if let Err(e) = self
-            .store
-            .save_cut_message(&self.room, &self.agent_id, message)
-            .await
-        {
-            tracing::error!(agent = %self.agent_id, room = %self.room, error = %e, "could not record the turn's progress");
+        if let Err(e) = self.store.save_cut_message(&self.key, message).await {
+            tracing::error!(agent = %self.key.agent, room = %self.key.room, error = %e, "could not record the turn's progress");
         }
     }
 }

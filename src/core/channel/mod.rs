@@ -27,6 +27,7 @@ use crate::core::context::AgentContext;
 use crate::core::inbound::IncomingMessage;
 use crate::core::pool::{Lease, Waiting};
 use crate::model::Verbosity;
+use crate::model::ids::ConversationKey;
 use crate::render::cards;
 use crate::render::strings;
 
@@ -107,6 +108,9 @@ pub struct Channel {
     ctx: Arc<AgentContext>,
     /// The room (opaque ID).
     room: String,
+    /// The conversation this channel holds (its room and agent), the key of its session,
+    /// transcript and crash journal in the store.
+    key: ConversationKey,
     /// Prompts, commands and stop requests, in arrival order.
     inputs: mpsc::UnboundedReceiver<ChannelInput>,
     /// The ACP session, opened at the first prompt.
@@ -176,6 +180,7 @@ impl Channel {
         shutdown: CancellationToken,
     ) -> Self {
         Self {
+            key: ConversationKey::new(&room, &ctx.agent_id),
             ctx,
             room,
             inputs,

@@ -34,11 +34,7 @@ impl Channel {
             match ctx.agent.reopen_session(&earlier, &ctx.workspace).await {
                 Ok(session) => {
                     tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %session.id, how = how.continuity(), "session got back");
-                    if let Err(e) = ctx
-                        .store
-                        .set_continuity(&self.room, &ctx.agent_id, how.continuity())
-                        .await
-                    {
+                    if let Err(e) = ctx.store.set_continuity(&self.key, how.continuity()).await {
                         tracing::error!(error = %e, "could not record how the session continued");
                     }
                     self.session = Some(Session {
@@ -56,11 +52,7 @@ impl Channel {
             }
         }
         let new = ctx.agent.new_session(&ctx.workspace).await?;
-        if let Err(e) = ctx
-            .store
-            .save_session(&self.room, &ctx.agent_id, &new.id)
-            .await
-        {
+        if let Err(e) = ctx.store.save_session(&self.key, &new.id).await {
             tracing::error!(error = %e, "could not save the session");
         }
         tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %new.id, "session opened");
@@ -132,7 +124,7 @@ impl Channel {
 
     /// The session this channel last used, as saved (none after a fresh start).
     pub(super) async fn saved_session(&self) -> Option<String> {
-        match self.ctx.store.session(&self.room, &self.ctx.agent_id).await {
+        match self.ctx.store.session(&self.key).await {
             Ok(id) => id,
             Err(e) => {
                 tracing::error!(error = %e, "could not read the saved session");
@@ -150,7 +142,7 @@ impl Channel {
         opened_at: &str,
     ) -> String {
         let ctx = &self.ctx;
-        let entries = match ctx.store.conversation(&self.room, &ctx.agent_id).await {
+        let entries = match ctx.store.conversation(&self.key).await {
             Ok(entries) => entries,
             Err(e) => {
                 tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not read the transcript; the conversation starts afresh");
@@ -171,11 +163,7 @@ impl Channel {
             return message.body.clone();
         };
         tracing::info!(agent = %ctx.agent_id, room = %self.room, earlier_entries = before, chars = preamble.len(), "re-injecting the earlier conversation into the new session");
-        if let Err(e) = ctx
-            .store
-            .set_continuity(&self.room, &ctx.agent_id, "reinjected")
-            .await
-        {
+        if let Err(e) = ctx.store.set_continuity(&self.key, "reinjected").await {
             tracing::error!(error = %e, "could not record how the session continued");
         }
         continuity::compose(&preamble, &message.body)
@@ -184,11 +172,7 @@ impl Channel {
     /// `!new`: the next message starts a new session without the conversation so far.
     pub(super) async fn start_fresh(&mut self) {
         let ctx = self.ctx.clone();
-        if let Err(e) = ctx
-            .store
-            .start_conversation(&self.room, &ctx.agent_id)
-            .await
-        {
+        if let Err(e) = ctx.store.start_conversation(&self.key).await {
             tracing::error!(error = %e, "could not record the fresh start");
             self.notice(strings::FRESH_START_FAILED).await;
             return;

@@ -55,11 +55,7 @@ impl Channel {
     /// Records one transcript line; a store failure is logged, never fatal to the turn.
     pub(super) async fn record(&self, line: TranscriptLine<'_>) {
         let ctx = &self.ctx;
-        if let Err(e) = ctx
-            .store
-            .append_transcript(&self.room, &ctx.agent_id, line)
-            .await
-        {
+        if let Err(e) = ctx.store.append_transcript(&self.key, line).await {
             tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not record the transcript");
         }
     }
@@ -149,17 +145,12 @@ impl Channel {
             ),
             prompter: message.sender.clone(),
             prompt_event: message.event_id.clone(),
-            journal: TurnJournal::new(
-                self.ctx.store.clone(),
-                self.room.clone(),
-                self.ctx.agent_id.clone(),
-                cut_footer,
-            ),
+            journal: TurnJournal::new(self.ctx.store.clone(), self.key.clone(), cut_footer),
         };
         if let Err(e) = self
             .ctx
             .store
-            .begin_turn(&self.room, &self.ctx.agent_id, &message.event_id, rerun)
+            .begin_turn(&self.key, &message.event_id, rerun)
             .await
         {
             tracing::error!(error = %e, "could not record the turn; a crash would leave it unmarked");
@@ -350,11 +341,7 @@ impl Channel {
             body: stream.text(),
             stop_reason: Some(stop_label),
         };
-        if let Err(e) = ctx
-            .store
-            .end_turn(&self.room, &ctx.agent_id, Some(reply), None)
-            .await
-        {
+        if let Err(e) = ctx.store.end_turn(&self.key, Some(reply), None).await {
             tracing::error!(error = %e, "could not record the end of the turn");
         }
         if died {

@@ -36,7 +36,8 @@ impl Gateway {
             tracing::info!(agent = %agent_id, room = %room_id, %sender, "ignoring a message from a user who is not allowed");
             return false;
         }
-        let since = match self.store.member_since(room_id, agent_id, now_ms()).await {
+        let conversation = message.conversation();
+        let since = match self.store.member_since(&conversation, now_ms()).await {
             Ok(since) => since,
             Err(e) => {
                 tracing::error!(error = %e, "store unavailable; message not handled");
@@ -60,7 +61,7 @@ impl Gateway {
         });
         match self
             .store
-            .admit(event_id, agent_id, room_id, pending.as_ref())
+            .admit(event_id, &conversation, pending.as_ref())
             .await
         {
             Ok(true) => {

@@ -7,6 +7,7 @@ use crate::core::catch_up::{CatchUpBounds, HandledSoFar};
 use crate::core::chat::OutMessage;
 use crate::core::inbound::{Inbound, IncomingMessage};
 use crate::core::routing;
+use crate::model::ids::ConversationKey;
 use crate::render::strings;
 use crate::store::RoomPosition;
 
@@ -20,14 +21,22 @@ impl Gateway {
     /// the agent arrived. A store failure is logged and counts as knowing nothing (the
     /// catch-up then goes as far as its bound; admission keeps it from doubling anything).
     pub async fn handled_so_far(&self, agent_id: &str, room_id: &str) -> HandledSoFar {
-        let last = match self.store.room_position(room_id, agent_id).await {
+        let last = match self
+            .store
+            .room_position(&ConversationKey::new(room_id, agent_id))
+            .await
+        {
             Ok(position) => position.map(|p| (p.event_id, p.event_ts)),
             Err(e) => {
                 tracing::error!(agent = agent_id, room = room_id, error = %e, "could not read where the room's handling stood");
                 None
             }
         };
-        let mut floor = match self.store.member_floor(room_id, agent_id).await {
+        let mut floor = match self
+            .store
+            .member_floor(&ConversationKey::new(room_id, agent_id))
+            .await
+        {
             Ok(floor) => floor,
             Err(e) => {
                 tracing::error!(agent = agent_id, room = room_id, error = %e, "could not read when the agent arrived");
@@ -37,7 +46,10 @@ impl Gateway {
         // A room handled before positions were kept (an upgrade): what came before the
         // last message taken in was seen then, and is not taken up again now.
         if last.is_none()
-            && let Ok(Some(at)) = self.store.last_handled_at(room_id, agent_id).await
+            && let Ok(Some(at)) = self
+                .store
+                .last_handled_at(&ConversationKey::new(room_id, agent_id))
+                .await
         {
             floor = Some(floor.map_or(at, |f| f.max(at)));
         }
@@ -74,7 +86,11 @@ impl Gateway {
             }
             match self
                 .store
-                .admit(&message.event_id, agent_id, room_id, None)
+                .admit(
+                    &message.event_id,
+                    &ConversationKey::new(room_id, agent_id),
+                    None,
+                )
                 .await
             {
                 Ok(true) => {
@@ -130,7 +146,7 @@ impl Gateway {
         }
         let arrived = self
             .store
-            .member_floor(&message.room_id, &message.agent_id)
+            .member_floor(&message.conversation())
             .await
             .ok()
             .flatten();

@@ -3,6 +3,7 @@
 //! `rooms.handoff_max_hops` times per message from a person so two agents cannot keep
 //! answering each other.
 
+use crate::model::ids::ConversationKey;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -104,7 +105,11 @@ impl Gateway {
             };
             match self
                 .store
-                .admit(&prompt.event_id, &target, room, Some(&pending))
+                .admit(
+                    &prompt.event_id,
+                    &ConversationKey::new(room, &target),
+                    Some(&pending),
+                )
                 .await
             {
                 Ok(true) => self.send_to_channel(room, &target, ChannelInput::Prompt(prompt)),

@@ -19,6 +19,7 @@ mod room_commands;
 #[cfg(test)]
 mod tests;
 
+use crate::model::ids::ConversationKey;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -162,7 +163,7 @@ impl Gateway {
         );
         if let Err(e) = self
             .store
-            .set_member_since(room_id, agent_id, now_ms())
+            .set_member_since(&ConversationKey::new(room_id, agent_id), now_ms())
             .await
         {
             tracing::error!(error = %e, "could not record the invite; history may be taken for prompts");
@@ -172,7 +173,11 @@ impl Gateway {
 
     /// Notes that the agent left or was removed from a room.
     pub async fn left_room(&self, agent_id: &str, room_id: &str) {
-        if let Err(e) = self.store.forget_member(room_id, agent_id).await {
+        if let Err(e) = self
+            .store
+            .forget_member(&ConversationKey::new(room_id, agent_id))
+            .await
+        {
             tracing::error!(error = %e, "could not record leaving the room");
         }
         self.channels.forget(room_id, agent_id);

@@ -4,6 +4,7 @@
 //! taken up again (prompts run in their order, commands are reported), then polls of the
 //! previous run are marked expired. See `docs/continuity.md`.
 
+use crate::model::ids::ConversationKey;
 use std::collections::HashSet;
 
 use super::Gateway;
@@ -112,7 +113,11 @@ impl Gateway {
         // takes the queued prompt up with everything else that waits.
         if let Err(e) = self
             .store
-            .end_turn(&turn.room_id, &ctx.agent_id, said, again.as_ref())
+            .end_turn(
+                &ConversationKey::new(&turn.room_id, &ctx.agent_id),
+                said,
+                again.as_ref(),
+            )
             .await
         {
             tracing::error!(error = %e, "could not forget the unfinished turn");
@@ -122,7 +127,11 @@ impl Gateway {
     /// The prompt of the cut `turn`, as the transcript holds it, to run again.
     async fn rerun_of(&self, ctx: &AgentContext, turn: &UnfinishedTurn) -> Option<PendingInput> {
         let (room_id, event_id) = (&turn.room_id, &turn.prompt_event_id);
-        match self.store.prompt(room_id, &ctx.agent_id, event_id).await {
+        match self
+            .store
+            .prompt(&ConversationKey::new(room_id, &ctx.agent_id), event_id)
+            .await
+        {
             Ok(Some((sender, body))) => {
                 tracing::info!(agent = %ctx.agent_id, room = %room_id, prompt = %event_id, "running the interrupted prompt again");
                 Some(PendingInput {

@@ -1,6 +1,7 @@
 //! Unit tests of the gateway, with fake agents and a fake chat.
 
 use super::*;
+use crate::model::ids::ConversationKey;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -208,8 +209,7 @@ async fn a_prompt_cut_by_a_crash_is_rerun_once_when_configured() {
         let (gw, agent, chat, store) = gateway_with(setting).await;
         store
             .append_transcript(
-                "!r",
-                "demo",
+                &ConversationKey::new("!r", "demo"),
                 TranscriptLine {
                     role: Role::User,
                     sender: "@alice:x",
@@ -221,7 +221,7 @@ async fn a_prompt_cut_by_a_crash_is_rerun_once_when_configured() {
             .await
             .unwrap();
         store
-            .begin_turn("!r", "demo", "$p", already_rerun)
+            .begin_turn(&ConversationKey::new("!r", "demo"), "$p", already_rerun)
             .await
             .unwrap();
         gw.clean_up_previous_run().await;
@@ -274,7 +274,12 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         waiting("$4", PendingKind::Prompt, "second", None),
     ] {
         let id = input.event_id.clone();
-        assert!(store.admit(&id, "demo", "!r", Some(&input)).await.unwrap());
+        assert!(
+            store
+                .admit(&id, &ConversationKey::new("!r", "demo"), Some(&input))
+                .await
+                .unwrap()
+        );
     }
     gw.clean_up_previous_run().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(2);

@@ -6,6 +6,7 @@ mod sessions;
 mod settings;
 
 use super::*;
+use crate::model::ids::ConversationKey;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,8 +118,7 @@ fn context(
 async fn earlier_prompt(store: &Store, id: &str, body: &str) {
     store
         .append_transcript(
-            "!room",
-            "demo",
+            &ConversationKey::new("!room", "demo"),
             TranscriptLine {
                 role: Role::User,
                 sender: "@alice:x",

@@ -1,6 +1,7 @@
 //! The queue, stop requests and how a turn ends.
 
 use super::*;
+use crate::model::ids::ConversationKey;
 
 #[tokio::test]
 async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
@@ -29,7 +30,7 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
             queued_reaction: None,
         };
         store
-            .admit(id, "demo", "!room", Some(&pending))
+            .admit(id, &ConversationKey::new("!room", "demo"), Some(&pending))
             .await
             .unwrap();
         tx.send(ChannelInput::Prompt(message(id, body))).unwrap();
@@ -75,7 +76,7 @@ async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled
         queued_reaction: None,
     };
     store
-        .admit("$c", "demo", "!room", Some(&command))
+        .admit("$c", &ConversationKey::new("!room", "demo"), Some(&command))
         .await
         .unwrap();
     tx.send(ChannelInput::Resumed {
@@ -120,7 +121,10 @@ async fn prompts_queue_behind_the_running_turn_and_run_in_order() {
         |s| matches!(s, Sent::React { event_id, key, .. } if event_id == "$2" && key == "⏳")
     ));
     assert!(log.iter().any(|s| matches!(s, Sent::Redact { .. })));
-    let t = store.transcript("!room", "demo").await.unwrap();
+    let t = store
+        .transcript(&ConversationKey::new("!room", "demo"))
+        .await
+        .unwrap();
     let roles: Vec<&str> = t.iter().map(|e| e.role.as_str()).collect();
     assert_eq!(roles, vec!["user", "agent", "user", "agent"]);
 }
@@ -142,7 +146,10 @@ async fn stop_cancels_the_turn_and_says_who_stopped_it() {
         chat.shown("!room"),
         vec!["working\n\n⏹️ Stopped by @alice:x."]
     );
-    let t = store.transcript("!room", "demo").await.unwrap();
+    let t = store
+        .transcript(&ConversationKey::new("!room", "demo"))
+        .await
+        .unwrap();
     assert_eq!(t[1].stop_reason.as_deref(), Some("cancelled"));
 }
 
@@ -343,7 +350,7 @@ async fn a_rerun_prompt_is_answered_without_being_recorded_twice() {
         "the prompt itself is not re-injected before it"
     );
     let users = store
-        .transcript("!room", "demo")
+        .transcript(&ConversationKey::new("!room", "demo"))
         .await
         .unwrap()
         .into_iter()

@@ -1,6 +1,7 @@
 //! Sessions opened, got back, replaced; the earlier conversation; stderr after a crash.
 
 use super::*;
+use crate::model::ids::ConversationKey;
 
 #[tokio::test]
 async fn a_slash_command_starts_its_prompt_and_the_conversation_waits_for_the_next() {
@@ -32,8 +33,7 @@ async fn a_new_session_gets_the_earlier_conversation_until_a_fresh_start() {
     earlier_prompt(&store, "$0", "earlier question").await;
     store
         .append_transcript(
-            "!room",
-            "demo",
+            &ConversationKey::new("!room", "demo"),
             TranscriptLine {
                 role: Role::Agent,
                 sender: "@demo:x",
@@ -52,7 +52,11 @@ async fn a_new_session_gets_the_earlier_conversation_until_a_fresh_start() {
     assert!(first.contains("> earlier question") && first.contains("> earlier answer"));
     assert!(first.ends_with("[New message]\nnext"), "{first}");
     assert_eq!(
-        store.continuity("!room", "demo").await.unwrap().as_deref(),
+        store
+            .continuity(&ConversationKey::new("!room", "demo"))
+            .await
+            .unwrap()
+            .as_deref(),
         Some("reinjected")
     );
     // The same session goes on without a preamble.
@@ -119,7 +123,11 @@ async fn an_agent_that_can_load_gets_its_session_back_without_a_preamble() {
         "the same session, and no preamble: the agent remembers"
     );
     assert_eq!(
-        store.continuity("!room", "demo").await.unwrap().as_deref(),
+        store
+            .continuity(&ConversationKey::new("!room", "demo"))
+            .await
+            .unwrap()
+            .as_deref(),
         Some("loaded")
     );
     // After a fresh start the old session is not loaded back.
@@ -143,11 +151,13 @@ async fn a_session_the_agent_cannot_load_is_replaced_with_re_injection() {
     let chat = FakeChat::new();
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
     // A session saved by an earlier run that this agent does not know.
-    store.save_session("!room", "demo", "gone").await.unwrap();
+    store
+        .save_session(&ConversationKey::new("!room", "demo"), "gone")
+        .await
+        .unwrap();
     store
         .append_transcript(
-            "!room",
-            "demo",
+            &ConversationKey::new("!room", "demo"),
             TranscriptLine {
                 role: Role::User,
                 sender: "@a:x",
@@ -165,7 +175,11 @@ async fn a_session_the_agent_cannot_load_is_replaced_with_re_injection() {
     assert_ne!(session, "gone");
     assert!(text.starts_with(continuity::PREAMBLE_HEADER), "{text}");
     assert_eq!(
-        store.continuity("!room", "demo").await.unwrap().as_deref(),
+        store
+            .continuity(&ConversationKey::new("!room", "demo"))
+            .await
+            .unwrap()
+            .as_deref(),
         Some("reinjected")
     );
 }
