@@ -5,17 +5,17 @@
 //! goes on, and is answered whenever a reaction, a typed reply, the deadline or the end of
 //! the turn comes first. See `docs/permissions.md`.
 
-use std::time::Duration;
-
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::agent::{PermissionAnswer, PermissionOption, PermissionRequest, ToolCallFields};
-use super::chat::{ChatError, OutMessage};
+use super::chat::OutMessage;
 use super::context::AgentContext;
 use super::poll::{self, Choice, Decision};
+use super::voice::{RoomVoice, fresh_txn, with_retry};
 use crate::render::cards::{self, PollOutcome, PollView};
 use crate::render::strings;
+use crate::store::LogFailure;
 use crate::store::StoredPoll;
 
 /// One poll waiting for an answer.
@@ -121,7 +121,7 @@ impl Approvals {
         if ctx.approvers.allows(prompter) {
             content.mentions.push(prompter.to_owned());
         }
-        let txn = format!("poll-{}-{}", tool.id, crate::store::now_ms());
+        let txn = fresh_txn(&format!("poll-{}", tool.id));
         // The same transaction ID on every try: a retried post is never duplicated.
         let event_id = match with_retry(|| ctx.chat.send(room, &txn, &content)).await {
             Ok(id) => id,
@@ -143,9 +143,10 @@ impl Approvals {
             body: expired.body,
             html: expired.html,
         };
-        if let Err(e) = ctx.store.save_poll(&ctx.agent_id, &stored).await {
-            tracing::error!(error = %e, "could not record the poll; a restart will leave it open");
-        }
+        ctx.store
+            .save_poll(&ctx.agent_id, &stored)
+            .await
+            .or_log("could not record the poll; a restart will leave it open");
         self.polls.push(OpenPoll {
             event_id: event_id.clone(),
             reply: request.reply,
@@ -248,7 +249,7 @@ impl Approvals {
             return;
         }
         let text = strings::propose_stop(&ctx.display_name, self.refusals, &ctx.command_prefix);
-        let txn = format!("propose-stop-{}", crate::store::now_ms());
+        let txn = fresh_txn("propose-stop");
         match ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
             Ok(id) => {
                 tracing::info!(agent = %ctx.agent_id, room, refusals = self.refusals, "proposed stopping the turn");
@@ -272,36 +273,13 @@ async fn settle(
         tracing::debug!(poll = %poll.event_id, "the agent no longer waits for this answer");
     }
     let content = cards::poll_settled(&ctx.display_name, &poll.tool, outcome);
-    edit_with_retry(ctx, room, &poll.event_id, &content).await;
-    if let Err(e) = ctx.store.forget_poll(&poll.event_id).await {
-        tracing::error!(error = %e, "could not forget a settled poll");
-    }
-}
-
-/// Tries a chat request until it succeeds, it fails permanently, the homeserver has asked
-/// to wait ten times (each time for as long as it asked), or it failed transiently three
-/// times. A poll and its decision must get through a busy homeserver.
-pub(crate) async fn with_retry<F, Fut, T>(mut attempt: F) -> Result<T, ChatError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, ChatError>>,
-{
-    const MAX_RATE_LIMITED: u32 = 10;
-    const MAX_TRANSIENT: u32 = 3;
-    let (mut limited, mut transient) = (0, 0);
-    loop {
-        match attempt().await {
-            Err(ChatError::RateLimited { retry_after }) if limited < MAX_RATE_LIMITED => {
-                limited += 1;
-                tokio::time::sleep(retry_after).await
-            }
-            Err(ChatError::Transient(_)) if transient + 1 < MAX_TRANSIENT => {
-                transient += 1;
-                tokio::time::sleep(Duration::from_secs(1)).await
-            }
-            other => return other,
-        }
-    }
+    RoomVoice::new(&*ctx.chat, &ctx.agent_id, room)
+        .edit(&poll.event_id, &content)
+        .await;
+    ctx.store
+        .forget_poll(&poll.event_id)
+        .await
+        .or_log("could not forget a settled poll");
 }
 
 /// Puts the agent's own reactions on `event_id`, in order, in a task of their own.
@@ -314,11 +292,4 @@ fn spawn_reactions(ctx: &AgentContext, room: &str, event_id: String, keys: Vec<S
             }
         }
     });
-}
-
-/// Edits a poll, retrying rate limits: the edit is the record of the decision.
-pub async fn edit_with_retry(ctx: &AgentContext, room: &str, event_id: &str, msg: &OutMessage) {
-    if let Err(e) = with_retry(|| ctx.chat.edit(room, event_id, msg)).await {
-        tracing::warn!(room, poll = event_id, error = %e, "could not mark the poll as settled");
-    }
 }

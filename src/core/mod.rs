@@ -22,3 +22,4 @@ pub mod pool;
 pub mod routing;
 pub mod session_settings;
 pub mod view;
+pub mod voice;

@@ -35,6 +35,26 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 
+/// What a caller does with a store failure it can do nothing about but say: the turn, the
+/// command or the catch-up goes on, and the log says what was not recorded or read.
+pub trait LogFailure<T> {
+    /// The value, or `None` once the failure has been logged as `what` (a sentence
+    /// starting "could not …").
+    fn or_log(self, what: &str) -> Option<T>;
+}
+
+impl<T> LogFailure<T> for Result<T, StoreError> {
+    fn or_log(self, what: &str) -> Option<T> {
+        match self {
+            Ok(value) => Some(value),
+            Err(e) => {
+                tracing::error!(error = %e, "{what}");
+                None
+            }
+        }
+    }
+}
+
 /// Who wrote a transcript entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

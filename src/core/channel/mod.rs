@@ -21,15 +21,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::agent::{AgentEvent, SessionSettings, SlashCommand, TokenUsage};
 use crate::core::approvals::Approvals;
-use crate::core::chat::OutMessage;
 use crate::core::command::Command;
 use crate::core::context::AgentContext;
 use crate::core::inbound::IncomingMessage;
 use crate::core::pool::{Lease, Waiting};
+use crate::core::voice::RoomVoice;
 use crate::model::Verbosity;
 use crate::model::ids::ConversationKey;
 use crate::render::cards;
 use crate::render::strings;
+use crate::store::LogFailure;
 
 /// What a channel tells `!status` and `!help` about itself.
 #[derive(Debug, Clone, Default)]
@@ -197,13 +198,10 @@ impl Channel {
     /// What this room shows, as chosen with `!show` (read at each turn: the gateway
     /// changes it for every agent of the room) or configured.
     async fn verbosity(&self) -> Verbosity {
-        let stored = match self.ctx.store.room_verbosity(&self.room).await {
-            Ok(word) => word.as_deref().and_then(Verbosity::parse),
-            Err(e) => {
-                tracing::error!(error = %e, "could not read the room's settings");
-                None
-            }
-        };
+        let stored = (self.ctx.store.room_verbosity(&self.room).await)
+            .or_log("could not read the room's settings")
+            .flatten()
+            .and_then(|word| Verbosity::parse(&word));
         stored.unwrap_or(self.ctx.verbosity)
     }
 
@@ -327,13 +325,9 @@ impl Channel {
     /// Whether other agents of the gateway are in this room (slash commands are then
     /// written `/agent:cmd`).
     async fn several_agents_here(&self) -> bool {
-        match self.ctx.store.room_agents(&self.room).await {
-            Ok(agents) => agents.len() > 1,
-            Err(e) => {
-                tracing::error!(error = %e, "could not read the room's agents");
-                false
-            }
-        }
+        (self.ctx.store.room_agents(&self.room).await)
+            .or_log("could not read the room's agents")
+            .is_some_and(|agents| agents.len() > 1)
     }
 
     /// A lease on the agent from the process pool; tells the room when it must wait.
@@ -437,19 +431,7 @@ async fn tell_waiting(ctx: &AgentContext, room: &str, waiting: Waiting) {
 
 /// Posts a one-off notice in `room` as the agent; a failure is logged, never fatal.
 async fn post_notice(ctx: &AgentContext, room: &str, text: String) {
-    let txn = format!("notice-{}", unique_suffix());
-    if let Err(e) = ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
-        tracing::warn!(agent = %ctx.agent_id, room = %room, error = %e, "could not post a notice");
-    }
-}
-
-/// A unique suffix for transaction IDs of one-off notices.
-fn unique_suffix() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{}-{}",
-        crate::store::now_ms(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
+    RoomVoice::new(&*ctx.chat, &ctx.agent_id, room)
+        .notice(text)
+        .await;
 }

@@ -2,6 +2,8 @@
 //! earlier conversation for a new session, `!new`, and the agent's stderr after a failure.
 
 use super::*;
+use crate::core::voice::fresh_txn;
+use crate::store::LogFailure;
 
 use crate::core::agent::AgentError;
 use crate::core::chat::OutMessage;
@@ -34,9 +36,10 @@ impl Channel {
             match ctx.agent.reopen_session(&earlier, &ctx.workspace).await {
                 Ok(session) => {
                     tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %session.id, how = how.continuity(), "session got back");
-                    if let Err(e) = ctx.store.set_continuity(&self.key, how.continuity()).await {
-                        tracing::error!(error = %e, "could not record how the session continued");
-                    }
+                    ctx.store
+                        .set_continuity(&self.key, how.continuity())
+                        .await
+                        .or_log("could not record how the session continued");
                     self.session = Some(Session {
                         id: session.id,
                         events: session.events,
@@ -52,9 +55,10 @@ impl Channel {
             }
         }
         let new = ctx.agent.new_session(&ctx.workspace).await?;
-        if let Err(e) = ctx.store.save_session(&self.key, &new.id).await {
-            tracing::error!(error = %e, "could not save the session");
-        }
+        ctx.store
+            .save_session(&self.key, &new.id)
+            .await
+            .or_log("could not save the session");
         tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %new.id, "session opened");
         self.session = Some(Session {
             id: new.id,
@@ -116,21 +120,16 @@ impl Channel {
             true => cards::stderr_tail(&ctx.display_name, &tail),
             false => OutMessage::notice(strings::stderr_in_log(&ctx.display_name)),
         };
-        let txn = format!("stderr-{}", unique_suffix());
-        if let Err(e) = ctx.chat.send(&self.room, &txn, &message).await {
-            tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not post the agent's stderr");
-        }
+        RoomVoice::new(&*ctx.chat, &ctx.agent_id, &self.room)
+            .say(&fresh_txn("stderr"), &message)
+            .await;
     }
 
     /// The session this channel last used, as saved (none after a fresh start).
     pub(super) async fn saved_session(&self) -> Option<String> {
-        match self.ctx.store.session(&self.key).await {
-            Ok(id) => id,
-            Err(e) => {
-                tracing::error!(error = %e, "could not read the saved session");
-                None
-            }
-        }
+        (self.ctx.store.session(&self.key).await)
+            .or_log("could not read the saved session")
+            .flatten()
     }
 
     /// The first ordinary prompt of a session just opened: `message` after the earlier
@@ -163,9 +162,10 @@ impl Channel {
             return message.body.clone();
         };
         tracing::info!(agent = %ctx.agent_id, room = %self.room, earlier_entries = before, chars = preamble.len(), "re-injecting the earlier conversation into the new session");
-        if let Err(e) = ctx.store.set_continuity(&self.key, "reinjected").await {
-            tracing::error!(error = %e, "could not record how the session continued");
-        }
+        ctx.store
+            .set_continuity(&self.key, "reinjected")
+            .await
+            .or_log("could not record how the session continued");
         continuity::compose(&preamble, &message.body)
     }
 

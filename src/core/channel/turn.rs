@@ -4,6 +4,7 @@
 use super::journal::TurnJournal;
 use super::*;
 use crate::core::context::Handoff;
+use crate::core::voice::txn;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use crate::core::view::stream::ReplyStream;
 use crate::model::Verbosity;
 use crate::render::cards::PollOutcome;
 use crate::render::strings;
+use crate::store::LogFailure;
 use crate::store::{OutboxItem, Role, TranscriptLine};
 
 /// How long a turn may take to end after `session/cancel` at shutdown.
@@ -113,8 +115,8 @@ impl Channel {
 
         // Retries of a request reuse its transaction ID; a re-run is a new answer.
         let txn_prefix = match rerun {
-            false => format!("sk-{}-{}", self.ctx.agent_id, message.event_id),
-            true => format!("sk-{}-{}-rerun", self.ctx.agent_id, message.event_id),
+            false => txn("sk", &[&self.ctx.agent_id, &message.event_id]),
+            true => txn("sk", &[&self.ctx.agent_id, &message.event_id, "rerun"]),
         };
         let verbosity = self.verbosity().await;
         // A prompt is re-run after a crash at most once.
@@ -147,14 +149,11 @@ impl Channel {
             prompt_event: message.event_id.clone(),
             journal: TurnJournal::new(self.ctx.store.clone(), self.key.clone(), cut_footer),
         };
-        if let Err(e) = self
-            .ctx
+        self.ctx
             .store
             .begin_turn(&self.key, &message.event_id, rerun)
             .await
-        {
-            tracing::error!(error = %e, "could not record the turn; a crash would leave it unmarked");
-        }
+            .or_log("could not record the turn; a crash would leave it unmarked");
         self.approvals.new_turn();
         let mut control = TurnControl::default();
         self.ctx.chat.typing(&self.room, true).await;
@@ -341,9 +340,10 @@ impl Channel {
             body: stream.text(),
             stop_reason: Some(stop_label),
         };
-        if let Err(e) = ctx.store.end_turn(&self.key, Some(reply), None).await {
-            tracing::error!(error = %e, "could not record the end of the turn");
-        }
+        ctx.store
+            .end_turn(&self.key, Some(reply), None)
+            .await
+            .or_log("could not record the end of the turn");
         if died {
             self.show_stderr(false).await;
         }

@@ -107,11 +107,10 @@ impl Gateway {
             Unreadable::Unsupported(kind) => strings::unsupported_message(kind),
             Unreadable::Malformed(what) => strings::unreadable_message(what),
         };
-        let txn = format!("unreadable-{}", message.event_id);
         let notice = OutMessage::notice(text).replying_to(&message.event_id);
-        if let Err(e) = ctx.chat.send(&message.room_id, &txn, &notice).await {
-            tracing::warn!(error = %e, "could not post the notice");
-        }
+        RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
+            .say(&txn("unreadable", &[&message.event_id]), &notice)
+            .await;
     }
 
     /// A reaction goes to its channel, which knows whether it targets a reply or a poll.

@@ -7,6 +7,7 @@ use crate::core::catch_up::{CatchUpBounds, HandledSoFar};
 use crate::core::chat::OutMessage;
 use crate::core::inbound::{Inbound, IncomingMessage};
 use crate::core::routing;
+use crate::core::voice::{RoomVoice, txn};
 use crate::model::ids::ConversationKey;
 use crate::render::strings;
 use crate::store::RoomPosition;
@@ -124,14 +125,12 @@ impl Gateway {
             bounds.max_events,
             bounds.max_age.as_secs() / 3600,
         );
-        let txn = format!("missed-{agent_id}-{newest}");
-        if let Err(e) = ctx
-            .chat
-            .send(room_id, &txn, &OutMessage::notice(text))
-            .await
-        {
-            tracing::warn!(agent = agent_id, room = room_id, error = %e, "could not report the messages not answered");
-        }
+        RoomVoice::new(&*ctx.chat, agent_id, room_id)
+            .say(
+                &txn("missed", &[agent_id, &newest]),
+                &OutMessage::notice(text),
+            )
+            .await;
     }
 
     /// Whether `message` is one the agent that saw it would have taken in, had it been

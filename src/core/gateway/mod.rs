@@ -30,6 +30,7 @@ use crate::core::chat::OutMessage;
 use crate::core::context::AgentContext;
 use crate::core::inbound::{Inbound, IncomingMessage};
 use crate::core::pool::Pool;
+use crate::core::voice::{RoomVoice, txn};
 use crate::store::{Store, now_ms};
 use registry::Channels;
 
@@ -213,14 +214,12 @@ impl Gateway {
         let Some(ctx) = self.agents.get(&message.agent_id) else {
             return;
         };
-        let txn = format!("answer-{}-{}", message.agent_id, message.event_id);
-        if let Err(e) = ctx
-            .chat
-            .send(&message.room_id, &txn, &OutMessage::notice(text))
-            .await
-        {
-            tracing::warn!(agent = %message.agent_id, room = %message.room_id, error = %e, "could not post a notice");
-        }
+        RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
+            .say(
+                &txn("answer", &[&message.agent_id, &message.event_id]),
+                &OutMessage::notice(text),
+            )
+            .await;
     }
 
     /// Hands `input` to the channel of (`room_id`, `agent_id`), starting it if needed.

@@ -8,13 +8,14 @@ use crate::model::ids::ConversationKey;
 use std::collections::HashSet;
 
 use super::Gateway;
-use crate::core::approvals::{edit_with_retry, with_retry};
 use crate::core::channel::ChannelInput;
 use crate::core::chat::OutMessage;
 use crate::core::context::AgentContext;
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll;
+use crate::core::voice::{RoomVoice, txn, with_retry};
 use crate::render::strings;
+use crate::store::LogFailure;
 use crate::store::{PendingInput, PendingKind, Role, TranscriptLine, UnfinishedTurn};
 
 impl Gateway {
@@ -79,12 +80,14 @@ impl Gateway {
                 }
                 (None, None) => continue,
             };
-            edit_with_retry(ctx, &turn.room_id, &event_id, &content).await;
+            RoomVoice::new(&*ctx.chat, &ctx.agent_id, &turn.room_id)
+                .edit(&event_id, &content)
+                .await;
         }
         // A prompt is run again at most once: a second crash may be its doing.
         let rerun = ctx.rerun_interrupted && !turn.rerun;
         if !turn.messages.iter().any(|m| m.kind == "reply") {
-            let txn = format!("interrupted-{}", turn.prompt_event_id);
+            let txn = txn("interrupted", &[&turn.prompt_event_id]);
             let notice = OutMessage::notice(match rerun {
                 true => strings::INTERRUPTED_BEFORE_ANSWER_RERUN,
                 false => strings::INTERRUPTED_BEFORE_ANSWER,
@@ -111,17 +114,14 @@ impl Gateway {
         }
         // Marked, recorded and (when configured) queued again in one go: the next step
         // takes the queued prompt up with everything else that waits.
-        if let Err(e) = self
-            .store
+        self.store
             .end_turn(
                 &ConversationKey::new(&turn.room_id, &ctx.agent_id),
                 said,
                 again.as_ref(),
             )
             .await
-        {
-            tracing::error!(error = %e, "could not forget the unfinished turn");
-        }
+            .or_log("could not forget the unfinished turn");
     }
 
     /// The prompt of the cut `turn`, as the transcript holds it, to run again.
@@ -216,7 +216,7 @@ impl Gateway {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart was never carried out");
                 let text = strings::command_not_carried_out(&input.body);
                 let notice = OutMessage::notice(text).replying_to(&input.event_id);
-                let txn = format!("not-carried-out-{}-{}", ctx.agent_id, input.event_id);
+                let txn = txn("not-carried-out", &[&ctx.agent_id, &input.event_id]);
                 if let Err(e) = with_retry(|| ctx.chat.send(&input.room_id, &txn, &notice)).await {
                     tracing::warn!(agent = %ctx.agent_id, room = %input.room_id, error = %e, "could not report the command that was not carried out");
                 }
@@ -245,10 +245,13 @@ impl Gateway {
                     mentions: Vec::new(),
                     reply_to: None,
                 };
-                edit_with_retry(ctx, &poll.room_id, &poll.event_id, &content).await;
-                if let Err(e) = self.store.forget_poll(&poll.event_id).await {
-                    tracing::error!(error = %e, "could not forget an expired poll");
-                }
+                RoomVoice::new(&*ctx.chat, &ctx.agent_id, &poll.room_id)
+                    .edit(&poll.event_id, &content)
+                    .await;
+                self.store
+                    .forget_poll(&poll.event_id)
+                    .await
+                    .or_log("could not forget an expired poll");
             }
         }
     }
