@@ -13,6 +13,7 @@ pub mod command;
 pub mod context;
 pub mod continuity;
 pub mod crash_journal;
+pub mod determination;
 #[cfg(test)]
 pub mod fakes;
 pub mod gateway;

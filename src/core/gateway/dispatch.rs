@@ -1,19 +1,21 @@
-//! Who a message is for and what it asks: a prompt for the agents it addresses, a command
-//! for one agent or for the room. Deciding is pure (`core::routing`, `core::command`); this
-//! file carries the decision out.
+//! Who a message is for and what it asks, carried out: deciding is pure
+//! (`core::determination`, on top of `core::routing` and `core::command`); this file admits
+//! the message and hands it to a channel, answers it, or runs a room command.
 
 use super::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::core::channel::{ChannelInput, ChannelReport};
-use crate::core::command::{self, Command};
+use crate::core::command::Command;
+use crate::core::determination::{self, Determination};
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::{self, Addressed, Addressing, Member};
 use crate::render::strings;
 use crate::store::{PendingKind, RoomRouting};
 
 impl Gateway {
+    /// A room message: decided (`core::determination`, pure), then carried out here.
     pub(super) async fn handle_message(self: &Arc<Self>, message: IncomingMessage) {
         // A message without text (empty, blanks, or formatting around nothing) asks
         // nothing: it is not prompted, so the agent is not asked to answer silence.
@@ -27,33 +29,69 @@ impl Gateway {
             body: addressing.text.clone(),
             ..message
         };
-        match command::parse(&self.prefix, &message.body) {
-            Some(command) if command.is_for_agents() => {
-                self.agent_command(command, message, &members, &addressing, &routing)
-                    .await
+        let determination = determination::determine(
+            &self.prefix,
+            &message.body,
+            &message.agent_id,
+            &members,
+            &addressing,
+            routing.default_agent.as_deref(),
+        );
+        let allowed = |sender: &str| self.access.allows(sender);
+        // Approvers who may not prompt may still answer polls.
+        let answer_trusted = |command: &Command| {
+            let is_answer = matches!(command, Command::Answer(_));
+            move |sender: &str| {
+                self.access.allows(sender) || (is_answer && self.approvers.allows(sender))
             }
-            Some(command) => {
-                // The agent named first answers, else the first by ID: never the default
-                // agent, which the command itself may change before another copy is read.
-                let responder = addressing
-                    .named
-                    .first()
-                    .or_else(|| members.first().map(|m| &m.agent_id));
-                if responder != Some(&message.agent_id)
-                    || !self
-                        .admit(
-                            &message,
-                            |s| self.access.allows(s),
-                            Some(PendingKind::Command),
-                        )
-                        .await
-                {
-                    return;
+        };
+        let as_command = Some(PendingKind::Command);
+        match determination {
+            Determination::NotMine => {}
+            Determination::Prompt => self.prompt(message).await,
+            Determination::SlashNeedsAgent(slash) => {
+                if self.admit(&message, allowed, as_command).await {
+                    let lines = self.agent_lines(&members, &HashMap::new());
+                    self.answer(&message, strings::slash_needs_agent(&slash, &lines))
+                        .await;
                 }
-                self.room_command(command, &message, &members, &routing)
-                    .await
             }
-            None => self.prompt(message, &members, &addressing, &routing).await,
+            Determination::RoomCommand(command) => {
+                if self.admit(&message, allowed, as_command).await {
+                    self.room_command(command, &message, &members, &routing)
+                        .await
+                }
+            }
+            Determination::NoSuchAgent(word) => {
+                if self.admit(&message, allowed, as_command).await {
+                    let lines = self.agent_lines(&members, &HashMap::new());
+                    self.answer(&message, strings::no_such_agent(&word, &lines))
+                        .await;
+                }
+            }
+            // The channel settles it once carried out.
+            Determination::AgentCommand(command) => {
+                if self
+                    .admit(&message, answer_trusted(&command), as_command)
+                    .await
+                {
+                    let input = ChannelInput::Command(command, message.clone());
+                    self.send_to_channel(&message.room_id, &message.agent_id, input);
+                }
+            }
+            Determination::CommandForNobody(command) => {
+                if self
+                    .admit(&message, answer_trusted(&command), as_command)
+                    .await
+                {
+                    // It may wait for the channels' reports: not on the chat side's time.
+                    let this = self.clone();
+                    self.channels.spawn(async move {
+                        this.command_for_nobody(command, &message, &members).await;
+                        this.settle(&message.agent_id, &message.event_id).await;
+                    });
+                }
+            }
         }
     }
 
@@ -110,36 +148,8 @@ impl Gateway {
         }
     }
 
-    /// A message that is no command: a prompt for the agents it is for.
-    pub(super) async fn prompt(
-        &self,
-        message: IncomingMessage,
-        members: &[Member],
-        addressing: &Addressing,
-        routing: &RoomRouting,
-    ) {
-        let targets = routing::targets(addressing, members, routing.default_agent.as_deref());
-        if targets.is_empty() {
-            // A slash command for nobody, where several agents are: say how to name one.
-            if let Some(slash) = routing::slash_command(&message.body)
-                && speaks_for_room(members, &message)
-                && self
-                    .admit(
-                        &message,
-                        |s| self.access.allows(s),
-                        Some(PendingKind::Command),
-                    )
-                    .await
-            {
-                let lines = self.agent_lines(members, &HashMap::new());
-                self.answer(&message, strings::slash_needs_agent(slash, &lines))
-                    .await;
-            }
-            return;
-        }
-        if !targets.contains(&message.agent_id) {
-            return;
-        }
+    /// A prompt for this agent: admitted, then handed to its channel.
+    pub(super) async fn prompt(&self, message: IncomingMessage) {
         // Approvers who may not prompt can still answer polls with a reply, which the
         // channel takes only as a poll answer.
         let answers_poll = message.reply_to.is_some();
@@ -166,85 +176,6 @@ impl Gateway {
             }
             false => ChannelInput::PollReply(message.clone()),
         };
-        self.send_to_channel(&message.room_id, &message.agent_id, input);
-    }
-
-    /// A command for agents (`!stop`, `!new`, `!mode`…, poll answers): it goes to the
-    /// agents it names, by address or as its first word; else to the room's only or
-    /// default agent; else, where several are, the responder sorts it out.
-    pub(super) async fn agent_command(
-        self: &Arc<Self>,
-        mut command: Command,
-        message: IncomingMessage,
-        members: &[Member],
-        addressing: &Addressing,
-        routing: &RoomRouting,
-    ) {
-        let mut named = addressing.named.clone();
-        let by_word = command.take_agent(|word| {
-            members
-                .iter()
-                .find(|m| m.is_named(word))
-                .map(|m| m.agent_id.clone())
-        });
-        if let Some(agent) = by_word
-            && !named.contains(&agent)
-        {
-            named.push(agent);
-        }
-        // `!new ghost`: a name, but of no agent here. Said once, by the first agent.
-        if let Some(word) = command.stray_word() {
-            if speaks_for_room(members, &message)
-                && self
-                    .admit(
-                        &message,
-                        |s| self.access.allows(s),
-                        Some(PendingKind::Command),
-                    )
-                    .await
-            {
-                let lines = self.agent_lines(members, &HashMap::new());
-                self.answer(&message, strings::no_such_agent(word, &lines))
-                    .await;
-            }
-            return;
-        }
-        let targets = match named.is_empty() {
-            false => named,
-            true => routing::targets(
-                &Addressing::default(),
-                members,
-                routing.default_agent.as_deref(),
-            ),
-        };
-        let is_answer = matches!(command, Command::Answer(_));
-        let trusted = |sender: &str| {
-            self.access.allows(sender) || (is_answer && self.approvers.allows(sender))
-        };
-        if targets.is_empty() {
-            if speaks_for_room(members, &message)
-                && self
-                    .admit(&message, trusted, Some(PendingKind::Command))
-                    .await
-            {
-                // It may wait for the channels' reports: not on the chat side's time.
-                let (this, members) = (self.clone(), members.to_vec());
-                self.channels.spawn(async move {
-                    this.command_for_nobody(command, &message, &members).await;
-                    this.settle(&message.agent_id, &message.event_id).await;
-                });
-            }
-            return;
-        }
-        // The channel settles it once carried out.
-        if !targets.contains(&message.agent_id)
-            || !self
-                .admit(&message, trusted, Some(PendingKind::Command))
-                .await
-        {
-            return;
-        }
-        let input = ChannelInput::Command(command, message.clone());
         self.send_to_channel(&message.room_id, &message.agent_id, input);
     }
 
@@ -337,12 +268,4 @@ impl Gateway {
             })
             .collect()
     }
-}
-
-/// Whether the agent that saw `message` is the room's first agent by ID: the one that
-/// answers for the room when a message names no agent.
-fn speaks_for_room(members: &[Member], message: &IncomingMessage) -> bool {
-    members
-        .first()
-        .is_some_and(|m| m.agent_id == message.agent_id)
 }
