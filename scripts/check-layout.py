@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks the shape docs/architecture.md promises: no import cycle between top-level modules
-of src/ or between its files (tests aside), and no source file over 800 lines.
+of src/ or between its files (test code counted too), and no source file over 800 lines.
 Usage: scripts/check-layout.py [src]; exits 1 and names what is wrong."""
 import os, re, sys
 root = sys.argv[1] if len(sys.argv) > 1 else 'src'
@@ -18,7 +18,6 @@ def resolve(path):
 edges = {}
 for m, p in mods.items():
     src = open(p).read()
-    src = re.sub(r'#\[cfg\(test\)\]\s*mod tests \{.*', '', src, flags=re.S)
     src = re.sub(r'//.*', '', src)
     is_dir = os.path.basename(p) == 'mod.rs'
     base = list(m) if is_dir else list(m[:-1])

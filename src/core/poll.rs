@@ -148,6 +148,9 @@ fn normalise(key: &str) -> String {
 mod tests {
     use super::*;
     use crate::core::fakes::usual_options;
+    use crate::model::agent::{ToolCallFields, ToolKind, ToolStatus};
+    use crate::render::cards::{PollOutcome, PollView, poll, poll_settled};
+    use std::time::Duration;
 
     fn option(id: &str, kind: PermissionKind) -> PermissionOption {
         PermissionOption {
@@ -263,5 +266,51 @@ mod tests {
         ];
         assert_eq!(expiry_option(&only_never).unwrap().id, "never");
         assert!(expiry_option(&[option("ok", PermissionKind::AllowOnce)]).is_none());
+    }
+
+    /// How a poll built from the agent's options reads (the wording is `render::cards`').
+    #[test]
+    fn a_poll_lists_each_option_with_its_emoji_and_own_name() {
+        let tool = ToolCallFields {
+            id: "t1".into(),
+            title: Some("bash: ls".into()),
+            kind: Some(ToolKind::Execute),
+            status: Some(ToolStatus::Pending),
+            raw_input: Some(serde_json::json!({"command": "ls -la"})),
+            ..Default::default()
+        };
+        let c = choices(&usual_options(), "Stop the agent");
+        let m = poll(&PollView {
+            agent: "Demo",
+            tool: &tool,
+            choices: &c,
+            prefix: "!",
+            timeout: Duration::from_secs(600),
+        });
+        assert!(!m.notice, "a poll asks for attention");
+        let lines: Vec<&str> = m.body.lines().collect();
+        assert_eq!(
+            lines[0],
+            "🔐 Demo asks to use a tool: 💻 bash: ls (execute)"
+        );
+        assert_eq!(lines[1], "$ ls -la");
+        assert!(lines.contains(&"1. ✅ Allow"));
+        assert!(lines.contains(&"4. ❌ Never allow bash in this session"));
+        assert!(lines.contains(&"5. 🛑 Stop the agent"));
+        assert!(m.body.contains("!allow"));
+        assert!(m.body.contains("refused after 10 min."), "{}", m.body);
+        let settled = poll_settled(
+            "Demo",
+            &tool,
+            &PollOutcome::Chosen {
+                by: "@alice:x".into(),
+                emoji: "✅".into(),
+                label: "Allow".into(),
+                refusal: false,
+            },
+        );
+        assert!(settled.body.starts_with("🔐 Demo asked"));
+        assert!(settled.body.ends_with("✅ Allowed by @alice:x: Allow"));
+        assert!(!settled.body.contains("1. ✅"));
     }
 }

@@ -509,8 +509,6 @@ pub fn usage_line(context: Option<(u64, u64)>, counts: Option<&TokenUsage>) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::fakes::usual_options;
-    use crate::core::poll::choices;
 
     fn ls() -> ToolCallFields {
         ToolCallFields {
@@ -610,44 +608,6 @@ mod tests {
         let m = plan(&entries);
         assert_eq!(m.body, "📋 Plan (1/3 done)\n✅ Read\n▶️ Write\n⬜ Test");
         assert!(m.html.unwrap().contains("<li>▶️ Write</li>"));
-    }
-
-    #[test]
-    fn a_poll_lists_each_option_with_its_emoji_and_own_name() {
-        let tool = ls();
-        let c = choices(&usual_options(), "Stop the agent");
-        let m = poll(&PollView {
-            agent: "Demo",
-            tool: &tool,
-            choices: &c,
-            prefix: "!",
-            timeout: Duration::from_secs(600),
-        });
-        assert!(!m.notice, "a poll asks for attention");
-        let lines: Vec<&str> = m.body.lines().collect();
-        assert_eq!(
-            lines[0],
-            "🔐 Demo asks to use a tool: 💻 bash: ls (execute)"
-        );
-        assert_eq!(lines[1], "$ ls -la");
-        assert!(lines.contains(&"1. ✅ Allow"));
-        assert!(lines.contains(&"4. ❌ Never allow bash in this session"));
-        assert!(lines.contains(&"5. 🛑 Stop the agent"));
-        assert!(m.body.contains("!allow"));
-        assert!(m.body.contains("refused after 10 min."), "{}", m.body);
-        let settled = poll_settled(
-            "Demo",
-            &tool,
-            &PollOutcome::Chosen {
-                by: "@alice:x".into(),
-                emoji: "✅".into(),
-                label: "Allow".into(),
-                refusal: false,
-            },
-        );
-        assert!(settled.body.starts_with("🔐 Demo asked"));
-        assert!(settled.body.ends_with("✅ Allowed by @alice:x: Allow"));
-        assert!(!settled.body.contains("1. ✅"));
     }
 
     #[test]
