@@ -144,7 +144,7 @@ impl Channel {
             }
             SettingPlan::SetMode(mode) => match ctx.agent.set_mode(&session.id, &mode).await {
                 Ok(()) => {
-                    tracing::info!(agent = %ctx.agent_id, room = %self.room, %mode, "mode switched");
+                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %mode, "mode switched");
                     session.settings.current_mode = Some(mode.clone());
                     let label = session
                         .settings
@@ -160,7 +160,7 @@ impl Channel {
             SettingPlan::SetOption(option, value) => {
                 match ctx.agent.set_option(&session.id, &option, value).await {
                     Ok(options) => {
-                        tracing::info!(agent = %ctx.agent_id, room = %self.room, %option, "config option changed");
+                        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %option, "config option changed");
                         session.settings.options = options;
                         match session.settings.options.iter().find(|o| o.id == option) {
                             Some(o) => strings::setting_changed(

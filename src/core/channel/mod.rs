@@ -107,10 +107,8 @@ struct Session {
 pub struct Channel {
     /// What is shared by all rooms of this agent.
     ctx: Arc<AgentContext>,
-    /// The room (opaque ID).
-    room: String,
-    /// The conversation this channel holds (its room and agent), the key of its session,
-    /// transcript and crash journal in the store.
+    /// The conversation this channel holds: its room (an opaque ID) and agent, the key of
+    /// its session, transcript and crash journal in the store.
     key: ConversationKey,
     /// Prompts, commands and stop requests, in arrival order.
     inputs: mpsc::UnboundedReceiver<ChannelInput>,
@@ -181,9 +179,8 @@ impl Channel {
         shutdown: CancellationToken,
     ) -> Self {
         Self {
-            key: ConversationKey::new(&room, &ctx.agent_id),
+            key: ConversationKey::new(room, &ctx.agent_id),
             ctx,
-            room,
             inputs,
             session: None,
             queue: VecDeque::new(),
@@ -198,7 +195,7 @@ impl Channel {
     /// What this room shows, as chosen with `!show` (read at each turn: the gateway
     /// changes it for every agent of the room) or configured.
     async fn verbosity(&self) -> Verbosity {
-        let stored = (self.ctx.store.room_verbosity(&self.room).await)
+        let stored = (self.ctx.store.room_verbosity(self.key.room.as_str()).await)
             .or_log("could not read the room's settings")
             .flatten()
             .and_then(|word| Verbosity::parse(&word));
@@ -218,7 +215,7 @@ impl Channel {
                 && let Some(next) = self.queue.pop_front()
             {
                 if let Some(reaction) = &next.reaction {
-                    let _ = self.ctx.chat.redact(&self.room, reaction).await;
+                    let _ = self.ctx.chat.redact(self.key.room.as_str(), reaction).await;
                 }
                 // Held until the turn ends: the pool neither stops the agent nor gives its
                 // slot away.
@@ -279,14 +276,14 @@ impl Channel {
     }
 
     async fn notice(&self, text: impl Into<String>) {
-        post_notice(&self.ctx, &self.room, text.into()).await;
+        post_notice(&self.ctx, self.key.room.as_str(), text.into()).await;
     }
 
     /// Records that the input `event_id` no longer waits (a store failure is logged: at
     /// worst a prompt is taken up again after a restart, which begins no turn twice).
     async fn settle(&self, event_id: &str) {
         if let Err(e) = self.ctx.store.settle(&self.ctx.agent_id, event_id).await {
-            tracing::error!(agent = %self.ctx.agent_id, room = %self.room, event = event_id, error = %e, "could not record an input as settled");
+            tracing::error!(agent = %self.ctx.agent_id, room = %self.key.room, event = event_id, error = %e, "could not record an input as settled");
         }
     }
 
@@ -325,7 +322,7 @@ impl Channel {
     /// Whether other agents of the gateway are in this room (slash commands are then
     /// written `/agent:cmd`).
     async fn several_agents_here(&self) -> bool {
-        (self.ctx.store.room_agents(&self.room).await)
+        (self.ctx.store.room_agents(self.key.room.as_str()).await)
             .or_log("could not read the room's agents")
             .is_some_and(|agents| agents.len() > 1)
     }
@@ -333,7 +330,7 @@ impl Channel {
     /// A lease on the agent from the process pool; tells the room when it must wait.
     async fn lease(&self) -> Lease {
         let ctx = self.ctx.clone();
-        let tell = async |waiting| tell_waiting(&ctx, &self.room, waiting).await;
+        let tell = async |waiting| tell_waiting(&ctx, self.key.room.as_str(), waiting).await;
         ctx.pool.acquire(&ctx.agent_id, tell).await
     }
 
@@ -344,7 +341,7 @@ impl Channel {
     /// run.
     async fn lease_for_turn(&mut self, queued: &Queued) -> Option<Lease> {
         let ctx = self.ctx.clone();
-        let room = self.room.clone();
+        let room = self.key.room.to_string();
         let tell = async |waiting| tell_waiting(&ctx, &room, waiting).await;
         let acquire = ctx.pool.acquire(&ctx.agent_id, tell);
         tokio::pin!(acquire);
@@ -370,7 +367,7 @@ impl Channel {
                         let _ = reply.send(self.report(false, true));
                     }
                     ChannelInput::Command(Command::Stop(_), message) => {
-                        tracing::info!(agent = %ctx.agent_id, room = %self.room, by = %message.sender, "a prompt waiting for a slot was given up");
+                        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, by = %message.sender, "a prompt waiting for a slot was given up");
                         self.notice(strings::gave_up_waiting(&ctx.display_name, &message.sender))
                             .await;
                         self.settle(&message.event_id).await;
@@ -402,12 +399,12 @@ impl Channel {
         let reaction = match self
             .ctx
             .chat
-            .react(&self.room, event_id, strings::QUEUED_REACTION)
+            .react(self.key.room.as_str(), event_id, strings::QUEUED_REACTION)
             .await
         {
             Ok(id) => id,
             Err(e) => {
-                tracing::warn!(room = %self.room, error = %e, "could not mark a message as queued");
+                tracing::warn!(room = %self.key.room, error = %e, "could not mark a message as queued");
                 return None;
             }
         };
@@ -417,7 +414,7 @@ impl Channel {
             .set_queued_reaction(&ctx.agent_id, event_id, &reaction)
             .await
         {
-            tracing::warn!(room = %self.room, error = %e, "could not record the queued mark");
+            tracing::warn!(room = %self.key.room, error = %e, "could not record the queued mark");
         }
         Some(reaction)
     }

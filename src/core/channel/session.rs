@@ -35,7 +35,7 @@ impl Channel {
         {
             match ctx.agent.reopen_session(&earlier, &ctx.workspace).await {
                 Ok(session) => {
-                    tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %session.id, how = how.continuity(), "session got back");
+                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %session.id, how = how.continuity(), "session got back");
                     ctx.store
                         .set_continuity(&self.key, how.continuity())
                         .await
@@ -50,7 +50,7 @@ impl Channel {
                     return Ok(());
                 }
                 Err(e) => {
-                    tracing::warn!(agent = %ctx.agent_id, room = %self.room, session = %earlier, error = %e, "could not get the session back; opening a new one with the conversation re-injected");
+                    tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, session = %earlier, error = %e, "could not get the session back; opening a new one with the conversation re-injected");
                 }
             }
         }
@@ -59,7 +59,7 @@ impl Channel {
             .save_session(&self.key, &new.id)
             .await
             .or_log("could not save the session");
-        tracing::info!(agent = %ctx.agent_id, room = %self.room, session = %new.id, "session opened");
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %new.id, "session opened");
         self.session = Some(Session {
             id: new.id,
             events: new.events,
@@ -77,13 +77,13 @@ impl Channel {
         if let Some(session) = &self.session
             && !self.ctx.agent.session_alive(&session.id)
         {
-            tracing::info!(agent = %self.ctx.agent_id, room = %self.room, session = %session.id, "the session's process has stopped; opening a session again");
+            tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, session = %session.id, "the session's process has stopped; opening a session again");
             self.drop_session();
         }
         match self.ensure_session().await {
             Ok(_) => true,
             Err(e) => {
-                tracing::warn!(agent = %self.ctx.agent_id, room = %self.room, error = %e, "no session");
+                tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, error = %e, "no session");
                 self.notice(strings::session_failed(
                     &self.ctx.display_name,
                     &e.to_string(),
@@ -107,12 +107,12 @@ impl Channel {
             }
             return;
         }
-        let private = match ctx.chat.joined_members(&self.room).await {
+        let private = match ctx.chat.joined_members(self.key.room.as_str()).await {
             Ok(members) => members
                 .iter()
                 .all(|m| ctx.allowed.allows(m) || ctx.agent_users.contains(m)),
             Err(e) => {
-                tracing::warn!(room = %self.room, error = %e, "could not list the room's members; the agent's stderr stays in the log");
+                tracing::warn!(room = %self.key.room, error = %e, "could not list the room's members; the agent's stderr stays in the log");
                 false
             }
         };
@@ -120,7 +120,7 @@ impl Channel {
             true => cards::stderr_tail(&ctx.display_name, &tail),
             false => OutMessage::notice(strings::stderr_in_log(&ctx.display_name)),
         };
-        RoomVoice::new(&*ctx.chat, &ctx.agent_id, &self.room)
+        RoomVoice::new(&*ctx.chat, &ctx.agent_id, self.key.room.as_str())
             .say(&fresh_txn("stderr"), &message)
             .await;
     }
@@ -144,7 +144,7 @@ impl Channel {
         let entries = match ctx.store.conversation(&self.key).await {
             Ok(entries) => entries,
             Err(e) => {
-                tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not read the transcript; the conversation starts afresh");
+                tracing::error!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "could not read the transcript; the conversation starts afresh");
                 return message.body.clone();
             }
         };
@@ -161,7 +161,7 @@ impl Channel {
         ) else {
             return message.body.clone();
         };
-        tracing::info!(agent = %ctx.agent_id, room = %self.room, earlier_entries = before, chars = preamble.len(), "re-injecting the earlier conversation into the new session");
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, earlier_entries = before, chars = preamble.len(), "re-injecting the earlier conversation into the new session");
         ctx.store
             .set_continuity(&self.key, "reinjected")
             .await
@@ -179,7 +179,7 @@ impl Channel {
         }
         self.drain_events(None).await;
         self.drop_session();
-        tracing::info!(agent = %ctx.agent_id, room = %self.room, "fresh conversation requested");
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "fresh conversation requested");
         self.notice(strings::fresh_start(&ctx.display_name)).await;
     }
 }

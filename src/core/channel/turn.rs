@@ -58,7 +58,7 @@ impl Channel {
     pub(super) async fn record(&self, line: TranscriptLine<'_>) {
         let ctx = &self.ctx;
         if let Err(e) = ctx.store.append_transcript(&self.key, line).await {
-            tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not record the transcript");
+            tracing::error!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "could not record the transcript");
         }
     }
 
@@ -75,7 +75,7 @@ impl Channel {
             }
             self.await_commands().await;
             if !self.commands.is_empty() && !self.commands.iter().any(|c| c.name == command) {
-                tracing::info!(agent = %self.ctx.agent_id, room = %self.room, command, "a slash command the agent does not offer");
+                tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, command, "a slash command the agent does not offer");
                 let several = self.several_agents_here().await;
                 self.notice(strings::unknown_slash(&self.agent_line(), command, several))
                     .await;
@@ -134,13 +134,13 @@ impl Channel {
         let mut view = TurnView {
             stream: ReplyStream::new(
                 Arc::new(replies),
-                self.room.clone(),
+                self.key.room.to_string(),
                 txn_prefix.clone(),
                 self.ctx.stream.clone(),
             ),
             activity: Activity::new(
                 self.ctx.chat.clone(),
-                self.room.clone(),
+                self.key.room.to_string(),
                 verbosity,
                 txn_prefix,
                 self.ctx.stream.clone(),
@@ -156,9 +156,9 @@ impl Channel {
             .or_log("could not record the turn; a crash would leave it unmarked");
         self.approvals.new_turn();
         let mut control = TurnControl::default();
-        self.ctx.chat.typing(&self.room, true).await;
+        self.ctx.chat.typing(self.key.room.as_str(), true).await;
         let result = self.drive(text, &mut view, &mut control).await;
-        self.ctx.chat.typing(&self.room, false).await;
+        self.ctx.chat.typing(self.key.room.as_str(), false).await;
         self.finish_turn(result, view, control).await;
     }
 
@@ -211,30 +211,30 @@ impl Channel {
                 _ = sleep_until_opt(quiet_at) => {
                     quiet_noted = true;
                     let quiet = ctx.quiet_note.unwrap_or_default();
-                    tracing::info!(agent = %ctx.agent_id, room = %self.room, quiet_secs = quiet.as_secs(), "the turn has been quiet; telling the room how to stop it");
+                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, quiet_secs = quiet.as_secs(), "the turn has been quiet; telling the room how to stop it");
                     self.notice(strings::quiet_turn(&ctx.display_name, quiet, &ctx.command_prefix)).await;
                 }
                 _ = sleep_until_opt(flush_at) => {
                     if let Err(e) = view.stream.flush().await {
-                        tracing::debug!(room = %self.room, error = %e, "edit deferred");
+                        tracing::debug!(room = %self.key.room, error = %e, "edit deferred");
                     }
                     view.journal.reply(&view.stream).await;
                 }
                 _ = sleep_until_opt(activity_at) => {
                     if let Err(e) = view.activity.flush().await {
-                        tracing::debug!(room = %self.room, error = %e, "card update deferred");
+                        tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
                     }
                     view.journal.cards(&view.activity).await;
                 }
-                _ = sleep_until_opt(poll_deadline) => self.approvals.expire_due(&ctx, &self.room).await,
-                _ = typing.tick() => ctx.chat.typing(&self.room, true).await,
+                _ = sleep_until_opt(poll_deadline) => self.approvals.expire_due(&ctx, self.key.room.as_str()).await,
+                _ = typing.tick() => ctx.chat.typing(self.key.room.as_str(), true).await,
                 _ = self.shutdown.cancelled(), if control.shutdown_deadline.is_none() => {
-                    tracing::info!(agent = %ctx.agent_id, room = %self.room, "shutting down: cancelling the turn");
+                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "shutting down: cancelling the turn");
                     control.shutdown_deadline = Some(tokio::time::Instant::now() + SHUTDOWN_CANCEL_GRACE);
                     if let Err(e) = ctx.agent.cancel(&session_id).await {
                         tracing::warn!(error = %e, "session/cancel failed");
                     }
-                    self.approvals.cancel_all(&ctx, &self.room, |_| PollOutcome::TurnStopped).await;
+                    self.approvals.cancel_all(&ctx, self.key.room.as_str(), |_| PollOutcome::TurnStopped).await;
                 }
                 // An agent that ignores the cancel does not hold the shutdown up.
                 _ = sleep_until_opt(control.shutdown_deadline) => break Ok(StopReason::Cancelled.into()),
@@ -244,7 +244,7 @@ impl Channel {
         self.drain_events(Some(view)).await;
         // A poll still open now belongs to a turn the agent has ended.
         self.approvals
-            .cancel_all(&ctx, &self.room, |_| PollOutcome::TurnEnded)
+            .cancel_all(&ctx, self.key.room.as_str(), |_| PollOutcome::TurnEnded)
             .await;
         result
     }
@@ -280,7 +280,7 @@ impl Channel {
                 strings::stop_footer(reason, stopped_by),
             ),
             Err(e) => {
-                tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, stderr = %ctx.agent.stderr_tail(), "turn failed");
+                tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, error = %e, stderr = %ctx.agent.stderr_tail(), "turn failed");
                 let text = match e {
                     AgentError::Exited { status } => {
                         strings::agent_stopped(&ctx.display_name, status)
@@ -304,7 +304,7 @@ impl Channel {
         }
         let cancelled = matches!(result, Ok(StopReason::Cancelled));
         if let Err(e) = activity.finish(cancelled).await {
-            tracing::warn!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not close the tool cards");
+            tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "could not close the tool cards");
             if e.is_retryable() {
                 self.to_outbox(activity.undelivered()).await;
             }
@@ -323,13 +323,13 @@ impl Channel {
             let footer: Vec<String> = ending.into_iter().chain(usage).collect();
             let footer = (!footer.is_empty()).then(|| footer.join("\n\n"));
             if let Err(e) = stream.finish(footer).await {
-                tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not deliver the final reply");
+                tracing::error!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "could not deliver the final reply");
                 if e.is_retryable() {
                     self.to_outbox(stream.undelivered()).await;
                 }
             }
         }
-        tracing::info!(agent = %ctx.agent_id, room = %self.room, prompt = %view.prompt_event, stop = stop_label, stats = ?stream.stats(), "turn ended");
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, prompt = %view.prompt_event, stop = stop_label, stats = ?stream.stats(), "turn ended");
         // The turn is over and its reply recorded in one go: a crash now leaves no cut turn
         // to mark, and no reply missing from the conversation.
         let first_event = stream.event_ids().into_iter().next();
@@ -352,7 +352,7 @@ impl Channel {
             (&ctx.handoffs, first_event, &result)
         {
             let _ = handoffs.send(Handoff {
-                room_id: self.room.clone(),
+                room_id: self.key.room.to_string(),
                 from_agent: ctx.agent_id.clone(),
                 event_id,
                 text: stream.text().to_owned(),
@@ -367,13 +367,13 @@ impl Channel {
             return;
         }
         let ctx = &self.ctx;
-        let items = outbox_items(&self.room, undelivered);
+        let items = outbox_items(self.key.room.as_str(), undelivered);
         match ctx.store.outbox_add(&ctx.agent_id, &items).await {
             Ok(()) => {
-                tracing::warn!(agent = %ctx.agent_id, room = %self.room, messages = items.len(), "the homeserver stayed away: the final content waits in the outbox")
+                tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, messages = items.len(), "the homeserver stayed away: the final content waits in the outbox")
             }
             Err(e) => {
-                tracing::error!(agent = %ctx.agent_id, room = %self.room, error = %e, "could not keep the final content for later")
+                tracing::error!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "could not keep the final content for later")
             }
         }
     }
@@ -408,11 +408,11 @@ impl Channel {
                 view.activity.tool(request.tool.clone(), false);
                 // The call's card, if due, goes up before the poll that asks about it.
                 if let Err(e) = view.activity.flush().await {
-                    tracing::debug!(room = %self.room, error = %e, "card update deferred");
+                    tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
                 }
                 view.journal.cards(&view.activity).await;
                 self.approvals
-                    .open(&ctx, &self.room, request, tool, &view.prompter)
+                    .open(&ctx, self.key.room.as_str(), request, tool, &view.prompter)
                     .await;
             }
             (AgentEvent::Permission(request), None) => {
@@ -437,7 +437,7 @@ impl Channel {
             }
             (AgentEvent::Usage { used, size }, _) => self.usage.context = Some((used, size)),
             (AgentEvent::MessageChunk(text), None) => {
-                tracing::warn!(agent = %ctx.agent_id, room = %self.room, %text, "answer text outside a turn; not shown")
+                tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, %text, "answer text outside a turn; not shown")
             }
             (other, _) => {
                 tracing::debug!(agent = %ctx.agent_id, event = ?other, "update not shown")

@@ -42,7 +42,9 @@ impl Channel {
         let ctx = self.ctx.clone();
         let picked = self
             .approvals
-            .pick(&ctx, &self.room, &target, by, |c| poll::pick(c, reply))
+            .pick(&ctx, self.key.room.as_str(), &target, by, |c| {
+                poll::pick(c, reply)
+            })
             .await;
         match &picked {
             Picked::NotApprover => self.notice(strings::not_an_approver(by)).await,
@@ -65,7 +67,7 @@ impl Channel {
         if control.stopped_by.is_some() {
             return;
         }
-        tracing::info!(agent = %self.ctx.agent_id, room = %self.room, by, "cancelling the turn");
+        tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, by, "cancelling the turn");
         let ctx = self.ctx.clone();
         if let Err(e) = ctx.agent.cancel(session_id).await {
             tracing::warn!(error = %e, "session/cancel failed");
@@ -73,7 +75,7 @@ impl Channel {
         // ACP: after `session/cancel` the client answers its open permission requests
         // `cancelled`.
         self.approvals
-            .cancel_all(&ctx, &self.room, |event| {
+            .cancel_all(&ctx, self.key.room.as_str(), |event| {
                 if Some(event) == from_poll {
                     PollOutcome::Stopped { by: by.clone() }
                 } else {
@@ -168,7 +170,7 @@ impl Channel {
                     let ctx = self.ctx.clone();
                     let picked = self
                         .approvals
-                        .pick(&ctx, &self.room, &target, &by, |c| {
+                        .pick(&ctx, self.key.room.as_str(), &target, &by, |c| {
                             poll::by_reaction(c, &key)
                         })
                         .await;
