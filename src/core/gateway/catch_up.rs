@@ -22,22 +22,15 @@ impl Gateway {
     /// the agent arrived. A store failure is logged and counts as knowing nothing (the
     /// catch-up then goes as far as its bound; admission keeps it from doubling anything).
     pub async fn handled_so_far(&self, agent_id: &str, room_id: &str) -> HandledSoFar {
-        let last = match self
-            .store
-            .room_position(&ConversationKey::new(room_id, agent_id))
-            .await
-        {
+        let key = ConversationKey::new(room_id, agent_id);
+        let last = match self.store.room_position(&key).await {
             Ok(position) => position.map(|p| (p.event_id, p.event_ts)),
             Err(e) => {
                 tracing::error!(agent = agent_id, room = room_id, error = %e, "could not read where the room's handling stood");
                 None
             }
         };
-        let mut floor = match self
-            .store
-            .member_floor(&ConversationKey::new(room_id, agent_id))
-            .await
-        {
+        let mut floor = match self.store.member_floor(&key).await {
             Ok(floor) => floor,
             Err(e) => {
                 tracing::error!(agent = agent_id, room = room_id, error = %e, "could not read when the agent arrived");
@@ -47,10 +40,7 @@ impl Gateway {
         // A room handled before positions were kept (an upgrade): what came before the
         // last message taken in was seen then, and is not taken up again now.
         if last.is_none()
-            && let Ok(Some(at)) = self
-                .store
-                .last_handled_at(&ConversationKey::new(room_id, agent_id))
-                .await
+            && let Ok(Some(at)) = self.store.last_handled_at(&key).await
         {
             floor = Some(floor.map_or(at, |f| f.max(at)));
         }
@@ -78,6 +68,7 @@ impl Gateway {
     ) {
         let mut count = 0;
         let mut newest = None;
+        let key = ConversationKey::new(room_id, agent_id);
         for inbound in &missed {
             let Some(message) = inbound.message() else {
                 continue;
@@ -85,15 +76,7 @@ impl Gateway {
             if !self.would_have_answered(inbound, message).await {
                 continue;
             }
-            match self
-                .store
-                .admit(
-                    &message.event_id,
-                    &ConversationKey::new(room_id, agent_id),
-                    None,
-                )
-                .await
-            {
+            match self.store.admit(&message.event_id, &key, None).await {
                 Ok(true) => {
                     tracing::info!(agent = agent_id, room = room_id, event = %message.event_id, "a message from while the agent was away lies past the catch-up bound; not answered");
                     count += 1;
