@@ -91,9 +91,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_fresh_start_leaves_the_earlier_transcript_behind() {
+        let key = ConversationKey::new("!r", "demo");
         let store = Store::in_memory().await.unwrap();
         let add = |body: &'static str| {
-            let store = store.clone();
+            let (store, key) = (store.clone(), key.clone());
             async move {
                 let line = TranscriptLine {
                     role: Role::User,
@@ -102,45 +103,20 @@ mod tests {
                     body,
                     stop_reason: None,
                 };
-                store
-                    .append_transcript(&ConversationKey::new("!r", "demo"), line)
-                    .await
-                    .unwrap()
+                store.append_transcript(&key, line).await.unwrap()
             }
         };
         add("one").await;
         add("two").await;
         let bodies = |v: Vec<TranscriptEntry>| v.into_iter().map(|e| e.body).collect::<Vec<_>>();
         assert_eq!(
-            bodies(
-                store
-                    .conversation(&ConversationKey::new("!r", "demo"))
-                    .await
-                    .unwrap()
-            ),
+            bodies(store.conversation(&key).await.unwrap()),
             ["one", "two"]
         );
-        store
-            .start_conversation(&ConversationKey::new("!r", "demo"))
-            .await
-            .unwrap();
-        assert!(
-            store
-                .conversation(&ConversationKey::new("!r", "demo"))
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        store.start_conversation(&key).await.unwrap();
+        assert!(store.conversation(&key).await.unwrap().is_empty());
         add("three").await;
-        assert_eq!(
-            bodies(
-                store
-                    .conversation(&ConversationKey::new("!r", "demo"))
-                    .await
-                    .unwrap()
-            ),
-            ["three"]
-        );
+        assert_eq!(bodies(store.conversation(&key).await.unwrap()), ["three"]);
         // Other channels are untouched.
         assert!(
             store
@@ -153,36 +129,17 @@ mod tests {
 
     #[tokio::test]
     async fn continuity_is_recorded_per_session() {
+        let key = ConversationKey::new("!r", "demo");
         let store = Store::in_memory().await.unwrap();
+        assert_eq!(store.continuity(&key).await.unwrap(), None);
+        store.save_session(&key, "s1").await.unwrap();
         assert_eq!(
-            store
-                .continuity(&ConversationKey::new("!r", "demo"))
-                .await
-                .unwrap(),
-            None
-        );
-        store
-            .save_session(&ConversationKey::new("!r", "demo"), "s1")
-            .await
-            .unwrap();
-        assert_eq!(
-            store
-                .continuity(&ConversationKey::new("!r", "demo"))
-                .await
-                .unwrap()
-                .as_deref(),
+            store.continuity(&key).await.unwrap().as_deref(),
             Some("new")
         );
-        store
-            .set_continuity(&ConversationKey::new("!r", "demo"), "reinjected")
-            .await
-            .unwrap();
+        store.set_continuity(&key, "reinjected").await.unwrap();
         assert_eq!(
-            store
-                .continuity(&ConversationKey::new("!r", "demo"))
-                .await
-                .unwrap()
-                .as_deref(),
+            store.continuity(&key).await.unwrap().as_deref(),
             Some("reinjected")
         );
     }

@@ -222,15 +222,12 @@ mod tests {
 
     #[tokio::test]
     async fn an_input_is_admitted_once_and_waits_in_order_until_settled() {
+        let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
         for (id, body) in [("$2", "second"), ("$1", "first"), ("$3", "third")] {
             assert!(
                 store
-                    .admit(
-                        id,
-                        &ConversationKey::new("!r", "a"),
-                        Some(&prompt(id, body))
-                    )
+                    .admit(id, &key, Some(&prompt(id, body)))
                     .await
                     .unwrap()
             );
@@ -238,11 +235,7 @@ mod tests {
         // Admitted again (a sync replayed, a catch-up overlapping): refused, nothing added.
         assert!(
             !store
-                .admit(
-                    "$1",
-                    &ConversationKey::new("!r", "a"),
-                    Some(&prompt("$1", "again"))
-                )
+                .admit("$1", &key, Some(&prompt("$1", "again")))
                 .await
                 .unwrap()
         );
@@ -255,10 +248,7 @@ mod tests {
             kind: PendingKind::Rerun,
             ..prompt("$0", "cut")
         };
-        store
-            .end_turn(&ConversationKey::new("!r", "a"), None, Some(&rerun))
-            .await
-            .unwrap();
+        store.end_turn(&key, None, Some(&rerun)).await.unwrap();
         let waiting = store.pending_inputs("a").await.unwrap();
         let bodies: Vec<&str> = waiting.iter().map(|p| p.body.as_str()).collect();
         assert_eq!(
@@ -272,19 +262,10 @@ mod tests {
 
     #[tokio::test]
     async fn an_event_admitted_without_an_input_waits_for_nothing() {
+        let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
-        assert!(
-            store
-                .admit("$1", &ConversationKey::new("!r", "a"), None)
-                .await
-                .unwrap()
-        );
+        assert!(store.admit("$1", &key, None).await.unwrap());
         assert!(store.pending_inputs("a").await.unwrap().is_empty());
-        assert!(
-            !store
-                .admit("$1", &ConversationKey::new("!r", "a"), None)
-                .await
-                .unwrap()
-        );
+        assert!(!store.admit("$1", &key, None).await.unwrap());
     }
 }

@@ -310,19 +310,10 @@ mod tests {
 
     #[tokio::test]
     async fn events_are_handled_once_per_agent() {
+        let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
-        assert!(
-            store
-                .admit("$e", &ConversationKey::new("!r", "a"), None)
-                .await
-                .unwrap()
-        );
-        assert!(
-            !store
-                .admit("$e", &ConversationKey::new("!r", "a"), None)
-                .await
-                .unwrap()
-        );
+        assert!(store.admit("$e", &key, None).await.unwrap());
+        assert!(!store.admit("$e", &key, None).await.unwrap());
         assert!(
             store
                 .admit("$e", &ConversationKey::new("!r", "b"), None)
@@ -333,43 +324,14 @@ mod tests {
 
     #[tokio::test]
     async fn membership_keeps_the_first_time() {
+        let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
-        assert_eq!(
-            store
-                .member_since(&ConversationKey::new("!r", "a"), 10)
-                .await
-                .unwrap(),
-            10
-        );
-        assert_eq!(
-            store
-                .member_since(&ConversationKey::new("!r", "a"), 20)
-                .await
-                .unwrap(),
-            10
-        );
-        store
-            .forget_member(&ConversationKey::new("!r", "a"))
-            .await
-            .unwrap();
-        assert_eq!(
-            store
-                .member_since(&ConversationKey::new("!r", "a"), 30)
-                .await
-                .unwrap(),
-            30
-        );
-        store
-            .set_member_since(&ConversationKey::new("!r", "a"), 40)
-            .await
-            .unwrap();
-        assert_eq!(
-            store
-                .member_since(&ConversationKey::new("!r", "a"), 50)
-                .await
-                .unwrap(),
-            40
-        );
+        assert_eq!(store.member_since(&key, 10).await.unwrap(), 10);
+        assert_eq!(store.member_since(&key, 20).await.unwrap(), 10);
+        store.forget_member(&key).await.unwrap();
+        assert_eq!(store.member_since(&key, 30).await.unwrap(), 30);
+        store.set_member_since(&key, 40).await.unwrap();
+        assert_eq!(store.member_since(&key, 50).await.unwrap(), 40);
         store
             .set_member_since(&ConversationKey::new("!r", "b"), 40)
             .await
@@ -383,30 +345,12 @@ mod tests {
 
     #[tokio::test]
     async fn sessions_and_transcripts_round_trip() {
+        let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
-        assert_eq!(
-            store
-                .session(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap(),
-            None
-        );
-        store
-            .save_session(&ConversationKey::new("!r", "a"), "s1")
-            .await
-            .unwrap();
-        store
-            .save_session(&ConversationKey::new("!r", "a"), "s2")
-            .await
-            .unwrap();
-        assert_eq!(
-            store
-                .session(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap()
-                .as_deref(),
-            Some("s2")
-        );
+        assert_eq!(store.session(&key).await.unwrap(), None);
+        store.save_session(&key, "s1").await.unwrap();
+        store.save_session(&key, "s2").await.unwrap();
+        assert_eq!(store.session(&key).await.unwrap().as_deref(), Some("s2"));
         let prompt = TranscriptLine {
             role: Role::User,
             sender: "@p:x",
@@ -414,15 +358,9 @@ mod tests {
             body: "hi",
             stop_reason: None,
         };
-        store
-            .append_transcript(&ConversationKey::new("!r", "a"), prompt)
-            .await
-            .unwrap();
+        store.append_transcript(&key, prompt).await.unwrap();
         // The same prompt again (run again after a restart): recorded once.
-        store
-            .append_transcript(&ConversationKey::new("!r", "a"), prompt)
-            .await
-            .unwrap();
+        store.append_transcript(&key, prompt).await.unwrap();
         let reply = TranscriptLine {
             role: Role::Agent,
             sender: "@a:x",
@@ -430,14 +368,8 @@ mod tests {
             body: "hello",
             stop_reason: Some("end_turn"),
         };
-        store
-            .append_transcript(&ConversationKey::new("!r", "a"), reply)
-            .await
-            .unwrap();
-        let t = store
-            .transcript(&ConversationKey::new("!r", "a"))
-            .await
-            .unwrap();
+        store.append_transcript(&key, reply).await.unwrap();
+        let t = store.transcript(&key).await.unwrap();
         assert_eq!(t.len(), 2);
         assert_eq!((t[0].role.as_str(), t[1].body.as_str()), ("user", "hello"));
     }

@@ -104,14 +104,9 @@ mod tests {
 
     #[tokio::test]
     async fn positions_move_forward() {
+        let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
-        assert_eq!(
-            store
-                .room_position(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap(),
-            None
-        );
+        assert_eq!(store.room_position(&key).await.unwrap(), None);
         let at = |id: &str, ts| RoomPosition {
             room_id: "!r".into(),
             event_id: id.into(),
@@ -119,21 +114,9 @@ mod tests {
         };
         store.save_positions("a", &[at("$1", 10)]).await.unwrap();
         store.save_positions("a", &[]).await.unwrap();
-        assert_eq!(
-            store
-                .room_position(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap(),
-            Some(at("$1", 10))
-        );
+        assert_eq!(store.room_position(&key).await.unwrap(), Some(at("$1", 10)));
         store.save_positions("a", &[at("$2", 20)]).await.unwrap();
-        assert_eq!(
-            store
-                .room_position(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap(),
-            Some(at("$2", 20))
-        );
+        assert_eq!(store.room_position(&key).await.unwrap(), Some(at("$2", 20)));
         assert_eq!(
             store
                 .room_position(&ConversationKey::new("!r", "b"))
@@ -141,41 +124,11 @@ mod tests {
                 .unwrap(),
             None
         );
-        assert_eq!(
-            store
-                .member_floor(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap(),
-            None
-        );
-        store
-            .set_member_since(&ConversationKey::new("!r", "a"), 5)
-            .await
-            .unwrap();
-        assert_eq!(
-            store
-                .member_floor(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap(),
-            Some(5)
-        );
-        assert_eq!(
-            store
-                .last_handled_at(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap(),
-            None
-        );
-        store
-            .admit("$e", &ConversationKey::new("!r", "a"), None)
-            .await
-            .unwrap();
-        assert!(
-            store
-                .last_handled_at(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap()
-                .is_some()
-        );
+        assert_eq!(store.member_floor(&key).await.unwrap(), None);
+        store.set_member_since(&key, 5).await.unwrap();
+        assert_eq!(store.member_floor(&key).await.unwrap(), Some(5));
+        assert_eq!(store.last_handled_at(&key).await.unwrap(), None);
+        store.admit("$e", &key, None).await.unwrap();
+        assert!(store.last_handled_at(&key).await.unwrap().is_some());
     }
 }

@@ -51,11 +51,9 @@ mod tests {
 
     #[tokio::test]
     async fn old_markers_go_and_transcripts_stay_unless_asked() {
+        let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
-        store
-            .admit("$old", &ConversationKey::new("!r", "a"), None)
-            .await
-            .unwrap();
+        store.admit("$old", &key, None).await.unwrap();
         let line = TranscriptLine {
             role: Role::User,
             sender: "@p:x",
@@ -63,10 +61,7 @@ mod tests {
             body: "hi",
             stop_reason: None,
         };
-        store
-            .append_transcript(&ConversationKey::new("!r", "a"), line)
-            .await
-            .unwrap();
+        store.append_transcript(&key, line).await.unwrap();
         let later = now_ms() + 1_000;
         let pruned = store.prune(later, None).await.unwrap();
         assert_eq!(
@@ -77,21 +72,11 @@ mod tests {
             }
         );
         assert!(!store.is_handled("$old", "a").await.unwrap());
-        assert_eq!(
-            store
-                .transcript(&ConversationKey::new("!r", "a"))
-                .await
-                .unwrap()
-                .len(),
-            1
-        );
+        assert_eq!(store.transcript(&key).await.unwrap().len(), 1);
         let pruned = store.prune(later, Some(later)).await.unwrap();
         assert_eq!(pruned.transcript, 1);
         // Nothing newer than the bounds goes.
-        store
-            .admit("$new", &ConversationKey::new("!r", "a"), None)
-            .await
-            .unwrap();
+        store.admit("$new", &key, None).await.unwrap();
         store
             .prune(now_ms() - 60_000, Some(now_ms() - 60_000))
             .await

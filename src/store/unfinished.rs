@@ -246,11 +246,9 @@ mod tests {
 
     #[tokio::test]
     async fn an_unfinished_turn_keeps_its_messages_until_it_ends() {
+        let key = ConversationKey::new("!r", "demo");
         let store = Store::in_memory().await.unwrap();
-        store
-            .begin_turn(&ConversationKey::new("!r", "demo"), "$prompt", true)
-            .await
-            .unwrap();
+        store.begin_turn(&key, "$prompt", true).await.unwrap();
         let reply = CutMessage {
             event_id: Some("$reply".into()),
             txn_id: None,
@@ -259,18 +257,12 @@ mod tests {
             html: None,
             notice: false,
         };
-        store
-            .save_cut_message(&ConversationKey::new("!r", "demo"), &reply)
-            .await
-            .unwrap();
+        store.save_cut_message(&key, &reply).await.unwrap();
         let newer = CutMessage {
             body: "partial, longer".into(),
             ..reply.clone()
         };
-        store
-            .save_cut_message(&ConversationKey::new("!r", "demo"), &newer)
-            .await
-            .unwrap();
+        store.save_cut_message(&key, &newer).await.unwrap();
         // A second message, sent but never confirmed: known by its transaction ID.
         let unconfirmed = CutMessage {
             event_id: None,
@@ -279,14 +271,11 @@ mod tests {
             ..reply.clone()
         };
         store
-            .intend_cut_message(&ConversationKey::new("!r", "demo"), "txn-1", &unconfirmed)
+            .intend_cut_message(&key, "txn-1", &unconfirmed)
             .await
             .unwrap();
         for part in ["partial", ", longer"] {
-            store
-                .append_reply_text(&ConversationKey::new("!r", "demo"), part)
-                .await
-                .unwrap();
+            store.append_reply_text(&key, part).await.unwrap();
         }
         let turns = store.unfinished_turns("demo").await.unwrap();
         assert_eq!(
@@ -311,21 +300,16 @@ mod tests {
             body: "partial, longer",
             stop_reason: Some("interrupted"),
         };
-        store
-            .end_turn(&ConversationKey::new("!r", "demo"), Some(reply), None)
-            .await
-            .unwrap();
+        store.end_turn(&key, Some(reply), None).await.unwrap();
         assert!(store.unfinished_turns("demo").await.unwrap().is_empty());
-        let transcript = store
-            .transcript(&ConversationKey::new("!r", "demo"))
-            .await
-            .unwrap();
+        let transcript = store.transcript(&key).await.unwrap();
         assert_eq!(transcript.len(), 1);
         assert_eq!(transcript[0].stop_reason.as_deref(), Some("interrupted"));
     }
 
     #[tokio::test]
     async fn a_turn_that_begins_takes_its_prompt_off_the_pending_inputs() {
+        let key = ConversationKey::new("!r", "demo");
         let store = Store::in_memory().await.unwrap();
         let pending = crate::store::PendingInput {
             room_id: "!r".into(),
@@ -338,14 +322,8 @@ mod tests {
             sent_at: 1,
             queued_reaction: None,
         };
-        store
-            .admit("$p", &ConversationKey::new("!r", "demo"), Some(&pending))
-            .await
-            .unwrap();
-        store
-            .begin_turn(&ConversationKey::new("!r", "demo"), "$p", false)
-            .await
-            .unwrap();
+        store.admit("$p", &key, Some(&pending)).await.unwrap();
+        store.begin_turn(&key, "$p", false).await.unwrap();
         assert!(store.pending_inputs("demo").await.unwrap().is_empty());
         assert_eq!(store.unfinished_turns("demo").await.unwrap().len(), 1);
     }
