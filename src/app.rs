@@ -142,9 +142,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let mut processes = Vec::new();
     for (agent, user, process) in started {
         contexts.push(Arc::new(AgentContext {
-            agent_id: agent.id.clone(),
+            agent_id: agent.id.clone().into(),
             display_name: agent.display_name.clone(),
-            user_id: agent.matrix.user_id.clone(),
+            user_id: agent.matrix.user_id.clone().into(),
             agent: process.clone(),
             chat: user.chat(),
             store: store.clone(),

@@ -13,6 +13,7 @@ use super::chat::OutMessage;
 use super::context::AgentContext;
 use super::poll::{self, Choice, Decision};
 use super::voice::{RoomVoice, fresh_txn, with_retry};
+use crate::model::ids::EventId;
 use crate::render::cards::{self, PollOutcome, PollView};
 use crate::render::strings;
 use crate::store::LogFailure;
@@ -21,7 +22,7 @@ use crate::store::StoredPoll;
 /// One poll waiting for an answer.
 struct OpenPoll {
     /// The poll message.
-    event_id: String,
+    event_id: EventId,
     /// Where the agent's answer goes.
     reply: oneshot::Sender<PermissionAnswer>,
     /// The agent's options.
@@ -138,8 +139,8 @@ impl Approvals {
         tracing::info!(agent = %ctx.agent_id, room, poll = %event_id, tool = %tool.id, "permission poll posted");
         let expired = cards::poll_settled(&ctx.display_name, &tool, &PollOutcome::Restarted);
         let stored = StoredPoll {
-            event_id: event_id.clone(),
-            room_id: room.to_owned(),
+            event_id: EventId::from(&event_id),
+            room_id: room.into(),
             body: expired.body,
             html: expired.html,
         };
@@ -148,7 +149,7 @@ impl Approvals {
             .await
             .or_log("could not record the poll; a restart will leave it open");
         self.polls.push(OpenPoll {
-            event_id: event_id.clone(),
+            event_id: EventId::from(&event_id),
             reply: request.reply,
             options: request.options,
             choices: choices.clone(),

@@ -77,7 +77,7 @@ impl Command {
     }
 
     /// Takes the first word off when `is_agent` says it names an agent; returns it.
-    pub fn take_agent(&mut self, is_agent: impl Fn(&str) -> Option<String>) -> Option<String> {
+    pub fn take_agent<T>(&mut self, is_agent: impl Fn(&str) -> Option<T>) -> Option<T> {
         let words = self.words_mut()?;
         let agent = is_agent(words.first()?)?;
         words.remove(0);

@@ -13,16 +13,17 @@ use crate::core::poll::PermissionSettings;
 use crate::core::pool::Pool;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
+use crate::model::ids::{AgentId, EventId, RoomId, UserId};
 use crate::store::Store;
 
 /// Everything a channel needs that is the same for all rooms of one agent.
 pub struct AgentContext {
     /// The agent's configured ID.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// The agent's display name, used in messages.
     pub display_name: String,
     /// The agent's Matrix user ID (the author of its replies in the transcript).
-    pub user_id: String,
+    pub user_id: UserId,
     /// The agent process.
     pub agent: Arc<dyn AgentPort>,
     /// The agent's Matrix user.
@@ -65,11 +66,11 @@ pub struct AgentContext {
 #[derive(Debug, Clone)]
 pub struct Handoff {
     /// The room.
-    pub room_id: String,
+    pub room_id: RoomId,
     /// The agent that answered.
-    pub from_agent: String,
+    pub from_agent: AgentId,
     /// The answer's first message: the event the hand-off prompts refer to.
-    pub event_id: String,
+    pub event_id: EventId,
     /// The whole answer (Markdown).
     pub text: String,
 }

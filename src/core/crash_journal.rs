@@ -5,7 +5,7 @@
 //! again under the same transaction ID gets the event the homeserver already has (or posts
 //! it now), and it is marked like any other (see `docs/continuity.md`).
 
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{AgentId, ConversationKey};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -22,7 +22,7 @@ pub struct JournaledReplies {
     /// Where the journal is kept.
     store: Store,
     /// The agent, whose turn this is.
-    agent_id: String,
+    agent_id: AgentId,
     /// What a cut reply ends with.
     footer: &'static str,
 }
@@ -32,7 +32,7 @@ impl JournaledReplies {
     pub fn new(
         inner: Arc<dyn ChatPort>,
         store: Store,
-        agent_id: String,
+        agent_id: AgentId,
         footer: &'static str,
     ) -> Self {
         Self {
@@ -95,12 +95,17 @@ impl ChatPort for JournaledReplies {
 mod tests {
     use super::*;
     use crate::core::fakes::FakeChat;
+    use crate::model::ids::EventId;
 
     #[tokio::test]
     async fn a_reply_message_is_journaled_before_its_send_and_confirmed_after() {
         let store = Store::in_memory().await.unwrap();
         store
-            .begin_turn(&ConversationKey::new("!r", "demo"), "$p", false)
+            .begin_turn(
+                &ConversationKey::new("!r", "demo"),
+                &EventId::from("$p"),
+                false,
+            )
             .await
             .unwrap();
         let chat = FakeChat::new();

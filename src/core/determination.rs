@@ -5,6 +5,7 @@
 
 use super::command::{self, Command};
 use super::routing::{self, Addressing, Member};
+use crate::model::ids::AgentId;
 
 /// What the agent that saw a message is to do with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,13 +33,13 @@ pub enum Determination {
 pub fn determine(
     prefix: &str,
     body: &str,
-    me: &str,
+    me: &AgentId,
     members: &[Member],
     addressing: &Addressing,
-    default_agent: Option<&str>,
+    default_agent: Option<&AgentId>,
 ) -> Determination {
     // The first agent by ID answers for the room when a message names no agent.
-    let speaks_for_room = members.first().is_some_and(|m| m.agent_id == me);
+    let speaks_for_room = members.first().is_some_and(|m| &m.agent_id == me);
     let Some(mut command) = command::parse(prefix, body) else {
         let targets = routing::targets(addressing, members, default_agent);
         if targets.is_empty() {
@@ -107,8 +108,8 @@ mod tests {
     fn members(ids: &[&str]) -> Vec<Member> {
         ids.iter()
             .map(|id| Member {
-                agent_id: (*id).to_owned(),
-                user_id: format!("@{id}:x"),
+                agent_id: (*id).into(),
+                user_id: format!("@{id}:x").into(),
                 display_name: id.to_uppercase(),
             })
             .collect()
@@ -116,7 +117,7 @@ mod tests {
 
     fn named(ids: &[&str]) -> Addressing {
         Addressing {
-            named: ids.iter().map(|id| (*id).to_owned()).collect(),
+            named: ids.iter().map(|id| (*id).into()).collect(),
             text: String::new(),
         }
     }
@@ -235,7 +236,14 @@ mod tests {
         ];
         for (body, me, room, addressing, default, expected) in table {
             assert_eq!(
-                determine("!", body, me, room, &addressing, default),
+                determine(
+                    "!",
+                    body,
+                    &AgentId::from(me),
+                    room,
+                    &addressing,
+                    default.map(AgentId::from).as_ref()
+                ),
                 expected,
                 "{body:?} seen by {me}"
             );

@@ -1,37 +1,40 @@
 //! What arrives from the chat side, already stripped of Matrix types.
 
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 
 /// A message someone wrote in a room where an agent is.
 #[derive(Debug, Clone, Default)]
 pub struct IncomingMessage {
     /// The agent whose Matrix user saw the message.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// Opaque room ID.
-    pub room_id: String,
+    pub room_id: RoomId,
     /// The message's event ID (used for de-duplication and replies).
-    pub event_id: String,
+    pub event_id: EventId,
     /// Matrix user ID of the author.
-    pub sender: String,
+    pub sender: UserId,
     /// The text (plain body).
     pub body: String,
     /// Server timestamp, milliseconds since the epoch.
     pub timestamp_ms: u64,
     /// The message this one replies to, if any: a reply to a permission poll answers it.
-    pub reply_to: Option<String>,
+    pub reply_to: Option<EventId>,
     /// Who wrote the message this one replies to: a reply to an agent's message is for
     /// that agent.
-    pub reply_to_sender: Option<String>,
+    pub reply_to_sender: Option<UserId>,
     /// The users the message mentions (Matrix intentional mentions and mention pills):
     /// a message mentioning agents is for them.
-    pub mentions: Vec<String>,
+    pub mentions: Vec<UserId>,
 }
 
 impl IncomingMessage {
     /// The conversation this copy of the message belongs to: its room and the agent that
     /// saw it.
     pub fn conversation(&self) -> ConversationKey {
-        ConversationKey::new(&self.room_id, &self.agent_id)
+        ConversationKey {
+            room: self.room_id.clone(),
+            agent: self.agent_id.clone(),
+        }
     }
 }
 
@@ -39,15 +42,25 @@ impl IncomingMessage {
 #[derive(Debug, Clone)]
 pub struct IncomingReaction {
     /// The agent whose Matrix user saw the reaction.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// Opaque room ID.
-    pub room_id: String,
+    pub room_id: RoomId,
     /// Matrix user ID of the person reacting.
-    pub sender: String,
+    pub sender: UserId,
     /// The event reacted to.
-    pub target_event_id: String,
+    pub target_event_id: EventId,
     /// The reaction key (an emoji).
     pub key: String,
+}
+
+impl IncomingReaction {
+    /// The conversation whose channel the reaction may matter to.
+    pub fn conversation(&self) -> ConversationKey {
+        ConversationKey {
+            room: self.room_id.clone(),
+            agent: self.agent_id.clone(),
+        }
+    }
 }
 
 /// Why a message cannot be read by an agent.

@@ -2,13 +2,15 @@
 //! agents, so every agent's Matrix user, seeing the same message, decides the same way.
 //! See `docs/rooms.md`.
 
+use crate::model::ids::{AgentId, UserId};
+
 /// One of the gateway's agents that is in the room.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     /// The agent's configured ID (`claude`).
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// Its Matrix user ID (`@claude:example.org`).
-    pub user_id: String,
+    pub user_id: UserId,
     /// Its display name (`Claude`), the text a mention pill shows.
     pub display_name: String,
 }
@@ -48,7 +50,7 @@ impl Member {
 pub struct Addressing {
     /// Agents the message names (mention, user ID, `name:` prefix, `/name:cmd`, or a reply
     /// to one of their messages), by agent ID, in the order first named.
-    pub named: Vec<String>,
+    pub named: Vec<AgentId>,
     /// The text for the agent: leading addresses removed, `/name:cmd` turned into `/cmd`.
     pub text: String,
 }
@@ -59,14 +61,14 @@ pub struct Addressed<'a> {
     /// The plain text.
     pub body: &'a str,
     /// Users it mentions (Matrix intentional mentions and pills).
-    pub mentions: &'a [String],
+    pub mentions: &'a [UserId],
     /// The author of the message it replies to, if it is a reply.
     pub reply_to_sender: Option<&'a str>,
 }
 
 /// Reads who `message` addresses among `members`.
 pub fn addressing(message: Addressed<'_>, members: &[Member]) -> Addressing {
-    let mut named: Vec<String> = Vec::new();
+    let mut named: Vec<AgentId> = Vec::new();
     let mut name = |m: &Member| {
         if !named.contains(&m.agent_id) {
             named.push(m.agent_id.clone());
@@ -96,7 +98,7 @@ pub fn addressing(message: Addressed<'_>, members: &[Member]) -> Addressing {
     }
     // A full user ID anywhere in the text names the agent too.
     for m in members {
-        if message.body.contains(&m.user_id) {
+        if message.body.contains(m.user_id.as_str()) {
             name(m);
         }
     }
@@ -135,7 +137,11 @@ fn strip_prefix_ignoring_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str
 
 /// The agents a message goes to: those it names; in a room with one agent, that agent;
 /// else the room's default agent (if it is in the room); else none.
-pub fn targets(addressing: &Addressing, members: &[Member], default: Option<&str>) -> Vec<String> {
+pub fn targets(
+    addressing: &Addressing,
+    members: &[Member],
+    default: Option<&AgentId>,
+) -> Vec<AgentId> {
     if !addressing.named.is_empty() {
         return addressing.named.clone();
     }
@@ -143,8 +149,8 @@ pub fn targets(addressing: &Addressing, members: &[Member], default: Option<&str
         return vec![only.agent_id.clone()];
     }
     default
-        .filter(|d| members.iter().any(|m| m.agent_id == *d))
-        .map(|d| vec![d.to_owned()])
+        .filter(|d| members.iter().any(|m| &m.agent_id == *d))
+        .map(|d| vec![d.clone()])
         .unwrap_or_default()
 }
 
@@ -184,12 +190,12 @@ mod tests {
 
     #[test]
     fn addressing_table() {
-        let none: &[String] = &[];
-        let pill = ["@sk-codex:hs".to_owned()];
+        let none: &[UserId] = &[];
+        let pill = [UserId::from("@sk-codex:hs")];
         /// (body, mentions, author replied to, agents named, text for them)
         type Case<'a> = (
             &'a str,
-            &'a [String],
+            &'a [UserId],
             Option<&'a str>,
             &'a [&'a str],
             &'a str,
@@ -263,7 +269,7 @@ mod tests {
                 },
                 &members(),
             );
-            let expected: Vec<String> = named.iter().map(|s| s.to_string()).collect();
+            let expected: Vec<AgentId> = named.iter().map(|s| AgentId::from(*s)).collect();
             assert_eq!(got.named, expected, "{body:?}");
             assert_eq!(got.text, *text, "{body:?}");
         }
@@ -274,7 +280,7 @@ mod tests {
         let all = members();
         let one = &all[..1];
         let named = |ids: &[&str]| Addressing {
-            named: ids.iter().map(|s| s.to_string()).collect(),
+            named: ids.iter().map(|s| AgentId::from(*s)).collect(),
             text: String::new(),
         };
         /// (room's agents, addressing, default agent, targets)
@@ -290,8 +296,11 @@ mod tests {
         ];
         for (members, addressing, default, expected) in table {
             assert_eq!(
-                targets(addressing, members, *default),
-                expected.to_vec(),
+                targets(addressing, members, default.map(AgentId::from).as_ref()),
+                expected
+                    .iter()
+                    .map(|s| AgentId::from(*s))
+                    .collect::<Vec<_>>(),
                 "{addressing:?} {default:?}"
             );
         }

@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::mentions::mentioned_users;
 use crate::core::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
+use crate::model::ids::{EventId, UserId};
 
 /// Longest reason given for a message that could not be read.
 const REASON_CHARS: usize = 160;
@@ -54,10 +55,10 @@ pub(super) fn to_inbound(agent_id: &str, room_id: &str, event: &TimelineEvent) -
         Ok(AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::Reaction(
             SyncMessageLikeEvent::Original(ev),
         ))) => Some(Inbound::Reaction(IncomingReaction {
-            agent_id: agent_id.to_owned(),
-            room_id: room_id.to_owned(),
-            sender: ev.sender.to_string(),
-            target_event_id: ev.content.relates_to.event_id.to_string(),
+            agent_id: agent_id.to_owned().into(),
+            room_id: room_id.to_owned().into(),
+            sender: ev.sender.to_string().into(),
+            target_event_id: ev.content.relates_to.event_id.to_string().into(),
             key: ev.content.relates_to.key.clone(),
         })),
         Ok(_) => None,
@@ -85,12 +86,12 @@ fn room_message(
         _ => None,
     };
     let message = IncomingMessage {
-        agent_id: agent_id.to_owned(),
-        room_id: room_id.to_owned(),
-        event_id: ev.event_id.to_string(),
-        sender: ev.sender.to_string(),
+        agent_id: agent_id.to_owned().into(),
+        room_id: room_id.to_owned().into(),
+        event_id: ev.event_id.to_string().into(),
+        sender: ev.sender.to_string().into(),
         timestamp_ms: ev.origin_server_ts.get().into(),
-        reply_to,
+        reply_to: reply_to.map(Into::into),
         mentions: mentioned_users(&ev.content, html),
         ..Default::default()
     };
@@ -150,7 +151,7 @@ fn malformed(
         .and_then(|r| r.get("m.in_reply_to"))
         .and_then(|r| r.get("event_id"))
         .and_then(Value::as_str)
-        .map(str::to_owned);
+        .map(EventId::from);
     message.mentions = content
         .get("m.mentions")
         .and_then(|m| m.get("user_ids"))
@@ -158,7 +159,7 @@ fn malformed(
         .map(|ids| {
             ids.iter()
                 .filter_map(Value::as_str)
-                .map(str::to_owned)
+                .map(UserId::from)
                 .collect()
         })
         .unwrap_or_default();
@@ -175,10 +176,10 @@ fn lenient_message(
 ) -> Option<IncomingMessage> {
     let field = |name: &str| raw.get_field::<String>(name).ok().flatten();
     Some(IncomingMessage {
-        agent_id: agent_id.to_owned(),
-        room_id: room_id.to_owned(),
-        event_id: field("event_id")?,
-        sender: field("sender")?,
+        agent_id: agent_id.to_owned().into(),
+        room_id: room_id.to_owned().into(),
+        event_id: field("event_id")?.into(),
+        sender: field("sender")?.into(),
         timestamp_ms: raw
             .get_field::<u64>("origin_server_ts")
             .ok()

@@ -5,14 +5,17 @@
 use matrix_sdk::ruma::events::room::message::RoomMessageEventContent;
 use matrix_sdk::ruma::{MatrixToUri, MatrixUri, matrix_uri::MatrixId};
 
+use crate::model::ids::UserId;
+
 /// Every user `content` mentions, without repeats.
-pub fn mentioned_users(content: &RoomMessageEventContent, html: Option<&str>) -> Vec<String> {
-    let mut users: Vec<String> = content
+pub fn mentioned_users(content: &RoomMessageEventContent, html: Option<&str>) -> Vec<UserId> {
+    let mut users: Vec<UserId> = content
         .mentions
         .iter()
-        .flat_map(|m| m.user_ids.iter().map(|u| u.to_string()))
+        .flat_map(|m| m.user_ids.iter().map(|u| UserId::from(u.to_string())))
         .collect();
     for user in html.map(pills).unwrap_or_default() {
+        let user = UserId::from(user);
         if !users.contains(&user) {
             users.push(user);
         }

@@ -147,7 +147,7 @@ impl MatrixAgent {
             && let Ok(target) = <&EventId>::try_from(target)
         {
             message.reply_to_sender = match room.load_or_fetch_event(target, None).await {
-                Ok(replied) => replied.sender().map(|s| s.to_string()),
+                Ok(replied) => replied.sender().map(|s| s.to_string().into()),
                 Err(e) => {
                     tracing::debug!(agent = %self.agent_id, event = %target, error = %e, "could not fetch the message replied to");
                     None

@@ -28,6 +28,23 @@ macro_rules! string_id {
             }
         }
 
+        /// Reads as text wherever text is wanted (a message, a log line, a query); the
+        /// other way round needs a conversion, so IDs of different kinds never mix.
+        impl std::ops::Deref for $name {
+            type Target = str;
+
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        /// Lets a map keyed by IDs be looked up with text (the hash is the text's).
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0
@@ -43,6 +60,12 @@ macro_rules! string_id {
         impl From<&String> for $name {
             fn from(id: &String) -> Self {
                 Self(id.clone())
+            }
+        }
+
+        impl From<&$name> for $name {
+            fn from(id: &$name) -> Self {
+                id.clone()
             }
         }
 

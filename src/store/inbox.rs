@@ -7,7 +7,7 @@
 //! admitted by a run that stopped first.
 
 use super::{Store, StoreError, now_ms};
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 
 /// What kind of input waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,19 +44,19 @@ impl PendingKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingInput {
     /// Its room.
-    pub room_id: String,
+    pub room_id: RoomId,
     /// The agent it is for.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// The message carrying it (for a hand-off: the answer handed on).
-    pub event_id: String,
+    pub event_id: EventId,
     /// Prompt or command.
     pub kind: PendingKind,
     /// Who sent it.
-    pub sender: String,
+    pub sender: UserId,
     /// The text, as the agent gets it.
     pub body: String,
     /// The message it replies to, if any.
-    pub reply_to: Option<String>,
+    pub reply_to: Option<EventId>,
     /// The message's server timestamp (ms since the epoch).
     pub sent_at: i64,
     /// The ⏳ reaction put on it while it waited, to take back when its turn starts.
@@ -81,7 +81,7 @@ impl Store {
     /// caller must then not act on it again.
     pub async fn admit(
         &self,
-        event_id: &str,
+        event_id: &EventId,
         conversation: &ConversationKey,
         pending: Option<&PendingInput>,
     ) -> Result<bool, StoreError> {
@@ -90,7 +90,7 @@ impl Store {
         let done = sqlx::query(
             "INSERT OR IGNORE INTO handled_events (event_id, agent_id, room_id, handled_at) VALUES (?, ?, ?, ?)",
         )
-        .bind(event_id)
+        .bind(event_id.as_str())
         .bind(agent_id)
         .bind(room_id)
         .bind(now_ms())
@@ -106,12 +106,12 @@ impl Store {
         Ok(true)
     }
 
-    /// Whether `agent_id` has taken in `event_id` already.
-    pub async fn is_handled(&self, event_id: &str, agent_id: &str) -> Result<bool, StoreError> {
+    /// Whether `agent` has taken in `event` already.
+    pub async fn is_handled(&self, agent: &AgentId, event: &EventId) -> Result<bool, StoreError> {
         let row: Option<(i64,)> =
             sqlx::query_as("SELECT 1 FROM handled_events WHERE event_id = ? AND agent_id = ?")
-                .bind(event_id)
-                .bind(agent_id)
+                .bind(event.as_str())
+                .bind(agent.as_str())
                 .fetch_optional(&self.pool)
                 .await?;
         Ok(row.is_some())
@@ -120,40 +120,40 @@ impl Store {
     /// Remembers the ⏳ reaction put on a waiting input.
     pub async fn set_queued_reaction(
         &self,
-        agent_id: &str,
-        event_id: &str,
+        agent: &AgentId,
+        event: &EventId,
         reaction: &str,
     ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE pending_inputs SET queued_reaction = ? WHERE agent_id = ? AND event_id = ?",
         )
         .bind(reaction)
-        .bind(agent_id)
-        .bind(event_id)
+        .bind(agent.as_str())
+        .bind(event.as_str())
         .execute(&self.pool)
         .await?;
         Ok(())
     }
 
-    /// The input `event_id` of `agent_id` is settled (carried out, answered otherwise, or
-    /// given up on purpose): it no longer waits.
-    pub async fn settle(&self, agent_id: &str, event_id: &str) -> Result<(), StoreError> {
+    /// The input `event` of `agent` is settled (carried out, answered otherwise, or given
+    /// up on purpose): it no longer waits.
+    pub async fn settle(&self, agent: &AgentId, event: &EventId) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM pending_inputs WHERE agent_id = ? AND event_id = ?")
-            .bind(agent_id)
-            .bind(event_id)
+            .bind(agent.as_str())
+            .bind(event.as_str())
             .execute(&self.pool)
             .await?;
         Ok(())
     }
 
-    /// The inputs of `agent_id` still waiting: re-runs first, then in the order they were
+    /// The inputs of `agent` still waiting: re-runs first, then in the order they were
     /// admitted.
-    pub async fn pending_inputs(&self, agent_id: &str) -> Result<Vec<PendingInput>, StoreError> {
+    pub async fn pending_inputs(&self, agent: &AgentId) -> Result<Vec<PendingInput>, StoreError> {
         let rows: Vec<PendingRow> = sqlx::query_as(
             "SELECT room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction
              FROM pending_inputs WHERE agent_id = ? ORDER BY kind <> 'rerun', id",
         )
-        .bind(agent_id)
+        .bind(agent.as_str())
         .fetch_all(&self.pool)
         .await?;
         Ok(rows
@@ -161,13 +161,13 @@ impl Store {
             .map(
                 |(room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, reaction)| {
                     PendingInput {
-                        room_id,
-                        agent_id,
-                        event_id,
+                        room_id: room_id.into(),
+                        agent_id: agent_id.into(),
+                        event_id: event_id.into(),
                         kind: PendingKind::parse(&kind),
-                        sender,
+                        sender: sender.into(),
                         body,
-                        reply_to,
+                        reply_to: reply_to.map(EventId::from),
                         sent_at,
                         queued_reaction: reaction,
                     }
@@ -187,13 +187,13 @@ pub(super) async fn insert_pending(
          (room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction, admitted_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
-    .bind(&p.room_id)
-    .bind(&p.agent_id)
-    .bind(&p.event_id)
+    .bind(p.room_id.as_str())
+    .bind(p.agent_id.as_str())
+    .bind(p.event_id.as_str())
     .bind(p.kind.as_str())
-    .bind(&p.sender)
+    .bind(p.sender.as_str())
     .bind(&p.body)
-    .bind(&p.reply_to)
+    .bind(p.reply_to.as_ref().map(EventId::as_str))
     .bind(p.sent_at)
     .bind(&p.queued_reaction)
     .bind(now_ms())
@@ -227,7 +227,7 @@ mod tests {
         for (id, body) in [("$2", "second"), ("$1", "first"), ("$3", "third")] {
             assert!(
                 store
-                    .admit(id, &key, Some(&prompt(id, body)))
+                    .admit(&EventId::from(id), &key, Some(&prompt(id, body)))
                     .await
                     .unwrap()
             );
@@ -235,21 +235,37 @@ mod tests {
         // Admitted again (a sync replayed, a catch-up overlapping): refused, nothing added.
         assert!(
             !store
-                .admit("$1", &key, Some(&prompt("$1", "again")))
+                .admit(&EventId::from("$1"), &key, Some(&prompt("$1", "again")))
                 .await
                 .unwrap()
         );
-        assert!(store.is_handled("$1", "a").await.unwrap());
-        assert!(!store.is_handled("$1", "b").await.unwrap());
-        store.set_queued_reaction("a", "$3", "$r3").await.unwrap();
-        store.settle("a", "$1").await.unwrap();
+        assert!(
+            store
+                .is_handled(&AgentId::from("a"), &EventId::from("$1"))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .is_handled(&AgentId::from("b"), &EventId::from("$1"))
+                .await
+                .unwrap()
+        );
+        store
+            .set_queued_reaction(&AgentId::from("a"), &EventId::from("$3"), "$r3")
+            .await
+            .unwrap();
+        store
+            .settle(&AgentId::from("a"), &EventId::from("$1"))
+            .await
+            .unwrap();
         // A re-run queued later still goes first.
         let rerun = PendingInput {
             kind: PendingKind::Rerun,
             ..prompt("$0", "cut")
         };
         store.end_turn(&key, None, Some(&rerun)).await.unwrap();
-        let waiting = store.pending_inputs("a").await.unwrap();
+        let waiting = store.pending_inputs(&AgentId::from("a")).await.unwrap();
         let bodies: Vec<&str> = waiting.iter().map(|p| p.body.as_str()).collect();
         assert_eq!(
             bodies,
@@ -257,15 +273,27 @@ mod tests {
             "re-run, then admission order"
         );
         assert_eq!(waiting[2].queued_reaction.as_deref(), Some("$r3"));
-        assert!(store.pending_inputs("b").await.unwrap().is_empty());
+        assert!(
+            store
+                .pending_inputs(&AgentId::from("b"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[tokio::test]
     async fn an_event_admitted_without_an_input_waits_for_nothing() {
         let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
-        assert!(store.admit("$1", &key, None).await.unwrap());
-        assert!(store.pending_inputs("a").await.unwrap().is_empty());
-        assert!(!store.admit("$1", &key, None).await.unwrap());
+        assert!(store.admit(&EventId::from("$1"), &key, None).await.unwrap());
+        assert!(
+            store
+                .pending_inputs(&AgentId::from("a"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(!store.admit(&EventId::from("$1"), &key, None).await.unwrap());
     }
 }

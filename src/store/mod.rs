@@ -1,7 +1,7 @@
 //! Persistent state in SQLite (sqlx, migrations from `migrations/`): sessions, transcripts,
 //! handled events, when each agent joined each room, open permission polls and room settings.
 
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{AgentId, ConversationKey, RoomId};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -203,13 +203,13 @@ impl Store {
     }
 
     /// The agents recorded as members of `room_id` (invited, or seen there), by ID.
-    pub async fn room_agents(&self, room_id: &str) -> Result<Vec<String>, StoreError> {
+    pub async fn room_agents(&self, room: &RoomId) -> Result<Vec<AgentId>, StoreError> {
         let rows: Vec<(String,)> =
             sqlx::query_as("SELECT agent_id FROM room_members WHERE room_id = ? ORDER BY agent_id")
-                .bind(room_id)
+                .bind(room.as_str())
                 .fetch_all(&self.pool)
                 .await?;
-        Ok(rows.into_iter().map(|r| r.0).collect())
+        Ok(rows.into_iter().map(|r| AgentId::from(r.0)).collect())
     }
 
     /// Saves the ACP session of (room, agent).
@@ -307,16 +307,17 @@ async fn insert_transcript<'c>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ids::EventId;
 
     #[tokio::test]
     async fn events_are_handled_once_per_agent() {
         let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
-        assert!(store.admit("$e", &key, None).await.unwrap());
-        assert!(!store.admit("$e", &key, None).await.unwrap());
+        assert!(store.admit(&EventId::from("$e"), &key, None).await.unwrap());
+        assert!(!store.admit(&EventId::from("$e"), &key, None).await.unwrap());
         assert!(
             store
-                .admit("$e", &ConversationKey::new("!r", "b"), None)
+                .admit(&EventId::from("$e"), &ConversationKey::new("!r", "b"), None)
                 .await
                 .unwrap()
         );
@@ -340,7 +341,10 @@ mod tests {
             .set_member_since(&ConversationKey::new("!other", "c"), 40)
             .await
             .unwrap();
-        assert_eq!(store.room_agents("!r").await.unwrap(), vec!["a", "b"]);
+        assert_eq!(
+            store.room_agents(&RoomId::from("!r")).await.unwrap(),
+            vec!["a", "b"]
+        );
     }
 
     #[tokio::test]

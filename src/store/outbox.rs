@@ -2,6 +2,7 @@
 //! it can (see `docs/continuity.md`).
 
 use super::{Store, StoreError, now_ms};
+use crate::model::ids::AgentId;
 
 /// One message to bring up to date: edited when it exists, else posted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +34,12 @@ type OutboxRow = (
 );
 
 impl Store {
-    /// Puts `items` (their `id` is ignored) in `agent_id`'s outbox, in order.
-    pub async fn outbox_add(&self, agent_id: &str, items: &[OutboxItem]) -> Result<(), StoreError> {
+    /// Puts `items` (their `id` is ignored) in `agent`'s outbox, in order.
+    pub async fn outbox_add(
+        &self,
+        agent: &AgentId,
+        items: &[OutboxItem],
+    ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         for item in items {
             sqlx::query(
@@ -42,7 +47,7 @@ impl Store {
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(&item.room_id)
-            .bind(agent_id)
+            .bind(agent.as_str())
             .bind(&item.event_id)
             .bind(&item.txn_id)
             .bind(&item.body)
@@ -56,13 +61,13 @@ impl Store {
         Ok(())
     }
 
-    /// What `agent_id`'s outbox holds, oldest first.
-    pub async fn outbox(&self, agent_id: &str) -> Result<Vec<OutboxItem>, StoreError> {
+    /// What `agent`'s outbox holds, oldest first.
+    pub async fn outbox(&self, agent: &AgentId) -> Result<Vec<OutboxItem>, StoreError> {
         let rows: Vec<OutboxRow> = sqlx::query_as(
             "SELECT id, room_id, event_id, txn_id, body, html, notice FROM outbox
              WHERE agent_id = ? ORDER BY id",
         )
-        .bind(agent_id)
+        .bind(agent.as_str())
         .fetch_all(&self.pool)
         .await?;
         Ok(rows
@@ -108,16 +113,19 @@ mod tests {
             notice: false,
         };
         store
-            .outbox_add("a", &[item("t0", Some("$0")), item("t1", None)])
+            .outbox_add(
+                &AgentId::from("a"),
+                &[item("t0", Some("$0")), item("t1", None)],
+            )
             .await
             .unwrap();
-        let items = store.outbox("a").await.unwrap();
+        let items = store.outbox(&AgentId::from("a")).await.unwrap();
         assert_eq!(items.len(), 2);
         assert_eq!(items[0].event_id.as_deref(), Some("$0"));
         assert_eq!(items[1].txn_id, "t1");
-        assert!(store.outbox("b").await.unwrap().is_empty());
+        assert!(store.outbox(&AgentId::from("b")).await.unwrap().is_empty());
         store.outbox_done(items[0].id).await.unwrap();
-        let left = store.outbox("a").await.unwrap();
+        let left = store.outbox(&AgentId::from("a")).await.unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].body, "final t1");
     }

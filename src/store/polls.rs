@@ -1,14 +1,17 @@
 //! Open permission polls, kept so a restart can close the polls of turns that died with it.
 
 use super::{Store, StoreError, now_ms};
+use crate::model::ids::{AgentId, EventId, RoomId};
 
 /// A poll that was open when it was stored.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredPoll {
     /// The poll message.
-    pub event_id: String,
+    #[sqlx(try_from = "String")]
+    pub event_id: EventId,
     /// Its room.
-    pub room_id: String,
+    #[sqlx(try_from = "String")]
+    pub room_id: RoomId,
     /// The text to show once it is expired.
     pub body: String,
     /// The same as HTML.
@@ -18,14 +21,14 @@ pub struct StoredPoll {
 impl Store {
     /// Records an open poll of `agent_id`, with the text it should show if it expires
     /// because the gateway stopped.
-    pub async fn save_poll(&self, agent_id: &str, poll: &StoredPoll) -> Result<(), StoreError> {
+    pub async fn save_poll(&self, agent: &AgentId, poll: &StoredPoll) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT OR REPLACE INTO open_polls (event_id, room_id, agent_id, body, html, created_at)
              VALUES (?, ?, ?, ?, ?, ?)",
         )
-        .bind(&poll.event_id)
-        .bind(&poll.room_id)
-        .bind(agent_id)
+        .bind(poll.event_id.as_str())
+        .bind(poll.room_id.as_str())
+        .bind(agent.as_str())
         .bind(&poll.body)
         .bind(&poll.html)
         .bind(now_ms())
@@ -35,20 +38,20 @@ impl Store {
     }
 
     /// Forgets a poll once it is settled.
-    pub async fn forget_poll(&self, event_id: &str) -> Result<(), StoreError> {
+    pub async fn forget_poll(&self, event: &EventId) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM open_polls WHERE event_id = ?")
-            .bind(event_id)
+            .bind(event.as_str())
             .execute(&self.pool)
             .await?;
         Ok(())
     }
 
     /// The polls of `agent_id` still recorded as open.
-    pub async fn open_polls(&self, agent_id: &str) -> Result<Vec<StoredPoll>, StoreError> {
+    pub async fn open_polls(&self, agent: &AgentId) -> Result<Vec<StoredPoll>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT event_id, room_id, body, html FROM open_polls WHERE agent_id = ? ORDER BY created_at",
         )
-        .bind(agent_id)
+        .bind(agent.as_str())
         .fetch_all(&self.pool)
         .await?)
     }
@@ -67,10 +70,28 @@ mod tests {
             body: "expired".into(),
             html: None,
         };
-        store.save_poll("demo", &poll).await.unwrap();
-        assert_eq!(store.open_polls("demo").await.unwrap(), vec![poll]);
-        assert!(store.open_polls("other").await.unwrap().is_empty());
-        store.forget_poll("$p").await.unwrap();
-        assert!(store.open_polls("demo").await.unwrap().is_empty());
+        store
+            .save_poll(&AgentId::from("demo"), &poll)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.open_polls(&AgentId::from("demo")).await.unwrap(),
+            vec![poll]
+        );
+        assert!(
+            store
+                .open_polls(&AgentId::from("other"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        store.forget_poll(&EventId::from("$p")).await.unwrap();
+        assert!(
+            store
+                .open_polls(&AgentId::from("demo"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 }

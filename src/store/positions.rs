@@ -101,6 +101,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ids::EventId;
 
     #[tokio::test]
     async fn positions_move_forward() {
@@ -128,7 +129,7 @@ mod tests {
         store.set_member_since(&key, 5).await.unwrap();
         assert_eq!(store.member_floor(&key).await.unwrap(), Some(5));
         assert_eq!(store.last_handled_at(&key).await.unwrap(), None);
-        store.admit("$e", &key, None).await.unwrap();
+        store.admit(&EventId::from("$e"), &key, None).await.unwrap();
         assert!(store.last_handled_at(&key).await.unwrap().is_some());
     }
 }

@@ -47,13 +47,17 @@ impl Store {
 mod tests {
     use super::*;
     use crate::model::ids::ConversationKey;
+    use crate::model::ids::{AgentId, EventId};
     use crate::store::{Role, TranscriptLine, now_ms};
 
     #[tokio::test]
     async fn old_markers_go_and_transcripts_stay_unless_asked() {
         let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
-        store.admit("$old", &key, None).await.unwrap();
+        store
+            .admit(&EventId::from("$old"), &key, None)
+            .await
+            .unwrap();
         let line = TranscriptLine {
             role: Role::User,
             sender: "@p:x",
@@ -71,16 +75,29 @@ mod tests {
                 transcript: 0
             }
         );
-        assert!(!store.is_handled("$old", "a").await.unwrap());
+        assert!(
+            !store
+                .is_handled(&AgentId::from("a"), &EventId::from("$old"))
+                .await
+                .unwrap()
+        );
         assert_eq!(store.transcript(&key).await.unwrap().len(), 1);
         let pruned = store.prune(later, Some(later)).await.unwrap();
         assert_eq!(pruned.transcript, 1);
         // Nothing newer than the bounds goes.
-        store.admit("$new", &key, None).await.unwrap();
+        store
+            .admit(&EventId::from("$new"), &key, None)
+            .await
+            .unwrap();
         store
             .prune(now_ms() - 60_000, Some(now_ms() - 60_000))
             .await
             .unwrap();
-        assert!(store.is_handled("$new", "a").await.unwrap());
+        assert!(
+            store
+                .is_handled(&AgentId::from("a"), &EventId::from("$new"))
+                .await
+                .unwrap()
+        );
     }
 }

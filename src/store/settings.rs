@@ -1,31 +1,32 @@
 //! Per-room settings people choose with chat commands.
 
 use super::{Store, StoreError, now_ms};
+use crate::model::ids::{AgentId, RoomId};
 
 impl Store {
-    /// The verbosity chosen for `room_id` with `!show`, if any (as its word).
-    pub async fn room_verbosity(&self, room_id: &str) -> Result<Option<String>, StoreError> {
+    /// The verbosity chosen for `room` with `!show`, if any (as its word).
+    pub async fn room_verbosity(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
         let row: Option<(Option<String>,)> =
             sqlx::query_as("SELECT verbosity FROM room_settings WHERE room_id = ?")
-                .bind(room_id)
+                .bind(room.as_str())
                 .fetch_optional(&self.pool)
                 .await?;
         Ok(row.and_then(|r| r.0))
     }
 
-    /// Records the verbosity chosen for `room_id`.
-    pub async fn set_room_verbosity(&self, room_id: &str, word: &str) -> Result<(), StoreError> {
+    /// Records the verbosity chosen for `room`.
+    pub async fn set_room_verbosity(&self, room: &RoomId, word: &str) -> Result<(), StoreError> {
         self.set_room_setting(
             "INSERT INTO room_settings (room_id, verbosity, updated_at) VALUES (?, ?, ?)
              ON CONFLICT (room_id) DO UPDATE SET verbosity = excluded.verbosity,
              updated_at = excluded.updated_at",
-            room_id,
+            room.as_str(),
             word,
         )
         .await
     }
 
-    /// Runs `upsert`, the statement that sets one column of `room_id`'s settings to
+    /// Runs `upsert`, the statement that sets one column of `room`'s settings to
     /// `value` (its parameters: room, value, time).
     async fn set_room_setting<'q, T>(
         &self,
@@ -50,22 +51,22 @@ impl Store {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoomRouting {
     /// The agent unaddressed messages go to, when the room has several.
-    pub default_agent: Option<String>,
+    pub default_agent: Option<AgentId>,
     /// Whether agents may hand work to each other here (`None`: as configured).
     pub handoff: Option<bool>,
 }
 
 impl Store {
-    /// The routing choices made for `room_id`.
-    pub async fn room_routing(&self, room_id: &str) -> Result<RoomRouting, StoreError> {
+    /// The routing choices made for `room`.
+    pub async fn room_routing(&self, room: &RoomId) -> Result<RoomRouting, StoreError> {
         let row: Option<(Option<String>, Option<bool>)> =
             sqlx::query_as("SELECT default_agent, handoff FROM room_settings WHERE room_id = ?")
-                .bind(room_id)
+                .bind(room.as_str())
                 .fetch_optional(&self.pool)
                 .await?;
         Ok(row
             .map(|(default_agent, handoff)| RoomRouting {
-                default_agent,
+                default_agent: default_agent.map(AgentId::from),
                 handoff,
             })
             .unwrap_or_default())
@@ -74,26 +75,26 @@ impl Store {
     /// Sets (or with `None` clears) the room's default agent.
     pub async fn set_default_agent(
         &self,
-        room_id: &str,
-        agent_id: Option<&str>,
+        room: &RoomId,
+        agent: Option<&AgentId>,
     ) -> Result<(), StoreError> {
         self.set_room_setting(
             "INSERT INTO room_settings (room_id, default_agent, updated_at) VALUES (?, ?, ?)
              ON CONFLICT (room_id) DO UPDATE SET default_agent = excluded.default_agent,
              updated_at = excluded.updated_at",
-            room_id,
-            agent_id,
+            room.as_str(),
+            agent.map(AgentId::as_str),
         )
         .await
     }
 
     /// Turns hand-offs between the room's agents on or off.
-    pub async fn set_handoff(&self, room_id: &str, on: bool) -> Result<(), StoreError> {
+    pub async fn set_handoff(&self, room: &RoomId, on: bool) -> Result<(), StoreError> {
         self.set_room_setting(
             "INSERT INTO room_settings (room_id, handoff, updated_at) VALUES (?, ?, ?)
              ON CONFLICT (room_id) DO UPDATE SET handoff = excluded.handoff,
              updated_at = excluded.updated_at",
-            room_id,
+            room.as_str(),
             on,
         )
         .await
@@ -107,11 +108,24 @@ mod tests {
     #[tokio::test]
     async fn a_room_verbosity_is_remembered_and_replaced() {
         let store = Store::in_memory().await.unwrap();
-        assert_eq!(store.room_verbosity("!r").await.unwrap(), None);
-        store.set_room_verbosity("!r", "tools").await.unwrap();
-        store.set_room_verbosity("!r", "answer").await.unwrap();
         assert_eq!(
-            store.room_verbosity("!r").await.unwrap().as_deref(),
+            store.room_verbosity(&RoomId::from("!r")).await.unwrap(),
+            None
+        );
+        store
+            .set_room_verbosity(&RoomId::from("!r"), "tools")
+            .await
+            .unwrap();
+        store
+            .set_room_verbosity(&RoomId::from("!r"), "answer")
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .room_verbosity(&RoomId::from("!r"))
+                .await
+                .unwrap()
+                .as_deref(),
             Some("answer")
         );
     }
@@ -120,23 +134,43 @@ mod tests {
     async fn routing_choices_are_kept_apart_from_the_verbosity() {
         let store = Store::in_memory().await.unwrap();
         assert_eq!(
-            store.room_routing("!r").await.unwrap(),
+            store.room_routing(&RoomId::from("!r")).await.unwrap(),
             RoomRouting::default()
         );
-        store.set_room_verbosity("!r", "tools").await.unwrap();
-        store.set_default_agent("!r", Some("codex")).await.unwrap();
-        store.set_handoff("!r", true).await.unwrap();
+        store
+            .set_room_verbosity(&RoomId::from("!r"), "tools")
+            .await
+            .unwrap();
+        store
+            .set_default_agent(&RoomId::from("!r"), Some(&AgentId::from("codex")))
+            .await
+            .unwrap();
+        store.set_handoff(&RoomId::from("!r"), true).await.unwrap();
         assert_eq!(
-            store.room_routing("!r").await.unwrap(),
+            store.room_routing(&RoomId::from("!r")).await.unwrap(),
             RoomRouting {
                 default_agent: Some("codex".into()),
                 handoff: Some(true),
             }
         );
-        store.set_default_agent("!r", None).await.unwrap();
-        assert_eq!(store.room_routing("!r").await.unwrap().default_agent, None);
+        store
+            .set_default_agent(&RoomId::from("!r"), None)
+            .await
+            .unwrap();
         assert_eq!(
-            store.room_verbosity("!r").await.unwrap().as_deref(),
+            store
+                .room_routing(&RoomId::from("!r"))
+                .await
+                .unwrap()
+                .default_agent,
+            None
+        );
+        assert_eq!(
+            store
+                .room_verbosity(&RoomId::from("!r"))
+                .await
+                .unwrap()
+                .as_deref(),
             Some("tools")
         );
     }

@@ -2,7 +2,7 @@
 //! after a crash can mark what the previous run left unfinished.
 
 use super::{PendingInput, Store, StoreError, TranscriptLine, now_ms};
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{ConversationKey, EventId};
 
 /// A message of an unfinished turn and the content it should show once the turn is cut.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -38,14 +38,14 @@ pub struct UnfinishedTurn {
 }
 
 impl Store {
-    /// Records that (room, agent) started answering `prompt_event_id` (`rerun`: again,
+    /// Records that (room, agent) started answering `prompt_event` (`rerun`: again,
     /// after a crash had cut its first run). In the same transaction the prompt stops
     /// waiting (`pending_inputs`): from now on a crash marks the turn as cut instead of
     /// running the prompt again.
     pub async fn begin_turn(
         &self,
         conversation: &ConversationKey,
-        prompt_event_id: &str,
+        prompt_event: &EventId,
         rerun: bool,
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
@@ -56,14 +56,14 @@ impl Store {
         )
         .bind(room_id)
         .bind(agent_id)
-        .bind(prompt_event_id)
+        .bind(prompt_event.as_str())
         .bind(now_ms())
         .bind(rerun)
         .execute(&mut *tx)
         .await?;
         sqlx::query("DELETE FROM pending_inputs WHERE agent_id = ? AND event_id = ?")
             .bind(agent_id)
-            .bind(prompt_event_id)
+            .bind(prompt_event.as_str())
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -243,12 +243,16 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ids::{AgentId, EventId};
 
     #[tokio::test]
     async fn an_unfinished_turn_keeps_its_messages_until_it_ends() {
         let key = ConversationKey::new("!r", "demo");
         let store = Store::in_memory().await.unwrap();
-        store.begin_turn(&key, "$prompt", true).await.unwrap();
+        store
+            .begin_turn(&key, &EventId::from("$prompt"), true)
+            .await
+            .unwrap();
         let reply = CutMessage {
             event_id: Some("$reply".into()),
             txn_id: None,
@@ -322,9 +326,21 @@ mod tests {
             sent_at: 1,
             queued_reaction: None,
         };
-        store.admit("$p", &key, Some(&pending)).await.unwrap();
-        store.begin_turn(&key, "$p", false).await.unwrap();
-        assert!(store.pending_inputs("demo").await.unwrap().is_empty());
+        store
+            .admit(&EventId::from("$p"), &key, Some(&pending))
+            .await
+            .unwrap();
+        store
+            .begin_turn(&key, &EventId::from("$p"), false)
+            .await
+            .unwrap();
+        assert!(
+            store
+                .pending_inputs(&AgentId::from("demo"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(store.unfinished_turns("demo").await.unwrap().len(), 1);
     }
 }

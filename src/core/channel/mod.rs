@@ -27,7 +27,7 @@ use crate::core::inbound::IncomingMessage;
 use crate::core::pool::{Lease, Waiting};
 use crate::core::voice::RoomVoice;
 use crate::model::Verbosity;
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{ConversationKey, EventId, UserId};
 use crate::render::cards;
 use crate::render::strings;
 use crate::store::LogFailure;
@@ -79,9 +79,9 @@ pub enum ChannelInput {
     /// stop turns; the channel checks who may answer polls).
     Reaction {
         /// Who reacted.
-        by: String,
+        by: UserId,
         /// The event reacted to.
-        target: String,
+        target: EventId,
         /// The reaction key.
         key: String,
     },
@@ -100,7 +100,7 @@ struct Session {
     /// prompt, and a slash command must start its prompt).
     fresh: bool,
     /// The first prompt it was sent: what came before it is the earlier conversation.
-    first_prompt: Option<String>,
+    first_prompt: Option<EventId>,
 }
 
 /// One (room, agent) pair.
@@ -174,12 +174,12 @@ impl Channel {
     /// A channel for `room`, reading its inputs from `inputs`.
     pub fn new(
         ctx: Arc<AgentContext>,
-        room: String,
+        key: ConversationKey,
         inputs: mpsc::UnboundedReceiver<ChannelInput>,
         shutdown: CancellationToken,
     ) -> Self {
         Self {
-            key: ConversationKey::new(room, &ctx.agent_id),
+            key,
             ctx,
             inputs,
             session: None,
@@ -195,7 +195,7 @@ impl Channel {
     /// What this room shows, as chosen with `!show` (read at each turn: the gateway
     /// changes it for every agent of the room) or configured.
     async fn verbosity(&self) -> Verbosity {
-        let stored = (self.ctx.store.room_verbosity(self.key.room.as_str()).await)
+        let stored = (self.ctx.store.room_verbosity(&self.key.room).await)
             .or_log("could not read the room's settings")
             .flatten()
             .and_then(|word| Verbosity::parse(&word));
@@ -281,9 +281,9 @@ impl Channel {
 
     /// Records that the input `event_id` no longer waits (a store failure is logged: at
     /// worst a prompt is taken up again after a restart, which begins no turn twice).
-    async fn settle(&self, event_id: &str) {
+    async fn settle(&self, event_id: &EventId) {
         if let Err(e) = self.ctx.store.settle(&self.ctx.agent_id, event_id).await {
-            tracing::error!(agent = %self.ctx.agent_id, room = %self.key.room, event = event_id, error = %e, "could not record an input as settled");
+            tracing::error!(agent = %self.ctx.agent_id, room = %self.key.room, event = %event_id, error = %e, "could not record an input as settled");
         }
     }
 
@@ -314,7 +314,7 @@ impl Channel {
     fn agent_line(&self) -> strings::AgentLine {
         strings::AgentLine {
             name: self.ctx.display_name.clone(),
-            id: self.ctx.agent_id.clone(),
+            id: self.ctx.agent_id.to_string(),
             commands: self.commands.clone(),
         }
     }
@@ -322,7 +322,7 @@ impl Channel {
     /// Whether other agents of the gateway are in this room (slash commands are then
     /// written `/agent:cmd`).
     async fn several_agents_here(&self) -> bool {
-        (self.ctx.store.room_agents(self.key.room.as_str()).await)
+        (self.ctx.store.room_agents(&self.key.room).await)
             .or_log("could not read the room's agents")
             .is_some_and(|agents| agents.len() > 1)
     }
@@ -395,7 +395,7 @@ impl Channel {
 
     /// Puts the ⏳ reaction on a waiting message and remembers it with the message, so it
     /// is taken back when its turn starts, even after a restart.
-    async fn mark_queued(&self, event_id: &str) -> Option<String> {
+    async fn mark_queued(&self, event_id: &EventId) -> Option<String> {
         let reaction = match self
             .ctx
             .chat

@@ -19,6 +19,7 @@ use crate::core::routing;
 use crate::core::view::activity::Activity;
 use crate::core::view::stream::ReplyStream;
 use crate::model::Verbosity;
+use crate::model::ids::{EventId, UserId};
 use crate::render::cards::PollOutcome;
 use crate::render::strings;
 use crate::store::LogFailure;
@@ -37,9 +38,9 @@ pub(super) struct TurnView {
     /// Tool cards, plan and thinking.
     pub(super) activity: Activity,
     /// Who sent the prompt: notified when a poll waits for them.
-    pub(super) prompter: String,
+    pub(super) prompter: UserId,
     /// The prompt's event, for the log.
-    pub(super) prompt_event: String,
+    pub(super) prompt_event: EventId,
     /// What the turn has recorded for a crash so far.
     pub(super) journal: TurnJournal,
 }
@@ -48,7 +49,7 @@ pub(super) struct TurnView {
 #[derive(Default)]
 pub(super) struct TurnControl {
     /// Who asked to stop, once someone did.
-    pub(super) stopped_by: Option<String>,
+    pub(super) stopped_by: Option<UserId>,
     /// Set when the gateway shuts down during the turn: by then the turn must end.
     pub(super) shutdown_deadline: Option<tokio::time::Instant>,
 }
@@ -352,9 +353,9 @@ impl Channel {
             (&ctx.handoffs, first_event, &result)
         {
             let _ = handoffs.send(Handoff {
-                room_id: self.key.room.to_string(),
+                room_id: self.key.room.clone(),
                 from_agent: ctx.agent_id.clone(),
-                event_id,
+                event_id: event_id.into(),
                 text: stream.text().to_owned(),
             });
         }

@@ -8,6 +8,7 @@ use crate::core::approvals::Picked;
 use crate::core::command::Command;
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll::{self, Reply};
+use crate::model::ids::UserId;
 use crate::render::cards::PollOutcome;
 use crate::render::strings;
 
@@ -59,7 +60,7 @@ impl Channel {
     /// `cancelled` (`from_poll` is the poll whose Stop choice was used, if any).
     pub(super) async fn stop_turn(
         &mut self,
-        by: String,
+        by: UserId,
         from_poll: Option<&str>,
         session_id: &str,
         control: &mut TurnControl,
@@ -67,7 +68,7 @@ impl Channel {
         if control.stopped_by.is_some() {
             return;
         }
-        tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, by, "cancelling the turn");
+        tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, by = %by, "cancelling the turn");
         let ctx = self.ctx.clone();
         if let Err(e) = ctx.agent.cancel(session_id).await {
             tracing::warn!(error = %e, "session/cancel failed");
@@ -77,7 +78,7 @@ impl Channel {
         self.approvals
             .cancel_all(&ctx, self.key.room.as_str(), |event| {
                 if Some(event) == from_poll {
-                    PollOutcome::Stopped { by: by.clone() }
+                    PollOutcome::Stopped { by: by.to_string() }
                 } else {
                     PollOutcome::TurnStopped
                 }
@@ -160,7 +161,7 @@ impl Channel {
             }
             ChannelInput::Reaction { by, target, key } => {
                 if poll::is_stop_key(&key)
-                    && (view.stream.event_ids().contains(&target)
+                    && (view.stream.event_ids().iter().any(|e| e == target.as_str())
                         || self.approvals.is_stop_target(&target))
                 {
                     let from_poll = self.approvals.is_poll(&target).then_some(target.as_str());
@@ -175,7 +176,8 @@ impl Channel {
                         })
                         .await;
                     if picked == Picked::Stop {
-                        self.stop_turn(by, Some(&target), session_id, control).await;
+                        self.stop_turn(by, Some(&target), session_id, control)
+                            .await;
                     }
                 }
             }

@@ -87,7 +87,7 @@ impl Gateway {
         // a prompt; one an agent could not decrypt, it reports whoever it was for.
         if let Unreadable::Unsupported(_) | Unreadable::Malformed(_) = why {
             let (members, routing, addressing) = self.address(&message).await;
-            let targets = routing::targets(&addressing, &members, routing.default_agent.as_deref());
+            let targets = routing::targets(&addressing, &members, routing.default_agent.as_ref());
             if !targets.contains(&message.agent_id) {
                 return;
             }
@@ -107,7 +107,7 @@ impl Gateway {
             Unreadable::Unsupported(kind) => strings::unsupported_message(kind),
             Unreadable::Malformed(what) => strings::unreadable_message(what),
         };
-        let notice = OutMessage::notice(text).replying_to(&message.event_id);
+        let notice = OutMessage::notice(text).replying_to(message.event_id.as_str());
         RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
             .say(&txn("unreadable", &[&message.event_id]), &notice)
             .await;
@@ -128,12 +128,12 @@ impl Gateway {
             return;
         }
         // A reaction only matters to a channel that runs (it has a turn or a poll).
+        let conversation = reaction.conversation();
         let input = ChannelInput::Reaction {
             by: reaction.sender,
             target: reaction.target_event_id,
             key: reaction.key,
         };
-        self.channels
-            .send_if_running(&reaction.room_id, &reaction.agent_id, input);
+        self.channels.send_if_running(&conversation, input);
     }
 }

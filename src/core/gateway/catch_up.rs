@@ -137,14 +137,14 @@ impl Gateway {
         }
         if self
             .store
-            .is_handled(&message.event_id, &message.agent_id)
+            .is_handled(&message.agent_id, &message.event_id)
             .await
             .unwrap_or(false)
         {
             return false;
         }
         let (members, routing, addressing) = self.address(message).await;
-        routing::targets(&addressing, &members, routing.default_agent.as_deref())
+        routing::targets(&addressing, &members, routing.default_agent.as_ref())
             .contains(&message.agent_id)
     }
 }

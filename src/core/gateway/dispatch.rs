@@ -35,7 +35,7 @@ impl Gateway {
             &message.agent_id,
             &members,
             &addressing,
-            routing.default_agent.as_deref(),
+            routing.default_agent.as_ref(),
         );
         let allowed = |sender: &str| self.access.allows(sender);
         // Approvers who may not prompt may still answer polls.
@@ -76,7 +76,7 @@ impl Gateway {
                     .await
                 {
                     let input = ChannelInput::Command(command, message.clone());
-                    self.send_to_channel(&message.room_id, &message.agent_id, input);
+                    self.send_to_channel(&message.conversation(), input);
                 }
             }
             Determination::CommandForNobody(command) => {
@@ -115,16 +115,16 @@ impl Gateway {
 
     /// The gateway's agents in `room_id` (the one that saw the message included), sorted by
     /// ID so every copy of a message sees them in the same order.
-    pub(super) async fn members(&self, room_id: &str, seen_by: &str) -> Vec<Member> {
+    pub(super) async fn members(&self, room_id: &RoomId, seen_by: &AgentId) -> Vec<Member> {
         let mut ids = match self.store.room_agents(room_id).await {
             Ok(ids) => ids,
             Err(e) => {
-                tracing::error!(room = room_id, error = %e, "could not read the room's agents");
+                tracing::error!(room = %room_id, error = %e, "could not read the room's agents");
                 Vec::new()
             }
         };
         if !ids.iter().any(|id| id == seen_by) {
-            ids.push(seen_by.to_owned());
+            ids.push(seen_by.clone());
         }
         ids.sort();
         ids.iter()
@@ -138,11 +138,11 @@ impl Gateway {
     }
 
     /// The routing choices of `room_id` (none when the store fails: logged).
-    pub(super) async fn room_routing(&self, room_id: &str) -> RoomRouting {
+    pub(super) async fn room_routing(&self, room_id: &RoomId) -> RoomRouting {
         match self.store.room_routing(room_id).await {
             Ok(routing) => routing,
             Err(e) => {
-                tracing::error!(room = room_id, error = %e, "could not read the room's routing");
+                tracing::error!(room = %room_id, error = %e, "could not read the room's routing");
                 RoomRouting::default()
             }
         }
@@ -176,7 +176,7 @@ impl Gateway {
             }
             false => ChannelInput::PollReply(message.clone()),
         };
-        self.send_to_channel(&message.room_id, &message.agent_id, input);
+        self.send_to_channel(&message.conversation(), input);
     }
 
     /// A command for one agent that names none, in a room with several and no default:
@@ -195,14 +195,13 @@ impl Gateway {
                 for m in members {
                     if self
                         .channels
-                        .report(room, &m.agent_id)
+                        .report(&ConversationKey::new(room, &m.agent_id))
                         .await
                         .is_some_and(|r| r.running)
                     {
                         stopped = true;
                         self.send_to_channel(
-                            room,
-                            &m.agent_id,
+                            &ConversationKey::new(room, &m.agent_id),
                             ChannelInput::Command(command.clone(), message.clone()),
                         );
                     }
@@ -216,7 +215,7 @@ impl Gateway {
                 let mut count = 0;
                 for m in members {
                     let polls = self.store.open_polls(&m.agent_id).await.unwrap_or_default();
-                    let here = polls.iter().filter(|p| &p.room_id == room).count();
+                    let here = polls.iter().filter(|p| p.room_id == room.as_str()).count();
                     if here > 0 {
                         with_polls.push(m.agent_id.clone());
                         count += here;
@@ -225,8 +224,7 @@ impl Gateway {
                 match with_polls.as_slice() {
                     [] => self.notice(message, strings::NO_OPEN_POLL).await,
                     [agent] => self.send_to_channel(
-                        room,
-                        agent,
+                        &ConversationKey::new(room, agent),
                         ChannelInput::Command(command, message.clone()),
                     ),
                     _ => {
@@ -254,13 +252,13 @@ impl Gateway {
     pub(super) fn agent_lines(
         &self,
         members: &[Member],
-        reports: &HashMap<String, ChannelReport>,
+        reports: &HashMap<AgentId, ChannelReport>,
     ) -> Vec<strings::AgentLine> {
         members
             .iter()
             .map(|m| strings::AgentLine {
                 name: m.display_name.clone(),
-                id: m.agent_id.clone(),
+                id: m.agent_id.to_string(),
                 commands: reports
                     .get(&m.agent_id)
                     .map(|r| r.commands.clone())

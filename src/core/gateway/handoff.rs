@@ -3,7 +3,7 @@
 //! `rooms.handoff_max_hops` times per message from a person so two agents cannot keep
 //! answering each other.
 
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{AgentId, ConversationKey};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -47,7 +47,7 @@ impl Gateway {
             },
             &members,
         );
-        let targets: Vec<String> = addressing
+        let targets: Vec<AgentId> = addressing
             .named
             .into_iter()
             .filter(|agent| *agent != answer.from_agent)
@@ -72,7 +72,7 @@ impl Gateway {
                 let message = IncomingMessage {
                     agent_id: answer.from_agent.clone(),
                     room_id: room.clone(),
-                    event_id: format!("{}-handoff-limit", answer.event_id),
+                    event_id: format!("{}-handoff-limit", answer.event_id).into(),
                     ..Default::default()
                 };
                 self.notice(&message, strings::handoff_limit(max)).await;
@@ -92,6 +92,7 @@ impl Gateway {
                 ..Default::default()
             };
             // Admitted like a person's prompt: once, and durably until its turn begins.
+            let key = ConversationKey::new(room, &target);
             let pending = PendingInput {
                 room_id: room.clone(),
                 agent_id: target.clone(),
@@ -105,14 +106,10 @@ impl Gateway {
             };
             match self
                 .store
-                .admit(
-                    &prompt.event_id,
-                    &ConversationKey::new(room, &target),
-                    Some(&pending),
-                )
+                .admit(&prompt.event_id, &key, Some(&pending))
                 .await
             {
-                Ok(true) => self.send_to_channel(room, &target, ChannelInput::Prompt(prompt)),
+                Ok(true) => self.send_to_channel(&key, ChannelInput::Prompt(prompt)),
                 Ok(false) => {
                     tracing::debug!(to = %target, event = %prompt.event_id, "answer handed on already")
                 }

@@ -31,6 +31,7 @@ use crate::core::context::AgentContext;
 use crate::core::inbound::{Inbound, IncomingMessage};
 use crate::core::pool::Pool;
 use crate::core::voice::{RoomVoice, txn};
+use crate::model::ids::{AgentId, EventId, RoomId, UserId};
 use crate::store::{Store, now_ms};
 use registry::Channels;
 
@@ -85,9 +86,9 @@ impl Default for GatewaySettings {
 /// Routes inbound events to channels, after the checks every event goes through.
 pub struct Gateway {
     /// Per-agent context, by agent ID.
-    agents: HashMap<String, Arc<AgentContext>>,
+    agents: HashMap<AgentId, Arc<AgentContext>>,
     /// The Matrix users of all agents: their messages are never prompts.
-    agent_users: HashSet<String>,
+    agent_users: HashSet<UserId>,
     /// Who may invite, prompt and stop.
     access: AccessList,
     /// Who may answer permission polls (and so also stop a turn from one).
@@ -105,7 +106,7 @@ pub struct Gateway {
     /// How far back a room's timeline is caught up after a gap.
     catch_up: CatchUpBounds,
     /// Hand-offs since the last message from a person, by room.
-    hops: Mutex<HashMap<String, u32>>,
+    hops: Mutex<HashMap<RoomId, u32>>,
     /// Wakes the outbox when the homeserver answers again.
     outbox_wake: tokio::sync::Notify,
 }
@@ -174,14 +175,11 @@ impl Gateway {
 
     /// Notes that the agent left or was removed from a room.
     pub async fn left_room(&self, agent_id: &str, room_id: &str) {
-        if let Err(e) = self
-            .store
-            .forget_member(&ConversationKey::new(room_id, agent_id))
-            .await
-        {
+        let key = ConversationKey::new(room_id, agent_id);
+        if let Err(e) = self.store.forget_member(&key).await {
             tracing::error!(error = %e, "could not record leaving the room");
         }
-        self.channels.forget(room_id, agent_id);
+        self.channels.forget(&key);
     }
 
     /// Takes in one event from the chat side.
@@ -203,9 +201,9 @@ impl Gateway {
 
     /// Records that the input `event_id` of `agent_id` no longer waits (a store failure is
     /// logged: at worst the input is reported again after a restart).
-    async fn settle(&self, agent_id: &str, event_id: &str) {
+    async fn settle(&self, agent_id: &AgentId, event_id: &EventId) {
         if let Err(e) = self.store.settle(agent_id, event_id).await {
-            tracing::error!(agent = agent_id, event = event_id, error = %e, "could not record an input as settled");
+            tracing::error!(agent = %agent_id, event = %event_id, error = %e, "could not record an input as settled");
         }
     }
 
@@ -222,11 +220,11 @@ impl Gateway {
             .await;
     }
 
-    /// Hands `input` to the channel of (`room_id`, `agent_id`), starting it if needed.
-    fn send_to_channel(&self, room_id: &str, agent_id: &str, input: ChannelInput) {
-        match self.agents.get(agent_id) {
-            Some(ctx) => self.channels.send(ctx, room_id, input),
-            None => tracing::warn!(agent = agent_id, "event for an unknown agent"),
+    /// Hands `input` to the channel of conversation `key`, starting it if needed.
+    fn send_to_channel(&self, key: &ConversationKey, input: ChannelInput) {
+        match self.agents.get(&key.agent) {
+            Some(ctx) => self.channels.send(ctx, key, input),
+            None => tracing::warn!(conversation = %key, "event for an unknown agent"),
         }
     }
 }

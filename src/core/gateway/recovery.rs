@@ -4,7 +4,7 @@
 //! taken up again (prompts run in their order, commands are reported), then polls of the
 //! previous run are marked expired. See `docs/continuity.md`.
 
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{ConversationKey, EventId};
 use std::collections::HashSet;
 
 use super::Gateway;
@@ -135,11 +135,11 @@ impl Gateway {
             Ok(Some((sender, body))) => {
                 tracing::info!(agent = %ctx.agent_id, room = %room_id, prompt = %event_id, "running the interrupted prompt again");
                 Some(PendingInput {
-                    room_id: room_id.clone(),
+                    room_id: room_id.clone().into(),
                     agent_id: ctx.agent_id.clone(),
-                    event_id: event_id.clone(),
+                    event_id: event_id.clone().into(),
                     kind: PendingKind::Rerun,
-                    sender,
+                    sender: sender.into(),
                     body,
                     reply_to: None,
                     sent_at: 0,
@@ -162,7 +162,7 @@ impl Gateway {
     /// never began, so it had no effect yet), a typed answer to a poll of the previous run
     /// is dropped (the poll is marked expired), and a command is reported as not carried
     /// out.
-    async fn resume_pending(&self, open_polls: &HashSet<String>) {
+    async fn resume_pending(&self, open_polls: &HashSet<EventId>) {
         for ctx in self.agents.values() {
             let pending = match self.store.pending_inputs(&ctx.agent_id).await {
                 Ok(pending) => pending,
@@ -180,7 +180,7 @@ impl Gateway {
         }
     }
 
-    async fn resume(&self, ctx: &AgentContext, input: PendingInput, open_polls: &HashSet<String>) {
+    async fn resume(&self, ctx: &AgentContext, input: PendingInput, open_polls: &HashSet<EventId>) {
         let message = IncomingMessage {
             agent_id: input.agent_id.clone(),
             room_id: input.room_id.clone(),
@@ -198,7 +198,7 @@ impl Gateway {
             && poll::parse_reply(&input.body).is_some();
         match input.kind {
             PendingKind::Rerun => {
-                self.send_to_channel(&input.room_id, &ctx.agent_id, ChannelInput::Rerun(message));
+                self.send_to_channel(&message.conversation(), ChannelInput::Rerun(message));
             }
             PendingKind::Prompt if !answers_old_poll => {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a prompt admitted before the restart runs now");
@@ -206,7 +206,10 @@ impl Gateway {
                     message,
                     reaction: input.queued_reaction,
                 };
-                self.send_to_channel(&input.room_id, &ctx.agent_id, resumed);
+                self.send_to_channel(
+                    &ConversationKey::new(&input.room_id, &ctx.agent_id),
+                    resumed,
+                );
             }
             PendingKind::Prompt => {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "an answer to a poll of the previous run is dropped with its poll");
@@ -215,7 +218,7 @@ impl Gateway {
             PendingKind::Command => {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart was never carried out");
                 let text = strings::command_not_carried_out(&input.body);
-                let notice = OutMessage::notice(text).replying_to(&input.event_id);
+                let notice = OutMessage::notice(text).replying_to(input.event_id.as_str());
                 let txn = txn("not-carried-out", &[&ctx.agent_id, &input.event_id]);
                 if let Err(e) = with_retry(|| ctx.chat.send(&input.room_id, &txn, &notice)).await {
                     tracing::warn!(agent = %ctx.agent_id, room = %input.room_id, error = %e, "could not report the command that was not carried out");

@@ -30,47 +30,40 @@ pub(super) struct Channels {
 }
 
 impl Channels {
-    /// Hands `input` to the channel of `ctx`'s agent in `room_id`, starting it if it does not
-    /// run (or if its task died, which only a panic does).
-    pub(super) fn send(&self, ctx: &Arc<AgentContext>, room_id: &str, input: ChannelInput) {
+    /// Hands `input` to the channel of conversation `key` (whose agent `ctx` is), starting
+    /// it if it does not run (or if its task died, which only a panic does).
+    pub(super) fn send(&self, ctx: &Arc<AgentContext>, key: &ConversationKey, input: ChannelInput) {
         let spawn = || {
             let (tx, rx) = mpsc::unbounded_channel();
-            self.tasks.spawn(
-                Channel::new(ctx.clone(), room_id.to_owned(), rx, self.shutdown.clone()).run(),
-            );
+            self.tasks
+                .spawn(Channel::new(ctx.clone(), key.clone(), rx, self.shutdown.clone()).run());
             tx
         };
         let mut inputs = self.inputs.lock().expect("channel map poisoned");
-        let tx = inputs
-            .entry(ConversationKey::new(room_id, ctx.agent_id.as_str()))
-            .or_insert_with(spawn);
+        let tx = inputs.entry(key.clone()).or_insert_with(spawn);
         if let Err(mpsc::error::SendError(input)) = tx.send(input) {
-            tracing::error!(
-                agent = %ctx.agent_id,
-                room = room_id,
-                "channel task died; starting a new one"
-            );
+            tracing::error!(conversation = %key, "channel task died; starting a new one");
             *tx = spawn();
             let _ = tx.send(input);
         }
     }
 
-    /// Hands `input` to the channel of (`room_id`, `agent_id`) only if it runs (a reaction
-    /// matters only to a channel with a turn or a poll).
-    pub(super) fn send_if_running(&self, room_id: &str, agent_id: &str, input: ChannelInput) {
+    /// Hands `input` to the channel of `key` only if it runs (a reaction matters only to a
+    /// channel with a turn or a poll).
+    pub(super) fn send_if_running(&self, key: &ConversationKey, input: ChannelInput) {
         let inputs = self.inputs.lock().expect("channel map poisoned");
-        if let Some(tx) = inputs.get(&ConversationKey::new(room_id, agent_id)) {
+        if let Some(tx) = inputs.get(key) {
             let _ = tx.send(input);
         }
     }
 
-    /// Asks the channel of (`room_id`, `agent_id`), if it runs, how it stands.
-    pub(super) async fn report(&self, room_id: &str, agent_id: &str) -> Option<ChannelReport> {
+    /// Asks the channel of `key`, if it runs, how it stands.
+    pub(super) async fn report(&self, key: &ConversationKey) -> Option<ChannelReport> {
         let (reply, answer) = oneshot::channel();
         self.inputs
             .lock()
             .expect("channel map poisoned")
-            .get(&ConversationKey::new(room_id, agent_id))?
+            .get(key)?
             .send(ChannelInput::Report(reply))
             .ok()?;
         tokio::time::timeout(REPORT_TIMEOUT, answer)
@@ -79,13 +72,13 @@ impl Channels {
             .ok()
     }
 
-    /// Forgets the channel of (`room_id`, `agent_id`): the agent left the room. Its task
-    /// ends once its queue is drained.
-    pub(super) fn forget(&self, room_id: &str, agent_id: &str) {
+    /// Forgets the channel of `key`: the agent left the room. Its task ends once its queue
+    /// is drained.
+    pub(super) fn forget(&self, key: &ConversationKey) {
         self.inputs
             .lock()
             .expect("channel map poisoned")
-            .remove(&ConversationKey::new(room_id, agent_id));
+            .remove(key);
     }
 
     /// Runs `task` as one of the gateway's, waited for at shutdown.

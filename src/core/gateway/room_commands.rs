@@ -10,6 +10,7 @@ use crate::core::command::Command;
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::Member;
 use crate::model::Verbosity;
+use crate::model::ids::{AgentId, ConversationKey, RoomId};
 use crate::render::strings::{self, ProcessLine, StatusLine};
 use crate::store::RoomRouting;
 
@@ -63,7 +64,7 @@ impl Gateway {
                         strings::no_such_agent(&word, &self.agent_lines(members, &HashMap::new()))
                     }
                     (_, chosen) => {
-                        let id = chosen.filter(|_| !off).map(|m| m.agent_id.as_str());
+                        let id = chosen.filter(|_| !off).map(|m| &m.agent_id);
                         match self.store.set_default_agent(room, id).await {
                             Ok(()) => strings::default_set(
                                 chosen.filter(|_| !off).map(|m| m.display_name.as_str()),
@@ -107,7 +108,7 @@ impl Gateway {
     async fn room_report(
         &self,
         command: &Command,
-        room: &str,
+        room: &RoomId,
         members: &[Member],
         routing: &RoomRouting,
     ) -> String {
@@ -142,7 +143,7 @@ impl Gateway {
     }
 
     /// What the room shows, as chosen with `!show` or configured.
-    async fn room_verbosity(&self, room_id: &str) -> Verbosity {
+    async fn room_verbosity(&self, room_id: &RoomId) -> Verbosity {
         let configured = self
             .agents
             .values()
@@ -169,12 +170,16 @@ impl Gateway {
     /// The reports of the room's channels that exist, by agent ID.
     async fn reports(
         &self,
-        room_id: &str,
+        room_id: &RoomId,
         members: &[Member],
-    ) -> HashMap<String, crate::core::channel::ChannelReport> {
+    ) -> HashMap<AgentId, crate::core::channel::ChannelReport> {
         let mut reports = HashMap::new();
         for m in members {
-            if let Some(report) = self.channels.report(room_id, &m.agent_id).await {
+            if let Some(report) = self
+                .channels
+                .report(&ConversationKey::new(room_id, &m.agent_id))
+                .await
+            {
                 reports.insert(m.agent_id.clone(), report);
             }
         }
@@ -189,7 +194,7 @@ impl Gateway {
             self.pool.settings().max_running,
         )];
         for state in states {
-            let Some(ctx) = self.agents.get(&state.agent_id) else {
+            let Some(ctx) = self.agents.get(state.agent_id.as_str()) else {
                 continue;
             };
             let (process, sessions, uptime) = match state.process {
@@ -203,7 +208,9 @@ impl Gateway {
                 ProcessState::Stopped => (ProcessLine::Stopped, 0, None),
                 ProcessState::Crashed { status } => (ProcessLine::Crashed(status), 0, None),
             };
-            let here = members.iter().any(|m| m.agent_id == state.agent_id);
+            let here = members
+                .iter()
+                .any(|m| m.agent_id == state.agent_id.as_str());
             lines.push(strings::agent_line(
                 &ctx.display_name,
                 &ctx.agent_id,
@@ -219,9 +226,9 @@ impl Gateway {
 
 /// The display name of the room's default agent, if it has one and the agent is here.
 fn default_name<'m>(members: &'m [Member], routing: &RoomRouting) -> Option<&'m str> {
-    let default = routing.default_agent.as_deref()?;
+    let default = routing.default_agent.as_ref()?;
     members
         .iter()
-        .find(|m| m.agent_id == default)
+        .find(|m| &m.agent_id == default)
         .map(|m| m.display_name.as_str())
 }

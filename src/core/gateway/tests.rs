@@ -84,9 +84,9 @@ async fn gateway_of(
         .zip(&fakes)
         .map(|((id, _), (agent, chat))| {
             Arc::new(AgentContext {
-                agent_id: id.to_string(),
+                agent_id: id.to_string().into(),
                 display_name: name(id),
-                user_id: format!("@{id}:x"),
+                user_id: format!("@{id}:x").into(),
                 agent: agent.clone(),
                 chat: chat.clone(),
                 store: store.clone(),
@@ -221,7 +221,11 @@ async fn a_prompt_cut_by_a_crash_is_rerun_once_when_configured() {
             .await
             .unwrap();
         store
-            .begin_turn(&ConversationKey::new("!r", "demo"), "$p", already_rerun)
+            .begin_turn(
+                &ConversationKey::new("!r", "demo"),
+                &EventId::from("$p"),
+                already_rerun,
+            )
             .await
             .unwrap();
         gw.clean_up_previous_run().await;
@@ -251,7 +255,7 @@ fn waiting(id: &str, kind: PendingKind, body: &str, reply_to: Option<&str>) -> P
         kind,
         sender: "@alice:x".into(),
         body: body.into(),
-        reply_to: reply_to.map(str::to_owned),
+        reply_to: reply_to.map(EventId::from),
         sent_at: now_ms(),
         queued_reaction: None,
     }
@@ -266,7 +270,10 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         body: "expired".into(),
         html: None,
     };
-    store.save_poll("demo", &poll).await.unwrap();
+    store
+        .save_poll(&AgentId::from("demo"), &poll)
+        .await
+        .unwrap();
     for input in [
         waiting("$1", PendingKind::Prompt, "first", None),
         waiting("$2", PendingKind::Command, "!mode code", None),
@@ -295,7 +302,13 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         .find(|m| m.body.contains("before it carried out “!mode code”"))
         .expect("the command is reported");
     assert_eq!(report.reply_to.as_deref(), Some("$2"));
-    assert!(store.pending_inputs("demo").await.unwrap().is_empty());
+    assert!(
+        store
+            .pending_inputs(&AgentId::from("demo"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // Taken up once: a second start finds nothing left.
     gw.clean_up_previous_run().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -317,8 +330,8 @@ async fn a_prompt_is_waiting_in_the_store_until_its_turn_begins() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // The first began (no longer waiting); the second waits behind it, in the store.
-    let waiting: Vec<String> = store
-        .pending_inputs("demo")
+    let waiting: Vec<EventId> = store
+        .pending_inputs(&AgentId::from("demo"))
         .await
         .unwrap()
         .into_iter()
@@ -342,7 +355,7 @@ async fn the_outbox_delivers_in_order_once_the_homeserver_answers() {
     };
     store
         .outbox_add(
-            "demo",
+            &AgentId::from("demo"),
             &[
                 item("!a", "t1", "a1"),
                 item("!a", "t2", "a2"),
@@ -358,7 +371,13 @@ async fn the_outbox_delivers_in_order_once_the_homeserver_answers() {
     assert_eq!(chat.shown("!b"), vec!["b1"]);
     gw.deliver_outbox().await;
     assert_eq!(chat.shown("!a"), vec!["a1", "a2"]);
-    assert!(store.outbox("demo").await.unwrap().is_empty());
+    assert!(
+        store
+            .outbox(&AgentId::from("demo"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -489,7 +508,7 @@ async fn unaddressed_messages_go_to_the_default_agent_or_the_only_one() {
     settle().await;
     assert_eq!(
         store
-            .room_routing("!r")
+            .room_routing(&RoomId::from("!r"))
             .await
             .unwrap()
             .default_agent

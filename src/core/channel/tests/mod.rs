@@ -66,7 +66,12 @@ async fn channel_with(
         ..context("demo", agent, chat, &store, pool)
     };
     let (tx, rx) = mpsc::unbounded_channel();
-    let channel = Channel::new(Arc::new(ctx), "!room".into(), rx, CancellationToken::new());
+    let channel = Channel::new(
+        Arc::new(ctx),
+        ConversationKey::new("!room", "demo"),
+        rx,
+        CancellationToken::new(),
+    );
     tokio::spawn(channel.run());
     (tx, store)
 }
@@ -85,7 +90,7 @@ fn context(
             "demo" => "Demo".into(),
             other => other.into(),
         },
-        user_id: format!("@{id}:x"),
+        user_id: format!("@{id}:x").into(),
         agent,
         chat,
         store: store.clone(),

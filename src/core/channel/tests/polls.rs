@@ -55,7 +55,7 @@ async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
 async fn a_typed_reply_answers_the_poll_it_replies_to() {
     let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
     let mut answer = message("$2", "2");
-    answer.reply_to = Some(poll.clone());
+    answer.reply_to = Some(poll.clone().into());
     tx.send(ChannelInput::Prompt(answer)).unwrap();
     settle_until(|| !reply_said(&chat).is_empty()).await;
     assert_eq!(reply_said(&chat), vec!["permission: allow_always"]);

@@ -1,7 +1,7 @@
 //! The queue, stop requests and how a turn ends.
 
 use super::*;
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{AgentId, ConversationKey, EventId};
 
 #[tokio::test]
 async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
@@ -16,7 +16,15 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
     let ctx = Arc::new(context("demo", agent.clone(), chat.clone(), &store, pool));
     let (tx, rx) = mpsc::unbounded_channel();
     let shutdown = CancellationToken::new();
-    let task = tokio::spawn(Channel::new(ctx, "!room".into(), rx, shutdown.clone()).run());
+    let task = tokio::spawn(
+        Channel::new(
+            ctx,
+            ConversationKey::new("!room", "demo"),
+            rx,
+            shutdown.clone(),
+        )
+        .run(),
+    );
     for (id, body) in [("$1", "first"), ("$2", "second")] {
         let pending = crate::store::PendingInput {
             room_id: "!room".into(),
@@ -30,7 +38,11 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
             queued_reaction: None,
         };
         store
-            .admit(id, &ConversationKey::new("!room", "demo"), Some(&pending))
+            .admit(
+                &EventId::from(id),
+                &ConversationKey::new("!room", "demo"),
+                Some(&pending),
+            )
             .await
             .unwrap();
         tx.send(ChannelInput::Prompt(message(id, body))).unwrap();
@@ -48,7 +60,7 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
             .any(|t| t.contains("1 queued message(s) will be answered when it is back")),
         "{shown:?}"
     );
-    let waiting = store.pending_inputs("demo").await.unwrap();
+    let waiting = store.pending_inputs(&AgentId::from("demo")).await.unwrap();
     assert_eq!(waiting.len(), 1);
     assert_eq!(waiting[0].event_id, "$2");
     assert!(waiting[0].queued_reaction.is_some(), "its ⏳ is remembered");
@@ -76,7 +88,11 @@ async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled
         queued_reaction: None,
     };
     store
-        .admit("$c", &ConversationKey::new("!room", "demo"), Some(&command))
+        .admit(
+            &EventId::from("$c"),
+            &ConversationKey::new("!room", "demo"),
+            Some(&command),
+        )
         .await
         .unwrap();
     tx.send(ChannelInput::Resumed {
@@ -96,7 +112,13 @@ async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled
             .any(|s| matches!(s, Sent::Redact { event_id, .. } if event_id == "$old-mark"))
     })
     .await;
-    assert!(store.pending_inputs("demo").await.unwrap().is_empty());
+    assert!(
+        store
+            .pending_inputs(&AgentId::from("demo"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -174,7 +196,7 @@ async fn a_stop_reaction_on_the_reply_cancels_but_one_elsewhere_does_not() {
     };
     tx.send(ChannelInput::Reaction {
         by: "@bob:x".into(),
-        target: reply,
+        target: reply.into(),
         key: "🛑\u{fe0f}".into(),
     })
     .unwrap();
@@ -239,7 +261,12 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     let start = |id: &str, agent: &Arc<FakeAgent>, chat: &Arc<FakeChat>| {
         let ctx = context(id, agent.clone(), chat.clone(), &store, pool.clone());
         let (tx, rx) = mpsc::unbounded_channel();
-        let channel = Channel::new(Arc::new(ctx), "!room".into(), rx, CancellationToken::new());
+        let channel = Channel::new(
+            Arc::new(ctx),
+            ConversationKey::new("!room", id),
+            rx,
+            CancellationToken::new(),
+        );
         tokio::spawn(channel.run());
         tx
     };
