@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::{AcpAgent, ProcessSpec, SupervisedAgent};
 use crate::config::{AgentConfig, Config, TimeoutsConfig};
 use crate::core::access::AccessList;
-use crate::core::agent::{AgentEvent, AgentPort, Reopen};
+use crate::core::agent::AgentPort;
 use crate::core::catch_up::CatchUpBounds;
 use crate::core::context::AgentContext;
 use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
@@ -21,6 +21,7 @@ use crate::core::poll::PermissionSettings;
 use crate::core::pool::{Pool, PoolSettings};
 use crate::core::view::stream::StreamSettings;
 use crate::matrix::MatrixAgent;
+use crate::model::agent::{AgentEvent, Reopen};
 use crate::store::Store;
 
 /// Sets up logging to stderr; `RUST_LOG` overrides the default levels.

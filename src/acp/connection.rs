@@ -31,9 +31,10 @@ use super::events;
 use super::process::{self, AgentProcess, ProcessSpec, StderrTail};
 use super::sessions::Sessions;
 use super::transport;
-use crate::core::agent::{
-    AgentError, AgentInfo, AgentPort, ConfigChoice, ConfigOption, NewSession, PermissionAnswer,
-    ProcessState, Reopen, TurnEnd,
+use crate::core::agent::AgentPort;
+use crate::model::agent::{
+    AgentError, AgentInfo, ConfigChoice, ConfigOption, NewSession, PermissionAnswer, ProcessState,
+    Reopen, TurnEnd,
 };
 
 /// Work for the task that owns the SDK connection.

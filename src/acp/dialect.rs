@@ -4,7 +4,7 @@
 //! state or send events: the connection (shared code) owns transport, lifecycle and the
 //! per-session facts a hook is given, and applies what the hook returns.
 
-use crate::core::agent::{AgentEvent, StopReason, ToolCallFields, ToolKind, ToolStatus};
+use crate::model::agent::{AgentEvent, StopReason, ToolCallFields, ToolKind, ToolStatus};
 
 /// What the connection knows about a turn that the agent ended as `cancelled`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

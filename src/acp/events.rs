@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::{
 };
 use tokio::sync::oneshot;
 
-use crate::core::agent::{
+use crate::model::agent::{
     AgentEvent, AgentInfo, ConfigChoice, ConfigOption, ConfigValue, PermissionAnswer,
     PermissionKind, PermissionOption, PermissionRequest, PlanEntry, PlanStatus, SessionSettings,
     SlashCommand, StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use tokio::sync::mpsc;
 
 use super::dialect::{CancelledTurn, Dialect};
-use crate::core::agent::{AgentEvent, StopReason, ToolCallFields, ToolStatus};
+use crate::model::agent::{AgentEvent, StopReason, ToolCallFields, ToolStatus};
 
 /// Updates kept for a session nobody listens to yet (they arrive right after `session/new`).
 const EARLY_EVENTS: usize = 1_000;
@@ -217,7 +217,7 @@ fn track_open(facts: &mut Facts, fields: &ToolCallFields) {
 mod tests {
     use super::*;
     use crate::acp::dialect::{ACP, CLAUDE_CODE, CODEX, GEMINI};
-    use crate::core::agent::PermissionRequest;
+    use crate::model::agent::PermissionRequest;
 
     fn call(id: &str, status: ToolStatus) -> ToolCallFields {
         ToolCallFields {

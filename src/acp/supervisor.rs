@@ -16,8 +16,9 @@ use tokio::time::Instant;
 
 use super::connection::AcpAgent;
 use super::process::ProcessSpec;
-use crate::core::agent::{
-    AgentError, AgentPort, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, TurnEnd,
+use crate::core::agent::AgentPort;
+use crate::model::agent::{
+    AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, TurnEnd,
 };
 
 /// Shortest wait before a restart after a crash.

@@ -1,12 +1,12 @@
 //! The agent port: what the core needs from an agent process, implemented by
 //! `crate::acp::AcpAgent` and by a fake in tests. The data it speaks lives in
-//! [`crate::model::agent`] and is re-exported here.
+//! [`crate::model::agent`].
 
 use std::path::Path;
 
 use async_trait::async_trait;
 
-pub use crate::model::agent::*;
+use crate::model::agent::*;
 
 /// One running agent process, as the core sees it. Implemented by `crate::acp::AcpAgent`
 /// and by a fake in tests.

@@ -8,12 +8,13 @@
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::agent::{PermissionAnswer, PermissionOption, PermissionRequest, ToolCallFields};
-use super::chat::OutMessage;
 use super::context::AgentContext;
-use super::poll::{self, Choice, Decision};
+use super::poll::{self};
 use super::voice::{RoomVoice, fresh_txn, with_retry};
+use crate::model::OutMessage;
+use crate::model::agent::{PermissionAnswer, PermissionOption, PermissionRequest, ToolCallFields};
 use crate::model::ids::EventId;
+use crate::model::poll::{Choice, Decision};
 use crate::render::cards::{self, PollOutcome, PollView};
 use crate::render::strings;
 use crate::store::LogFailure;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-pub use crate::model::OutMessage;
+use crate::model::OutMessage;
 
 /// A message whose final content the room does not show yet, because the homeserver stayed
 /// away longer than a turn waits (`streaming.outage_patience_secs`): the outbox delivers it

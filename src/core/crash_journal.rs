@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::chat::{ChatError, ChatPort, OutMessage};
+use super::chat::{ChatError, ChatPort};
 use crate::core::view::stream::ReplyStream;
+use crate::model::OutMessage;
 use crate::store::{CutMessage, Store};
 
 /// A [`ChatPort`] for one turn's streamed reply that journals every new message around its

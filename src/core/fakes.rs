@@ -9,12 +9,14 @@ use async_trait::async_trait;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::agent::{
-    AgentError, AgentEvent, AgentPort, ConfigChoice, ConfigOption, ConfigValue, NewSession,
-    PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen,
-    SessionSettings, SlashCommand, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
+use super::agent::AgentPort;
+use super::chat::{ChatError, ChatPort};
+use crate::model::OutMessage;
+use crate::model::agent::{
+    AgentError, AgentEvent, ConfigChoice, ConfigOption, ConfigValue, NewSession, PermissionAnswer,
+    PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen, SessionSettings,
+    SlashCommand, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
 };
-use super::chat::{ChatError, ChatPort, OutMessage};
 
 /// One request the fake chat received and accepted.
 #[derive(Debug, Clone)]

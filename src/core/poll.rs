@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use super::agent::{PermissionKind, PermissionOption};
+use crate::model::agent::{PermissionKind, PermissionOption};
 
-pub use crate::model::poll::{Choice, Decision};
+use crate::model::poll::{Choice, Decision};
 
 /// How polls behave, from the configuration.
 #[derive(Debug, Clone)]

@@ -17,7 +17,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{AgentPort, ProcessState};
+use super::agent::AgentPort;
+use crate::model::agent::ProcessState;
 
 /// The pool's limits, from the `[pool]` config table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

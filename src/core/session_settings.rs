@@ -4,7 +4,7 @@
 //! so and how to start a fresh session instead: replacing the session silently would throw
 //! the agent's context away.
 
-use super::agent::{ConfigChoice, ConfigOption, ConfigValue, SessionSettings};
+use crate::model::agent::{ConfigChoice, ConfigOption, ConfigValue, SessionSettings};
 
 /// A request from the chat.
 #[derive(Debug, Clone, PartialEq, Eq)]

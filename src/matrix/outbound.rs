@@ -17,7 +17,8 @@ use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, OwnedUserId, RoomId};
 use matrix_sdk::{Client, RoomMemberships};
 
 use super::errors::classify;
-use crate::core::chat::{ChatError, ChatPort, OutMessage};
+use crate::core::chat::{ChatError, ChatPort};
+use crate::model::OutMessage;
 
 /// [`ChatPort`] for one agent's Matrix user.
 pub struct MatrixChat {

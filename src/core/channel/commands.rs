@@ -3,10 +3,10 @@
 use super::*;
 use std::time::Duration;
 
-use crate::core::agent::ConfigValue;
 use crate::core::command::Command;
 use crate::core::pool::Lease;
 use crate::core::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown};
+use crate::model::agent::ConfigValue;
 use crate::render::strings;
 
 /// How long a new session's command list may take to arrive after `session/new` (agents
@@ -186,7 +186,7 @@ impl Channel {
 }
 
 /// A config option's value as people read it.
-fn option_value(option: &crate::core::agent::ConfigOption) -> String {
+fn option_value(option: &crate::model::agent::ConfigOption) -> String {
     match &option.value {
         ConfigValue::Choice { current, choices } => choices
             .iter()

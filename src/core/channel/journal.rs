@@ -6,9 +6,9 @@
 use crate::model::ids::ConversationKey;
 use std::collections::HashMap;
 
-use crate::core::chat::OutMessage;
 use crate::core::view::activity::Activity;
 use crate::core::view::stream::ReplyStream;
+use crate::model::OutMessage;
 use crate::store::{CutMessage, Store};
 
 /// What one turn has recorded for a crash so far, so each write holds only what changed.

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::core::agent::{AgentEvent, SessionSettings, SlashCommand, TokenUsage};
 use crate::core::approvals::Approvals;
 use crate::core::command::Command;
 use crate::core::context::AgentContext;
@@ -27,6 +26,7 @@ use crate::core::inbound::IncomingMessage;
 use crate::core::pool::{Lease, Waiting};
 use crate::core::voice::RoomVoice;
 use crate::model::Verbosity;
+use crate::model::agent::{AgentEvent, SessionSettings, SlashCommand, TokenUsage};
 use crate::model::ids::{ConversationKey, EventId, UserId};
 use crate::render::cards;
 use crate::render::strings;

@@ -5,10 +5,10 @@ use super::*;
 use crate::core::voice::fresh_txn;
 use crate::store::LogFailure;
 
-use crate::core::agent::AgentError;
-use crate::core::chat::OutMessage;
 use crate::core::continuity;
 use crate::core::inbound::IncomingMessage;
+use crate::model::OutMessage;
+use crate::model::agent::AgentError;
 use crate::render::cards::{self};
 use crate::render::strings;
 

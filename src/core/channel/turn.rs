@@ -8,10 +8,6 @@ use crate::core::voice::txn;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::core::agent::{
-    AgentError, AgentEvent, PermissionAnswer, PermissionKind, PermissionRequest, StopReason,
-    TurnEnd,
-};
 use crate::core::chat::Undelivered;
 use crate::core::crash_journal::JournaledReplies;
 use crate::core::inbound::IncomingMessage;
@@ -19,6 +15,10 @@ use crate::core::routing;
 use crate::core::view::activity::Activity;
 use crate::core::view::stream::ReplyStream;
 use crate::model::Verbosity;
+use crate::model::agent::{
+    AgentError, AgentEvent, PermissionAnswer, PermissionKind, PermissionRequest, StopReason,
+    TurnEnd,
+};
 use crate::model::ids::{EventId, UserId};
 use crate::render::cards::PollOutcome;
 use crate::render::strings;

@@ -176,8 +176,7 @@ impl Channel {
                         })
                         .await;
                     if picked == Picked::Stop {
-                        self.stop_turn(by, Some(&target), session_id, control)
-                            .await;
+                        self.stop_turn(by, Some(&target), session_id, control).await;
                     }
                 }
             }

@@ -4,10 +4,10 @@
 use super::*;
 
 use crate::core::channel::ChannelInput;
-use crate::core::chat::OutMessage;
 use crate::core::inbound::{IncomingMessage, IncomingReaction, Unreadable};
 use crate::core::poll;
 use crate::core::routing::{self};
+use crate::model::OutMessage;
 use crate::render::strings;
 use crate::store::{PendingInput, PendingKind, now_ms};
 

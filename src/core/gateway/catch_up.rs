@@ -4,10 +4,10 @@
 
 use super::Gateway;
 use crate::core::catch_up::{CatchUpBounds, HandledSoFar};
-use crate::core::chat::OutMessage;
 use crate::core::inbound::{Inbound, IncomingMessage};
 use crate::core::routing;
 use crate::core::voice::{RoomVoice, txn};
+use crate::model::OutMessage;
 use crate::model::ids::ConversationKey;
 use crate::render::strings;
 use crate::store::RoomPosition;

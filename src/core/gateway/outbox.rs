@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Gateway;
-use crate::core::chat::{ChatError, OutMessage};
+use crate::core::chat::ChatError;
+use crate::model::OutMessage;
 
 /// How often the outbox is tried when nothing wakes it.
 const OUTBOX_EVERY: Duration = Duration::from_secs(60);

@@ -9,11 +9,11 @@ use std::collections::HashSet;
 
 use super::Gateway;
 use crate::core::channel::ChannelInput;
-use crate::core::chat::OutMessage;
 use crate::core::context::AgentContext;
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll;
 use crate::core::voice::{RoomVoice, txn, with_retry};
+use crate::model::OutMessage;
 use crate::render::strings;
 use crate::store::LogFailure;
 use crate::store::{PendingInput, PendingKind, Role, TranscriptLine, UnfinishedTurn};

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::Gateway;
-use crate::core::agent::ProcessState;
 use crate::core::command::Command;
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::Member;
 use crate::model::Verbosity;
+use crate::model::agent::ProcessState;
 use crate::model::ids::{AgentId, ConversationKey, RoomId};
 use crate::render::strings::{self, ProcessLine, StatusLine};
 use crate::store::RoomRouting;

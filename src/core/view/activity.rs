@@ -11,10 +11,11 @@ use tokio::time::Instant;
 
 use std::sync::Arc;
 
-use crate::core::agent::{PlanEntry, ToolCallFields, ToolStatus};
-use crate::core::chat::{ChatError, ChatPort, OutMessage, Undelivered};
+use crate::core::chat::{ChatError, ChatPort, Undelivered};
 use crate::core::view::live::{LiveMessage, Paced, send_everything};
 use crate::core::view::stream::StreamSettings;
+use crate::model::OutMessage;
+use crate::model::agent::{PlanEntry, ToolCallFields, ToolStatus};
 use crate::render::cards::{self, CardStatus};
 
 use crate::model::Verbosity;
@@ -325,9 +326,9 @@ impl Paced for Activity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::agent::{PlanStatus, ToolKind};
     use crate::core::fakes::FakeChat;
     use crate::core::view::live::MAX_OUTAGE;
+    use crate::model::agent::{PlanStatus, ToolKind};
 
     fn settings() -> StreamSettings {
         StreamSettings {

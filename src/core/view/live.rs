@@ -7,7 +7,8 @@
 
 use tokio::time::Instant;
 
-use crate::core::chat::{ChatError, ChatPort, OutMessage, Undelivered};
+use crate::core::chat::{ChatError, ChatPort, Undelivered};
+use crate::model::OutMessage;
 
 /// Something that sends paced requests: a streamed reply, or a turn's cards.
 pub(crate) trait Paced {

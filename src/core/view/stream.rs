@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::core::chat::{ChatError, ChatPort, OutMessage, Undelivered};
+use crate::core::chat::{ChatError, ChatPort, Undelivered};
 use crate::core::view::live::{Paced, send_everything};
+use crate::model::OutMessage;
 use crate::render::{markdown, strings};
 
 /// Most bytes of body + HTML we put in one event, keeping clear of Matrix's 64 KiB limit

@@ -15,8 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::core::access::AccessList;
-use crate::core::agent::Reopen;
-use crate::core::agent::{AgentPort, ConfigValue, SessionSettings};
+use crate::core::agent::AgentPort;
 use crate::core::command::Command;
 use crate::core::continuity;
 use crate::core::fakes::{FakeAgent, FakeChat, Script, Sent};
@@ -27,6 +26,8 @@ use crate::core::pool::Pool;
 use crate::core::pool::PoolSettings;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
+use crate::model::agent::Reopen;
+use crate::model::agent::{ConfigValue, SessionSettings};
 use crate::render::strings;
 use crate::store::{Role, Store, TranscriptLine};
 
@@ -212,7 +213,7 @@ fn reply_said(chat: &FakeChat) -> Vec<String> {
 }
 
 fn ask_code_and_model() -> SessionSettings {
-    use crate::core::agent::ConfigOption;
+    use crate::model::agent::ConfigOption;
     SessionSettings {
         modes: vec![("ask".into(), "Ask".into()), ("code".into(), "Code".into())],
         current_mode: Some("ask".into()),
