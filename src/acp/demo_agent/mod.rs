@@ -50,21 +50,19 @@
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock,
-    ContentChunk, CurrentModeUpdate, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
-    SessionModeState, SessionNotification, SessionResumeCapabilities, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse, TextContent,
+    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
+    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, NewSessionRequest,
+    PromptRequest, ResumeSessionRequest, SessionCapabilities, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode, SessionModeState,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
 };
 use agent_client_protocol::{Client, Stdio};
 use tokio::sync::Notify;
@@ -248,213 +246,70 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         prompt_log: options.prompt_log,
         ..State::default()
     });
-    let (s1, s2, s3, s4, s5, s6, s7) = (
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state,
-    );
+    // Each handler owns a handle on the state; the work is in `handlers.rs`.
+    let s = || state.clone();
+    let (s1, s2, s3, s4, s5, s6, s7) = (s(), s(), s(), s(), s(), s(), s());
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
         .on_receive_request(
             async move |_req: InitializeRequest, responder, _cx| {
-                responder.respond(
-                    InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(capabilities.clone())
-                        .agent_info(
-                            Implementation::new("sidekicks-demo-agent", env!("CARGO_PKG_VERSION"))
-                                .title("Sidekicks demo agent".to_string()),
-                        ),
-                )
+                responder.respond(initialize_response(capabilities.clone()))
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |_req: NewSessionRequest, responder, cx: ConnectionTo<Client>| {
-                // Unique across restarts, so a saved session is never confused with a new one.
-                let id = format!(
-                    "demo-{}-{}",
-                    std::process::id(),
-                    s1.next.fetch_add(1, Ordering::Relaxed)
-                );
-                s1.sessions
-                    .lock()
-                    .unwrap()
-                    .insert(id.clone(), Arc::default());
-                let mut response = NewSessionResponse::new(id.clone());
-                if s1.with_settings {
-                    response = response
-                        .modes(s1.modes(&id))
-                        .config_options(s1.config_options(&id));
-                }
-                responder.respond(response)?;
-                send_commands(&cx, id)
+            async move |_req: NewSessionRequest, responder, cx| s1.new_session(responder, &cx),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: LoadSessionRequest, responder, cx| {
+                s2.load_session(req, responder, &cx)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
-                let id = req.session_id.0.to_string();
-                let conversation = match s4.restore(&id) {
-                    Ok(conversation) => conversation,
-                    Err(e) => return responder.respond_with_error(e),
-                };
-                // Replay the conversation before answering, as the protocol asks.
-                for exchange in &conversation {
-                    let chunk =
-                        |text: &str| ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
-                    cx.send_notification(SessionNotification::new(
-                        id.clone(),
-                        SessionUpdate::UserMessageChunk(chunk(&exchange.prompt)),
-                    ))?;
-                    cx.send_notification(SessionNotification::new(
-                        id.clone(),
-                        SessionUpdate::AgentMessageChunk(chunk(&exchange.answer)),
-                    ))?;
-                }
-                responder.respond(LoadSessionResponse::new())?;
-                send_commands(&cx, id)
+            async move |req: ResumeSessionRequest, responder, cx| {
+                s3.resume_session(req, responder, &cx)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: ResumeSessionRequest, responder, cx: ConnectionTo<Client>| {
-                let id = req.session_id.0.to_string();
-                // Resuming replays nothing: the agent simply carries on.
-                if let Err(e) = s5.restore(&id) {
-                    return responder.respond_with_error(e);
-                }
-                responder.respond(ResumeSessionResponse::new())?;
-                send_commands(&cx, id)
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: PromptRequest, responder, cx: ConnectionTo<Client>| {
-                let session = req.session_id.0.to_string();
-                let cancel = s2
-                    .sessions
-                    .lock()
-                    .unwrap()
-                    .entry(session.clone())
-                    .or_default()
-                    .clone();
-                cancel.flag.store(false, Ordering::SeqCst);
-                let text: String = req
-                    .prompt
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text(t) => Some(t.text.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                s2.log_prompt(&text);
-                // The turn runs outside the dispatch loop so `session/cancel` gets through.
-                let state = s2.clone();
-                tokio::spawn(async move {
-                    let earlier = state
-                        .history
-                        .lock()
-                        .unwrap()
-                        .get(&session)
-                        .cloned()
-                        .unwrap_or_default();
-                    let settings = state.settings_of(&session);
-                    let turn = Turn {
-                        settings,
-                        cx,
-                        session,
-                        cancel,
-                        tools: AtomicU64::new(0),
-                        tokens: Mutex::new(None),
-                        said: Mutex::new(String::new()),
-                        earlier,
-                    };
-                    let result = turn.run(&text).await;
-                    let answer = std::mem::take(&mut *turn.said.lock().unwrap());
-                    state.remember(
-                        &turn.session,
-                        Exchange {
-                            prompt: text,
-                            answer,
-                        },
-                    );
-                    let _ = match result {
-                        Ok(reason) => {
-                            let usage = turn.tokens.lock().unwrap().take();
-                            responder.respond(PromptResponse::new(reason).usage(usage))
-                        }
-                        Err(e) => responder.respond_with_error(e),
-                    };
-                });
+            async move |req: PromptRequest, responder, cx| {
+                s4.prompt(req, responder, cx);
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: SetSessionModeRequest, responder, cx: ConnectionTo<Client>| {
-                let session = req.session_id.0.to_string();
-                let mode = req.mode_id.0.to_string();
-                if !s6.with_settings || !MODES.iter().any(|(id, _)| *id == mode) {
-                    return responder.respond_with_error(
-                        agent_client_protocol::Error::invalid_params()
-                            .data(format!("no mode {mode}")),
-                    );
-                }
-                let (_, model) = s6.settings_of(&session);
-                s6.settings
-                    .lock()
-                    .unwrap()
-                    .insert(session.clone(), (mode.clone(), model));
-                responder.respond(SetSessionModeResponse::new())?;
-                cx.send_notification(SessionNotification::new(
-                    session,
-                    SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode)),
-                ))
-            },
+            async move |req: SetSessionModeRequest, responder, cx| s5.set_mode(req, responder, &cx),
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |req: SetSessionConfigOptionRequest, responder, _cx| {
-                let session = req.session_id.0.to_string();
-                let model = req.value.as_value_id().map(|v| v.0.to_string());
-                let known = model
-                    .as_deref()
-                    .is_some_and(|m| MODELS.iter().any(|(id, _)| *id == m));
-                if !s7.with_settings || &*req.config_id.0 != "model" || !known {
-                    return responder.respond_with_error(
-                        agent_client_protocol::Error::invalid_params()
-                            .data(format!("cannot set {} to {model:?}", req.config_id.0)),
-                    );
-                }
-                let (mode, _) = s7.settings_of(&session);
-                s7.settings
-                    .lock()
-                    .unwrap()
-                    .insert(session.clone(), (mode, model.unwrap_or_default()));
-                responder.respond(SetSessionConfigOptionResponse::new(
-                    s7.config_options(&session),
-                ))
+                s6.set_config_option(req, responder)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
             async move |n: CancelNotification, _cx| {
-                if let Some(c) = s3.sessions.lock().unwrap().get(&*n.session_id.0) {
-                    c.flag.store(true, Ordering::SeqCst);
-                    c.notify.notify_waiters();
-                }
+                s7.cancel(&n.session_id.0);
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
         )
         .connect_to(Stdio::new())
         .await
+}
+
+/// The answer to `initialize`: the protocol version, `capabilities` and who the agent is.
+fn initialize_response(capabilities: AgentCapabilities) -> InitializeResponse {
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(capabilities)
+        .agent_info(
+            Implementation::new("sidekicks-demo-agent", env!("CARGO_PKG_VERSION"))
+                .title("Sidekicks demo agent".to_string()),
+        )
 }
 
 /// Writes `bytes` straight to stdout, outside the protocol (`%garbage`, `%binary`), after
@@ -481,6 +336,5 @@ fn send_commands(
     ))
 }
 
+mod handlers;
 mod turn;
-
-use turn::Turn;

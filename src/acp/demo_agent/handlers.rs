@@ -1,0 +1,217 @@
+//! What the demo agent does with each request: open, load and resume sessions, run a
+//! prompt, change settings, cancel. `run_stdio` wires these to the SDK's handlers.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, CurrentModeUpdate, LoadSessionRequest, LoadSessionResponse,
+    NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, TextContent,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+
+use super::turn::Turn;
+use super::{Exchange, MODELS, MODES, State, send_commands};
+
+type Result = std::result::Result<(), agent_client_protocol::Error>;
+
+impl State {
+    /// `session/new`: a fresh session, with its settings when `--settings` is on, then the
+    /// slash commands.
+    pub(super) fn new_session(
+        &self,
+        responder: Responder<NewSessionResponse>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result {
+        // Unique across restarts, so a saved session is never confused with a new one.
+        let id = format!(
+            "demo-{}-{}",
+            std::process::id(),
+            self.next.fetch_add(1, Ordering::Relaxed)
+        );
+        self.sessions
+            .lock()
+            .unwrap()
+            .insert(id.clone(), Arc::default());
+        let mut response = NewSessionResponse::new(id.clone());
+        if self.with_settings {
+            response = response
+                .modes(self.modes(&id))
+                .config_options(self.config_options(&id));
+        }
+        responder.respond(response)?;
+        send_commands(cx, id)
+    }
+
+    /// `session/load`: replays the saved conversation before answering, as the protocol
+    /// asks.
+    pub(super) fn load_session(
+        &self,
+        req: LoadSessionRequest,
+        responder: Responder<LoadSessionResponse>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result {
+        let id = req.session_id.0.to_string();
+        let conversation = match self.restore(&id) {
+            Ok(conversation) => conversation,
+            Err(e) => return responder.respond_with_error(e),
+        };
+        let chunk = |text: &str| ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+        for exchange in &conversation {
+            cx.send_notification(SessionNotification::new(
+                id.clone(),
+                SessionUpdate::UserMessageChunk(chunk(&exchange.prompt)),
+            ))?;
+            cx.send_notification(SessionNotification::new(
+                id.clone(),
+                SessionUpdate::AgentMessageChunk(chunk(&exchange.answer)),
+            ))?;
+        }
+        responder.respond(LoadSessionResponse::new())?;
+        send_commands(cx, id)
+    }
+
+    /// `session/resume`: replays nothing, the agent simply carries on.
+    pub(super) fn resume_session(
+        &self,
+        req: ResumeSessionRequest,
+        responder: Responder<ResumeSessionResponse>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result {
+        let id = req.session_id.0.to_string();
+        if let Err(e) = self.restore(&id) {
+            return responder.respond_with_error(e);
+        }
+        responder.respond(ResumeSessionResponse::new())?;
+        send_commands(cx, id)
+    }
+
+    /// `session/prompt`: the turn runs in a task of its own, outside the dispatch loop, so
+    /// `session/cancel` gets through while it runs.
+    pub(super) fn prompt(
+        self: &Arc<Self>,
+        req: PromptRequest,
+        responder: Responder<PromptResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let session = req.session_id.0.to_string();
+        let cancel = self
+            .sessions
+            .lock()
+            .unwrap()
+            .entry(session.clone())
+            .or_default()
+            .clone();
+        cancel.flag.store(false, Ordering::SeqCst);
+        let text: String = req
+            .prompt
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.log_prompt(&text);
+        let state = self.clone();
+        tokio::spawn(async move {
+            let earlier = state
+                .history
+                .lock()
+                .unwrap()
+                .get(&session)
+                .cloned()
+                .unwrap_or_default();
+            let turn = Turn {
+                settings: state.settings_of(&session),
+                cx,
+                session,
+                cancel,
+                tools: AtomicU64::new(0),
+                tokens: Mutex::new(None),
+                said: Mutex::new(String::new()),
+                earlier,
+            };
+            let result = turn.run(&text).await;
+            let answer = std::mem::take(&mut *turn.said.lock().unwrap());
+            state.remember(
+                &turn.session,
+                Exchange {
+                    prompt: text,
+                    answer,
+                },
+            );
+            let _ = match result {
+                Ok(reason) => {
+                    let usage = turn.tokens.lock().unwrap().take();
+                    responder.respond(PromptResponse::new(reason).usage(usage))
+                }
+                Err(e) => responder.respond_with_error(e),
+            };
+        });
+    }
+
+    /// `session/set_mode` (with `--settings`): changes the mode and says so.
+    pub(super) fn set_mode(
+        &self,
+        req: SetSessionModeRequest,
+        responder: Responder<SetSessionModeResponse>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result {
+        let session = req.session_id.0.to_string();
+        let mode = req.mode_id.0.to_string();
+        if !self.with_settings || !MODES.iter().any(|(id, _)| *id == mode) {
+            return responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params().data(format!("no mode {mode}")),
+            );
+        }
+        let (_, model) = self.settings_of(&session);
+        self.settings
+            .lock()
+            .unwrap()
+            .insert(session.clone(), (mode.clone(), model));
+        responder.respond(SetSessionModeResponse::new())?;
+        cx.send_notification(SessionNotification::new(
+            session,
+            SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode)),
+        ))
+    }
+
+    /// `session/set_config_option` (with `--settings`): changes the model.
+    pub(super) fn set_config_option(
+        &self,
+        req: SetSessionConfigOptionRequest,
+        responder: Responder<SetSessionConfigOptionResponse>,
+    ) -> Result {
+        let session = req.session_id.0.to_string();
+        let model = req.value.as_value_id().map(|v| v.0.to_string());
+        let known = model
+            .as_deref()
+            .is_some_and(|m| MODELS.iter().any(|(id, _)| *id == m));
+        if !self.with_settings || &*req.config_id.0 != "model" || !known {
+            return responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(format!("cannot set {} to {model:?}", req.config_id.0)),
+            );
+        }
+        let (mode, _) = self.settings_of(&session);
+        self.settings
+            .lock()
+            .unwrap()
+            .insert(session.clone(), (mode, model.unwrap_or_default()));
+        responder.respond(SetSessionConfigOptionResponse::new(
+            self.config_options(&session),
+        ))
+    }
+
+    /// `session/cancel`: the session's running turn stops at its next step.
+    pub(super) fn cancel(&self, session: &str) {
+        if let Some(c) = self.sessions.lock().unwrap().get(session) {
+            c.flag.store(true, Ordering::SeqCst);
+            c.notify.notify_waiters();
+        }
+    }
+}
