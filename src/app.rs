@@ -22,6 +22,7 @@ use crate::core::pool::{Pool, PoolSettings};
 use crate::core::view::stream::StreamSettings;
 use crate::matrix::MatrixAgent;
 use crate::model::agent::{AgentEvent, Reopen};
+use crate::state_dir;
 use crate::store::Store;
 
 /// Sets up logging to stderr; `RUST_LOG` overrides the default levels.
@@ -74,8 +75,15 @@ async fn wait_for_signal() {
 
 /// Runs the gateway until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
-    std::fs::create_dir_all(&config.state_dir)
-        .with_context(|| format!("cannot create state_dir {}", config.state_dir.display()))?;
+    let private = || {
+        state_dir::make_private(&config.state_dir).with_context(|| {
+            format!(
+                "cannot make state_dir {} private",
+                config.state_dir.display()
+            )
+        })
+    };
+    private()?;
     let store = Store::open(&config.state_dir.join("sidekicks.db"))
         .await
         .context("cannot open the database")?;
@@ -127,6 +135,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     if started.is_empty() {
         anyhow::bail!("no agent could be started: {}", problems.join("; "));
     }
+    // The Matrix users have written their sessions and stores by now.
+    private()?;
     let pool = Pool::new(
         pool_settings,
         started
@@ -179,6 +189,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         AccessRules {
             allowed: AccessList::new(&config.access.allowed_users),
             approvers: AccessList::new(config.access.approvers()),
+            admins: AccessList::new(config.access.admins()),
         },
         store.clone(),
         pool.clone(),

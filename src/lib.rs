@@ -12,4 +12,5 @@ pub mod core;
 pub mod matrix;
 pub mod model;
 pub mod render;
+pub mod state_dir;
 pub mod store;

@@ -117,12 +117,21 @@ pub struct AccessConfig {
     /// `allowed_users`; the agents' own users never count.
     #[serde(default)]
     pub approvers: Option<Vec<String>>,
+    /// Who may change an agent's mode, model and options (`!mode`, `!model`, `!set`): a
+    /// mode can turn permission prompts off. Defaults to the approvers.
+    #[serde(default)]
+    pub admins: Option<Vec<String>>,
 }
 
 impl AccessConfig {
     /// The approvers, falling back to the allowed users.
     pub fn approvers(&self) -> &[String] {
         self.approvers.as_deref().unwrap_or(&self.allowed_users)
+    }
+
+    /// The admins, falling back to the approvers.
+    pub fn admins(&self) -> &[String] {
+        self.admins.as_deref().unwrap_or(self.approvers())
     }
 }
 

@@ -29,12 +29,18 @@ impl Config {
                 );
             }
         }
-        for (i, pattern) in self.access.approvers.iter().flatten().enumerate() {
-            if !pattern.starts_with('@') || !pattern.contains(':') {
-                bad(
-                    format!("access.approvers[{i}]"),
-                    format!("`{pattern}` is not a user ID or pattern like `@*:example.org`"),
-                );
+        let optional = [
+            ("approvers", &self.access.approvers),
+            ("admins", &self.access.admins),
+        ];
+        for (list, patterns) in optional {
+            for (i, pattern) in patterns.iter().flatten().enumerate() {
+                if !pattern.starts_with('@') || !pattern.contains(':') {
+                    bad(
+                        format!("access.{list}[{i}]"),
+                        format!("`{pattern}` is not a user ID or pattern like `@*:example.org`"),
+                    );
+                }
             }
         }
         if self.permissions.timeout_secs < 5 {

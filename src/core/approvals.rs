@@ -34,6 +34,22 @@ struct OpenPoll {
     tool: ToolCallFields,
     /// When it expires.
     deadline: Instant,
+    /// When it was posted (ms since the epoch): a typed answer without a reply is taken
+    /// only for a poll posted before the answer was written.
+    posted_at_ms: u64,
+}
+
+/// Which open poll a typed answer without a reply is for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum OnlyPoll<'a> {
+    /// No poll is open.
+    None,
+    /// Polls are open, but all were posted after the answer was written.
+    OnlyNewer,
+    /// This one.
+    One(&'a str),
+    /// This many could be meant.
+    Several(usize),
 }
 
 /// What picking a choice led to.
@@ -73,13 +89,21 @@ impl Approvals {
         self.is_poll(event_id) || self.stop_proposal.as_deref() == Some(event_id)
     }
 
-    /// The only open poll, if exactly one is open (a typed answer without a reply
-    /// goes to it).
-    pub fn only_poll(&self) -> Result<Option<&str>, usize> {
-        match self.polls.as_slice() {
-            [] => Ok(None),
-            [one] => Ok(Some(&one.event_id)),
-            many => Err(many.len()),
+    /// The poll a typed answer without a reply, written at `written_at_ms`, is for: the
+    /// only open poll posted before it. A poll posted after the answer was written is one
+    /// its author had not seen (the one they meant may have expired meanwhile), so it never
+    /// counts.
+    pub fn only_poll_before(&self, written_at_ms: u64) -> OnlyPoll<'_> {
+        let seen: Vec<&OpenPoll> = self
+            .polls
+            .iter()
+            .filter(|p| p.posted_at_ms <= written_at_ms)
+            .collect();
+        match seen.as_slice() {
+            [] if self.polls.is_empty() => OnlyPoll::None,
+            [] => OnlyPoll::OnlyNewer,
+            [one] => OnlyPoll::One(&one.event_id),
+            many => OnlyPoll::Several(many.len()),
         }
     }
 
@@ -156,6 +180,7 @@ impl Approvals {
             choices: choices.clone(),
             tool,
             deadline: Instant::now() + ctx.permissions.timeout,
+            posted_at_ms: crate::store::now_ms().max(0) as u64,
         });
         // Pre-reacting takes one request per choice and may wait on rate limits: it runs
         // beside the turn, which meanwhile keeps taking updates and answers.

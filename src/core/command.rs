@@ -64,6 +64,15 @@ impl Command {
         matches!(self, Command::Answer(_)) || self.clone().words_mut().is_some()
     }
 
+    /// Whether the command changes an agent's settings (`!mode code`, not `!mode`, which
+    /// only shows them), which only admins may do. Read after [`Command::take_agent`].
+    pub fn changes_settings(&self) -> bool {
+        match self {
+            Command::Mode(w) | Command::Model(w) | Command::Set(w) => !w.is_empty(),
+            _ => false,
+        }
+    }
+
     /// The word left after a command that takes none but an agent's name (`!new ghost`
     /// where no agent is called `ghost`), once [`Command::take_agent`] has run.
     pub fn stray_word(&self) -> Option<&str> {

@@ -580,3 +580,24 @@ impl AgentPort for FakeAgent {
         s.dead.extend(ids);
     }
 }
+
+/// Settings like those of the demo agent with `--settings`: modes `ask` and `code`, a
+/// model choice `small` / `large`.
+pub fn ask_code_and_model() -> SessionSettings {
+    SessionSettings {
+        modes: vec![("ask".into(), "Ask".into()), ("code".into(), "Code".into())],
+        current_mode: Some("ask".into()),
+        options: vec![ConfigOption {
+            id: "model".into(),
+            name: "Model".into(),
+            category: Some("model".into()),
+            value: ConfigValue::Choice {
+                current: "small".into(),
+                choices: vec![
+                    ("small".into(), "Small".into()),
+                    ("large".into(), "Large".into()),
+                ],
+            },
+        }],
+    }
+}

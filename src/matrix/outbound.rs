@@ -54,6 +54,31 @@ fn content(msg: &OutMessage) -> RoomMessageEventContentWithoutRelation {
     }
 }
 
+/// The content of a new message: `msg`, its reply relation, and always an explicit
+/// `m.mentions` (empty unless someone is meant), so keyword and display-name push rules
+/// never fire on an agent's words.
+fn new_message(msg: &OutMessage) -> Result<RoomMessageEventContent, ChatError> {
+    let mut content: RoomMessageEventContent = content(msg).into();
+    let mentioned: Vec<OwnedUserId> = msg
+        .mentions
+        .iter()
+        .filter_map(|u| OwnedUserId::try_from(u.as_str()).ok())
+        .collect();
+    content.mentions = Some(Mentions::with_user_ids(mentioned));
+    if let Some(target) = &msg.reply_to {
+        content.relates_to = Some(Relation::Reply(Reply::with_event_id(event_id(target)?)));
+    }
+    Ok(content)
+}
+
+/// The content of an edit of `target` to show `msg`, mentioning nobody (see
+/// [`new_message`]).
+fn replacement(target: &str, msg: &OutMessage) -> Result<RoomMessageEventContent, ChatError> {
+    let mut content = content(msg);
+    content.mentions = Some(Mentions::new());
+    Ok(content.make_replacement(ReplacementMetadata::new(event_id(target)?, None)))
+}
+
 fn once() -> RequestConfig {
     RequestConfig::new().disable_retry()
 }
@@ -62,18 +87,7 @@ fn once() -> RequestConfig {
 impl ChatPort for MatrixChat {
     async fn send(&self, room_id: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
         let room = self.room(room_id)?;
-        let mut content: RoomMessageEventContent = content(msg).into();
-        let mentioned: Vec<OwnedUserId> = msg
-            .mentions
-            .iter()
-            .filter_map(|u| OwnedUserId::try_from(u.as_str()).ok())
-            .collect();
-        if !mentioned.is_empty() {
-            content = content.add_mentions(Mentions::with_user_ids(mentioned));
-        }
-        if let Some(target) = &msg.reply_to {
-            content.relates_to = Some(Relation::Reply(Reply::with_event_id(event_id(target)?)));
-        }
+        let content = new_message(msg)?;
         let response = room
             .send(content)
             .with_transaction_id(OwnedTransactionId::from(txn))
@@ -85,9 +99,7 @@ impl ChatPort for MatrixChat {
 
     async fn edit(&self, room_id: &str, target: &str, msg: &OutMessage) -> Result<(), ChatError> {
         let room = self.room(room_id)?;
-        let replacement =
-            content(msg).make_replacement(ReplacementMetadata::new(event_id(target)?, None));
-        room.send(replacement)
+        room.send(replacement(target, msg)?)
             .with_request_config(once())
             .await
             .map_err(|e| classify(&e))?;
@@ -129,5 +141,34 @@ impl ChatPort for MatrixChat {
         {
             tracing::debug!(room = room_id, error = %e, "typing notice failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(content: &RoomMessageEventContent) -> serde_json::Value {
+        serde_json::to_value(content).unwrap()
+    }
+
+    #[test]
+    fn agent_messages_mention_nobody_unless_meant() {
+        let plain = json(&new_message(&OutMessage::notice("hello alice")).unwrap());
+        assert_eq!(plain["m.mentions"], serde_json::json!({}), "{plain}");
+        let mut meant = OutMessage::notice("approve?");
+        meant.mentions.push("@alice:hs".into());
+        let meant = json(&new_message(&meant).unwrap());
+        assert_eq!(
+            meant["m.mentions"],
+            serde_json::json!({"user_ids": ["@alice:hs"]})
+        );
+        let edit = json(&replacement("$e", &OutMessage::notice("hello alice, done")).unwrap());
+        assert_eq!(edit["m.mentions"], serde_json::json!({}), "{edit}");
+        assert_eq!(
+            edit["m.new_content"]["m.mentions"],
+            serde_json::json!({}),
+            "{edit}"
+        );
     }
 }

@@ -10,8 +10,9 @@ pub struct OutMessage {
     /// Whether this is an `m.notice` (status, errors) rather than an `m.text` (answers).
     pub notice: bool,
     /// Users to notify (Matrix intentional mentions), e.g. the person whose approval a poll
-    /// waits for. Honoured when the message is posted, never by edits, so an edit does not
-    /// notify again.
+    /// waits for; nobody when empty (the message says so, so no push rule fires on the
+    /// agent's words). Honoured when the message is posted, never by edits, so an edit does
+    /// not notify again.
     pub mentions: Vec<String>,
     /// The message this one answers (an `m.in_reply_to` relation), so a notice about one
     /// message among many says which. Honoured when the message is posted, never by edits.

@@ -1,23 +1,23 @@
 //! Markdown → Matrix `formatted_body` HTML, with pulldown-cmark.
 
-use pulldown_cmark::{Event, Options, Parser, html};
+use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd, html};
 
 /// Renders agent Markdown to HTML for `formatted_body`. Returns `None` when the text has no
 /// formatting at all, so plain answers stay plain events.
 ///
-/// Raw HTML in the agent's output is escaped rather than passed through: the agent's text is
-/// untrusted, and clients differ in how well they sanitise.
+/// The agent's text is untrusted, and clients differ in how well they sanitise: raw HTML is
+/// escaped rather than passed through, a link keeps its target only for a safe scheme
+/// ([`SAFE_SCHEMES`]; a `javascript:` link becomes its text), and only pictures already on
+/// the homeserver (`mxc://`) are shown: any other becomes a link, so no client loads a
+/// third-party URL (which could carry data out) without someone clicking it.
 pub fn to_html(markdown: &str) -> Option<String> {
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_FOOTNOTES;
-    let parser = Parser::new_ext(markdown, options).map(|event| match event {
-        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-        other => other,
-    });
+    let events = defuse(Parser::new_ext(markdown, options));
     let mut out = String::with_capacity(markdown.len() * 5 / 4 + 16);
-    html::push_html(&mut out, parser);
+    html::push_html(&mut out, events.into_iter());
     let trimmed = out.trim_end();
     let plain_paragraph = trimmed
         .strip_prefix("<p>")
@@ -30,6 +30,104 @@ pub fn to_html(markdown: &str) -> Option<String> {
     } else {
         Some(trimmed.to_owned())
     }
+}
+
+/// The link schemes kept in `href`: the web, mail, and Matrix's own.
+pub const SAFE_SCHEMES: [&str; 4] = ["https", "http", "mailto", "matrix"];
+
+/// Whether `url` may be a link target: it names one of [`SAFE_SCHEMES`] (any case). Links
+/// without a scheme (relative paths) mean nothing in a chat and are dropped too.
+fn is_safe_link(url: &str) -> bool {
+    url.split_once(':').is_some_and(|(scheme, _)| {
+        SAFE_SCHEMES
+            .iter()
+            .any(|safe| scheme.trim().eq_ignore_ascii_case(safe))
+    })
+}
+
+/// `events` with raw HTML turned into text, unsafe links into their text, and pictures
+/// that are not on the homeserver into links (or their text).
+fn defuse<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
+    let mut out = Vec::new();
+    // What the end of the open link or image becomes: `Some(end)` to keep, `None` to drop.
+    // Links and images do not nest in CommonMark, but an image may sit inside a link.
+    let mut ends: Vec<Option<TagEnd>> = Vec::new();
+    let mut pending_url: Vec<Option<CowStr<'a>>> = Vec::new();
+    for event in events {
+        match event {
+            Event::Html(raw) | Event::InlineHtml(raw) => out.push(Event::Text(raw)),
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) => {
+                let keep = is_safe_link(&dest_url);
+                ends.push(keep.then_some(TagEnd::Link));
+                pending_url.push(None);
+                if keep {
+                    out.push(Event::Start(Tag::Link {
+                        link_type,
+                        dest_url,
+                        title,
+                        id,
+                    }));
+                }
+            }
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) => {
+                if dest_url.starts_with("mxc://") {
+                    ends.push(Some(TagEnd::Image));
+                    pending_url.push(None);
+                    out.push(Event::Start(Tag::Image {
+                        link_type,
+                        dest_url,
+                        title,
+                        id,
+                    }));
+                } else if is_safe_link(&dest_url) && !ends.is_empty() {
+                    // Inside a link: a link in a link is no HTML; the description is enough.
+                    ends.push(None);
+                    pending_url.push(None);
+                } else if is_safe_link(&dest_url) {
+                    ends.push(Some(TagEnd::Link));
+                    // A picture without a description shows its address as the link text.
+                    pending_url.push(Some(dest_url.clone()));
+                    out.push(Event::Start(Tag::Link {
+                        link_type: LinkType::Inline,
+                        dest_url,
+                        title,
+                        id,
+                    }));
+                } else {
+                    ends.push(None);
+                    pending_url.push(None);
+                }
+            }
+            Event::End(TagEnd::Link | TagEnd::Image) => {
+                let url = pending_url.pop().flatten();
+                let opened_last = matches!(out.last(), Some(Event::Start(Tag::Link { .. })));
+                if let Some(url) = url.filter(|_| opened_last) {
+                    out.push(Event::Text(url));
+                }
+                if let Some(end) = ends.pop().flatten() {
+                    out.push(Event::End(end));
+                }
+            }
+            other => {
+                if let Some(slot) = pending_url.last_mut() {
+                    // The picture has a description: its address is not needed as text.
+                    *slot = None;
+                }
+                out.push(other);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -71,5 +169,60 @@ mod tests {
         let html = to_html("hi <script>alert(1)</script> there").unwrap();
         assert!(!html.contains("<script>"), "{html}");
         assert!(html.contains("&lt;script&gt;"), "{html}");
+    }
+
+    #[test]
+    fn only_safe_links_and_homeserver_pictures_survive() {
+        // (markdown, must contain, must not contain)
+        let table: &[(&str, &str, &str)] = &[
+            ("[x](javascript:alert(1))", "x", "javascript"),
+            ("[x](JavaScript:alert(1))", "x", "href"),
+            ("[x](data:text/html;base64,AAAA)", "x", "data:"),
+            ("[x](vbscript:msgbox)", "x", "vbscript"),
+            ("[x](file:///etc/passwd)", "x", "href"),
+            ("[x](relative/path)", "x", "href"),
+            ("<javascript:alert(1)>", "javascript:alert(1)", "href"),
+            (
+                "[x](https://example.org)",
+                "href=\"https://example.org\"",
+                "<img",
+            ),
+            (
+                "[x](mailto:a@example.org)",
+                "href=\"mailto:a@example.org\"",
+                "<img",
+            ),
+            (
+                "[x](matrix:u/alice:example.org)",
+                "href=\"matrix:u/alice:example.org\"",
+                "<img",
+            ),
+            (
+                "![chart](https://tracker.example/p.png?secret=1)",
+                "<a href=\"https://tracker.example/p.png?secret=1\">chart</a>",
+                "<img",
+            ),
+            (
+                "![](https://tracker.example/p.png)",
+                ">https://tracker.example/p.png</a>",
+                "<img",
+            ),
+            ("![pic](javascript:alert(1))", "pic", "javascript"),
+            (
+                "![pic](mxc://hs/abc)",
+                "<img src=\"mxc://hs/abc\" alt=\"pic\"",
+                "<a",
+            ),
+            (
+                "[![pic](https://t.example/i.png)](https://example.org)",
+                "href=\"https://example.org\"",
+                "<img",
+            ),
+        ];
+        for (md, present, absent) in table {
+            let html = to_html(md).unwrap_or_else(|| md.to_string());
+            assert!(html.contains(present), "{md:?} → {html:?}");
+            assert!(!html.contains(absent), "{md:?} → {html:?}");
+        }
     }
 }

@@ -163,6 +163,24 @@ pub fn session_failed(agent: &str, error: &str) -> String {
     format!("⚠️ {agent} could not start a conversation here: {error}")
 }
 
+/// Said to someone who may prompt but is not an admin, when they try to change a mode,
+/// model or option.
+pub fn only_admins_change_settings(sender: &str) -> String {
+    format!(
+        "🔒 {sender}, only admins may change an agent's mode, model or options (a mode can \
+         turn permission prompts off). Ask one of them, or see the current ones with the \
+         command alone."
+    )
+}
+
+/// Shown when a setting is asked for during a turn whose agent process has just stopped.
+pub fn settings_session_gone(agent: &str) -> String {
+    format!(
+        "⚠️ {agent}'s process stopped during this turn, so its settings cannot be changed now. \
+         Ask again once the turn has ended."
+    )
+}
+
 /// Posted when an encrypted message could not be decrypted.
 pub fn undecryptable(sender: &str) -> String {
     format!(
@@ -626,6 +644,12 @@ pub const POLL_NOT_OPEN: &str = "That message is not a request waiting for appro
 
 /// Answer to a typed poll answer when no poll is open.
 pub const NO_OPEN_POLL: &str = "Nothing is waiting for approval.";
+
+/// A typed answer without a reply, when the only open polls were posted after it was
+/// written: the poll it was meant for has closed.
+pub const POLL_NEWER_THAN_ANSWER: &str = "That answer was written before the open poll was \
+     posted, so it is not taken for it (the poll it was meant for has closed). To answer the \
+     open poll, reply to it.";
 
 /// Answer to a typed poll answer without a reply while several polls are open.
 pub fn several_polls(count: usize) -> String {

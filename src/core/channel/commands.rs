@@ -93,6 +93,17 @@ impl Channel {
     /// for is what the session ends up with. During a turn (`running`) the change is made
     /// all the same (ACP allows it), and the turn's updates are left to the turn.
     pub(super) async fn change_setting(&mut self, request: SettingRequest, running: bool) {
+        // During a turn the turn's session is the one to change: it is never replaced here,
+        // even if its process just died (the turn ends with that error by itself).
+        let session_gone = self
+            .session
+            .as_ref()
+            .is_none_or(|s| !self.ctx.agent.session_alive(&s.id));
+        if running && session_gone {
+            self.notice(strings::settings_session_gone(&self.ctx.display_name))
+                .await;
+            return;
+        }
         let Some(_lease) = self.session_for_command().await else {
             return;
         };

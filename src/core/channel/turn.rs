@@ -196,11 +196,11 @@ impl Channel {
                 .quiet_note
                 .filter(|_| !quiet_noted)
                 .map(|after| last_activity + after);
-            let events = &mut self
-                .session
-                .as_mut()
-                .expect("session opened before the turn")
-                .events;
+            let Some(session) = self.session.as_mut() else {
+                // Only a command could take the session away; the prompt still answers.
+                break prompt.await;
+            };
+            let events = &mut session.events;
             tokio::select! {
                 result = &mut prompt => break result,
                 Some(event) = events.recv() => {

@@ -4,7 +4,7 @@
 use super::turn::{TurnControl, TurnView};
 use super::*;
 
-use crate::core::approvals::Picked;
+use crate::core::approvals::{OnlyPoll, Picked};
 use crate::core::command::Command;
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll::{self, Reply};
@@ -19,22 +19,28 @@ impl Channel {
         reply: &Reply,
         target: Option<&str>,
         by: &str,
+        written_at_ms: u64,
     ) -> Picked {
         // A reply names its poll; one that is not open any more is never taken for another
-        // (that could approve a tool nobody looked at). Without a reply, the only open poll.
+        // (that could approve a tool nobody looked at). Without a reply, the only open poll
+        // posted before the answer was written.
         let target = match target {
             Some(t) if self.approvals.is_poll(t) => t.to_owned(),
             Some(_) => {
                 self.notice(strings::POLL_NOT_OPEN).await;
                 return Picked::NoPoll;
             }
-            None => match self.approvals.only_poll() {
-                Ok(Some(only)) => only.to_owned(),
-                Ok(None) => {
+            None => match self.approvals.only_poll_before(written_at_ms) {
+                OnlyPoll::One(only) => only.to_owned(),
+                OnlyPoll::None => {
                     self.notice(strings::NO_OPEN_POLL).await;
                     return Picked::NoPoll;
                 }
-                Err(count) => {
+                OnlyPoll::OnlyNewer => {
+                    self.notice(strings::POLL_NEWER_THAN_ANSWER).await;
+                    return Picked::NoPoll;
+                }
+                OnlyPoll::Several(count) => {
                     self.notice(strings::several_polls(count)).await;
                     return Picked::NoSuchChoice;
                 }
@@ -105,7 +111,12 @@ impl Channel {
         control: &mut TurnControl,
     ) {
         let target = message.reply_to.as_deref();
-        if self.answer_poll(reply, target, &message.sender).await == Picked::Stop {
+        let written_at = message.timestamp_ms;
+        if self
+            .answer_poll(reply, target, &message.sender, written_at)
+            .await
+            == Picked::Stop
+        {
             self.stop_turn(message.sender, target, session_id, control)
                 .await;
         }

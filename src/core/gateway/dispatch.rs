@@ -38,11 +38,12 @@ impl Gateway {
             routing.default_agent.as_ref(),
         );
         let allowed = |sender: &str| self.access.allows(sender);
-        // Approvers who may not prompt may still answer polls.
-        let answer_trusted = |command: &Command| {
-            let is_answer = matches!(command, Command::Answer(_));
+        // Approvers who may not prompt may still answer polls and stop turns (as they can
+        // with a 🛑 reaction).
+        let approver_may = |command: &Command| {
+            let for_approvers = matches!(command, Command::Answer(_) | Command::Stop(_));
             move |sender: &str| {
-                self.access.allows(sender) || (is_answer && self.approvers.allows(sender))
+                self.access.allows(sender) || (for_approvers && self.approvers.allows(sender))
             }
         };
         let as_command = Some(PendingKind::Command);
@@ -69,10 +70,29 @@ impl Gateway {
                         .await;
                 }
             }
+            // Changing a mode or option is for admins: a mode can turn permission prompts
+            // off. Refused, it is said and settled here.
+            Determination::AgentCommand(command) if command.changes_settings() => {
+                let may = |sender: &str| self.access.allows(sender) || self.admins.allows(sender);
+                if !self.admit(&message, may, as_command).await {
+                    return;
+                }
+                if self.admins.allows(&message.sender) {
+                    let input = ChannelInput::Command(command, message.clone());
+                    self.send_to_channel(&message.conversation(), input);
+                } else {
+                    tracing::info!(agent = %message.agent_id, room = %message.room_id, sender = %message.sender, "refusing a settings change from someone who is not an admin");
+                    self.answer(
+                        &message,
+                        strings::only_admins_change_settings(&message.sender),
+                    )
+                    .await;
+                }
+            }
             // The channel settles it once carried out.
             Determination::AgentCommand(command) => {
                 if self
-                    .admit(&message, answer_trusted(&command), as_command)
+                    .admit(&message, approver_may(&command), as_command)
                     .await
                 {
                     let input = ChannelInput::Command(command, message.clone());
@@ -81,7 +101,7 @@ impl Gateway {
             }
             Determination::CommandForNobody(command) => {
                 if self
-                    .admit(&message, answer_trusted(&command), as_command)
+                    .admit(&message, approver_may(&command), as_command)
                     .await
                 {
                     // It may wait for the channels' reports: not on the chat side's time.

@@ -60,6 +60,8 @@ pub struct AccessRules {
     pub allowed: AccessList,
     /// Who may answer permission polls (and so also stop a turn from one).
     pub approvers: AccessList,
+    /// Who may change an agent's mode, model and options.
+    pub admins: AccessList,
 }
 
 /// How the gateway behaves, from the config.
@@ -93,6 +95,8 @@ pub struct Gateway {
     access: AccessList,
     /// Who may answer permission polls (and so also stop a turn from one).
     approvers: AccessList,
+    /// Who may change an agent's mode, model and options.
+    admins: AccessList,
     /// The database.
     store: Store,
     /// Chat command prefix.
@@ -128,6 +132,7 @@ impl Gateway {
                 .collect(),
             access: access.allowed,
             approvers: access.approvers,
+            admins: access.admins,
             store,
             prefix: settings.prefix,
             channels: Channels::default(),

@@ -118,8 +118,9 @@ async fn gateway_of(
     let gw = Arc::new(Gateway::new(
         contexts,
         AccessRules {
-            allowed: AccessList::new(&["@alice:x"]),
+            allowed: AccessList::new(&["@alice:x", "@carol:x"]),
             approvers: AccessList::new(&["@alice:x", "@boss:x"]),
+            admins: AccessList::new(&["@alice:x"]),
         },
         store.clone(),
         pool,
@@ -199,6 +200,76 @@ async fn an_approver_who_may_not_prompt_can_only_answer_polls() {
     assert!(agent.prompts().is_empty(), "not a prompt");
     // The poll command reached the channel, which says nothing waits for approval.
     assert_eq!(chat.shown("!r"), vec![strings::NO_OPEN_POLL]);
+}
+
+#[tokio::test]
+async fn an_approver_who_may_not_prompt_can_stop_a_turn() {
+    let (gw, mut fakes, _, _) = gateway_of(
+        &[("demo", Script::UntilCancelled)],
+        false,
+        RoomRules::default(),
+    )
+    .await;
+    let (agent, chat) = fakes.remove(0);
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    let now = now_ms() as u64 + 1;
+    gw.handle(msg("$prompt", "@alice:x", now)).await;
+    settle().await;
+    assert_eq!(agent.prompts().len(), 1);
+    let Inbound::Message(mut stop) = msg("$stop", "@boss:x", now + 1) else {
+        unreachable!()
+    };
+    stop.body = "!stop".into();
+    gw.handle(Inbound::Message(stop)).await;
+    settle().await;
+    let shown = chat.shown("!r");
+    assert!(
+        shown.iter().any(|t| t.contains("Stopped by @boss:x")),
+        "{shown:?}"
+    );
+}
+
+#[tokio::test]
+async fn only_admins_change_modes_models_and_options() {
+    let (gw, agent, chat) = gateway().await;
+    let agent = agent.with_settings(crate::core::fakes::ask_code_and_model());
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    let now = now_ms() as u64 + 1;
+    let command = |id: &str, sender: &str, body: &str| {
+        let Inbound::Message(mut m) = msg(id, sender, now) else {
+            unreachable!()
+        };
+        m.body = body.into();
+        Inbound::Message(m)
+    };
+    // Carol may prompt but is no admin: she may look, not change.
+    for (i, body) in ["!mode code", "!model large", "!set model large"]
+        .iter()
+        .enumerate()
+    {
+        gw.handle(command(&format!("$c{i}"), "@carol:x", body))
+            .await;
+    }
+    settle().await;
+    let refused = chat
+        .shown("!r")
+        .iter()
+        .filter(|t| t.contains("only admins may change"))
+        .count();
+    assert_eq!(refused, 3, "{:?}", chat.shown("!r"));
+    gw.handle(command("$look", "@carol:x", "!mode")).await;
+    // Alice is an admin: her change reaches the agent.
+    gw.handle(command("$a", "@alice:x", "!mode code")).await;
+    settle().await;
+    assert!(agent.changes().len() == 1, "only Alice's change was made");
+    let shown = chat.shown("!r");
+    let refused_in_all = shown.iter().filter(|t| t.contains("only admins")).count();
+    assert_eq!(refused_in_all, 3, "looking is not changing: {shown:?}");
+    assert!(
+        shown.iter().any(|t| t.contains("mode is now Code")),
+        "{shown:?}"
+    );
+    assert!(agent.prompts().is_empty());
 }
 
 #[tokio::test]

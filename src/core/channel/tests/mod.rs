@@ -6,6 +6,7 @@ mod sessions;
 mod settings;
 
 use super::*;
+use crate::core::fakes::ask_code_and_model;
 use crate::model::ids::ConversationKey;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,7 +28,6 @@ use crate::core::pool::PoolSettings;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
 use crate::model::agent::Reopen;
-use crate::model::agent::{ConfigValue, SessionSettings};
 use crate::render::strings;
 use crate::store::{Role, Store, TranscriptLine};
 
@@ -144,7 +144,7 @@ fn message(id: &str, body: &str) -> IncomingMessage {
         event_id: id.into(),
         sender: "@alice:x".into(),
         body: body.into(),
-        timestamp_ms: 0,
+        timestamp_ms: crate::store::now_ms() as u64,
         reply_to: None,
         ..Default::default()
     }
@@ -210,24 +210,4 @@ fn reply_said(chat: &FakeChat) -> Vec<String> {
         .into_iter()
         .filter(|b| b.starts_with("permission:"))
         .collect()
-}
-
-fn ask_code_and_model() -> SessionSettings {
-    use crate::model::agent::ConfigOption;
-    SessionSettings {
-        modes: vec![("ask".into(), "Ask".into()), ("code".into(), "Code".into())],
-        current_mode: Some("ask".into()),
-        options: vec![ConfigOption {
-            id: "model".into(),
-            name: "Model".into(),
-            category: Some("model".into()),
-            value: ConfigValue::Choice {
-                current: "small".into(),
-                choices: vec![
-                    ("small".into(), "Small".into()),
-                    ("large".into(), "Large".into()),
-                ],
-            },
-        }],
-    }
 }

@@ -173,3 +173,31 @@ async fn a_typed_answer_replying_to_anything_but_an_open_poll_answers_nothing() 
     );
     assert!(reply_said(&chat).is_empty(), "the open poll is still open");
 }
+
+#[tokio::test]
+async fn a_typed_answer_written_before_the_open_poll_was_posted_answers_nothing() {
+    // Written while an earlier poll was open (it expired meanwhile); arrives once a new
+    // poll is up: taking it for the new poll would approve what its author never saw.
+    let written_earlier = message("$2", "!allow");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
+    tx.send(ChannelInput::Command(
+        Command::Answer(Reply::Allow),
+        written_earlier,
+    ))
+    .unwrap();
+    settle_until(|| {
+        chat.shown("!room")
+            .contains(&strings::POLL_NEWER_THAN_ANSWER.to_string())
+    })
+    .await;
+    assert!(reply_said(&chat).is_empty(), "the open poll is still open");
+    // Written after the poll was posted, the same answer is taken.
+    tx.send(ChannelInput::Command(
+        Command::Answer(Reply::Allow),
+        message("$3", "!allow"),
+    ))
+    .unwrap();
+    settle_until(|| !reply_said(&chat).is_empty()).await;
+    assert_eq!(reply_said(&chat), vec!["permission: allow"]);
+}

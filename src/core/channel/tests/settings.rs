@@ -68,6 +68,41 @@ async fn a_mode_change_during_a_turn_is_made_and_the_answer_stays_whole() {
 }
 
 #[tokio::test]
+async fn a_mode_change_during_a_turn_whose_process_died_is_refused_not_a_panic() {
+    let agent = FakeAgent::new(Script::UntilCancelled).with_settings(ask_code_and_model());
+    let chat = FakeChat::new();
+    let (tx, _) = channel(agent.clone(), chat.clone()).await;
+    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    settle_until(|| !agent.prompts().is_empty()).await;
+    let (session, _) = agent.prompts()[0].clone();
+    agent.kill_session(&session);
+    tx.send(ChannelInput::Command(
+        Command::Mode(vec!["code".into()]),
+        message("$2", "!mode code"),
+    ))
+    .unwrap();
+    settle_until(|| {
+        chat.shown("!room")
+            .iter()
+            .any(|t| t.contains("cannot be changed now"))
+    })
+    .await;
+    assert!(
+        agent.changes().is_empty(),
+        "no session was opened to change"
+    );
+    // The channel still runs: the turn can be stopped and the next prompt is taken.
+    tx.send(ChannelInput::Command(
+        Command::Stop(vec![]),
+        message("$3", "!stop"),
+    ))
+    .unwrap();
+    tx.send(ChannelInput::Prompt(message("$4", "again")))
+        .unwrap();
+    settle_until(|| agent.prompts().len() == 2).await;
+}
+
+#[tokio::test]
 async fn a_change_the_agent_cannot_make_in_place_leaves_the_session_alone() {
     let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO));
     let chat = FakeChat::new();

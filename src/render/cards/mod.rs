@@ -12,8 +12,11 @@ use crate::model::agent::{
 use crate::model::poll::Choice;
 use crate::render::strings;
 
-/// At most this many lines of a diff in a poll; cards show fewer.
+/// A poll's diff longer than this many lines is folded (`<details>`), shown whole.
 const POLL_DIFF_LINES: usize = 20;
+/// At most this many bytes of diff in a poll, its plain and HTML copies counted together,
+/// so the event stays under the homeserver's 64 KiB limit.
+const POLL_DIFF_BYTES: usize = 40_000;
 /// At most this many lines of a diff or output in a tool card.
 const CARD_EXCERPT_LINES: usize = 8;
 /// Raw input longer than this is cut when summarised.
@@ -88,12 +91,32 @@ pub fn esc(text: &str) -> String {
 struct Both {
     plain: String,
     html: String,
+    /// Whether invisible and direction-changing characters are shown as `<U+…>` (in what
+    /// people are asked to approve, so nothing hides in it).
+    reveal: bool,
 }
 
 impl Both {
+    /// Text that makes invisible characters visible (see [`reveal`]).
+    fn revealing() -> Self {
+        Self {
+            reveal: true,
+            ..Self::default()
+        }
+    }
+
+    /// `text`, revealed if this message reveals.
+    fn shown<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        match self.reveal {
+            true => reveal(text),
+            false => std::borrow::Cow::Borrowed(text),
+        }
+    }
+
     /// A line of text (escaped for HTML), optionally bold in HTML.
     fn line(&mut self, text: &str, bold: bool) {
         self.sep();
+        let text = &*self.shown(text).into_owned();
         self.plain.push_str(text);
         if bold {
             let _ = write!(self.html, "<b>{}</b>", esc(text));
@@ -105,15 +128,31 @@ impl Both {
     /// A preformatted block.
     fn block(&mut self, text: &str, language: Option<&str>) {
         self.sep();
+        let text = &*self.shown(text).into_owned();
         self.plain.push_str(text);
         let class = language.map_or(String::new(), |l| format!(" class=\"language-{l}\""));
         let _ = write!(self.html, "<pre><code{class}>{}</code></pre>", esc(text));
     }
 
+    /// A preformatted block folded under `summary` in HTML (`<details>`), whole in plain
+    /// text.
+    fn folded(&mut self, summary: &str, text: &str, language: Option<&str>) {
+        self.sep();
+        let text = &*self.shown(text).into_owned();
+        let _ = write!(self.plain, "{summary}\n{text}");
+        let class = language.map_or(String::new(), |l| format!(" class=\"language-{l}\""));
+        let _ = write!(
+            self.html,
+            "<details><summary>{}</summary><pre><code{class}>{}</code></pre></details>",
+            esc(summary),
+            esc(text)
+        );
+    }
+
     fn sep(&mut self) {
         if !self.plain.is_empty() {
             self.plain.push('\n');
-            if !self.html.ends_with("</pre>") {
+            if !self.html.ends_with("</pre>") && !self.html.ends_with("</details>") {
                 self.html.push_str("<br>");
             }
         }
@@ -156,17 +195,69 @@ fn command(tool: &ToolCallFields) -> Option<String> {
 }
 
 /// A unified diff of one file change, cut to `max_lines` lines.
-fn short_diff(old: Option<&str>, new: &str, max_lines: usize) -> String {
+fn diff_lines(old: Option<&str>, new: &str) -> Vec<String> {
     let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new);
-    let full = diff
-        .unified_diff()
+    diff.unified_diff()
         .context_radius(1)
         .to_string()
         .lines()
         .filter(|l| !l.starts_with("@@"))
         .map(str::to_owned)
-        .collect::<Vec<_>>();
-    cut_lines(&full, max_lines)
+        .collect()
+}
+
+/// How much of a tool's diffs a message shows.
+#[derive(Debug, Clone, Copy)]
+enum DiffsShown {
+    /// The first lines (a tool card: the change is done or under way).
+    Cut(usize),
+    /// All of it, folded when long (a poll: people approve what they could see).
+    Whole,
+}
+
+/// As many whole lines as fit in `max` bytes (as plain text and as escaped HTML
+/// together), and how many did not fit.
+fn cut_bytes(lines: &[String], max: usize) -> (String, usize) {
+    let mut out = String::new();
+    let mut used = 0;
+    for (i, line) in lines.iter().enumerate() {
+        used += line.len() + esc(line).len() + 2;
+        if used > max {
+            return (out, lines.len() - i);
+        }
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(line);
+    }
+    (out, 0)
+}
+
+/// `text` with the characters that change how text reads without showing (zero-width,
+/// bidirectional overrides and isolates, soft hyphens, other format and control
+/// characters but line breaks and tabs) written out as `<U+202E>`.
+pub fn reveal(text: &str) -> std::borrow::Cow<'_, str> {
+    fn hidden(c: char) -> bool {
+        matches!(c,
+            '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}'
+            | '\u{17B5}' | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FEFF}'
+            | '\u{FFA0}' | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}')
+            || (c.is_control() && c != '\n' && c != '\t')
+    }
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match hidden(c) {
+            true => {
+                let _ = write!(out, "<U+{:04X}>", c as u32);
+            }
+            false => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The first `max` lines, with a count of those left out.
@@ -204,7 +295,7 @@ fn cut_chars(text: &str, max: usize) -> String {
 
 /// What a tool call will do or did: its command, its file changes, else its locations and
 /// its raw input summarised.
-fn describe(out: &mut Both, tool: &ToolCallFields, diff_lines: usize) {
+fn describe(out: &mut Both, tool: &ToolCallFields, diffs_shown: DiffsShown) {
     if let Some(command) = command(tool) {
         out.block(&format!("$ {command}"), None);
     }
@@ -220,10 +311,24 @@ fn describe(out: &mut Both, tool: &ToolCallFields, diff_lines: usize) {
     for (path, old, new) in &diffs {
         let verb = if old.is_some() { "changes" } else { "creates" };
         out.line(&format!("{verb} {path}"), false);
-        out.block(
-            &short_diff(old.map(String::as_str), new, diff_lines),
-            Some("diff"),
-        );
+        let lines = diff_lines(old.map(String::as_str), new);
+        match diffs_shown {
+            DiffsShown::Cut(max) => out.block(&cut_lines(&lines, max), Some("diff")),
+            DiffsShown::Whole if lines.len() <= POLL_DIFF_LINES => {
+                out.block(&lines.join("\n"), Some("diff"))
+            }
+            DiffsShown::Whole => {
+                let (whole, left_out) = cut_bytes(&lines, POLL_DIFF_BYTES);
+                let mut summary = format!("The whole change ({} lines)", lines.len());
+                if left_out > 0 {
+                    let _ = write!(
+                        summary,
+                        ": {left_out} lines do not fit in a message and are not shown"
+                    );
+                }
+                out.folded(&summary, &whole, Some("diff"));
+            }
+        }
     }
     if diffs.is_empty() {
         let locations = tool.locations.as_deref().unwrap_or_default();
@@ -267,7 +372,7 @@ pub fn tool_card(tool: &ToolCallFields, status: CardStatus) -> OutMessage {
         kind_icon(kind),
         esc(&title(tool))
     );
-    describe(&mut out, tool, CARD_EXCERPT_LINES);
+    describe(&mut out, tool, DiffsShown::Cut(CARD_EXCERPT_LINES));
     let output: Vec<&str> = tool
         .content
         .iter()
@@ -439,12 +544,12 @@ fn poll_head(out: &mut Both, agent: &str, tool: &ToolCallFields, open: bool) {
         kind_word(kind)
     );
     out.line(&head, true);
-    describe(out, tool, POLL_DIFF_LINES);
+    describe(out, tool, DiffsShown::Whole);
 }
 
 /// An open poll: what the tool will do and one line per choice.
 pub fn poll(view: &PollView<'_>) -> OutMessage {
-    let mut out = Both::default();
+    let mut out = Both::revealing();
     poll_head(&mut out, view.agent, view.tool, true);
     out.line("React to answer; the first approver decides:", false);
     for c in view.choices {
@@ -464,7 +569,7 @@ pub fn poll(view: &PollView<'_>) -> OutMessage {
 
 /// A settled poll: what was asked and how it ended.
 pub fn poll_settled(agent: &str, tool: &ToolCallFields, outcome: &PollOutcome) -> OutMessage {
-    let mut out = Both::default();
+    let mut out = Both::revealing();
     poll_head(&mut out, agent, tool, false);
     out.line(&poll_outcome(outcome), true);
     out.into_message(false)
@@ -507,140 +612,4 @@ pub fn usage_line(context: Option<(u64, u64)>, counts: Option<&TokenUsage>) -> O
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ls() -> ToolCallFields {
-        ToolCallFields {
-            id: "t1".into(),
-            title: Some("bash: ls".into()),
-            kind: Some(ToolKind::Execute),
-            status: Some(ToolStatus::Pending),
-            raw_input: Some(serde_json::json!({"command": "ls -la"})),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn a_card_shows_status_kind_title_command_and_output_tail() {
-        let mut tool = ls();
-        let card = tool_card(&tool, CardStatus::Reported(ToolStatus::Pending));
-        assert!(card.notice);
-        assert_eq!(card.body, "🕓 💻 bash: ls · pending\n$ ls -la");
-        tool.content = Some(vec![ToolContent::Text(
-            (1..=20).map(|i| format!("line {i}\n")).collect(),
-        )]);
-        let card = tool_card(&tool, CardStatus::Reported(ToolStatus::Completed));
-        assert!(card.body.starts_with("✅ 💻 bash: ls · completed"));
-        assert!(
-            card.body.contains("… 12 lines before\nline 13"),
-            "{}",
-            card.body
-        );
-        assert!(card.body.ends_with("line 20"));
-        let closed = tool_card(&tool, CardStatus::Cancelled);
-        assert!(closed.body.starts_with("⏹️ 💻 bash: ls · cancelled"));
-    }
-
-    #[test]
-    fn a_card_escapes_what_the_agent_wrote() {
-        let tool = ToolCallFields {
-            id: "t".into(),
-            title: Some("<script>x</script>".into()),
-            ..Default::default()
-        };
-        let html = tool_card(&tool, CardStatus::Unknown).html.unwrap();
-        assert!(html.contains("&lt;script&gt;"), "{html}");
-        assert!(!html.contains("<script>"));
-    }
-
-    #[test]
-    fn an_edit_shows_a_short_diff() {
-        let tool = ToolCallFields {
-            id: "t".into(),
-            title: Some("edit_file: a.rs".into()),
-            kind: Some(ToolKind::Edit),
-            content: Some(vec![ToolContent::Diff {
-                path: "/w/a.rs".into(),
-                old: Some("one\ntwo\nthree\n".into()),
-                new: "one\n2\nthree\n".into(),
-            }]),
-            ..Default::default()
-        };
-        let card = tool_card(&tool, CardStatus::Reported(ToolStatus::Pending));
-        assert!(card.body.contains("changes /w/a.rs"), "{}", card.body);
-        assert!(card.body.contains("-two\n+2"), "{}", card.body);
-        assert!(card.html.unwrap().contains("language-diff"));
-    }
-
-    #[test]
-    fn raw_input_is_summarised_when_there_is_no_command_or_diff() {
-        let tool = ToolCallFields {
-            id: "t".into(),
-            title: Some("fetch".into()),
-            kind: Some(ToolKind::Fetch),
-            raw_input: Some(
-                serde_json::json!({"url": "https://example.org", "big": "x".repeat(500)}),
-            ),
-            ..Default::default()
-        };
-        let body = tool_card(&tool, CardStatus::Reported(ToolStatus::Pending)).body;
-        assert!(body.contains("\"url\":\"https://example.org\""), "{body}");
-        assert!(body.ends_with('…'), "{body}");
-    }
-
-    #[test]
-    fn a_plan_is_a_checklist() {
-        let entries = vec![
-            PlanEntry {
-                text: "Read".into(),
-                status: PlanStatus::Completed,
-            },
-            PlanEntry {
-                text: "Write".into(),
-                status: PlanStatus::InProgress,
-            },
-            PlanEntry {
-                text: "Test".into(),
-                status: PlanStatus::Pending,
-            },
-        ];
-        let m = plan(&entries);
-        assert_eq!(m.body, "📋 Plan (1/3 done)\n✅ Read\n▶️ Write\n⬜ Test");
-        assert!(m.html.unwrap().contains("<li>▶️ Write</li>"));
-    }
-
-    #[test]
-    fn usage_line_table() {
-        let u = TokenUsage {
-            input: 1234,
-            output: 56,
-            thought: None,
-            cached_read: Some(0),
-            total: 1290,
-        };
-        type Row<'a> = (Option<(u64, u64)>, Option<&'a TokenUsage>, Option<&'a str>);
-        let table: &[Row] = &[
-            (None, None, None),
-            (Some((500, 0)), None, Some("📊 context 500 tokens")),
-            (
-                Some((12_345, 200_000)),
-                Some(&u),
-                Some("📊 context 12k/200k (6%) · 1.2k in · 56 out"),
-            ),
-        ];
-        for (context, counts, expected) in table {
-            assert_eq!(usage_line(*context, *counts).as_deref(), *expected);
-        }
-    }
-
-    #[test]
-    fn thinking_is_short_then_folded() {
-        assert_eq!(thinking(None, "").body, "💭 Thinking…");
-        let done = thinking(Some(Duration::from_secs(4)), "a <b>\nplan");
-        assert_eq!(done.body, "💭 Thought for 4 s");
-        let html = done.html.unwrap();
-        assert!(html.starts_with("<details><summary>"), "{html}");
-        assert!(html.contains("a &lt;b&gt;<br>plan"), "{html}");
-    }
-}
+mod tests;

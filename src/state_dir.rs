@@ -1,0 +1,66 @@
+//! The gateway's state folder (`state_dir`): the database, every agent's Matrix access
+//! token and crypto store. It is made private to the gateway's Unix user: the folder and
+//! every folder in it `0700`, every file `0600`, so no other local user can read a token or
+//! a transcript. (An agent runs as the gateway's user; keeping it out is the sandbox's job.)
+
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// Creates `dir` if needed and makes it and everything in it private (see the module).
+/// Called at start and again once the Matrix users have written their stores.
+pub fn make_private(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    restrict(dir)
+}
+
+fn restrict(path: &Path) -> io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    if meta.is_dir() {
+        set_mode(path, &meta, 0o700)?;
+        for entry in std::fs::read_dir(path)? {
+            restrict(&entry?.path())?;
+        }
+        Ok(())
+    } else {
+        set_mode(path, &meta, 0o600)
+    }
+}
+
+fn set_mode(path: &Path, meta: &std::fs::Metadata, mode: u32) -> io::Result<()> {
+    if meta.permissions().mode() & 0o777 != mode {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn the_state_folder_and_all_it_holds_are_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        std::fs::create_dir_all(state.join("matrix/demo")).unwrap();
+        let token = state.join("matrix/demo/session.json");
+        std::fs::write(&token, "{}").unwrap();
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+        make_private(&state).unwrap();
+        assert_eq!(mode(&state), 0o700);
+        assert_eq!(mode(&state.join("matrix/demo")), 0o700);
+        assert_eq!(mode(&token), 0o600);
+        // A folder that does not exist yet is created private.
+        let fresh = tmp.path().join("fresh/state");
+        make_private(&fresh).unwrap();
+        assert_eq!(mode(&fresh), 0o700);
+    }
+}
