@@ -16,6 +16,11 @@ const AGENT: &str = "@demo:localhost";
 
 /// A homeserver, a gateway whose only approver is Alice, and Bob (allowed, not approver).
 async fn start(extra_toml: &str) -> (Env, Person) {
+    start_with(extra_toml, &[]).await
+}
+
+/// Like [`start`], with `demo_args` after `demo-agent` on the agent's command line.
+async fn start_with(extra_toml: &str, demo_args: &[&str]) -> (Env, Person) {
     let hs = Synapse::start(SynapseOptions::default()).await;
     let alice_id = hs.register("alice", "alice-password").await;
     let bob_id = hs.register("bob", "bob-password").await;
@@ -29,7 +34,7 @@ async fn start(extra_toml: &str) -> (Env, Person) {
             id: "demo".into(),
             user_id: agent.clone(),
             password: "demo-password".into(),
-            demo_args: vec![],
+            demo_args: demo_args.iter().map(|a| a.to_string()).collect(),
             agent_toml: String::new(),
         }],
         extra_toml,
@@ -360,4 +365,35 @@ async fn a_restart_closes_open_polls() {
     );
     env.gw.start_again();
     poll_shows(&env, &second, "⌛ Expired: Sidekicks restarted").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_admin_changes_the_mode_and_agent_messages_mention_nobody() {
+    // Admins default to the approvers: Alice. Bob may prompt, not change settings.
+    let (env, bob) = start_with("", &["--settings"]).await;
+    let (room, bobs_room) = room_with_bob(&env, &bob).await;
+    bob.send(&bobs_room, "!mode code").await;
+    env.notice_containing(&room, "only admins may change").await;
+    // Looking is not changing.
+    bob.send(&bobs_room, "!mode").await;
+    env.notice_containing(&room, "(`ask`) ← current").await;
+    // Bob's change was not made; Alice's is.
+    env.prompt_and_wait(&room, "%settings", "mode: ask, model: small")
+        .await;
+    env.alice.send(&room, "!mode code").await;
+    env.notice_containing(&room, "mode is now Code").await;
+    env.prompt_and_wait(&room, "%settings", "mode: code, model: small")
+        .await;
+    // No message or edit of the agent may set off a keyword or name notification.
+    let agents = env.alice.messages_from(&room, AGENT);
+    assert!(!agents.is_empty());
+    for m in &agents {
+        assert!(m.declares_mentions, "no m.mentions on {:?}", m.body);
+        assert!(
+            m.mentions.is_empty(),
+            "{:?} mentions {:?}",
+            m.body,
+            m.mentions
+        );
+    }
 }

@@ -41,6 +41,8 @@ pub struct Seen {
     pub replaces: Option<(String, String)>,
     /// The users it mentions intentionally (`m.mentions`).
     pub mentions: Vec<String>,
+    /// Whether it carries `m.mentions` at all (an empty one says "nobody").
+    pub declares_mentions: bool,
     /// The message it replies to (`m.in_reply_to`), if any.
     pub in_reply_to: Option<String>,
     /// Whether it arrived encrypted.
@@ -156,6 +158,7 @@ impl Person {
                             .iter()
                             .flat_map(|m| m.user_ids.iter().map(|u| u.to_string()))
                             .collect(),
+                        declares_mentions: ev.content.mentions.is_some(),
                         in_reply_to: match &ev.content.relates_to {
                             Some(Relation::Reply(r)) => Some(r.in_reply_to.event_id.to_string()),
                             _ => None,
