@@ -31,6 +31,12 @@ async fn a_rejected_access_token_is_reported_clearly() {
     env.room_with_agent(false).await;
     env.gw.stop();
     let session = env.gw.dir.path().join("state/matrix/demo/session.json");
+    // The state folder is private to the gateway's user, the token file too.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&env.gw.dir.path().join("state")), 0o700);
+    assert_eq!(mode(&session), 0o600);
+    assert_eq!(mode(&env.gw.dir.path().join("state/sidekicks.db")), 0o600);
     let text = std::fs::read_to_string(&session).unwrap();
     let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
     let path = ["/tokens/access_token", "/access_token"]
@@ -87,6 +93,15 @@ async fn an_agent_that_crashes_mid_turn_is_reported_with_its_exit_status_and_std
         .await;
     assert!(echoed.contains("> about to fail"), "{echoed}");
     assert!(env.gw.log().contains("starting it again"));
+    // Someone who may not prompt is invited: from now on stderr stays in the log, since
+    // they will read the room once they join.
+    env.prompt_and_wait(&room, "%stderr a detail\n%say noted", "noted")
+        .await;
+    let eve = env.hs.register("eve", "eve-password").await;
+    env.alice.invite(&room, &eve).await;
+    env.alice.send(&room, "!logs").await;
+    env.notice_containing(&room, "is in the Sidekicks log")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

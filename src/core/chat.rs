@@ -57,7 +57,8 @@ pub trait ChatPort: Send + Sync {
     async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError>;
     /// Shows or hides the typing indicator.
     async fn typing(&self, room: &str, on: bool);
-    /// The users who have joined `room`: who reads what is posted there (decides whether
-    /// an agent's diagnostics may be shown in it).
-    async fn joined_members(&self, room: &str) -> Result<Vec<String>, ChatError>;
+    /// Who can read what is posted in `room` now or later: its joined and invited
+    /// members, or `None` when anyone can (a public room, or world-readable history).
+    /// Decides whether an agent's diagnostics may be shown in it.
+    async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError>;
 }

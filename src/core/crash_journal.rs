@@ -87,8 +87,8 @@ impl ChatPort for JournaledReplies {
         self.inner.typing(room, on).await
     }
 
-    async fn joined_members(&self, room: &str) -> Result<Vec<String>, ChatError> {
-        self.inner.joined_members(room).await
+    async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError> {
+        self.inner.readers(room).await
     }
 }
 

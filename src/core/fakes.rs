@@ -231,8 +231,8 @@ impl ChatPort for FakeChat {
 
     async fn typing(&self, _room: &str, _on: bool) {}
 
-    async fn joined_members(&self, _room: &str) -> Result<Vec<String>, ChatError> {
-        Ok(self.state.lock().unwrap().members.clone())
+    async fn readers(&self, _room: &str) -> Result<Option<Vec<String>>, ChatError> {
+        Ok(Some(self.state.lock().unwrap().members.clone()))
     }
 }
 

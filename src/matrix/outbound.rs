@@ -10,6 +10,8 @@ use matrix_sdk::ruma::events::Mentions;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::relation::Reply;
+use matrix_sdk::ruma::events::room::history_visibility::HistoryVisibility;
+use matrix_sdk::ruma::events::room::join_rules::JoinRule;
 use matrix_sdk::ruma::events::room::message::{
     Relation, ReplacementMetadata, RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
 };
@@ -126,13 +128,21 @@ impl ChatPort for MatrixChat {
         Ok(())
     }
 
-    async fn joined_members(&self, room_id: &str) -> Result<Vec<String>, ChatError> {
+    async fn readers(&self, room_id: &str) -> Result<Option<Vec<String>>, ChatError> {
         let room = self.room(room_id)?;
+        let anyone = room.history_visibility_or_default() == HistoryVisibility::WorldReadable
+            || matches!(room.join_rule(), Some(JoinRule::Public));
+        if anyone {
+            return Ok(None);
+        }
+        // An invited person reads the room's history once they join.
         let members = room
-            .members(RoomMemberships::JOIN)
+            .members(RoomMemberships::JOIN | RoomMemberships::INVITE)
             .await
             .map_err(|e| classify(&e))?;
-        Ok(members.iter().map(|m| m.user_id().to_string()).collect())
+        Ok(Some(
+            members.iter().map(|m| m.user_id().to_string()).collect(),
+        ))
     }
 
     async fn typing(&self, room_id: &str, on: bool) {

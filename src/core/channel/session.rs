@@ -96,8 +96,8 @@ impl Channel {
     }
 
     /// After the agent failed, or when `asked` (`!logs`): what it last wrote to stderr,
-    /// when everyone in the room may read it (allowed users and the gateway's agents), else
-    /// where to find it.
+    /// when everyone who can read the room, invited people included, may read it (allowed
+    /// users and the gateway's agents), else where to find it.
     pub(super) async fn show_stderr(&self, asked: bool) {
         let ctx = &self.ctx;
         let tail = ctx.agent.stderr_tail();
@@ -107,10 +107,11 @@ impl Channel {
             }
             return;
         }
-        let private = match ctx.chat.joined_members(self.key.room.as_str()).await {
-            Ok(members) => members
+        let private = match ctx.chat.readers(self.key.room.as_str()).await {
+            Ok(Some(readers)) => readers
                 .iter()
                 .all(|m| ctx.allowed.allows(m) || ctx.agent_users.contains(m)),
+            Ok(None) => false,
             Err(e) => {
                 tracing::warn!(room = %self.key.room, error = %e, "could not list the room's members; the agent's stderr stays in the log");
                 false
