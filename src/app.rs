@@ -84,6 +84,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         })
     };
     private()?;
+    for warning in config.access.warnings() {
+        tracing::warn!("{warning}");
+    }
     let store = Store::open(&config.state_dir.join("sidekicks.db"))
         .await
         .context("cannot open the database")?;
@@ -297,6 +300,9 @@ async fn run_retention(store: Store, retention: Retention, stop: CancellationTok
 pub async fn check_from_file(path: &Path) -> Result<()> {
     let config = Config::load(path)?;
     println!("config {}: valid", path.display());
+    for warning in config.access.warnings() {
+        println!("warning: {warning}");
+    }
     let mut failed = 0;
     for agent in &config.agents {
         println!("\nagent {} ({})", agent.id, agent.display_name);

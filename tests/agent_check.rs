@@ -102,3 +102,33 @@ fn check_reports_config_problems_by_key() {
     assert!(!out.status.success());
     assert!(stderr.contains("agents[0].workspace"), "{stderr}");
 }
+
+#[test]
+fn check_warns_about_patterns_that_admit_bridges_guests_and_bots() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("[\"@alice:localhost\"]", "[\"@*:localhost\"]");
+    std::fs::write(&cfg, text).unwrap();
+    let out = check(&cfg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "a warning is not a failure:\n{stdout}"
+    );
+    for expected in [
+        "warning: access.allowed_users: `@*:localhost` also admits a Telegram user bridged in",
+        "warning: access.approvers (defaults to access.allowed_users): a pattern",
+        "warning: access.admins (defaults to access.approvers): a pattern",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+    // Exact IDs: no warning.
+    let exact = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let stdout = String::from_utf8_lossy(&check(&exact).stdout).into_owned();
+    assert!(!stdout.contains("warning:"), "{stdout}");
+}

@@ -449,6 +449,7 @@ impl Config {
     }
 }
 
+mod access_warnings;
 mod validate;
 
 #[cfg(test)]
