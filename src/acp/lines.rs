@@ -113,4 +113,27 @@ mod tests {
         assert_eq!(lines[0].dropped, 10_000_000 - 4_096);
         assert_eq!(lines[1].lossy(), "after");
     }
+
+    proptest::proptest! {
+        /// Whatever an agent writes, reading never fails or panics, no line keeps more
+        /// than the cap, and every line break makes exactly one line.
+        #[test]
+        fn any_output_is_read_line_by_line_within_the_cap(
+            input in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+            cap in 0usize..64,
+            buffer in 1usize..32,
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let lines = runtime.block_on(all(&input, cap, buffer));
+            let breaks = input.iter().filter(|b| **b == b'\n').count();
+            let unfinished = usize::from(input.last().is_some_and(|b| *b != b'\n'));
+            proptest::prop_assert_eq!(lines.len(), breaks + unfinished);
+            for line in &lines {
+                proptest::prop_assert!(line.bytes.len() <= cap);
+            }
+            if cap >= input.len() {
+                proptest::prop_assert!(lines.iter().all(|l| l.dropped == 0));
+            }
+        }
+    }
 }

@@ -234,15 +234,23 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 /// `yes`, would mask ordinary words).
 const MIN_SECRET_LEN: usize = 6;
 
-/// The values of the agent's configured variables, longest first, that are worth masking.
+/// The values of the agent's variables, longest first, that are worth masking: those
+/// configured and those it inherits from the gateway (`inherit_env` is how an API key set
+/// for the service usually reaches an agent).
 pub(super) fn secret_values(spec: &ProcessSpec) -> Vec<String> {
+    let inherited = spec
+        .inherit_env
+        .iter()
+        .filter_map(|name| std::env::var(name).ok());
     let mut values: Vec<String> = spec
         .env
         .values()
         .map(|v| v.expose().to_owned())
+        .chain(inherited)
         .filter(|v| v.len() >= MIN_SECRET_LEN)
         .collect();
-    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    values.dedup();
     values
 }
 
@@ -274,6 +282,18 @@ mod tests {
         assert_eq!(
             redact("401 for key sk-live-123456: yes".into(), &secrets),
             "401 for key [redacted]: yes"
+        );
+        // A value the agent inherits from the gateway's environment is masked too.
+        // SAFETY: set before reading; no other test reads this variable.
+        unsafe { std::env::set_var("SIDEKICKS_TEST_INHERITED_KEY", "inherited-987654") };
+        s.inherit_env = vec![
+            "SIDEKICKS_TEST_INHERITED_KEY".into(),
+            "UNSET_SIDEKICKS_VAR".into(),
+        ];
+        let secrets = secret_values(&s);
+        assert_eq!(
+            redact("auth inherited-987654 failed".into(), &secrets),
+            "auth [redacted] failed"
         );
     }
 

@@ -254,4 +254,19 @@ mod tests {
         assert!(!Command::Status.is_for_agents());
         assert!(!Command::Default(None).is_for_agents());
     }
+
+    proptest::proptest! {
+        /// Any message parses without panicking, and only one that starts with the prefix
+        /// is a command.
+        #[test]
+        fn any_message_parses_and_only_prefixed_ones_are_commands(
+            prefix in "[!/.]|sk:",
+            body in "\\PC*",
+        ) {
+            let parsed = parse(&prefix, &body);
+            if parsed.is_some() {
+                proptest::prop_assert!(body.trim().starts_with(prefix.as_str()));
+            }
+        }
+    }
 }

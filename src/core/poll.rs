@@ -313,4 +313,12 @@ mod tests {
         assert!(settled.body.ends_with("✅ Allowed by @alice:x: Allow"));
         assert!(!settled.body.contains("1. ✅"));
     }
+
+    proptest::proptest! {
+        /// Any text is read as a typed poll answer or not, without panicking.
+        #[test]
+        fn any_text_is_a_typed_answer_or_not(body in "\\PC*") {
+            let _ = parse_reply(&body);
+        }
+    }
 }

@@ -118,14 +118,14 @@ impl MatrixAgent {
             tracing::info!(agent = %self.agent_id, room = room_id, events = plan.admit.len(), "catching up: taking in the events of a gap in order");
         }
         for event in &plan.admit {
-            if let Some(inbound) = self.inbound(room, event).await {
+            if let Some(inbound) = self.inbound(gateway, room, event).await {
                 gateway.handle(inbound).await;
             }
         }
         if !plan.missed.is_empty() {
             let mut missed = Vec::new();
             for event in &plan.missed {
-                missed.extend(self.inbound(room, event).await);
+                missed.extend(self.inbound(gateway, room, event).await);
             }
             gateway
                 .report_missed(&self.agent_id, room_id, missed, plan.missed_more)
@@ -140,12 +140,19 @@ impl MatrixAgent {
 
     /// What `event` means to the core, with the author of the message it replies to (a
     /// reply to an agent's message is for that agent).
-    async fn inbound(&self, room: &Room, event: &TimelineEvent) -> Option<Inbound> {
+    async fn inbound(
+        &self,
+        gateway: &Gateway,
+        room: &Room,
+        event: &TimelineEvent,
+    ) -> Option<Inbound> {
         let mut inbound = to_inbound(&self.agent_id, room.room_id().as_str(), event)?;
-        if let Inbound::Message(message) | Inbound::Unreadable(message, _) = &mut inbound
-            && let Some(target) = message.reply_to.as_deref()
-            && let Ok(target) = <&EventId>::try_from(target)
+        if let Some(target) = reply_to_look_up(&inbound, |s| gateway.listens_to(s))
+            && let Ok(target) = <&EventId>::try_from(target.as_str())
         {
+            let (Inbound::Message(message) | Inbound::Unreadable(message, _)) = &mut inbound else {
+                return Some(inbound);
+            };
             message.reply_to_sender = match room.load_or_fetch_event(target, None).await {
                 Ok(replied) => replied.sender().map(|s| s.to_string().into()),
                 Err(e) => {
@@ -156,6 +163,15 @@ impl MatrixAgent {
         }
         Some(inbound)
     }
+}
+
+/// The message whose author must be looked up for `inbound`: the one it replies to, only
+/// when its sender is someone the gateway listens to (a stranger's replies cost no
+/// request).
+fn reply_to_look_up(inbound: &Inbound, listens_to: impl Fn(&str) -> bool) -> Option<String> {
+    let message = inbound.message()?;
+    let target = message.reply_to.as_ref()?;
+    listens_to(&message.sender).then(|| target.to_string())
 }
 
 /// A room's events as a sync (or a catch-up) delivers them.
@@ -200,4 +216,32 @@ fn feed(planner: &mut CatchUp<TimelineEvent>, events: impl Iterator<Item = Timel
             .zip(events)
             .map(|((id, ts), event)| (Stamp { id, ts: *ts }, event)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::inbound::IncomingMessage;
+
+    #[test]
+    fn only_the_replies_of_people_listened_to_are_looked_up() {
+        let reply = |sender: &str| {
+            Inbound::Message(IncomingMessage {
+                sender: sender.into(),
+                reply_to: Some("$earlier".into()),
+                ..Default::default()
+            })
+        };
+        let listens_to = |s: &str| s == "@alice:hs";
+        assert_eq!(
+            reply_to_look_up(&reply("@alice:hs"), listens_to).as_deref(),
+            Some("$earlier")
+        );
+        assert_eq!(reply_to_look_up(&reply("@stranger:hs"), listens_to), None);
+        let plain = Inbound::Message(IncomingMessage {
+            sender: "@alice:hs".into(),
+            ..Default::default()
+        });
+        assert_eq!(reply_to_look_up(&plain, listens_to), None);
+    }
 }

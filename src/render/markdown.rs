@@ -225,4 +225,20 @@ mod tests {
             assert!(!html.contains(absent), "{md:?} → {html:?}");
         }
     }
+
+    proptest::proptest! {
+        /// Whatever the agent writes renders without panicking, and never with a
+        /// `javascript:` link or a picture from outside the homeserver.
+        #[test]
+        fn any_markdown_renders_without_unsafe_links_or_pictures(
+            text in "(\\PC|\\[|\\]|\\(|\\)|!|<|>|javascript:|https://x/|mxc://h/|\n)*",
+        ) {
+            if let Some(html) = to_html(&text) {
+                let lower = html.to_lowercase();
+                proptest::prop_assert!(!lower.contains("href=\"javascript"), "{}", html);
+                proptest::prop_assert!(!lower.contains("<img src=\"http"), "{}", html);
+                proptest::prop_assert!(!lower.contains("<script"), "{}", html);
+            }
+        }
+    }
 }

@@ -16,6 +16,14 @@ impl Gateway {
     /// a user `trusted` to send it, newer than the agent's arrival, and not handled before.
     /// This last check records it as handled and, when `pending` names what it carries, in
     /// the same transaction as waiting to be settled: from then on it survives a crash.
+    /// Whether anything `sender` writes can matter: they may prompt or approve, and are no
+    /// agent of ours. The chat side asks before it spends a request on their message (such
+    /// as fetching the message it replies to).
+    pub fn listens_to(&self, sender: &str) -> bool {
+        !self.agent_users.contains(sender)
+            && (self.access.allows(sender) || self.approvers.allows(sender))
+    }
+
     pub(super) async fn admit(
         &self,
         message: &IncomingMessage,

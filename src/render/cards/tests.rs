@@ -230,3 +230,16 @@ fn thinking_is_short_then_folded() {
     assert!(html.starts_with("<details><summary>"), "{html}");
     assert!(html.contains("a &lt;b&gt;<br>plan"), "{html}");
 }
+
+proptest::proptest! {
+    /// Whatever a tool's title holds, a poll shows no invisible or direction-changing
+    /// character as such.
+    #[test]
+    fn nothing_stays_hidden_in_revealed_text(text in "\\PC*|[\u{200B}-\u{200F}\u{202A}-\u{202E}\u{2066}-\u{2069}a ]*") {
+        let shown = reveal(&text);
+        let hidden = |c: char| {
+            matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        };
+        proptest::prop_assert!(!shown.chars().any(hidden), "{:?}", shown);
+    }
+}
