@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::context::AgentContext;
-use super::poll::{self};
+use super::poll;
 use super::voice::{RoomVoice, fresh_txn, with_retry};
 use crate::model::OutMessage;
 use crate::model::agent::{PermissionAnswer, PermissionOption, PermissionRequest, ToolCallFields};

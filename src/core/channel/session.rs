@@ -9,7 +9,7 @@ use crate::core::continuity;
 use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
 use crate::model::agent::AgentError;
-use crate::render::cards::{self};
+use crate::render::cards;
 use crate::render::strings;
 
 impl Channel {

@@ -6,7 +6,7 @@ use super::*;
 use crate::core::channel::ChannelInput;
 use crate::core::inbound::{IncomingMessage, IncomingReaction, Unreadable};
 use crate::core::poll;
-use crate::core::routing::{self};
+use crate::core::routing;
 use crate::model::OutMessage;
 use crate::render::strings;
 use crate::store::{PendingInput, PendingKind, now_ms};
