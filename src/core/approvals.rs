@@ -150,7 +150,7 @@ impl Approvals {
         let txn = fresh_txn(&format!("poll-{}", tool.id));
         // The same transaction ID on every try: a retried post is never duplicated.
         let event_id = match with_retry(|| ctx.chat.send(room, &txn, &content)).await {
-            Ok(id) => id,
+            Ok(id) => EventId::from(id),
             Err(e) => {
                 tracing::error!(agent = %ctx.agent_id, room, error = %e, "could not post a permission poll; refusing the request");
                 let answer = poll::expiry_option(&request.options)
@@ -164,7 +164,7 @@ impl Approvals {
         tracing::info!(agent = %ctx.agent_id, room, poll = %event_id, tool = %tool.id, "permission poll posted");
         let expired = cards::poll_settled(&ctx.display_name, &tool, &PollOutcome::Restarted);
         let stored = StoredPoll {
-            event_id: EventId::from(&event_id),
+            event_id: event_id.clone(),
             room_id: room.into(),
             body: expired.body,
             html: expired.html,
@@ -174,7 +174,7 @@ impl Approvals {
             .await
             .or_log("could not record the poll; a restart will leave it open");
         self.polls.push(OpenPoll {
-            event_id: EventId::from(&event_id),
+            event_id: event_id.clone(),
             reply: request.reply,
             options: request.options,
             choices: choices.clone(),
@@ -280,7 +280,12 @@ impl Approvals {
         match ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
             Ok(id) => {
                 tracing::info!(agent = %ctx.agent_id, room, refusals = self.refusals, "proposed stopping the turn");
-                spawn_reactions(ctx, room, id.clone(), vec![poll::STOP_EMOJI.to_owned()]);
+                spawn_reactions(
+                    ctx,
+                    room,
+                    EventId::from(&id),
+                    vec![poll::STOP_EMOJI.to_owned()],
+                );
                 self.stop_proposal = Some(id);
             }
             Err(e) => tracing::warn!(room, error = %e, "could not propose stopping the turn"),
@@ -310,7 +315,7 @@ async fn settle(
 }
 
 /// Puts the agent's own reactions on `event_id`, in order, in a task of their own.
-fn spawn_reactions(ctx: &AgentContext, room: &str, event_id: String, keys: Vec<String>) {
+fn spawn_reactions(ctx: &AgentContext, room: &str, event_id: EventId, keys: Vec<String>) {
     let (chat, room) = (ctx.chat.clone(), room.to_owned());
     tokio::spawn(async move {
         for key in keys {

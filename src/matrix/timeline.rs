@@ -9,14 +9,14 @@ use std::sync::Arc;
 
 use matrix_sdk::deserialized_responses::TimelineEvent;
 use matrix_sdk::room::{MessagesOptions, Room};
-use matrix_sdk::ruma::{EventId, UInt};
+use matrix_sdk::ruma::{OwnedEventId, UInt};
 use matrix_sdk::sync::{SyncResponse, Timeline};
 
 use super::client::MatrixAgent;
 use super::inbound::{stamp, to_inbound};
 use crate::core::catch_up::{CatchUp, Stamp};
 use crate::core::gateway::Gateway;
-use crate::core::inbound::Inbound;
+use crate::core::inbound::{Inbound, IncomingMessage};
 use crate::store::{RoomPosition, now_ms};
 
 /// Events asked for per `/messages` page.
@@ -147,13 +147,10 @@ impl MatrixAgent {
         event: &TimelineEvent,
     ) -> Option<Inbound> {
         let mut inbound = to_inbound(&self.agent_id, room.room_id().as_str(), event)?;
-        if let Some(target) = reply_to_look_up(&inbound, |s| gateway.listens_to(s))
-            && let Ok(target) = <&EventId>::try_from(target.as_str())
+        if let Inbound::Message(message) | Inbound::Unreadable(message, _) = &mut inbound
+            && let Some(target) = reply_to_look_up(message, |s| gateway.listens_to(s))
         {
-            let (Inbound::Message(message) | Inbound::Unreadable(message, _)) = &mut inbound else {
-                return Some(inbound);
-            };
-            message.reply_to_sender = match room.load_or_fetch_event(target, None).await {
+            message.reply_to_sender = match room.load_or_fetch_event(&target, None).await {
                 Ok(replied) => replied.sender().map(|s| s.to_string().into()),
                 Err(e) => {
                     tracing::debug!(agent = %self.agent_id, event = %target, error = %e, "could not fetch the message replied to");
@@ -168,10 +165,14 @@ impl MatrixAgent {
 /// The message whose author must be looked up for `inbound`: the one it replies to, only
 /// when its sender is someone the gateway listens to (a stranger's replies cost no
 /// request).
-fn reply_to_look_up(inbound: &Inbound, listens_to: impl Fn(&str) -> bool) -> Option<String> {
-    let message = inbound.message()?;
+fn reply_to_look_up(
+    message: &IncomingMessage,
+    listens_to: impl Fn(&str) -> bool,
+) -> Option<OwnedEventId> {
     let target = message.reply_to.as_ref()?;
-    listens_to(&message.sender).then(|| target.to_string())
+    listens_to(&message.sender)
+        .then(|| OwnedEventId::try_from(target.as_str()).ok())
+        .flatten()
 }
 
 /// A room's events as a sync (or a catch-up) delivers them.
@@ -221,27 +222,23 @@ fn feed(planner: &mut CatchUp<TimelineEvent>, events: impl Iterator<Item = Timel
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::inbound::IncomingMessage;
 
     #[test]
     fn only_the_replies_of_people_listened_to_are_looked_up() {
-        let reply = |sender: &str| {
-            Inbound::Message(IncomingMessage {
-                sender: sender.into(),
-                reply_to: Some("$earlier".into()),
-                ..Default::default()
-            })
+        let reply = |sender: &str| IncomingMessage {
+            sender: sender.into(),
+            reply_to: Some("$earlier".into()),
+            ..Default::default()
         };
         let listens_to = |s: &str| s == "@alice:hs";
-        assert_eq!(
-            reply_to_look_up(&reply("@alice:hs"), listens_to).as_deref(),
-            Some("$earlier")
-        );
-        assert_eq!(reply_to_look_up(&reply("@stranger:hs"), listens_to), None);
-        let plain = Inbound::Message(IncomingMessage {
+        let looked_up =
+            |m: &IncomingMessage| reply_to_look_up(m, listens_to).map(|e| e.to_string());
+        assert_eq!(looked_up(&reply("@alice:hs")).as_deref(), Some("$earlier"));
+        assert_eq!(looked_up(&reply("@stranger:hs")), None);
+        let plain = IncomingMessage {
             sender: "@alice:hs".into(),
             ..Default::default()
-        });
-        assert_eq!(reply_to_look_up(&plain, listens_to), None);
+        };
+        assert_eq!(looked_up(&plain), None);
     }
 }

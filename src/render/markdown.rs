@@ -49,10 +49,10 @@ fn is_safe_link(url: &str) -> bool {
 /// that are not on the homeserver into links (or their text).
 fn defuse<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
     let mut out = Vec::new();
-    // What the end of the open link or image becomes: `Some(end)` to keep, `None` to drop.
-    // Links and images do not nest in CommonMark, but an image may sit inside a link.
-    let mut ends: Vec<Option<TagEnd>> = Vec::new();
-    let mut pending_url: Vec<Option<CowStr<'a>>> = Vec::new();
+    // For each open link or image (an image may sit inside a link): what its end becomes
+    // (`None`: dropped), and the address to show as its text if it turns out to have none
+    // (a picture made a link).
+    let mut open: Vec<(Option<TagEnd>, Option<CowStr<'a>>)> = Vec::new();
     for event in events {
         match event {
             Event::Html(raw) | Event::InlineHtml(raw) => out.push(Event::Text(raw)),
@@ -63,8 +63,7 @@ fn defuse<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
                 id,
             }) => {
                 let keep = is_safe_link(&dest_url);
-                ends.push(keep.then_some(TagEnd::Link));
-                pending_url.push(None);
+                open.push((keep.then_some(TagEnd::Link), None));
                 if keep {
                     out.push(Event::Start(Tag::Link {
                         link_type,
@@ -81,22 +80,15 @@ fn defuse<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
                 id,
             }) => {
                 if dest_url.starts_with("mxc://") {
-                    ends.push(Some(TagEnd::Image));
-                    pending_url.push(None);
+                    open.push((Some(TagEnd::Image), None));
                     out.push(Event::Start(Tag::Image {
                         link_type,
                         dest_url,
                         title,
                         id,
                     }));
-                } else if is_safe_link(&dest_url) && !ends.is_empty() {
-                    // Inside a link: a link in a link is no HTML; the description is enough.
-                    ends.push(None);
-                    pending_url.push(None);
-                } else if is_safe_link(&dest_url) {
-                    ends.push(Some(TagEnd::Link));
-                    // A picture without a description shows its address as the link text.
-                    pending_url.push(Some(dest_url.clone()));
+                } else if is_safe_link(&dest_url) && open.is_empty() {
+                    open.push((Some(TagEnd::Link), Some(dest_url.clone())));
                     out.push(Event::Start(Tag::Link {
                         link_type: LinkType::Inline,
                         dest_url,
@@ -104,27 +96,22 @@ fn defuse<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
                         id,
                     }));
                 } else {
-                    ends.push(None);
-                    pending_url.push(None);
+                    // Unsafe, or inside a link (a link in a link is no HTML): the
+                    // description is enough.
+                    open.push((None, None));
                 }
             }
             Event::End(TagEnd::Link | TagEnd::Image) => {
-                let url = pending_url.pop().flatten();
-                let opened_last = matches!(out.last(), Some(Event::Start(Tag::Link { .. })));
-                if let Some(url) = url.filter(|_| opened_last) {
+                let (end, url) = open.pop().unwrap_or((None, None));
+                let empty = matches!(out.last(), Some(Event::Start(Tag::Link { .. })));
+                if let Some(url) = url.filter(|_| empty) {
                     out.push(Event::Text(url));
                 }
-                if let Some(end) = ends.pop().flatten() {
+                if let Some(end) = end {
                     out.push(Event::End(end));
                 }
             }
-            other => {
-                if let Some(slot) = pending_url.last_mut() {
-                    // The picture has a description: its address is not needed as text.
-                    *slot = None;
-                }
-                out.push(other);
-            }
+            other => out.push(other),
         }
     }
     out

@@ -223,6 +223,7 @@ mod tests {
     #[tokio::test]
     async fn an_input_is_admitted_once_and_waits_in_order_until_settled() {
         let key = ConversationKey::new("!r", "a");
+        let other = AgentId::from("b");
         let store = Store::in_memory().await.unwrap();
         for (id, body) in [("$2", "second"), ("$1", "first"), ("$3", "third")] {
             assert!(
@@ -241,22 +242,22 @@ mod tests {
         );
         assert!(
             store
-                .is_handled(&AgentId::from("a"), &EventId::from("$1"))
+                .is_handled(&key.agent, &EventId::from("$1"))
                 .await
                 .unwrap()
         );
         assert!(
             !store
-                .is_handled(&AgentId::from("b"), &EventId::from("$1"))
+                .is_handled(&other, &EventId::from("$1"))
                 .await
                 .unwrap()
         );
         store
-            .set_queued_reaction(&AgentId::from("a"), &EventId::from("$3"), "$r3")
+            .set_queued_reaction(&key.agent, &EventId::from("$3"), "$r3")
             .await
             .unwrap();
         store
-            .settle(&AgentId::from("a"), &EventId::from("$1"))
+            .settle(&key.agent, &EventId::from("$1"))
             .await
             .unwrap();
         // A re-run queued later still goes first.
@@ -265,7 +266,7 @@ mod tests {
             ..prompt("$0", "cut")
         };
         store.end_turn(&key, None, Some(&rerun)).await.unwrap();
-        let waiting = store.pending_inputs(&AgentId::from("a")).await.unwrap();
+        let waiting = store.pending_inputs(&key.agent).await.unwrap();
         let bodies: Vec<&str> = waiting.iter().map(|p| p.body.as_str()).collect();
         assert_eq!(
             bodies,
@@ -273,13 +274,7 @@ mod tests {
             "re-run, then admission order"
         );
         assert_eq!(waiting[2].queued_reaction.as_deref(), Some("$r3"));
-        assert!(
-            store
-                .pending_inputs(&AgentId::from("b"))
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert!(store.pending_inputs(&other).await.unwrap().is_empty());
     }
 
     #[tokio::test]
@@ -287,13 +282,7 @@ mod tests {
         let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
         assert!(store.admit(&EventId::from("$1"), &key, None).await.unwrap());
-        assert!(
-            store
-                .pending_inputs(&AgentId::from("a"))
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert!(store.pending_inputs(&key.agent).await.unwrap().is_empty());
         assert!(!store.admit(&EventId::from("$1"), &key, None).await.unwrap());
     }
 }

@@ -103,6 +103,7 @@ mod tests {
     #[tokio::test]
     async fn the_outbox_keeps_items_in_order_until_done() {
         let store = Store::in_memory().await.unwrap();
+        let (a, b) = (AgentId::from("a"), AgentId::from("b"));
         let item = |txn: &str, event: Option<&str>| OutboxItem {
             id: 0,
             room_id: "!r".into(),
@@ -113,19 +114,16 @@ mod tests {
             notice: false,
         };
         store
-            .outbox_add(
-                &AgentId::from("a"),
-                &[item("t0", Some("$0")), item("t1", None)],
-            )
+            .outbox_add(&a, &[item("t0", Some("$0")), item("t1", None)])
             .await
             .unwrap();
-        let items = store.outbox(&AgentId::from("a")).await.unwrap();
+        let items = store.outbox(&a).await.unwrap();
         assert_eq!(items.len(), 2);
         assert_eq!(items[0].event_id.as_deref(), Some("$0"));
         assert_eq!(items[1].txn_id, "t1");
-        assert!(store.outbox(&AgentId::from("b")).await.unwrap().is_empty());
+        assert!(store.outbox(&b).await.unwrap().is_empty());
         store.outbox_done(items[0].id).await.unwrap();
-        let left = store.outbox(&AgentId::from("a")).await.unwrap();
+        let left = store.outbox(&a).await.unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].body, "final t1");
     }

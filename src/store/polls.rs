@@ -64,34 +64,17 @@ mod tests {
     #[tokio::test]
     async fn polls_are_kept_until_forgotten_and_per_agent() {
         let store = Store::in_memory().await.unwrap();
+        let (demo, other) = (AgentId::from("demo"), AgentId::from("other"));
         let poll = StoredPoll {
             event_id: "$p".into(),
             room_id: "!r".into(),
             body: "expired".into(),
             html: None,
         };
-        store
-            .save_poll(&AgentId::from("demo"), &poll)
-            .await
-            .unwrap();
-        assert_eq!(
-            store.open_polls(&AgentId::from("demo")).await.unwrap(),
-            vec![poll]
-        );
-        assert!(
-            store
-                .open_polls(&AgentId::from("other"))
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        store.save_poll(&demo, &poll).await.unwrap();
+        assert_eq!(store.open_polls(&demo).await.unwrap(), vec![poll]);
+        assert!(store.open_polls(&other).await.unwrap().is_empty());
         store.forget_poll(&EventId::from("$p")).await.unwrap();
-        assert!(
-            store
-                .open_polls(&AgentId::from("demo"))
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert!(store.open_polls(&demo).await.unwrap().is_empty());
     }
 }

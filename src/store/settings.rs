@@ -108,24 +108,12 @@ mod tests {
     #[tokio::test]
     async fn a_room_verbosity_is_remembered_and_replaced() {
         let store = Store::in_memory().await.unwrap();
+        let room = RoomId::from("!r");
+        assert_eq!(store.room_verbosity(&room).await.unwrap(), None);
+        store.set_room_verbosity(&room, "tools").await.unwrap();
+        store.set_room_verbosity(&room, "answer").await.unwrap();
         assert_eq!(
-            store.room_verbosity(&RoomId::from("!r")).await.unwrap(),
-            None
-        );
-        store
-            .set_room_verbosity(&RoomId::from("!r"), "tools")
-            .await
-            .unwrap();
-        store
-            .set_room_verbosity(&RoomId::from("!r"), "answer")
-            .await
-            .unwrap();
-        assert_eq!(
-            store
-                .room_verbosity(&RoomId::from("!r"))
-                .await
-                .unwrap()
-                .as_deref(),
+            store.room_verbosity(&room).await.unwrap().as_deref(),
             Some("answer")
         );
     }
@@ -133,44 +121,28 @@ mod tests {
     #[tokio::test]
     async fn routing_choices_are_kept_apart_from_the_verbosity() {
         let store = Store::in_memory().await.unwrap();
+        let room = RoomId::from("!r");
         assert_eq!(
-            store.room_routing(&RoomId::from("!r")).await.unwrap(),
+            store.room_routing(&room).await.unwrap(),
             RoomRouting::default()
         );
+        store.set_room_verbosity(&room, "tools").await.unwrap();
         store
-            .set_room_verbosity(&RoomId::from("!r"), "tools")
+            .set_default_agent(&room, Some(&"codex".into()))
             .await
             .unwrap();
-        store
-            .set_default_agent(&RoomId::from("!r"), Some(&AgentId::from("codex")))
-            .await
-            .unwrap();
-        store.set_handoff(&RoomId::from("!r"), true).await.unwrap();
+        store.set_handoff(&room, true).await.unwrap();
         assert_eq!(
-            store.room_routing(&RoomId::from("!r")).await.unwrap(),
+            store.room_routing(&room).await.unwrap(),
             RoomRouting {
                 default_agent: Some("codex".into()),
                 handoff: Some(true),
             }
         );
-        store
-            .set_default_agent(&RoomId::from("!r"), None)
-            .await
-            .unwrap();
+        store.set_default_agent(&room, None).await.unwrap();
+        assert_eq!(store.room_routing(&room).await.unwrap().default_agent, None);
         assert_eq!(
-            store
-                .room_routing(&RoomId::from("!r"))
-                .await
-                .unwrap()
-                .default_agent,
-            None
-        );
-        assert_eq!(
-            store
-                .room_verbosity(&RoomId::from("!r"))
-                .await
-                .unwrap()
-                .as_deref(),
+            store.room_verbosity(&room).await.unwrap().as_deref(),
             Some("tools")
         );
     }

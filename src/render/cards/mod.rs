@@ -116,7 +116,7 @@ impl Both {
     /// A line of text (escaped for HTML), optionally bold in HTML.
     fn line(&mut self, text: &str, bold: bool) {
         self.sep();
-        let text = &*self.shown(text).into_owned();
+        let text = &*self.shown(text);
         self.plain.push_str(text);
         if bold {
             let _ = write!(self.html, "<b>{}</b>", esc(text));
@@ -128,7 +128,7 @@ impl Both {
     /// A preformatted block.
     fn block(&mut self, text: &str, language: Option<&str>) {
         self.sep();
-        let text = &*self.shown(text).into_owned();
+        let text = &*self.shown(text);
         self.plain.push_str(text);
         let class = language.map_or(String::new(), |l| format!(" class=\"language-{l}\""));
         let _ = write!(self.html, "<pre><code{class}>{}</code></pre>", esc(text));
@@ -138,7 +138,7 @@ impl Both {
     /// text.
     fn folded(&mut self, summary: &str, text: &str, language: Option<&str>) {
         self.sep();
-        let text = &*self.shown(text).into_owned();
+        let text = &*self.shown(text);
         let _ = write!(self.plain, "{summary}\n{text}");
         let class = language.map_or(String::new(), |l| format!(" class=\"language-{l}\""));
         let _ = write!(
