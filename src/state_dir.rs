@@ -2,19 +2,32 @@
 //! token and crypto store. It is made private to the gateway's Unix user: the folder and
 //! every folder in it `0700`, every file `0600`, so no other local user can read a token or
 //! a transcript. (An agent runs as the gateway's user; keeping it out is the sandbox's job.)
+//! The homes of sandboxed agents live here too ([`AGENT_HOMES`]); only their folders are
+//! made private, what the agents keep in them is theirs (a program they install must stay
+//! runnable).
 
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+/// The folder of `state_dir` that holds the sandboxed agents' own homes.
+pub const AGENT_HOMES: &str = "agent-homes";
+
 /// Creates `dir` if needed and makes it and everything in it private (see the module).
 /// Called at start and again once the Matrix users have written their stores.
 pub fn make_private(dir: &Path) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    restrict(dir)
+    restrict(dir, true)
 }
 
-fn restrict(path: &Path) -> io::Result<()> {
+/// Creates `dir` if needed and makes the folder itself private, leaving what it holds as
+/// it is (an agent's home).
+pub fn create_private(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    set_mode(dir, &std::fs::metadata(dir)?, 0o700)
+}
+
+fn restrict(path: &Path, top: bool) -> io::Result<()> {
     let meta = std::fs::symlink_metadata(path)?;
     if meta.file_type().is_symlink() {
         return Ok(());
@@ -22,7 +35,19 @@ fn restrict(path: &Path) -> io::Result<()> {
     if meta.is_dir() {
         set_mode(path, &meta, 0o700)?;
         for entry in std::fs::read_dir(path)? {
-            restrict(&entry?.path())?;
+            let entry = entry?;
+            if top && entry.file_name() == AGENT_HOMES {
+                for home in std::fs::read_dir(entry.path())? {
+                    let home = home?.path();
+                    let meta = std::fs::symlink_metadata(&home)?;
+                    if meta.is_dir() {
+                        set_mode(&home, &meta, 0o700)?;
+                    }
+                }
+                set_mode(&entry.path(), &entry.metadata()?, 0o700)?;
+                continue;
+            }
+            restrict(&entry.path(), false)?;
         }
         Ok(())
     } else {
@@ -58,6 +83,19 @@ mod tests {
         assert_eq!(mode(&state), 0o700);
         assert_eq!(mode(&state.join("matrix/demo")), 0o700);
         assert_eq!(mode(&token), 0o600);
+        // What an agent keeps in its home stays as it is: a program it installed stays
+        // runnable. The home itself is private.
+        let home = state.join(AGENT_HOMES).join("demo");
+        std::fs::create_dir_all(home.join("bin")).unwrap();
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let tool = home.join("bin/tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        make_private(&state).unwrap();
+        assert_eq!(mode(&tool), 0o755);
+        assert_eq!(mode(&home.join("bin")), 0o755);
+        assert_eq!(mode(&home), 0o700);
+        assert_eq!(mode(&state.join(AGENT_HOMES)), 0o700);
         // A folder that does not exist yet is created private.
         let fresh = tmp.path().join("fresh/state");
         make_private(&fresh).unwrap();

@@ -7,10 +7,12 @@ pub mod dialect;
 mod events;
 mod lines;
 mod process;
+mod sandbox;
 mod sessions;
 mod supervisor;
 mod transport;
 
 pub use connection::AcpAgent;
 pub use process::ProcessSpec;
+pub use sandbox::Sandbox;
 pub use supervisor::SupervisedAgent;

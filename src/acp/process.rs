@@ -11,6 +11,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use super::lines::CappedLines;
+use super::sandbox::Sandbox;
 use crate::model::Secret;
 
 /// What to run.
@@ -28,6 +29,10 @@ pub struct ProcessSpec {
     pub inherit_env: Vec<String>,
     /// Working folder.
     pub cwd: PathBuf,
+    /// The agent's `HOME`; `None`: the gateway's own.
+    pub home: Option<PathBuf>,
+    /// The sandbox it runs in, if any.
+    pub sandbox: Option<Sandbox>,
     /// The dialect named in the config (`None`: recognised from the agent).
     pub dialect: Option<String>,
     /// How long the agent may take to answer `initialize`.
@@ -102,9 +107,19 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 impl AgentProcess {
     /// Starts the agent.
     pub fn spawn(spec: &ProcessSpec) -> std::io::Result<Spawned> {
-        let mut cmd = Command::new(&spec.command);
-        cmd.args(&spec.args)
-            .current_dir(&spec.cwd)
+        let mut cmd = match &spec.sandbox {
+            Some(sandbox) => {
+                let mut cmd = Command::new(&sandbox.program);
+                cmd.args(sandbox.command_line(&spec.command, &spec.args, &spec.cwd));
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(&spec.command);
+                cmd.args(&spec.args);
+                cmd
+            }
+        };
+        cmd.current_dir(&spec.cwd)
             .env_clear()
             .env(
                 "PATH",
@@ -115,7 +130,12 @@ impl AgentProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        if let Some(home) = std::env::var_os("HOME") {
+        if let Some(home) = spec
+            .home
+            .as_ref()
+            .map(|h| h.as_os_str().to_owned())
+            .or_else(|| std::env::var_os("HOME"))
+        {
             cmd.env("HOME", home);
         }
         for name in &spec.inherit_env {
@@ -305,6 +325,8 @@ mod tests {
             env: BTreeMap::from([("ONLY_THIS".into(), Secret::new("yes"))]),
             inherit_env: vec![],
             cwd: std::env::temp_dir(),
+            home: None,
+            sandbox: None,
             dialect: None,
             initialize_timeout: std::time::Duration::from_secs(5),
             session_timeout: std::time::Duration::from_secs(5),
@@ -316,14 +338,7 @@ mod tests {
         // SAFETY: set before spawning; tests in this module do not read it concurrently.
         unsafe { std::env::set_var("SIDEKICKS_TEST_SECRET", "leak") };
         let mut spawned = AgentProcess::spawn(&spec("env | sort >&2")).unwrap();
-        spawned
-            .process
-            .exit
-            .wait_for(|s| s.is_some())
-            .await
-            .unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let env = spawned.process.stderr.last(100);
+        let env = finished(&mut spawned).await;
         assert!(env.contains("ONLY_THIS=yes"), "{env}");
         assert!(env.contains("PATH="), "{env}");
         assert!(!env.contains("SIDEKICKS_TEST_SECRET"), "{env}");
@@ -342,6 +357,104 @@ mod tests {
             .map(|stat| !stat.contains(") Z "))
             .unwrap_or(false);
         assert!(!alive, "grandchild {grandchild} outlived its agent");
+    }
+
+    /// A folder outside `/tmp`, which the sandbox replaces with an empty one: what the test
+    /// finds hidden is hidden by the rules under test.
+    fn outside_tmp() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("sidekicks-sandbox-test-")
+            .tempdir_in("/var/tmp")
+            .unwrap()
+    }
+
+    fn sandboxed(script: &str, root: &std::path::Path) -> ProcessSpec {
+        let (work, home, state) = (root.join("work"), root.join("home"), root.join("state"));
+        let mut s = spec(script);
+        s.cwd = work.clone();
+        s.home = Some(home.clone());
+        s.sandbox = Some(Sandbox {
+            program: "bwrap".into(),
+            hide: vec![state, root.join("config.toml")],
+            read_write: vec![work, home],
+            read_only: vec![],
+        });
+        s
+    }
+
+    async fn finished(spawned: &mut Spawned) -> String {
+        spawned
+            .process
+            .exit
+            .wait_for(|s| s.is_some())
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        spawned.process.stderr.last(100)
+    }
+
+    #[tokio::test]
+    async fn in_the_sandbox_the_agent_reaches_its_workspace_and_home_and_nothing_hidden() {
+        let root = outside_tmp();
+        let r = root.path();
+        for d in ["work", "home", "state/matrix"] {
+            std::fs::create_dir_all(r.join(d)).unwrap();
+        }
+        std::fs::write(r.join("state/matrix/session.json"), "token-abcdef").unwrap();
+        std::fs::write(r.join("config.toml"), "password = \"hunter22\"").unwrap();
+        std::fs::write(r.join("work/notes.txt"), "workspace notes").unwrap();
+        std::fs::write(r.join("outside.txt"), "readable system file").unwrap();
+        let script = format!(
+            "cat {root}/state/matrix/session.json {root}/config.toml >&2; \
+             cat notes.txt {root}/outside.txt >&2; echo made > made.txt; \
+             echo mine > \"$HOME/settings\"; echo \"home=$HOME\" >&2; \
+             echo nope > {root}/outside.txt || echo 'read-only outside' >&2",
+            root = r.display()
+        );
+        let mut spawned = AgentProcess::spawn(&sandboxed(&script, r)).unwrap();
+        let err = finished(&mut spawned).await;
+        assert!(!err.contains("token-abcdef"), "{err}");
+        assert!(!err.contains("hunter22"), "{err}");
+        assert!(err.contains("workspace notes"), "{err}");
+        assert!(err.contains("readable system file"), "{err}");
+        assert!(err.contains("read-only outside"), "{err}");
+        assert!(err.contains(&format!("home={}", r.join("home").display())), "{err}");
+        assert_eq!(std::fs::read_to_string(r.join("work/made.txt")).unwrap(), "made\n");
+        assert_eq!(std::fs::read_to_string(r.join("home/settings")).unwrap(), "mine\n");
+        assert_eq!(
+            std::fs::read_to_string(r.join("outside.txt")).unwrap(),
+            "readable system file"
+        );
+    }
+
+    #[tokio::test]
+    async fn stopping_a_sandboxed_agent_stops_everything_it_started() {
+        let root = outside_tmp();
+        for d in ["work", "home"] {
+            std::fs::create_dir_all(root.path().join(d)).unwrap();
+        }
+        // A number no other process of the machine has on its command line.
+        let marker = 3_000_000 + std::process::id() % 1_000_000;
+        let script = format!("sleep {marker} & echo started >&2; wait");
+        let spawned = AgentProcess::spawn(&sandboxed(&script, root.path())).unwrap();
+        let mut process = spawned.process;
+        let running = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+                .filter(|c| c.starts_with(b"sleep\0") && c.ends_with(format!("{marker}\0").as_bytes()))
+                .count()
+        };
+        for _ in 0..50 {
+            if running() > 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(running(), 1, "the sandboxed sleep started");
+        process.stop(std::time::Duration::from_secs(2)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(running(), 0, "the sandboxed sleep outlived its agent");
     }
 
     #[test]

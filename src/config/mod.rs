@@ -94,9 +94,64 @@ pub struct Config {
     /// How rooms with several agents behave.
     #[serde(default)]
     pub rooms: RoomsConfig,
+    /// Whether agents run in a sandbox that keeps the gateway's secrets out of their reach.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
     /// The agents this gateway runs; each is its own Matrix user.
     #[serde(default, rename = "agents")]
     pub agents: Vec<AgentConfig>,
+    /// The file this config was read from, so the sandbox can hide it from agents.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// The agent sandbox, for every agent (each can change its `mode`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// `auto` (bubblewrap where it works here, else none, with a warning), `bubblewrap`
+    /// (an agent that cannot be sandboxed does not start) or `off`.
+    pub mode: SandboxMode,
+    /// The bubblewrap program.
+    pub bwrap: PathBuf,
+    /// More paths no agent may see, besides those the gateway always hides (its state
+    /// folder, this config, password files, its own home, the other agents' workspaces).
+    pub hide: Vec<PathBuf>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            mode: SandboxMode::Auto,
+            bwrap: "bwrap".into(),
+            hide: Vec::new(),
+        }
+    }
+}
+
+/// Whether agents are sandboxed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Bubblewrap where it works on this machine; otherwise none, with a warning.
+    Auto,
+    /// Always bubblewrap: an agent that cannot be sandboxed does not start.
+    Bubblewrap,
+    /// No sandbox: the agent sees what the gateway's Unix user sees.
+    Off,
+}
+
+/// One agent's sandbox: its mode and what it may reach besides its workspace and home.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentSandboxConfig {
+    /// Overrides `sandbox.mode` for this agent.
+    pub mode: Option<SandboxMode>,
+    /// Paths it may read even where they would be hidden (an agent installed in the
+    /// gateway's home, credentials it needs).
+    pub read_only: Vec<PathBuf>,
+    /// Paths it may read and write besides its workspace and home (a shared cache).
+    pub read_write: Vec<PathBuf>,
 }
 
 /// The homeserver connection.
@@ -361,8 +416,22 @@ pub struct AgentConfig {
     /// `claude-code`, `codex`, `gemini`). Unset: recognised from the agent's ID or the name
     /// it gives at `initialize`, else canonical ACP.
     pub dialect: Option<String>,
+    /// The agent's `HOME`, where it keeps its settings and sign-in. Unset: in the sandbox,
+    /// a home of its own in the state folder (`agent-homes/ID`); without one, the
+    /// gateway's.
+    pub home: Option<PathBuf>,
+    /// What its sandbox lets it reach (see [`SandboxConfig`]).
+    #[serde(default)]
+    pub sandbox: AgentSandboxConfig,
     /// The agent's Matrix account.
     pub matrix: AgentMatrixConfig,
+}
+
+impl AgentConfig {
+    /// Its sandbox mode: its own, else the gateway's.
+    pub fn sandbox_mode(&self, gateway: &SandboxConfig) -> SandboxMode {
+        self.sandbox.mode.unwrap_or(gateway.mode)
+    }
 }
 
 /// An agent's Matrix account.
@@ -420,6 +489,7 @@ impl Config {
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.resolve_relative(base);
+        config.source = Some(base.join(path.file_name().unwrap_or_default()));
         let problems = config.problems();
         if problems.is_empty() {
             Ok(config)
@@ -440,8 +510,12 @@ impl Config {
             }
         };
         fix(&mut self.state_dir);
+        self.sandbox.hide.iter_mut().for_each(fix);
         for agent in &mut self.agents {
             fix(&mut agent.workspace);
+            agent.home.iter_mut().for_each(fix);
+            agent.sandbox.read_only.iter_mut().for_each(fix);
+            agent.sandbox.read_write.iter_mut().for_each(fix);
             if let Some(f) = &mut agent.matrix.password_file {
                 fix(f);
             }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, CurrentModeUpdate, LoadSessionRequest, LoadSessionResponse,
-    NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
     SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, TextContent,
 };
@@ -23,15 +23,21 @@ impl State {
     /// slash commands.
     pub(super) fn new_session(
         &self,
+        req: NewSessionRequest,
         responder: Responder<NewSessionResponse>,
         cx: &ConnectionTo<Client>,
     ) -> Result {
-        // Unique across restarts, so a saved session is never confused with a new one.
+        // Unique across restarts, so a saved session is never confused with a new one (the
+        // process ID is not: in a sandbox with its own PID namespace it is always the same).
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros();
         let id = format!(
-            "demo-{}-{}",
-            std::process::id(),
+            "demo-{started}-{}",
             self.next.fetch_add(1, Ordering::Relaxed)
         );
+        self.cwds.lock().unwrap().insert(id.clone(), req.cwd);
         self.sessions
             .lock()
             .unwrap()
@@ -55,6 +61,7 @@ impl State {
         cx: &ConnectionTo<Client>,
     ) -> Result {
         let id = req.session_id.0.to_string();
+        self.cwds.lock().unwrap().insert(id.clone(), req.cwd);
         let conversation = match self.restore(&id) {
             Ok(conversation) => conversation,
             Err(e) => return responder.respond_with_error(e),
@@ -82,6 +89,7 @@ impl State {
         cx: &ConnectionTo<Client>,
     ) -> Result {
         let id = req.session_id.0.to_string();
+        self.cwds.lock().unwrap().insert(id.clone(), req.cwd);
         if let Err(e) = self.restore(&id) {
             return responder.respond_with_error(e);
         }
@@ -125,8 +133,10 @@ impl State {
                 .get(&session)
                 .cloned()
                 .unwrap_or_default();
+            let cwd = state.cwds.lock().unwrap().get(&session).cloned();
             let turn = Turn {
                 settings: state.settings_of(&session),
+                cwd: cwd.unwrap_or_else(|| ".".into()),
                 cx,
                 session,
                 cancel,

@@ -33,6 +33,9 @@
 //! | `%binary` | writes a line that is not UTF-8 text to stdout |
 //! | `%stderr-binary` | writes a line that is not UTF-8 text to stderr |
 //! | `%stderr-flood BYTES` | writes one line of BYTES characters to stderr |
+//! | `%read PATH` | reads PATH (relative to the session's folder) and says whether it could |
+//! | `%write PATH TEXT` | writes TEXT to PATH and says whether it could |
+//! | `%pwd` | says the session's folder and the process's `HOME` |
 //!
 //! A turn that is cancelled ends with `stopReason: cancelled` within one chunk interval.
 //!
@@ -101,6 +104,8 @@ struct State {
     settings: Mutex<HashMap<String, (String, String)>>,
     /// Where every prompt received is appended (`--prompt-log`).
     prompt_log: Option<PathBuf>,
+    /// Each session's working folder, as the client gave it (`%read`, `%write`, `%pwd`).
+    cwds: Mutex<HashMap<String, PathBuf>>,
 }
 
 /// The modes offered with `--settings`.
@@ -259,7 +264,9 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |_req: NewSessionRequest, responder, cx| s1.new_session(responder, &cx),
+            async move |req: NewSessionRequest, responder, cx| {
+                s1.new_session(req, responder, &cx)
+            },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(

@@ -32,6 +32,8 @@ pub(super) struct Turn {
     pub(super) earlier: Vec<Exchange>,
     /// The session's (mode, model) when the turn started (`%settings`).
     pub(super) settings: (String, String),
+    /// The session's working folder (`%read`, `%write`, `%pwd`).
+    pub(super) cwd: std::path::PathBuf,
 }
 
 /// How a permission request is placed relative to the tool call it concerns.
@@ -199,6 +201,29 @@ impl Turn {
                         .unwrap_or_default()
                         .as_micros();
                     self.say(&format!("{micros}\n"))?;
+                }
+                "read" => {
+                    let path = self.cwd.join(arg.trim());
+                    let outcome = match std::fs::metadata(&path) {
+                        Ok(meta) if meta.is_dir() => std::fs::read_dir(&path)
+                            .map(|entries| format!("a folder of {} entries", entries.count())),
+                        _ => std::fs::read(&path).map(|bytes| format!("{} bytes", bytes.len())),
+                    };
+                    self.say(&match outcome {
+                        Ok(what) => format!("read {}: {what}\n", arg.trim()),
+                        Err(e) => format!("cannot read {}: {e}\n", arg.trim()),
+                    })?;
+                }
+                "write" => {
+                    let (name, content) = arg.split_once(' ').unwrap_or((arg, ""));
+                    self.say(&match std::fs::write(self.cwd.join(name), content) {
+                        Ok(()) => format!("wrote {name}\n"),
+                        Err(e) => format!("cannot write {name}: {e}\n"),
+                    })?;
+                }
+                "pwd" => {
+                    let home = std::env::var("HOME").unwrap_or_default();
+                    self.say(&format!("folder: {}\nhome: {home}\n", self.cwd.display()))?;
                 }
                 "settings" => {
                     let (mode, model) = self.settings.clone();

@@ -21,9 +21,14 @@ use crate::core::poll::PermissionSettings;
 use crate::core::pool::{Pool, PoolSettings};
 use crate::core::view::stream::StreamSettings;
 use crate::matrix::MatrixAgent;
-use crate::model::agent::{AgentEvent, Reopen};
 use crate::state_dir;
 use crate::store::Store;
+use isolation::{Isolation, Probe, isolation};
+
+mod check;
+mod isolation;
+
+pub use check::check_from_file;
 
 /// Sets up logging to stderr; `RUST_LOG` overrides the default levels.
 pub fn init_tracing() {
@@ -37,7 +42,8 @@ pub fn init_tracing() {
         .try_init();
 }
 
-fn process_spec(agent: &AgentConfig, timeouts: &TimeoutsConfig) -> ProcessSpec {
+/// How to start `agent`'s process, in the place `isolation` gives it.
+fn process_spec(agent: &AgentConfig, timeouts: &TimeoutsConfig, isolation: Isolation) -> ProcessSpec {
     ProcessSpec {
         agent_id: agent.id.clone(),
         command: agent.command.clone(),
@@ -45,6 +51,8 @@ fn process_spec(agent: &AgentConfig, timeouts: &TimeoutsConfig) -> ProcessSpec {
         env: agent.env.clone(),
         inherit_env: agent.inherit_env.clone(),
         cwd: agent.workspace.clone(),
+        home: isolation.home,
+        sandbox: isolation.sandbox,
         dialect: agent.dialect.clone(),
         initialize_timeout: Duration::from_secs(timeouts.initialize_secs),
         session_timeout: Duration::from_secs(timeouts.new_session_secs),
@@ -105,6 +113,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     };
     let mut started = Vec::new();
     let mut problems = Vec::new();
+    let mut probe = Probe::default();
     // One agent that cannot start (bad password, broken command) does not stop the others.
     // Agents beyond the pool's limit start at their first prompt.
     for agent in &config.agents {
@@ -118,7 +127,19 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                 continue;
             }
         };
-        let spec = process_spec(agent, &config.timeouts);
+        let isolation = match isolation(&config, agent, &mut probe) {
+            Ok(isolation) => isolation,
+            Err(e) => {
+                tracing::error!(agent = %agent.id, error = %e, "the agent cannot run as configured; agent skipped");
+                problems.push(format!("{}: {e}", agent.id));
+                continue;
+            }
+        };
+        match isolation.sandbox {
+            Some(_) => tracing::info!(agent = %agent.id, "sandbox: {}", isolation.summary),
+            None => tracing::warn!(agent = %agent.id, "sandbox: {}", isolation.summary),
+        }
+        let spec = process_spec(agent, &config.timeouts, isolation);
         let eager = pool_settings
             .max_running
             .is_none_or(|max| started.len() < max);
@@ -293,118 +314,4 @@ async fn run_retention(store: Store, retention: Retention, stop: CancellationTok
             _ = tokio::time::sleep(PRUNE_EVERY) => {}
         }
     }
-}
-
-/// `sidekicks check`: validates the config, starts each agent, opens a session and prints
-/// what the agent advertises. Does not touch Matrix.
-pub async fn check_from_file(path: &Path) -> Result<()> {
-    let config = Config::load(path)?;
-    println!("config {}: valid", path.display());
-    for warning in config.access.warnings() {
-        println!("warning: {warning}");
-    }
-    let mut failed = 0;
-    for agent in &config.agents {
-        println!("\nagent {} ({})", agent.id, agent.display_name);
-        match check_agent(agent, &config.timeouts).await {
-            Ok(report) => print!("{report}"),
-            Err(e) => {
-                failed += 1;
-                println!("  FAILED: {e:#}");
-            }
-        }
-    }
-    if failed > 0 {
-        anyhow::bail!("{failed} agent(s) failed the check");
-    }
-    Ok(())
-}
-
-async fn check_agent(agent: &AgentConfig, timeouts: &TimeoutsConfig) -> Result<String> {
-    use std::fmt::Write;
-    let process = AcpAgent::start(&process_spec(agent, timeouts)).await?;
-    let info = process.info().clone();
-    let mut out = String::new();
-    let none = |v: &[String]| {
-        if v.is_empty() {
-            "none".to_owned()
-        } else {
-            v.join(", ")
-        }
-    };
-    writeln!(out, "  protocol version: {}", info.protocol_version)?;
-    writeln!(
-        out,
-        "  agent: {} {} {}",
-        info.name.as_deref().unwrap_or("(unnamed)"),
-        info.version.as_deref().unwrap_or(""),
-        info.title
-            .as_ref()
-            .map(|t| format!("({t})"))
-            .unwrap_or_default()
-    )?;
-    writeln!(
-        out,
-        "  loadSession: {}",
-        if info.load_session { "yes" } else { "no" }
-    )?;
-    writeln!(
-        out,
-        "  session resume: {}",
-        if info.resume_session { "yes" } else { "no" }
-    )?;
-    writeln!(out, "  dialect: {}", process.dialect())?;
-    writeln!(
-        out,
-        "  after a restart, conversations continue by: {}",
-        match Reopen::for_agent(&info) {
-            Some(how) => how.continuity(),
-            None => "re-injection into a new session",
-        }
-    )?;
-    writeln!(
-        out,
-        "  prompt content besides text: {}",
-        none(&info.prompt_capabilities)
-    )?;
-    writeln!(out, "  auth methods: {}", none(&info.auth_methods))?;
-    let session = process.new_session(&agent.workspace).await;
-    let result = match session {
-        Ok(mut session) => {
-            writeln!(out, "  session/new: ok ({})", session.id)?;
-            let modes: Vec<String> = session
-                .settings
-                .modes
-                .iter()
-                .map(|(id, name)| format!("{id} ({name})"))
-                .collect();
-            writeln!(out, "  modes: {}", none(&modes))?;
-            let options: Vec<String> = session
-                .settings
-                .options
-                .iter()
-                .map(|o| match &o.category {
-                    Some(category) => format!("{} ({category})", o.id),
-                    None => o.id.clone(),
-                })
-                .collect();
-            writeln!(out, "  config options: {}", none(&options))?;
-            // The command list arrives just after `session/new`.
-            let mut commands = Vec::new();
-            let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
-            while let Ok(Some(event)) =
-                tokio::time::timeout_at(deadline, session.events.recv()).await
-            {
-                if let AgentEvent::Commands(list) = event {
-                    commands = list.into_iter().map(|c| format!("/{}", c.name)).collect();
-                    break;
-                }
-            }
-            writeln!(out, "  slash commands: {}", none(&commands))?;
-            Ok(out)
-        }
-        Err(e) => Err(anyhow::anyhow!("session/new failed: {e}")),
-    };
-    process.shutdown().await;
-    result
 }

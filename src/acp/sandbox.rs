@@ -1,0 +1,197 @@
+//! Running an agent under bubblewrap (`bwrap`): the system read-only, its workspace and its
+//! own home read-write, a fresh `/tmp`, and what the gateway keeps to itself (the state
+//! folder with every token, crypto key and transcript, the config, password files, the
+//! gateway's own home) not there at all. The network stays open: agents call their model.
+//!
+//! The mounts are laid out from the shallowest path to the deepest, so the most specific
+//! rule wins: a workspace inside a hidden folder is still there, and a hidden folder inside
+//! a workspace is still hidden. When a hidden and a visible rule name the same path, hiding
+//! wins.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// How to sandbox one agent process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    /// The bubblewrap program (a path, or a name looked up in `PATH`).
+    pub program: PathBuf,
+    /// Paths the agent must not see: folders become empty, files become empty files.
+    pub hide: Vec<PathBuf>,
+    /// Paths the agent may read and write (its workspace, its home).
+    pub read_write: Vec<PathBuf>,
+    /// Paths the agent may read, even inside a hidden folder (for example where its own
+    /// program is installed).
+    pub read_only: Vec<PathBuf>,
+}
+
+/// One mount, in the order bubblewrap applies them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Mount {
+    /// Bound where it is, writable.
+    ReadWrite(PathBuf),
+    /// Bound where it is, read-only.
+    ReadOnly(PathBuf),
+    /// Covered by an empty folder or file (declared last so it wins a tie).
+    Hidden(PathBuf),
+}
+
+impl Mount {
+    fn path(&self) -> &Path {
+        match self {
+            Mount::ReadWrite(p) | Mount::ReadOnly(p) | Mount::Hidden(p) => p,
+        }
+    }
+}
+
+impl Sandbox {
+    /// The command line that runs `command args` in the sandbox, in `cwd`. Paths that do
+    /// not exist are left out (nothing to hide, nothing to bind).
+    pub fn command_line(&self, command: &str, args: &[String], cwd: &Path) -> Vec<OsString> {
+        let mut out: Vec<OsString> = [
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        for mount in self.mounts() {
+            let path = mount.path().as_os_str().to_owned();
+            match &mount {
+                Mount::ReadWrite(_) => out.extend(["--bind".into(), path.clone(), path]),
+                Mount::ReadOnly(_) => out.extend(["--ro-bind".into(), path.clone(), path]),
+                Mount::Hidden(p) if p.is_dir() => out.extend(["--tmpfs".into(), path]),
+                Mount::Hidden(_) => out.extend(["--ro-bind".into(), "/dev/null".into(), path]),
+            }
+        }
+        out.extend(["--chdir".into(), cwd.as_os_str().to_owned(), "--".into()]);
+        out.push(command.into());
+        out.extend(args.iter().map(OsString::from));
+        out
+    }
+
+    /// Every mount, canonical and existing, shallowest first.
+    fn mounts(&self) -> Vec<Mount> {
+        let canonical = |p: &PathBuf| std::fs::canonicalize(p).ok();
+        let mut mounts: Vec<Mount> = self
+            .read_write
+            .iter()
+            .filter_map(canonical)
+            .map(Mount::ReadWrite)
+            .chain(self.read_only.iter().filter_map(canonical).map(Mount::ReadOnly))
+            .chain(self.hide.iter().filter_map(canonical).map(Mount::Hidden))
+            .filter(|m| m.path() != Path::new("/"))
+            .collect();
+        mounts.sort_by(|a, b| {
+            let depth = |m: &Mount| m.path().components().count();
+            depth(a).cmp(&depth(b)).then_with(|| a.cmp(b))
+        });
+        mounts.dedup();
+        mounts
+    }
+
+    /// Whether bubblewrap runs here: `Err` says why not (not installed, or the kernel or a
+    /// container refuses the namespaces it needs).
+    pub fn probe(program: &Path) -> Result<(), String> {
+        let output = Command::new(program)
+            .args([
+                "--die-with-parent",
+                "--unshare-pid",
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--",
+                "true",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output();
+        match output {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+                "{} is not installed (Debian package `bubblewrap`)",
+                program.display()
+            )),
+            Err(e) => Err(format!("cannot run {}: {e}", program.display())),
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => Err(format!(
+                "{} does not work here: {}",
+                program.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+        let root = tempfile::tempdir().unwrap();
+        let state = root.path().join("state");
+        let work = state.join("work");
+        let secret = work.join("secret");
+        for d in [&state, &work, &secret] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        (root, state, work, secret)
+    }
+
+    #[test]
+    fn the_deepest_rule_wins_and_hiding_wins_a_tie() {
+        let (_root, state, work, secret) = dirs();
+        let sandbox = Sandbox {
+            program: "bwrap".into(),
+            hide: vec![state.clone(), secret.clone(), work.join("missing")],
+            read_write: vec![work.clone(), secret.clone()],
+            read_only: vec![],
+        };
+        let c = |p: &PathBuf| std::fs::canonicalize(p).unwrap();
+        assert_eq!(
+            sandbox.mounts(),
+            vec![
+                Mount::Hidden(c(&state)),
+                Mount::ReadWrite(c(&work)),
+                Mount::ReadWrite(c(&secret)),
+                Mount::Hidden(c(&secret)),
+            ],
+            "paths that do not exist are left out"
+        );
+    }
+
+    #[test]
+    fn the_command_line_ends_with_the_agent_in_its_folder() {
+        let (_root, _state, work, _secret) = dirs();
+        let sandbox = Sandbox {
+            program: "bwrap".into(),
+            hide: vec![],
+            read_write: vec![work.clone()],
+            read_only: vec![],
+        };
+        let line = sandbox.command_line("agent", &["--acp".into()], &work);
+        let tail: Vec<&str> = line[line.len() - 5..]
+            .iter()
+            .map(|s| s.to_str().unwrap())
+            .collect();
+        assert_eq!(
+            tail,
+            ["--chdir", work.to_str().unwrap(), "--", "agent", "--acp"]
+        );
+    }
+}

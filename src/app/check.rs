@@ -1,0 +1,130 @@
+//! `sidekicks check`: the config, and what each agent advertises, without Matrix.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::isolation::{Probe, isolation};
+use super::process_spec;
+use crate::acp::AcpAgent;
+use crate::core::agent::AgentPort;
+use crate::config::{AgentConfig, Config};
+use crate::model::agent::{AgentEvent, Reopen};
+
+/// `sidekicks check`: validates the config, starts each agent, opens a session and prints
+/// what the agent advertises. Does not touch Matrix.
+pub async fn check_from_file(path: &Path) -> Result<()> {
+    let config = Config::load(path)?;
+    println!("config {}: valid", path.display());
+    for warning in config.access.warnings() {
+        println!("warning: {warning}");
+    }
+    let mut failed = 0;
+    let mut probe = Probe::default();
+    for agent in &config.agents {
+        println!("\nagent {} ({})", agent.id, agent.display_name);
+        match check_agent(&config, agent, &mut probe).await {
+            Ok(report) => print!("{report}"),
+            Err(e) => {
+                failed += 1;
+                println!("  FAILED: {e:#}");
+            }
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} agent(s) failed the check");
+    }
+    Ok(())
+}
+
+async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) -> Result<String> {
+    use std::fmt::Write;
+    let isolation = isolation(config, agent, probe).map_err(|e| anyhow::anyhow!("sandbox: {e}"))?;
+    let mut out = String::new();
+    writeln!(out, "  sandbox: {}", isolation.summary)?;
+    let process = AcpAgent::start(&process_spec(agent, &config.timeouts, isolation)).await?;
+    let info = process.info().clone();
+    let none = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.join(", ")
+        }
+    };
+    writeln!(out, "  protocol version: {}", info.protocol_version)?;
+    writeln!(
+        out,
+        "  agent: {} {} {}",
+        info.name.as_deref().unwrap_or("(unnamed)"),
+        info.version.as_deref().unwrap_or(""),
+        info.title
+            .as_ref()
+            .map(|t| format!("({t})"))
+            .unwrap_or_default()
+    )?;
+    writeln!(
+        out,
+        "  loadSession: {}",
+        if info.load_session { "yes" } else { "no" }
+    )?;
+    writeln!(
+        out,
+        "  session resume: {}",
+        if info.resume_session { "yes" } else { "no" }
+    )?;
+    writeln!(out, "  dialect: {}", process.dialect())?;
+    writeln!(
+        out,
+        "  after a restart, conversations continue by: {}",
+        match Reopen::for_agent(&info) {
+            Some(how) => how.continuity(),
+            None => "re-injection into a new session",
+        }
+    )?;
+    writeln!(
+        out,
+        "  prompt content besides text: {}",
+        none(&info.prompt_capabilities)
+    )?;
+    writeln!(out, "  auth methods: {}", none(&info.auth_methods))?;
+    let session = process.new_session(&agent.workspace).await;
+    let result = match session {
+        Ok(mut session) => {
+            writeln!(out, "  session/new: ok ({})", session.id)?;
+            let modes: Vec<String> = session
+                .settings
+                .modes
+                .iter()
+                .map(|(id, name)| format!("{id} ({name})"))
+                .collect();
+            writeln!(out, "  modes: {}", none(&modes))?;
+            let options: Vec<String> = session
+                .settings
+                .options
+                .iter()
+                .map(|o| match &o.category {
+                    Some(category) => format!("{} ({category})", o.id),
+                    None => o.id.clone(),
+                })
+                .collect();
+            writeln!(out, "  config options: {}", none(&options))?;
+            // The command list arrives just after `session/new`.
+            let mut commands = Vec::new();
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
+            while let Ok(Some(event)) =
+                tokio::time::timeout_at(deadline, session.events.recv()).await
+            {
+                if let AgentEvent::Commands(list) = event {
+                    commands = list.into_iter().map(|c| format!("/{}", c.name)).collect();
+                    break;
+                }
+            }
+            writeln!(out, "  slash commands: {}", none(&commands))?;
+            Ok(out)
+        }
+        Err(e) => Err(anyhow::anyhow!("session/new failed: {e}")),
+    };
+    process.shutdown().await;
+    result
+}
