@@ -64,6 +64,7 @@ fn check_prints_what_the_demo_agent_advertises() {
         "conversations continue by: re-injection into a new session",
         "session/new: ok",
         "/demo, /echo",
+        "sandbox: bubblewrap",
     ] {
         assert!(
             stdout.contains(expected),
@@ -131,4 +132,33 @@ fn check_warns_about_patterns_that_admit_bridges_guests_and_bots() {
     let exact = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
     let stdout = String::from_utf8_lossy(&check(&exact).stdout).into_owned();
     assert!(!stdout.contains("warning:"), "{stdout}");
+}
+
+#[test]
+fn check_says_when_the_sandbox_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let missing = "[sandbox]\nbwrap = \"/nonexistent/bwrap\"\n";
+    // `auto`: the agent runs without one, and check says what that means.
+    std::fs::write(&cfg, format!("{text}{missing}")).unwrap();
+    let out = check(&cfg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(
+            "sandbox: none: /nonexistent/bwrap is not installed (Debian package `bubblewrap`)"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("session/new: ok"), "{stdout}");
+    // Required: the agent fails the check.
+    std::fs::write(&cfg, format!("{text}{missing}mode = \"bubblewrap\"\n")).unwrap();
+    let out = check(&cfg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("FAILED: sandbox: the sandbox is required (sandbox.mode = \"bubblewrap\") but /nonexistent/bwrap is not installed"),
+        "{stdout}"
+    );
 }

@@ -397,3 +397,60 @@ async fn only_an_admin_changes_the_mode_and_agent_messages_mention_nobody() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_sandboxed_agent_reaches_its_workspace_and_home_but_none_of_the_gateways_secrets() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[sandbox]\nmode = \"bubblewrap\"",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    let dir = env.gw.dir.path().display().to_string();
+    let home = format!("{dir}/state/agent-homes/demo");
+    let secrets = [
+        format!("{dir}/state/sidekicks.db"),
+        format!("{dir}/state/matrix/demo/session.json"),
+        format!("{dir}/sidekicks.toml"),
+        format!("{dir}/demo.password"),
+    ];
+    for path in &secrets {
+        assert!(std::path::Path::new(path).exists(), "{path} exists outside");
+    }
+    let mut prompt: String = secrets.iter().map(|p| format!("%read {p}\n")).collect();
+    prompt.push_str(&format!(
+        "%write notes.txt from the agent\n%read notes.txt\n%write {home}/settings mine\n%pwd\n"
+    ));
+    env.alice.send(&room, &prompt).await;
+    let answer = wait_until(PATIENCE, "the agent's report", || {
+        env.texts_from(&room, &env.agent)
+            .into_iter()
+            .find(|t| t.contains("home:"))
+    })
+    .await;
+    for path in &secrets {
+        assert!(
+            answer.contains(&format!("cannot read {path}")),
+            "{path}: {answer}"
+        );
+    }
+    assert!(answer.contains("read notes.txt: 14 bytes"), "{answer}");
+    assert!(
+        answer.contains(&format!("wrote {home}/settings")),
+        "{answer}"
+    );
+    assert!(answer.contains(&format!("home: {home}")), "{answer}");
+    let ws = env.gw.workspace("demo");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "from the agent"
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{home}/settings")).unwrap(),
+        "mine"
+    );
+    assert!(
+        env.gw.log().contains("sandbox: bubblewrap"),
+        "the log says so"
+    );
+}

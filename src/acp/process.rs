@@ -408,19 +408,35 @@ mod tests {
             "cat {root}/state/matrix/session.json {root}/config.toml >&2; \
              cat notes.txt {root}/outside.txt >&2; echo made > made.txt; \
              echo mine > \"$HOME/settings\"; echo \"home=$HOME\" >&2; \
-             echo nope > {root}/outside.txt || echo 'read-only outside' >&2",
+             echo nope > {root}/outside.txt || echo 'read-only outside' >&2; echo END >&2",
             root = r.display()
         );
         let mut spawned = AgentProcess::spawn(&sandboxed(&script, r)).unwrap();
-        let err = finished(&mut spawned).await;
+        let mut err = finished(&mut spawned).await;
+        for _ in 0..50 {
+            if err.ends_with("END") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            err = spawned.process.stderr.last(100);
+        }
         assert!(!err.contains("token-abcdef"), "{err}");
         assert!(!err.contains("hunter22"), "{err}");
         assert!(err.contains("workspace notes"), "{err}");
         assert!(err.contains("readable system file"), "{err}");
         assert!(err.contains("read-only outside"), "{err}");
-        assert!(err.contains(&format!("home={}", r.join("home").display())), "{err}");
-        assert_eq!(std::fs::read_to_string(r.join("work/made.txt")).unwrap(), "made\n");
-        assert_eq!(std::fs::read_to_string(r.join("home/settings")).unwrap(), "mine\n");
+        assert!(
+            err.contains(&format!("home={}", r.join("home").display())),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(r.join("work/made.txt")).unwrap(),
+            "made\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(r.join("home/settings")).unwrap(),
+            "mine\n"
+        );
         assert_eq!(
             std::fs::read_to_string(r.join("outside.txt")).unwrap(),
             "readable system file"
@@ -442,7 +458,9 @@ mod tests {
             std::fs::read_dir("/proc")
                 .unwrap()
                 .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-                .filter(|c| c.starts_with(b"sleep\0") && c.ends_with(format!("{marker}\0").as_bytes()))
+                .filter(|c| {
+                    c.starts_with(b"sleep\0") && c.ends_with(format!("{marker}\0").as_bytes())
+                })
                 .count()
         };
         for _ in 0..50 {

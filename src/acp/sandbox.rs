@@ -89,7 +89,12 @@ impl Sandbox {
             .iter()
             .filter_map(canonical)
             .map(Mount::ReadWrite)
-            .chain(self.read_only.iter().filter_map(canonical).map(Mount::ReadOnly))
+            .chain(
+                self.read_only
+                    .iter()
+                    .filter_map(canonical)
+                    .map(Mount::ReadOnly),
+            )
             .chain(self.hide.iter().filter_map(canonical).map(Mount::Hidden))
             .filter(|m| m.path() != Path::new("/"))
             .collect();

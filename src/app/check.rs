@@ -8,8 +8,8 @@ use anyhow::Result;
 use super::isolation::{Probe, isolation};
 use super::process_spec;
 use crate::acp::AcpAgent;
-use crate::core::agent::AgentPort;
 use crate::config::{AgentConfig, Config};
+use crate::core::agent::AgentPort;
 use crate::model::agent::{AgentEvent, Reopen};
 
 /// `sidekicks check`: validates the config, starts each agent, opens a session and prints

@@ -32,7 +32,11 @@ impl Probe {
 
 /// How `agent` runs. `Err` when it must be sandboxed and cannot be, or its home cannot be
 /// made.
-pub fn isolation(config: &Config, agent: &AgentConfig, probe: &mut Probe) -> Result<Isolation, String> {
+pub fn isolation(
+    config: &Config,
+    agent: &AgentConfig,
+    probe: &mut Probe,
+) -> Result<Isolation, String> {
     let mode = agent.sandbox_mode(&config.sandbox);
     let unavailable = match mode {
         SandboxMode::Off => {
@@ -62,10 +66,12 @@ pub fn isolation(config: &Config, agent: &AgentConfig, probe: &mut Probe) -> Res
             }),
         };
     }
-    let home = agent
-        .home
-        .clone()
-        .unwrap_or_else(|| config.state_dir.join(state_dir::AGENT_HOMES).join(&agent.id));
+    let home = agent.home.clone().unwrap_or_else(|| {
+        config
+            .state_dir
+            .join(state_dir::AGENT_HOMES)
+            .join(&agent.id)
+    });
     state_dir::create_private(&home)
         .map_err(|e| format!("cannot create the agent's home {}: {e}", home.display()))?;
     let sandbox = Sandbox {
@@ -88,22 +94,47 @@ pub fn isolation(config: &Config, agent: &AgentConfig, probe: &mut Probe) -> Res
         home: Some(home.clone()),
         summary: format!(
             "bubblewrap: writes only to its workspace and {}; the state folder, the config, \
-             password files and the gateway's home are hidden",
+             password files and the keys in the gateway's home are hidden",
             home.display()
         ),
     })
 }
 
+/// Where, in the gateway's own home, people and tools keep keys and sign-ins. The rest of
+/// that home stays readable: agents and the runtimes they need (npm, pyenv, nvm) are often
+/// installed there.
+const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".password-store",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".pki",
+    ".config/gcloud",
+    ".config/gh",
+    ".claude",
+    ".claude.json",
+    ".codex",
+    ".gemini",
+    ".qwen",
+    ".vibe",
+    ".config/opencode",
+    ".local/share/opencode",
+];
+
 /// What no agent may see: the gateway's state (tokens, crypto stores, transcripts), its
-/// config and password files, its own home, the other agents' workspaces, and the paths
-/// the config adds.
+/// config and password files, the keys and sign-ins in its own home, the other agents'
+/// workspaces, and the paths the config adds.
 fn hidden(config: &Config, agent: &AgentConfig) -> Vec<PathBuf> {
-    let gateway_home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|h| h.parent().is_some());
     let mut hide = vec![config.state_dir.clone()];
     hide.extend(config.source.clone());
-    hide.extend(gateway_home);
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        hide.extend(HOME_SECRETS.iter().map(|p| home.join(p)));
+    }
     for other in &config.agents {
         hide.extend(other.matrix.password_file.clone());
         if other.id != agent.id {
@@ -125,4 +156,99 @@ fn program_folder(command: &str) -> Option<PathBuf> {
             .find(|p| p.is_file())?
     };
     Some(std::fs::canonicalize(path).ok()?.parent()?.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &Path, sandbox: &str) -> Config {
+        for ws in ["ws-a", "ws-b"] {
+            std::fs::create_dir_all(dir.join(ws)).unwrap();
+        }
+        std::fs::write(dir.join("b.password"), "pw").unwrap();
+        let text = format!(
+            r#"
+state_dir = "state"
+[matrix]
+homeserver = "http://127.0.0.1:9"
+[access]
+allowed_users = ["@alice:localhost"]
+[sandbox]
+{sandbox}
+hide = ["/srv/secrets"]
+[[agents]]
+id = "a"
+display_name = "A"
+command = "true"
+workspace = "ws-a"
+[agents.matrix]
+user_id = "@a:localhost"
+password = "pw"
+[[agents]]
+id = "b"
+display_name = "B"
+command = "true"
+workspace = "ws-b"
+[agents.matrix]
+user_id = "@b:localhost"
+password_file = "b.password"
+"#
+        );
+        Config::from_toml(&text, &dir.join("sidekicks.toml")).unwrap()
+    }
+
+    #[test]
+    fn an_agent_is_kept_from_the_gateways_secrets_and_the_other_agents_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let config = config(d, "mode = \"bubblewrap\"\nbwrap = \"/bin/true\"");
+        let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
+        let sandbox = chosen.sandbox.unwrap();
+        let home = d.join("state/agent-homes/a");
+        assert_eq!(chosen.home.as_deref(), Some(home.as_path()));
+        assert!(home.is_dir(), "its home is made");
+        for hidden in [
+            d.join("state"),
+            d.join("sidekicks.toml"),
+            d.join("b.password"),
+            d.join("ws-b"),
+            PathBuf::from("/srv/secrets"),
+        ] {
+            assert!(
+                sandbox.hide.contains(&hidden),
+                "{hidden:?} in {:?}",
+                sandbox.hide
+            );
+        }
+        let gateway_home = PathBuf::from(std::env::var_os("HOME").unwrap());
+        assert!(sandbox.hide.contains(&gateway_home.join(".ssh")));
+        assert!(!sandbox.hide.contains(&d.join("ws-a")));
+        assert_eq!(sandbox.read_write, vec![d.join("ws-a"), home]);
+    }
+
+    #[test]
+    fn without_bubblewrap_auto_runs_unsandboxed_and_bubblewrap_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = "bwrap = \"/nonexistent/bwrap\"";
+        let auto = config(dir.path(), missing);
+        let chosen = isolation(&auto, &auto.agents[0], &mut Probe::default()).unwrap();
+        assert!(chosen.sandbox.is_none());
+        assert_eq!(chosen.home, None, "the gateway's home, as before");
+        assert!(
+            chosen
+                .summary
+                .starts_with("none: /nonexistent/bwrap is not installed")
+        );
+        let required = config(dir.path(), &format!("mode = \"bubblewrap\"\n{missing}"));
+        let refused = isolation(&required, &required.agents[0], &mut Probe::default());
+        assert!(refused.unwrap_err().starts_with("the sandbox is required"));
+        let off = config(dir.path(), &format!("mode = \"off\"\n{missing}"));
+        assert!(
+            isolation(&off, &off.agents[0], &mut Probe::default())
+                .unwrap()
+                .sandbox
+                .is_none()
+        );
+    }
 }

@@ -43,7 +43,11 @@ pub fn init_tracing() {
 }
 
 /// How to start `agent`'s process, in the place `isolation` gives it.
-fn process_spec(agent: &AgentConfig, timeouts: &TimeoutsConfig, isolation: Isolation) -> ProcessSpec {
+fn process_spec(
+    agent: &AgentConfig,
+    timeouts: &TimeoutsConfig,
+    isolation: Isolation,
+) -> ProcessSpec {
     ProcessSpec {
         agent_id: agent.id.clone(),
         command: agent.command.clone(),

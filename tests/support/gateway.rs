@@ -29,7 +29,7 @@ pub struct GatewayProcess {
     pub dir: TempDir,
     /// The config file.
     pub config: PathBuf,
-    /// The agents it runs (their passwords are passed in the environment).
+    /// The agents it runs (their passwords are in files beside the config).
     agents: Vec<AgentSpec>,
 }
 
@@ -57,9 +57,11 @@ impl GatewayProcess {
         agents: &[AgentSpec],
         extra_toml: &str,
     ) -> Self {
+        // Outside /tmp, which the agent sandbox replaces with an empty folder: what an agent
+        // cannot see of the state, config and password files here is hidden on purpose.
         let dir = tempfile::Builder::new()
             .prefix("sidekicks-gateway-")
-            .tempdir()
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap();
         let mut toml = format!(
             "state_dir = \"state\"\n{extra_toml}\n[matrix]\nhomeserver = \"{homeserver}\"\n[access]\nallowed_users = {allowed:?}\n"
@@ -71,8 +73,10 @@ impl GatewayProcess {
             let ws = dir.path().join(format!("workspace-{}", a.id));
             // Keep in step with [`GatewayProcess::workspace`].
             std::fs::create_dir_all(&ws).unwrap();
+            let password_file = dir.path().join(format!("{}.password", a.id));
+            std::fs::write(&password_file, &a.password).unwrap();
             toml.push_str(&format!(
-                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\nworkspace = {ws:?}\n{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_env = \"TEST_AGENT_PASSWORD_{id}\"\n",
+                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\nworkspace = {ws:?}\n{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_file = {password_file:?}\n",
                 id = a.id,
                 bin = binary(),
                 ws = ws,
@@ -102,7 +106,6 @@ impl GatewayProcess {
     }
 
     fn launch(&mut self) {
-        let agents = self.agents.clone();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -118,9 +121,6 @@ impl GatewayProcess {
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
-        for a in &agents {
-            cmd.env(format!("TEST_AGENT_PASSWORD_{}", a.id), &a.password);
-        }
         self.child = Some(cmd.spawn().expect("start sidekicks"));
     }
 

@@ -264,9 +264,7 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: NewSessionRequest, responder, cx| {
-                s1.new_session(req, responder, &cx)
-            },
+            async move |req: NewSessionRequest, responder, cx| s1.new_session(req, responder, &cx),
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
