@@ -46,10 +46,7 @@ pub fn isolation(
                 summary: "off (sandbox.mode = \"off\"): the agent can read whatever the gateway's user can".into(),
             });
         }
-        _ => match probe.result(&config.sandbox.bwrap) {
-            Ok(()) => None,
-            Err(why) => Some(why),
-        },
+        _ => probe.result(&config.sandbox.bwrap).err(),
     };
     if let Some(why) = unavailable {
         return match mode {
