@@ -141,6 +141,64 @@ async fn one_agent_process_serves_one_session_per_room() {
     assert_eq!(sessions.len(), 2, "one session per room: {sessions:?}");
 }
 
+/// Waits for the demo agent's answer in `room` that holds `%pwd`'s report; returns it.
+async fn report(env: &Env, room: &matrix_sdk::room::Room) -> String {
+    wait_until(PATIENCE, "the agent's report", || {
+        env.texts_from(room, &env.agent)
+            .into_iter()
+            .find(|t| t.contains("home:"))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_room_in_the_workspace_each_room_works_in_a_folder_of_its_own() {
+    let env = Env::start_with_agent_toml(
+        SynapseOptions::default(),
+        "",
+        "workspace = \"workspace-demo/room-{room}\"",
+    )
+    .await;
+    let first = env.room_with_agent(false).await;
+    let second = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &first,
+            "%write notes.txt from room A\n%read notes.txt\n%pwd",
+        )
+        .await;
+    let in_first = report(&env, &first).await;
+    assert!(in_first.contains("read notes.txt: 11 bytes"), "{in_first}");
+    env.alice.send(&second, "%read notes.txt\n%pwd").await;
+    let in_second = report(&env, &second).await;
+    assert!(in_second.contains("cannot read notes.txt"), "{in_second}");
+    let folder = |report: &str| {
+        let line = report.lines().find(|l| l.starts_with("folder: ")).unwrap();
+        std::path::PathBuf::from(line.trim_start_matches("folder: "))
+    };
+    let (a, b) = (folder(&in_first), folder(&in_second));
+    assert_ne!(a, b);
+    let root = env.gw.workspace("demo");
+    for f in [&a, &b] {
+        assert_eq!(
+            f.parent(),
+            Some(root.as_path()),
+            "{f:?} is a folder of {root:?}"
+        );
+        assert!(
+            f.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("room-")
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(a.join("notes.txt")).unwrap(),
+        "from room A"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_restart_the_agent_keeps_its_device_and_still_talks_in_encrypted_rooms() {
     let mut env = Env::start(SynapseOptions::default(), "").await;

@@ -88,7 +88,7 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
         none(&info.prompt_capabilities)
     )?;
     writeln!(out, "  auth methods: {}", none(&info.auth_methods))?;
-    let session = process.new_session(&agent.workspace).await;
+    let session = process.new_session(&agent.workspace_root()).await;
     let result = match session {
         Ok(mut session) => {
             writeln!(out, "  session/new: ok ({})", session.id)?;

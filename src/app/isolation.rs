@@ -74,7 +74,7 @@ pub fn isolation(
     let sandbox = Sandbox {
         program: config.sandbox.bwrap.clone(),
         hide: hidden(config, agent),
-        read_write: [agent.workspace.clone(), home.clone()]
+        read_write: [agent.workspace_root(), home.clone()]
             .into_iter()
             .chain(agent.sandbox.read_write.iter().cloned())
             .collect(),
@@ -135,7 +135,7 @@ fn hidden(config: &Config, agent: &AgentConfig) -> Vec<PathBuf> {
     for other in &config.agents {
         hide.extend(other.matrix.password_file.clone());
         if other.id != agent.id {
-            hide.push(other.workspace.clone());
+            hide.push(other.workspace_root());
         }
     }
     hide.extend(config.sandbox.hide.iter().cloned());

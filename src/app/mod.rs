@@ -21,6 +21,7 @@ use crate::core::poll::PermissionSettings;
 use crate::core::pool::{Pool, PoolSettings};
 use crate::core::view::stream::StreamSettings;
 use crate::matrix::MatrixAgent;
+use crate::model::workspace::Workspace;
 use crate::state_dir;
 use crate::store::Store;
 use isolation::{Isolation, Probe, isolation};
@@ -54,7 +55,7 @@ fn process_spec(
         args: agent.args.clone(),
         env: agent.env.clone(),
         inherit_env: agent.inherit_env.clone(),
-        cwd: agent.workspace.clone(),
+        cwd: agent.workspace_root(),
         home: isolation.home,
         sandbox: isolation.sandbox,
         dialect: agent.dialect.clone(),
@@ -187,7 +188,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             agent: process.clone(),
             chat: user.chat(),
             store: store.clone(),
-            workspace: agent.workspace.clone(),
+            workspace: Workspace::new(&agent.workspace),
             stream: stream.clone(),
             command_prefix: config.commands.prefix.clone(),
             approvers: AccessList::new(config.access.approvers()),

@@ -410,7 +410,9 @@ pub struct AgentConfig {
     /// Names of gateway environment variables passed through to the agent unchanged.
     #[serde(default)]
     pub inherit_env: Vec<String>,
-    /// The agent's working folder: the `cwd` of its process and of every ACP session.
+    /// The agent's working folder: the `cwd` of its process and of every ACP session. With
+    /// `{room}` in it, each room works in a folder of its own, made on first use (the part
+    /// before `{room}` is the process's `cwd`); `{agent}` stands for the agent's ID.
     pub workspace: PathBuf,
     /// The agent's known deviations from canonical ACP, by dialect name (`acp`, `mm`,
     /// `claude-code`, `codex`, `gemini`). Unset: recognised from the agent's ID or the name
@@ -428,6 +430,12 @@ pub struct AgentConfig {
 }
 
 impl AgentConfig {
+    /// The folder its process works in and everything its conversations' folders are in
+    /// (the whole `workspace` unless it holds `{room}`).
+    pub fn workspace_root(&self) -> PathBuf {
+        crate::model::workspace::Workspace::new(&self.workspace).root()
+    }
+
     /// Its sandbox mode: its own, else the gateway's.
     pub fn sandbox_mode(&self, gateway: &SandboxConfig) -> SandboxMode {
         self.sandbox.mode.unwrap_or(gateway.mode)
@@ -512,6 +520,11 @@ impl Config {
         fix(&mut self.state_dir);
         self.sandbox.hide.iter_mut().for_each(fix);
         for agent in &mut self.agents {
+            let named = agent
+                .workspace
+                .to_string_lossy()
+                .replace("{agent}", &agent.id);
+            agent.workspace = PathBuf::from(named);
             fix(&mut agent.workspace);
             agent.home.iter_mut().for_each(fix);
             agent.sandbox.read_only.iter_mut().for_each(fix);

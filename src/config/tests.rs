@@ -181,3 +181,61 @@ fn duplicate_agent_ids_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_workspace_per_room_is_checked_by_its_root_and_its_placeholders() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let with = |ws: &str| valid(Path::new(ws));
+    // `{agent}` is the agent's ID; the folder before `{room}` must exist, the room folders
+    // are made on first use.
+    std::fs::create_dir_all(dir.join("work/demo")).unwrap();
+    let cfg = Config::from_toml(&with("work/{agent}/{room}"), &dir.join("c.toml")).unwrap();
+    assert_eq!(cfg.agents[0].workspace, dir.join("work/demo/{room}"));
+    assert_eq!(cfg.agents[0].workspace_root(), dir.join("work/demo"));
+    let problems = |ws: &str| match Config::from_toml(&with(ws), &dir.join("c.toml")) {
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        other => panic!("{ws}: {other:?}"),
+    };
+    let missing = problems("nowhere/{room}");
+    assert!(
+        missing[0].problem.contains("is not an existing folder"),
+        "{missing:?}"
+    );
+    let typo = problems("work/{rooms}");
+    assert_eq!(typo[0].key, "agents[0].workspace");
+    assert!(
+        typo[0].problem.contains("`{rooms}` is not a placeholder"),
+        "{typo:?}"
+    );
+    let escape = problems("work/../work/{room}");
+    assert!(
+        escape[0].problem.contains("must not contain `..`"),
+        "{escape:?}"
+    );
+}
+
+#[test]
+fn the_sandbox_is_on_where_it_works_unless_the_config_says_otherwise() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let cfg = Config::from_toml(&valid(dir), &dir.join("c.toml")).unwrap();
+    assert_eq!(cfg.sandbox.mode, SandboxMode::Auto);
+    assert_eq!(cfg.agents[0].sandbox_mode(&cfg.sandbox), SandboxMode::Auto);
+    assert_eq!(cfg.source.as_deref(), Some(dir.join("c.toml").as_path()));
+    let text = valid(dir).replace(
+        "[agents.matrix]",
+        "home = \"homes/demo\"\n[agents.sandbox]\nmode = \"off\"\nread_only = [\"ro\"]\n[agents.matrix]",
+    );
+    let text = format!("{text}[sandbox]\nmode = \"bubblewrap\"\nhide = [\"secrets\"]\n");
+    let cfg = Config::from_toml(&text, &dir.join("c.toml")).unwrap();
+    assert_eq!(cfg.sandbox.mode, SandboxMode::Bubblewrap);
+    assert_eq!(cfg.sandbox.hide, vec![dir.join("secrets")]);
+    let agent = &cfg.agents[0];
+    assert_eq!(agent.sandbox_mode(&cfg.sandbox), SandboxMode::Off);
+    assert_eq!(agent.sandbox.read_only, vec![dir.join("ro")]);
+    assert_eq!(
+        agent.home.as_deref(),
+        Some(dir.join("homes/demo").as_path())
+    );
+}

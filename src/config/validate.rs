@@ -160,10 +160,23 @@ impl Config {
             if a.command.trim().is_empty() {
                 bad(k("command"), "is empty".into());
             }
-            if !a.workspace.is_dir() {
+            let root = a.workspace_root();
+            if let Some(unknown) = crate::model::workspace::unknown_placeholder(&a.workspace) {
                 bad(
                     k("workspace"),
-                    format!("{} is not an existing folder", a.workspace.display()),
+                    format!("`{unknown}` is not a placeholder (use {{room}} or {{agent}})"),
+                );
+            } else if crate::model::workspace::Workspace::new(&a.workspace).per_room()
+                && !crate::model::workspace::is_plain(&a.workspace)
+            {
+                bad(
+                    k("workspace"),
+                    format!("{} must not contain `..`", a.workspace.display()),
+                );
+            } else if !root.is_dir() {
+                bad(
+                    k("workspace"),
+                    format!("{} is not an existing folder", root.display()),
                 );
             }
             if let Some(name) = &a.dialect

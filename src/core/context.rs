@@ -1,6 +1,5 @@
 //! What every channel of one agent shares: its process, its Matrix user, its settings.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use crate::core::pool::Pool;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
+use crate::model::workspace::Workspace;
 use crate::store::Store;
 
 /// Everything a channel needs that is the same for all rooms of one agent.
@@ -30,8 +30,8 @@ pub struct AgentContext {
     pub chat: Arc<dyn ChatPort>,
     /// The database.
     pub store: Store,
-    /// The `cwd` of every session.
-    pub workspace: PathBuf,
+    /// Where each room's conversation works: the `cwd` of its sessions.
+    pub workspace: Workspace,
     /// How replies stream.
     pub stream: StreamSettings,
     /// The chat command prefix, for help texts.

@@ -163,6 +163,11 @@ pub fn session_failed(agent: &str, error: &str) -> String {
     format!("⚠️ {agent} could not start a conversation here: {error}")
 }
 
+/// Why a conversation could not start: its folder could not be made.
+pub fn workspace_unusable(folder: &str, error: &str) -> String {
+    format!("its folder {folder} cannot be made ({error})")
+}
+
 /// Said to someone who may prompt but is not an admin, when they try to change a mode,
 /// model or option.
 pub fn only_admins_change_settings(sender: &str) -> String {

@@ -18,7 +18,8 @@ pub struct AgentSpec {
     pub password: String,
     /// Arguments for the demo agent after `demo-agent` (run in its workspace).
     pub demo_args: Vec<String>,
-    /// Extra lines for the agent's `[[agents]]` table (e.g. `dialect = "mm"`).
+    /// Extra lines for the agent's `[[agents]]` table (e.g. `dialect = "mm"`); a
+    /// `workspace = …` line replaces the default workspace.
     pub agent_toml: String,
 }
 
@@ -76,10 +77,15 @@ impl GatewayProcess {
             let password_file = dir.path().join(format!("{}.password", a.id));
             std::fs::write(&password_file, &a.password).unwrap();
             toml.push_str(&format!(
-                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\nworkspace = {ws:?}\n{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_file = {password_file:?}\n",
+                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\n{workspace}{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_file = {password_file:?}\n",
                 id = a.id,
                 bin = binary(),
-                ws = ws,
+                // A `workspace` line of the agent's own replaces the default one.
+                workspace = if a.agent_toml.lines().any(|l| l.starts_with("workspace =")) {
+                    String::new()
+                } else {
+                    format!("workspace = {ws:?}\n")
+                },
                 user = a.user_id,
                 extra = a.agent_toml,
                 args = std::iter::once("demo-agent".to_owned())

@@ -28,12 +28,18 @@ impl Channel {
             return Ok(());
         }
         let ctx = self.ctx.clone();
+        let folder = ctx.workspace.prepare(&self.key.room).map_err(|e| {
+            AgentError::Failed(strings::workspace_unusable(
+                &ctx.workspace.for_room(&self.key.room).display().to_string(),
+                &e.to_string(),
+            ))
+        })?;
         // Started first if it is not running: whether it can reopen sessions is known then.
         ctx.agent.ensure_running().await?;
         if let Some(how) = ctx.agent.reopen_support()
             && let Some(earlier) = self.saved_session().await
         {
-            match ctx.agent.reopen_session(&earlier, &ctx.workspace).await {
+            match ctx.agent.reopen_session(&earlier, &folder).await {
                 Ok(session) => {
                     tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %session.id, how = how.continuity(), "session got back");
                     ctx.store
@@ -54,7 +60,7 @@ impl Channel {
                 }
             }
         }
-        let new = ctx.agent.new_session(&ctx.workspace).await?;
+        let new = ctx.agent.new_session(&folder).await?;
         ctx.store
             .save_session(&self.key, &new.id)
             .await

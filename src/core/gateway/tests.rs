@@ -21,7 +21,6 @@ use crate::model::Verbosity;
 use crate::render::strings;
 use crate::store::{PendingInput, PendingKind, Store, now_ms};
 use crate::store::{Role, TranscriptLine};
-use std::path::PathBuf;
 
 async fn gateway() -> (Arc<Gateway>, Arc<FakeAgent>, Arc<FakeChat>) {
     let (gw, agent, chat, _) = gateway_with(false).await;
@@ -90,7 +89,7 @@ async fn gateway_of(
                 agent: agent.clone(),
                 chat: chat.clone(),
                 store: store.clone(),
-                workspace: PathBuf::from("/tmp"),
+                workspace: crate::model::workspace::Workspace::new("/tmp"),
                 stream: StreamSettings {
                     interval: Duration::from_millis(100),
                     max_edits: 10,

@@ -8,7 +8,6 @@ mod settings;
 use super::*;
 use crate::core::fakes::ask_code_and_model;
 use crate::model::ids::ConversationKey;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,7 +94,7 @@ fn context(
         agent,
         chat,
         store: store.clone(),
-        workspace: PathBuf::from("/tmp"),
+        workspace: crate::model::workspace::Workspace::new("/tmp"),
         stream: StreamSettings {
             interval: Duration::from_millis(50),
             max_edits: 100,
