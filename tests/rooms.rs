@@ -83,6 +83,55 @@ async fn an_allowed_invite_is_accepted_and_a_stranger_is_declined_and_ignored() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_user_is_refused_though_a_pattern_allows_everyone_on_the_server() {
+    let hs = support::Synapse::start(SynapseOptions::default()).await;
+    let agent = hs.register("demo", "demo-password").await;
+    let bob_id = hs.register("bob", "pw-bob").await;
+    let bot_id = hs.register("buildbot", "pw-bot").await;
+    let _gw = support::GatewayProcess::start(
+        &hs.url,
+        &["@*:localhost"],
+        &[support::AgentSpec {
+            id: "demo".into(),
+            user_id: agent.clone(),
+            password: "demo-password".into(),
+            demo_args: vec![],
+            agent_toml: String::new(),
+        }],
+        "access.deny = [\"@*bot:localhost\"]",
+    );
+    let bob = Person::login(&hs.url, &bob_id, "pw-bob").await;
+    let bot = Person::login(&hs.url, &bot_id, "pw-bot").await;
+    // The bot matches the pattern, and the deny list: its invite is declined.
+    let bots = bot.create_room(false).await;
+    bot.invite(&bots, &agent).await;
+    bot.wait_membership(&bots, &agent, RoomMemberships::LEAVE)
+        .await;
+    // Bob matches the pattern only: the agent joins his room and answers him, not the bot.
+    let room = bob.create_room(false).await;
+    bob.invite(&room, &agent).await;
+    bob.wait_membership(&room, &agent, RoomMemberships::JOIN)
+        .await;
+    bob.invite(&room, &bot_id).await;
+    let in_room = bot.join(room.room_id().as_str()).await;
+    bot.send(&in_room, "%say answer to the bot").await;
+    bob.send(&room, "%say answer to bob").await;
+    wait_until(PATIENCE, "the answer to Bob", || {
+        bob.messages_from(&room, &agent)
+            .into_iter()
+            .find(|m| m.body == "answer to bob")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let bodies: Vec<String> = bob
+        .messages_from(&room, &agent)
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(bodies, vec!["answer to bob"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_encrypted_room_gets_encrypted_streamed_replies() {
     let env = Env::start(
         SynapseOptions::default(),

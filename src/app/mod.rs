@@ -191,8 +191,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             workspace: Workspace::new(&agent.workspace),
             stream: stream.clone(),
             command_prefix: config.commands.prefix.clone(),
-            approvers: AccessList::new(config.access.approvers()),
-            allowed: AccessList::new(&config.access.allowed_users),
+            approvers: AccessList::new(config.access.approvers()).denying(&config.access.deny),
+            allowed: AccessList::new(&config.access.allowed_users).denying(&config.access.deny),
             agent_users: config
                 .agents
                 .iter()
@@ -216,9 +216,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let gateway = Arc::new(Gateway::new(
         contexts,
         AccessRules {
-            allowed: AccessList::new(&config.access.allowed_users),
-            approvers: AccessList::new(config.access.approvers()),
-            admins: AccessList::new(config.access.admins()),
+            allowed: AccessList::new(&config.access.allowed_users).denying(&config.access.deny),
+            approvers: AccessList::new(config.access.approvers()).denying(&config.access.deny),
+            admins: AccessList::new(config.access.admins()).denying(&config.access.deny),
         },
         store.clone(),
         pool.clone(),

@@ -30,10 +30,10 @@ impl AccessConfig {
         ];
         for (key, patterns) in lists {
             for pattern in patterns.into_iter().flatten() {
-                if let Some(lookalike) = admits_lookalike(pattern) {
+                if let Some(lookalike) = admits_lookalike(pattern, &self.deny) {
                     warnings.push(format!(
                         "{key}: `{pattern}` also admits {lookalike}; list people by exact ID \
-                         where you can"
+                         where you can, or refuse such users with access.deny"
                     ));
                 }
             }
@@ -65,9 +65,9 @@ impl AccessConfig {
     }
 }
 
-/// What kind of unexpected user `pattern` admits, if any: it is tried on bridge, guest and
-/// bot user IDs of the server it names.
-fn admits_lookalike(pattern: &str) -> Option<&'static str> {
+/// What kind of unexpected user `pattern` admits, if any, that `deny` does not refuse: it is
+/// tried on bridge, guest and bot user IDs of the server it names.
+fn admits_lookalike(pattern: &str, deny: &[String]) -> Option<&'static str> {
     if !pattern.contains(['*', '?']) {
         return None;
     }
@@ -76,9 +76,13 @@ fn admits_lookalike(pattern: &str) -> Option<&'static str> {
         .map_or("example.org", |(_, s)| s)
         .replace(['*', '?'], "x");
     let matcher = WildMatch::new(pattern);
+    let denied: Vec<WildMatch> = deny.iter().map(|p| WildMatch::new(p)).collect();
     LOOKALIKES
         .iter()
-        .find(|(localpart, _)| matcher.matches(&format!("@{localpart}:{server}")))
+        .find(|(localpart, _)| {
+            let user = format!("@{localpart}:{server}");
+            matcher.matches(&user) && !denied.iter().any(|d| d.matches(&user))
+        })
         .map(|(_, what)| *what)
 }
 
@@ -96,6 +100,7 @@ mod tests {
             allowed_users: owned(allowed),
             approvers: approvers.map(owned),
             admins: admins.map(owned),
+            deny: Vec::new(),
         }
     }
 
@@ -149,7 +154,39 @@ mod tests {
             ("@alice:team.org", None),
         ];
         for (pattern, expected) in table {
-            assert_eq!(admits_lookalike(pattern), expected, "{pattern}");
+            assert_eq!(admits_lookalike(pattern, &[]), expected, "{pattern}");
         }
+    }
+
+    #[test]
+    fn lookalikes_the_config_denies_raise_no_warning() {
+        let mut broad = access(&["@*:team.org"], Some(&["@alice:team.org"]), None);
+        broad.deny = vec!["@telegram_*:team.org".into()];
+        let warnings = broad.warnings();
+        assert!(
+            warnings[0].contains("also admits a Discord user bridged in"),
+            "the next kind is named: {warnings:?}"
+        );
+        // Guests have numeric localparts; `@1*` stands in for the ten patterns that deny them.
+        broad.deny = [
+            "@telegram_*",
+            "@_discord_*",
+            "@*bot",
+            "@irc_*",
+            "@whatsapp_*",
+            "@signal_*",
+            "@slack_*",
+            "@1*",
+        ]
+        .iter()
+        .map(|p| format!("{p}:team.org"))
+        .collect();
+        let warnings = broad.warnings();
+        assert!(
+            !warnings
+                .iter()
+                .any(|w| w.starts_with("access.allowed_users")),
+            "{warnings:?}"
+        );
     }
 }

@@ -176,6 +176,10 @@ pub struct AccessConfig {
     /// mode can turn permission prompts off. Defaults to the approvers.
     #[serde(default)]
     pub admins: Option<Vec<String>>,
+    /// Users refused every role whatever the lists above say, as IDs or patterns: the
+    /// bridge puppets, guests and bots a broad pattern would let in.
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 impl AccessConfig {

@@ -32,6 +32,7 @@ impl Config {
         let optional = [
             ("approvers", &self.access.approvers),
             ("admins", &self.access.admins),
+            ("deny", &Some(self.access.deny.clone())),
         ];
         for (list, patterns) in optional {
             for (i, pattern) in patterns.iter().flatten().enumerate() {

@@ -1,4 +1,5 @@
-//! The allow-list: which Matrix users may invite agents and prompt them.
+//! The allow-lists: which Matrix users may invite agents and prompt them, answer polls, or
+//! change settings, each less the users the config denies.
 
 use wildmatch::WildMatch;
 
@@ -7,6 +8,9 @@ use wildmatch::WildMatch;
 pub struct AccessList {
     /// Compiled patterns; an exact ID is a pattern without wildcards.
     patterns: Vec<WildMatch>,
+    /// Users refused whatever the patterns say (`access.deny`): the bridge puppets and bots
+    /// a broad pattern would let in.
+    deny: Vec<WildMatch>,
 }
 
 impl AccessList {
@@ -17,12 +21,20 @@ impl AccessList {
                 .iter()
                 .map(|p| WildMatch::new(p.as_ref()))
                 .collect(),
+            deny: Vec::new(),
         }
     }
 
-    /// Whether `user_id` may invite and prompt agents.
+    /// The same list, refusing every user `deny` matches.
+    pub fn denying<S: AsRef<str>>(mut self, deny: &[S]) -> Self {
+        self.deny = deny.iter().map(|p| WildMatch::new(p.as_ref())).collect();
+        self
+    }
+
+    /// Whether the list admits `user_id`.
     pub fn allows(&self, user_id: &str) -> bool {
         self.patterns.iter().any(|p| p.matches(user_id))
+            && !self.deny.iter().any(|p| p.matches(user_id))
     }
 }
 
@@ -42,6 +54,25 @@ mod tests {
             ("@bob:evilteam.org", false),
             ("@bot1:x.org", true),
             ("@bot12:x.org", false),
+        ];
+        for (user, expected) in table {
+            assert_eq!(list.allows(user), expected, "{user}");
+        }
+    }
+
+    #[test]
+    fn denied_users_are_refused_whatever_the_patterns_say() {
+        let list = AccessList::new(&["@*:team.org", "@alice:team.org"]).denying(&[
+            "@telegram_*:team.org",
+            "@*bot:team.org",
+            "@alice:team.org",
+        ]);
+        let table = [
+            ("@bob:team.org", true),
+            ("@telegram_12345:team.org", false),
+            ("@buildbot:team.org", false),
+            ("@alice:team.org", false),
+            ("@bottle:team.org", true),
         ];
         for (user, expected) in table {
             assert_eq!(list.allows(user), expected, "{user}");

@@ -40,7 +40,9 @@ pub fn binary() -> PathBuf {
 }
 
 impl GatewayProcess {
-    /// Writes a config for `agents` (allowing `allowed`) and starts the gateway.
+    /// Writes a config for `agents` (allowing `allowed`) and starts the gateway. `extra_toml`
+    /// goes at the top of the config, but for its lines starting with `access.`, which go
+    /// into the `[access]` table.
     pub fn start(
         homeserver: &str,
         allowed: &[&str],
@@ -64,8 +66,18 @@ impl GatewayProcess {
             .prefix("sidekicks-gateway-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap();
+        // Lines of `extra_toml` that start with `access.` belong in the `[access]` table.
+        let (access, top): (Vec<&str>, Vec<&str>) =
+            extra_toml.lines().partition(|l| l.starts_with("access."));
+        let (top, access) = (
+            top.join("\n"),
+            access
+                .iter()
+                .map(|l| format!("{}\n", l.trim_start_matches("access.")))
+                .collect::<String>(),
+        );
         let mut toml = format!(
-            "state_dir = \"state\"\n{extra_toml}\n[matrix]\nhomeserver = \"{homeserver}\"\n[access]\nallowed_users = {allowed:?}\n"
+            "state_dir = \"state\"\n{top}\n[matrix]\nhomeserver = \"{homeserver}\"\n[access]\nallowed_users = {allowed:?}\n{access}"
         );
         if let Some(approvers) = approvers {
             toml.push_str(&format!("approvers = {approvers:?}\n"));
