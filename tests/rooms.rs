@@ -140,7 +140,9 @@ async fn an_encrypted_room_gets_encrypted_streamed_replies() {
     .await;
     let room = env.room_with_agent(true).await;
     let text = "Secret answer, streamed in pieces. ".repeat(20);
-    let prompt = format!("%stream 30 25\n{text}");
+    // Slow enough (about 3 s) that the reply is edited several times even when the first
+    // encrypted post waits for keys to be shared on a loaded machine.
+    let prompt = format!("%stream 100 25\n{text}");
     env.alice.send(&room, &prompt).await;
     let reply = wait_until(PATIENCE, "the encrypted reply to be complete", || {
         env.alice
