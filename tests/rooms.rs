@@ -357,3 +357,41 @@ async fn a_message_agents_cannot_read_gets_a_clear_answer() {
     env.prompt_and_wait(&room, "%say text is fine", "text is fine")
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_cross_signing_required_a_message_from_an_unsigned_device_is_refused_and_said() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "matrix.require_cross_signed = true",
+    )
+    .await;
+    let room = env.room_with_agent(true).await;
+    // Alice's first session is cross-signed: she is answered.
+    env.prompt_and_wait(&room, "%say from a signed device", "from a signed device")
+        .await;
+    // A second session of hers that she never verified: not acted on, and told why.
+    let alice_id = env.alice.user_id.clone();
+    let unsigned = Person::login_unsigned(&env.hs.url, &alice_id, "alice-password").await;
+    let hers = wait_until(PATIENCE, "the room in the second session", || {
+        unsigned.client.get_room(room.room_id())
+    })
+    .await;
+    unsigned.send(&hers, "%say from an unsigned device").await;
+    let notice = env
+        .notice_from(&room, &env.agent, "I did not act on this message")
+        .await;
+    assert!(notice.contains(&alice_id), "{notice}");
+    assert!(notice.contains("cross-signed devices"), "{notice}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !env.texts_from(&room, &env.agent)
+            .iter()
+            .any(|t| t.contains("from an unsigned device")),
+        "the unproven message was not a prompt"
+    );
+    assert!(
+        env.gw
+            .log()
+            .contains("refusing an event whose sender is not proven")
+    );
+}

@@ -129,6 +129,7 @@ const HOME_SECRETS: &[&str] = &[
 fn hidden(config: &Config, agent: &AgentConfig) -> Vec<PathBuf> {
     let mut hide = vec![config.state_dir.clone()];
     hide.extend(config.source.clone());
+    hide.extend(config.matrix.store_passphrase_file.clone());
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
         hide.extend(HOME_SECRETS.iter().map(|p| home.join(p)));
     }

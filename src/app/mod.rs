@@ -20,7 +20,7 @@ use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
 use crate::core::poll::PermissionSettings;
 use crate::core::pool::{Pool, PoolSettings};
 use crate::core::view::stream::StreamSettings;
-use crate::matrix::MatrixAgent;
+use crate::matrix::{MatrixAgent, MatrixSecurity};
 use crate::model::workspace::Workspace;
 use crate::state_dir;
 use crate::store::Store;
@@ -119,11 +119,23 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let mut started = Vec::new();
     let mut problems = Vec::new();
     let mut probe = Probe::default();
+    let security = MatrixSecurity {
+        store_passphrase: config
+            .matrix
+            .store_passphrase()
+            .map_err(|e| anyhow::anyhow!("matrix.store_passphrase: {e}"))?,
+        require_cross_signed: config.matrix.require_cross_signed,
+    };
     // One agent that cannot start (bad password, broken command) does not stop the others.
     // Agents beyond the pool's limit start at their first prompt.
     for agent in &config.agents {
-        let user = match MatrixAgent::connect(&config.matrix.homeserver, &config.state_dir, agent)
-            .await
+        let user = match MatrixAgent::connect(
+            &config.matrix.homeserver,
+            &config.state_dir,
+            agent,
+            &security,
+        )
+        .await
         {
             Ok(user) => user,
             Err(e) => {

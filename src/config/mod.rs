@@ -160,6 +160,38 @@ pub struct AgentSandboxConfig {
 pub struct MatrixConfig {
     /// Base URL of the homeserver's client API, e.g. `https://matrix.example.org`.
     pub homeserver: String,
+    /// Refuse encrypted messages and reactions from devices their owner has not
+    /// cross-signed (besides those always refused: keys of another user, an identity that
+    /// changed since it was verified).
+    #[serde(default)]
+    pub require_cross_signed: bool,
+    /// Name of an environment variable holding the passphrase that encrypts the agents'
+    /// Matrix stores (their end-to-end keys) at rest.
+    #[serde(default)]
+    pub store_passphrase_env: Option<String>,
+    /// A file whose content (trimmed) is that passphrase.
+    #[serde(default)]
+    pub store_passphrase_file: Option<PathBuf>,
+}
+
+impl MatrixConfig {
+    /// The passphrase for the agents' Matrix stores, if one is configured.
+    pub fn store_passphrase(&self) -> Result<Option<Secret>, String> {
+        if let Some(var) = &self.store_passphrase_env {
+            return match std::env::var(var) {
+                Ok(value) if !value.is_empty() => Ok(Some(Secret::new(value))),
+                _ => Err(format!("environment variable {var} is not set")),
+            };
+        }
+        if let Some(file) = &self.store_passphrase_file {
+            return match std::fs::read_to_string(file) {
+                Ok(text) if !text.trim().is_empty() => Ok(Some(Secret::new(text.trim()))),
+                Ok(_) => Err(format!("{} is empty", file.display())),
+                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+            };
+        }
+        Ok(None)
+    }
 }
 
 /// The allow-list.
@@ -522,6 +554,7 @@ impl Config {
             }
         };
         fix(&mut self.state_dir);
+        self.matrix.store_passphrase_file.iter_mut().for_each(fix);
         self.sandbox.hide.iter_mut().for_each(fix);
         for agent in &mut self.agents {
             let named = agent

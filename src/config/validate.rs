@@ -15,6 +15,15 @@ impl Config {
                 format!("`{hs}` is not an http:// or https:// URL"),
             );
         }
+        if self.matrix.store_passphrase_env.is_some() && self.matrix.store_passphrase_file.is_some()
+        {
+            bad(
+                "matrix".into(),
+                "give at most one of store_passphrase_env, store_passphrase_file".into(),
+            );
+        } else if let Err(e) = self.matrix.store_passphrase() {
+            bad("matrix.store_passphrase".into(), e);
+        }
         if self.access.allowed_users.is_empty() {
             bad(
                 "access.allowed_users".into(),

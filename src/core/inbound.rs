@@ -73,6 +73,10 @@ pub enum Unreadable {
     /// Its content could not be read at all (media without a source, a broken relation, a
     /// custom type without a body): why, in short.
     Malformed(String),
+    /// It is encrypted with keys that do not prove it comes from its sender (another
+    /// user's device, an identity changed since it was verified, or a device not
+    /// cross-signed where that is required): why, in words for people.
+    Unproven(String),
 }
 
 /// Everything the chat side hands to the core.

@@ -11,6 +11,7 @@ use matrix_sdk::config::RequestConfig;
 use matrix_sdk::encryption::EncryptionSettings;
 
 use super::outbound::MatrixChat;
+use super::sender_proof::SenderTrust;
 use crate::config::AgentConfig;
 use crate::core::chat::ChatPort;
 use crate::model::Secret;
@@ -68,6 +69,17 @@ pub struct MatrixAgent {
     pub(super) user_id: String,
     /// Where the session is saved (named in errors).
     pub(super) session_file: PathBuf,
+    /// How much proof of their sender encrypted events need.
+    pub(super) trust: SenderTrust,
+}
+
+/// What every agent's Matrix user shares: how it protects its keys and whom it believes.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixSecurity {
+    /// Encrypts the store (end-to-end keys) at rest; `None`: not encrypted.
+    pub store_passphrase: Option<Secret>,
+    /// Refuse encrypted events from devices their owner has not cross-signed.
+    pub require_cross_signed: bool,
 }
 
 impl MatrixAgent {
@@ -78,6 +90,7 @@ impl MatrixAgent {
         homeserver: &str,
         state_dir: &Path,
         agent: &AgentConfig,
+        security: &MatrixSecurity,
     ) -> Result<Self, MatrixError> {
         let dir = state_dir.join("matrix").join(&agent.id);
         let state_err = |path: &Path, message: String| MatrixError::State {
@@ -93,9 +106,11 @@ impl MatrixAgent {
             message: e.to_string(),
         };
 
+        let store = dir.join("store");
+        let passphrase = security.store_passphrase.as_ref().map(Secret::expose);
         let client = Client::builder()
             .homeserver_url(homeserver)
-            .sqlite_store(dir.join("store"), None)
+            .sqlite_store(&store, passphrase)
             .request_config(
                 RequestConfig::new()
                     .retry_limit(3)
@@ -110,7 +125,18 @@ impl MatrixAgent {
             })
             .build()
             .await
-            .map_err(|e| client_err(&e))?;
+            .map_err(|e| match passphrase {
+                // A store made without the passphrase (or with another) cannot be opened.
+                Some(_) => state_err(
+                    &store,
+                    format!(
+                        "cannot open the store with the configured passphrase ({e}); a store \
+                         made without it, or with another, must be moved away (the agent \
+                         then logs in again as a new device)"
+                    ),
+                ),
+                None => client_err(&e),
+            })?;
 
         if session_file.exists() {
             let text = std::fs::read_to_string(&session_file)
@@ -145,6 +171,9 @@ impl MatrixAgent {
             agent_id: agent.id.clone(),
             user_id: user,
             session_file,
+            trust: SenderTrust {
+                require_cross_signed: security.require_cross_signed,
+            },
         };
         me.set_display_name(&agent.display_name).await;
         Ok(me)

@@ -21,6 +21,7 @@ use matrix_sdk::ruma::serde::Raw;
 use serde_json::Value;
 
 use super::mentions::mentioned_users;
+use super::sender_proof::{SenderTrust, unproven};
 use crate::core::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
 use crate::model::ids::{EventId, UserId};
 
@@ -41,14 +42,45 @@ pub(super) fn stamp(event: &TimelineEvent) -> Option<(String, i64)> {
 
 /// What `event` of `room_id`, seen by `agent_id`'s user, means to the core, if anything.
 /// A message replying to another carries `reply_to`; its `reply_to_sender` is left for
-/// the caller to find.
-pub(super) fn to_inbound(agent_id: &str, room_id: &str, event: &TimelineEvent) -> Option<Inbound> {
+/// the caller to find. An encrypted event whose keys do not prove its sender (`trust`) is
+/// refused: a message becomes unreadable, saying why; a reaction is dropped.
+pub(super) fn to_inbound(
+    agent_id: &str,
+    room_id: &str,
+    event: &TimelineEvent,
+    trust: SenderTrust,
+) -> Option<Inbound> {
     let raw = event.raw();
     if event.kind.is_utd() {
         let message = lenient_message(agent_id, room_id, raw)?;
         return Some(Inbound::Unreadable(message, Unreadable::Undecryptable));
     }
-    match raw.deserialize() {
+    let parsed = raw.deserialize();
+    if let Ok(parsed) = &parsed
+        && let Some(info) = event.encryption_info()
+        && let Some(why) = unproven(info, parsed.sender().as_str(), trust)
+    {
+        tracing::warn!(agent = agent_id, room = room_id, event = %parsed.event_id(), claimed_sender = %parsed.sender(), keys_of = %info.sender, device = ?info.sender_device, reason = %why, "refusing an event whose sender is not proven");
+        return match parsed {
+            AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::RoomMessage(
+                SyncMessageLikeEvent::Original(ev),
+            )) => {
+                let inbound = room_message(agent_id, room_id, &ev)?;
+                let (Inbound::Message(message) | Inbound::Unreadable(message, _)) = inbound else {
+                    return None;
+                };
+                Some(Inbound::Unreadable(
+                    IncomingMessage {
+                        body: String::new(),
+                        ..message
+                    },
+                    Unreadable::Unproven(why),
+                ))
+            }
+            _ => None,
+        };
+    }
+    match parsed {
         Ok(AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::RoomMessage(
             SyncMessageLikeEvent::Original(ev),
         ))) => room_message(agent_id, room_id, &ev),
@@ -224,6 +256,7 @@ mod tests {
             "demo",
             "!r",
             &TimelineEvent::from_plaintext(raw(content, "m.room.message")),
+            SenderTrust::default(),
         )
     }
 
@@ -368,7 +401,7 @@ mod tests {
                 },
             },
         );
-        let (m, why) = unreadable(to_inbound("demo", "!r", &utd));
+        let (m, why) = unreadable(to_inbound("demo", "!r", &utd, SenderTrust::default()));
         assert_eq!(why, Unreadable::Undecryptable);
         assert_eq!(m.sender, "@alice:x");
     }
@@ -379,7 +412,7 @@ mod tests {
             serde_json::json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": "$poll", "key": "✅"}}),
             "m.reaction",
         ));
-        match to_inbound("demo", "!r", &event) {
+        match to_inbound("demo", "!r", &event, SenderTrust::default()) {
             Some(Inbound::Reaction(r)) => {
                 assert_eq!(
                     (r.target_event_id.as_str(), r.key.as_str()),
@@ -401,10 +434,10 @@ mod tests {
             )
             .unwrap(),
         );
-        assert!(to_inbound("demo", "!r", &state).is_none());
+        assert!(to_inbound("demo", "!r", &state, SenderTrust::default()).is_none());
         assert_eq!(stamp(&state), Some(("$t".into(), 1)));
         let garbage =
             TimelineEvent::from_plaintext(raw(serde_json::json!("not an object"), "m.sticker"));
-        assert!(to_inbound("demo", "!r", &garbage).is_none());
+        assert!(to_inbound("demo", "!r", &garbage, SenderTrust::default()).is_none());
     }
 }

@@ -8,7 +8,8 @@ mod errors;
 mod inbound;
 mod mentions;
 mod outbound;
+mod sender_proof;
 mod sync;
 mod timeline;
 
-pub use client::{MatrixAgent, MatrixError};
+pub use client::{MatrixAgent, MatrixError, MatrixSecurity};

@@ -146,7 +146,7 @@ impl MatrixAgent {
         room: &Room,
         event: &TimelineEvent,
     ) -> Option<Inbound> {
-        let mut inbound = to_inbound(&self.agent_id, room.room_id().as_str(), event)?;
+        let mut inbound = to_inbound(&self.agent_id, room.room_id().as_str(), event, self.trust)?;
         if let Inbound::Message(message) | Inbound::Unreadable(message, _) = &mut inbound
             && let Some(target) = reply_to_look_up(message, |s| gateway.listens_to(s))
         {

@@ -163,6 +163,14 @@ pub fn session_failed(agent: &str, error: &str) -> String {
     format!("⚠️ {agent} could not start a conversation here: {error}")
 }
 
+/// Said when a message's encryption does not prove who sent it: it is not answered.
+pub fn unproven_sender(claimed: &str, why: &str) -> String {
+    format!(
+        "🔒 I did not act on this message, which says it comes from {claimed}: {why}. If it \
+         is yours, write again from a verified session."
+    )
+}
+
 /// Why a conversation could not start: its folder could not be made.
 pub fn workspace_unusable(folder: &str, error: &str) -> String {
     format!("its folder {folder} cannot be made ({error})")

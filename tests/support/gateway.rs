@@ -41,8 +41,8 @@ pub fn binary() -> PathBuf {
 
 impl GatewayProcess {
     /// Writes a config for `agents` (allowing `allowed`) and starts the gateway. `extra_toml`
-    /// goes at the top of the config, but for its lines starting with `access.`, which go
-    /// into the `[access]` table.
+    /// goes at the top of the config, but for its lines starting with `access.` or `matrix.`,
+    /// which go into that table.
     pub fn start(
         homeserver: &str,
         allowed: &[&str],
@@ -66,18 +66,22 @@ impl GatewayProcess {
             .prefix("sidekicks-gateway-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap();
-        // Lines of `extra_toml` that start with `access.` belong in the `[access]` table.
-        let (access, top): (Vec<&str>, Vec<&str>) =
-            extra_toml.lines().partition(|l| l.starts_with("access."));
-        let (top, access) = (
-            top.join("\n"),
-            access
-                .iter()
-                .map(|l| format!("{}\n", l.trim_start_matches("access.")))
-                .collect::<String>(),
-        );
+        // Lines of `extra_toml` that start with `access.` or `matrix.` belong in that table.
+        let table = |prefix: &str| -> String {
+            extra_toml
+                .lines()
+                .filter_map(|l| l.strip_prefix(prefix))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        let (access, matrix) = (table("access."), table("matrix."));
+        let top: Vec<&str> = extra_toml
+            .lines()
+            .filter(|l| !l.starts_with("access.") && !l.starts_with("matrix."))
+            .collect();
+        let top = top.join("\n");
         let mut toml = format!(
-            "state_dir = \"state\"\n{top}\n[matrix]\nhomeserver = \"{homeserver}\"\n[access]\nallowed_users = {allowed:?}\n{access}"
+            "state_dir = \"state\"\n{top}\n[matrix]\nhomeserver = \"{homeserver}\"\n{matrix}[access]\nallowed_users = {allowed:?}\n{access}"
         );
         if let Some(approvers) = approvers {
             toml.push_str(&format!("approvers = {approvers:?}\n"));

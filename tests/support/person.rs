@@ -104,6 +104,29 @@ impl Person {
         password: &str,
         strategy: CollectStrategy,
     ) -> Self {
+        Self::login_with(homeserver, user_id, password, strategy, true).await
+    }
+
+    /// Like [`Person::login`], on a device its owner does not sign (cross-sign): a second
+    /// session of someone who never verified it.
+    pub async fn login_unsigned(homeserver: &str, user_id: &str, password: &str) -> Self {
+        Self::login_with(
+            homeserver,
+            user_id,
+            password,
+            CollectStrategy::AllDevices,
+            false,
+        )
+        .await
+    }
+
+    async fn login_with(
+        homeserver: &str,
+        user_id: &str,
+        password: &str,
+        strategy: CollectStrategy,
+        cross_signing: bool,
+    ) -> Self {
         let store = tempfile::Builder::new()
             .prefix("sidekicks-person-")
             .tempdir()
@@ -112,7 +135,7 @@ impl Person {
             .homeserver_url(homeserver)
             .with_room_key_recipient_strategy(strategy)
             .with_encryption_settings(EncryptionSettings {
-                auto_enable_cross_signing: true,
+                auto_enable_cross_signing: cross_signing,
                 ..Default::default()
             })
             .sqlite_store(store.path(), None)

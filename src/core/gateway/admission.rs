@@ -114,6 +114,7 @@ impl Gateway {
             Unreadable::Undecryptable => strings::undecryptable(&message.sender),
             Unreadable::Unsupported(kind) => strings::unsupported_message(kind),
             Unreadable::Malformed(what) => strings::unreadable_message(what),
+            Unreadable::Unproven(why) => strings::unproven_sender(&message.sender, why),
         };
         let notice = OutMessage::notice(text).replying_to(message.event_id.as_str());
         RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
