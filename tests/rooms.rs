@@ -395,3 +395,34 @@ async fn with_cross_signing_required_a_message_from_an_unsigned_device_is_refuse
             .contains("refusing an event whose sender is not proven")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_matrix_store_opens_only_with_its_passphrase() {
+    let secrets = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let passphrase = secrets.path().join("store.passphrase");
+    std::fs::write(&passphrase, "the first passphrase\n").unwrap();
+    let mut env = Env::start(
+        SynapseOptions::default(),
+        &format!("matrix.store_passphrase_file = {passphrase:?}"),
+    )
+    .await;
+    let room = env.room_with_agent(true).await;
+    env.prompt_and_wait(&room, "%say keys at rest", "keys at rest")
+        .await;
+    env.gw.stop();
+    // Another passphrase cannot open the store the first one encrypted: the agent's Matrix
+    // user says so instead of starting over as a new device.
+    std::fs::write(&passphrase, "another passphrase").unwrap();
+    env.gw.start_again();
+    wait_until(
+        PATIENCE,
+        "the log to say why the store did not open",
+        || {
+            env.gw
+                .log()
+                .contains("cannot open the store with the configured passphrase")
+                .then_some(())
+        },
+    )
+    .await;
+}
