@@ -239,3 +239,36 @@ fn the_sandbox_is_on_where_it_works_unless_the_config_says_otherwise() {
         Some(dir.join("homes/demo").as_path())
     );
 }
+
+#[test]
+fn the_store_passphrase_comes_from_one_place_that_holds_one() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let with = |lines: &str| {
+        valid(dir).replace(
+            "homeserver = \"http://127.0.0.1:8008\"",
+            &format!("homeserver = \"http://127.0.0.1:8008\"\n{lines}"),
+        )
+    };
+    let problems = |text: String| match Config::from_toml(&text, &dir.join("c.toml")) {
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        other => panic!("{other:?}"),
+    };
+    std::fs::write(dir.join("pass"), "  correct horse  \n").unwrap();
+    let cfg = Config::from_toml(&with("store_passphrase_file = \"pass\""), &dir.join("c.toml"))
+        .unwrap();
+    assert_eq!(
+        cfg.matrix.store_passphrase().unwrap().unwrap().expose(),
+        "correct horse"
+    );
+    assert!(!cfg.matrix.require_cross_signed, "off unless asked");
+    let both = problems(with(
+        "store_passphrase_file = \"pass\"\nstore_passphrase_env = \"SIDEKICKS_NO_SUCH_VAR\"",
+    ));
+    assert!(both[0].problem.contains("at most one"), "{both:?}");
+    let unset = problems(with("store_passphrase_env = \"SIDEKICKS_NO_SUCH_VAR\""));
+    assert_eq!(unset[0].key, "matrix.store_passphrase");
+    std::fs::write(dir.join("empty"), "\n").unwrap();
+    let empty = problems(with("store_passphrase_file = \"empty\""));
+    assert!(empty[0].problem.contains("is empty"), "{empty:?}");
+}
