@@ -326,11 +326,11 @@ async fn a_message_the_agent_cannot_decrypt_is_reported_to_the_person() {
     .await;
     let room = env.room_with_agent(true).await;
     env.alice.send(&room, "%say you cannot read this").await;
-    let notice = env.notice_containing(&room, "could not decrypt").await;
+    let notice = env.notice_containing(&room, "cannot decrypt").await;
     assert!(
         notice
             .body
-            .contains("could not decrypt a message from @alice:localhost"),
+            .contains("cannot decrypt a message from @alice:localhost yet"),
         "{}",
         notice.body
     );
@@ -425,4 +425,58 @@ async fn the_agents_matrix_store_opens_only_with_its_passphrase() {
         },
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_whose_room_key_arrives_late_is_answered_once_it_does() {
+    let hs = support::Synapse::start(SynapseOptions::default()).await;
+    let alice_id = hs.register("alice", "alice-password").await;
+    let agent = hs.register("demo", "demo-password").await;
+    let gw = support::GatewayProcess::start(
+        &hs.url,
+        &[alice_id.as_str()],
+        &[support::AgentSpec {
+            id: "demo".into(),
+            user_id: agent.clone(),
+            password: "demo-password".into(),
+            demo_args: vec![],
+            agent_toml: String::new(),
+        }],
+        "",
+    );
+    // Alice's client reaches the homeserver through a proxy that can hold her room keys back.
+    let proxy = support::proxy::KeyProxy::start(&hs.url).await;
+    let alice = Person::login(&proxy.url, &alice_id, "alice-password").await;
+    let env = Env {
+        hs,
+        gw,
+        alice,
+        agents: vec![agent.clone()],
+        agent,
+    };
+    let room = env.room_with_agent(true).await;
+    proxy.hold();
+    env.alice
+        .send(&room, "%say answered once the key came")
+        .await;
+    assert!(proxy.held() > 0, "the room key was held back");
+    // The key does not come: after a while the person is told, not asked to give up.
+    let notice = env
+        .notice_from(&room, &env.agent, "cannot decrypt a message")
+        .await;
+    assert!(notice.contains("as soon as the key arrives"), "{notice}");
+    assert!(
+        env.texts_from(&room, &env.agent)
+            .iter()
+            .all(|t| !t.contains("answered once the key came"))
+    );
+    // The key arrives: the message is answered.
+    proxy.release().await;
+    env.message_from(&room, &env.agent, "answered once the key came")
+        .await;
+    assert!(
+        env.gw
+            .log()
+            .contains("a message decrypted once its room key arrived")
+    );
 }

@@ -255,8 +255,11 @@ fn the_store_passphrase_comes_from_one_place_that_holds_one() {
         other => panic!("{other:?}"),
     };
     std::fs::write(dir.join("pass"), "  correct horse  \n").unwrap();
-    let cfg = Config::from_toml(&with("store_passphrase_file = \"pass\""), &dir.join("c.toml"))
-        .unwrap();
+    let cfg = Config::from_toml(
+        &with("store_passphrase_file = \"pass\""),
+        &dir.join("c.toml"),
+    )
+    .unwrap();
     assert_eq!(
         cfg.matrix.store_passphrase().unwrap().unwrap().expose(),
         "correct horse"

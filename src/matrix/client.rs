@@ -10,6 +10,7 @@ use matrix_sdk::authentication::matrix::MatrixSession;
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::encryption::EncryptionSettings;
 
+use super::late_keys::LateKeys;
 use super::outbound::MatrixChat;
 use super::sender_proof::SenderTrust;
 use crate::config::AgentConfig;
@@ -71,6 +72,8 @@ pub struct MatrixAgent {
     pub(super) session_file: PathBuf,
     /// How much proof of their sender encrypted events need.
     pub(super) trust: SenderTrust,
+    /// The messages waiting for their room keys.
+    pub(super) late_keys: LateKeys,
 }
 
 /// What every agent's Matrix user shares: how it protects its keys and whom it believes.
@@ -174,6 +177,7 @@ impl MatrixAgent {
             trust: SenderTrust {
                 require_cross_signed: security.require_cross_signed,
             },
+            late_keys: LateKeys::default(),
         };
         me.set_display_name(&agent.display_name).await;
         Ok(me)

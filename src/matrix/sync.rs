@@ -45,6 +45,10 @@ impl MatrixAgent {
         shutdown: CancellationToken,
     ) -> Result<(), MatrixError> {
         self.install_handlers(gateway.clone());
+        tokio::spawn(
+            self.clone()
+                .retry_late_keys(gateway.clone(), shutdown.clone()),
+        );
         let settings = SyncSettings::default()
             .timeout(SYNC_TIMEOUT)
             .filter(sync_filter(timeline_limit));

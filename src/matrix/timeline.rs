@@ -16,7 +16,7 @@ use super::client::MatrixAgent;
 use super::inbound::{stamp, to_inbound};
 use crate::core::catch_up::{CatchUp, Stamp};
 use crate::core::gateway::Gateway;
-use crate::core::inbound::{Inbound, IncomingMessage};
+use crate::core::inbound::{Inbound, IncomingMessage, Unreadable};
 use crate::store::{RoomPosition, now_ms};
 
 /// Events asked for per `/messages` page.
@@ -118,9 +118,18 @@ impl MatrixAgent {
             tracing::info!(agent = %self.agent_id, room = room_id, events = plan.admit.len(), "catching up: taking in the events of a gap in order");
         }
         for event in &plan.admit {
-            if let Some(inbound) = self.inbound(gateway, room, event).await {
-                gateway.handle(inbound).await;
+            let Some(inbound) = self.inbound(gateway, room, event).await else {
+                continue;
+            };
+            // A message from someone listened to waits for its room key before it is
+            // reported as undecryptable.
+            if let Inbound::Unreadable(message, Unreadable::Undecryptable) = &inbound
+                && gateway.listens_to(&message.sender)
+                && self.wait_for_key(gateway, room.room_id().to_owned(), event, message.clone())
+            {
+                continue;
             }
+            gateway.handle(inbound).await;
         }
         if !plan.missed.is_empty() {
             let mut missed = Vec::new();
@@ -146,7 +155,17 @@ impl MatrixAgent {
         room: &Room,
         event: &TimelineEvent,
     ) -> Option<Inbound> {
-        let mut inbound = to_inbound(&self.agent_id, room.room_id().as_str(), event, self.trust)?;
+        let inbound = to_inbound(&self.agent_id, room.room_id().as_str(), event, self.trust)?;
+        Some(self.with_reply_sender(gateway, room, inbound).await)
+    }
+
+    /// `inbound` with the author of the message it replies to, when that matters.
+    pub(super) async fn with_reply_sender(
+        &self,
+        gateway: &Gateway,
+        room: &Room,
+        mut inbound: Inbound,
+    ) -> Inbound {
         if let Inbound::Message(message) | Inbound::Unreadable(message, _) = &mut inbound
             && let Some(target) = reply_to_look_up(message, |s| gateway.listens_to(s))
         {
@@ -158,7 +177,7 @@ impl MatrixAgent {
                 }
             };
         }
-        Some(inbound)
+        inbound
     }
 }
 

@@ -197,8 +197,8 @@ pub fn settings_session_gone(agent: &str) -> String {
 /// Posted when an encrypted message could not be decrypted.
 pub fn undecryptable(sender: &str) -> String {
     format!(
-        "🔐 I could not decrypt a message from {sender} (the keys did not reach me), so I did not \
-         answer it. Please send it again."
+        "🔐 I cannot decrypt a message from {sender} yet: its key has not reached me. I will \
+         answer it as soon as the key arrives; if it does not, please send it again."
     )
 }
 

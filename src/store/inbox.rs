@@ -106,6 +106,17 @@ impl Store {
         Ok(true)
     }
 
+    /// Forgets that `agent` took in `event`, so it can be taken in again: only for a message
+    /// taken in as undecryptable whose room key arrived since.
+    pub async fn unmark_handled(&self, agent: &AgentId, event: &EventId) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM handled_events WHERE event_id = ? AND agent_id = ?")
+            .bind(event.as_str())
+            .bind(agent.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     /// Whether `agent` has taken in `event` already.
     pub async fn is_handled(&self, agent: &AgentId, event: &EventId) -> Result<bool, StoreError> {
         let row: Option<(i64,)> =

@@ -4,6 +4,7 @@
 
 pub mod gateway;
 pub mod person;
+pub mod proxy;
 pub mod synapse;
 
 pub use gateway::{AgentSpec, GatewayProcess};

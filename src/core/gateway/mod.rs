@@ -32,7 +32,7 @@ use crate::core::pool::Pool;
 use crate::core::voice::{RoomVoice, txn};
 use crate::model::OutMessage;
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
-use crate::store::{Store, now_ms};
+use crate::store::{LogFailure, Store, now_ms};
 use registry::Channels;
 
 /// How rooms with several agents behave, from the `[rooms]` config table.
@@ -196,6 +196,19 @@ impl Gateway {
             Inbound::Unreadable(message, why) => self.handle_unreadable(message, why).await,
             Inbound::Reaction(reaction) => self.handle_reaction(reaction),
         }
+    }
+
+    /// A message that could be decrypted only once its room key arrived, after it was
+    /// taken in as undecryptable (and maybe reported so): it is taken in again, as what it
+    /// is now.
+    pub async fn handle_late(self: &Arc<Self>, inbound: Inbound) {
+        if let Inbound::Message(message) | Inbound::Unreadable(message, _) = &inbound {
+            self.store
+                .unmark_handled(&message.agent_id, &message.event_id)
+                .await
+                .or_log("could not take a message decrypted late in again");
+        }
+        self.handle(inbound).await;
     }
 
     /// Answers `message` with a notice and settles it (it was admitted as a command).

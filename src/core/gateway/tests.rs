@@ -173,7 +173,7 @@ async fn an_undecryptable_message_is_reported_once_and_never_prompted() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let shown = chat.shown("!r");
     assert_eq!(shown.len(), 1, "{shown:?}");
-    assert!(shown[0].contains("could not decrypt"), "{shown:?}");
+    assert!(shown[0].contains("cannot decrypt"), "{shown:?}");
     assert!(agent.prompts().is_empty());
 }
 
