@@ -65,7 +65,7 @@ pub(super) fn to_inbound(
             AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::RoomMessage(
                 SyncMessageLikeEvent::Original(ev),
             )) => {
-                let inbound = room_message(agent_id, room_id, &ev)?;
+                let inbound = room_message(agent_id, room_id, ev)?;
                 let (Inbound::Message(message) | Inbound::Unreadable(message, _)) = inbound else {
                     return None;
                 };
