@@ -21,6 +21,11 @@ async fn start(extra_toml: &str) -> (Env, Person) {
 
 /// Like [`start`], with `demo_args` after `demo-agent` on the agent's command line.
 async fn start_with(extra_toml: &str, demo_args: &[&str]) -> (Env, Person) {
+    start_configured(extra_toml, demo_args, "").await
+}
+
+/// Like [`start_with`], with `agent_toml` in the agent's `[[agents]]` table.
+async fn start_configured(extra_toml: &str, demo_args: &[&str], agent_toml: &str) -> (Env, Person) {
     let hs = Synapse::start(SynapseOptions::default()).await;
     let alice_id = hs.register("alice", "alice-password").await;
     let bob_id = hs.register("bob", "bob-password").await;
@@ -35,7 +40,7 @@ async fn start_with(extra_toml: &str, demo_args: &[&str]) -> (Env, Person) {
             user_id: agent.clone(),
             password: "demo-password".into(),
             demo_args: demo_args.iter().map(|a| a.to_string()).collect(),
-            agent_toml: String::new(),
+            agent_toml: agent_toml.to_owned(),
         }],
         extra_toml,
     );
@@ -368,21 +373,31 @@ async fn a_restart_closes_open_polls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_an_admin_changes_the_mode_and_agent_messages_mention_nobody() {
-    // Admins default to the approvers: Alice. Bob may prompt, not change settings.
-    let (env, bob) = start_with("", &["--settings"]).await;
+async fn only_an_admin_switches_to_a_mode_that_acts_without_asking_and_agent_messages_mention_nobody()
+ {
+    // Admins default to the approvers: Alice. Bob may prompt and choose within the agent's
+    // settings policy: `code` stands for a mode that acts without asking.
+    let (env, bob) = start_configured(
+        "",
+        &["--settings"],
+        "[agents.settings]\nadmin_only_modes = [\"code\"]",
+    )
+    .await;
     let (room, bobs_room) = room_with_bob(&env, &bob).await;
     bob.send(&bobs_room, "!mode code").await;
-    env.notice_containing(&room, "only admins may change").await;
+    env.notice_containing(&room, "only admins may switch").await;
     // Looking is not changing.
     bob.send(&bobs_room, "!mode").await;
     env.notice_containing(&room, "(`ask`) ← current").await;
-    // Bob's change was not made; Alice's is.
-    env.prompt_and_wait(&room, "%settings", "mode: ask, model: small")
+    // A model is his to choose.
+    bob.send(&bobs_room, "!model large").await;
+    env.notice_containing(&room, "model is now").await;
+    // Bob's mode change was not made; Alice's is.
+    env.prompt_and_wait(&room, "%settings", "mode: ask, model: large")
         .await;
     env.alice.send(&room, "!mode code").await;
     env.notice_containing(&room, "mode is now Code").await;
-    env.prompt_and_wait(&room, "%settings", "mode: code, model: small")
+    env.prompt_and_wait(&room, "%settings", "mode: code, model: large")
         .await;
     // No message or edit of the agent may set off a keyword or name notification.
     let agents = env.alice.messages_from(&room, AGENT);

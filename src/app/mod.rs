@@ -19,6 +19,7 @@ use crate::core::context::AgentContext;
 use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
 use crate::core::poll::PermissionSettings;
 use crate::core::pool::{Pool, PoolSettings};
+use crate::core::settings_policy::SettingsPolicy;
 use crate::core::view::stream::StreamSettings;
 use crate::matrix::{MatrixAgent, MatrixSecurity};
 use crate::model::workspace::Workspace;
@@ -61,6 +62,20 @@ fn process_spec(
         dialect: agent.dialect.clone(),
         initialize_timeout: Duration::from_secs(timeouts.initialize_secs),
         session_timeout: Duration::from_secs(timeouts.new_session_secs),
+    }
+}
+
+/// What people who are not admins may choose of `agent`'s settings, from its config.
+fn settings_policy(agent: &AgentConfig) -> SettingsPolicy {
+    let configured = &agent.settings;
+    let default = SettingsPolicy::default();
+    SettingsPolicy {
+        choosable_modes: configured.modes.clone(),
+        choosable_values: configured.options.clone(),
+        admin_only_modes: configured
+            .admin_only_modes
+            .clone()
+            .unwrap_or(default.admin_only_modes),
     }
 }
 
@@ -204,6 +219,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             stream: stream.clone(),
             command_prefix: config.commands.prefix.clone(),
             approvers: AccessList::new(config.access.approvers()).denying(&config.access.deny),
+            admins: AccessList::new(config.access.admins()).denying(&config.access.deny),
+            settings: settings_policy(agent),
             allowed: AccessList::new(&config.access.allowed_users).denying(&config.access.deny),
             agent_users: config
                 .agents

@@ -141,6 +141,20 @@ pub enum SandboxMode {
     Off,
 }
 
+/// Which of an agent's modes and option values people who are not admins may choose with
+/// `!mode`, `!model` and `!set`; admins may choose anything the agent offers.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentSettingsConfig {
+    /// The modes (IDs) they may choose; unset: every mode that is not admin-only.
+    pub modes: Option<Vec<String>>,
+    /// Modes only admins may choose; unset: the modes known to let agents act without
+    /// asking permission (`bypassPermissions`, `acceptEdits`, `full-access`, `yolo`, …).
+    pub admin_only_modes: Option<Vec<String>>,
+    /// For each option ID listed, the values they may choose (`model = ["sonnet"]`).
+    pub options: BTreeMap<String, Vec<String>>,
+}
+
 /// One agent's sandbox: its mode and what it may reach besides its workspace and home.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -204,8 +218,9 @@ pub struct AccessConfig {
     /// `allowed_users`; the agents' own users never count.
     #[serde(default)]
     pub approvers: Option<Vec<String>>,
-    /// Who may change an agent's mode, model and options (`!mode`, `!model`, `!set`): a
-    /// mode can turn permission prompts off. Defaults to the approvers.
+    /// Who may choose any mode, model or option value (`!mode`, `!model`, `!set`), the modes
+    /// that turn permission prompts off included; the others choose within each agent's
+    /// `settings`. Defaults to the approvers.
     #[serde(default)]
     pub admins: Option<Vec<String>>,
     /// Users refused every role whatever the lists above say, as IDs or patterns: the
@@ -461,6 +476,9 @@ pub struct AgentConfig {
     /// What its sandbox lets it reach (see [`SandboxConfig`]).
     #[serde(default)]
     pub sandbox: AgentSandboxConfig,
+    /// Which modes and option values people who are not admins may choose.
+    #[serde(default)]
+    pub settings: AgentSettingsConfig,
     /// The agent's Matrix account.
     pub matrix: AgentMatrixConfig,
 }

@@ -275,3 +275,26 @@ fn the_store_passphrase_comes_from_one_place_that_holds_one() {
     let empty = problems(with("store_passphrase_file = \"empty\""));
     assert!(empty[0].problem.contains("is empty"), "{empty:?}");
 }
+
+#[test]
+fn an_agents_settings_policy_is_read() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let text = valid(dir).replace(
+        "[agents.matrix]",
+        "[agents.settings]\nmodes = [\"default\", \"plan\"]\nadmin_only_modes = []\noptions = { model = [\"small\"] }\n[agents.matrix]",
+    );
+    let cfg = Config::from_toml(&text, &dir.join("c.toml")).unwrap();
+    let settings = &cfg.agents[0].settings;
+    assert_eq!(
+        settings.modes.as_deref(),
+        Some(&["default".to_owned(), "plan".to_owned()][..])
+    );
+    assert_eq!(settings.admin_only_modes.as_deref(), Some(&[][..]));
+    assert_eq!(settings.options["model"], vec!["small".to_owned()]);
+    let plain = Config::from_toml(&valid(dir), &dir.join("c.toml")).unwrap();
+    assert!(
+        plain.agents[0].settings.admin_only_modes.is_none(),
+        "the built-in list"
+    );
+}

@@ -10,6 +10,7 @@ use crate::core::agent::AgentPort;
 use crate::core::chat::ChatPort;
 use crate::core::poll::PermissionSettings;
 use crate::core::pool::Pool;
+use crate::core::settings_policy::SettingsPolicy;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
@@ -38,6 +39,10 @@ pub struct AgentContext {
     pub command_prefix: String,
     /// Who may answer permission polls.
     pub approvers: AccessList,
+    /// Who may choose any mode or option value; the others choose within `settings`.
+    pub admins: AccessList,
+    /// What people who are not admins may choose of this agent's settings.
+    pub settings: SettingsPolicy,
     /// Who may prompt: the agent's stderr is shown only in rooms where everyone is one of
     /// them (or one of the gateway's agents).
     pub allowed: AccessList,

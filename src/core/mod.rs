@@ -22,5 +22,6 @@ pub mod poll;
 pub mod pool;
 pub mod routing;
 pub mod session_settings;
+pub mod settings_policy;
 pub mod view;
 pub mod voice;

@@ -176,13 +176,23 @@ pub fn workspace_unusable(folder: &str, error: &str) -> String {
     format!("its folder {folder} cannot be made ({error})")
 }
 
-/// Said to someone who may prompt but is not an admin, when they try to change a mode,
-/// model or option.
-pub fn only_admins_change_settings(sender: &str) -> String {
+/// Said to someone who is not an admin, asking for a mode that lets the agent act without
+/// asking.
+pub fn mode_for_admins(sender: &str, agent: &str, mode: &str) -> String {
     format!(
-        "🔒 {sender}, only admins may change an agent's mode, model or options (a mode can \
-         turn permission prompts off). Ask one of them, or see the current ones with the \
-         command alone."
+        "🔒 {sender}, only admins may switch {agent} to `{mode}`: in it the agent acts without \
+         asking permission. Ask one of them."
+    )
+}
+
+/// Said to someone who is not an admin, asking for a value the config does not let people
+/// choose.
+pub fn not_choosable(sender: &str, what: &str, value: &str, choosable: &[String]) -> String {
+    let listed: Vec<String> = choosable.iter().map(|c| format!("`{c}`")).collect();
+    format!(
+        "🔒 {sender}, `{value}` is not among the {what} values people may choose here ({}); \
+         an admin can choose it.",
+        listed.join(", ")
     )
 }
 

@@ -6,7 +6,9 @@ use std::time::Duration;
 use crate::core::command::Command;
 use crate::core::pool::Lease;
 use crate::core::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown};
+use crate::core::settings_policy::PolicyRefusal;
 use crate::model::agent::ConfigValue;
+use crate::model::ids::UserId;
 use crate::render::strings;
 
 /// How long a new session's command list may take to arrive after `session/new` (agents
@@ -16,7 +18,7 @@ const COMMANDS_GRACE: Duration = Duration::from_secs(1);
 impl Channel {
     /// Answers a command for this agent that does not act on the running turn (those are
     /// handled in [`Channel::handle_input_during_turn`]); room commands are the gateway's.
-    pub(super) async fn answer_command(&mut self, command: &Command, running: bool) {
+    pub(super) async fn answer_command(&mut self, command: &Command, by: &UserId, running: bool) {
         let text = match command {
             Command::Stop(_) => strings::NOTHING_TO_STOP.to_owned(),
             Command::Answer(_) => strings::NO_OPEN_POLL.to_owned(),
@@ -35,15 +37,15 @@ impl Channel {
             }
             Command::Mode(words) => {
                 let request = SettingRequest::Mode(words.first().cloned());
-                return self.change_setting(request, running).await;
+                return self.change_setting(request, by, running).await;
             }
             Command::Model(words) => {
                 let request = SettingRequest::Model(words.first().cloned());
-                return self.change_setting(request, running).await;
+                return self.change_setting(request, by, running).await;
             }
             Command::Set(words) => {
                 let request = SettingRequest::Option(words.first().cloned(), words.get(1).cloned());
-                return self.change_setting(request, running).await;
+                return self.change_setting(request, by, running).await;
             }
             Command::Help
             | Command::Agents
@@ -92,7 +94,13 @@ impl Channel {
     /// Requests are handled one at a time in the order they came, so the last one asked
     /// for is what the session ends up with. During a turn (`running`) the change is made
     /// all the same (ACP allows it), and the turn's updates are left to the turn.
-    pub(super) async fn change_setting(&mut self, request: SettingRequest, running: bool) {
+    /// Someone who is not an admin changes only what the agent's settings policy lets them.
+    pub(super) async fn change_setting(
+        &mut self,
+        request: SettingRequest,
+        by: &UserId,
+        running: bool,
+    ) {
         // During a turn the turn's session is the one to change: it is never replaced here,
         // even if its process just died (the turn ends with that error by itself).
         let session_gone = self
@@ -117,7 +125,21 @@ impl Channel {
         let Some(session) = self.session.as_mut() else {
             return;
         };
-        let text = match session_settings::plan(&session.settings, &request) {
+        let plan = session_settings::plan(&session.settings, &request);
+        let admin = ctx.admins.allows(by);
+        if let Err(refusal) = ctx.settings.check(&plan, &session.settings, admin) {
+            tracing::info!(agent = %ctx.agent_id, room = %self.key.room, sender = %by, ?refusal, "refusing a settings change its sender may not make");
+            let text = match refusal {
+                PolicyRefusal::AdminOnly(mode) => strings::mode_for_admins(by, name, &mode),
+                PolicyRefusal::NotChoosable {
+                    what,
+                    value,
+                    choosable,
+                } => strings::not_choosable(by, &what, &value, &choosable),
+            };
+            return self.notice(text).await;
+        }
+        let text = match plan {
             SettingPlan::Show(Shown::Modes(modes, current)) => strings::choices(
                 name,
                 "modes",

@@ -252,7 +252,7 @@ impl Channel {
                 }
                 ChannelInput::Command(command, message) => {
                     self.drain_events(None).await;
-                    self.answer_command(&command, false).await;
+                    self.answer_command(&command, &message.sender, false).await;
                     self.settle(&message.event_id).await;
                 }
                 ChannelInput::Report(reply) => {

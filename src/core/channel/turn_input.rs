@@ -166,7 +166,7 @@ impl Channel {
                         self.answer_typed(&reply, message, session_id, control)
                             .await
                     }
-                    other => self.answer_command(&other, true).await,
+                    other => self.answer_command(&other, &message.sender, true).await,
                 }
                 self.settle(&event_id).await;
             }

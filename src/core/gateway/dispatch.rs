@@ -70,23 +70,13 @@ impl Gateway {
                         .await;
                 }
             }
-            // Changing a mode or option is for admins: a mode can turn permission prompts
-            // off. Refused, it is said and settled here.
+            // Admins may change settings without being allowed to prompt; what someone who
+            // is not an admin may choose, the channel decides (`settings_policy`).
             Determination::AgentCommand(command) if command.changes_settings() => {
                 let may = |sender: &str| self.access.allows(sender) || self.admins.allows(sender);
-                if !self.admit(&message, may, as_command).await {
-                    return;
-                }
-                if self.admins.allows(&message.sender) {
+                if self.admit(&message, may, as_command).await {
                     let input = ChannelInput::Command(command, message.clone());
                     self.send_to_channel(&message.conversation(), input);
-                } else {
-                    tracing::info!(agent = %message.agent_id, room = %message.room_id, sender = %message.sender, "refusing a settings change from someone who is not an admin");
-                    self.answer(
-                        &message,
-                        strings::only_admins_change_settings(&message.sender),
-                    )
-                    .await;
                 }
             }
             // The channel settles it once carried out.

@@ -99,6 +99,14 @@ async fn gateway_of(
                 },
                 command_prefix: "!".into(),
                 approvers: AccessList::new(&["@alice:x", "@boss:x"]),
+                admins: AccessList::new(&["@alice:x"]),
+                // `code` stands for a mode that acts without asking; only `small` is a
+                // model people may choose.
+                settings: crate::core::settings_policy::SettingsPolicy {
+                    choosable_modes: None,
+                    choosable_values: [("model".to_owned(), vec!["small".to_owned()])].into(),
+                    admin_only_modes: vec!["code".into()],
+                },
                 allowed: AccessList::new(&["@alice:x"]),
                 agent_users: users.clone(),
                 permissions: PermissionSettings {
@@ -229,7 +237,7 @@ async fn an_approver_who_may_not_prompt_can_stop_a_turn() {
 }
 
 #[tokio::test]
-async fn only_admins_change_modes_models_and_options() {
+async fn people_choose_settings_within_the_policy_and_admins_choose_anything() {
     let (gw, agent, chat) = gateway().await;
     let agent = agent.with_settings(crate::core::fakes::ask_code_and_model());
     assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
@@ -241,29 +249,45 @@ async fn only_admins_change_modes_models_and_options() {
         m.body = body.into();
         Inbound::Message(m)
     };
-    // Carol may prompt but is no admin: she may look, not change.
-    for (i, body) in ["!mode code", "!model large", "!set model large"]
+    // Carol may prompt but is no admin: the mode that acts without asking and a model the
+    // policy does not list are refused; looking is not changing.
+    for (i, body) in ["!mode code", "!model large", "!set model large", "!mode"]
         .iter()
         .enumerate()
     {
         gw.handle(command(&format!("$c{i}"), "@carol:x", body))
             .await;
+        settle().await;
     }
+    let shown = chat.shown("!r");
+    assert_eq!(
+        shown
+            .iter()
+            .filter(|t| t.contains("only admins may switch"))
+            .count(),
+        1,
+        "{shown:?}"
+    );
+    assert_eq!(
+        shown
+            .iter()
+            .filter(|t| t.contains("`large` is not among the model values"))
+            .count(),
+        2,
+        "{shown:?}"
+    );
+    assert!(agent.changes().is_empty(), "{:?}", agent.changes());
+    // What the policy leaves free, she may change.
+    gw.handle(command("$c9", "@carol:x", "!mode ask")).await;
     settle().await;
-    let refused = chat
-        .shown("!r")
-        .iter()
-        .filter(|t| t.contains("only admins may change"))
-        .count();
-    assert_eq!(refused, 3, "{:?}", chat.shown("!r"));
-    gw.handle(command("$look", "@carol:x", "!mode")).await;
-    // Alice is an admin: her change reaches the agent.
+    assert_eq!(agent.changes().len(), 1, "{:?}", agent.changes());
+    // Alice is an admin: she may choose anything.
     gw.handle(command("$a", "@alice:x", "!mode code")).await;
     settle().await;
-    assert!(agent.changes().len() == 1, "only Alice's change was made");
+    gw.handle(command("$b", "@alice:x", "!model large")).await;
+    settle().await;
+    assert_eq!(agent.changes().len(), 3, "{:?}", agent.changes());
     let shown = chat.shown("!r");
-    let refused_in_all = shown.iter().filter(|t| t.contains("only admins")).count();
-    assert_eq!(refused_in_all, 3, "looking is not changing: {shown:?}");
     assert!(
         shown.iter().any(|t| t.contains("mode is now Code")),
         "{shown:?}"

@@ -106,6 +106,8 @@ fn context(
         allowed: AccessList::new(&["@alice:x"]),
         agent_users: vec!["@demo:x".into()],
         approvers: AccessList::new(&["@alice:x"]),
+        admins: AccessList::new(&["@alice:x"]),
+        settings: crate::core::settings_policy::SettingsPolicy::default(),
         permissions: PermissionSettings {
             timeout: Duration::from_secs(60),
             propose_stop_after: 2,
