@@ -469,3 +469,46 @@ async fn the_sandboxed_agent_reaches_its_workspace_and_home_but_none_of_the_gate
         "the log says so"
     );
 }
+
+#[tokio::test]
+async fn the_agents_api_key_never_reaches_the_room_whole_or_cut() {
+    const KEY: &str = "sk-test-9876543210";
+    let env = Env::start_with_agent_toml(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 100",
+        &format!("env = {{ DEMO_API_KEY = \"{KEY}\" }}"),
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    // Streamed four characters at a time, the key is cut by many edits.
+    env.alice
+        .send(&room, &format!("%stream 150 4\nmy key is {KEY}, keep it"))
+        .await;
+    let id = env
+        .message_from(&room, &env.agent, "my key is [redacted], keep it")
+        .await;
+    env.alice
+        .send(&room, &format!("%error upstream refused {KEY}"))
+        .await;
+    env.notice_from(&room, &env.agent, "upstream refused [redacted]")
+        .await;
+    let mut seen: Vec<String> = env
+        .alice
+        .edits_of(&id)
+        .into_iter()
+        .map(|e| e.body)
+        .collect();
+    assert!(
+        seen.len() >= 3,
+        "the reply was edited as it streamed: {seen:?}"
+    );
+    seen.extend(
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .map(|m| m.body),
+    );
+    for body in &seen {
+        assert!(!body.contains("sk-test-9"), "the key shows in {body:?}");
+    }
+}

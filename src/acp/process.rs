@@ -254,6 +254,13 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 /// `yes`, would mask ordinary words).
 const MIN_SECRET_LEN: usize = 6;
 
+impl ProcessSpec {
+    /// The values to mask wherever the agent's words go (see [`secret_values`]).
+    pub fn secret_values(&self) -> Vec<String> {
+        secret_values(self)
+    }
+}
+
 /// The values of the agent's variables, longest first, that are worth masking: those
 /// configured and those it inherits from the gateway (`inherit_env` is how an API key set
 /// for the service usually reaches an agent).
@@ -274,14 +281,9 @@ pub(super) fn secret_values(spec: &ProcessSpec) -> Vec<String> {
     values
 }
 
-/// `line` with every secret value replaced by `[redacted]`.
-pub(super) fn redact(mut line: String, secrets: &[String]) -> String {
-    for secret in secrets {
-        if line.contains(secret.as_str()) {
-            line = line.replace(secret.as_str(), "[redacted]");
-        }
-    }
-    line
+/// `line` with every secret value (and a secret cut at its end) replaced by `[redacted]`.
+pub(super) fn redact(line: String, secrets: &[String]) -> String {
+    crate::core::masking::mask(&line, secrets)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::core::agent::AgentPort;
 use crate::core::catch_up::CatchUpBounds;
 use crate::core::context::AgentContext;
 use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
+use crate::core::masking::MaskedChat;
 use crate::core::poll::PermissionSettings;
 use crate::core::pool::{Pool, PoolSettings};
 use crate::core::settings_policy::SettingsPolicy;
@@ -172,6 +173,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             None => tracing::warn!(agent = %agent.id, "sandbox: {}", isolation.summary),
         }
         let spec = process_spec(agent, &config.timeouts, isolation);
+        // What it posts is masked with the same values its stderr is.
+        let chat = MaskedChat::wrap(user.chat(), spec.secret_values());
         let eager = pool_settings
             .max_running
             .is_none_or(|max| started.len() < max);
@@ -186,7 +189,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                 }
             },
         };
-        started.push((agent, user, process));
+        started.push((agent, user, chat, process));
     }
     if started.is_empty() {
         anyhow::bail!("no agent could be started: {}", problems.join("; "));
@@ -197,7 +200,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         pool_settings,
         started
             .iter()
-            .map(|(agent, _, process)| {
+            .map(|(agent, _, _, process)| {
                 let port: Arc<dyn AgentPort> = process.clone();
                 (agent.id.clone(), agent.display_name.clone(), port)
             })
@@ -207,13 +210,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let mut contexts = Vec::new();
     let mut users = Vec::new();
     let mut processes = Vec::new();
-    for (agent, user, process) in started {
+    for (agent, user, chat, process) in started {
         contexts.push(Arc::new(AgentContext {
             agent_id: agent.id.clone().into(),
             display_name: agent.display_name.clone(),
             user_id: agent.matrix.user_id.clone().into(),
             agent: process.clone(),
-            chat: user.chat(),
+            chat,
             store: store.clone(),
             workspace: Workspace::new(&agent.workspace),
             stream: stream.clone(),

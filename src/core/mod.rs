@@ -18,6 +18,7 @@ pub mod determination;
 pub mod fakes;
 pub mod gateway;
 pub mod inbound;
+pub mod masking;
 pub mod poll;
 pub mod pool;
 pub mod routing;
