@@ -81,7 +81,7 @@ impl MaskedChat {
         if secrets.is_empty() {
             return inner;
         }
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()));
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         Arc::new(Self { inner, secrets })
     }
 
