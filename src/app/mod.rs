@@ -223,6 +223,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             command_prefix: config.commands.prefix.clone(),
             approvers: AccessList::new(config.access.approvers()).denying(&config.access.deny),
             admins: AccessList::new(config.access.admins()).denying(&config.access.deny),
+            approver_min_power: config.access.approver_min_power,
             settings: settings_policy(agent),
             allowed: AccessList::new(&config.access.allowed_users).denying(&config.access.deny),
             agent_users: config

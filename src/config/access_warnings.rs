@@ -101,6 +101,7 @@ mod tests {
             approvers: approvers.map(owned),
             admins: admins.map(owned),
             deny: Vec::new(),
+            approver_min_power: None,
         }
     }
 

@@ -223,6 +223,10 @@ pub struct AccessConfig {
     /// `settings`. Defaults to the approvers.
     #[serde(default)]
     pub admins: Option<Vec<String>>,
+    /// The power level an approver must also have in a room to answer its polls (e.g. 50,
+    /// a moderator); unset: being an approver is enough.
+    #[serde(default)]
+    pub approver_min_power: Option<i64>,
     /// Users refused every role whatever the lists above say, as IDs or patterns: the
     /// bridge puppets, guests and bots a broad pattern would let in.
     #[serde(default)]

@@ -204,6 +204,14 @@ impl Approvals {
             tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, "ignoring a poll answer from someone who may not approve");
             return Picked::NotApprover;
         }
+        if let Some(min) = ctx.approver_min_power {
+            // Unknown power counts as too little: an answer is never taken on doubt.
+            let power = ctx.chat.power_level(room, by).await;
+            if !power.as_ref().is_ok_and(|p| *p >= min) {
+                tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, ?power, min, "ignoring a poll answer from an approver without the power level the config asks for");
+                return Picked::NotApprover;
+            }
+        }
         let Some(choice) = pick(&self.polls[i].choices).cloned() else {
             return Picked::NoSuchChoice;
         };

@@ -61,4 +61,7 @@ pub trait ChatPort: Send + Sync {
     /// members, or `None` when anyone can (a public room, or world-readable history).
     /// Decides whether an agent's diagnostics may be shown in it.
     async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError>;
+    /// `user`'s power level in `room` (a room creator's, which is above every number, as
+    /// `i64::MAX`), for rules that ask approvers for a power level.
+    async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError>;
 }

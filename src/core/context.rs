@@ -39,6 +39,9 @@ pub struct AgentContext {
     pub command_prefix: String,
     /// Who may answer permission polls.
     pub approvers: AccessList,
+    /// The power level an approver must also have in the room to answer a poll (`None`:
+    /// being an approver is enough).
+    pub approver_min_power: Option<i64>,
     /// Who may choose any mode or option value; the others choose within `settings`.
     pub admins: AccessList,
     /// What people who are not admins may choose of this agent's settings.

@@ -90,6 +90,10 @@ impl ChatPort for JournaledReplies {
     async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError> {
         self.inner.readers(room).await
     }
+
+    async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError> {
+        self.inner.power_level(room, user).await
+    }
 }
 
 #[cfg(test)]

@@ -67,6 +67,7 @@ struct ChatState {
     retry_after: Duration,
     txns: HashMap<String, String>,
     members: Vec<String>,
+    power: HashMap<String, i64>,
 }
 
 /// A chat side that records what it was asked to do and can refuse chosen calls.
@@ -79,6 +80,15 @@ impl FakeChat {
     /// A fake that accepts everything.
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
+    }
+
+    /// Gives `user` power level `level` in every room (everyone else has 0).
+    pub fn set_power(&self, user: &str, level: i64) {
+        self.state
+            .lock()
+            .unwrap()
+            .power
+            .insert(user.to_owned(), level);
     }
 
     /// Sets who has joined every room.
@@ -233,6 +243,11 @@ impl ChatPort for FakeChat {
 
     async fn readers(&self, _room: &str) -> Result<Option<Vec<String>>, ChatError> {
         Ok(Some(self.state.lock().unwrap().members.clone()))
+    }
+
+    async fn power_level(&self, _room: &str, user: &str) -> Result<i64, ChatError> {
+        let state = self.state.lock().unwrap();
+        Ok(state.power.get(user).copied().unwrap_or(0))
     }
 }
 

@@ -15,6 +15,7 @@ use matrix_sdk::ruma::events::room::join_rules::JoinRule;
 use matrix_sdk::ruma::events::room::message::{
     Relation, ReplacementMetadata, RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
 };
+use matrix_sdk::ruma::events::room::power_levels::UserPowerLevel;
 use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, OwnedUserId, RoomId};
 use matrix_sdk::{Client, RoomMemberships};
 
@@ -143,6 +144,21 @@ impl ChatPort for MatrixChat {
         Ok(Some(
             members.iter().map(|m| m.user_id().to_string()).collect(),
         ))
+    }
+
+    async fn power_level(&self, room_id: &str, user: &str) -> Result<i64, ChatError> {
+        let room = self.room(room_id)?;
+        let user = <&matrix_sdk::ruma::UserId>::try_from(user)
+            .map_err(|e| ChatError::Permanent(format!("not a user ID: {e}")))?;
+        let levels = room.power_levels().await.map_err(|e| classify(&e.into()))?;
+        match levels.for_user(user) {
+            UserPowerLevel::Int(level) => Ok(level.into()),
+            // A room creator (room version 12): above every number.
+            UserPowerLevel::Infinite => Ok(i64::MAX),
+            other => Err(ChatError::Permanent(format!(
+                "a power level of an unknown kind: {other:?}"
+            ))),
+        }
     }
 
     async fn typing(&self, room_id: &str, on: bool) {

@@ -100,6 +100,7 @@ async fn gateway_of(
                 command_prefix: "!".into(),
                 approvers: AccessList::new(&["@alice:x", "@boss:x"]),
                 admins: AccessList::new(&["@alice:x"]),
+                approver_min_power: None,
                 // `code` stands for a mode that acts without asking; only `small` is a
                 // model people may choose.
                 settings: crate::core::settings_policy::SettingsPolicy {

@@ -51,20 +51,30 @@ async fn channel_with(
     timeout: Duration,
     quiet_note: Option<Duration>,
 ) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+    channel_adjusted(agent, chat, |ctx| {
+        ctx.permissions = PermissionSettings {
+            timeout,
+            propose_stop_after: 2,
+        };
+        ctx.quiet_note = quiet_note;
+    })
+    .await
+}
+
+/// A running channel of the demo agent in `!room`, its context changed by `adjust`.
+async fn channel_adjusted(
+    agent: Arc<FakeAgent>,
+    chat: Arc<FakeChat>,
+    adjust: impl FnOnce(&mut AgentContext),
+) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
     let store = Store::in_memory().await.unwrap();
     let pool_port: Arc<dyn AgentPort> = agent.clone();
     let pool = Pool::new(
         PoolSettings::default(),
         vec![("demo".into(), "Demo".into(), pool_port)],
     );
-    let ctx = AgentContext {
-        permissions: PermissionSettings {
-            timeout,
-            propose_stop_after: 2,
-        },
-        quiet_note,
-        ..context("demo", agent, chat, &store, pool)
-    };
+    let mut ctx = context("demo", agent, chat, &store, pool);
+    adjust(&mut ctx);
     let (tx, rx) = mpsc::unbounded_channel();
     let channel = Channel::new(
         Arc::new(ctx),
@@ -107,6 +117,7 @@ fn context(
         agent_users: vec!["@demo:x".into()],
         approvers: AccessList::new(&["@alice:x"]),
         admins: AccessList::new(&["@alice:x"]),
+        approver_min_power: None,
         settings: crate::core::settings_policy::SettingsPolicy::default(),
         permissions: PermissionSettings {
             timeout: Duration::from_secs(60),

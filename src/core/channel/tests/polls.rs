@@ -201,3 +201,25 @@ async fn a_typed_answer_written_before_the_open_poll_was_posted_answers_nothing(
     settle_until(|| !reply_said(&chat).is_empty()).await;
     assert_eq!(reply_said(&chat), vec!["permission: allow"]);
 }
+
+#[tokio::test]
+async fn with_a_power_level_asked_of_approvers_one_below_it_cannot_answer() {
+    let agent = FakeAgent::new(Script::AskPermission(1));
+    let chat = FakeChat::new();
+    let (tx, _) = channel_adjusted(agent, chat.clone(), |ctx| {
+        ctx.approver_min_power = Some(50);
+    })
+    .await;
+    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    settle_until(|| poll_of(&chat).is_some()).await;
+    let (poll, _) = poll_of(&chat).unwrap();
+    // Alice approves, but has no power in the room: her answer changes nothing.
+    react(&tx, "@alice:x", &poll, "✅");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(reply_said(&chat).is_empty(), "{:?}", chat.shown("!room"));
+    // A moderator now: her answer counts.
+    chat.set_power("@alice:x", 50);
+    react(&tx, "@alice:x", &poll, "✅");
+    settle_until(|| !reply_said(&chat).is_empty()).await;
+    assert_eq!(reply_said(&chat), vec!["permission: allow"]);
+}
