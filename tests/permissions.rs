@@ -26,6 +26,20 @@ async fn start_with(extra_toml: &str, demo_args: &[&str]) -> (Env, Person) {
 
 /// Like [`start_with`], with `agent_toml` in the agent's `[[agents]]` table.
 async fn start_configured(extra_toml: &str, demo_args: &[&str], agent_toml: &str) -> (Env, Person) {
+    start_approving(extra_toml, demo_args, agent_toml, &["alice"]).await
+}
+
+/// Like [`start_configured`], with `approvers` (by localpart) as the approvers.
+async fn start_approving(
+    extra_toml: &str,
+    demo_args: &[&str],
+    agent_toml: &str,
+    approvers: &[&str],
+) -> (Env, Person) {
+    let approver_ids: Vec<String> = approvers
+        .iter()
+        .map(|a| format!("@{a}:localhost"))
+        .collect();
     let hs = Synapse::start(SynapseOptions::default()).await;
     let alice_id = hs.register("alice", "alice-password").await;
     let bob_id = hs.register("bob", "bob-password").await;
@@ -34,7 +48,7 @@ async fn start_configured(extra_toml: &str, demo_args: &[&str], agent_toml: &str
     let gw = GatewayProcess::start_with_approvers(
         &hs.url,
         &[alice_id.as_str(), bob_id.as_str()],
-        Some(&[alice_id.as_str()]),
+        Some(&approver_ids.iter().map(String::as_str).collect::<Vec<_>>()),
         &[AgentSpec {
             id: "demo".into(),
             user_id: agent.clone(),
@@ -511,4 +525,32 @@ async fn the_agents_api_key_never_reaches_the_room_whole_or_cut() {
     for body in &seen {
         assert!(!body.contains("sk-test-9"), "the key shows in {body:?}");
     }
+}
+
+#[tokio::test]
+async fn an_approver_below_the_power_level_asked_cannot_answer_a_poll() {
+    // Both approve; the config asks approvers for moderator power too. Alice created the
+    // room (the highest power there); Bob has the default 0.
+    let (env, bob) =
+        start_approving("access.approver_min_power = 50", &[], "", &["alice", "bob"]).await;
+    let (room, bobs_room) = room_with_bob(&env, &bob).await;
+    env.alice.send(&room, "%permission bash: ls").await;
+    let poll_id = poll(&env, &room, 0).await;
+    bob.react(&bobs_room, &poll_id, "✅").await;
+    wait_until(PATIENCE, "the refusal in the log", || {
+        env.gw
+            .log()
+            .contains("without the power level the config asks for")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        env.alice
+            .current_text(&poll_id)
+            .unwrap()
+            .contains("React to answer"),
+        "the poll is still open"
+    );
+    env.alice.react(&room, &poll_id, "✅").await;
+    poll_shows(&env, &poll_id, "Allowed by @alice:localhost").await;
 }
