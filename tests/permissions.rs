@@ -72,6 +72,13 @@ async fn start_approving(
     )
 }
 
+/// Whether poll `id` still waits for an answer.
+fn still_open(env: &Env, id: &str) -> bool {
+    env.alice
+        .current_text(id)
+        .is_some_and(|t| t.contains("React to answer"))
+}
+
 /// A room with Alice, the agent and Bob.
 async fn room_with_bob(env: &Env, bob: &Person) -> (Room, Room) {
     let room = env.room_with_agent(false).await;
@@ -147,13 +154,7 @@ async fn an_approvers_reaction_answers_with_its_option_and_a_non_approvers_does_
     // Bob may prompt but not approve: his reaction changes nothing.
     bob.react(&bobs_room, &poll_id, "✅").await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(
-        env.alice
-            .current_text(&poll_id)
-            .unwrap()
-            .contains("React to answer"),
-        "the poll is still open"
-    );
+    assert!(still_open(&env, &poll_id), "the poll is still open");
     assert!(env.gw.log().contains("may not approve"));
     env.alice.react(&room, &poll_id, "✅").await;
     env.reply_where(&room, "the agent saying what it got", |t| {
@@ -341,13 +342,7 @@ async fn polls_in_two_rooms_are_answered_independently() {
         t.contains("permission: allow")
     })
     .await;
-    assert!(
-        env.alice
-            .current_text(&p1)
-            .unwrap()
-            .contains("React to answer"),
-        "the first poll is still open"
-    );
+    assert!(still_open(&env, &p1), "the first poll is still open");
     env.alice.react(&first, &p1, "❌").await;
     env.reply_where(&first, "the first room's answer", |t| {
         t.contains("permission: never")
@@ -375,13 +370,7 @@ async fn a_restart_closes_open_polls() {
     env.alice.send(&room, "%permission bash: pwd").await;
     let second = poll(&env, &room, 1).await;
     env.gw.kill();
-    assert!(
-        env.alice
-            .current_text(&second)
-            .unwrap()
-            .contains("React to answer"),
-        "nothing closed it at the crash"
-    );
+    assert!(still_open(&env, &second), "nothing closed it at the crash");
     env.gw.start_again();
     poll_shows(&env, &second, "⌛ Expired: Sidekicks restarted").await;
 }
@@ -544,13 +533,7 @@ async fn an_approver_below_the_power_level_asked_cannot_answer_a_poll() {
             .then_some(())
     })
     .await;
-    assert!(
-        env.alice
-            .current_text(&poll_id)
-            .unwrap()
-            .contains("React to answer"),
-        "the poll is still open"
-    );
+    assert!(still_open(&env, &poll_id), "the poll is still open");
     env.alice.react(&room, &poll_id, "✅").await;
     poll_shows(&env, &poll_id, "Allowed by @alice:localhost").await;
 }

@@ -91,13 +91,7 @@ async fn a_denied_user_is_refused_though_a_pattern_allows_everyone_on_the_server
     let _gw = support::GatewayProcess::start(
         &hs.url,
         &["@*:localhost"],
-        &[support::AgentSpec {
-            id: "demo".into(),
-            user_id: agent.clone(),
-            password: "demo-password".into(),
-            demo_args: vec![],
-            agent_toml: String::new(),
-        }],
+        &[support::AgentSpec::demo(&agent)],
         "access.deny = [\"@*bot:localhost\"]",
     );
     let bob = Person::login(&hs.url, &bob_id, "pw-bob").await;
@@ -435,13 +429,7 @@ async fn a_message_whose_room_key_arrives_late_is_answered_once_it_does() {
     let gw = support::GatewayProcess::start(
         &hs.url,
         &[alice_id.as_str()],
-        &[support::AgentSpec {
-            id: "demo".into(),
-            user_id: agent.clone(),
-            password: "demo-password".into(),
-            demo_args: vec![],
-            agent_toml: String::new(),
-        }],
+        &[support::AgentSpec::demo(&agent)],
         "",
     );
     // Alice's client reaches the homeserver through a proxy that can hold her room keys back.

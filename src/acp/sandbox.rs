@@ -12,6 +12,23 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// What every sandbox is: its own PID and IPC namespaces, gone with the gateway, the system
+/// read-only, fresh `/dev`, `/proc` and `/tmp`.
+const BASE: [&str; 12] = [
+    "--die-with-parent",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+];
+
 /// How to sandbox one agent process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
@@ -49,23 +66,7 @@ impl Sandbox {
     /// The command line that runs `command args` in the sandbox, in `cwd`. Paths that do
     /// not exist are left out (nothing to hide, nothing to bind).
     pub fn command_line(&self, command: &str, args: &[String], cwd: &Path) -> Vec<OsString> {
-        let mut out: Vec<OsString> = [
-            "--die-with-parent",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect();
+        let mut out: Vec<OsString> = BASE.iter().map(OsString::from).collect();
         for mount in self.mounts() {
             let path = mount.path().as_os_str().to_owned();
             match &mount {
@@ -110,19 +111,8 @@ impl Sandbox {
     /// container refuses the namespaces it needs).
     pub fn probe(program: &Path) -> Result<(), String> {
         let output = Command::new(program)
-            .args([
-                "--die-with-parent",
-                "--unshare-pid",
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "--",
-                "true",
-            ])
+            .args(BASE)
+            .args(["--", "true"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

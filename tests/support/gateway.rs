@@ -23,6 +23,19 @@ pub struct AgentSpec {
     pub agent_toml: String,
 }
 
+impl AgentSpec {
+    /// The demo agent `demo`, logging in as `user_id` with `demo-password`.
+    pub fn demo(user_id: &str) -> Self {
+        Self {
+            id: "demo".into(),
+            user_id: user_id.to_owned(),
+            password: "demo-password".into(),
+            demo_args: vec![],
+            agent_toml: String::new(),
+        }
+    }
+}
+
 /// A running `sidekicks run`.
 pub struct GatewayProcess {
     child: Option<Child>,
