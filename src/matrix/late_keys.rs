@@ -1,9 +1,8 @@
-//! Messages waiting for their room keys (what is done with them is in
-//! `late_decryption.rs`). Messages whose room key arrives after them. A message that cannot be decrypted waits for
-//! its key instead of being given up on: when the key arrives (matrix-sdk announces every
-//! room key it receives), the message is decrypted and taken in like any other, and
-//! answered. Only when the key has not come after [`GRACE`] is the person told, and still
-//! answered if it comes later.
+//! Messages waiting for their room keys. A message that cannot be decrypted waits for its
+//! key instead of being given up on: when the key arrives (matrix-sdk announces every room
+//! key it receives), the message is decrypted and taken in like any other, and answered
+//! (`late_decryption.rs`). Only when the key has not come after [`GRACE`] is the person
+//! told, and it is still answered if the key comes later.
 //!
 //! Waiting messages are kept in memory: a key that arrives after the gateway restarted does
 //! not bring its message back (the person was told to send it again).
@@ -28,6 +27,8 @@ const MOST: usize = 1_000;
 pub(super) struct Waiting {
     /// The Megolm session whose key it needs.
     pub(super) session: String,
+    /// Its event ID.
+    pub(super) event_id: Option<String>,
     /// Its room.
     pub(super) room: OwnedRoomId,
     /// The encrypted event.
@@ -50,7 +51,13 @@ impl LateKeys {
         let Some(session) = utd_info.session_id.clone() else {
             return false;
         };
+        let event_id = event.event_id().map(|e| e.to_string());
         let mut waiting = self.0.lock().expect("late keys poisoned");
+        // Taken in twice (a catch-up after a failed sync): it waits once, so it is answered
+        // once.
+        if waiting.values().flatten().any(|w| w.event_id == event_id) {
+            return true;
+        }
         for list in waiting.values_mut() {
             list.retain(|w| w.since.elapsed() < KEEP);
         }
@@ -68,6 +75,7 @@ impl LateKeys {
         }
         waiting.entry(session.clone()).or_default().push(Waiting {
             session,
+            event_id,
             room,
             raw: event.raw().clone(),
             since: Instant::now(),
@@ -78,14 +86,10 @@ impl LateKeys {
     /// Whether the event `event_id` still waits.
     pub(super) fn still_waiting(&self, event_id: &str) -> bool {
         let waiting = self.0.lock().expect("late keys poisoned");
-        waiting.values().flatten().any(|w| {
-            w.raw
-                .get_field::<String>("event_id")
-                .ok()
-                .flatten()
-                .as_deref()
-                == Some(event_id)
-        })
+        waiting
+            .values()
+            .flatten()
+            .any(|w| w.event_id.as_deref() == Some(event_id))
     }
 
     /// Keeps waiting a message whose key turned out not to be the one it needs.
@@ -107,5 +111,47 @@ impl LateKeys {
                 .flatten()
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use matrix_sdk::deserialized_responses::{UnableToDecryptInfo, UnableToDecryptReason};
+
+    fn utd(event_id: &str, session: &str) -> TimelineEvent {
+        let raw = serde_json::json!({
+            "type": "m.room.encrypted", "event_id": event_id, "sender": "@alice:x",
+            "origin_server_ts": 1, "content": {"algorithm": "m.megolm.v1.aes-sha2",
+            "ciphertext": "x", "session_id": session, "sender_key": "k", "device_id": "D"},
+        });
+        TimelineEvent::from_utd(
+            Raw::from_json_string(raw.to_string()).unwrap(),
+            UnableToDecryptInfo {
+                session_id: Some(session.into()),
+                reason: UnableToDecryptReason::MissingMegolmSession {
+                    withheld_code: None,
+                },
+            },
+        )
+    }
+
+    #[test]
+    fn a_message_waits_once_for_its_session_until_taken() {
+        let keys = LateKeys::default();
+        let room = OwnedRoomId::try_from("!r:x").unwrap();
+        assert!(keys.keep(room.clone(), &utd("$a", "s1")));
+        assert!(keys.keep(room.clone(), &utd("$a", "s1")), "taken in twice");
+        assert!(keys.keep(room.clone(), &utd("$b", "s2")));
+        assert!(keys.still_waiting("$a"));
+        let ready = keys.take(Some(&["s1".to_owned()]));
+        assert_eq!(ready.len(), 1, "it waited once");
+        assert!(!keys.still_waiting("$a"));
+        assert!(
+            keys.still_waiting("$b"),
+            "another session's message still waits"
+        );
+        keys.put_back(ready.into_iter().next().unwrap());
+        assert_eq!(keys.take(None).len(), 2);
     }
 }
