@@ -162,3 +162,22 @@ fn check_says_when_the_sandbox_cannot_run() {
         "{stdout}"
     );
 }
+
+#[test]
+fn check_warns_about_a_workspace_that_holds_the_state_folder_and_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::create_dir_all(dir.path().join("state")).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace("workspace = \"ws\"", "workspace = \".\""),
+    )
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&check(&cfg).stdout).into_owned();
+    assert!(
+        stdout.contains("warning: agents[0].workspace:") && stdout.contains("holds state_dir"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("holds the config file"), "{stdout}");
+}

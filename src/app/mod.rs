@@ -113,7 +113,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         })
     };
     private()?;
-    for warning in config.access.warnings() {
+    for warning in config
+        .access
+        .warnings()
+        .into_iter()
+        .chain(config.layout_warnings())
+    {
         tracing::warn!("{warning}");
     }
     let store = Store::open(&config.state_dir.join("sidekicks.db"))

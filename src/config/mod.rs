@@ -596,6 +596,7 @@ impl Config {
 }
 
 mod access_warnings;
+mod layout_warnings;
 mod validate;
 
 #[cfg(test)]

@@ -1,0 +1,73 @@
+//! What `sidekicks check` (and the log at start) warns about in where things are: an agent
+//! whose workspace holds the state folder or the config can read every access token and
+//! password in it whenever it runs without the sandbox, and its work may end up in them.
+
+use std::path::Path;
+
+use super::Config;
+
+impl Config {
+    /// Warnings about workspaces that hold the gateway's own files, each naming its key.
+    pub fn layout_warnings(&self) -> Vec<String> {
+        let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+        let mut warnings = Vec::new();
+        let theirs = [
+            ("state_dir", canonical(&self.state_dir)),
+            (
+                "the config file",
+                self.source.as_deref().and_then(canonical),
+            ),
+        ];
+        for (i, agent) in self.agents.iter().enumerate() {
+            let Some(root) = canonical(&agent.workspace_root()) else {
+                continue;
+            };
+            for (what, path) in &theirs {
+                if path.as_ref().is_some_and(|p| p.starts_with(&root)) {
+                    warnings.push(format!(
+                        "agents[{i}].workspace: {} holds {what}; without the sandbox the agent \
+                         can read it, so move one out of the other",
+                        root.display()
+                    ));
+                }
+            }
+        }
+        warnings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_workspace_that_holds_the_state_or_the_config_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        let text = |ws: &str| {
+            format!(
+                "state_dir = \"state\"\n[matrix]\nhomeserver = \"http://127.0.0.1:9\"\n[access]\n\
+                 allowed_users = [\"@a:x\"]\n[[agents]]\nid = \"demo\"\ndisplay_name = \"D\"\n\
+                 command = \"true\"\nworkspace = \"{ws}\"\n[agents.matrix]\nuser_id = \"@d:x\"\n\
+                 password = \"pw\"\n"
+            )
+        };
+        std::fs::create_dir_all(dir.join("state")).unwrap();
+        std::fs::write(dir.join("c.toml"), "").unwrap();
+        let apart = Config::from_toml(&text("ws"), &dir.join("c.toml")).unwrap();
+        assert!(
+            apart.layout_warnings().is_empty(),
+            "{:?}",
+            apart.layout_warnings()
+        );
+        let around = Config::from_toml(&text("."), &dir.join("c.toml")).unwrap();
+        let warnings = around.layout_warnings();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("agents[0].workspace:")
+                && warnings[0].contains("holds state_dir")
+        );
+        assert!(warnings[1].contains("holds the config file"));
+    }
+}
