@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::dialect;
 use super::events;
-use super::process::{self, AgentProcess, ProcessSpec, StderrTail};
+use super::process::{AgentProcess, ProcessSpec, StderrTail};
 use super::sessions::Sessions;
 use super::transport;
 use crate::core::agent::AgentPort;
@@ -134,7 +134,7 @@ impl AcpAgent {
         let (broken_tx, broken) = watch::channel(None);
         let guard = transport::Guard::new(
             spec.agent_id.clone(),
-            process::secret_values(spec),
+            spec.secret_values(),
             broken_tx.clone(),
         );
         let transport = transport::lines(spawned.stdin, spawned.stdout, guard);

@@ -153,7 +153,7 @@ impl AgentProcess {
         let tail = StderrTail::default();
         let agent_id = spec.agent_id.clone();
         let reader_tail = tail.clone();
-        let secrets = secret_values(spec);
+        let secrets = spec.secret_values();
         tokio::spawn(async move {
             // Read as bytes, each line capped: a line that is not UTF-8 is kept lossily, a
             // line without end is cut, and the pipe is drained whatever the agent writes.
@@ -255,30 +255,26 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 const MIN_SECRET_LEN: usize = 6;
 
 impl ProcessSpec {
-    /// The values to mask wherever the agent's words go (see [`secret_values`]).
+    /// The values of the agent's variables, longest first, that are worth masking wherever
+    /// its words go (its stderr, the log, rooms): those configured and those it inherits
+    /// from the gateway (`inherit_env` is how an API key set for the service usually
+    /// reaches an agent).
     pub fn secret_values(&self) -> Vec<String> {
-        secret_values(self)
+        let inherited = self
+            .inherit_env
+            .iter()
+            .filter_map(|name| std::env::var(name).ok());
+        let mut values: Vec<String> = self
+            .env
+            .values()
+            .map(|v| v.expose().to_owned())
+            .chain(inherited)
+            .filter(|v| v.len() >= MIN_SECRET_LEN)
+            .collect();
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        values.dedup();
+        values
     }
-}
-
-/// The values of the agent's variables, longest first, that are worth masking: those
-/// configured and those it inherits from the gateway (`inherit_env` is how an API key set
-/// for the service usually reaches an agent).
-pub(super) fn secret_values(spec: &ProcessSpec) -> Vec<String> {
-    let inherited = spec
-        .inherit_env
-        .iter()
-        .filter_map(|name| std::env::var(name).ok());
-    let mut values: Vec<String> = spec
-        .env
-        .values()
-        .map(|v| v.expose().to_owned())
-        .chain(inherited)
-        .filter(|v| v.len() >= MIN_SECRET_LEN)
-        .collect();
-    values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-    values.dedup();
-    values
 }
 
 /// `line` with every secret value (and a secret cut at its end) replaced by `[redacted]`.
@@ -295,7 +291,7 @@ mod tests {
         let mut s = spec("true");
         s.env
             .insert("API_KEY".into(), Secret::new("sk-live-123456"));
-        let secrets = secret_values(&s);
+        let secrets = s.secret_values();
         assert_eq!(
             secrets,
             vec!["sk-live-123456".to_owned()],
@@ -312,7 +308,7 @@ mod tests {
             "SIDEKICKS_TEST_INHERITED_KEY".into(),
             "UNSET_SIDEKICKS_VAR".into(),
         ];
-        let secrets = secret_values(&s);
+        let secrets = s.secret_values();
         assert_eq!(
             redact("auth inherited-987654 failed".into(), &secrets),
             "auth [redacted] failed"

@@ -1,7 +1,7 @@
 //! Running an agent under bubblewrap (`bwrap`): the system read-only, its workspace and its
 //! own home read-write, a fresh `/tmp`, and what the gateway keeps to itself (the state
-//! folder with every token, crypto key and transcript, the config, password files, the
-//! gateway's own home) not there at all. The network stays open: agents call their model.
+//! folder with every token, crypto key and transcript, the config, password files, the keys
+//! in the gateway's own home) not there at all. The network stays open: agents call their model.
 //!
 //! The mounts are laid out from the shallowest path to the deepest, so the most specific
 //! rule wins: a workspace inside a hidden folder is still there, and a hidden folder inside

@@ -17,12 +17,7 @@ use crate::model::agent::{AgentEvent, Reopen};
 pub async fn check_from_file(path: &Path) -> Result<()> {
     let config = Config::load(path)?;
     println!("config {}: valid", path.display());
-    for warning in config
-        .access
-        .warnings()
-        .into_iter()
-        .chain(config.layout_warnings())
-    {
+    for warning in config.warnings() {
         println!("warning: {warning}");
     }
     let mut failed = 0;

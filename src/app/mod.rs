@@ -113,12 +113,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         })
     };
     private()?;
-    for warning in config
-        .access
-        .warnings()
-        .into_iter()
-        .chain(config.layout_warnings())
-    {
+    for warning in config.warnings() {
         tracing::warn!("{warning}");
     }
     let store = Store::open(&config.state_dir.join("sidekicks.db"))
@@ -150,6 +145,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     // One agent that cannot start (bad password, broken command) does not stop the others.
     // Agents beyond the pool's limit start at their first prompt.
     for agent in &config.agents {
+        // Decided before logging in: an agent that cannot run as configured is skipped.
+        let isolation = match isolation(&config, agent, &mut probe) {
+            Ok(isolation) => isolation,
+            Err(e) => {
+                tracing::error!(agent = %agent.id, error = %e, "the agent cannot run as configured; agent skipped");
+                problems.push(format!("{}: {e}", agent.id));
+                continue;
+            }
+        };
         let user = match MatrixAgent::connect(
             &config.matrix.homeserver,
             &config.state_dir,
@@ -161,14 +165,6 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             Ok(user) => user,
             Err(e) => {
                 tracing::error!(agent = %agent.id, error = %e, "the agent's Matrix user could not log in; agent skipped");
-                problems.push(format!("{}: {e}", agent.id));
-                continue;
-            }
-        };
-        let isolation = match isolation(&config, agent, &mut probe) {
-            Ok(isolation) => isolation,
-            Err(e) => {
-                tracing::error!(agent = %agent.id, error = %e, "the agent cannot run as configured; agent skipped");
                 problems.push(format!("{}: {e}", agent.id));
                 continue;
             }
@@ -211,6 +207,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             })
             .collect(),
     );
+    let deny = &config.access.deny;
+    let access = AccessRules {
+        allowed: AccessList::new(&config.access.allowed_users).denying(deny),
+        approvers: AccessList::new(config.access.approvers()).denying(deny),
+        admins: AccessList::new(config.access.admins()).denying(deny),
+    };
     let (handoffs, handed) = mpsc::unbounded_channel();
     let mut contexts = Vec::new();
     let mut users = Vec::new();
@@ -226,11 +228,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             workspace: Workspace::new(&agent.workspace),
             stream: stream.clone(),
             command_prefix: config.commands.prefix.clone(),
-            approvers: AccessList::new(config.access.approvers()).denying(&config.access.deny),
-            admins: AccessList::new(config.access.admins()).denying(&config.access.deny),
+            approvers: access.approvers.clone(),
+            admins: access.admins.clone(),
             approver_min_power: config.access.approver_min_power,
             settings: settings_policy(agent),
-            allowed: AccessList::new(&config.access.allowed_users).denying(&config.access.deny),
+            allowed: access.allowed.clone(),
             agent_users: config
                 .agents
                 .iter()
@@ -253,11 +255,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     }
     let gateway = Arc::new(Gateway::new(
         contexts,
-        AccessRules {
-            allowed: AccessList::new(&config.access.allowed_users).denying(&config.access.deny),
-            approvers: AccessList::new(config.access.approvers()).denying(&config.access.deny),
-            admins: AccessList::new(config.access.admins()).denying(&config.access.deny),
-        },
+        access,
         store.clone(),
         pool.clone(),
         GatewaySettings {

@@ -7,6 +7,14 @@ use std::path::Path;
 use super::Config;
 
 impl Config {
+    /// Everything `sidekicks check` and the start-up log warn about: the access lists and
+    /// the layout.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = self.access.warnings();
+        warnings.extend(self.layout_warnings());
+        warnings
+    }
+
     /// Warnings about workspaces that hold the gateway's own files, each naming its key.
     pub fn layout_warnings(&self) -> Vec<String> {
         let canonical = |p: &Path| std::fs::canonicalize(p).ok();
