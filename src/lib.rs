@@ -14,3 +14,4 @@ pub mod model;
 pub mod render;
 pub mod state_dir;
 pub mod store;
+pub mod workspace;

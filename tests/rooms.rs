@@ -468,3 +468,100 @@ async fn a_message_whose_room_key_arrives_late_is_answered_once_it_does() {
             .contains("a message decrypted once its room key arrived")
     );
 }
+
+/// Runs `git -C dir args…` for a test; its stdout.
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=T", "-c", "user.email=t@example.org"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_worktree_mode_each_room_works_on_a_branch_of_its_own_and_removing_keeps_it() {
+    // Outside /tmp, as a real repository would be.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let repo = outside.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "hello\n").unwrap();
+    git(&repo, &["add", "README"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    let env = Env::start_with_agent_toml(
+        SynapseOptions::default(),
+        "",
+        &format!(
+            "workspace = \"workspace-demo/{{room}}\"\n[agents.worktree]\nrepository = {repo:?}"
+        ),
+    )
+    .await;
+    let first = env.room_with_agent(false).await;
+    let second = env.room_with_agent(false).await;
+    // The agent commits in a worktree: the repository's git folder is writable for it.
+    let probe = repo.join(".git/sidekicks-probe");
+    env.alice
+        .send(
+            &first,
+            &format!(
+                "%write notes.txt from room A\n%read README\n%write {} x\n%pwd",
+                probe.display()
+            ),
+        )
+        .await;
+    let in_first = report(&env, &first).await;
+    assert!(in_first.contains("read README: 6 bytes"), "{in_first}");
+    assert!(probe.exists(), "{in_first}");
+    env.alice.send(&second, "%read notes.txt\n%pwd").await;
+    let in_second = report(&env, &second).await;
+    assert!(in_second.contains("cannot read notes.txt"), "{in_second}");
+    let folder = |report: &str| {
+        let line = report.lines().find(|l| l.starts_with("folder: ")).unwrap();
+        std::path::PathBuf::from(line.trim_start_matches("folder: "))
+    };
+    let (a, b) = (folder(&in_first), folder(&in_second));
+    let (branch_a, branch_b) = (
+        git(&a, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        git(&b, &["rev-parse", "--abbrev-ref", "HEAD"]),
+    );
+    assert!(branch_a.starts_with("sidekicks/demo/"), "{branch_a}");
+    assert_ne!(branch_a, branch_b);
+
+    env.alice.send(&first, "!worktree").await;
+    let status = env.notice_containing(&first, "on branch").await.body;
+    assert!(status.contains(&format!("`{branch_a}`")), "{status}");
+    assert!(
+        status.contains("1 file(s) with uncommitted changes"),
+        "{status}"
+    );
+
+    // Uncommitted work is never thrown away.
+    env.alice.send(&first, "!worktree remove").await;
+    let refused = env
+        .notice_containing(&first, "worktree is unchanged")
+        .await
+        .body;
+    assert!(refused.contains("untracked"), "{refused}");
+    assert!(a.join("notes.txt").exists());
+
+    git(&a, &["add", "notes.txt"]);
+    git(&a, &["commit", "-q", "-m", "notes"]);
+    env.alice.send(&first, "!worktree remove").await;
+    env.notice_containing(&first, "The worktree is removed")
+        .await;
+    assert!(!a.exists(), "the folder is gone");
+    git(&repo, &["rev-parse", "--verify", &branch_a]);
+
+    // The next message checks the branch out again, the commit in it.
+    env.alice.send(&first, "%read notes.txt\n%pwd").await;
+    wait_until(PATIENCE, "the note read again", || {
+        env.texts_from(&first, &env.agent)
+            .into_iter()
+            .find(|t| t.contains("read notes.txt: 11 bytes") && t.contains("home:"))
+    })
+    .await;
+}

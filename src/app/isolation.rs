@@ -71,11 +71,22 @@ pub fn isolation(
     });
     state_dir::create_private(&home)
         .map_err(|e| format!("cannot create the agent's home {}: {e}", home.display()))?;
+    // In worktree mode the agent commits: it writes to the repository's git folder.
+    let git_folder = match agent.worktrees() {
+        Some(w) => Some(w.git_folder().map_err(|e| {
+            format!(
+                "cannot find the git folder of {}: {e}",
+                w.repository.display()
+            )
+        })?),
+        None => None,
+    };
     let sandbox = Sandbox {
         program: config.sandbox.bwrap.clone(),
         hide: hidden(config, agent),
         read_write: [agent.workspace_root(), home.clone()]
             .into_iter()
+            .chain(git_folder)
             .chain(agent.sandbox.read_write.iter().cloned())
             .collect(),
         read_only: agent

@@ -23,7 +23,6 @@ use crate::core::pool::{Pool, PoolSettings};
 use crate::core::settings_policy::SettingsPolicy;
 use crate::core::view::stream::StreamSettings;
 use crate::matrix::{MatrixAgent, MatrixSecurity};
-use crate::model::workspace::Workspace;
 use crate::state_dir;
 use crate::store::Store;
 use isolation::{Isolation, Probe, isolation};
@@ -225,7 +224,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             agent: process.clone(),
             chat,
             store: store.clone(),
-            workspace: Workspace::new(&agent.workspace),
+            workspace: agent.workspace(),
             stream: stream.clone(),
             command_prefix: config.commands.prefix.clone(),
             approvers: access.approvers.clone(),

@@ -483,15 +483,48 @@ pub struct AgentConfig {
     /// Which modes and option values people who are not admins may choose.
     #[serde(default)]
     pub settings: AgentSettingsConfig,
+    /// Worktree mode: each room's folder (`workspace` must hold `{room}`) is a `git
+    /// worktree` of this repository on a branch of its own.
+    pub worktree: Option<WorktreeConfig>,
     /// The agent's Matrix account.
     pub matrix: AgentMatrixConfig,
+}
+
+/// Worktree mode: where each room's worktree comes from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// The git repository whose worktrees the rooms get.
+    pub repository: PathBuf,
+    /// What a room's new branch starts from (a branch, tag or commit); unset: the
+    /// repository's `HEAD` when the room first needs its folder.
+    pub base: Option<String>,
+    /// The start of each room's branch name, the room's folder name following; unset:
+    /// `sidekicks/AGENT/`.
+    pub branch_prefix: Option<String>,
 }
 
 impl AgentConfig {
     /// The folder its process works in and everything its conversations' folders are in
     /// (the whole `workspace` unless it holds `{room}`).
     pub fn workspace_root(&self) -> PathBuf {
-        crate::model::workspace::Workspace::new(&self.workspace).root()
+        crate::workspace::Workspace::new(&self.workspace).root()
+    }
+
+    /// Its worktree mode, when it has one.
+    pub fn worktrees(&self) -> Option<crate::workspace::Worktrees> {
+        let w = self.worktree.as_ref()?;
+        Some(crate::workspace::Worktrees {
+            repository: w.repository.clone(),
+            base: w.base.clone(),
+            branch_prefix: (w.branch_prefix.clone())
+                .unwrap_or_else(|| format!("sidekicks/{}/", self.id)),
+        })
+    }
+
+    /// Its workspace, in worktree mode when it has one.
+    pub fn workspace(&self) -> crate::workspace::Workspace {
+        crate::workspace::Workspace::new(&self.workspace).with_worktrees(self.worktrees())
     }
 
     /// Its sandbox mode: its own, else the gateway's.
@@ -588,6 +621,9 @@ impl Config {
             agent.home.iter_mut().for_each(fix);
             agent.sandbox.read_only.iter_mut().for_each(fix);
             agent.sandbox.read_write.iter_mut().for_each(fix);
+            if let Some(w) = &mut agent.worktree {
+                fix(&mut w.repository);
+            }
             if let Some(f) = &mut agent.matrix.password_file {
                 fix(f);
             }

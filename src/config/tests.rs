@@ -298,3 +298,40 @@ fn an_agents_settings_policy_is_read() {
         "the built-in list"
     );
 }
+
+#[test]
+fn worktree_mode_needs_a_room_folder_and_a_repository() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("work/demo")).unwrap();
+    std::fs::create_dir_all(dir.join("repo/.git")).unwrap();
+    let with = |ws: &str, worktree: &str| {
+        valid(Path::new(ws)).replace(
+            "[agents.matrix]",
+            &format!("[agents.worktree]\n{worktree}\n[agents.matrix]"),
+        )
+    };
+    let ok = Config::from_toml(
+        &with("work/{agent}/{room}", "repository = \"repo\""),
+        &dir.join("c.toml"),
+    )
+    .unwrap();
+    let worktrees = ok.agents[0].worktrees().unwrap();
+    assert_eq!(worktrees.repository, dir.join("repo"));
+    assert_eq!(worktrees.branch_prefix, "sidekicks/demo/");
+    assert!(ok.agents[0].workspace().worktrees().is_some());
+    let problems = |text: String| match Config::from_toml(&text, &dir.join("c.toml")) {
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        other => panic!("{other:?}"),
+    };
+    let shared = problems(with("work/demo", "repository = \"repo\""));
+    assert_eq!(shared[0].key, "agents[0].worktree");
+    assert!(shared[0].problem.contains("{room}"), "{shared:?}");
+    let no_repo = problems(with("work/{agent}/{room}", "repository = \"work\""));
+    assert_eq!(no_repo[0].key, "agents[0].worktree.repository");
+    let prefix = problems(with(
+        "work/{agent}/{room}",
+        "repository = \"repo\"\nbranch_prefix = \"a..b/\"",
+    ));
+    assert_eq!(prefix[0].key, "agents[0].worktree.branch_prefix");
+}

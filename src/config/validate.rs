@@ -171,13 +171,13 @@ impl Config {
                 bad(k("command"), "is empty".into());
             }
             let root = a.workspace_root();
-            if let Some(unknown) = crate::model::workspace::unknown_placeholder(&a.workspace) {
+            if let Some(unknown) = crate::workspace::unknown_placeholder(&a.workspace) {
                 bad(
                     k("workspace"),
                     format!("`{unknown}` is not a placeholder (use {{room}} or {{agent}})"),
                 );
-            } else if crate::model::workspace::Workspace::new(&a.workspace).per_room()
-                && !crate::model::workspace::is_plain(&a.workspace)
+            } else if crate::workspace::Workspace::new(&a.workspace).per_room()
+                && !crate::workspace::is_plain(&a.workspace)
             {
                 bad(
                     k("workspace"),
@@ -188,6 +188,29 @@ impl Config {
                     k("workspace"),
                     format!("{} is not an existing folder", root.display()),
                 );
+            }
+            if let Some(w) = &a.worktree {
+                if !crate::workspace::Workspace::new(&a.workspace).per_room() {
+                    bad(
+                        k("worktree"),
+                        "needs {room} in workspace: each room's worktree is a folder of its own"
+                            .into(),
+                    );
+                }
+                if !w.repository.join(".git").exists() && !w.repository.join("HEAD").is_file() {
+                    bad(
+                        k("worktree.repository"),
+                        format!("{} is not a git repository", w.repository.display()),
+                    );
+                }
+                if let Some(prefix) = &w.branch_prefix
+                    && (prefix.is_empty() || prefix.contains("..") || prefix.contains(' '))
+                {
+                    bad(
+                        k("worktree.branch_prefix"),
+                        format!("`{prefix}` cannot start a git branch name"),
+                    );
+                }
             }
             if let Some(name) = &a.dialect
                 && crate::acp::dialect::named(name).is_none()

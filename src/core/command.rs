@@ -39,6 +39,8 @@ pub enum Command {
     Model(Vec<String>),
     /// Show the session's config options, or set one (`session/set_config_option`).
     Set(Vec<String>),
+    /// Show the conversation's git worktree, or remove it (`!worktree remove`).
+    Worktree(Vec<String>),
     /// A word after the prefix that is no command we know.
     Unknown(String),
 }
@@ -53,7 +55,8 @@ impl Command {
             | Command::Commands(w)
             | Command::Mode(w)
             | Command::Model(w)
-            | Command::Set(w) => Some(w),
+            | Command::Set(w)
+            | Command::Worktree(w) => Some(w),
             _ => None,
         }
     }
@@ -125,6 +128,7 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
         "mode" => Command::Mode(words),
         "model" => Command::Model(words),
         "set" | "options" => Command::Set(words),
+        "worktree" => Command::Worktree(words),
         other => Command::Unknown(other.to_owned()),
     })
 }
@@ -191,6 +195,12 @@ mod tests {
                 Some(Command::Set(w(&["effort", "high"]))),
             ),
             ("!", "!options", Some(Command::Set(vec![]))),
+            ("!", "!worktree", Some(Command::Worktree(vec![]))),
+            (
+                "!",
+                "!worktree claude remove",
+                Some(Command::Worktree(w(&["claude", "remove"]))),
+            ),
             (
                 "!",
                 "!frobnicate x",

@@ -14,8 +14,8 @@ use crate::core::settings_policy::SettingsPolicy;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
-use crate::model::workspace::Workspace;
 use crate::store::Store;
+use crate::workspace::Workspace;
 
 /// Everything a channel needs that is the same for all rooms of one agent.
 pub struct AgentContext {

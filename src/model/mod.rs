@@ -8,7 +8,6 @@ pub mod message;
 pub mod poll;
 pub mod secret;
 pub mod verbosity;
-pub mod workspace;
 
 pub use message::OutMessage;
 pub use secret::Secret;

@@ -47,6 +47,11 @@ impl Channel {
                 let request = SettingRequest::Option(words.first().cloned(), words.get(1).cloned());
                 return self.change_setting(request, by, running).await;
             }
+            Command::Worktree(words) => {
+                return self
+                    .worktree_command(words.first().map(String::as_str), running)
+                    .await;
+            }
             Command::Help
             | Command::Agents
             | Command::Status

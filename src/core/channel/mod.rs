@@ -9,6 +9,7 @@ mod journal;
 mod session;
 mod turn;
 mod turn_input;
+mod worktree;
 
 #[cfg(test)]
 mod tests;

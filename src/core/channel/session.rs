@@ -28,12 +28,7 @@ impl Channel {
             return Ok(());
         }
         let ctx = self.ctx.clone();
-        let folder = ctx.workspace.prepare(&self.key.room).map_err(|e| {
-            AgentError::Failed(strings::workspace_unusable(
-                &ctx.workspace.for_room(&self.key.room).display().to_string(),
-                &e.to_string(),
-            ))
-        })?;
+        let folder = self.prepare_folder().await?;
         // Started first if it is not running: whether it can reopen sessions is known then.
         ctx.agent.ensure_running().await?;
         if let Some(how) = ctx.agent.reopen_support()
@@ -74,6 +69,23 @@ impl Channel {
             first_prompt: None,
         });
         Ok(())
+    }
+
+    /// The conversation's folder, made if it is not there (in worktree mode, by `git`: off
+    /// the async threads).
+    pub(super) async fn prepare_folder(&self) -> Result<std::path::PathBuf, AgentError> {
+        let (workspace, room) = (self.ctx.workspace.clone(), self.key.room.clone());
+        let made = tokio::task::spawn_blocking(move || workspace.prepare(&room))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|made| made.map_err(|e| e.to_string()));
+        made.map_err(|why| {
+            let folder = self.ctx.workspace.for_room(&self.key.room);
+            AgentError::Failed(strings::workspace_unusable(
+                &folder.display().to_string(),
+                &why,
+            ))
+        })
     }
 
     /// Makes sure a live session is open; says why in the room when none can be.

@@ -89,7 +89,7 @@ async fn gateway_of(
                 agent: agent.clone(),
                 chat: chat.clone(),
                 store: store.clone(),
-                workspace: crate::model::workspace::Workspace::new("/tmp"),
+                workspace: crate::workspace::Workspace::new("/tmp"),
                 stream: StreamSettings {
                     interval: Duration::from_millis(100),
                     max_edits: 10,

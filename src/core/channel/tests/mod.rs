@@ -104,7 +104,7 @@ fn context(
         agent,
         chat,
         store: store.clone(),
-        workspace: crate::model::workspace::Workspace::new("/tmp"),
+        workspace: crate::workspace::Workspace::new("/tmp"),
         stream: StreamSettings {
             interval: Duration::from_millis(50),
             max_edits: 100,

@@ -1,10 +1,14 @@
 //! Where a conversation's files are: the agent's workspace, or, when the configured path holds
 //! `{room}`, a folder of its own for each room (so rooms do not share files), made on first
-//! use.
+//! use: an empty folder, or in worktree mode a `git worktree` of a repository ([`worktree`]).
 
 use std::path::{Component, Path, PathBuf};
 
 use crate::model::ids::RoomId;
+
+pub mod worktree;
+
+pub use worktree::{WorktreeError, WorktreeStatus, Worktrees};
 
 /// The placeholder replaced by a room's folder name.
 pub const ROOM: &str = "{room}";
@@ -14,6 +18,19 @@ pub const ROOM: &str = "{room}";
 pub struct Workspace {
     /// The configured path, possibly with [`ROOM`] in it.
     template: PathBuf,
+    /// In worktree mode, where each room's worktree comes from.
+    worktrees: Option<Worktrees>,
+}
+
+/// Why a conversation's folder could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// The folder could not be made.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Its worktree could not be made.
+    #[error(transparent)]
+    Worktree(#[from] WorktreeError),
 }
 
 impl Workspace {
@@ -21,7 +38,25 @@ impl Workspace {
     pub fn new(template: impl Into<PathBuf>) -> Self {
         Self {
             template: template.into(),
+            worktrees: None,
         }
+    }
+
+    /// The same workspace in worktree mode: each room's folder is a worktree of `worktrees`'
+    /// repository (the configuration makes sure the path holds [`ROOM`]).
+    pub fn with_worktrees(self, worktrees: Option<Worktrees>) -> Self {
+        Self { worktrees, ..self }
+    }
+
+    /// Where rooms' worktrees come from, in worktree mode.
+    pub fn worktrees(&self) -> Option<&Worktrees> {
+        self.worktrees.as_ref()
+    }
+
+    /// The branch of `room`'s worktree, in worktree mode.
+    pub fn branch_for_room(&self, room: &RoomId) -> Option<String> {
+        let worktrees = self.worktrees.as_ref()?;
+        Some(worktrees.branch(&folder_name(room)))
     }
 
     /// Whether each room has a folder of its own.
@@ -52,10 +87,19 @@ impl Workspace {
         PathBuf::from(path)
     }
 
-    /// The folder of `room`'s conversation, made if it does not exist yet.
-    pub fn prepare(&self, room: &RoomId) -> std::io::Result<PathBuf> {
+    /// The folder of `room`'s conversation, made if it does not exist yet (in worktree
+    /// mode, a worktree on the room's branch). Runs `git` in worktree mode: call it where
+    /// blocking is fine.
+    pub fn prepare(&self, room: &RoomId) -> Result<PathBuf, WorkspaceError> {
         let folder = self.for_room(room);
-        std::fs::create_dir_all(&folder)?;
+        match (&self.worktrees, self.branch_for_room(room)) {
+            (Some(worktrees), Some(branch)) if self.per_room() => {
+                if worktrees.ensure(&folder, &branch)? {
+                    tracing::info!(folder = %folder.display(), %branch, "worktree made");
+                }
+            }
+            _ => std::fs::create_dir_all(&folder)?,
+        }
         Ok(folder)
     }
 }
