@@ -181,3 +181,50 @@ fn check_warns_about_a_workspace_that_holds_the_state_folder_and_the_config() {
     );
     assert!(stdout.contains("holds the config file"), "{stdout}");
 }
+
+#[test]
+fn check_lists_the_worktrees_of_an_agent_in_worktree_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.org"])
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "first"]);
+    let made = dir.path().join("ws/room-one");
+    let made_text = made.to_str().unwrap();
+    git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "sidekicks/demo/one",
+        made_text,
+    ]);
+    let cfg = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let text = std::fs::read_to_string(&cfg).unwrap().replace(
+        "workspace = \"ws\"",
+        "workspace = \"ws/room-{room}\"\n[agents.worktree]\nrepository = \"repo\"",
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = check(&cfg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("worktree: each room on a branch sidekicks/demo/… of"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(1 made)"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("sidekicks/demo/one in {}", made.display())),
+        "{stdout}"
+    );
+}

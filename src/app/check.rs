@@ -43,6 +43,19 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
     let isolation = isolation(config, agent, probe).map_err(|e| anyhow::anyhow!("sandbox: {e}"))?;
     let mut out = String::new();
     writeln!(out, "  sandbox: {}", isolation.summary)?;
+    if let Some(w) = agent.worktrees() {
+        let made = w.list().map_err(|e| anyhow::anyhow!("worktree: {e}"))?;
+        writeln!(
+            out,
+            "  worktree: each room on a branch {}… of {} ({} made)",
+            w.branch_prefix,
+            w.repository.display(),
+            made.len()
+        )?;
+        for listed in made {
+            writeln!(out, "    {} in {}", listed.branch, listed.path.display())?;
+        }
+    }
     let process = AcpAgent::start(&process_spec(agent, &config.timeouts, isolation)).await?;
     let info = process.info().clone();
     let none = |v: &[String]| {
