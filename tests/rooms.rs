@@ -265,6 +265,42 @@ async fn after_a_restart_the_agent_keeps_its_device_and_still_talks_in_encrypted
     assert_eq!(ids_after.len(), 1);
 }
 
+/// Sends `%say {text}` in `room` until the agent answers `text`: while Alice's client does
+/// not know the agent's (signed) device yet, sending fails or the agent cannot read it.
+async fn say_until_answered(env: &Env, room: &matrix_sdk::room::Room, text: &str) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let before = env.alice.messages_from(room, &env.agent).len();
+    loop {
+        // Sending fails while the agent's identity is not known yet; that is part of waiting.
+        let _ = room
+            .send(RoomMessageEventContent::text_plain(format!("%say {text}")))
+            .await;
+        let answered = async {
+            for _ in 0..50 {
+                if env
+                    .alice
+                    .messages_from(room, &env.agent)
+                    .iter()
+                    .skip(before)
+                    .any(|m| m.body == text)
+                {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            false
+        };
+        if answered.await {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never answered {text:?}\n{}",
+            env.gw.log()
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_that_share_keys_only_with_signed_devices_can_talk_to_the_agent() {
     let env = Env::start_sharing_keys(
@@ -274,38 +310,78 @@ async fn clients_that_share_keys_only_with_signed_devices_can_talk_to_the_agent(
     )
     .await;
     let room = env.room_with_agent(true).await;
-    // The agent's identity may still be on its way to Alice's client: retry until it answers.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        // Sending fails while the agent's identity is not known yet; that is part of waiting.
-        let _ = room
-            .send(RoomMessageEventContent::text_plain(
-                "%say signed device reached",
-            ))
-            .await;
-        let answered = async {
-            for _ in 0..50 {
-                if env
-                    .alice
-                    .messages_from(&room, &env.agent)
-                    .iter()
-                    .any(|m| m.body == "signed device reached")
-                {
-                    return true;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            false
-        };
-        if answered.await {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never answered\n{}",
-            env.gw.log()
-        );
-    }
+    say_until_answered(&env, &room, "signed device reached").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_recovery_key_a_lost_store_keeps_the_agents_identity_and_its_signed_device() {
+    // Where an operator keeps it: outside the state folder.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let key_file = outside.path().join("demo.recovery-key");
+    let mut env = Env::start_with(
+        SynapseOptions::default(),
+        "",
+        CollectStrategy::IdentityBasedStrategy,
+        &[],
+        &format!("matrix.recovery_key_file = {key_file:?}"),
+    )
+    .await;
+    wait_until(PATIENCE, "the recovery key written", || {
+        std::fs::read_to_string(&key_file)
+            .ok()
+            .filter(|k| k.trim().len() > 40)
+    })
+    .await;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "only the gateway's user may read it");
+    let room = env.room_with_agent(true).await;
+    say_until_answered(&env, &room, "before the loss").await;
+    let agent_id = matrix_sdk::ruma::UserId::parse(env.agent.as_str()).unwrap();
+    let master_key = async || {
+        let identity = env
+            .alice
+            .client
+            .encryption()
+            .request_user_identity(&agent_id)
+            .await
+            .unwrap()
+            .expect("the agent has a cross-signing identity");
+        identity.master_key().get_first_key().unwrap().to_base64()
+    };
+    let identity_before = master_key().await;
+    let devices_before = env.alice.device_ids(&env.agent).await;
+
+    // The store is lost: the agent logs in again as a new device.
+    env.gw.stop();
+    std::fs::remove_dir_all(env.gw.dir.path().join("state/matrix/demo")).unwrap();
+    env.gw.start_again();
+    wait_until(PATIENCE, "the identity recovered", || {
+        env.gw
+            .log()
+            .contains("recovered the agent's identity")
+            .then_some(())
+    })
+    .await;
+    // Alice's client shares room keys only with devices their owner signed: the new one is.
+    say_until_answered(&env, &room, "after the loss").await;
+    assert_eq!(master_key().await, identity_before, "the same identity");
+    let new_device = env
+        .alice
+        .device_ids(&env.agent)
+        .await
+        .into_iter()
+        .find(|d| !devices_before.contains(d))
+        .expect("a new device");
+    let device = env
+        .alice
+        .client
+        .encryption()
+        .get_device(&agent_id, new_device.as_str().into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(device.is_cross_signed_by_owner());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

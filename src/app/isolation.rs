@@ -146,6 +146,7 @@ fn hidden(config: &Config, agent: &AgentConfig) -> Vec<PathBuf> {
     }
     for other in &config.agents {
         hide.extend(other.matrix.password_file.clone());
+        hide.extend(other.matrix.recovery_key_file.clone());
         if other.id != agent.id {
             hide.push(other.workspace_root());
         }

@@ -545,6 +545,10 @@ pub struct AgentMatrixConfig {
     pub password_env: Option<String>,
     /// File whose content (trimmed) is the password.
     pub password_file: Option<PathBuf>,
+    /// The agent's recovery key (or passphrase): with it, a lost store does not lose the
+    /// agent's identity or the room keys in its key backup. When the file does not exist,
+    /// recovery is turned on at the first start and the new key is written there.
+    pub recovery_key_file: Option<PathBuf>,
 }
 
 pub use crate::model::Secret;
@@ -627,6 +631,7 @@ impl Config {
             if let Some(f) = &mut agent.matrix.password_file {
                 fix(f);
             }
+            agent.matrix.recovery_key_file.iter_mut().for_each(fix);
         }
     }
 }

@@ -254,6 +254,14 @@ impl Config {
             } else if let Err(e) = a.matrix.password() {
                 bad(k("matrix"), e);
             }
+            if let Some(file) = &a.matrix.recovery_key_file
+                && !file.parent().is_some_and(Path::is_dir)
+            {
+                bad(
+                    k("matrix.recovery_key_file"),
+                    format!("{} is not in an existing folder", file.display()),
+                );
+            }
         }
         out
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use matrix_sdk::Client;
 use matrix_sdk::authentication::matrix::MatrixSession;
 use matrix_sdk::config::RequestConfig;
-use matrix_sdk::encryption::EncryptionSettings;
+use matrix_sdk::encryption::{BackupDownloadStrategy, EncryptionSettings};
 
 use super::late_keys::LateKeys;
 use super::outbound::MatrixChat;
@@ -74,6 +74,8 @@ pub struct MatrixAgent {
     pub(super) trust: SenderTrust,
     /// The messages waiting for their room keys.
     pub(super) late_keys: LateKeys,
+    /// Where its recovery key is kept (`None`: no key backup or recovery).
+    pub(super) recovery_key_file: Option<PathBuf>,
 }
 
 /// What every agent's Matrix user shares: how it protects its keys and whom it believes.
@@ -122,8 +124,11 @@ impl MatrixAgent {
             // Sign the agent's device with its own cross-signing identity: clients that only
             // share room keys with signed devices (Element's "exclude insecure devices")
             // then still let the agent read encrypted rooms.
+            // With recovery, a message whose room key this device lacks is looked up in the
+            // key backup.
             .with_encryption_settings(EncryptionSettings {
                 auto_enable_cross_signing: true,
+                backup_download_strategy: BackupDownloadStrategy::AfterDecryptionFailure,
                 ..Default::default()
             })
             .build()
@@ -178,6 +183,7 @@ impl MatrixAgent {
                 require_cross_signed: security.require_cross_signed,
             },
             late_keys: LateKeys::default(),
+            recovery_key_file: agent.matrix.recovery_key_file.clone(),
         };
         me.set_display_name(&agent.display_name).await;
         Ok(me)
@@ -233,8 +239,8 @@ async fn login_with_retry(
     }
 }
 
-/// Writes a file only its owner can read (it holds an access token).
-fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
+/// Writes a file only its owner can read (an access token, a recovery key).
+pub(super) fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");

@@ -10,6 +10,7 @@ mod late_decryption;
 mod late_keys;
 mod mentions;
 mod outbound;
+mod recovery;
 mod sender_proof;
 mod sync;
 mod timeline;

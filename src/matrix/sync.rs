@@ -49,6 +49,7 @@ impl MatrixAgent {
             self.clone()
                 .retry_late_keys(gateway.clone(), shutdown.clone()),
         );
+        tokio::spawn(self.clone().keep_recoverable(shutdown.clone()));
         let settings = SyncSettings::default()
             .timeout(SYNC_TIMEOUT)
             .filter(sync_filter(timeline_limit));

@@ -19,7 +19,8 @@ pub struct AgentSpec {
     /// Arguments for the demo agent after `demo-agent` (run in its workspace).
     pub demo_args: Vec<String>,
     /// Extra lines for the agent's `[[agents]]` table (e.g. `dialect = "mm"`); a
-    /// `workspace = …` line replaces the default workspace.
+    /// `workspace = …` line replaces the default workspace; lines starting with `matrix.`
+    /// go into its `[agents.matrix]` table.
     pub agent_toml: String,
 }
 
@@ -105,8 +106,15 @@ impl GatewayProcess {
             std::fs::create_dir_all(&ws).unwrap();
             let password_file = dir.path().join(format!("{}.password", a.id));
             std::fs::write(&password_file, &a.password).unwrap();
+            let (matrix, extra): (Vec<&str>, Vec<&str>) =
+                a.agent_toml.lines().partition(|l| l.starts_with("matrix."));
+            let matrix: String = matrix
+                .iter()
+                .map(|l| format!("{}\n", &l["matrix.".len()..]))
+                .collect();
+            let extra = extra.join("\n");
             toml.push_str(&format!(
-                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\n{workspace}{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_file = {password_file:?}\n",
+                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\n{workspace}{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_file = {password_file:?}\n{matrix}",
                 id = a.id,
                 bin = binary(),
                 // A `workspace` line of the agent's own replaces the default one.
@@ -116,7 +124,6 @@ impl GatewayProcess {
                     format!("workspace = {ws:?}\n")
                 },
                 user = a.user_id,
-                extra = a.agent_toml,
                 args = std::iter::once("demo-agent".to_owned())
                     .chain(a.demo_args.iter().cloned())
                     .collect::<Vec<_>>(),

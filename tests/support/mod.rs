@@ -106,7 +106,9 @@ impl Env {
         }
     }
 
-    async fn start_with(
+    /// Like [`Env::start`], with Alice's client sharing keys following `strategy`,
+    /// `demo_args` after `demo-agent` and `agent_toml` added to the agent's table.
+    pub async fn start_with(
         options: SynapseOptions,
         extra_toml: &str,
         strategy: person::CollectStrategy,
