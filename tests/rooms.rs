@@ -352,9 +352,75 @@ async fn with_a_recovery_key_a_lost_store_keeps_the_agents_identity_and_its_sign
     let identity_before = master_key().await;
     let devices_before = env.alice.device_ids(&env.agent).await;
 
+    // The agent's device has put the message's room key in the key backup.
+    let session = env.gw.dir.path().join("state/matrix/demo/session.json");
+    let session: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(session).unwrap()).unwrap();
+    let token = session["access_token"].as_str().unwrap().to_owned();
+    let http = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let info = http
+            .get(format!(
+                "{}/_matrix/client/v3/room_keys/version",
+                env.hs.url
+            ))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+        if info["count"].as_u64().unwrap_or(0) >= 1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no key backed up: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
     // The store is lost: the agent logs in again as a new device.
     env.gw.stop();
     std::fs::remove_dir_all(env.gw.dir.path().join("state/matrix/demo")).unwrap();
+    // Old messages are not lost with it: a device of the agent's user that Alice never shared
+    // the key with (and that no running device could forward it to) decrypts a message from
+    // before with the recovery key alone.
+    let before = env
+        .alice
+        .messages_from(&room, &env.alice.user_id)
+        .into_iter()
+        .find(|m| m.body == "%say before the loss")
+        .unwrap();
+    let reader = Person::login_unsigned(&env.hs.url, &env.agent, "demo-password").await;
+    let key = std::fs::read_to_string(&key_file).unwrap();
+    (reader.client.encryption().recovery())
+        .recover(key.trim())
+        .await
+        .unwrap();
+    let event_id = matrix_sdk::ruma::EventId::parse(before.event_id.as_str()).unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let backups = reader.client.encryption().backups();
+        let _ = backups.download_room_keys_for_room(room.room_id()).await;
+        let read = match reader.client.get_room(room.room_id()) {
+            Some(r) => r.event(&event_id, None).await.ok(),
+            None => None,
+        };
+        if read.is_some_and(|e| e.raw().json().get().contains("before the loss")) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never in the backup"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let reader_device = reader.client.device_id().unwrap().to_string();
+    drop(reader);
     env.gw.start_again();
     wait_until(PATIENCE, "the identity recovered", || {
         env.gw
@@ -371,7 +437,7 @@ async fn with_a_recovery_key_a_lost_store_keeps_the_agents_identity_and_its_sign
         .device_ids(&env.agent)
         .await
         .into_iter()
-        .find(|d| !devices_before.contains(d))
+        .find(|d| !devices_before.contains(d) && *d != reader_device)
         .expect("a new device");
     let device = env
         .alice
