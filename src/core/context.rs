@@ -18,6 +18,7 @@ use crate::store::Store;
 use crate::workspace::Workspace;
 
 /// Everything a channel needs that is the same for all rooms of one agent.
+#[derive(Clone)]
 pub struct AgentContext {
     /// The agent's configured ID.
     pub agent_id: AgentId,
@@ -75,6 +76,8 @@ pub struct AgentContext {
 pub struct Handoff {
     /// The room.
     pub room_id: RoomId,
+    /// The thread the answer was given in: the agents it addresses answer there too.
+    pub thread: Option<EventId>,
     /// The agent that answered.
     pub from_agent: AgentId,
     /// The answer's first message: the event the hand-off prompts refer to.

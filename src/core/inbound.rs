@@ -25,16 +25,16 @@ pub struct IncomingMessage {
     /// The users the message mentions (Matrix intentional mentions and mention pills):
     /// a message mentioning agents is for them.
     pub mentions: Vec<UserId>,
+    /// The root of the thread the message was written in (an `m.thread` relation), if any.
+    pub thread: Option<EventId>,
 }
 
 impl IncomingMessage {
-    /// The conversation this copy of the message belongs to: its room and the agent that
-    /// saw it.
+    /// The conversation this copy of the message belongs to: its room, its thread and the
+    /// agent that saw it.
     pub fn conversation(&self) -> ConversationKey {
-        ConversationKey {
-            room: self.room_id.clone(),
-            agent: self.agent_id.clone(),
-        }
+        ConversationKey::new(self.room_id.clone(), self.agent_id.clone())
+            .in_thread(self.thread.clone())
     }
 }
 
@@ -56,10 +56,7 @@ pub struct IncomingReaction {
 impl IncomingReaction {
     /// The conversation whose channel the reaction may matter to.
     pub fn conversation(&self) -> ConversationKey {
-        ConversationKey {
-            room: self.room_id.clone(),
-            agent: self.agent_id.clone(),
-        }
+        ConversationKey::new(self.room_id.clone(), self.agent_id.clone())
     }
 }
 

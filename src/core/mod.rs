@@ -24,5 +24,6 @@ pub mod pool;
 pub mod routing;
 pub mod session_settings;
 pub mod settings_policy;
+pub mod thread_chat;
 pub mod view;
 pub mod voice;

@@ -108,9 +108,18 @@ fn room_message(
     if matches!(ev.content.relates_to, Some(Relation::Replacement(_))) {
         return None;
     }
-    let reply_to = match &ev.content.relates_to {
-        Some(Relation::Reply(reply)) => Some(reply.in_reply_to.event_id.to_string()),
-        _ => None,
+    // In a thread, the reply a client adds only as a fallback for clients without threads
+    // is no reply.
+    let (reply_to, thread) = match &ev.content.relates_to {
+        Some(Relation::Reply(reply)) => (Some(reply.in_reply_to.event_id.to_string()), None),
+        Some(Relation::Thread(t)) => (
+            t.in_reply_to
+                .as_ref()
+                .filter(|_| !t.is_falling_back)
+                .map(|r| r.event_id.to_string()),
+            Some(t.event_id.to_string()),
+        ),
+        _ => (None, None),
     };
     let html = match &ev.content.msgtype {
         MessageType::Text(t) => t.formatted.as_ref().map(|f| f.body.as_str()),
@@ -124,6 +133,7 @@ fn room_message(
         sender: ev.sender.to_string().into(),
         timestamp_ms: ev.origin_server_ts.get().into(),
         reply_to: reply_to.map(Into::into),
+        thread: thread.map(Into::into),
         mentions: mentioned_users(&ev.content, html),
         ..Default::default()
     };
@@ -207,7 +217,9 @@ fn lenient_message(
     raw: &Raw<AnySyncTimelineEvent>,
 ) -> Option<IncomingMessage> {
     let field = |name: &str| raw.get_field::<String>(name).ok().flatten();
+    let content = raw.get_field::<Value>("content").ok().flatten();
     Some(IncomingMessage {
+        thread: content.as_ref().and_then(thread_root),
         agent_id: agent_id.to_owned().into(),
         room_id: room_id.to_owned().into(),
         event_id: field("event_id")?.into(),
@@ -219,6 +231,19 @@ fn lenient_message(
             .unwrap_or(0),
         ..Default::default()
     })
+}
+
+/// The root of the thread a message's content says it is in (its relation stays readable
+/// when the rest is not, encrypted or broken).
+fn thread_root(content: &Value) -> Option<EventId> {
+    let relation = content.get("m.relates_to")?;
+    if relation.get("rel_type").and_then(Value::as_str) != Some("m.thread") {
+        return None;
+    }
+    relation
+        .get("event_id")
+        .and_then(Value::as_str)
+        .map(EventId::from)
 }
 
 /// A parse error in few words: without the position, on one line, not too long.
@@ -304,10 +329,9 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_message_is_a_message_of_the_room_and_its_fallback_no_reply() {
-        // Threads are not conversations of their own yet: a message in one is taken like any
-        // other, and the reply its thread relation carries only as a fallback for clients
-        // without threads does not count as a reply.
+    fn a_thread_message_names_its_thread_and_its_fallback_is_no_reply() {
+        // The reply a thread relation carries only as a fallback for clients without
+        // threads does not count as a reply.
         let m = message(convert(serde_json::json!({
             "msgtype": "m.text",
             "body": "in the thread",
@@ -320,6 +344,19 @@ mod tests {
         })));
         assert_eq!(m.body, "in the thread");
         assert_eq!(m.reply_to, None);
+        assert_eq!(m.thread.as_deref(), Some("$root"));
+        // A real reply inside the thread is one.
+        let reply = message(convert(serde_json::json!({
+            "msgtype": "m.text",
+            "body": "about that",
+            "m.relates_to": {
+                "rel_type": "m.thread",
+                "event_id": "$root",
+                "m.in_reply_to": {"event_id": "$earlier"},
+            },
+        })));
+        assert_eq!(reply.reply_to.as_deref(), Some("$earlier"));
+        assert_eq!(reply.thread.as_deref(), Some("$root"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use matrix_sdk::room::Room;
 use matrix_sdk::ruma::events::Mentions;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::relation::Annotation;
-use matrix_sdk::ruma::events::relation::Reply;
+use matrix_sdk::ruma::events::relation::{Reply, Thread};
 use matrix_sdk::ruma::events::room::history_visibility::HistoryVisibility;
 use matrix_sdk::ruma::events::room::join_rules::JoinRule;
 use matrix_sdk::ruma::events::room::message::{
@@ -68,9 +68,19 @@ fn new_message(msg: &OutMessage) -> Result<RoomMessageEventContent, ChatError> {
         .filter_map(|u| OwnedUserId::try_from(u.as_str()).ok())
         .collect();
     content.mentions = Some(Mentions::with_user_ids(mentioned));
-    if let Some(target) = &msg.reply_to {
-        content.relates_to = Some(Relation::Reply(Reply::with_event_id(event_id(target)?)));
-    }
+    content.relates_to = match (&msg.thread, &msg.reply_to) {
+        // In a thread: clients without threads see a reply, to the message it answers or
+        // else to the thread's root.
+        (Some(root), reply_to) => {
+            let root = event_id(root)?;
+            Some(Relation::Thread(match reply_to {
+                Some(target) => Thread::reply(root, event_id(target)?),
+                None => Thread::plain(root.clone(), root),
+            }))
+        }
+        (None, Some(target)) => Some(Relation::Reply(Reply::with_event_id(event_id(target)?))),
+        (None, None) => None,
+    };
     Ok(content)
 }
 
@@ -195,6 +205,36 @@ mod tests {
             edit["m.new_content"]["m.mentions"],
             serde_json::json!({}),
             "{edit}"
+        );
+    }
+
+    #[test]
+    fn a_message_in_a_thread_carries_the_thread_relation_and_a_reply_fallback() {
+        let threaded = OutMessage::notice("done").in_thread(Some("$root"));
+        let plain = json(&new_message(&threaded).unwrap());
+        assert_eq!(
+            plain["m.relates_to"],
+            serde_json::json!({
+                "rel_type": "m.thread",
+                "event_id": "$root",
+                "is_falling_back": true,
+                "m.in_reply_to": {"event_id": "$root"},
+            })
+        );
+        let reply = json(&new_message(&threaded.replying_to("$prompt")).unwrap());
+        assert_eq!(reply["m.relates_to"]["rel_type"], "m.thread");
+        assert_eq!(
+            reply["m.relates_to"]["m.in_reply_to"]["event_id"],
+            "$prompt"
+        );
+        assert_eq!(
+            reply["m.relates_to"]["is_falling_back"],
+            serde_json::json!(null)
+        );
+        let outside = json(&new_message(&OutMessage::notice("x").replying_to("$p")).unwrap());
+        assert_eq!(
+            outside["m.relates_to"],
+            serde_json::json!({"m.in_reply_to": {"event_id": "$p"}})
         );
     }
 }

@@ -110,29 +110,47 @@ string_id!(
     SessionId
 );
 
-/// One conversation: the room it happens in and the agent answering. One channel, one ACP
-/// session and one transcript per key. A thread of its own will add a field here.
+/// One conversation: the room it happens in, the thread (none: the room's main timeline)
+/// and the agent answering. One channel, one ACP session and one transcript per key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConversationKey {
     /// The room.
     pub room: RoomId,
     /// The agent.
     pub agent: AgentId,
+    /// The thread's root event, for a conversation in a thread.
+    pub thread: Option<EventId>,
 }
 
 impl ConversationKey {
-    /// The conversation of `agent` in `room`.
+    /// The conversation of `agent` in `room`'s main timeline.
     pub fn new(room: impl Into<RoomId>, agent: impl Into<AgentId>) -> Self {
         Self {
             room: room.into(),
             agent: agent.into(),
+            thread: None,
         }
+    }
+
+    /// The same agent's conversation in the thread whose root is `thread` (`None`: the
+    /// room's main timeline).
+    pub fn in_thread(self, thread: Option<EventId>) -> Self {
+        Self { thread, ..self }
+    }
+
+    /// The thread as the store keeps it: its root event ID, or `""` for the main timeline.
+    pub fn thread_id(&self) -> &str {
+        self.thread.as_ref().map_or("", EventId::as_str)
     }
 }
 
 impl fmt::Display for ConversationKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} in {}", self.agent, self.room)
+        write!(f, "{} in {}", self.agent, self.room)?;
+        match &self.thread {
+            Some(thread) => write!(f, " (thread {thread})"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -150,5 +168,10 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, ConversationKey::new("!r", "codex"));
         assert_eq!(a.to_string(), "claude in !r");
+        let threaded = a.clone().in_thread(Some(EventId::from("$t")));
+        assert_ne!(a, threaded);
+        assert_eq!(threaded.thread_id(), "$t");
+        assert_eq!(a.thread_id(), "");
+        assert_eq!(threaded.to_string(), "claude in !r (thread $t)");
     }
 }

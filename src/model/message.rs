@@ -17,6 +17,9 @@ pub struct OutMessage {
     /// The message this one answers (an `m.in_reply_to` relation), so a notice about one
     /// message among many says which. Honoured when the message is posted, never by edits.
     pub reply_to: Option<String>,
+    /// The root of the thread it is posted in (an `m.thread` relation; clients without
+    /// threads see a reply). Honoured when the message is posted, never by edits.
+    pub thread: Option<String>,
 }
 
 impl OutMessage {
@@ -29,6 +32,16 @@ impl OutMessage {
             notice: true,
             mentions: Vec::new(),
             reply_to: None,
+            thread: None,
+        }
+    }
+
+    /// This message, posted in the thread whose root is `thread` (`None`: the room's
+    /// main timeline, unless it is set already).
+    pub fn in_thread(self, thread: Option<impl Into<String>>) -> Self {
+        Self {
+            thread: thread.map(Into::into).or(self.thread),
+            ..self
         }
     }
 

@@ -13,12 +13,14 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT role, sender, event_id, body, stop_reason, created_at FROM transcript
-             WHERE room_id = ?1 AND agent_id = ?2 AND id > COALESCE(
-                 (SELECT after_id FROM conversation_starts WHERE room_id = ?1 AND agent_id = ?2), 0)
+             WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3 AND id > COALESCE(
+                 (SELECT after_id FROM conversation_starts
+                  WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3), 0)
              ORDER BY id",
         )
         .bind(room_id)
         .bind(agent_id)
+        .bind(conversation.thread_id())
         .fetch_all(&self.pool)
         .await?)
     }
@@ -32,20 +34,24 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM sessions WHERE room_id = ? AND agent_id = ?")
+        let thread_id = conversation.thread_id();
+        sqlx::query("DELETE FROM sessions WHERE room_id = ? AND agent_id = ? AND thread_id = ?")
             .bind(room_id)
             .bind(agent_id)
+            .bind(thread_id)
             .execute(&mut *tx)
             .await?;
         sqlx::query(
-            "INSERT INTO conversation_starts (room_id, agent_id, after_id, started_at)
-             VALUES (?1, ?2, COALESCE((SELECT MAX(id) FROM transcript WHERE room_id = ?1 AND agent_id = ?2), 0), ?3)
-             ON CONFLICT (room_id, agent_id) DO UPDATE SET after_id = excluded.after_id,
-             started_at = excluded.started_at",
+            "INSERT INTO conversation_starts (room_id, agent_id, after_id, started_at, thread_id)
+             VALUES (?1, ?2, COALESCE((SELECT MAX(id) FROM transcript
+                 WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?4), 0), ?3, ?4)
+             ON CONFLICT (room_id, agent_id, thread_id) DO UPDATE SET
+             after_id = excluded.after_id, started_at = excluded.started_at",
         )
         .bind(room_id)
         .bind(agent_id)
         .bind(now_ms())
+        .bind(thread_id)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -59,10 +65,13 @@ impl Store {
         how: &str,
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
-        sqlx::query("UPDATE sessions SET continuity = ? WHERE room_id = ? AND agent_id = ?")
-            .bind(how)
-            .bind(room_id)
-            .bind(agent_id)
+        sqlx::query(
+            "UPDATE sessions SET continuity = ? WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+        )
+        .bind(how)
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(conversation.thread_id())
             .execute(&self.pool)
             .await?;
         Ok(())
@@ -74,12 +83,14 @@ impl Store {
         conversation: &ConversationKey,
     ) -> Result<Option<String>, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
-        let row: Option<(String,)> =
-            sqlx::query_as("SELECT continuity FROM sessions WHERE room_id = ? AND agent_id = ?")
-                .bind(room_id)
-                .bind(agent_id)
-                .fetch_optional(&self.pool)
-                .await?;
+        let row: Option<(String,)> = sqlx::query_as(
+            "SELECT continuity FROM sessions WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(conversation.thread_id())
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(row.map(|r| r.0))
     }
 }
@@ -141,6 +152,53 @@ mod tests {
         assert_eq!(
             store.continuity(&key).await.unwrap().as_deref(),
             Some("reinjected")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_threads_conversation_is_kept_apart_from_the_rooms() {
+        use crate::model::ids::EventId;
+        let store = Store::in_memory().await.unwrap();
+        let room = ConversationKey::new("!r", "demo");
+        let thread = room.clone().in_thread(Some(EventId::from("$root")));
+        store.save_session(&room, "s-room").await.unwrap();
+        store.save_session(&thread, "s-thread").await.unwrap();
+        assert_eq!(
+            store.session(&room).await.unwrap().as_deref(),
+            Some("s-room")
+        );
+        assert_eq!(
+            store.session(&thread).await.unwrap().as_deref(),
+            Some("s-thread")
+        );
+        for (key, body) in [(&room, "in the room"), (&thread, "in the thread")] {
+            let line = TranscriptLine {
+                role: Role::User,
+                sender: "@a:x",
+                event_id: None,
+                body,
+                stop_reason: None,
+            };
+            store.append_transcript(key, line).await.unwrap();
+        }
+        let bodies = |entries: Vec<crate::store::TranscriptEntry>| {
+            entries.into_iter().map(|e| e.body).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            bodies(store.conversation(&thread).await.unwrap()),
+            ["in the thread"]
+        );
+        // A fresh start in the thread leaves the room's conversation and session alone.
+        store.start_conversation(&thread).await.unwrap();
+        assert!(store.conversation(&thread).await.unwrap().is_empty());
+        assert_eq!(store.session(&thread).await.unwrap(), None);
+        assert_eq!(
+            bodies(store.conversation(&room).await.unwrap()),
+            ["in the room"]
+        );
+        assert_eq!(
+            store.session(&room).await.unwrap().as_deref(),
+            Some("s-room")
         );
     }
 }

@@ -45,6 +45,8 @@ impl PendingKind {
 pub struct PendingInput {
     /// Its room.
     pub room_id: RoomId,
+    /// The root of its thread, for an input of a thread's conversation.
+    pub thread: Option<EventId>,
     /// The agent it is for.
     pub agent_id: AgentId,
     /// The message carrying it (for a hand-off: the answer handed on).
@@ -73,6 +75,7 @@ type PendingRow = (
     Option<String>,
     i64,
     Option<String>,
+    String,
 );
 
 impl Store {
@@ -161,8 +164,8 @@ impl Store {
     /// admitted.
     pub async fn pending_inputs(&self, agent: &AgentId) -> Result<Vec<PendingInput>, StoreError> {
         let rows: Vec<PendingRow> = sqlx::query_as(
-            "SELECT room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction
-             FROM pending_inputs WHERE agent_id = ? ORDER BY kind <> 'rerun', id",
+            "SELECT room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction,
+             thread_id FROM pending_inputs WHERE agent_id = ? ORDER BY kind <> 'rerun', id",
         )
         .bind(agent.as_str())
         .fetch_all(&self.pool)
@@ -170,9 +173,21 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(
-                |(room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, reaction)| {
+                |(
+                    room_id,
+                    agent_id,
+                    event_id,
+                    kind,
+                    sender,
+                    body,
+                    reply_to,
+                    sent_at,
+                    reaction,
+                    thread,
+                )| {
                     PendingInput {
                         room_id: room_id.into(),
+                        thread: Some(thread).filter(|t| !t.is_empty()).map(EventId::from),
                         agent_id: agent_id.into(),
                         event_id: event_id.into(),
                         kind: PendingKind::parse(&kind),
@@ -195,8 +210,9 @@ pub(super) async fn insert_pending(
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT OR IGNORE INTO pending_inputs
-         (room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction, admitted_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         (room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction,
+          admitted_at, thread_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(p.room_id.as_str())
     .bind(p.agent_id.as_str())
@@ -208,6 +224,7 @@ pub(super) async fn insert_pending(
     .bind(p.sent_at)
     .bind(&p.queued_reaction)
     .bind(now_ms())
+    .bind(p.thread.as_ref().map_or("", EventId::as_str))
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -220,6 +237,7 @@ mod tests {
     fn prompt(event_id: &str, body: &str) -> PendingInput {
         PendingInput {
             room_id: "!r".into(),
+            thread: None,
             agent_id: "a".into(),
             event_id: event_id.into(),
             kind: PendingKind::Prompt,

@@ -220,12 +220,15 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "INSERT INTO sessions (room_id, agent_id, session_id, created_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT (room_id, agent_id) DO UPDATE SET session_id = excluded.session_id,
-             created_at = excluded.created_at, continuity = 'new'",
+            "INSERT INTO sessions (room_id, agent_id, thread_id, session_id, created_at)
+             VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (room_id, agent_id, thread_id) DO UPDATE SET
+             session_id = excluded.session_id, created_at = excluded.created_at,
+             continuity = 'new'",
         )
         .bind(room_id)
         .bind(agent_id)
+        .bind(conversation.thread_id())
         .bind(session_id)
         .bind(now_ms())
         .execute(&self.pool)
@@ -239,12 +242,14 @@ impl Store {
         conversation: &ConversationKey,
     ) -> Result<Option<String>, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
-        let row: Option<(String,)> =
-            sqlx::query_as("SELECT session_id FROM sessions WHERE room_id = ? AND agent_id = ?")
-                .bind(room_id)
-                .bind(agent_id)
-                .fetch_optional(&self.pool)
-                .await?;
+        let row: Option<(String,)> = sqlx::query_as(
+            "SELECT session_id FROM sessions WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(conversation.thread_id())
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(row.map(|r| r.0))
     }
 
@@ -255,8 +260,7 @@ impl Store {
         conversation: &ConversationKey,
         line: TranscriptLine<'_>,
     ) -> Result<(), StoreError> {
-        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
-        insert_transcript(&self.pool, room_id, agent_id, &line).await
+        insert_transcript(&self.pool, conversation, &line).await
     }
 
     /// The transcript of (room, agent), oldest first.
@@ -267,10 +271,11 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT role, sender, event_id, body, stop_reason, created_at FROM transcript
-             WHERE room_id = ? AND agent_id = ? ORDER BY id",
+             WHERE room_id = ? AND agent_id = ? AND thread_id = ? ORDER BY id",
         )
         .bind(room_id)
         .bind(agent_id)
+        .bind(conversation.thread_id())
         .fetch_all(&self.pool)
         .await?)
     }
@@ -280,25 +285,27 @@ impl Store {
 /// a write transaction that begins with a read could fail at once on a busy database.
 async fn insert_transcript<'c>(
     executor: impl sqlx::SqliteExecutor<'c>,
-    room_id: &str,
-    agent_id: &str,
+    conversation: &ConversationKey,
     line: &TranscriptLine<'_>,
 ) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO transcript (room_id, agent_id, role, sender, event_id, body, stop_reason, created_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+        "INSERT INTO transcript
+         (room_id, agent_id, role, sender, event_id, body, stop_reason, created_at, thread_id)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
          WHERE ?3 <> 'user' OR ?5 IS NULL OR NOT EXISTS (
              SELECT 1 FROM transcript
-             WHERE room_id = ?1 AND agent_id = ?2 AND event_id = ?5 AND role = 'user')",
+             WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?9 AND event_id = ?5
+             AND role = 'user')",
     )
-    .bind(room_id)
-    .bind(agent_id)
+    .bind(conversation.room.as_str())
+    .bind(conversation.agent.as_str())
     .bind(line.role.as_str())
     .bind(line.sender)
     .bind(line.event_id)
     .bind(line.body)
     .bind(line.stop_reason)
     .bind(now_ms())
+    .bind(conversation.thread_id())
     .execute(executor)
     .await?;
     Ok(())

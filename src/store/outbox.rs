@@ -11,6 +11,8 @@ pub struct OutboxItem {
     pub id: i64,
     /// Its room.
     pub room_id: String,
+    /// The root of its thread, for a message of a thread's conversation (posted there).
+    pub thread: Option<String>,
     /// The message, if it was posted.
     pub event_id: Option<String>,
     /// The transaction ID to post it with, if it was not.
@@ -31,6 +33,7 @@ type OutboxRow = (
     String,
     Option<String>,
     bool,
+    String,
 );
 
 impl Store {
@@ -43,8 +46,9 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         for item in items {
             sqlx::query(
-                "INSERT INTO outbox (room_id, agent_id, event_id, txn_id, body, html, notice, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO outbox
+                 (room_id, agent_id, event_id, txn_id, body, html, notice, created_at, thread_id)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(&item.room_id)
             .bind(agent.as_str())
@@ -54,6 +58,7 @@ impl Store {
             .bind(&item.html)
             .bind(item.notice)
             .bind(now_ms())
+            .bind(item.thread.as_deref().unwrap_or(""))
             .execute(&mut *tx)
             .await?;
         }
@@ -64,7 +69,7 @@ impl Store {
     /// What `agent`'s outbox holds, oldest first.
     pub async fn outbox(&self, agent: &AgentId) -> Result<Vec<OutboxItem>, StoreError> {
         let rows: Vec<OutboxRow> = sqlx::query_as(
-            "SELECT id, room_id, event_id, txn_id, body, html, notice FROM outbox
+            "SELECT id, room_id, event_id, txn_id, body, html, notice, thread_id FROM outbox
              WHERE agent_id = ? ORDER BY id",
         )
         .bind(agent.as_str())
@@ -73,9 +78,10 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(
-                |(id, room_id, event_id, txn_id, body, html, notice)| OutboxItem {
+                |(id, room_id, event_id, txn_id, body, html, notice, thread)| OutboxItem {
                     id,
                     room_id,
+                    thread: Some(thread).filter(|t| !t.is_empty()),
                     event_id,
                     txn_id,
                     body,
@@ -107,6 +113,7 @@ mod tests {
         let item = |txn: &str, event: Option<&str>| OutboxItem {
             id: 0,
             room_id: "!r".into(),
+            thread: (txn == "t1").then(|| "$thread".to_owned()),
             event_id: event.map(str::to_owned),
             txn_id: txn.into(),
             body: format!("final {txn}"),
@@ -121,6 +128,12 @@ mod tests {
         assert_eq!(items.len(), 2);
         assert_eq!(items[0].event_id.as_deref(), Some("$0"));
         assert_eq!(items[1].txn_id, "t1");
+        assert_eq!(items[0].thread, None);
+        assert_eq!(
+            items[1].thread.as_deref(),
+            Some("$thread"),
+            "kept with its thread"
+        );
         assert!(store.outbox(&b).await.unwrap().is_empty());
         store.outbox_done(items[0].id).await.unwrap();
         let left = store.outbox(&a).await.unwrap();

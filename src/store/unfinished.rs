@@ -27,6 +27,8 @@ pub struct CutMessage {
 pub struct UnfinishedTurn {
     /// Its room.
     pub room_id: String,
+    /// Its thread's root, for a turn of a thread's conversation.
+    pub thread: Option<String>,
     /// The prompt it was answering.
     pub prompt_event_id: String,
     /// Whether it was already the re-run of a prompt a crash had cut.
@@ -51,14 +53,16 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "INSERT OR REPLACE INTO unfinished_turns (room_id, agent_id, prompt_event_id, started_at, rerun)
-             VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO unfinished_turns
+             (room_id, agent_id, prompt_event_id, started_at, rerun, thread_id)
+             VALUES (?, ?, ?, ?, ?, ?)",
         )
         .bind(room_id)
         .bind(agent_id)
         .bind(prompt_event.as_str())
         .bind(now_ms())
         .bind(rerun)
+        .bind(conversation.thread_id())
         .execute(&mut *tx)
         .await?;
         sqlx::query("DELETE FROM pending_inputs WHERE agent_id = ? AND event_id = ?")
@@ -81,8 +85,9 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "INSERT OR REPLACE INTO unfinished_messages (txn_id, room_id, agent_id, kind, body, html, notice)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO unfinished_messages
+             (txn_id, room_id, agent_id, kind, body, html, notice, thread_id)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(txn_id)
         .bind(room_id)
@@ -91,6 +96,7 @@ impl Store {
         .bind(&message.body)
         .bind(&message.html)
         .bind(message.notice)
+        .bind(conversation.thread_id())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -119,8 +125,9 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "INSERT INTO unfinished_messages (event_id, room_id, agent_id, kind, body, html, notice)
-             VALUES (?, ?, ?, ?, ?, ?, ?)
+            "INSERT INTO unfinished_messages
+             (event_id, room_id, agent_id, kind, body, html, notice, thread_id)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT (event_id) DO UPDATE SET kind = excluded.kind, body = excluded.body,
              html = excluded.html, notice = excluded.notice",
         )
@@ -131,6 +138,7 @@ impl Store {
         .bind(&message.body)
         .bind(&message.html)
         .bind(message.notice)
+        .bind(conversation.thread_id())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -145,11 +153,13 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "UPDATE unfinished_turns SET reply_text = reply_text || ? WHERE room_id = ? AND agent_id = ?",
+            "UPDATE unfinished_turns SET reply_text = reply_text || ?
+             WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
         )
         .bind(more)
         .bind(room_id)
         .bind(agent_id)
+        .bind(conversation.thread_id())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -165,19 +175,21 @@ impl Store {
         rerun: Option<&PendingInput>,
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
+        let thread_id = conversation.thread_id();
         let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM unfinished_messages WHERE room_id = ? AND agent_id = ?")
-            .bind(room_id)
-            .bind(agent_id)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("DELETE FROM unfinished_turns WHERE room_id = ? AND agent_id = ?")
-            .bind(room_id)
-            .bind(agent_id)
-            .execute(&mut *tx)
-            .await?;
+        for delete in [
+            "DELETE FROM unfinished_messages WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+            "DELETE FROM unfinished_turns WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+        ] {
+            sqlx::query(delete)
+                .bind(room_id)
+                .bind(agent_id)
+                .bind(thread_id)
+                .execute(&mut *tx)
+                .await?;
+        }
         if let Some(line) = reply {
-            super::insert_transcript(&mut *tx, room_id, agent_id, &line).await?;
+            super::insert_transcript(&mut *tx, conversation, &line).await?;
         }
         if let Some(pending) = rerun {
             super::inbox::insert_pending(&mut tx, pending).await?;
@@ -196,11 +208,12 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT sender, body FROM transcript
-             WHERE room_id = ? AND agent_id = ? AND event_id = ? AND role = 'user'
+             WHERE room_id = ? AND agent_id = ? AND thread_id = ? AND event_id = ? AND role = 'user'
              ORDER BY id DESC LIMIT 1",
         )
         .bind(room_id)
         .bind(agent_id)
+        .bind(conversation.thread_id())
         .bind(event_id)
         .fetch_optional(&self.pool)
         .await?)
@@ -211,25 +224,27 @@ impl Store {
         &self,
         agent_id: &str,
     ) -> Result<Vec<UnfinishedTurn>, StoreError> {
-        let turns: Vec<(String, String, bool, String)> = sqlx::query_as(
-            "SELECT room_id, prompt_event_id, rerun, reply_text FROM unfinished_turns
+        let turns: Vec<(String, String, String, bool, String)> = sqlx::query_as(
+            "SELECT room_id, thread_id, prompt_event_id, rerun, reply_text FROM unfinished_turns
              WHERE agent_id = ? ORDER BY started_at",
         )
         .bind(agent_id)
         .fetch_all(&self.pool)
         .await?;
         let mut out = Vec::new();
-        for (room_id, prompt_event_id, rerun, reply_text) in turns {
+        for (room_id, thread_id, prompt_event_id, rerun, reply_text) in turns {
             let messages = sqlx::query_as(
                 "SELECT event_id, txn_id, kind, body, html, notice FROM unfinished_messages
-                 WHERE room_id = ? AND agent_id = ? ORDER BY id",
+                 WHERE room_id = ? AND agent_id = ? AND thread_id = ? ORDER BY id",
             )
             .bind(&room_id)
             .bind(agent_id)
+            .bind(&thread_id)
             .fetch_all(&self.pool)
             .await?;
             out.push(UnfinishedTurn {
                 room_id,
+                thread: Some(thread_id).filter(|t| !t.is_empty()),
                 prompt_event_id,
                 rerun,
                 reply_text,
@@ -286,6 +301,7 @@ mod tests {
             turns,
             vec![UnfinishedTurn {
                 room_id: "!r".into(),
+                thread: None,
                 prompt_event_id: "$prompt".into(),
                 rerun: true,
                 reply_text: "partial, longer".into(),
@@ -317,6 +333,7 @@ mod tests {
         let store = Store::in_memory().await.unwrap();
         let pending = crate::store::PendingInput {
             room_id: "!r".into(),
+            thread: None,
             agent_id: "demo".into(),
             event_id: "$p".into(),
             kind: crate::store::PendingKind::Prompt,

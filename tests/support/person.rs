@@ -43,8 +43,13 @@ pub struct Seen {
     pub mentions: Vec<String>,
     /// Whether it carries `m.mentions` at all (an empty one says "nobody").
     pub declares_mentions: bool,
-    /// The message it replies to (`m.in_reply_to`), if any.
+    /// The message it replies to (`m.in_reply_to`), if any (in a thread: the reply its
+    /// thread relation carries, fallback or not).
     pub in_reply_to: Option<String>,
+    /// The root of the thread it was posted in (`m.thread`), if any.
+    pub thread: Option<String>,
+    /// Whether its thread relation's reply is only a fallback for clients without threads.
+    pub thread_fallback: bool,
     /// Whether it arrived encrypted.
     pub encrypted: bool,
     /// When this client received it (wall clock, comparable across processes).
@@ -184,8 +189,19 @@ impl Person {
                         declares_mentions: ev.content.mentions.is_some(),
                         in_reply_to: match &ev.content.relates_to {
                             Some(Relation::Reply(r)) => Some(r.in_reply_to.event_id.to_string()),
+                            Some(Relation::Thread(t)) => {
+                                t.in_reply_to.as_ref().map(|r| r.event_id.to_string())
+                            }
                             _ => None,
                         },
+                        thread: match &ev.content.relates_to {
+                            Some(Relation::Thread(t)) => Some(t.event_id.to_string()),
+                            _ => None,
+                        },
+                        thread_fallback: matches!(
+                            &ev.content.relates_to,
+                            Some(Relation::Thread(t)) if t.is_falling_back
+                        ),
                         encrypted: enc.is_some(),
                         received: std::time::SystemTime::now(),
                         server_ts: ev.origin_server_ts.get().into(),
@@ -301,6 +317,22 @@ impl Person {
             .response
             .event_id
             .to_string()
+    }
+
+    /// Sends `text` in the thread whose root is `root`, as Element does (with the reply
+    /// fallback to the thread's latest message, here its root); returns its event ID.
+    pub async fn send_in_thread(&self, room: &Room, root: &str, text: &str) -> String {
+        let content = serde_json::json!({
+            "msgtype": "m.text",
+            "body": text,
+            "m.relates_to": {
+                "rel_type": "m.thread",
+                "event_id": root,
+                "is_falling_back": true,
+                "m.in_reply_to": {"event_id": root},
+            },
+        });
+        self.send_raw(room, content).await
     }
 
     /// Sends `text` after a mention pill of `user_id` shown as `name` (HTML link and

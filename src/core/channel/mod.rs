@@ -25,6 +25,7 @@ use crate::core::command::Command;
 use crate::core::context::AgentContext;
 use crate::core::inbound::IncomingMessage;
 use crate::core::pool::{Lease, Waiting};
+use crate::core::thread_chat::ThreadChat;
 use crate::core::voice::RoomVoice;
 use crate::model::Verbosity;
 use crate::model::agent::{AgentEvent, SessionSettings, SlashCommand, TokenUsage};
@@ -179,6 +180,14 @@ impl Channel {
         inputs: mpsc::UnboundedReceiver<ChannelInput>,
         shutdown: CancellationToken,
     ) -> Self {
+        // A thread's conversation posts everything into its thread.
+        let ctx = match &key.thread {
+            Some(root) => Arc::new(AgentContext {
+                chat: ThreadChat::wrap(ctx.chat.clone(), root.as_str()),
+                ..(*ctx).clone()
+            }),
+            None => ctx,
+        };
         Self {
             key,
             ctx,

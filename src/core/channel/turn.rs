@@ -354,6 +354,7 @@ impl Channel {
         {
             let _ = handoffs.send(Handoff {
                 room_id: self.key.room.clone(),
+                thread: self.key.thread.clone(),
                 from_agent: ctx.agent_id.clone(),
                 event_id: event_id.into(),
                 text: stream.text().to_owned(),
@@ -368,7 +369,7 @@ impl Channel {
             return;
         }
         let ctx = &self.ctx;
-        let items = outbox_items(self.key.room.as_str(), undelivered);
+        let items = outbox_items(&self.key, undelivered);
         match ctx.store.outbox_add(&ctx.agent_id, &items).await {
             Ok(()) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, messages = items.len(), "the homeserver stayed away: the final content waits in the outbox")
@@ -465,13 +466,14 @@ fn refuse_permission(request: PermissionRequest) {
     let _ = request.reply.send(answer);
 }
 
-/// Outbox items for the `undelivered` messages of `room`.
-fn outbox_items(room: &str, undelivered: Vec<Undelivered>) -> Vec<OutboxItem> {
+/// Outbox items for the `undelivered` messages of conversation `key`.
+fn outbox_items(key: &ConversationKey, undelivered: Vec<Undelivered>) -> Vec<OutboxItem> {
     undelivered
         .into_iter()
         .map(|u| OutboxItem {
             id: 0,
-            room_id: room.to_owned(),
+            room_id: key.room.to_string(),
+            thread: key.thread.as_ref().map(ToString::to_string),
             event_id: u.event_id,
             txn_id: u.txn,
             body: u.content.body,

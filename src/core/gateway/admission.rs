@@ -58,6 +58,7 @@ impl Gateway {
         }
         let pending = pending.map(|kind| PendingInput {
             room_id: room_id.clone(),
+            thread: message.thread.clone(),
             agent_id: agent_id.clone(),
             event_id: event_id.clone(),
             kind,
@@ -116,7 +117,9 @@ impl Gateway {
             Unreadable::Malformed(what) => strings::unreadable_message(what),
             Unreadable::Unproven(why) => strings::unproven_sender(&message.sender, why),
         };
-        let notice = OutMessage::notice(text).replying_to(message.event_id.as_str());
+        let notice = OutMessage::notice(text)
+            .replying_to(message.event_id.as_str())
+            .in_thread(message.thread.as_ref().map(EventId::as_str));
         RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
             .say(&txn("unreadable", &[&message.event_id]), &notice)
             .await;
@@ -136,13 +139,14 @@ impl Gateway {
             tracing::info!(agent = %reaction.agent_id, room = %reaction.room_id, sender = %reaction.sender, "ignoring a stop reaction from a user who is not allowed");
             return;
         }
-        // A reaction only matters to a channel that runs (it has a turn or a poll).
+        // A reaction only matters to a channel that runs (it has a turn or a poll), in the
+        // room's main timeline or in any of its threads.
         let conversation = reaction.conversation();
-        let input = ChannelInput::Reaction {
-            by: reaction.sender,
-            target: reaction.target_event_id,
-            key: reaction.key,
+        let input = || ChannelInput::Reaction {
+            by: reaction.sender.clone(),
+            target: reaction.target_event_id.clone(),
+            key: reaction.key.clone(),
         };
-        self.channels.send_if_running(&conversation, input);
+        self.channels.send_to_room_if_running(&conversation, input);
     }
 }

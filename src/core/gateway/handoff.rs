@@ -3,7 +3,7 @@
 //! `rooms.handoff_max_hops` times per message from a person so two agents cannot keep
 //! answering each other.
 
-use crate::model::ids::{AgentId, ConversationKey};
+use crate::model::ids::AgentId;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -72,6 +72,7 @@ impl Gateway {
                 let message = IncomingMessage {
                     agent_id: answer.from_agent.clone(),
                     room_id: room.clone(),
+                    thread: answer.thread.clone(),
                     event_id: format!("{}-handoff-limit", answer.event_id).into(),
                     ..Default::default()
                 };
@@ -85,6 +86,7 @@ impl Gateway {
             let prompt = IncomingMessage {
                 agent_id: target.clone(),
                 room_id: room.clone(),
+                thread: answer.thread.clone(),
                 event_id: answer.event_id.clone(),
                 sender: from.user_id.clone(),
                 body: text.clone(),
@@ -92,9 +94,10 @@ impl Gateway {
                 ..Default::default()
             };
             // Admitted like a person's prompt: once, and durably until its turn begins.
-            let key = ConversationKey::new(room, &target);
+            let key = prompt.conversation();
             let pending = PendingInput {
                 room_id: room.clone(),
+                thread: answer.thread.clone(),
                 agent_id: target.clone(),
                 event_id: prompt.event_id.clone(),
                 kind: PendingKind::Prompt,

@@ -230,10 +230,11 @@ impl Gateway {
         let Some(ctx) = self.agents.get(&message.agent_id) else {
             return;
         };
+        let thread = message.thread.as_ref().map(EventId::as_str);
         RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
             .say(
                 &txn("answer", &[&message.agent_id, &message.event_id]),
-                &OutMessage::notice(text),
+                &OutMessage::notice(text).in_thread(thread),
             )
             .await;
     }

@@ -55,6 +55,7 @@ impl Gateway {
                     notice: item.notice,
                     mentions: Vec::new(),
                     reply_to: None,
+                    thread: item.thread.clone(),
                 };
                 let result = match &item.event_id {
                     Some(event_id) => ctx.chat.edit(&item.room_id, event_id, &content).await,

@@ -64,6 +64,7 @@ impl Gateway {
                 notice: m.notice,
                 mentions: Vec::new(),
                 reply_to: None,
+                thread: turn.thread.clone(),
             };
             let event_id = match (&m.event_id, &m.txn_id) {
                 (Some(id), _) => id.clone(),
@@ -92,7 +93,8 @@ impl Gateway {
                 true => strings::INTERRUPTED_BEFORE_ANSWER_RERUN,
                 false => strings::INTERRUPTED_BEFORE_ANSWER,
             })
-            .replying_to(&turn.prompt_event_id);
+            .replying_to(&turn.prompt_event_id)
+            .in_thread(turn.thread.as_deref());
             if let Err(e) = with_retry(|| ctx.chat.send(&turn.room_id, &txn, &notice)).await {
                 tracing::warn!(error = %e, "could not report the interrupted turn");
             }
@@ -115,11 +117,7 @@ impl Gateway {
         // Marked, recorded and (when configured) queued again in one go: the next step
         // takes the queued prompt up with everything else that waits.
         self.store
-            .end_turn(
-                &ConversationKey::new(&turn.room_id, &ctx.agent_id),
-                said,
-                again.as_ref(),
-            )
+            .end_turn(&turn_key(ctx, &turn), said, again.as_ref())
             .await
             .or_log("could not forget the unfinished turn");
     }
@@ -127,15 +125,12 @@ impl Gateway {
     /// The prompt of the cut `turn`, as the transcript holds it, to run again.
     async fn rerun_of(&self, ctx: &AgentContext, turn: &UnfinishedTurn) -> Option<PendingInput> {
         let (room_id, event_id) = (&turn.room_id, &turn.prompt_event_id);
-        match self
-            .store
-            .prompt(&ConversationKey::new(room_id, &ctx.agent_id), event_id)
-            .await
-        {
+        match self.store.prompt(&turn_key(ctx, turn), event_id).await {
             Ok(Some((sender, body))) => {
                 tracing::info!(agent = %ctx.agent_id, room = %room_id, prompt = %event_id, "running the interrupted prompt again");
                 Some(PendingInput {
                     room_id: room_id.clone().into(),
+                    thread: turn.thread.clone().map(EventId::from),
                     agent_id: ctx.agent_id.clone(),
                     event_id: event_id.clone().into(),
                     kind: PendingKind::Rerun,
@@ -189,8 +184,10 @@ impl Gateway {
             body: input.body.clone(),
             timestamp_ms: input.sent_at.max(0) as u64,
             reply_to: input.reply_to.clone(),
+            thread: input.thread.clone(),
             ..Default::default()
         };
+        let conversation = message.conversation();
         let answers_old_poll = input
             .reply_to
             .as_ref()
@@ -206,10 +203,7 @@ impl Gateway {
                     message,
                     reaction: input.queued_reaction,
                 };
-                self.send_to_channel(
-                    &ConversationKey::new(&input.room_id, &ctx.agent_id),
-                    resumed,
-                );
+                self.send_to_channel(&conversation, resumed);
             }
             PendingKind::Prompt => {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "an answer to a poll of the previous run is dropped with its poll");
@@ -218,7 +212,9 @@ impl Gateway {
             PendingKind::Command => {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart was never carried out");
                 let text = strings::command_not_carried_out(&input.body);
-                let notice = OutMessage::notice(text).replying_to(input.event_id.as_str());
+                let notice = OutMessage::notice(text)
+                    .replying_to(input.event_id.as_str())
+                    .in_thread(input.thread.as_ref().map(EventId::as_str));
                 let txn = txn("not-carried-out", &[&ctx.agent_id, &input.event_id]);
                 if let Err(e) = with_retry(|| ctx.chat.send(&input.room_id, &txn, &notice)).await {
                     tracing::warn!(agent = %ctx.agent_id, room = %input.room_id, error = %e, "could not report the command that was not carried out");
@@ -247,6 +243,7 @@ impl Gateway {
                     notice: false,
                     mentions: Vec::new(),
                     reply_to: None,
+                    thread: None,
                 };
                 RoomVoice::new(&*ctx.chat, &ctx.agent_id, &poll.room_id)
                     .edit(&poll.event_id, &content)
@@ -258,4 +255,10 @@ impl Gateway {
             }
         }
     }
+}
+
+/// The conversation a cut turn belonged to.
+fn turn_key(ctx: &AgentContext, turn: &UnfinishedTurn) -> ConversationKey {
+    ConversationKey::new(turn.room_id.as_str(), ctx.agent_id.clone())
+        .in_thread(turn.thread.clone().map(EventId::from))
 }

@@ -48,12 +48,19 @@ impl Channels {
         }
     }
 
-    /// Hands `input` to the channel of `key` only if it runs (a reaction matters only to a
-    /// channel with a turn or a poll).
-    pub(super) fn send_if_running(&self, key: &ConversationKey, input: ChannelInput) {
+    /// Hands an input made by `input` to every running channel of `key`'s agent in its room,
+    /// whatever thread each holds (a reaction matters only to a channel with a turn or a
+    /// poll, and only the one whose message it targets acts on it).
+    pub(super) fn send_to_room_if_running(
+        &self,
+        key: &ConversationKey,
+        input: impl Fn() -> ChannelInput,
+    ) {
         let inputs = self.inputs.lock().expect("channel map poisoned");
-        if let Some(tx) = inputs.get(key) {
-            let _ = tx.send(input);
+        for (running, tx) in inputs.iter() {
+            if running.room == key.room && running.agent == key.agent {
+                let _ = tx.send(input());
+            }
         }
     }
 

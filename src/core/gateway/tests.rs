@@ -332,6 +332,7 @@ async fn a_prompt_cut_by_a_crash_is_rerun_once_when_configured() {
 fn waiting(id: &str, kind: PendingKind, body: &str, reply_to: Option<&str>) -> PendingInput {
     PendingInput {
         room_id: "!r".into(),
+        thread: None,
         agent_id: "demo".into(),
         event_id: id.into(),
         kind,
@@ -429,6 +430,7 @@ async fn the_outbox_delivers_in_order_once_the_homeserver_answers() {
     let item = |room: &str, txn: &str, body: &str| crate::store::OutboxItem {
         id: 0,
         room_id: room.into(),
+        thread: None,
         event_id: None,
         txn_id: txn.into(),
         body: body.into(),

@@ -340,6 +340,7 @@ fn to_message(text: &str) -> OutMessage {
         notice: false,
         mentions: Vec::new(),
         reply_to: None,
+        thread: None,
     }
 }
 

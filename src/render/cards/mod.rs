@@ -165,6 +165,7 @@ impl Both {
             notice,
             mentions: Vec::new(),
             reply_to: None,
+            thread: None,
         }
     }
 }
@@ -421,6 +422,7 @@ pub fn plan(entries: &[PlanEntry]) -> OutMessage {
         notice: true,
         mentions: Vec::new(),
         reply_to: None,
+        thread: None,
     }
 }
 
@@ -440,6 +442,7 @@ pub fn thinking(elapsed: Option<Duration>, thoughts: &str) -> OutMessage {
                 notice: true,
                 mentions: Vec::new(),
                 reply_to: None,
+                thread: None,
             }
         }
     }
@@ -458,6 +461,7 @@ pub fn stderr_tail(agent: &str, tail: &str) -> OutMessage {
         notice: true,
         mentions: Vec::new(),
         reply_to: None,
+        thread: None,
     }
 }
 

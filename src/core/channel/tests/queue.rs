@@ -28,6 +28,7 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
     for (id, body) in [("$1", "first"), ("$2", "second")] {
         let pending = crate::store::PendingInput {
             room_id: "!room".into(),
+            thread: None,
             agent_id: "demo".into(),
             event_id: id.into(),
             kind: crate::store::PendingKind::Prompt,
@@ -78,6 +79,7 @@ async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
     let command = crate::store::PendingInput {
         room_id: "!room".into(),
+        thread: None,
         agent_id: "demo".into(),
         event_id: "$c".into(),
         kind: crate::store::PendingKind::Command,

@@ -1,0 +1,131 @@
+#![recursion_limit = "256"]
+//! Conversations as people have them in Matrix: a thread is a conversation of its own.
+
+mod support;
+
+use support::person::Seen;
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+/// Waits for the agent's message in `room` whose current text satisfies `wanted`; returns it
+/// with that text.
+async fn agent_message(
+    env: &Env,
+    room: &matrix_sdk::room::Room,
+    what: &str,
+    wanted: impl Fn(&str) -> bool,
+) -> (Seen, String) {
+    wait_until(PATIENCE, what, || {
+        env.alice
+            .messages_from(room, &env.agent)
+            .into_iter()
+            .filter(|m| m.replaces.is_none())
+            .find_map(|m| {
+                let text = env.alice.current_text(&m.event_id)?;
+                wanted(&text).then_some((m, text))
+            })
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_threads_in_a_room_are_two_conversations_each_answered_in_its_thread() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    // Two messages of the main timeline, each the root of a thread; answered there.
+    let first_root = env.alice.send(&room, "%say first topic").await;
+    let second_root = env.alice.send(&room, "%say second topic").await;
+    let (main_answer, _) =
+        agent_message(&env, &room, "the main answer", |t| t == "second topic").await;
+    assert_eq!(
+        main_answer.thread, None,
+        "the main timeline stays the main timeline"
+    );
+
+    env.alice
+        .send_in_thread(&room, &first_root, "%say apple")
+        .await;
+    let (apple, _) =
+        agent_message(&env, &room, "the first thread's answer", |t| t == "apple").await;
+    assert_eq!(apple.thread.as_deref(), Some(first_root.as_str()));
+    assert!(
+        apple.in_reply_to.is_some(),
+        "a reply fallback for clients without threads: {apple:?}"
+    );
+
+    // The second thread's conversation has not seen the first thread's words.
+    env.alice
+        .send_in_thread(&room, &second_root, "%say banana\n%history")
+        .await;
+    let (banana, history) = agent_message(&env, &room, "the second thread's answer", |t| {
+        t.starts_with("banana")
+    })
+    .await;
+    assert_eq!(banana.thread.as_deref(), Some(second_root.as_str()));
+    assert!(!history.contains("apple"), "{history}");
+    assert!(!history.contains("topic"), "{history}");
+    let sessions = env.gw.log().matches("session opened").count();
+    assert_eq!(sessions, 3, "the main timeline and two threads");
+
+    // A turn running in one thread; `!stop` in the other stops nothing there.
+    env.alice
+        .send_in_thread(&room, &first_root, "%say working\n%hang")
+        .await;
+    agent_message(&env, &room, "the first thread working", |t| t == "working").await;
+    env.alice.send_in_thread(&room, &second_root, "!stop").await;
+    let nothing = env.notice_containing(&room, "Nothing is running").await;
+    assert_eq!(nothing.thread.as_deref(), Some(second_root.as_str()));
+    env.alice.send_in_thread(&room, &first_root, "!stop").await;
+    let (stopped, _) = agent_message(&env, &room, "the first thread's turn stopped", |t| {
+        t.starts_with("working") && t.contains("Stopped by")
+    })
+    .await;
+    assert_eq!(stopped.thread.as_deref(), Some(first_root.as_str()));
+    // Every message the agent posted after the first answer is in a thread.
+    let outside: Vec<Seen> = env
+        .alice
+        .messages_from(&room, &env.agent)
+        .into_iter()
+        .filter(|m| m.replaces.is_none() && m.thread.is_none())
+        .filter(|m| {
+            !matches!(
+                env.alice.current_text(&m.event_id).as_deref(),
+                Some("first topic" | "second topic")
+            )
+        })
+        .collect();
+    assert!(outside.is_empty(), "{outside:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_each_thread_gets_its_own_conversation_back() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let root = env.alice.send(&room, "%say the room's topic").await;
+    agent_message(&env, &room, "the main answer", |t| t == "the room's topic").await;
+    env.alice
+        .send_in_thread(&room, &root, "%say the thread's secret is 42")
+        .await;
+    agent_message(&env, &room, "the thread's answer", |t| {
+        t == "the thread's secret is 42"
+    })
+    .await;
+
+    env.gw.stop();
+    env.gw.start_again();
+    env.alice.send_in_thread(&room, &root, "%echo").await;
+    let (echo, echoed) = agent_message(&env, &room, "the thread's echo", |t| {
+        t.ends_with("[New message]\n%echo")
+    })
+    .await;
+    assert_eq!(echo.thread.as_deref(), Some(root.as_str()));
+    assert!(echoed.contains("the thread's secret is 42"), "{echoed}");
+    assert!(!echoed.contains("the room's topic"), "{echoed}");
+
+    env.alice.send(&room, "%echo").await;
+    let (main_echo, main_echoed) = agent_message(&env, &room, "the main echo", |t| {
+        t.ends_with("[New message]\n%echo") && !t.contains("secret")
+    })
+    .await;
+    assert_eq!(main_echo.thread, None);
+    assert!(main_echoed.contains("the room's topic"), "{main_echoed}");
+}
