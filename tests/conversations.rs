@@ -74,18 +74,37 @@ async fn two_threads_in_a_room_are_two_conversations_each_answered_in_its_thread
     env.alice.send_in_thread(&room, &second_root, "!stop").await;
     let nothing = env.notice_containing(&room, "Nothing is running").await;
     assert_eq!(nothing.thread.as_deref(), Some(second_root.as_str()));
+    // `!status` in the main timeline lists the room's thread conversations.
+    env.alice.send(&room, "!status").await;
+    let status = env
+        .notice_containing(&room, "Conversations in threads (2)")
+        .await;
+    assert!(
+        status
+            .body
+            .contains(&format!("{first_root}: working on a turn")),
+        "{}",
+        status.body
+    );
+    assert!(
+        status.body.contains(&format!("{second_root}: idle")),
+        "{}",
+        status.body
+    );
+    assert_eq!(status.thread, None);
     env.alice.send_in_thread(&room, &first_root, "!stop").await;
     let (stopped, _) = agent_message(&env, &room, "the first thread's turn stopped", |t| {
         t.starts_with("working") && t.contains("Stopped by")
     })
     .await;
     assert_eq!(stopped.thread.as_deref(), Some(first_root.as_str()));
-    // Every message the agent posted after the first answer is in a thread.
+    // Every message the agent posted after the first answers is in a thread, but the answer
+    // to `!status` in the main timeline.
     let outside: Vec<Seen> = env
         .alice
         .messages_from(&room, &env.agent)
         .into_iter()
-        .filter(|m| m.replaces.is_none() && m.thread.is_none())
+        .filter(|m| m.replaces.is_none() && m.thread.is_none() && m.event_id != status.event_id)
         .filter(|m| {
             !matches!(
                 env.alice.current_text(&m.event_id).as_deref(),

@@ -714,6 +714,22 @@ pub fn worktree_usage(prefix: &str) -> String {
     )
 }
 
+/// A link to an event of a room, for clients to open (a thread's root, in `!status`).
+pub fn event_link(room: &str, event: &str) -> String {
+    format!("https://matrix.to/#/{room}/{event}")
+}
+
+/// The heading of `!status`'s list of the room's thread conversations.
+pub fn threads_heading(count: usize) -> String {
+    format!("Conversations in threads ({count}):")
+}
+
+/// One conversation in a thread, for `!status` in the main timeline.
+pub fn thread_status(agent: &str, link: &str, running: bool, queued: usize) -> String {
+    let state = if running { "working on a turn" } else { "idle" };
+    format!("• {agent} in the thread {link}: {state}, {queued} message(s) queued")
+}
+
 /// Answer to `!new` when the store failed.
 pub const FRESH_START_FAILED: &str =
     "⚠️ I could not record the fresh start (database error), so nothing changed.";

@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::core::channel::{Channel, ChannelInput, ChannelReport};
 use crate::core::context::AgentContext;
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{ConversationKey, RoomId};
 
 /// How long `!status` and `!help` wait for a channel to say how it stands.
 const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -62,6 +62,18 @@ impl Channels {
                 let _ = tx.send(input());
             }
         }
+    }
+
+    /// The conversations in threads of `room` whose channels run, in a stable order.
+    pub(super) fn thread_conversations(&self, room: &RoomId) -> Vec<ConversationKey> {
+        let inputs = self.inputs.lock().expect("channel map poisoned");
+        let mut keys: Vec<ConversationKey> = inputs
+            .keys()
+            .filter(|k| k.room == *room && k.thread.is_some())
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
     }
 
     /// Asks the channel of `key`, if it runs, how it stands.

@@ -31,7 +31,7 @@ impl Gateway {
             let (message, members, routing) = (message.clone(), members.to_vec(), routing.clone());
             self.channels.spawn(async move {
                 let text = this
-                    .room_report(&command, &message.room_id, &members, &routing)
+                    .room_report(&command, &message, &members, &routing)
                     .await;
                 this.answer(&message, text).await;
             });
@@ -108,11 +108,16 @@ impl Gateway {
     async fn room_report(
         &self,
         command: &Command,
-        room: &RoomId,
+        message: &IncomingMessage,
         members: &[Member],
         routing: &RoomRouting,
     ) -> String {
-        let reports = self.reports(room, members).await;
+        // Asked in a thread: that thread's conversations.
+        let here = |agent: &AgentId| {
+            ConversationKey::new(message.room_id.clone(), agent.clone())
+                .in_thread(message.thread.clone())
+        };
+        let reports = self.reports(members, here).await;
         if let Command::Help = command {
             let lines = self.agent_lines(members, &reports);
             return strings::help(&self.prefix, &lines, default_name(members, routing));
@@ -138,6 +143,29 @@ impl Gateway {
                 default_name(members, routing),
                 self.handoff_on(routing),
             ));
+        }
+        // Asked in the main timeline: the room's thread conversations too.
+        if message.thread.is_none() {
+            let mut threads = Vec::new();
+            for key in self.channels.thread_conversations(&message.room_id) {
+                let (Some(report), Some(member)) = (
+                    self.channels.report(&key).await,
+                    members.iter().find(|m| m.agent_id == key.agent),
+                ) else {
+                    continue;
+                };
+                let root = key.thread_id();
+                threads.push(strings::thread_status(
+                    &member.display_name,
+                    &strings::event_link(&message.room_id, root),
+                    report.running,
+                    report.queued,
+                ));
+            }
+            if !threads.is_empty() {
+                parts.push(strings::threads_heading(threads.len()));
+                parts.push(threads.join("\n"));
+            }
         }
         parts.join("\n\n")
     }
@@ -170,16 +198,12 @@ impl Gateway {
     /// The reports of the room's channels that exist, by agent ID.
     async fn reports(
         &self,
-        room_id: &RoomId,
         members: &[Member],
+        conversation: impl Fn(&AgentId) -> ConversationKey,
     ) -> HashMap<AgentId, crate::core::channel::ChannelReport> {
         let mut reports = HashMap::new();
         for m in members {
-            if let Some(report) = self
-                .channels
-                .report(&ConversationKey::new(room_id, &m.agent_id))
-                .await
-            {
+            if let Some(report) = self.channels.report(&conversation(&m.agent_id)).await {
                 reports.insert(m.agent_id.clone(), report);
             }
         }
