@@ -58,3 +58,7 @@ CREATE INDEX unfinished_messages_by_channel ON unfinished_messages (room_id, age
 
 ALTER TABLE pending_inputs ADD COLUMN thread_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE outbox ADD COLUMN thread_id TEXT NOT NULL DEFAULT '';
+
+-- How the room's threads map onto conversations, as `!threads` chose (`separate`, `new`,
+-- `one`); NULL follows the config (`rooms.threads`).
+ALTER TABLE room_settings ADD COLUMN threads TEXT;

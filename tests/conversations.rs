@@ -148,3 +148,50 @@ async fn after_a_restart_each_thread_gets_its_own_conversation_back() {
     assert_eq!(main_echo.thread, None);
     assert!(main_echoed.contains("the room's topic"), "{main_echoed}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_can_open_a_thread_for_each_message_or_keep_threads_in_its_conversation() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "!threads").await;
+    env.notice_containing(&room, "Threads here: separate").await;
+
+    // `new`: each message of the main timeline opens a conversation in a thread of its own.
+    env.alice.send(&room, "!threads new").await;
+    env.notice_containing(&room, "threads here: new").await;
+    let first = env.alice.send(&room, "%say kiwi").await;
+    let (kiwi, _) =
+        agent_message(&env, &room, "the answer in its own thread", |t| t == "kiwi").await;
+    assert_eq!(kiwi.thread.as_deref(), Some(first.as_str()));
+    let second = env.alice.send(&room, "%say mango\n%history").await;
+    let (mango, history) = agent_message(&env, &room, "the second thread's answer", |t| {
+        t.starts_with("mango")
+    })
+    .await;
+    assert_eq!(mango.thread.as_deref(), Some(second.as_str()));
+    assert!(!history.contains("kiwi"), "{history}");
+    // A message inside the thread continues that thread's conversation.
+    env.alice
+        .send_in_thread(&room, &first, "%say more\n%history")
+        .await;
+    let (more, history) = agent_message(&env, &room, "the thread continued", |t| {
+        t.starts_with("more")
+    })
+    .await;
+    assert_eq!(more.thread.as_deref(), Some(first.as_str()));
+    assert!(history.contains("kiwi"), "{history}");
+
+    // `one`: a message in a thread is part of the room's one conversation, answered in the
+    // main timeline.
+    env.alice.send(&room, "!threads one").await;
+    env.notice_containing(&room, "threads here: one").await;
+    env.alice.send_in_thread(&room, &first, "%say papaya").await;
+    let (papaya, _) = agent_message(&env, &room, "the room's answer", |t| t == "papaya").await;
+    assert_eq!(papaya.thread, None);
+    env.alice.send(&room, "%say guava\n%history").await;
+    let (_, history) = agent_message(&env, &room, "the room's history", |t| {
+        t.starts_with("guava")
+    })
+    .await;
+    assert!(history.contains("papaya"), "{history}");
+}

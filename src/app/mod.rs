@@ -262,6 +262,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             rules: RoomRules {
                 handoff: config.rooms.handoff,
                 handoff_max_hops: config.rooms.handoff_max_hops,
+                threads: config.rooms.threads,
             },
             catch_up: CatchUpBounds {
                 max_events: config.continuity.catch_up_max_events,

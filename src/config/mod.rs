@@ -371,6 +371,10 @@ pub struct RoomsConfig {
     /// Most hand-offs between agents that one person's message may cause, so two agents
     /// cannot keep answering each other.
     pub handoff_max_hops: u32,
+    /// How threads map onto conversations where a room has not chosen with `!threads`:
+    /// `separate` (each thread a conversation of its own), `new` (each message of the main
+    /// timeline opens its own thread) or `one` (threads are part of the room's conversation).
+    pub threads: crate::model::ThreadMode,
 }
 
 impl Default for RoomsConfig {
@@ -378,6 +382,7 @@ impl Default for RoomsConfig {
         Self {
             handoff: false,
             handoff_max_hops: 3,
+            threads: crate::model::ThreadMode::Separate,
         }
     }
 }

@@ -335,3 +335,16 @@ fn worktree_mode_needs_a_room_folder_and_a_repository() {
     ));
     assert_eq!(prefix[0].key, "agents[0].worktree.branch_prefix");
 }
+
+#[test]
+fn the_rooms_thread_mode_is_read() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let cfg = Config::from_toml(&valid(dir), &dir.join("c.toml")).unwrap();
+    assert_eq!(cfg.rooms.threads, crate::model::ThreadMode::Separate);
+    let text = format!("{}[rooms]\nthreads = \"new\"\n", valid(dir));
+    let cfg = Config::from_toml(&text, &dir.join("c.toml")).unwrap();
+    assert_eq!(cfg.rooms.threads, crate::model::ThreadMode::New);
+    let bad = format!("{}[rooms]\nthreads = \"sometimes\"\n", valid(dir));
+    assert!(Config::from_toml(&bad, &dir.join("c.toml")).is_err());
+}

@@ -22,6 +22,8 @@ pub enum Command {
     Default(Option<String>),
     /// Show or set (`on`/`off`) whether agents may hand work to each other.
     Handoff(Option<String>),
+    /// Show or set how the room's threads map onto conversations (`separate`, `new`, `one`).
+    Threads(Option<String>),
     /// Stop the running turn (`session/cancel`).
     Stop(Vec<String>),
     /// Answer a permission poll (`!allow`, `!always`, `!deny`, `!reject`), best as a reply
@@ -117,6 +119,7 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
         "show" => Command::Show(first),
         "default" => Command::Default(words.first().cloned()),
         "handoff" => Command::Handoff(first),
+        "threads" => Command::Threads(first),
         "stop" | "cancel" => Command::Stop(words),
         "allow" | "approve" | "yes" => Command::Answer(Reply::Allow),
         "always" => Command::Answer(Reply::Always),
@@ -151,6 +154,12 @@ mod tests {
             ("!", "!?", Some(Command::Help)),
             ("!", "!agents", Some(Command::Agents)),
             ("!", "!status", Some(Command::Status)),
+            ("!", "!threads", Some(Command::Threads(None))),
+            (
+                "!",
+                "!threads New",
+                Some(Command::Threads(Some("new".into()))),
+            ),
             ("!", "!allow", Some(Command::Answer(Reply::Allow))),
             ("!", "!Always", Some(Command::Answer(Reply::Always))),
             ("!", "!deny", Some(Command::Answer(Reply::Deny))),

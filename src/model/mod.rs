@@ -7,8 +7,10 @@ pub mod ids;
 pub mod message;
 pub mod poll;
 pub mod secret;
+pub mod thread_mode;
 pub mod verbosity;
 
 pub use message::OutMessage;
 pub use secret::Secret;
+pub use thread_mode::ThreadMode;
 pub use verbosity::Verbosity;

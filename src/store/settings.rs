@@ -26,6 +26,28 @@ impl Store {
         .await
     }
 
+    /// How `room`'s threads map onto conversations, as chosen with `!threads` (its word).
+    pub async fn room_threads(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
+        let row: Option<(Option<String>,)> =
+            sqlx::query_as("SELECT threads FROM room_settings WHERE room_id = ?")
+                .bind(room.as_str())
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.and_then(|r| r.0))
+    }
+
+    /// Records how `room`'s threads map onto conversations.
+    pub async fn set_room_threads(&self, room: &RoomId, word: &str) -> Result<(), StoreError> {
+        self.set_room_setting(
+            "INSERT INTO room_settings (room_id, threads, updated_at) VALUES (?, ?, ?)
+             ON CONFLICT (room_id) DO UPDATE SET threads = excluded.threads,
+             updated_at = excluded.updated_at",
+            room.as_str(),
+            word,
+        )
+        .await
+    }
+
     /// Runs `upsert`, the statement that sets one column of `room`'s settings to
     /// `value` (its parameters: room, value, time).
     async fn set_room_setting<'q, T>(

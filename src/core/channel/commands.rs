@@ -58,6 +58,7 @@ impl Channel {
             | Command::Show(_)
             | Command::Default(_)
             | Command::Handoff(_)
+            | Command::Threads(_)
             | Command::Unknown(_) => {
                 tracing::warn!(agent = %self.ctx.agent_id, ?command, "a room command reached a channel; the gateway answers those");
                 return;

@@ -11,6 +11,7 @@ use crate::core::command::Command;
 use crate::core::determination::{self, Determination};
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::{self, Addressed, Addressing, Member};
+use crate::model::ThreadMode;
 use crate::render::strings;
 use crate::store::{PendingKind, RoomRouting};
 
@@ -23,6 +24,16 @@ impl Gateway {
             tracing::debug!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, "ignoring a message without text");
             return;
         }
+        // Where the room treats threads as part of its one conversation, a message in one
+        // is the room's.
+        let thread_mode = self.thread_mode(&message.room_id).await;
+        let message = match thread_mode {
+            ThreadMode::One => IncomingMessage {
+                thread: None,
+                ..message
+            },
+            _ => message,
+        };
         let (members, routing, addressing) = self.address(&message).await;
         // The agent gets the text without the addresses in front of it.
         let message = IncomingMessage {
@@ -49,7 +60,15 @@ impl Gateway {
         let as_command = Some(PendingKind::Command);
         match determination {
             Determination::NotMine => {}
-            Determination::Prompt => self.prompt(message).await,
+            // Where each message of the main timeline opens its own thread, the prompt is
+            // the root of its thread's conversation.
+            Determination::Prompt => match (thread_mode, &message.thread) {
+                (ThreadMode::New, None) => {
+                    let thread = Some(message.event_id.clone());
+                    self.prompt(IncomingMessage { thread, ..message }).await
+                }
+                _ => self.prompt(message).await,
+            },
             Determination::SlashNeedsAgent(slash) => {
                 if self.admit(&message, allowed, as_command).await {
                     let lines = self.agent_lines(&members, &HashMap::new());
@@ -199,19 +218,19 @@ impl Gateway {
         members: &[Member],
     ) {
         let room = &message.room_id;
+        // The conversation of each agent where the command was written (its thread).
+        let here = |agent: &AgentId| {
+            ConversationKey::new(room.clone(), agent.clone()).in_thread(message.thread.clone())
+        };
         match &command {
             Command::Stop(_) => {
                 let mut stopped = false;
                 for m in members {
-                    if self
-                        .channels
-                        .report(&ConversationKey::new(room, &m.agent_id))
-                        .await
-                        .is_some_and(|r| r.running)
-                    {
+                    let key = here(&m.agent_id);
+                    if self.channels.report(&key).await.is_some_and(|r| r.running) {
                         stopped = true;
                         self.send_to_channel(
-                            &ConversationKey::new(room, &m.agent_id),
+                            &key,
                             ChannelInput::Command(command.clone(), message.clone()),
                         );
                     }
@@ -234,7 +253,7 @@ impl Gateway {
                 match with_polls.as_slice() {
                     [] => self.notice(message, strings::NO_OPEN_POLL).await,
                     [agent] => self.send_to_channel(
-                        &ConversationKey::new(room, agent),
+                        &here(agent),
                         ChannelInput::Command(command, message.clone()),
                     ),
                     _ => {

@@ -30,8 +30,8 @@ use crate::core::context::AgentContext;
 use crate::core::inbound::{Inbound, IncomingMessage};
 use crate::core::pool::Pool;
 use crate::core::voice::{RoomVoice, txn};
-use crate::model::OutMessage;
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
+use crate::model::{OutMessage, ThreadMode};
 use crate::store::{LogFailure, Store, now_ms};
 use registry::Channels;
 
@@ -42,6 +42,8 @@ pub struct RoomRules {
     pub handoff: bool,
     /// Most hand-offs one person's message may cause.
     pub handoff_max_hops: u32,
+    /// How threads map onto conversations where a room has not chosen.
+    pub threads: ThreadMode,
 }
 
 impl Default for RoomRules {
@@ -49,6 +51,7 @@ impl Default for RoomRules {
         Self {
             handoff: false,
             handoff_max_hops: 3,
+            threads: ThreadMode::Separate,
         }
     }
 }

@@ -8,9 +8,9 @@ use super::Gateway;
 use crate::core::command::Command;
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::Member;
-use crate::model::Verbosity;
 use crate::model::agent::ProcessState;
 use crate::model::ids::{AgentId, ConversationKey, RoomId};
+use crate::model::{ThreadMode, Verbosity};
 use crate::render::strings::{self, ProcessLine, StatusLine};
 use crate::store::RoomRouting;
 
@@ -95,6 +95,19 @@ impl Gateway {
                 }
                 _ => strings::handoff_usage(prefix),
             },
+            Command::Threads(None) => {
+                strings::threads_are(prefix, self.thread_mode(room).await.as_str())
+            }
+            Command::Threads(Some(word)) => match ThreadMode::parse(&word) {
+                Some(mode) => match self.store.set_room_threads(room, mode.as_str()).await {
+                    Ok(()) => strings::threads_set(mode.as_str()),
+                    Err(e) => {
+                        tracing::error!(error = %e, "could not save the room's thread setting");
+                        strings::SETTING_NOT_SAVED.to_owned()
+                    }
+                },
+                None => strings::threads_usage(prefix, &word),
+            },
             Command::Unknown(word) => strings::unknown_command(prefix, &word),
             other => {
                 tracing::warn!(command = ?other, "not a room command");
@@ -168,6 +181,21 @@ impl Gateway {
             }
         }
         parts.join("\n\n")
+    }
+
+    /// How the room's threads map onto conversations, as chosen with `!threads` or
+    /// configured.
+    pub(super) async fn thread_mode(&self, room_id: &RoomId) -> ThreadMode {
+        match self.store.room_threads(room_id).await {
+            Ok(word) => word
+                .as_deref()
+                .and_then(ThreadMode::parse)
+                .unwrap_or(self.rules.threads),
+            Err(e) => {
+                tracing::error!(room = %room_id, error = %e, "could not read the room's thread setting");
+                self.rules.threads
+            }
+        }
     }
 
     /// What the room shows, as chosen with `!show` or configured.

@@ -682,6 +682,7 @@ async fn hand_offs_between_agents_stop_at_the_hop_limit() {
     let rules = RoomRules {
         handoff: true,
         handoff_max_hops: 3,
+        ..RoomRules::default()
     };
     let (gw, fakes, _, handed) = gateway_in_room(
         &[

@@ -1,5 +1,11 @@
 //! Every sentence Sidekicks says in a room, in one place.
 
+mod threads;
+mod worktree;
+
+pub use threads::*;
+pub use worktree::*;
+
 use crate::model::agent::{SlashCommand, StopReason};
 
 /// The reaction that stops a running turn when put on the agent's reply.
@@ -286,6 +292,8 @@ pub fn help(prefix: &str, agents: &[AgentLine], default: Option<&str>) -> String
          • {prefix}show all|tools|answer: how much of the agents' work this room sees\n\
          • {prefix}default NAME|off: where messages addressed to nobody go\n\
          • {prefix}handoff on|off: whether an agent may hand work to another one here\n\
+         • {prefix}threads separate|new|one: whether a thread is a conversation of its own, \
+         each message opens one, or threads are part of the room's conversation\n\
          • {prefix}allow, {prefix}always, {prefix}deny, {prefix}reject (as a reply to a \
          permission request): answer it without reactions\n\
          • {prefix}help: this text",
@@ -659,76 +667,6 @@ pub fn fresh_start(agent: &str) -> String {
 /// Answer to `!new` while a turn runs.
 pub const FRESH_START_WHILE_RUNNING: &str =
     "A turn is running: stop it first (!stop), or wait for it to end, then send !new.";
-
-/// Answer to `!worktree` for an agent without worktree mode.
-pub fn no_worktree_mode(agent: &str, folder: &str) -> String {
-    format!("{agent} works in {folder}, not in a git worktree (worktree mode is off for it).")
-}
-
-/// Answer to `!worktree` before the conversation's worktree is made.
-pub fn worktree_not_yet(agent: &str, branch: &str) -> String {
-    format!(
-        "🌿 {agent} has no worktree for this conversation yet: the next message makes one, on \
-         branch `{branch}`."
-    )
-}
-
-/// Answer to `!worktree`: the conversation's worktree.
-pub fn worktree_status(
-    agent: &str,
-    folder: &str,
-    status: &crate::workspace::WorktreeStatus,
-) -> String {
-    let ahead = match status.commits_ahead {
-        Some(n) => format!(", {n} commit(s) ahead of its base"),
-        None => String::new(),
-    };
-    format!(
-        "🌿 {agent} works in {folder} on branch `{}`: {} file(s) with uncommitted changes{ahead}; \
-         last commit: {}.",
-        status.branch, status.changed_files, status.last_commit
-    )
-}
-
-/// Answer to `!worktree remove` once done.
-pub fn worktree_removed(agent: &str, branch: &str) -> String {
-    format!(
-        "🌿 The worktree is removed; branch `{branch}` keeps its commits. {agent}'s next message \
-         here checks it out again."
-    )
-}
-
-/// Answer to a `!worktree` that git refused or that failed.
-pub fn worktree_failed(error: &str) -> String {
-    format!("⚠️ The worktree is unchanged: {error}")
-}
-
-/// Answer to `!worktree remove` while a turn runs.
-pub const WORKTREE_BUSY: &str =
-    "A turn is running in the worktree: stop it first (!stop), or wait for it to end.";
-
-/// Answer to `!worktree` with a word it does not know.
-pub fn worktree_usage(prefix: &str) -> String {
-    format!(
-        "Use {prefix}worktree to see this conversation's worktree, {prefix}worktree remove to take it away."
-    )
-}
-
-/// A link to an event of a room, for clients to open (a thread's root, in `!status`).
-pub fn event_link(room: &str, event: &str) -> String {
-    format!("https://matrix.to/#/{room}/{event}")
-}
-
-/// The heading of `!status`'s list of the room's thread conversations.
-pub fn threads_heading(count: usize) -> String {
-    format!("Conversations in threads ({count}):")
-}
-
-/// One conversation in a thread, for `!status` in the main timeline.
-pub fn thread_status(agent: &str, link: &str, running: bool, queued: usize) -> String {
-    let state = if running { "working on a turn" } else { "idle" };
-    format!("• {agent} in the thread {link}: {state}, {queued} message(s) queued")
-}
 
 /// Answer to `!new` when the store failed.
 pub const FRESH_START_FAILED: &str =
