@@ -195,3 +195,32 @@ async fn a_room_can_open_a_thread_for_each_message_or_keep_threads_in_its_conver
     .await;
     assert!(history.contains("papaya"), "{history}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_marks_a_message_read_when_it_takes_it_before_it_answers() {
+    use matrix_sdk::ruma::events::receipt::ReceiptType;
+    use matrix_sdk::ruma::events::receipt::ReceiptThread;
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let prompt = env.alice.send(&room, "%sleep 4000\n%say late").await;
+    let agent = matrix_sdk::ruma::UserId::parse(env.agent.as_str()).unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let receipt = room
+            .load_user_receipt(ReceiptType::Read, ReceiptThread::Unthreaded, &agent)
+            .await
+            .unwrap();
+        if receipt.is_some_and(|(event, _)| event.as_str() == prompt) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never marked read");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        !env.texts_from(&room, &env.agent)
+            .iter()
+            .any(|t| t == "late"),
+        "read before the answer"
+    );
+    agent_message(&env, &room, "the answer", |t| t == "late").await;
+}

@@ -55,6 +55,13 @@ pub enum Sent {
         /// Redacted event.
         event_id: String,
     },
+    /// A read receipt.
+    Read {
+        /// Room.
+        room: String,
+        /// The event marked read.
+        event_id: String,
+    },
 }
 
 #[derive(Default)]
@@ -240,6 +247,13 @@ impl ChatPort for FakeChat {
     }
 
     async fn typing(&self, _room: &str, _on: bool) {}
+
+    async fn mark_read(&self, room: &str, event_id: &str) {
+        self.record(Sent::Read {
+            room: room.into(),
+            event_id: event_id.into(),
+        });
+    }
 
     async fn readers(&self, _room: &str) -> Result<Option<Vec<String>>, ChatError> {
         Ok(Some(self.state.lock().unwrap().members.clone()))

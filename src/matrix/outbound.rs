@@ -6,8 +6,10 @@
 use async_trait::async_trait;
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::room::Room;
+use matrix_sdk::ruma::api::client::receipt::create_receipt::v3::ReceiptType;
 use matrix_sdk::ruma::events::Mentions;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
+use matrix_sdk::ruma::events::receipt::ReceiptThread;
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::relation::{Reply, Thread};
 use matrix_sdk::ruma::events::room::history_visibility::HistoryVisibility;
@@ -176,6 +178,18 @@ impl ChatPort for MatrixChat {
             && let Err(e) = room.typing_notice(on).await
         {
             tracing::debug!(room = room_id, error = %e, "typing notice failed");
+        }
+    }
+
+    async fn mark_read(&self, room_id: &str, event: &str) {
+        let (Ok(room), Ok(event)) = (self.room(room_id), event_id(event)) else {
+            return;
+        };
+        let receipt = room
+            .send_single_receipt(ReceiptType::Read, ReceiptThread::Unthreaded, event)
+            .await;
+        if let Err(e) = receipt {
+            tracing::debug!(room = room_id, error = %e, "read receipt failed");
         }
     }
 }

@@ -75,6 +75,13 @@ impl Gateway {
         {
             Ok(true) => {
                 tracing::debug!(agent = %agent_id, room = %room_id, event = %event_id, "admitted");
+                // Taken: the person sees it read, beside (not before) everything else.
+                if let Some(ctx) = self.agents.get(agent_id) {
+                    let (chat, room, event) =
+                        (ctx.chat.clone(), room_id.to_string(), event_id.to_string());
+                    self.channels
+                        .spawn(async move { chat.mark_read(&room, &event).await });
+                }
                 true
             }
             Ok(false) => {
