@@ -198,8 +198,8 @@ async fn a_room_can_open_a_thread_for_each_message_or_keep_threads_in_its_conver
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_marks_a_message_read_when_it_takes_it_before_it_answers() {
-    use matrix_sdk::ruma::events::receipt::ReceiptType;
     use matrix_sdk::ruma::events::receipt::ReceiptThread;
+    use matrix_sdk::ruma::events::receipt::ReceiptType;
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(false).await;
     let prompt = env.alice.send(&room, "%sleep 4000\n%say late").await;
@@ -223,4 +223,77 @@ async fn the_agent_marks_a_message_read_when_it_takes_it_before_it_answers() {
         "read before the answer"
     );
     agent_message(&env, &room, "the answer", |t| t == "late").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_two_people_may_prompt_the_agent_knows_who_wrote_what_and_what_a_reply_is_about() {
+    use matrix_sdk::RoomMemberships;
+    use support::{AgentSpec, GatewayProcess, Person, Synapse};
+    let hs = Synapse::start(SynapseOptions::default()).await;
+    let agent = hs.register("demo", "demo-password").await;
+    let alice_id = hs.register("alice", "pw-alice").await;
+    let bob_id = hs.register("bob", "pw-bob").await;
+    let _gw = GatewayProcess::start(
+        &hs.url,
+        &[alice_id.as_str(), bob_id.as_str()],
+        &[AgentSpec::demo(&agent)],
+        "",
+    );
+    let alice = Person::login(&hs.url, &alice_id, "pw-alice").await;
+    let bob = Person::login(&hs.url, &bob_id, "pw-bob").await;
+    alice
+        .client
+        .account()
+        .set_display_name(Some("Alice Liddell"))
+        .await
+        .unwrap();
+    let room = alice.create_room(false).await;
+    alice.invite(&room, &agent).await;
+    alice
+        .wait_membership(&room, &agent, RoomMemberships::JOIN)
+        .await;
+    // Alone with the agent: her words as she wrote them.
+    alice.send(&room, "%echo").await;
+    let alone = answer(&alice, &room, &agent, "%echo".to_owned()).await;
+
+    // Bob joins: the agent is told who wrote each message.
+    alice.invite(&room, &bob_id).await;
+    let bobs_room = bob.join(room.room_id().as_str()).await;
+    bob.send(&bobs_room, "%echo").await;
+    answer(
+        &bob,
+        &bobs_room,
+        &agent,
+        format!("[Message from bob ({bob_id})]\n%echo"),
+    )
+    .await;
+
+    // A reply carries a short quote of the message it replies to.
+    alice.send_reply(&room, "%echo", &alone.event_id).await;
+    answer(
+        &alice,
+        &room,
+        &agent,
+        format!(
+            "[Message from Alice Liddell ({alice_id})]\n[In reply to {agent}, who wrote:]\n> %echo\n%echo"
+        ),
+    )
+    .await;
+}
+
+/// Waits until `person` sees the agent's message in `room` whose current text is `expected`.
+async fn answer(
+    person: &support::Person,
+    room: &matrix_sdk::room::Room,
+    agent: &str,
+    expected: String,
+) -> Seen {
+    wait_until(PATIENCE, &format!("the echo {expected:?}"), || {
+        person
+            .messages_from(room, agent)
+            .into_iter()
+            .filter(|m| m.replaces.is_none())
+            .find(|m| person.current_text(&m.event_id).as_deref() == Some(&expected))
+    })
+    .await
 }

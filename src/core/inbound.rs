@@ -27,6 +27,11 @@ pub struct IncomingMessage {
     pub mentions: Vec<UserId>,
     /// The root of the thread the message was written in (an `m.thread` relation), if any.
     pub thread: Option<EventId>,
+    /// The author's display name in the room, if they have one: the agent is told who
+    /// wrote what where several people may prompt.
+    pub sender_name: Option<String>,
+    /// The text of the message this one replies to, for the agent to see what "this" is.
+    pub reply_to_body: Option<String>,
 }
 
 impl IncomingMessage {

@@ -16,6 +16,7 @@ pub mod crash_journal;
 pub mod determination;
 #[cfg(test)]
 pub mod fakes;
+pub mod framing;
 pub mod gateway;
 pub mod inbound;
 pub mod masking;

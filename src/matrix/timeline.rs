@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use matrix_sdk::deserialized_responses::TimelineEvent;
 use matrix_sdk::room::{MessagesOptions, Room};
+use matrix_sdk::ruma::events::room::message::sanitize::remove_plain_reply_fallback;
 use matrix_sdk::ruma::{OwnedEventId, UInt};
 use matrix_sdk::sync::{SyncResponse, Timeline};
 
@@ -159,23 +160,43 @@ impl MatrixAgent {
         Some(self.with_reply_sender(gateway, room, inbound).await)
     }
 
-    /// `inbound` with the author of the message it replies to, when that matters.
+    /// `inbound` with what the room knows around it, for a sender the gateway listens to
+    /// (nothing is looked up for strangers): the author's display name, and the author and
+    /// text of the message it replies to (a reply to an agent's message is for that agent;
+    /// the agent sees what "this" is).
     pub(super) async fn with_reply_sender(
         &self,
         gateway: &Gateway,
         room: &Room,
         mut inbound: Inbound,
     ) -> Inbound {
-        if let Inbound::Message(message) | Inbound::Unreadable(message, _) = &mut inbound
-            && let Some(target) = reply_to_look_up(message, |s| gateway.listens_to(s))
+        let (Inbound::Message(message) | Inbound::Unreadable(message, _)) = &mut inbound else {
+            return inbound;
+        };
+        if !gateway.listens_to(&message.sender) {
+            return inbound;
+        }
+        if let Ok(sender) = matrix_sdk::ruma::UserId::parse(message.sender.as_str())
+            && let Ok(Some(member)) = room.get_member_no_sync(&sender).await
         {
-            message.reply_to_sender = match room.load_or_fetch_event(&target, None).await {
-                Ok(replied) => replied.sender().map(|s| s.to_string().into()),
+            message.sender_name = member.display_name().map(str::to_owned);
+        }
+        if let Some(target) = reply_to_look_up(message, |s| gateway.listens_to(s)) {
+            match room.load_or_fetch_event(&target, None).await {
+                Ok(replied) => {
+                    message.reply_to_sender = replied.sender().map(|s| s.to_string().into());
+                    message.reply_to_body = replied
+                        .raw()
+                        .get_field::<serde_json::Value>("content")
+                        .ok()
+                        .flatten()
+                        .and_then(|c| c.get("body")?.as_str().map(str::to_owned))
+                        .map(|body| remove_plain_reply_fallback(&body).to_owned());
+                }
                 Err(e) => {
                     tracing::debug!(agent = %self.agent_id, event = %target, error = %e, "could not fetch the message replied to");
-                    None
                 }
-            };
+            }
         }
         inbound
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::core::chat::Undelivered;
 use crate::core::crash_journal::JournaledReplies;
+use crate::core::framing::{self, Frame};
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing;
 use crate::core::view::activity::Activity;
@@ -107,9 +108,17 @@ impl Channel {
                 opened_at = Some(first.clone());
             }
         }
+        // A slash command must stay first: it is sent as written.
+        let framed = match slash {
+            Some(_) => message.clone(),
+            None => IncomingMessage {
+                body: self.framed(&message).await,
+                ..message.clone()
+            },
+        };
         let text = match opened_at {
-            Some(opened_at) => self.restore_conversation(&message, &opened_at).await,
-            None => message.body.clone(),
+            Some(opened_at) => self.restore_conversation(&framed, &opened_at).await,
+            None => framed.body,
         };
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events(None).await;
@@ -359,6 +368,37 @@ impl Channel {
                 event_id: event_id.into(),
                 text: stream.text().to_owned(),
             });
+        }
+    }
+
+    /// `message`'s text as the agent gets it: who wrote it where several people may prompt,
+    /// and a quote of the message it replies to (`core::framing`).
+    async fn framed(&self, message: &IncomingMessage) -> String {
+        let several = self.several_people_here().await;
+        let frame = Frame {
+            author: several.then_some((message.sender_name.as_deref(), message.sender.as_str())),
+            replying_to: (message.reply_to_sender.as_deref()).zip(message.reply_to_body.as_deref()),
+        };
+        framing::frame(&frame, &message.body)
+    }
+
+    /// Whether more than one person who may prompt can read this room (joined or
+    /// invited); when anyone can, or the members cannot be listed, the agent is told who
+    /// wrote each message all the same.
+    async fn several_people_here(&self) -> bool {
+        let ctx = &self.ctx;
+        match ctx.chat.readers(self.key.room.as_str()).await {
+            Ok(Some(readers)) => {
+                let people = readers
+                    .iter()
+                    .filter(|m| ctx.allowed.allows(m) && !ctx.agent_users.contains(m));
+                people.count() > 1
+            }
+            Ok(None) => true,
+            Err(e) => {
+                tracing::debug!(room = %self.key.room, error = %e, "could not list the room's members; the agent is told who wrote the message");
+                true
+            }
         }
     }
 
