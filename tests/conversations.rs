@@ -297,3 +297,38 @@ async fn answer(
     })
     .await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_queued_prompt_runs_with_its_new_text_and_a_redacted_one_never_runs() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%say busy\n%sleep 3000").await;
+    agent_message(&env, &room, "the first turn", |t| t.starts_with("busy")).await;
+    let queued = env.alice.send(&room, "%say old text").await;
+    let doomed = env.alice.send(&room, "%say doomed").await;
+    env.alice.send_edit(&room, &queued, "%say new text").await;
+    let doomed_id = matrix_sdk::ruma::EventId::parse(doomed.as_str()).unwrap();
+    room.redact(&doomed_id, None, None).await.unwrap();
+    env.alice.send(&room, "%say last").await;
+    agent_message(&env, &room, "the edited prompt's answer", |t| {
+        t == "new text"
+    })
+    .await;
+    agent_message(&env, &room, "the last answer", |t| t == "last").await;
+    let said = env.texts_from(&room, &env.agent);
+    assert!(!said.iter().any(|t| t == "old text"), "{said:?}");
+    assert!(!said.iter().any(|t| t == "doomed"), "{said:?}");
+
+    // The prompt being answered: an edit is said not to run; a redaction stops the turn.
+    let running = env.alice.send(&room, "%say working\n%hang").await;
+    agent_message(&env, &room, "the running turn", |t| t == "working").await;
+    env.alice.send_edit(&room, &running, "%say other").await;
+    let notice = env.notice_containing(&room, "the edit is not run").await;
+    assert_eq!(notice.in_reply_to.as_deref(), Some(running.as_str()));
+    let running_id = matrix_sdk::ruma::EventId::parse(running.as_str()).unwrap();
+    room.redact(&running_id, None, None).await.unwrap();
+    agent_message(&env, &room, "the turn stopped", |t| {
+        t.starts_with("working") && t.contains("Stopped by")
+    })
+    .await;
+}

@@ -65,6 +65,37 @@ impl IncomingReaction {
     }
 }
 
+/// Someone changed an earlier message: edited its text or took it back.
+#[derive(Debug, Clone)]
+pub struct IncomingChange {
+    /// The agent whose Matrix user saw the change.
+    pub agent_id: AgentId,
+    /// Opaque room ID.
+    pub room_id: RoomId,
+    /// Who made the change (an edit counts only from the message's own author).
+    pub sender: UserId,
+    /// The message changed.
+    pub target: EventId,
+    /// What became of it.
+    pub change: Change,
+}
+
+/// What became of a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Its text is now this (an `m.replace` edit).
+    Edited(String),
+    /// It was redacted.
+    Redacted,
+}
+
+impl IncomingChange {
+    /// The agent's conversation in the room (any of its threads may hold the message).
+    pub fn conversation(&self) -> ConversationKey {
+        ConversationKey::new(self.room_id.clone(), self.agent_id.clone())
+    }
+}
+
 /// Why a message cannot be read by an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unreadable {
@@ -90,6 +121,8 @@ pub enum Inbound {
     Unreadable(IncomingMessage, Unreadable),
     /// A reaction.
     Reaction(IncomingReaction),
+    /// An edit or a redaction of an earlier message.
+    Change(IncomingChange),
 }
 
 impl Inbound {
@@ -97,7 +130,7 @@ impl Inbound {
     pub fn message(&self) -> Option<&IncomingMessage> {
         match self {
             Inbound::Message(m) | Inbound::Unreadable(m, _) => Some(m),
-            Inbound::Reaction(_) => None,
+            Inbound::Reaction(_) | Inbound::Change(_) => None,
         }
     }
 }

@@ -14,6 +14,7 @@ use matrix_sdk::ruma::events::room::message::sanitize::remove_plain_reply_fallba
 use matrix_sdk::ruma::events::room::message::{
     MessageType, OriginalSyncRoomMessageEvent, Relation,
 };
+use matrix_sdk::ruma::events::room::redaction::SyncRoomRedactionEvent;
 use matrix_sdk::ruma::events::{
     AnySyncMessageLikeEvent, AnySyncTimelineEvent, SyncMessageLikeEvent,
 };
@@ -22,7 +23,9 @@ use serde_json::Value;
 
 use super::mentions::mentioned_users;
 use super::sender_proof::{SenderTrust, unproven};
-use crate::core::inbound::{Inbound, IncomingMessage, IncomingReaction, Unreadable};
+use crate::core::inbound::{
+    Change, Inbound, IncomingChange, IncomingMessage, IncomingReaction, Unreadable,
+};
 use crate::model::ids::{EventId, UserId};
 
 /// Longest reason given for a message that could not be read.
@@ -93,6 +96,18 @@ pub(super) fn to_inbound(
             target_event_id: ev.content.relates_to.event_id.to_string().into(),
             key: ev.content.relates_to.key.clone(),
         })),
+        Ok(AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::RoomRedaction(
+            SyncRoomRedactionEvent::Original(ev),
+        ))) => {
+            let target = ev.redacts.as_ref().or(ev.content.redacts.as_ref())?;
+            Some(Inbound::Change(IncomingChange {
+                agent_id: agent_id.to_owned().into(),
+                room_id: room_id.to_owned().into(),
+                sender: ev.sender.to_string().into(),
+                target: target.to_string().into(),
+                change: Change::Redacted,
+            }))
+        }
         Ok(_) => None,
         Err(e) => malformed(agent_id, room_id, raw, &e.to_string()),
     }
@@ -104,9 +119,15 @@ fn room_message(
     room_id: &str,
     ev: &OriginalSyncRoomMessageEvent,
 ) -> Option<Inbound> {
-    // Edits of earlier messages are not new prompts.
-    if matches!(ev.content.relates_to, Some(Relation::Replacement(_))) {
-        return None;
+    // Edits of earlier messages are not new prompts: they may change a queued one.
+    if let Some(Relation::Replacement(edit)) = &ev.content.relates_to {
+        return Some(Inbound::Change(IncomingChange {
+            agent_id: agent_id.to_owned().into(),
+            room_id: room_id.to_owned().into(),
+            sender: ev.sender.to_string().into(),
+            target: edit.event_id.to_string().into(),
+            change: Change::Edited(edit.new_content.msgtype.body().to_owned()),
+        }));
     }
     // In a thread, the reply a client adds only as a fallback for clients without threads
     // is no reply.
@@ -380,8 +401,15 @@ mod tests {
             "m.new_content": {"msgtype": "m.text", "body": "fixed"},
             "m.relates_to": {"rel_type": "m.replace", "event_id": "$old"},
         });
-        assert!(convert(edit).is_none());
-        // Even an edit too broken to parse.
+        // An edit is a change of the message it replaces, with its new text.
+        match convert(edit) {
+            Some(Inbound::Change(change)) => {
+                assert_eq!(change.target.as_str(), "$old");
+                assert_eq!(change.change, Change::Edited("fixed".into()));
+            }
+            other => panic!("{other:?}"),
+        }
+        // An edit too broken to parse is nothing at all.
         let broken = serde_json::json!({
             "msgtype": "m.image", "body": "x.png",
             "m.relates_to": {"rel_type": "m.replace", "event_id": "$old"},

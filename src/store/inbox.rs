@@ -149,6 +149,22 @@ impl Store {
         Ok(())
     }
 
+    /// The waiting input `event` of `agent` was edited: it runs with `body`.
+    pub async fn update_pending_body(
+        &self,
+        agent: &AgentId,
+        event: &EventId,
+        body: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE pending_inputs SET body = ? WHERE agent_id = ? AND event_id = ?")
+            .bind(body)
+            .bind(agent.as_str())
+            .bind(event.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     /// The input `event` of `agent` is settled (carried out, answered otherwise, or given
     /// up on purpose): it no longer waits.
     pub async fn settle(&self, agent: &AgentId, event: &EventId) -> Result<(), StoreError> {

@@ -4,6 +4,7 @@
 //! so prompts are answered strictly in order and a stop request reaches the running turn
 //! without waiting behind it. See `docs/turns.md`.
 
+mod changes;
 mod commands;
 mod journal;
 mod session;
@@ -23,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::core::approvals::Approvals;
 use crate::core::command::Command;
 use crate::core::context::AgentContext;
-use crate::core::inbound::IncomingMessage;
+use crate::core::inbound::{IncomingChange, IncomingMessage};
 use crate::core::pool::{Lease, Waiting};
 use crate::core::thread_chat::ThreadChat;
 use crate::core::voice::RoomVoice;
@@ -77,6 +78,9 @@ pub enum ChannelInput {
     PollReply(IncomingMessage),
     /// The gateway asks how the channel stands (for `!status` and `!help`).
     Report(oneshot::Sender<ChannelReport>),
+    /// Someone edited or redacted a message: a queued prompt of this channel changes or
+    /// leaves the queue; the running one is stopped (redacted) or left as it is (edited).
+    Changed(IncomingChange),
     /// Someone other than an agent reacted to `target` (a 🛑 only from someone who may
     /// stop turns; the channel checks who may answer polls).
     Reaction {
@@ -268,6 +272,9 @@ impl Channel {
                 ChannelInput::Report(reply) => {
                     self.drain_events(None).await;
                     let _ = reply.send(self.report(false, false));
+                }
+                ChannelInput::Changed(change) => {
+                    self.change_queued(&change).await;
                 }
                 // Polls exist only during a turn.
                 ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}

@@ -155,6 +155,10 @@ impl Channel {
             ChannelInput::Report(reply) => {
                 let _ = reply.send(self.report(true, false));
             }
+            ChannelInput::Changed(change) => {
+                self.change_during_turn(change, session_id, view, control)
+                    .await
+            }
             ChannelInput::Command(command, message) => {
                 let event_id = message.event_id.clone();
                 match command {

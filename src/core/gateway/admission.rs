@@ -4,7 +4,7 @@
 use super::*;
 
 use crate::core::channel::ChannelInput;
-use crate::core::inbound::{IncomingMessage, IncomingReaction, Unreadable};
+use crate::core::inbound::{IncomingChange, IncomingMessage, IncomingReaction, Unreadable};
 use crate::core::poll;
 use crate::core::routing;
 use crate::model::OutMessage;
@@ -130,6 +130,18 @@ impl Gateway {
         RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
             .say(&txn("unreadable", &[&message.event_id]), &notice)
             .await;
+    }
+
+    /// An edit or a redaction goes to the agent's channels of the room (any thread), which
+    /// know whether it concerns a message of theirs: queued, or being answered. Only from
+    /// people the gateway listens to.
+    pub(super) fn handle_change(&self, change: IncomingChange) {
+        if self.agent_users.contains(&change.sender) || !self.listens_to(&change.sender) {
+            return;
+        }
+        let conversation = change.conversation();
+        self.channels
+            .send_to_room_if_running(&conversation, || ChannelInput::Changed(change.clone()));
     }
 
     /// A reaction goes to its channel, which knows whether it targets a reply or a poll.

@@ -198,6 +198,7 @@ impl Gateway {
             Inbound::Message(message) => self.handle_message(message).await,
             Inbound::Unreadable(message, why) => self.handle_unreadable(message, why).await,
             Inbound::Reaction(reaction) => self.handle_reaction(reaction),
+            Inbound::Change(change) => self.handle_change(change),
         }
     }
 

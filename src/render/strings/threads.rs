@@ -1,5 +1,10 @@
 //! What `!threads` and `!status` say about threads.
 
+/// Said when someone edits the message being answered.
+pub const EDITED_WHILE_RUNNING: &str = "✏️ This message is being answered as it was when the \
+     turn began; the edit is not run. To run the new text, stop the turn (!stop) and send it \
+     again.";
+
 /// What `!threads` explains: each mode in a line.
 const THREAD_MODES: &str = "separate: each thread is a conversation of its own, the main \
      timeline is the room's; new: each message of the main timeline opens a thread of its own; \

@@ -1,0 +1,72 @@
+//! Edits and redactions of the messages a channel holds: a queued prompt takes its new
+//! text or leaves the queue; the prompt being answered is stopped when it is redacted and,
+//! when edited, the room is told the answer is to the text as it was.
+
+use super::turn::{TurnControl, TurnView};
+use super::*;
+use crate::core::inbound::Change;
+use crate::core::voice::fresh_txn;
+use crate::model::OutMessage;
+
+impl Channel {
+    /// An edit or a redaction of a prompt waiting in this channel's queue: an edit by its
+    /// author replaces its text (kept for a restart too); a redaction takes it out of the
+    /// queue, its ⏳ taken back. Returns whether the message was queued here.
+    pub(super) async fn change_queued(&mut self, change: &IncomingChange) -> bool {
+        let Some(at) = (self.queue.iter()).position(|q| q.message.event_id == change.target) else {
+            return false;
+        };
+        let ctx = self.ctx.clone();
+        match &change.change {
+            // Only the author may change what they asked (Matrix ignores other edits too).
+            Change::Edited(_) if self.queue[at].message.sender != change.sender => {}
+            Change::Edited(text) => {
+                self.queue[at].message.body = text.clone();
+                (ctx.store
+                    .update_pending_body(&ctx.agent_id, &change.target, text)
+                    .await)
+                    .or_log("could not record the edited prompt");
+                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, event = %change.target, "a queued prompt was edited; it runs with its new text");
+            }
+            Change::Redacted => {
+                let gone = self.queue.remove(at).expect("position found above");
+                if let Some(reaction) = &gone.reaction {
+                    let _ = ctx.chat.redact(self.key.room.as_str(), reaction).await;
+                }
+                self.settle(&change.target).await;
+                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, event = %change.target, "a queued prompt was redacted; it will not run");
+            }
+        }
+        true
+    }
+
+    /// During a turn: a change of a queued prompt as [`Channel::change_queued`]; a
+    /// redaction of the prompt being answered stops the turn; an edit of it is answered
+    /// with a notice (the answer is to the text as it was).
+    pub(super) async fn change_during_turn(
+        &mut self,
+        change: IncomingChange,
+        session_id: &str,
+        view: &TurnView,
+        control: &mut TurnControl,
+    ) {
+        if self.change_queued(&change).await || change.target != view.prompt_event {
+            return;
+        }
+        match change.change {
+            Change::Redacted => {
+                tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, event = %change.target, "the prompt being answered was redacted; stopping the turn");
+                self.stop_turn(change.sender, None, session_id, control)
+                    .await;
+            }
+            Change::Edited(_) if change.sender == view.prompter => {
+                let notice = OutMessage::notice(strings::EDITED_WHILE_RUNNING)
+                    .replying_to(change.target.as_str());
+                RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, self.key.room.as_str())
+                    .say(&fresh_txn("edited"), &notice)
+                    .await;
+            }
+            Change::Edited(_) => {}
+        }
+    }
+}
