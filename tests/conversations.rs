@@ -57,7 +57,7 @@ async fn two_threads_in_a_room_are_two_conversations_each_answered_in_its_thread
         .send_in_thread(&room, &second_root, "%say banana\n%history")
         .await;
     let (banana, history) = agent_message(&env, &room, "the second thread's answer", |t| {
-        t.starts_with("banana")
+        t.starts_with("banana") && t.contains("earlier prompt")
     })
     .await;
     assert_eq!(banana.thread.as_deref(), Some(second_root.as_str()));
@@ -165,7 +165,7 @@ async fn a_room_can_open_a_thread_for_each_message_or_keep_threads_in_its_conver
     assert_eq!(kiwi.thread.as_deref(), Some(first.as_str()));
     let second = env.alice.send(&room, "%say mango\n%history").await;
     let (mango, history) = agent_message(&env, &room, "the second thread's answer", |t| {
-        t.starts_with("mango")
+        t.starts_with("mango") && t.contains("earlier prompt")
     })
     .await;
     assert_eq!(mango.thread.as_deref(), Some(second.as_str()));
@@ -175,7 +175,7 @@ async fn a_room_can_open_a_thread_for_each_message_or_keep_threads_in_its_conver
         .send_in_thread(&room, &first, "%say more\n%history")
         .await;
     let (more, history) = agent_message(&env, &room, "the thread continued", |t| {
-        t.starts_with("more")
+        t.starts_with("more") && t.contains("earlier prompt")
     })
     .await;
     assert_eq!(more.thread.as_deref(), Some(first.as_str()));
@@ -190,7 +190,7 @@ async fn a_room_can_open_a_thread_for_each_message_or_keep_threads_in_its_conver
     assert_eq!(papaya.thread, None);
     env.alice.send(&room, "%say guava\n%history").await;
     let (_, history) = agent_message(&env, &room, "the room's history", |t| {
-        t.starts_with("guava")
+        t.starts_with("guava") && t.contains("earlier prompt")
     })
     .await;
     assert!(history.contains("papaya"), "{history}");

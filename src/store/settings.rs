@@ -26,16 +26,6 @@ impl Store {
         .await
     }
 
-    /// How `room`'s threads map onto conversations, as chosen with `!threads` (its word).
-    pub async fn room_threads(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
-        let row: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT threads FROM room_settings WHERE room_id = ?")
-                .bind(room.as_str())
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.and_then(|r| r.0))
-    }
-
     /// Records how `room`'s threads map onto conversations.
     pub async fn set_room_threads(&self, room: &RoomId, word: &str) -> Result<(), StoreError> {
         self.set_room_setting(
@@ -76,20 +66,25 @@ pub struct RoomRouting {
     pub default_agent: Option<AgentId>,
     /// Whether agents may hand work to each other here (`None`: as configured).
     pub handoff: Option<bool>,
+    /// How threads map onto conversations here, as `!threads` chose (its word; `None`:
+    /// as configured).
+    pub threads: Option<String>,
 }
 
 impl Store {
     /// The routing choices made for `room`.
     pub async fn room_routing(&self, room: &RoomId) -> Result<RoomRouting, StoreError> {
-        let row: Option<(Option<String>, Option<bool>)> =
-            sqlx::query_as("SELECT default_agent, handoff FROM room_settings WHERE room_id = ?")
-                .bind(room.as_str())
-                .fetch_optional(&self.pool)
-                .await?;
+        let row: Option<(Option<String>, Option<bool>, Option<String>)> = sqlx::query_as(
+            "SELECT default_agent, handoff, threads FROM room_settings WHERE room_id = ?",
+        )
+        .bind(room.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(row
-            .map(|(default_agent, handoff)| RoomRouting {
+            .map(|(default_agent, handoff, threads)| RoomRouting {
                 default_agent: default_agent.map(AgentId::from),
                 handoff,
+                threads,
             })
             .unwrap_or_default())
     }
@@ -154,11 +149,13 @@ mod tests {
             .await
             .unwrap();
         store.set_handoff(&room, true).await.unwrap();
+        store.set_room_threads(&room, "new").await.unwrap();
         assert_eq!(
             store.room_routing(&room).await.unwrap(),
             RoomRouting {
                 default_agent: Some("codex".into()),
                 handoff: Some(true),
+                threads: Some("new".into()),
             }
         );
         store.set_default_agent(&room, None).await.unwrap();

@@ -24,9 +24,10 @@ impl Gateway {
             tracing::debug!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, "ignoring a message without text");
             return;
         }
+        let (members, routing, addressing) = self.address(&message).await;
         // Where the room treats threads as part of its one conversation, a message in one
         // is the room's.
-        let thread_mode = self.thread_mode(&message.room_id).await;
+        let thread_mode = self.thread_mode(&routing);
         let message = match thread_mode {
             ThreadMode::One => IncomingMessage {
                 thread: None,
@@ -34,7 +35,6 @@ impl Gateway {
             },
             _ => message,
         };
-        let (members, routing, addressing) = self.address(&message).await;
         // The agent gets the text without the addresses in front of it.
         let message = IncomingMessage {
             body: addressing.text.clone(),

@@ -96,7 +96,7 @@ impl Gateway {
                 _ => strings::handoff_usage(prefix),
             },
             Command::Threads(None) => {
-                strings::threads_are(prefix, self.thread_mode(room).await.as_str())
+                strings::threads_are(prefix, self.thread_mode(routing).as_str())
             }
             Command::Threads(Some(word)) => match ThreadMode::parse(&word) {
                 Some(mode) => match self.store.set_room_threads(room, mode.as_str()).await {
@@ -185,17 +185,10 @@ impl Gateway {
 
     /// How the room's threads map onto conversations, as chosen with `!threads` or
     /// configured.
-    pub(super) async fn thread_mode(&self, room_id: &RoomId) -> ThreadMode {
-        match self.store.room_threads(room_id).await {
-            Ok(word) => word
-                .as_deref()
-                .and_then(ThreadMode::parse)
-                .unwrap_or(self.rules.threads),
-            Err(e) => {
-                tracing::error!(room = %room_id, error = %e, "could not read the room's thread setting");
-                self.rules.threads
-            }
-        }
+    pub(super) fn thread_mode(&self, routing: &RoomRouting) -> ThreadMode {
+        (routing.threads.as_deref())
+            .and_then(ThreadMode::parse)
+            .unwrap_or(self.rules.threads)
     }
 
     /// What the room shows, as chosen with `!show` or configured.
