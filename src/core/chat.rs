@@ -1,6 +1,7 @@
 //! What the core needs from the chat side: sending, editing, reacting, typing. Implemented
 //! by `crate::matrix` for one agent's Matrix user, and by a fake in tests.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -67,4 +68,65 @@ pub trait ChatPort: Send + Sync {
     /// `user`'s power level in `room` (a room creator's, which is above every number, as
     /// `i64::MAX`), for rules that ask approvers for a power level.
     async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError>;
+}
+
+/// What a decorating chat port changes in the messages it passes on (see [`Rewriting`]).
+pub trait Rewrite: Send + Sync + 'static {
+    /// A new message, as it is posted.
+    fn posted(&self, msg: &OutMessage) -> OutMessage;
+    /// An edit, as it is sent.
+    fn edited(&self, msg: &OutMessage) -> OutMessage;
+}
+
+/// A chat port that passes every call on to `inner`, its messages rewritten by `R` on the
+/// way (an agent's secrets masked, a thread's messages posted into it).
+pub struct Rewriting<R> {
+    /// The port that acts.
+    inner: Arc<dyn ChatPort>,
+    /// What changes in the messages.
+    rewrite: R,
+}
+
+impl<R: Rewrite> Rewriting<R> {
+    /// `inner`, with messages rewritten by `rewrite`.
+    pub fn wrap(inner: Arc<dyn ChatPort>, rewrite: R) -> Arc<dyn ChatPort> {
+        Arc::new(Self { inner, rewrite })
+    }
+}
+
+#[async_trait]
+impl<R: Rewrite> ChatPort for Rewriting<R> {
+    async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
+        self.inner.send(room, txn, &self.rewrite.posted(msg)).await
+    }
+
+    async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {
+        self.inner
+            .edit(room, event_id, &self.rewrite.edited(msg))
+            .await
+    }
+
+    async fn react(&self, room: &str, event_id: &str, key: &str) -> Result<String, ChatError> {
+        self.inner.react(room, event_id, key).await
+    }
+
+    async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError> {
+        self.inner.redact(room, event_id).await
+    }
+
+    async fn typing(&self, room: &str, on: bool) {
+        self.inner.typing(room, on).await
+    }
+
+    async fn mark_read(&self, room: &str, event_id: &str) {
+        self.inner.mark_read(room, event_id).await
+    }
+
+    async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError> {
+        self.inner.readers(room).await
+    }
+
+    async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError> {
+        self.inner.power_level(room, user).await
+    }
 }

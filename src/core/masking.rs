@@ -6,9 +6,7 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
-use crate::core::chat::{ChatError, ChatPort};
+use crate::core::chat::{ChatPort, Rewrite, Rewriting};
 use crate::model::OutMessage;
 
 /// What a secret is replaced with.
@@ -67,10 +65,8 @@ fn html_escaped(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// A chat port that masks an agent's secrets in everything it posts and edits.
+/// What masks an agent's secrets in everything its chat port posts and edits.
 pub struct MaskedChat {
-    /// The port that posts.
-    inner: Arc<dyn ChatPort>,
     /// The agent's secret values, longest first.
     secrets: Vec<String>,
 }
@@ -82,7 +78,7 @@ impl MaskedChat {
             return inner;
         }
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        Arc::new(Self { inner, secrets })
+        Rewriting::wrap(inner, Self { secrets })
     }
 
     fn masked(&self, msg: &OutMessage) -> OutMessage {
@@ -94,38 +90,13 @@ impl MaskedChat {
     }
 }
 
-#[async_trait]
-impl ChatPort for MaskedChat {
-    async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
-        self.inner.send(room, txn, &self.masked(msg)).await
+impl Rewrite for MaskedChat {
+    fn posted(&self, msg: &OutMessage) -> OutMessage {
+        self.masked(msg)
     }
 
-    async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {
-        self.inner.edit(room, event_id, &self.masked(msg)).await
-    }
-
-    async fn react(&self, room: &str, event_id: &str, key: &str) -> Result<String, ChatError> {
-        self.inner.react(room, event_id, key).await
-    }
-
-    async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError> {
-        self.inner.redact(room, event_id).await
-    }
-
-    async fn typing(&self, room: &str, on: bool) {
-        self.inner.typing(room, on).await
-    }
-
-    async fn mark_read(&self, room: &str, event_id: &str) {
-        self.inner.mark_read(room, event_id).await
-    }
-
-    async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError> {
-        self.inner.readers(room).await
-    }
-
-    async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError> {
-        self.inner.power_level(room, user).await
+    fn edited(&self, msg: &OutMessage) -> OutMessage {
+        self.masked(msg)
     }
 }
 

@@ -4,15 +4,11 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
-use crate::core::chat::{ChatError, ChatPort};
+use crate::core::chat::{ChatPort, Rewrite, Rewriting};
 use crate::model::OutMessage;
 
-/// A chat port that posts every new message into one thread.
+/// What posts every new message of a chat port into one thread.
 pub struct ThreadChat {
-    /// The port that posts.
-    inner: Arc<dyn ChatPort>,
     /// The thread's root event.
     root: String,
 }
@@ -20,47 +16,18 @@ pub struct ThreadChat {
 impl ThreadChat {
     /// `inner`, posting into the thread whose root is `root`.
     pub fn wrap(inner: Arc<dyn ChatPort>, root: impl Into<String>) -> Arc<dyn ChatPort> {
-        Arc::new(Self {
-            inner,
-            root: root.into(),
-        })
+        Rewriting::wrap(inner, Self { root: root.into() })
     }
 }
 
-#[async_trait]
-impl ChatPort for ThreadChat {
-    async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
-        let threaded = msg.clone().in_thread(Some(self.root.as_str()));
-        self.inner.send(room, txn, &threaded).await
+impl Rewrite for ThreadChat {
+    fn posted(&self, msg: &OutMessage) -> OutMessage {
+        msg.clone().in_thread(Some(self.root.as_str()))
     }
 
     // An edit keeps the relations of the message it replaces.
-    async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {
-        self.inner.edit(room, event_id, msg).await
-    }
-
-    async fn react(&self, room: &str, event_id: &str, key: &str) -> Result<String, ChatError> {
-        self.inner.react(room, event_id, key).await
-    }
-
-    async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError> {
-        self.inner.redact(room, event_id).await
-    }
-
-    async fn typing(&self, room: &str, on: bool) {
-        self.inner.typing(room, on).await
-    }
-
-    async fn mark_read(&self, room: &str, event_id: &str) {
-        self.inner.mark_read(room, event_id).await
-    }
-
-    async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError> {
-        self.inner.readers(room).await
-    }
-
-    async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError> {
-        self.inner.power_level(room, user).await
+    fn edited(&self, msg: &OutMessage) -> OutMessage {
+        msg.clone()
     }
 }
 

@@ -100,22 +100,24 @@ mod tests {
     use super::*;
     use crate::store::{Role, TranscriptLine};
 
+    /// A line of the transcript a person wrote.
+    fn said(body: &str) -> TranscriptLine<'_> {
+        TranscriptLine {
+            role: Role::User,
+            sender: "@a:x",
+            event_id: None,
+            body,
+            stop_reason: None,
+        }
+    }
+
     #[tokio::test]
     async fn a_fresh_start_leaves_the_earlier_transcript_behind() {
         let key = ConversationKey::new("!r", "demo");
         let store = Store::in_memory().await.unwrap();
         let add = |body: &'static str| {
             let (store, key) = (store.clone(), key.clone());
-            async move {
-                let line = TranscriptLine {
-                    role: Role::User,
-                    sender: "@a:x",
-                    event_id: None,
-                    body,
-                    stop_reason: None,
-                };
-                store.append_transcript(&key, line).await.unwrap()
-            }
+            async move { store.append_transcript(&key, said(body)).await.unwrap() }
         };
         add("one").await;
         add("two").await;
@@ -172,14 +174,7 @@ mod tests {
             Some("s-thread")
         );
         for (key, body) in [(&room, "in the room"), (&thread, "in the thread")] {
-            let line = TranscriptLine {
-                role: Role::User,
-                sender: "@a:x",
-                event_id: None,
-                body,
-                stop_reason: None,
-            };
-            store.append_transcript(key, line).await.unwrap();
+            store.append_transcript(key, said(body)).await.unwrap();
         }
         let bodies = |entries: Vec<crate::store::TranscriptEntry>| {
             entries.into_iter().map(|e| e.body).collect::<Vec<_>>()
