@@ -20,7 +20,7 @@ use agent_client_protocol::v1::schema::{
     NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse,
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     ResumeSessionRequest, SelectedPermissionOutcome, SessionConfigOption, SessionConfigOptionValue,
-    SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest, TextContent,
+    SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
@@ -36,6 +36,7 @@ use crate::model::agent::{
     AgentError, AgentInfo, ConfigChoice, ConfigOption, NewSession, PermissionAnswer, ProcessState,
     Reopen, TurnEnd,
 };
+use crate::model::media::{PromptBlock, PromptSupport};
 
 /// Work for the task that owns the SDK connection.
 enum Request {
@@ -57,12 +58,12 @@ enum Request {
         /// Where the answer goes (the new-session shape: only the settings matter).
         reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
     },
-    /// `session/prompt` with one text block.
+    /// `session/prompt`.
     Prompt {
         /// The session.
         session: String,
-        /// The prompt text.
-        text: String,
+        /// The prompt's content blocks.
+        blocks: Vec<ContentBlock>,
         /// Where the answer goes.
         reply: oneshot::Sender<Result<PromptResponse, agent_client_protocol::Error>>,
     },
@@ -357,6 +358,10 @@ impl AgentPort for AcpAgent {
         Reopen::for_agent(&self.info)
     }
 
+    fn prompt_support(&self) -> PromptSupport {
+        self.info.prompt_capabilities
+    }
+
     async fn reopen_session(&self, session_id: &str, cwd: &Path) -> Result<NewSession, AgentError> {
         let Some(how) = self.reopen_support() else {
             return Err(AgentError::Failed(format!(
@@ -383,12 +388,16 @@ impl AgentPort for AcpAgent {
         Ok(self.opened(session_id.to_owned(), &response))
     }
 
-    async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError> {
+    async fn prompt(
+        &self,
+        session_id: &str,
+        blocks: Vec<PromptBlock>,
+    ) -> Result<TurnEnd, AgentError> {
         self.sessions().turn_started(session_id);
         let (reply, rx) = oneshot::channel();
         self.send(Request::Prompt {
             session: session_id.to_owned(),
-            text,
+            blocks: blocks.into_iter().map(events::prompt_block).collect(),
             reply,
         })
         .await?;
@@ -576,10 +585,10 @@ async fn run_connection(
                             let _ = reply.send(settings.map(|(modes, options)| NewSessionResponse::new(id).modes(modes).config_options(options)));
                         });
                     }
-                    Request::Prompt { session, text, reply } => {
+                    Request::Prompt { session, blocks, reply } => {
                         let cx = cx.clone();
                         tokio::spawn(async move {
-                            let prompt = PromptRequest::new(session, vec![ContentBlock::Text(TextContent::new(text))]);
+                            let prompt = PromptRequest::new(session, blocks);
                             let _ = reply.send(cx.send_request(prompt).block_task().await);
                         });
                     }

@@ -1,12 +1,16 @@
 //! Translation from ACP SDK types to the core's own types. Pure functions, unit-tested.
 
 use agent_client_protocol::v1::schema::{
-    AuthMethod, ContentBlock, InitializeResponse, PermissionOptionKind, PlanEntryStatus,
-    PromptResponse, RequestPermissionRequest, SessionConfigKind, SessionConfigOption,
+    AudioContent, AuthMethod, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
+    ImageContent, InitializeResponse, PermissionOptionKind, PlanEntryStatus, PromptResponse,
+    RequestPermissionRequest, ResourceLink, SessionConfigKind, SessionConfigOption,
     SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOptions,
-    SessionModeState, SessionUpdate, StopReason as AcpStopReason, ToolCallContent,
-    ToolCallLocation, ToolCallStatus, ToolCallUpdateFields, ToolKind as AcpToolKind,
+    SessionModeState, SessionUpdate, StopReason as AcpStopReason, TextContent,
+    TextResourceContents, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdateFields,
+    ToolKind as AcpToolKind,
 };
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use tokio::sync::oneshot;
 
 use crate::model::agent::{
@@ -15,20 +19,16 @@ use crate::model::agent::{
     SlashCommand, StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
     TurnEnd,
 };
+use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
 
 /// What the agent advertised in its `initialize` answer.
 pub fn agent_info(r: &InitializeResponse) -> AgentInfo {
     let caps = &r.agent_capabilities;
-    let mut prompt = Vec::new();
-    if caps.prompt_capabilities.image {
-        prompt.push("image".to_owned());
-    }
-    if caps.prompt_capabilities.audio {
-        prompt.push("audio".to_owned());
-    }
-    if caps.prompt_capabilities.embedded_context {
-        prompt.push("embedded context".to_owned());
-    }
+    let prompt = PromptSupport {
+        image: caps.prompt_capabilities.image,
+        audio: caps.prompt_capabilities.audio,
+        embedded_context: caps.prompt_capabilities.embedded_context,
+    };
     AgentInfo {
         protocol_version: r.protocol_version.as_u16(),
         name: r.agent_info.as_ref().map(|i| i.name.clone()),
@@ -144,6 +144,65 @@ fn tool_status(s: ToolCallStatus) -> ToolStatus {
     }
 }
 
+/// The SDK's content block for one piece of a prompt (bytes as base64, as the protocol
+/// carries them).
+pub fn prompt_block(block: PromptBlock) -> ContentBlock {
+    match block {
+        PromptBlock::Text(text) => ContentBlock::Text(TextContent::new(text)),
+        PromptBlock::Image { mime, data } => {
+            ContentBlock::Image(ImageContent::new(BASE64.encode(data), mime))
+        }
+        PromptBlock::Audio { mime, data } => {
+            ContentBlock::Audio(AudioContent::new(BASE64.encode(data), mime))
+        }
+        PromptBlock::Link {
+            uri,
+            name,
+            mime,
+            size,
+        } => ContentBlock::ResourceLink(
+            ResourceLink::new(name, uri)
+                .mime_type(mime)
+                .size(i64::try_from(size).ok()),
+        ),
+        PromptBlock::EmbeddedText { uri, mime, text } => ContentBlock::Resource(
+            EmbeddedResource::new(EmbeddedResourceResource::TextResourceContents(
+                TextResourceContents::new(text, uri).mime_type(mime),
+            )),
+        ),
+    }
+}
+
+/// The file an answer chunk carries, if it is no text: a picture, a link, an embedded
+/// resource (a blob whose base64 is broken is nothing).
+fn answer_file(block: &ContentBlock) -> Option<AnswerFile> {
+    match block {
+        ContentBlock::Image(image) => Some(AnswerFile::Image {
+            mime: image.mime_type.clone(),
+            data: BASE64.decode(image.data.trim()).ok()?,
+        }),
+        ContentBlock::ResourceLink(link) => Some(AnswerFile::Link {
+            uri: link.uri.clone(),
+            name: link.name.clone(),
+        }),
+        ContentBlock::Resource(resource) => match &resource.resource {
+            EmbeddedResourceResource::TextResourceContents(t) => Some(AnswerFile::Embedded {
+                uri: t.uri.clone(),
+                mime: t.mime_type.clone(),
+                data: t.text.clone().into_bytes(),
+            }),
+            EmbeddedResourceResource::BlobResourceContents(b) => Some(AnswerFile::Embedded {
+                uri: b.uri.clone(),
+                mime: b.mime_type.clone(),
+                data: BASE64.decode(b.blob.trim()).ok()?,
+            }),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Text of a content block; non-text content is described in brackets.
 fn text_of(block: ContentBlock) -> String {
     match block {
@@ -158,7 +217,10 @@ fn text_of(block: ContentBlock) -> String {
 /// The core's event for one `session/update`.
 pub fn session_update(update: SessionUpdate) -> AgentEvent {
     match update {
-        SessionUpdate::AgentMessageChunk(c) => AgentEvent::MessageChunk(text_of(c.content)),
+        SessionUpdate::AgentMessageChunk(c) => match answer_file(&c.content) {
+            Some(file) => AgentEvent::File(file),
+            None => AgentEvent::MessageChunk(text_of(c.content)),
+        },
         SessionUpdate::AgentThoughtChunk(c) => AgentEvent::ThoughtChunk(text_of(c.content)),
         SessionUpdate::ToolCall(t) => AgentEvent::ToolCall(ToolCallFields {
             id: t.tool_call_id.0.to_string(),

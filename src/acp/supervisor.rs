@@ -20,6 +20,7 @@ use crate::core::agent::AgentPort;
 use crate::model::agent::{
     AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, TurnEnd,
 };
+use crate::model::media::{PromptBlock, PromptSupport};
 
 /// Shortest wait before a restart after a crash.
 const FIRST_DELAY: Duration = Duration::from_secs(1);
@@ -202,6 +203,13 @@ impl AgentPort for SupervisedAgent {
         self.current().and_then(|c| c.reopen_support())
     }
 
+    fn prompt_support(&self) -> PromptSupport {
+        // Known once the agent has started (a turn starts it before its prompt is made).
+        self.current()
+            .map(|c| c.prompt_support())
+            .unwrap_or_default()
+    }
+
     async fn reopen_session(&self, session_id: &str, cwd: &Path) -> Result<NewSession, AgentError> {
         let process = self.live().await?;
         let session = process.reopen_session(session_id, cwd).await?;
@@ -212,8 +220,12 @@ impl AgentPort for SupervisedAgent {
         Ok(session)
     }
 
-    async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError> {
-        self.owner(session_id)?.prompt(session_id, text).await
+    async fn prompt(
+        &self,
+        session_id: &str,
+        blocks: Vec<PromptBlock>,
+    ) -> Result<TurnEnd, AgentError> {
+        self.owner(session_id)?.prompt(session_id, blocks).await
     }
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {

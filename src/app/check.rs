@@ -98,7 +98,7 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
     writeln!(
         out,
         "  prompt content besides text: {}",
-        none(&info.prompt_capabilities)
+        none(&info.prompt_capabilities.names())
     )?;
     writeln!(out, "  auth methods: {}", none(&info.auth_methods))?;
     let session = process.new_session(&agent.workspace_root()).await;

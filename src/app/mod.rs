@@ -242,6 +242,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                 propose_stop_after: config.permissions.propose_stop_after,
             },
             verbosity: config.display.show,
+            media: config.media.limits(),
             reinject_max_chars: config.continuity.reinject_max_chars,
             rerun_interrupted: config.continuity.rerun_interrupted,
             quiet_note: (config.timeouts.quiet_turn_secs > 0)

@@ -94,6 +94,9 @@ pub struct Config {
     /// How rooms with several agents behave.
     #[serde(default)]
     pub rooms: RoomsConfig,
+    /// What agents take of people's files (pictures, files, audio, video).
+    #[serde(default)]
+    pub media: MediaConfig,
     /// Whether agents run in a sandbox that keeps the gateway's secrets out of their reach.
     #[serde(default)]
     pub sandbox: SandboxConfig,
@@ -383,6 +386,43 @@ impl Default for RoomsConfig {
             handoff: false,
             handoff_max_hops: 3,
             threads: crate::model::ThreadMode::Separate,
+        }
+    }
+}
+
+/// What agents take of people's files.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MediaConfig {
+    /// Largest file fetched for an agent, in MB (files people send that are larger get a
+    /// notice and are never downloaded).
+    pub max_file_mb: u64,
+    /// Largest text file an agent gets as its text (where it takes embedded context), in
+    /// KB; larger ones are given as a link to the saved file.
+    pub embed_text_max_kb: u64,
+    /// Whether a picture sent without a caption waits for its sender's next message (the
+    /// question about it); `false` makes it a prompt by itself at once.
+    pub wait_for_question: bool,
+}
+
+impl Default for MediaConfig {
+    fn default() -> Self {
+        let limits = crate::model::media::MediaLimits::default();
+        Self {
+            max_file_mb: limits.max_bytes / (1024 * 1024),
+            embed_text_max_kb: limits.embed_text_max_bytes / 1024,
+            wait_for_question: limits.wait_for_question,
+        }
+    }
+}
+
+impl MediaConfig {
+    /// The limits as the core applies them.
+    pub fn limits(&self) -> crate::model::media::MediaLimits {
+        crate::model::media::MediaLimits {
+            max_bytes: self.max_file_mb.saturating_mul(1024 * 1024),
+            embed_text_max_bytes: self.embed_text_max_kb.saturating_mul(1024),
+            wait_for_question: self.wait_for_question,
         }
     }
 }

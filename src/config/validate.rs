@@ -67,6 +67,12 @@ impl Config {
                 bad(key.into(), "must be at least 1".into());
             }
         }
+        if self.media.max_file_mb == 0 {
+            bad(
+                "media.max_file_mb".into(),
+                "must be at least 1 (files are never fetched beyond it)".into(),
+            );
+        }
         if self.rooms.handoff_max_hops == 0 {
             bad(
                 "rooms.handoff_max_hops".into(),

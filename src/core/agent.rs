@@ -7,6 +7,7 @@ use std::path::Path;
 use async_trait::async_trait;
 
 use crate::model::agent::*;
+use crate::model::media::{PromptBlock, PromptSupport};
 
 /// One running agent process, as the core sees it. Implemented by `crate::acp::AcpAgent`
 /// and by a fake in tests.
@@ -14,9 +15,18 @@ use crate::model::agent::*;
 pub trait AgentPort: Send + Sync {
     /// Opens a new session whose working folder is `cwd`.
     async fn new_session(&self, cwd: &Path) -> Result<NewSession, AgentError>;
-    /// Sends a prompt and waits for the turn to end. Updates arrive on the session's
-    /// event receiver, all of them before this returns.
-    async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError>;
+    /// Sends a prompt (text, and the files that go with it) and waits for the turn to end.
+    /// Updates arrive on the session's event receiver, all of them before this returns.
+    async fn prompt(
+        &self,
+        session_id: &str,
+        blocks: Vec<PromptBlock>,
+    ) -> Result<TurnEnd, AgentError>;
+    /// What the agent takes in a prompt besides text and links, as it advertised; nothing
+    /// until it has started.
+    fn prompt_support(&self) -> PromptSupport {
+        PromptSupport::default()
+    }
     /// Asks the agent to stop the running turn (`session/cancel`).
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError>;
     /// The last lines the agent wrote to stderr, for diagnostics.

@@ -50,6 +50,9 @@ impl ChatError {
 pub trait ChatPort: Send + Sync {
     /// Posts a new message; returns its event ID. `txn` makes retries idempotent.
     async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError>;
+    /// The bytes of a file someone sent, fetched from where the chat side said it is
+    /// (`IncomingMedia::source`), decrypted where it was encrypted.
+    async fn download(&self, source: &str) -> Result<Vec<u8>, ChatError>;
     /// Replaces the content of an earlier message (an `m.replace` edit).
     async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError>;
     /// Reacts to a message; returns the reaction's event ID.
@@ -98,6 +101,10 @@ impl<R: Rewrite> Rewriting<R> {
 impl<R: Rewrite> ChatPort for Rewriting<R> {
     async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
         self.inner.send(room, txn, &self.rewrite.posted(msg)).await
+    }
+
+    async fn download(&self, source: &str) -> Result<Vec<u8>, ChatError> {
+        self.inner.download(source).await
     }
 
     async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {

@@ -14,6 +14,7 @@ use crate::core::settings_policy::SettingsPolicy;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
+use crate::model::media::MediaLimits;
 use crate::store::Store;
 use crate::workspace::Workspace;
 
@@ -56,6 +57,8 @@ pub struct AgentContext {
     pub permissions: PermissionSettings,
     /// What a room shows of the agent's work until someone changes it with `!show`.
     pub verbosity: Verbosity,
+    /// What the agent takes of people's files.
+    pub media: MediaLimits,
     /// Most characters of earlier conversation re-injected into a new session (0: none).
     pub reinject_max_chars: usize,
     /// How long a turn may show nothing before the room is told how to stop it (`None`:

@@ -71,6 +71,10 @@ impl ChatPort for JournaledReplies {
         Ok(event_id)
     }
 
+    async fn download(&self, source: &str) -> Result<Vec<u8>, ChatError> {
+        self.inner.download(source).await
+    }
+
     async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {
         self.inner.edit(room, event_id, msg).await
     }

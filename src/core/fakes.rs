@@ -17,6 +17,7 @@ use crate::model::agent::{
     PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen, SessionSettings,
     SlashCommand, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
 };
+use crate::model::media::{PromptBlock, PromptSupport};
 
 /// One request the fake chat received and accepted.
 #[derive(Debug, Clone)]
@@ -75,6 +76,10 @@ struct ChatState {
     txns: HashMap<String, String>,
     members: Vec<String>,
     power: HashMap<String, i64>,
+    /// Files people "sent", by source.
+    media: HashMap<String, Vec<u8>>,
+    /// Every download asked for, by source.
+    downloads: Vec<String>,
 }
 
 /// A chat side that records what it was asked to do and can refuse chosen calls.
@@ -101,6 +106,17 @@ impl FakeChat {
     /// Sets who has joined every room.
     pub fn set_members(&self, members: &[&str]) {
         self.state.lock().unwrap().members = members.iter().map(|m| m.to_string()).collect();
+    }
+
+    /// Makes `data` the file found at `source`.
+    pub fn add_media(&self, source: &str, data: &[u8]) {
+        let mut s = self.state.lock().unwrap();
+        s.media.insert(source.to_owned(), data.to_vec());
+    }
+
+    /// The sources of every download asked for, in order.
+    pub fn downloads(&self) -> Vec<String> {
+        self.state.lock().unwrap().downloads.clone()
     }
 
     /// Refuses the given calls (1-based, counting sends and edits) with `M_LIMIT_EXCEEDED`.
@@ -219,6 +235,13 @@ impl ChatPort for FakeChat {
         Ok(event_id)
     }
 
+    async fn download(&self, source: &str) -> Result<Vec<u8>, ChatError> {
+        let mut s = self.state.lock().unwrap();
+        s.downloads.push(source.to_owned());
+        (s.media.get(source).cloned())
+            .ok_or_else(|| ChatError::Permanent(format!("M_NOT_FOUND: no file at {source}")))
+    }
+
     async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {
         self.attempt()?;
         self.record(Sent::Edit {
@@ -325,6 +348,10 @@ struct AgentState {
     changes: Vec<(String, String, String)>,
     /// The slash commands advertised right after `session/new`.
     commands: Vec<SlashCommand>,
+    /// What it takes besides text.
+    support: PromptSupport,
+    /// Every prompt's blocks, in order.
+    blocks: Vec<Vec<PromptBlock>>,
 }
 
 /// An agent that follows a [`Script`] for every prompt and records what it received.
@@ -397,6 +424,17 @@ impl FakeAgent {
         self
     }
 
+    /// Advertises that it takes these kinds of content.
+    pub fn with_prompt_support(self: Arc<Self>, support: PromptSupport) -> Arc<Self> {
+        self.state.lock().unwrap().support = support;
+        self
+    }
+
+    /// The blocks of every prompt received, in order.
+    pub fn prompt_blocks(&self) -> Vec<Vec<PromptBlock>> {
+        self.state.lock().unwrap().blocks.clone()
+    }
+
     /// Every mode or option change asked for: (session, mode or option ID, value).
     pub fn changes(&self) -> Vec<(String, String, String)> {
         self.state.lock().unwrap().changes.clone()
@@ -450,10 +488,20 @@ impl AgentPort for FakeAgent {
         })
     }
 
-    async fn prompt(&self, session_id: &str, text: String) -> Result<TurnEnd, AgentError> {
+    fn prompt_support(&self) -> PromptSupport {
+        self.state.lock().unwrap().support
+    }
+
+    async fn prompt(
+        &self,
+        session_id: &str,
+        blocks: Vec<PromptBlock>,
+    ) -> Result<TurnEnd, AgentError> {
         let (tx, cancel, script) = {
             let mut s = self.state.lock().unwrap();
-            s.prompts.push((session_id.into(), text));
+            s.prompts
+                .push((session_id.into(), PromptBlock::text_of(&blocks)));
+            s.blocks.push(blocks);
             (
                 s.sessions[session_id].clone(),
                 s.cancels[session_id].clone(),

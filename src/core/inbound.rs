@@ -1,6 +1,7 @@
 //! What arrives from the chat side, already stripped of Matrix types.
 
 use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
+use crate::model::media::IncomingMedia;
 
 /// A message someone wrote in a room where an agent is.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +33,10 @@ pub struct IncomingMessage {
     pub sender_name: Option<String>,
     /// The text of the message this one replies to, for the agent to see what "this" is.
     pub reply_to_body: Option<String>,
+    /// The files that go with it: the one it carries (a picture, a file, audio, video:
+    /// `body` is then its caption, or empty), and pictures its sender sent just before
+    /// without a question, which wait for this message.
+    pub media: Vec<IncomingMedia>,
 }
 
 impl IncomingMessage {
@@ -101,7 +106,7 @@ impl IncomingChange {
 pub enum Unreadable {
     /// It is encrypted and the room key did not reach the agent's device.
     Undecryptable,
-    /// It is of a kind agents cannot take yet (image, file, location…), named here.
+    /// It is of a kind agents cannot take (a location, a poll…), named here.
     Unsupported(String),
     /// Its content could not be read at all (media without a source, a broken relation, a
     /// custom type without a body): why, in short.

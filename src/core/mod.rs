@@ -20,6 +20,7 @@ pub mod framing;
 pub mod gateway;
 pub mod inbound;
 pub mod masking;
+pub mod media;
 pub mod poll;
 pub mod pool;
 pub mod routing;

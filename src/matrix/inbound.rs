@@ -2,14 +2,17 @@
 //! into what the core takes in. Pure: the one thing that needs the homeserver, who wrote
 //! the message a reply answers, is filled in by the caller.
 //!
-//! Every room message becomes something: a text or emote is a message; media and other
-//! kinds are "unsupported"; one the SDK cannot parse at all (media without a source, a
+//! Every room message becomes something: a text or emote is a message; a picture, file,
+//! audio or video is a message carrying that file (its caption as its text); other kinds
+//! (a location, a poll) are "unsupported"; one the SDK cannot parse at all (media without a source, a
 //! broken relation, a custom type without a body) is "malformed", read leniently from its
 //! raw JSON so the person still gets an answer; one that could not be decrypted is
 //! "undecryptable". Only notices (bots and status lines), edits (never new prompts) and
 //! events that are not messages or reactions are left out.
 
 use matrix_sdk::deserialized_responses::TimelineEvent;
+use matrix_sdk::ruma::UInt;
+use matrix_sdk::ruma::events::room::MediaSource;
 use matrix_sdk::ruma::events::room::message::sanitize::remove_plain_reply_fallback;
 use matrix_sdk::ruma::events::room::message::{
     MessageType, OriginalSyncRoomMessageEvent, Relation,
@@ -27,6 +30,7 @@ use crate::core::inbound::{
     Change, Inbound, IncomingChange, IncomingMessage, IncomingReaction, Unreadable,
 };
 use crate::model::ids::{EventId, UserId};
+use crate::model::media::{IncomingMedia, MediaKind};
 
 /// Longest reason given for a message that could not be read.
 const REASON_CHARS: usize = 160;
@@ -172,7 +176,70 @@ fn room_message(
         }),
         // Notices are for bots and status lines, never prompts.
         MessageType::Notice(_) => return None,
+        MessageType::Image(c) => media_message(
+            message,
+            MediaKind::Image,
+            &c.source,
+            c.filename(),
+            c.caption(),
+            c.info.as_ref().map(|i| (&i.mimetype, i.size)),
+        ),
+        MessageType::File(c) => media_message(
+            message,
+            MediaKind::File,
+            &c.source,
+            c.filename(),
+            c.caption(),
+            c.info.as_ref().map(|i| (&i.mimetype, i.size)),
+        ),
+        MessageType::Audio(c) => media_message(
+            message,
+            MediaKind::Audio,
+            &c.source,
+            c.filename(),
+            c.caption(),
+            c.info.as_ref().map(|i| (&i.mimetype, i.size)),
+        ),
+        MessageType::Video(c) => media_message(
+            message,
+            MediaKind::Video,
+            &c.source,
+            c.filename(),
+            c.caption(),
+            c.info.as_ref().map(|i| (&i.mimetype, i.size)),
+        ),
         other => Inbound::Unreadable(message, Unreadable::Unsupported(other.msgtype().to_owned())),
+    })
+}
+
+/// A message carrying a file: its caption (if it has one) is its text, the file goes with
+/// it to be fetched at its turn.
+fn media_message(
+    message: IncomingMessage,
+    kind: MediaKind,
+    source: &MediaSource,
+    filename: &str,
+    caption: Option<&str>,
+    info: Option<(&Option<String>, Option<UInt>)>,
+) -> Inbound {
+    let (mimetype, size) = match info {
+        Some((mimetype, size)) => (mimetype.clone(), size.map(u64::from)),
+        None => (None, None),
+    };
+    let media = IncomingMedia {
+        kind,
+        name: filename.to_owned(),
+        mimetype,
+        size,
+        source: serde_json::to_string(source).unwrap_or_default(),
+        event_id: message.event_id.to_string(),
+    };
+    Inbound::Message(IncomingMessage {
+        body: caption
+            .map(|c| remove_plain_reply_fallback(c).to_owned())
+            .unwrap_or_default(),
+        media: vec![media],
+        ..message
     })
 }
 
@@ -418,12 +485,41 @@ mod tests {
     }
 
     #[test]
-    fn media_is_unsupported_and_named_by_its_kind() {
-        let (m, why) = unreadable(convert(serde_json::json!({
+    fn media_carries_its_file_and_its_caption_is_the_text() {
+        // Without a caption: the body is the file name, and the message has no text.
+        let m = message(convert(serde_json::json!({
             "msgtype": "m.image", "body": "cat.png", "url": "mxc://x/abc",
+            "info": {"mimetype": "image/png", "size": 1234},
         })));
-        assert_eq!(why, Unreadable::Unsupported("m.image".into()));
-        assert_eq!(m.event_id, "$e");
+        assert_eq!(m.body, "");
+        let [file] = m.media.as_slice() else {
+            panic!("{:?}", m.media)
+        };
+        assert_eq!(file.kind, MediaKind::Image);
+        assert_eq!((file.name.as_str(), file.size), ("cat.png", Some(1234)));
+        assert_eq!(file.mimetype.as_deref(), Some("image/png"));
+        assert_eq!(file.event_id, "$e");
+        let source: MediaSource = serde_json::from_str(&file.source).unwrap();
+        assert!(matches!(source, MediaSource::Plain(ref u) if u.as_str() == "mxc://x/abc"));
+        // With a caption (a body that differs from the file name): the caption is the text.
+        let m = message(convert(serde_json::json!({
+            "msgtype": "m.file", "body": "why does this fail?", "filename": "build.log",
+            "url": "mxc://x/log",
+        })));
+        assert_eq!(m.body, "why does this fail?");
+        assert_eq!(m.media[0].name, "build.log");
+        assert_eq!(m.media[0].kind, MediaKind::File);
+        for (msgtype, kind) in [("m.audio", MediaKind::Audio), ("m.video", MediaKind::Video)] {
+            let m = message(convert(serde_json::json!({
+                "msgtype": msgtype, "body": "clip", "url": "mxc://x/clip",
+            })));
+            assert_eq!(m.media[0].kind, kind);
+        }
+        // Kinds agents cannot take are named.
+        let (_, why) = unreadable(convert(serde_json::json!({
+            "msgtype": "m.location", "body": "here", "geo_uri": "geo:1,2",
+        })));
+        assert_eq!(why, Unreadable::Unsupported("m.location".into()));
     }
 
     #[test]

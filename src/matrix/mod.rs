@@ -8,6 +8,7 @@ mod errors;
 mod inbound;
 mod late_decryption;
 mod late_keys;
+mod media;
 mod mentions;
 mod outbound;
 mod recovery;

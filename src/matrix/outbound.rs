@@ -12,6 +12,7 @@ use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::receipt::ReceiptThread;
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::relation::{Reply, Thread};
+use matrix_sdk::ruma::events::room::MediaSource;
 use matrix_sdk::ruma::events::room::history_visibility::HistoryVisibility;
 use matrix_sdk::ruma::events::room::join_rules::JoinRule;
 use matrix_sdk::ruma::events::room::message::{
@@ -22,6 +23,7 @@ use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, OwnedUserId, RoomId};
 use matrix_sdk::{Client, RoomMemberships};
 
 use super::errors::classify;
+use super::media;
 use crate::core::chat::{ChatError, ChatPort};
 use crate::model::OutMessage;
 
@@ -59,11 +61,20 @@ fn content(msg: &OutMessage) -> RoomMessageEventContentWithoutRelation {
     }
 }
 
-/// The content of a new message: `msg`, its reply relation, and always an explicit
+/// The content of a new message: `msg` (with its file, once `uploaded`), its reply
+/// relation, and always an explicit
 /// `m.mentions` (empty unless someone is meant), so keyword and display-name push rules
 /// never fire on an agent's words.
-fn new_message(msg: &OutMessage) -> Result<RoomMessageEventContent, ChatError> {
-    let mut content: RoomMessageEventContent = content(msg).into();
+fn new_message(
+    msg: &OutMessage,
+    uploaded: Option<MediaSource>,
+) -> Result<RoomMessageEventContent, ChatError> {
+    let mut content: RoomMessageEventContent = match (&msg.attachment, uploaded) {
+        (Some(file), Some(source)) => {
+            RoomMessageEventContent::new(media::message_type(msg, file, source))
+        }
+        _ => content(msg).into(),
+    };
     let mentioned: Vec<OwnedUserId> = msg
         .mentions
         .iter()
@@ -102,7 +113,11 @@ fn once() -> RequestConfig {
 impl ChatPort for MatrixChat {
     async fn send(&self, room_id: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
         let room = self.room(room_id)?;
-        let content = new_message(msg)?;
+        let uploaded = match &msg.attachment {
+            Some(file) => Some(media::upload(&self.client, &room, file).await?),
+            None => None,
+        };
+        let content = new_message(msg, uploaded)?;
         let response = room
             .send(content)
             .with_transaction_id(OwnedTransactionId::from(txn))
@@ -110,6 +125,10 @@ impl ChatPort for MatrixChat {
             .await
             .map_err(|e| classify(&e))?;
         Ok(response.response.event_id.to_string())
+    }
+
+    async fn download(&self, source: &str) -> Result<Vec<u8>, ChatError> {
+        media::download(&self.client, source).await
     }
 
     async fn edit(&self, room_id: &str, target: &str, msg: &OutMessage) -> Result<(), ChatError> {
@@ -204,11 +223,11 @@ mod tests {
 
     #[test]
     fn agent_messages_mention_nobody_unless_meant() {
-        let plain = json(&new_message(&OutMessage::notice("hello alice")).unwrap());
+        let plain = json(&new_message(&OutMessage::notice("hello alice"), None).unwrap());
         assert_eq!(plain["m.mentions"], serde_json::json!({}), "{plain}");
         let mut meant = OutMessage::notice("approve?");
         meant.mentions.push("@alice:hs".into());
-        let meant = json(&new_message(&meant).unwrap());
+        let meant = json(&new_message(&meant, None).unwrap());
         assert_eq!(
             meant["m.mentions"],
             serde_json::json!({"user_ids": ["@alice:hs"]})
@@ -225,7 +244,7 @@ mod tests {
     #[test]
     fn a_message_in_a_thread_carries_the_thread_relation_and_a_reply_fallback() {
         let threaded = OutMessage::notice("done").in_thread(Some("$root"));
-        let plain = json(&new_message(&threaded).unwrap());
+        let plain = json(&new_message(&threaded, None).unwrap());
         assert_eq!(
             plain["m.relates_to"],
             serde_json::json!({
@@ -235,7 +254,7 @@ mod tests {
                 "m.in_reply_to": {"event_id": "$root"},
             })
         );
-        let reply = json(&new_message(&threaded.replying_to("$prompt")).unwrap());
+        let reply = json(&new_message(&threaded.replying_to("$prompt"), None).unwrap());
         assert_eq!(reply["m.relates_to"]["rel_type"], "m.thread");
         assert_eq!(
             reply["m.relates_to"]["m.in_reply_to"]["event_id"],
@@ -245,7 +264,7 @@ mod tests {
             reply["m.relates_to"]["is_falling_back"],
             serde_json::json!(null)
         );
-        let outside = json(&new_message(&OutMessage::notice("x").replying_to("$p")).unwrap());
+        let outside = json(&new_message(&OutMessage::notice("x").replying_to("$p"), None).unwrap());
         assert_eq!(
             outside["m.relates_to"],
             serde_json::json!({"m.in_reply_to": {"event_id": "$p"}})

@@ -217,6 +217,9 @@ pub enum AgentEvent {
     MessageChunk(String),
     /// A piece of the agent's reasoning; never part of the answer.
     ThoughtChunk(String),
+    /// A file in the answer (a picture, a link to a file, a file's content): posted as a
+    /// message of its own where it is in the workspace or carried whole.
+    File(super::media::AnswerFile),
     /// A tool call was announced (every field the agent gave is set).
     ToolCall(ToolCallFields),
     /// A tool call changed (only the fields that changed are set).
@@ -257,8 +260,8 @@ pub struct AgentInfo {
     pub load_session: bool,
     /// Whether it can `session/resume` (get a session back without replaying it).
     pub resume_session: bool,
-    /// Prompt content it accepts besides text (image, audio, embedded context).
-    pub prompt_capabilities: Vec<String>,
+    /// Prompt content it accepts besides text and links (image, audio, embedded context).
+    pub prompt_capabilities: super::media::PromptSupport,
     /// Names of the authentication methods it offers.
     pub auth_methods: Vec<String>,
 }

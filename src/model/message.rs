@@ -1,5 +1,7 @@
 //! A message as Sidekicks posts it, whatever the chat side.
 
+use super::media::OutAttachment;
+
 /// A message to post or the new content of an edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutMessage {
@@ -20,6 +22,9 @@ pub struct OutMessage {
     /// The root of the thread it is posted in (an `m.thread` relation; clients without
     /// threads see a reply). Honoured when the message is posted, never by edits.
     pub thread: Option<String>,
+    /// A file posted with it (a picture, a file): the body is then its caption, or its
+    /// file name. Honoured when the message is posted; an edit changes only the text.
+    pub attachment: Option<OutAttachment>,
 }
 
 impl OutMessage {
@@ -33,6 +38,17 @@ impl OutMessage {
             mentions: Vec::new(),
             reply_to: None,
             thread: None,
+            attachment: None,
+        }
+    }
+
+    /// A file posted as a message of its own; its body is its file name.
+    pub fn file(attachment: OutAttachment) -> Self {
+        Self {
+            body: attachment.name.clone(),
+            notice: false,
+            attachment: Some(attachment),
+            ..Self::notice("")
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod ids;
+pub mod media;
 pub mod message;
 pub mod poll;
 pub mod secret;

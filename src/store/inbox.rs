@@ -8,6 +8,7 @@
 
 use super::{Store, StoreError, now_ms};
 use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
+use crate::model::media::IncomingMedia;
 
 /// What kind of input waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +64,8 @@ pub struct PendingInput {
     pub sent_at: i64,
     /// The ⏳ reaction put on it while it waited, to take back when its turn starts.
     pub queued_reaction: Option<String>,
+    /// The files that go with it (fetched at its turn).
+    pub media: Vec<IncomingMedia>,
 }
 
 type PendingRow = (
@@ -76,6 +79,7 @@ type PendingRow = (
     i64,
     Option<String>,
     String,
+    Option<String>,
 );
 
 impl Store {
@@ -165,6 +169,23 @@ impl Store {
         Ok(())
     }
 
+    /// The waiting input `event` of `agent` goes with `media` (files its sender sent just
+    /// before it, without a question).
+    pub async fn set_pending_media(
+        &self,
+        agent: &AgentId,
+        event: &EventId,
+        media: &[IncomingMedia],
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE pending_inputs SET media = ? WHERE agent_id = ? AND event_id = ?")
+            .bind(media_column(media))
+            .bind(agent.as_str())
+            .bind(event.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     /// The input `event` of `agent` is settled (carried out, answered otherwise, or given
     /// up on purpose): it no longer waits.
     pub async fn settle(&self, agent: &AgentId, event: &EventId) -> Result<(), StoreError> {
@@ -181,7 +202,7 @@ impl Store {
     pub async fn pending_inputs(&self, agent: &AgentId) -> Result<Vec<PendingInput>, StoreError> {
         let rows: Vec<PendingRow> = sqlx::query_as(
             "SELECT room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction,
-             thread_id FROM pending_inputs WHERE agent_id = ? ORDER BY kind <> 'rerun', id",
+             thread_id, media FROM pending_inputs WHERE agent_id = ? ORDER BY kind <> 'rerun', id",
         )
         .bind(agent.as_str())
         .fetch_all(&self.pool)
@@ -200,6 +221,7 @@ impl Store {
                     sent_at,
                     reaction,
                     thread,
+                    media,
                 )| {
                     PendingInput {
                         room_id: room_id.into(),
@@ -212,11 +234,24 @@ impl Store {
                         reply_to: reply_to.map(EventId::from),
                         sent_at,
                         queued_reaction: reaction,
+                        media: media_of(media.as_deref()),
                     }
                 },
             )
             .collect())
     }
+}
+
+/// The `media` column for `media`: JSON, or nothing when there are none.
+fn media_column(media: &[IncomingMedia]) -> Option<String> {
+    (!media.is_empty()).then(|| serde_json::to_string(media).unwrap_or_default())
+}
+
+/// The files a `media` column holds (none when it cannot be read: the text still runs).
+fn media_of(column: Option<&str>) -> Vec<IncomingMedia> {
+    column
+        .and_then(|json| serde_json::from_str(json).ok())
+        .unwrap_or_default()
 }
 
 /// Writes `p` as waiting, within `tx` (nothing if it waits already).
@@ -227,8 +262,8 @@ pub(super) async fn insert_pending(
     sqlx::query(
         "INSERT OR IGNORE INTO pending_inputs
          (room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction,
-          admitted_at, thread_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          admitted_at, thread_id, media)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(p.room_id.as_str())
     .bind(p.agent_id.as_str())
@@ -241,6 +276,7 @@ pub(super) async fn insert_pending(
     .bind(&p.queued_reaction)
     .bind(now_ms())
     .bind(p.thread.as_ref().map_or("", EventId::as_str))
+    .bind(media_column(&p.media))
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -262,6 +298,7 @@ mod tests {
             reply_to: None,
             sent_at: 1,
             queued_reaction: None,
+            media: Vec::new(),
         }
     }
 

@@ -342,6 +342,7 @@ mod tests {
             reply_to: None,
             sent_at: 1,
             queued_reaction: None,
+            media: Vec::new(),
         };
         store
             .admit(&EventId::from("$p"), &key, Some(&pending))

@@ -4,6 +4,7 @@
 //! so prompts are answered strictly in order and a stop request reaches the running turn
 //! without waiting behind it. See `docs/turns.md`.
 
+mod attachments;
 mod changes;
 mod commands;
 mod journal;
@@ -132,6 +133,8 @@ pub struct Channel {
     approvals: Approvals,
     /// What the agent last reported about usage.
     usage: Usage,
+    /// Files sent without a question, waiting for their sender's next message.
+    held: Vec<IncomingMessage>,
 }
 
 /// A prompt waiting for its turn.
@@ -203,6 +206,7 @@ impl Channel {
             shutdown,
             approvals: Approvals::default(),
             usage: Usage::default(),
+            held: Vec::new(),
         }
     }
 
@@ -254,12 +258,20 @@ impl Channel {
                 },
             };
             match input {
-                ChannelInput::Prompt(message) => self.queue.push_back(Queued::new(message)),
+                ChannelInput::Prompt(message) => {
+                    if let Some(message) = self.gather(message, false).await {
+                        self.queue.push_back(Queued::new(message))
+                    }
+                }
                 ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
-                ChannelInput::Resumed { message, reaction } => self.queue.push_back(Queued {
-                    reaction,
-                    ..Queued::new(message)
-                }),
+                ChannelInput::Resumed { message, reaction } => {
+                    if let Some(message) = self.gather(message, true).await {
+                        self.queue.push_back(Queued {
+                            reaction,
+                            ..Queued::new(message)
+                        })
+                    }
+                }
                 ChannelInput::Command(Command::NewConversation(_), message) => {
                     self.start_fresh().await;
                     self.settle(&message.event_id).await;
@@ -377,7 +389,7 @@ impl Channel {
                 Some(input) = self.inputs.recv() => match input {
                     ChannelInput::Prompt(message) => self.queue_behind(message, None).await,
                     ChannelInput::Resumed { message, reaction } => {
-                        self.queue_behind(message, reaction).await
+                        self.queue_behind_resumed(message, reaction).await
                     }
                     ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
                     ChannelInput::Report(reply) => {
@@ -397,9 +409,24 @@ impl Channel {
         }
     }
 
-    /// Queues `message` behind the running (or waiting) turn, marked ⏳ (unless it is
-    /// already: `reaction`, put on by the run before a restart).
+    /// Queues `message` behind the running (or waiting) turn, marked ⏳; a file without a
+    /// question waits for one instead (see [`Channel::gather`]).
     async fn queue_behind(&mut self, message: IncomingMessage, reaction: Option<String>) {
+        if let Some(message) = self.gather(message, false).await {
+            self.mark_and_queue(message, reaction).await
+        }
+    }
+
+    /// [`Channel::queue_behind`] for a prompt taken in before a restart, ⏳ and all
+    /// (`reaction`, put on by the run before).
+    async fn queue_behind_resumed(&mut self, message: IncomingMessage, reaction: Option<String>) {
+        if let Some(message) = self.gather(message, true).await {
+            self.mark_and_queue(message, reaction).await
+        }
+    }
+
+    /// Queues `message` marked ⏳ (unless it is already: `reaction`).
+    async fn mark_and_queue(&mut self, message: IncomingMessage, reaction: Option<String>) {
         let reaction = match reaction {
             Some(reaction) => Some(reaction),
             None => self.mark_queued(&message.event_id).await,

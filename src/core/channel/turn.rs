@@ -12,6 +12,7 @@ use crate::core::chat::Undelivered;
 use crate::core::crash_journal::JournaledReplies;
 use crate::core::framing::{self, Frame};
 use crate::core::inbound::IncomingMessage;
+use crate::core::media;
 use crate::core::routing;
 use crate::core::view::activity::Activity;
 use crate::core::view::stream::ReplyStream;
@@ -21,6 +22,7 @@ use crate::model::agent::{
     TurnEnd,
 };
 use crate::model::ids::{EventId, UserId};
+use crate::model::media::PromptBlock;
 use crate::render::cards::PollOutcome;
 use crate::render::strings;
 use crate::store::LogFailure;
@@ -85,11 +87,20 @@ impl Channel {
             }
         }
         if !rerun {
+            // The transcript names the files that came with it: a conversation re-injected
+            // later still knows they were sent.
+            let mut body = message.body.clone();
+            for file in &message.media {
+                if !body.is_empty() {
+                    body.push('\n');
+                }
+                body.push_str(&media::transcript_note(file));
+            }
             self.record(TranscriptLine {
                 role: Role::User,
                 sender: &message.sender,
                 event_id: Some(&message.event_id),
-                body: &message.body,
+                body: &body,
                 stop_reason: None,
             })
             .await;
@@ -116,10 +127,17 @@ impl Channel {
                 ..message.clone()
             },
         };
+        // Its files, fetched and saved; when none could be taken and there is no text,
+        // there is nothing to ask (the room was told why).
+        let files = self.take_in(&message.media).await;
+        if files.is_empty() && !message.media.is_empty() && message.body.trim().is_empty() {
+            return;
+        }
         let text = match opened_at {
             Some(opened_at) => self.restore_conversation(&framed, &opened_at).await,
             None => framed.body,
         };
+        let prompt = self.prompt_blocks(text, &files);
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events(None).await;
 
@@ -167,7 +185,7 @@ impl Channel {
         self.approvals.new_turn();
         let mut control = TurnControl::default();
         self.ctx.chat.typing(self.key.room.as_str(), true).await;
-        let result = self.drive(text, &mut view, &mut control).await;
+        let result = self.drive(prompt, &mut view, &mut control).await;
         self.ctx.chat.typing(self.key.room.as_str(), false).await;
         self.finish_turn(result, view, control).await;
     }
@@ -176,7 +194,7 @@ impl Channel {
     /// updates, stop requests, new prompts, edit deadlines and the typing notice.
     pub(super) async fn drive(
         &mut self,
-        text: String,
+        prompt: Vec<PromptBlock>,
         view: &mut TurnView,
         control: &mut TurnControl,
     ) -> Result<TurnEnd, AgentError> {
@@ -188,7 +206,7 @@ impl Channel {
             .unwrap_or_default();
         let mut typing = tokio::time::interval(TYPING_REFRESH);
         typing.reset();
-        let prompt = ctx.agent.prompt(&session_id, text);
+        let prompt = ctx.agent.prompt(&session_id, prompt);
         tokio::pin!(prompt);
         // When the agent last showed something; a quiet turn gets one note per quiet spell.
         let mut last_activity = tokio::time::Instant::now();

@@ -133,7 +133,7 @@ impl Channel {
             // Sent at start-up, before any turn; should one come later, it waits its turn.
             ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
             ChannelInput::Resumed { message, reaction } => {
-                self.queue_behind(message, reaction).await
+                self.queue_behind_resumed(message, reaction).await
             }
             ChannelInput::Prompt(message) => {
                 // A bare number or emoji replying to a poll answers it.

@@ -67,6 +67,7 @@ impl Gateway {
             reply_to: message.reply_to.clone(),
             sent_at: message.timestamp_ms as i64,
             queued_reaction: None,
+            media: message.media.clone(),
         });
         match self
             .store

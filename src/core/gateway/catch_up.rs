@@ -123,7 +123,8 @@ impl Gateway {
         if self.agent_users.contains(&message.sender) || !self.access.allows(&message.sender) {
             return false;
         }
-        if matches!(inbound, Inbound::Message(m) if m.body.trim().is_empty()) {
+        if matches!(inbound, Inbound::Message(m) if m.body.trim().is_empty() && m.media.is_empty())
+        {
             return false;
         }
         let arrived = self

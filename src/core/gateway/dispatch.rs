@@ -18,9 +18,10 @@ use crate::store::{PendingKind, RoomRouting};
 impl Gateway {
     /// A room message: decided (`core::determination`, pure), then carried out here.
     pub(super) async fn handle_message(self: &Arc<Self>, message: IncomingMessage) {
-        // A message without text (empty, blanks, or formatting around nothing) asks
-        // nothing: it is not prompted, so the agent is not asked to answer silence.
-        if message.body.trim().is_empty() {
+        // A message without text (empty, blanks, or formatting around nothing) and without
+        // a file asks nothing: it is not prompted, so the agent is not asked to answer
+        // silence.
+        if message.body.trim().is_empty() && message.media.is_empty() {
             tracing::debug!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, "ignoring a message without text");
             return;
         }

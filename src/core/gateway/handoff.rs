@@ -106,6 +106,7 @@ impl Gateway {
                 reply_to: None,
                 sent_at: prompt.timestamp_ms as i64,
                 queued_reaction: None,
+                media: Vec::new(),
             };
             match self
                 .store

@@ -56,6 +56,7 @@ impl Gateway {
                     mentions: Vec::new(),
                     reply_to: None,
                     thread: item.thread.clone(),
+                    attachment: None,
                 };
                 let result = match &item.event_id {
                     Some(event_id) => ctx.chat.edit(&item.room_id, event_id, &content).await,

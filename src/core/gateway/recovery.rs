@@ -65,6 +65,7 @@ impl Gateway {
                 mentions: Vec::new(),
                 reply_to: None,
                 thread: turn.thread.clone(),
+                attachment: None,
             };
             let event_id = match (&m.event_id, &m.txn_id) {
                 (Some(id), _) => id.clone(),
@@ -139,6 +140,7 @@ impl Gateway {
                     reply_to: None,
                     sent_at: 0,
                     queued_reaction: None,
+                    media: Vec::new(),
                 })
             }
             Ok(None) => {
@@ -185,6 +187,7 @@ impl Gateway {
             timestamp_ms: input.sent_at.max(0) as u64,
             reply_to: input.reply_to.clone(),
             thread: input.thread.clone(),
+            media: input.media.clone(),
             ..Default::default()
         };
         let conversation = message.conversation();
@@ -244,6 +247,7 @@ impl Gateway {
                     mentions: Vec::new(),
                     reply_to: None,
                     thread: None,
+                    attachment: None,
                 };
                 RoomVoice::new(&*ctx.chat, &ctx.agent_id, &poll.room_id)
                     .edit(&poll.event_id, &content)

@@ -115,6 +115,7 @@ async fn gateway_of(
                     propose_stop_after: 3,
                 },
                 verbosity: Verbosity::All,
+                media: Default::default(),
                 reinject_max_chars: 10_000,
                 quiet_note: None,
                 rerun_interrupted,
@@ -341,6 +342,7 @@ fn waiting(id: &str, kind: PendingKind, body: &str, reply_to: Option<&str>) -> P
         reply_to: reply_to.map(EventId::from),
         sent_at: now_ms(),
         queued_reaction: None,
+        media: Vec::new(),
     }
 }
 
@@ -753,7 +755,7 @@ async fn without_hand_offs_an_agent_addressing_another_prompts_nothing() {
 }
 
 #[tokio::test]
-async fn media_is_answered_by_the_agents_it_is_for_only() {
+async fn unsupported_kinds_are_answered_by_the_agents_they_are_for_only() {
     let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
     let image = |agent: &str, id: &str, reply_to_codex: bool| {
         let mut m = copy_for(agent, id, "");
@@ -761,7 +763,7 @@ async fn media_is_answered_by_the_agents_it_is_for_only() {
             m.reply_to = Some("$earlier".into());
             m.reply_to_sender = Some("@codex:x".into());
         }
-        Inbound::Unreadable(m, Unreadable::Unsupported("m.image".into()))
+        Inbound::Unreadable(m, Unreadable::Unsupported("m.location".into()))
     };
     for agent in ["claude", "codex"] {
         gw.handle(image(agent, "$1", false)).await;
@@ -776,7 +778,7 @@ async fn media_is_answered_by_the_agents_it_is_for_only() {
     let codex = fakes[1].1.shown("!r");
     assert_eq!(codex.len(), 1, "{codex:?}");
     assert!(
-        codex[0].contains("image messages are not supported"),
+        codex[0].contains("cannot read location messages"),
         "{codex:?}"
     );
 }

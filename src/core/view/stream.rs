@@ -341,6 +341,7 @@ fn to_message(text: &str) -> OutMessage {
         mentions: Vec::new(),
         reply_to: None,
         thread: None,
+        attachment: None,
     }
 }
 

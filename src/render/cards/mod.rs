@@ -166,6 +166,7 @@ impl Both {
             mentions: Vec::new(),
             reply_to: None,
             thread: None,
+            attachment: None,
         }
     }
 }
@@ -423,6 +424,7 @@ pub fn plan(entries: &[PlanEntry]) -> OutMessage {
         mentions: Vec::new(),
         reply_to: None,
         thread: None,
+        attachment: None,
     }
 }
 
@@ -443,6 +445,7 @@ pub fn thinking(elapsed: Option<Duration>, thoughts: &str) -> OutMessage {
                 mentions: Vec::new(),
                 reply_to: None,
                 thread: None,
+                attachment: None,
             }
         }
     }
@@ -462,6 +465,7 @@ pub fn stderr_tail(agent: &str, tail: &str) -> OutMessage {
         mentions: Vec::new(),
         reply_to: None,
         thread: None,
+        attachment: None,
     }
 }
 

@@ -1,8 +1,10 @@
 //! Every sentence Sidekicks says in a room, in one place.
 
+mod media;
 mod threads;
 mod worktree;
 
+pub use media::*;
 pub use threads::*;
 pub use worktree::*;
 
@@ -218,11 +220,12 @@ pub fn undecryptable(sender: &str) -> String {
     )
 }
 
-/// Posted for a message of a kind agents cannot read yet (`kind` is e.g. `m.image`).
+/// Posted for a message of a kind agents cannot read (`kind` is e.g. `m.location`).
 pub fn unsupported_message(kind: &str) -> String {
     let what = kind.strip_prefix("m.").unwrap_or(kind);
     format!(
-        "I can only read text for now: {what} messages are not supported yet, so I did not answer this one."
+        "I cannot read {what} messages: text, pictures, files, audio and video reach me, so I \
+         did not answer this one."
     )
 }
 

@@ -1,5 +1,6 @@
 //! Unit tests of the channel, with a fake agent and a fake chat.
 
+mod media;
 mod polls;
 mod queue;
 mod sessions;
@@ -124,6 +125,7 @@ fn context(
             propose_stop_after: 2,
         },
         verbosity: Verbosity::All,
+        media: Default::default(),
         reinject_max_chars: 10_000,
         quiet_note: None,
         rerun_interrupted: false,

@@ -37,6 +37,7 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
             reply_to: None,
             sent_at: 0,
             queued_reaction: None,
+            media: Vec::new(),
         };
         store
             .admit(
@@ -88,6 +89,7 @@ async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled
         reply_to: None,
         sent_at: 0,
         queued_reaction: None,
+        media: Vec::new(),
     };
     store
         .admit(
