@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use sidekicks::model::media::PromptSupport;
 
 /// Brings ACP coding agents into Matrix rooms.
 #[derive(Parser)]
@@ -42,6 +43,10 @@ enum Cmd {
         /// Append every prompt received to this file, one JSON string a line (for tests).
         #[arg(long)]
         prompt_log: Option<PathBuf>,
+        /// Advertise taking these kinds of prompt content besides text: any of `image`,
+        /// `audio`, `embedded` (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        prompt_capabilities: Vec<String>,
     },
 }
 
@@ -62,11 +67,17 @@ async fn main() -> std::process::ExitCode {
             resume,
             settings,
             prompt_log,
+            prompt_capabilities,
         } => sidekicks::acp::demo_agent::run_stdio(sidekicks::acp::demo_agent::DemoOptions {
             sessions,
             resume,
             settings,
             prompt_log,
+            prompt_support: PromptSupport {
+                image: prompt_capabilities.iter().any(|c| c == "image"),
+                audio: prompt_capabilities.iter().any(|c| c == "audio"),
+                embedded_context: prompt_capabilities.iter().any(|c| c == "embedded"),
+            },
         })
         .await
         .map_err(anyhow::Error::from),

@@ -43,6 +43,8 @@ pub enum Command {
     Set(Vec<String>),
     /// Show the conversation's git worktree, or remove it (`!worktree remove`).
     Worktree(Vec<String>),
+    /// Post a file of the conversation's workspace (`!file PATH`).
+    File(Vec<String>),
     /// A word after the prefix that is no command we know.
     Unknown(String),
 }
@@ -58,7 +60,8 @@ impl Command {
             | Command::Mode(w)
             | Command::Model(w)
             | Command::Set(w)
-            | Command::Worktree(w) => Some(w),
+            | Command::Worktree(w)
+            | Command::File(w) => Some(w),
             _ => None,
         }
     }
@@ -132,6 +135,7 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
         "model" => Command::Model(words),
         "set" | "options" => Command::Set(words),
         "worktree" => Command::Worktree(words),
+        "file" => Command::File(words),
         other => Command::Unknown(other.to_owned()),
     })
 }
@@ -205,6 +209,16 @@ mod tests {
             ),
             ("!", "!options", Some(Command::Set(vec![]))),
             ("!", "!worktree", Some(Command::Worktree(vec![]))),
+            (
+                "!",
+                "!file src/main.rs",
+                Some(Command::File(w(&["src/main.rs"]))),
+            ),
+            (
+                "!",
+                "!FILE a b.txt",
+                Some(Command::File(w(&["a", "b.txt"]))),
+            ),
             (
                 "!",
                 "!worktree claude remove",

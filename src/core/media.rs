@@ -236,6 +236,66 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// Why a file of the workspace cannot be posted.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WorkspaceFileError {
+    /// It is outside the workspace (after links are followed).
+    #[error("it is outside the workspace")]
+    Outside,
+    /// There is no such file, or it is a folder.
+    #[error("there is no such file")]
+    Missing,
+    /// It is larger than the limit.
+    #[error("it is {}, more than the {} posted at most", human_size(*.0), human_size(*.1))]
+    TooLarge(u64, u64),
+    /// It could not be read.
+    #[error("it cannot be read: {0}")]
+    Unreadable(String),
+}
+
+/// Reads `path` (relative to `workspace`, or absolute) when it is a file inside
+/// `workspace` (links resolved first, so none leads out) of at most `max_bytes`; returns
+/// its name and bytes.
+pub fn read_workspace_file(
+    workspace: &Path,
+    path: &Path,
+    max_bytes: u64,
+) -> Result<(String, Vec<u8>), WorkspaceFileError> {
+    let root = workspace
+        .canonicalize()
+        .map_err(|e| WorkspaceFileError::Unreadable(e.to_string()))?;
+    let full = root.join(path);
+    let real = full.canonicalize().map_err(|_| {
+        match full.starts_with(&root) && !has_parent_step(path) {
+            true => WorkspaceFileError::Missing,
+            false => WorkspaceFileError::Outside,
+        }
+    })?;
+    if !real.starts_with(&root) {
+        return Err(WorkspaceFileError::Outside);
+    }
+    let meta = std::fs::metadata(&real).map_err(|_| WorkspaceFileError::Missing)?;
+    if !meta.is_file() {
+        return Err(WorkspaceFileError::Missing);
+    }
+    if meta.len() > max_bytes {
+        return Err(WorkspaceFileError::TooLarge(meta.len(), max_bytes));
+    }
+    let data = std::fs::read(&real).map_err(|e| WorkspaceFileError::Unreadable(e.to_string()))?;
+    Ok((file_name(&real), data))
+}
+
+/// Whether `path` climbs out of where it starts (`..`).
+fn has_parent_step(path: &Path) -> bool {
+    path.components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+}
+
+/// The path a `file://` URI names, if it is one.
+pub fn path_of_file_uri(uri: &str) -> Option<PathBuf> {
+    url::Url::parse(uri).ok()?.to_file_path().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,6 +462,42 @@ mod tests {
             block(&video, all, &limits),
             PromptBlock::Link { .. }
         ));
+    }
+
+    #[test]
+    fn only_files_inside_the_workspace_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/main.rs"), "fn main() {}").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "key").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("link.txt")).unwrap();
+        let read = |p: &str| read_workspace_file(&root, Path::new(p), 1024);
+        assert_eq!(
+            read("src/main.rs"),
+            Ok(("main.rs".into(), b"fn main() {}".to_vec()))
+        );
+        let absolute = root.join("src/main.rs");
+        assert!(read(absolute.to_str().unwrap()).is_ok());
+        assert_eq!(read("../secret.txt"), Err(WorkspaceFileError::Outside));
+        assert_eq!(
+            read("src/../../secret.txt"),
+            Err(WorkspaceFileError::Outside)
+        );
+        assert_eq!(read("link.txt"), Err(WorkspaceFileError::Outside));
+        assert_eq!(read("/etc/passwd"), Err(WorkspaceFileError::Outside));
+        assert_eq!(read("../nothing"), Err(WorkspaceFileError::Outside));
+        assert_eq!(read("nothing.txt"), Err(WorkspaceFileError::Missing));
+        assert_eq!(read("src"), Err(WorkspaceFileError::Missing));
+        assert_eq!(
+            read_workspace_file(&root, Path::new("src/main.rs"), 4),
+            Err(WorkspaceFileError::TooLarge(12, 4))
+        );
+        assert_eq!(
+            path_of_file_uri("file:///w/a%20b.txt"),
+            Some(PathBuf::from("/w/a b.txt"))
+        );
+        assert_eq!(path_of_file_uri("https://example.com/x"), None);
     }
 
     #[test]

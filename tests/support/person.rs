@@ -11,6 +11,7 @@ use matrix_sdk::encryption::EncryptionSettings;
 use matrix_sdk::room::Room;
 use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
 use matrix_sdk::ruma::events::relation::Annotation;
+use matrix_sdk::ruma::events::room::MediaSource;
 use matrix_sdk::ruma::events::room::message::{
     MessageType, OriginalSyncRoomMessageEvent, Relation, ReplacementMetadata,
     RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
@@ -56,6 +57,9 @@ pub struct Seen {
     pub received: std::time::SystemTime,
     /// When the homeserver took it in (`origin_server_ts`, milliseconds since 1970).
     pub server_ts: u64,
+    /// For a picture or a file: its message type (`m.image`, `m.file`), its file name and
+    /// where it is.
+    pub media: Option<(String, String, MediaSource)>,
 }
 
 /// A reaction the person's client saw.
@@ -205,6 +209,15 @@ impl Person {
                         encrypted: enc.is_some(),
                         received: std::time::SystemTime::now(),
                         server_ts: ev.origin_server_ts.get().into(),
+                        media: match &ev.content.msgtype {
+                            MessageType::Image(i) => {
+                                Some(("m.image".into(), i.filename().to_owned(), i.source.clone()))
+                            }
+                            MessageType::File(f) => {
+                                Some(("m.file".into(), f.filename().to_owned(), f.source.clone()))
+                            }
+                            _ => None,
+                        },
                     };
                     if let Some(Relation::Replacement(r)) = &ev.content.relates_to {
                         seen.replaces = Some((
@@ -317,6 +330,42 @@ impl Person {
             .response
             .event_id
             .to_string()
+    }
+
+    /// Sends a file as Element does (uploaded, encrypted in an encrypted room; a picture,
+    /// audio, video or file by its MIME type), with `caption` as its text if given; returns
+    /// its event ID.
+    pub async fn send_file(
+        &self,
+        room: &Room,
+        name: &str,
+        mime: &str,
+        data: Vec<u8>,
+        caption: Option<&str>,
+    ) -> String {
+        use matrix_sdk::attachment::AttachmentConfig;
+        use matrix_sdk::ruma::events::room::message::TextMessageEventContent;
+        let mime: mime_guess::mime::Mime = mime.parse().unwrap();
+        let config = AttachmentConfig::new().caption(caption.map(TextMessageEventContent::plain));
+        room.send_attachment(name, &mime, data, config)
+            .await
+            .unwrap()
+            .event_id
+            .to_string()
+    }
+
+    /// The bytes of a picture or file this person saw (decrypted where it was encrypted).
+    pub async fn download(&self, source: &MediaSource) -> Vec<u8> {
+        use matrix_sdk::media::{MediaFormat, MediaRequestParameters};
+        let request = MediaRequestParameters {
+            source: source.clone(),
+            format: MediaFormat::File,
+        };
+        self.client
+            .media()
+            .get_media_content(&request, false)
+            .await
+            .unwrap()
     }
 
     /// Sends `text` in the thread whose root is `root`, as Element does (with the reply

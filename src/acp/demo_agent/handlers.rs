@@ -124,6 +124,7 @@ impl State {
             .collect::<Vec<_>>()
             .join("\n");
         self.log_prompt(&text);
+        let blocks: Vec<String> = req.prompt.iter().map(super::content::describe).collect();
         let state = self.clone();
         tokio::spawn(async move {
             let earlier = state
@@ -144,6 +145,7 @@ impl State {
                 tokens: Mutex::new(None),
                 said: Mutex::new(String::new()),
                 earlier,
+                blocks,
             };
             let result = turn.run(&text).await;
             let answer = std::mem::take(&mut *turn.said.lock().unwrap());

@@ -36,6 +36,9 @@
 //! | `%read PATH` | reads PATH (relative to the session's folder) and says whether it could |
 //! | `%write PATH TEXT` | writes TEXT to PATH and says whether it could |
 //! | `%pwd` | says the session's folder and the process's `HOME` |
+//! | `%blocks` | one line per content block of the prompt: kind, MIME type, size, name |
+//! | `%image` | a picture (a 1×1 PNG) in the answer |
+//! | `%link PATH` | a link to PATH (relative to the session's folder) in the answer |
 //!
 //! A turn that is cancelled ends with `stopReason: cancelled` within one chunk interval.
 //!
@@ -47,6 +50,8 @@
 //! `received: ` and the prompt exactly as it arrived). With `--settings` its sessions have
 //! two modes (`ask`, `code`) and a model choice (config option `model`: `small`, `large`),
 //! which `session/set_mode` and `session/set_config_option` change and `%settings` tells.
+//! With `--prompt-capabilities image,audio,embedded` it advertises taking those kinds of
+//! content in prompts (`promptCapabilities`); by default, text and links only.
 //! With `--prompt-log FILE` it appends every prompt it receives to FILE (one JSON string a
 //! line), so a test can tell whether a message reached it twice.
 
@@ -62,13 +67,15 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
     Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, NewSessionRequest,
-    PromptRequest, ResumeSessionRequest, SessionCapabilities, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode, SessionModeState,
-    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionModeRequest,
+    PromptCapabilities, PromptRequest, ResumeSessionRequest, SessionCapabilities,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
+    SessionModeState, SessionNotification, SessionResumeCapabilities, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Client, Stdio};
 use tokio::sync::Notify;
+
+use crate::model::media::PromptSupport;
 
 /// Per-session cancellation state.
 #[derive(Default)]
@@ -227,6 +234,8 @@ pub struct DemoOptions {
     pub settings: bool,
     /// Where every prompt received is appended (one JSON string a line), if anywhere.
     pub prompt_log: Option<PathBuf>,
+    /// What it advertises taking besides text (`promptCapabilities`).
+    pub prompt_support: PromptSupport,
 }
 
 /// Runs the demo agent on stdin/stdout until the client goes away. With
@@ -245,6 +254,13 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             SessionCapabilities::new().resume(SessionResumeCapabilities::new()),
         ),
     };
+    let support = options.prompt_support;
+    let capabilities = capabilities.prompt_capabilities(
+        PromptCapabilities::new()
+            .image(support.image)
+            .audio(support.audio)
+            .embedded_context(support.embedded_context),
+    );
     let state = Arc::new(State {
         saved: options.sessions,
         with_settings: options.settings,
@@ -341,5 +357,6 @@ fn send_commands(
     ))
 }
 
+mod content;
 mod handlers;
 mod turn;

@@ -34,6 +34,8 @@ pub(super) struct Turn {
     pub(super) settings: (String, String),
     /// The session's working folder (`%read`, `%write`, `%pwd`).
     pub(super) cwd: std::path::PathBuf,
+    /// A line about each content block of the prompt (`%blocks`).
+    pub(super) blocks: Vec<String>,
 }
 
 /// How a permission request is placed relative to the tool call it concerns.
@@ -221,6 +223,20 @@ impl Turn {
                         Err(e) => format!("cannot write {name}: {e}\n"),
                     })?;
                 }
+                "blocks" => {
+                    let lines: String = self
+                        .blocks
+                        .iter()
+                        .map(|b| format!("block: {b}\n"))
+                        .collect();
+                    self.say(&lines)?;
+                }
+                "image" => self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                    content::dot_image(),
+                )))?,
+                "link" => self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                    content::link(&self.cwd, arg.trim()),
+                )))?,
                 "pwd" => {
                     let home = std::env::var("HOME").unwrap_or_default();
                     self.say(&format!("folder: {}\nhome: {home}\n", self.cwd.display()))?;

@@ -47,6 +47,7 @@ impl Channel {
                 let request = SettingRequest::Option(words.first().cloned(), words.get(1).cloned());
                 return self.change_setting(request, by, running).await;
             }
+            Command::File(words) => return self.file_command(&words.join(" ")).await,
             Command::Worktree(words) => {
                 return self
                     .worktree_command(words.first().map(String::as_str), running)

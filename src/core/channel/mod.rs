@@ -7,6 +7,7 @@
 mod attachments;
 mod changes;
 mod commands;
+mod files_out;
 mod journal;
 mod session;
 mod turn;

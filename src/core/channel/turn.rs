@@ -46,6 +46,8 @@ pub(super) struct TurnView {
     pub(super) prompt_event: EventId,
     /// What the turn has recorded for a crash so far.
     pub(super) journal: TurnJournal,
+    /// How many files of the answer were posted (numbers their transaction IDs).
+    pub(super) files: u32,
 }
 
 /// State of the running turn that inputs may change.
@@ -176,6 +178,7 @@ impl Channel {
             prompter: message.sender.clone(),
             prompt_event: message.event_id.clone(),
             journal: TurnJournal::new(self.ctx.store.clone(), self.key.clone(), cut_footer),
+            files: 0,
         };
         self.ctx
             .store
@@ -451,6 +454,7 @@ impl Channel {
         let ctx = self.ctx.clone();
         match (event, view) {
             (AgentEvent::MessageChunk(text), Some(view)) => view.stream.push(&text),
+            (AgentEvent::File(file), Some(view)) => self.post_answer_file(file, view).await,
             (AgentEvent::ThoughtChunk(text), Some(view)) => view.activity.thought(&text),
             (AgentEvent::ToolCall(fields), Some(view)) => view.activity.tool(fields, true),
             (AgentEvent::ToolCallUpdate(fields), Some(view)) => view.activity.tool(fields, false),

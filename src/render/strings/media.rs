@@ -35,3 +35,16 @@ pub fn file_not_fetched(name: &str, why: &str) -> String {
 pub fn file_not_saved(name: &str, why: &str) -> String {
     format!("📎 I could not save \"{name}\" in my workspace: {why}.")
 }
+
+/// Said when a file could not be posted (outside the workspace, missing, too large, or
+/// refused by the homeserver).
+pub fn file_not_posted(name: &str, why: &str) -> String {
+    format!("📎 I did not post \"{name}\": {why}.")
+}
+
+/// Answer to `!file` without a path.
+pub fn file_usage(prefix: &str) -> String {
+    format!(
+        "Name a file of my workspace: {prefix}file PATH (for example {prefix}file src/main.rs)."
+    )
+}

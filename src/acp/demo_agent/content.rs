@@ -1,0 +1,61 @@
+//! What the demo agent makes of a prompt's content blocks (`%blocks` reports them, so tests
+//! see what reached the agent), and the files it can put in an answer (`%image`, `%link`).
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, EmbeddedResourceResource, ImageContent, ResourceLink,
+};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+
+/// A 1×1 PNG, as base64: the picture `%image` answers with.
+const DOT_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// One line about `block`: its kind, and its MIME type, size and name where it has them.
+pub(super) fn describe(block: &ContentBlock) -> String {
+    let bytes = |base64: &str| BASE64.decode(base64.trim()).map_or(0, |b| b.len());
+    match block {
+        ContentBlock::Text(t) => format!("text {} chars", t.text.chars().count()),
+        ContentBlock::Image(i) => format!("image {} {} bytes", i.mime_type, bytes(&i.data)),
+        ContentBlock::Audio(a) => format!("audio {} {} bytes", a.mime_type, bytes(&a.data)),
+        ContentBlock::ResourceLink(l) => format!(
+            "link {} {} {} {} bytes",
+            l.name,
+            l.uri,
+            l.mime_type.as_deref().unwrap_or("-"),
+            l.size.unwrap_or(-1)
+        ),
+        ContentBlock::Resource(r) => match &r.resource {
+            EmbeddedResourceResource::TextResourceContents(t) => format!(
+                "embedded {} {} {} chars: {}",
+                t.uri,
+                t.mime_type.as_deref().unwrap_or("-"),
+                t.text.chars().count(),
+                t.text.lines().next().unwrap_or_default()
+            ),
+            EmbeddedResourceResource::BlobResourceContents(b) => {
+                format!("embedded blob {} {} bytes", b.uri, bytes(&b.blob))
+            }
+            #[allow(unreachable_patterns)]
+            _ => "embedded ?".into(),
+        },
+        _ => "other".into(),
+    }
+}
+
+/// The picture `%image` answers with.
+pub(super) fn dot_image() -> ContentBlock {
+    ContentBlock::Image(ImageContent::new(DOT_PNG, "image/png"))
+}
+
+/// A link to `path` (relative to the session's folder `cwd`), as `%link` answers it.
+pub(super) fn link(cwd: &std::path::Path, path: &str) -> ContentBlock {
+    let full = cwd.join(path);
+    let name = full
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_owned());
+    ContentBlock::ResourceLink(ResourceLink::new(
+        name,
+        format!("file://{}", full.display()),
+    ))
+}

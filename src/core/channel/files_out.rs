@@ -1,0 +1,158 @@
+//! Files out: what the agent shows in its answer (a picture, a link to a file of the
+//! workspace, a file's content) posted as pictures and files under the answer, and the
+//! workspace files people ask for with `!file`.
+
+use super::turn::TurnView;
+use super::*;
+
+use crate::core::media::{self, WorkspaceFileError};
+use crate::core::voice::txn;
+use crate::model::OutMessage;
+use crate::model::media::{AnswerFile, MediaKind, OutAttachment};
+use crate::render::strings;
+
+impl Channel {
+    /// Posts a file of the agent's answer under the answer (the text so far goes up first,
+    /// so the file comes after what introduces it). A link outside the workspace stays a
+    /// link in the text; a file that cannot be posted gets a notice.
+    pub(super) async fn post_answer_file(&mut self, file: AnswerFile, view: &mut TurnView) {
+        let folder = self.ctx.workspace.for_room(&self.key.room);
+        let max = self.ctx.media.max_bytes;
+        let attachment = match file {
+            AnswerFile::Image { mime, data } => attachment(picture_name(&mime), mime, data),
+            AnswerFile::Embedded { uri, mime, data } => {
+                let name = media::path_of_file_uri(&uri)
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .or_else(|| uri.rsplit('/').next().map(str::to_owned))
+                    .map(|n| media::safe_name(&n))
+                    .unwrap_or_else(|| "file".into());
+                let mime = mime.unwrap_or_else(|| media::guess_mimetype(&name));
+                attachment(name, mime, data)
+            }
+            AnswerFile::Link { uri, name } => {
+                let read = match media::path_of_file_uri(&uri) {
+                    Some(path) => {
+                        let folder = folder.clone();
+                        tokio::task::spawn_blocking(move || {
+                            media::read_workspace_file(&folder, &path, max)
+                        })
+                        .await
+                        .unwrap_or(Err(WorkspaceFileError::Missing))
+                    }
+                    None => Err(WorkspaceFileError::Outside),
+                };
+                match read {
+                    Ok((file_name, data)) => {
+                        let mime = media::guess_mimetype(&file_name);
+                        attachment(file_name, mime, data)
+                    }
+                    // Not ours to post: the link stays in the answer as a link.
+                    Err(WorkspaceFileError::Outside) | Err(WorkspaceFileError::Missing) => {
+                        view.stream.push(&format!("[{name}]({uri})"));
+                        return;
+                    }
+                    Err(why) => {
+                        self.notice(strings::file_not_posted(&name, &why.to_string()))
+                            .await;
+                        return;
+                    }
+                }
+            }
+        };
+        if attachment.data.len() as u64 > max {
+            let why = WorkspaceFileError::TooLarge(attachment.data.len() as u64, max);
+            self.notice(strings::file_not_posted(&attachment.name, &why.to_string()))
+                .await;
+            return;
+        }
+        if let Err(e) = view.stream.flush().await {
+            tracing::debug!(room = %self.key.room, error = %e, "edit deferred");
+        }
+        view.files += 1;
+        let id = txn(
+            "sk",
+            &[
+                &self.ctx.agent_id,
+                &view.prompt_event,
+                "file",
+                &view.files.to_string(),
+            ],
+        );
+        self.post_file(&id, attachment).await;
+    }
+
+    /// `!file PATH`: posts a file of the conversation's workspace; one outside it is
+    /// refused.
+    pub(super) async fn file_command(&mut self, path: &str) {
+        if path.trim().is_empty() {
+            self.notice(strings::file_usage(&self.ctx.command_prefix))
+                .await;
+            return;
+        }
+        let folder = self.ctx.workspace.for_room(&self.key.room);
+        let (max, wanted) = (
+            self.ctx.media.max_bytes,
+            std::path::PathBuf::from(path.trim()),
+        );
+        let read =
+            tokio::task::spawn_blocking(move || media::read_workspace_file(&folder, &wanted, max))
+                .await
+                .unwrap_or(Err(WorkspaceFileError::Missing));
+        match read {
+            Ok((name, data)) => {
+                let mime = media::guess_mimetype(&name);
+                let id = crate::core::voice::fresh_txn("file");
+                self.post_file(&id, attachment(name, mime, data)).await;
+            }
+            Err(why) => {
+                tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, path, reason = %why, "a file was not posted");
+                self.notice(strings::file_not_posted(path.trim(), &why.to_string()))
+                    .await
+            }
+        }
+    }
+
+    /// Posts `file` as a message of its own; says so when the homeserver would not take it.
+    async fn post_file(&self, txn: &str, file: OutAttachment) {
+        let name = file.name.clone();
+        let bytes = file.data.len();
+        match self
+            .ctx
+            .chat
+            .send(self.key.room.as_str(), txn, &OutMessage::file(file))
+            .await
+        {
+            Ok(event) => {
+                tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, %event, name, bytes, "posted a file")
+            }
+            Err(e) => {
+                tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, name, error = %e, "could not post a file");
+                self.notice(strings::file_not_posted(&name, &e.to_string()))
+                    .await;
+            }
+        }
+    }
+}
+
+/// A file to post: a picture when its type is an image type.
+fn attachment(name: String, mimetype: String, data: Vec<u8>) -> OutAttachment {
+    let kind = match mimetype.starts_with("image/") {
+        true => MediaKind::Image,
+        false => MediaKind::File,
+    };
+    OutAttachment {
+        kind,
+        name,
+        mimetype,
+        data: data.into(),
+    }
+}
+
+/// The name of a picture an agent made, after its type (`image.png`).
+fn picture_name(mime: &str) -> String {
+    let ext = mime_guess::get_mime_extensions_str(mime)
+        .and_then(|exts| exts.first())
+        .copied()
+        .unwrap_or("img");
+    format!("image.{ext}")
+}

@@ -1,0 +1,287 @@
+#![recursion_limit = "256"]
+//! Pictures, files and audio, in and out: what people send reaches the agent the way it can
+//! take it; what the agent shows comes back as pictures and files.
+
+mod support;
+
+use support::person::Seen;
+use support::{Env, PATIENCE, Person, SynapseOptions, wait_until};
+
+/// The workspace folder where people's files are saved.
+const INBOX: &str = "sidekicks-inbox";
+
+/// Waits for the agent's message in `room` whose current text satisfies `wanted`; returns
+/// that text.
+async fn agent_says(
+    env: &Env,
+    room: &matrix_sdk::room::Room,
+    what: &str,
+    wanted: impl Fn(&str) -> bool,
+) -> String {
+    wait_until(PATIENCE, what, || {
+        env.alice
+            .messages_from(room, &env.agent)
+            .into_iter()
+            .filter(|m| m.replaces.is_none())
+            .find_map(|m| {
+                let text = env.alice.current_text(&m.event_id)?;
+                wanted(&text).then_some(text)
+            })
+    })
+    .await
+}
+
+/// Waits for a picture or file the agent posted in `room` named `name`.
+async fn agent_file(env: &Env, room: &matrix_sdk::room::Room, name: &str) -> Seen {
+    wait_until(PATIENCE, &format!("the agent's file {name}"), || {
+        env.alice
+            .messages_from(room, &env.agent)
+            .into_iter()
+            .find(|m| m.media.as_ref().is_some_and(|(_, n, _)| n == name))
+    })
+    .await
+}
+
+/// Some bytes that are a picture's as far as anyone checks (a PNG header and filler).
+fn picture(len: usize) -> Vec<u8> {
+    let mut data = b"\x89PNG\r\n\x1a\n".to_vec();
+    data.resize(len, 7);
+    data
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pictures_reach_an_agent_that_takes_images_as_images_in_plain_and_encrypted_rooms() {
+    let env = Env::start_with_demo_args(
+        SynapseOptions::default(),
+        "",
+        &["--prompt-capabilities", "image"],
+    )
+    .await;
+    for encrypted in [false, true] {
+        let room = env.room_with_agent(encrypted).await;
+        // A picture with a caption is a prompt by itself.
+        env.alice
+            .send_file(
+                &room,
+                "shot.png",
+                "image/png",
+                picture(300),
+                Some("%blocks"),
+            )
+            .await;
+        let said = agent_says(&env, &room, "the blocks of the captioned picture", |t| {
+            t.contains("block: image")
+        })
+        .await;
+        assert!(said.contains("block: image image/png 300 bytes"), "{said}");
+        assert!(said.contains("block: text"), "{said}");
+    }
+    // Saved in the workspace's inbox too, once per picture.
+    let inbox = env.gw.workspace("demo").join(INBOX);
+    assert_eq!(std::fs::read(inbox.join("shot.png")).unwrap(), picture(300));
+    assert_eq!(
+        std::fs::read(inbox.join("shot (2).png")).unwrap(),
+        picture(300)
+    );
+
+    // A picture without a question waits for its sender's next message; both arrive
+    // together.
+    let room = env.room_with_agent(true).await;
+    let sent = env
+        .alice
+        .send_file(&room, "error.png", "image/png", picture(512), None)
+        .await;
+    let waiting = env
+        .notice_containing(&room, "What should I do with it?")
+        .await;
+    assert_eq!(waiting.in_reply_to.as_deref(), Some(sent.as_str()));
+    env.alice.send(&room, "%blocks").await;
+    let said = agent_says(&env, &room, "the picture with its question", |t| {
+        t.contains("block: image")
+    })
+    .await;
+    assert!(said.contains("block: image image/png 512 bytes"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_are_saved_in_the_inbox_linked_or_embedded_and_never_outside_it() {
+    // Takes embedded context but no images; fetches at most 1 MB.
+    let env = Env::start_with_demo_args(
+        SynapseOptions::default(),
+        "media = { max_file_mb = 1 }",
+        &["--prompt-capabilities", "embedded"],
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    let inbox = env.gw.workspace("demo").join(INBOX);
+    // A picture for an agent without image support: a saved file and a link to it.
+    env.alice
+        .send_file(
+            &room,
+            "shot.png",
+            "image/png",
+            picture(300),
+            Some("%blocks"),
+        )
+        .await;
+    let said = agent_says(&env, &room, "the picture as a link", |t| {
+        t.contains("block: link")
+    })
+    .await;
+    let link = format!(
+        "block: link shot.png file://{}/shot.png image/png 300 bytes",
+        inbox.display()
+    );
+    assert!(said.contains(&link), "{said}");
+
+    // A small text file goes embedded.
+    env.alice
+        .send_file(
+            &room,
+            "notes.txt",
+            "text/plain",
+            b"hello notes\nline two".to_vec(),
+            Some("%blocks"),
+        )
+        .await;
+    let said = agent_says(&env, &room, "the text file embedded", |t| {
+        t.contains("block: embedded")
+    })
+    .await;
+    assert!(said.contains("text/plain 20 chars: hello notes"), "{said}");
+
+    // A file named to climb out of the inbox is saved inside it under a safe name.
+    env.alice
+        .send_file(
+            &room,
+            "../../etc/passwd",
+            "text/plain",
+            b"not yours".to_vec(),
+            Some("%say saved?"),
+        )
+        .await;
+    agent_says(&env, &room, "the answer to the strangely named file", |t| {
+        t == "saved?"
+    })
+    .await;
+    assert_eq!(std::fs::read(inbox.join("passwd")).unwrap(), b"not yours");
+    let workspace = env.gw.workspace("demo");
+    assert!(!workspace.join("passwd").exists());
+    assert!(!workspace.parent().unwrap().join("etc").exists());
+
+    // A file over the limit gets a notice and is never saved; its caption still runs.
+    let big = vec![b'x'; 1_500_000];
+    let sent = env
+        .alice
+        .send_file(
+            &room,
+            "huge.log",
+            "text/plain",
+            big,
+            Some("%say without it"),
+        )
+        .await;
+    let notice = env.notice_containing(&room, "more than the 1.0 MB").await;
+    assert_eq!(notice.in_reply_to.as_deref(), Some(sent.as_str()));
+    agent_says(&env, &room, "the caption's answer", |t| t == "without it").await;
+    assert!(!inbox.join("huge.log").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_pictures_and_files_come_back_as_pictures_and_files() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(true).await;
+    // A picture in the answer is an `m.image`, encrypted in an encrypted room.
+    env.alice.send(&room, "%say here it is\n%image").await;
+    let image = agent_file(&env, &room, "image.png").await;
+    let (kind, _, source) = image.media.clone().unwrap();
+    assert_eq!(kind, "m.image");
+    assert!(image.encrypted);
+    assert!(matches!(
+        source,
+        matrix_sdk::ruma::events::room::MediaSource::Encrypted(_)
+    ));
+    let bytes = env.alice.download(&source).await;
+    assert!(bytes.starts_with(b"\x89PNG"), "{bytes:?}");
+    agent_says(&env, &room, "the text before the picture", |t| {
+        t == "here it is"
+    })
+    .await;
+
+    // A link to a file of the workspace is the file.
+    env.alice
+        .send(&room, "%write report.txt all good\n%link report.txt")
+        .await;
+    let file = agent_file(&env, &room, "report.txt").await;
+    let (kind, _, source) = file.media.clone().unwrap();
+    assert_eq!(kind, "m.file");
+    assert_eq!(env.alice.download(&source).await, b"all good");
+
+    // `!file` posts a file of the workspace, and nothing outside it.
+    std::fs::write(env.gw.workspace("demo").join("notes.md"), "# notes").unwrap();
+    env.alice.send(&room, "!file notes.md").await;
+    let file = agent_file(&env, &room, "notes.md").await;
+    let (_, _, source) = file.media.clone().unwrap();
+    assert_eq!(env.alice.download(&source).await, b"# notes");
+    env.alice.send(&room, "!file ../gateway.toml").await;
+    env.notice_containing(&room, "outside the workspace").await;
+
+    // In a thread, the picture goes into the thread.
+    let root = env.alice.send(&room, "%say topic").await;
+    env.alice.send_in_thread(&room, &root, "%image").await;
+    let in_thread = wait_until(PATIENCE, "the picture in the thread", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| m.media.is_some() && m.thread.is_some())
+    })
+    .await;
+    assert_eq!(in_thread.thread.as_deref(), Some(root.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_from_people_who_may_not_prompt_are_never_fetched() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let bob_id = env.hs.register("bob", "pw-bob").await;
+    let bob = Person::login(&env.hs.url, &bob_id, "pw-bob").await;
+    env.alice.invite(&room, &bob_id).await;
+    let bobs_room = bob.join(room.room_id().as_str()).await;
+    bob.send_file(
+        &bobs_room,
+        "bob.png",
+        "image/png",
+        picture(64),
+        Some("%say bob's"),
+    )
+    .await;
+    // Alice's picture after Bob's: once it is answered, Bob's had its chance.
+    env.alice
+        .send_file(
+            &room,
+            "alice.png",
+            "image/png",
+            picture(64),
+            Some("%say alice's"),
+        )
+        .await;
+    agent_says(&env, &room, "the answer to Alice's picture", |t| {
+        t == "alice's"
+    })
+    .await;
+    let inbox = env.gw.workspace("demo").join(INBOX);
+    assert!(inbox.join("alice.png").exists());
+    assert!(!inbox.join("bob.png").exists(), "Bob's picture was fetched");
+    let log = env.gw.log();
+    assert_eq!(
+        log.matches("saved a file for the agent").count(),
+        1,
+        "{log}"
+    );
+    assert!(
+        env.texts_from(&room, &env.agent)
+            .iter()
+            .all(|t| t != "bob's"),
+        "Bob's caption was answered"
+    );
+}
