@@ -223,6 +223,32 @@ async fn the_agent_marks_a_message_read_when_it_takes_it_before_it_answers() {
         "read before the answer"
     );
     agent_message(&env, &room, "the answer", |t| t == "late").await;
+
+    // A message in a thread is marked read in its thread.
+    let in_thread = env
+        .alice
+        .send_in_thread(&room, &prompt, "%say threaded")
+        .await;
+    let root = matrix_sdk::ruma::OwnedEventId::try_from(prompt.as_str()).unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let receipt = room
+            .load_user_receipt(
+                ReceiptType::Read,
+                ReceiptThread::Thread(root.clone()),
+                &agent,
+            )
+            .await
+            .unwrap();
+        if receipt.is_some_and(|(event, _)| event.as_str() == in_thread) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never marked read in its thread"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

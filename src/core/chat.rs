@@ -61,9 +61,10 @@ pub trait ChatPort: Send + Sync {
     async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError>;
     /// Shows or hides the typing indicator.
     async fn typing(&self, room: &str, on: bool);
-    /// Marks `event_id` as read by this user (a read receipt), so people see the agent took
-    /// their message before its answer starts; a failure is only logged.
-    async fn mark_read(&self, room: &str, event_id: &str);
+    /// Marks `event_id` as read by this user (a read receipt, for the thread whose root is
+    /// `thread` when the message is in one), so people see the agent took their message
+    /// before its answer starts; a failure is only logged.
+    async fn mark_read(&self, room: &str, event_id: &str, thread: Option<&str>);
     /// Who can read what is posted in `room` now or later: its joined and invited
     /// members, or `None` when anyone can (a public room, or world-readable history).
     /// Decides whether an agent's diagnostics may be shown in it.
@@ -125,8 +126,8 @@ impl<R: Rewrite> ChatPort for Rewriting<R> {
         self.inner.typing(room, on).await
     }
 
-    async fn mark_read(&self, room: &str, event_id: &str) {
-        self.inner.mark_read(room, event_id).await
+    async fn mark_read(&self, room: &str, event_id: &str, thread: Option<&str>) {
+        self.inner.mark_read(room, event_id, thread).await
     }
 
     async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError> {

@@ -91,8 +91,8 @@ impl ChatPort for JournaledReplies {
         self.inner.typing(room, on).await
     }
 
-    async fn mark_read(&self, room: &str, event_id: &str) {
-        self.inner.mark_read(room, event_id).await
+    async fn mark_read(&self, room: &str, event_id: &str, thread: Option<&str>) {
+        self.inner.mark_read(room, event_id, thread).await
     }
 
     async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError> {

@@ -62,6 +62,8 @@ pub enum Sent {
         room: String,
         /// The event marked read.
         event_id: String,
+        /// The thread it was read in, if any.
+        thread: Option<String>,
     },
 }
 
@@ -271,10 +273,11 @@ impl ChatPort for FakeChat {
 
     async fn typing(&self, _room: &str, _on: bool) {}
 
-    async fn mark_read(&self, room: &str, event_id: &str) {
+    async fn mark_read(&self, room: &str, event_id: &str, thread: Option<&str>) {
         self.record(Sent::Read {
             room: room.into(),
             event_id: event_id.into(),
+            thread: thread.map(Into::into),
         });
     }
 

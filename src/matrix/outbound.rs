@@ -200,12 +200,18 @@ impl ChatPort for MatrixChat {
         }
     }
 
-    async fn mark_read(&self, room_id: &str, event: &str) {
+    async fn mark_read(&self, room_id: &str, event: &str, thread: Option<&str>) {
         let (Ok(room), Ok(event)) = (self.room(room_id), event_id(event)) else {
             return;
         };
+        // A message in a thread is read in that thread, so clients with threads show it
+        // there.
+        let thread = match thread.map(event_id) {
+            Some(Ok(root)) => ReceiptThread::Thread(root),
+            _ => ReceiptThread::Unthreaded,
+        };
         let receipt = room
-            .send_single_receipt(ReceiptType::Read, ReceiptThread::Unthreaded, event)
+            .send_single_receipt(ReceiptType::Read, thread, event)
             .await;
         if let Err(e) = receipt {
             tracing::debug!(room = room_id, error = %e, "read receipt failed");

@@ -77,11 +77,17 @@ impl Gateway {
             Ok(true) => {
                 tracing::debug!(agent = %agent_id, room = %room_id, event = %event_id, "admitted");
                 // Taken: the person sees it read, beside (not before) everything else.
+                // A message that opens its own thread is read where it is: in the main
+                // timeline.
                 if let Some(ctx) = self.agents.get(agent_id) {
                     let (chat, room, event) =
                         (ctx.chat.clone(), room_id.to_string(), event_id.to_string());
-                    self.channels
-                        .spawn(async move { chat.mark_read(&room, &event).await });
+                    let thread = (message.thread.as_ref())
+                        .filter(|root| *root != event_id)
+                        .map(ToString::to_string);
+                    self.channels.spawn(async move {
+                        chat.mark_read(&room, &event, thread.as_deref()).await
+                    });
                 }
                 true
             }
