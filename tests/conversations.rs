@@ -358,3 +358,25 @@ async fn an_edited_queued_prompt_runs_with_its_new_text_and_a_redacted_one_never
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_edits_rerun_an_edited_running_prompt_stops_and_runs_its_new_text() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "continuity = { rerun_edited = true }",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    let running = env.alice.send(&room, "%say working\n%hang").await;
+    let (first, _) = agent_message(&env, &room, "the running turn", |t| t == "working").await;
+    env.alice.send_edit(&room, &running, "%say redone").await;
+    let notice = env.notice_containing(&room, "the new text runs now").await;
+    assert_eq!(notice.in_reply_to.as_deref(), Some(running.as_str()));
+    let (second, _) = agent_message(&env, &room, "the new text's answer", |t| t == "redone").await;
+    assert_ne!(first.event_id, second.event_id, "a new answer");
+    let old = env.alice.current_text(&first.event_id).unwrap();
+    assert!(
+        old.starts_with("working") && old.contains("Stopped by"),
+        "{old}"
+    );
+}

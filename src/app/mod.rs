@@ -245,6 +245,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             media: config.media.limits(),
             reinject_max_chars: config.continuity.reinject_max_chars,
             rerun_interrupted: config.continuity.rerun_interrupted,
+            rerun_edited: config.continuity.rerun_edited,
             quiet_note: (config.timeouts.quiet_turn_secs > 0)
                 .then(|| Duration::from_secs(config.timeouts.quiet_turn_secs)),
             pool: pool.clone(),

@@ -277,6 +277,9 @@ pub struct ContinuityConfig {
     /// Whether a prompt whose turn was cut by a gateway crash is run again at the next
     /// start (off: the room is told how to retry, so nothing runs twice unasked).
     pub rerun_interrupted: bool,
+    /// Whether editing the message being answered stops its answer and runs the new text
+    /// (off: the room is told the edit is not run).
+    pub rerun_edited: bool,
     /// Most timeline events per room a sync returns; a room with more new events than
     /// this is caught up page by page (`/messages`). Larger means fewer catch-ups.
     pub sync_timeline_limit: u32,
@@ -293,6 +296,7 @@ impl Default for ContinuityConfig {
         Self {
             reinject_max_chars: 12_000,
             rerun_interrupted: false,
+            rerun_edited: false,
             sync_timeline_limit: 100,
             catch_up_max_events: 500,
             catch_up_max_hours: 24,

@@ -66,6 +66,8 @@ pub struct AgentContext {
     pub quiet_note: Option<Duration>,
     /// Whether a prompt whose turn a gateway crash cut runs again at the next start.
     pub rerun_interrupted: bool,
+    /// Whether editing the prompt being answered stops the answer and runs the new text.
+    pub rerun_edited: bool,
     /// The agent process pool: a turn holds a lease on its agent while it runs.
     pub pool: Arc<Pool>,
     /// Where a finished answer goes so the gateway can hand it to the agents it addresses

@@ -169,6 +169,15 @@ impl Store {
         Ok(())
     }
 
+    /// Puts `pending` back among the waiting inputs (a prompt to run again, with the text
+    /// it now has).
+    pub async fn requeue(&self, pending: &PendingInput) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        insert_pending(&mut tx, pending).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// The waiting input `event` of `agent` goes with `media` (files its sender sent just
     /// before it, without a question).
     pub async fn set_pending_media(

@@ -1,12 +1,14 @@
 //! Edits and redactions of the messages a channel holds: a queued prompt takes its new
 //! text or leaves the queue; the prompt being answered is stopped when it is redacted and,
-//! when edited, the room is told the answer is to the text as it was.
+//! when edited, the room is told the answer is to the text as it was (or, with
+//! `continuity.rerun_edited`, the answer stops and the new text runs).
 
 use super::turn::{TurnControl, TurnView};
 use super::*;
-use crate::core::inbound::Change;
+use crate::core::inbound::{Change, IncomingMessage};
 use crate::core::voice::fresh_txn;
 use crate::model::OutMessage;
+use crate::store::{PendingInput, PendingKind};
 
 impl Channel {
     /// An edit or a redaction of a prompt waiting in this channel's queue: an edit by its
@@ -57,6 +59,42 @@ impl Channel {
             Change::Redacted => {
                 tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, event = %change.target, "the prompt being answered was redacted; stopping the turn");
                 self.stop_turn(change.sender, None, session_id, control)
+                    .await;
+            }
+            // Where edits re-run: the answer stops and the new text runs next.
+            Change::Edited(text) if change.sender == view.prompter && self.ctx.rerun_edited => {
+                tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, event = %change.target, "the prompt being answered was edited; stopping the turn to run the new text");
+                let again = IncomingMessage {
+                    body: text,
+                    ..view.message.clone()
+                };
+                // Kept for a restart like any waiting prompt.
+                let ctx = &self.ctx;
+                let pending = PendingInput {
+                    room_id: self.key.room.clone(),
+                    thread: self.key.thread.clone(),
+                    agent_id: self.key.agent.clone(),
+                    event_id: again.event_id.clone(),
+                    kind: PendingKind::Prompt,
+                    sender: again.sender.clone(),
+                    body: again.body.clone(),
+                    reply_to: again.reply_to.clone(),
+                    sent_at: again.timestamp_ms as i64,
+                    queued_reaction: None,
+                    media: again.media.clone(),
+                };
+                (ctx.store.requeue(&pending).await)
+                    .or_log("could not keep the edited prompt for a restart");
+                self.stop_turn(change.sender, None, session_id, control)
+                    .await;
+                self.queue.push_front(Queued {
+                    edited: true,
+                    ..Queued::new(again)
+                });
+                let notice =
+                    OutMessage::notice(strings::EDITED_RERUN).replying_to(change.target.as_str());
+                RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, self.key.room.as_str())
+                    .say(&fresh_txn("edited"), &notice)
                     .await;
             }
             Change::Edited(_) if change.sender == view.prompter => {

@@ -146,6 +146,9 @@ struct Queued {
     reaction: Option<String>,
     /// Whether it is the re-run of a prompt a crash cut.
     rerun: bool,
+    /// Whether it runs again because it was edited while it was being answered
+    /// (`continuity.rerun_edited`): its answer is a new one.
+    edited: bool,
 }
 
 impl Queued {
@@ -154,6 +157,7 @@ impl Queued {
             message,
             reaction: None,
             rerun: false,
+            edited: false,
         }
     }
 
@@ -240,7 +244,7 @@ impl Channel {
                 // slot away.
                 if let Some(lease) = self.lease_for_turn(&next).await {
                     let event_id = next.message.event_id.clone();
-                    self.run_turn(next.message, next.rerun).await;
+                    self.run_turn(next.message, next.rerun, next.edited).await;
                     drop(lease);
                     // Answered, one way or another: a turn that began settled it already;
                     // one refused before (an unknown slash command, no session) is here.
@@ -384,6 +388,7 @@ impl Channel {
                         message: queued.message.clone(),
                         reaction: None,
                         rerun: queued.rerun,
+                        edited: queued.edited,
                     });
                     return None;
                 }

@@ -42,6 +42,8 @@ pub(super) struct TurnView {
     pub(super) activity: Activity,
     /// Who sent the prompt: notified when a poll waits for them.
     pub(super) prompter: UserId,
+    /// The prompt, to run again when its author edits it (`continuity.rerun_edited`).
+    pub(super) message: IncomingMessage,
     /// The prompt's event, for the log.
     pub(super) prompt_event: EventId,
     /// What the turn has recorded for a crash so far.
@@ -70,8 +72,9 @@ impl Channel {
 
     /// Runs one prompt to its end: streams the reply, honours stop requests, queues the
     /// prompts that arrive meanwhile and records the transcript (`rerun`: the prompt's
-    /// first run was cut by a crash; it is recorded already).
-    pub(super) async fn run_turn(&mut self, message: IncomingMessage, rerun: bool) {
+    /// first run was cut by a crash; it is recorded already; `edited`: it runs again with
+    /// the text its author edited it to while it was answered).
+    pub(super) async fn run_turn(&mut self, message: IncomingMessage, rerun: bool, edited: bool) {
         // A slash command the agent does not offer is answered here instead of being sent;
         // the agent's list is known once its session is open.
         let slash = routing::slash_command(&message.body).filter(|_| !rerun);
@@ -144,9 +147,11 @@ impl Channel {
         self.drain_events(None).await;
 
         // Retries of a request reuse its transaction ID; a re-run is a new answer.
-        let txn_prefix = match rerun {
-            false => txn("sk", &[&self.ctx.agent_id, &message.event_id]),
-            true => txn("sk", &[&self.ctx.agent_id, &message.event_id, "rerun"]),
+        let edition = edition_tag(&message.body);
+        let txn_prefix = match (rerun, edited) {
+            (true, _) => txn("sk", &[&self.ctx.agent_id, &message.event_id, "rerun"]),
+            (false, true) => txn("sk", &[&self.ctx.agent_id, &message.event_id, &edition]),
+            (false, false) => txn("sk", &[&self.ctx.agent_id, &message.event_id]),
         };
         let verbosity = self.verbosity().await;
         // A prompt is re-run after a crash at most once.
@@ -176,6 +181,7 @@ impl Channel {
                 self.ctx.stream.clone(),
             ),
             prompter: message.sender.clone(),
+            message: message.clone(),
             prompt_event: message.event_id.clone(),
             journal: TurnJournal::new(self.ctx.store.clone(), self.key.clone(), cut_footer),
             files: 0,
@@ -553,6 +559,15 @@ fn stop_reason_label(reason: &StopReason) -> &'static str {
         StopReason::Refusal => "refusal",
         StopReason::Cancelled => "cancelled",
     }
+}
+
+/// A tag of an edited prompt's text, so the answer to each edition has transaction IDs of
+/// its own.
+fn edition_tag(body: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    body.hash(&mut hasher);
+    format!("edit{:x}", hasher.finish())
 }
 
 async fn sleep_until_opt(at: Option<tokio::time::Instant>) {

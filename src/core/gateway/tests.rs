@@ -119,6 +119,7 @@ async fn gateway_of(
                 reinject_max_chars: 10_000,
                 quiet_note: None,
                 rerun_interrupted,
+                rerun_edited: false,
                 pool: pool.clone(),
                 handoffs: Some(handoffs.clone()),
             })

@@ -3,7 +3,11 @@
 /// Said when someone edits the message being answered.
 pub const EDITED_WHILE_RUNNING: &str = "✏️ This message is being answered as it was when the \
      turn began; the edit is not run. To run the new text, stop the turn (!stop) and send it \
-     again.";
+     again (or set continuity.rerun_edited).";
+
+/// Said when someone edits the message being answered, where edits re-run.
+pub const EDITED_RERUN: &str = "✏️ This message was edited: its answer is stopped and the \
+     new text runs now.";
 
 /// What `!threads` explains: each mode in a line.
 const THREAD_MODES: &str = "separate: each thread is a conversation of its own, the main \

@@ -129,6 +129,7 @@ fn context(
         reinject_max_chars: 10_000,
         quiet_note: None,
         rerun_interrupted: false,
+        rerun_edited: false,
         pool,
         handoffs: None,
     }
