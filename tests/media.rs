@@ -285,3 +285,26 @@ async fn files_from_people_who_may_not_prompt_are_never_fetched() {
         "Bob's caption was answered"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_card_that_cuts_its_output_has_the_whole_output_attached() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%tool-long 120\n%say done").await;
+    let file = agent_file(&env, &room, "long-output-output.txt").await;
+    let (kind, _, source) = file.media.clone().unwrap();
+    assert_eq!(kind, "m.file");
+    let text = String::from_utf8(env.alice.download(&source).await).unwrap();
+    assert_eq!(text.lines().count(), 120);
+    assert!(
+        text.starts_with("line 1\n") && text.ends_with("line 120\n"),
+        "{text}"
+    );
+    let card = env
+        .alice
+        .messages_from(&room, &env.agent)
+        .into_iter()
+        .find(|m| m.replaces.is_none() && m.body.contains("long output"))
+        .expect("the card");
+    assert_eq!(file.in_reply_to.as_deref(), Some(card.event_id.as_str()));
+}

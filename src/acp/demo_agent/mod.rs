@@ -13,6 +13,7 @@
 //! | `%think TEXT` | a thought chunk |
 //! | `%tool TITLE` | a tool call: pending → in progress → completed, with output |
 //! | `%tool-open TITLE` | a tool call left in progress |
+//! | `%tool-long N` | a tool call (`long output`) whose output is N lines |
 //! | `%permission TITLE` | announces an `execute` tool call, asks permission, runs it if allowed |
 //! | `%permission-edit PATH` | the same for an `edit` of PATH, with a diff |
 //! | `%permission-early TITLE` | asks permission before announcing the tool call |

@@ -223,6 +223,22 @@ impl Turn {
                         Err(e) => format!("cannot write {name}: {e}\n"),
                     })?;
                 }
+                "tool-long" => {
+                    let (id, lines) = (self.tool_id(), num(100));
+                    let output: String = (1..=lines).map(|n| format!("line {n}\n")).collect();
+                    self.update(SessionUpdate::ToolCall(
+                        ToolCall::new(id.clone(), "long output")
+                            .kind(ToolKind::Execute)
+                            .status(ToolCallStatus::InProgress),
+                    ))?;
+                    self.pause(100).await;
+                    self.set_status(
+                        &id,
+                        ToolCallUpdateFields::new()
+                            .status(ToolCallStatus::Completed)
+                            .content(vec![output.into()]),
+                    )?;
+                }
                 "blocks" => {
                     let lines: String = self
                         .blocks

@@ -19,6 +19,7 @@ use crate::model::agent::{PlanEntry, ToolCallFields, ToolStatus};
 use crate::render::cards::{self, CardStatus};
 
 use crate::model::Verbosity;
+use crate::model::media::{MediaKind, OutAttachment};
 
 /// One tool call of the turn.
 struct Card {
@@ -28,6 +29,9 @@ struct Card {
     closed: Option<CardStatus>,
     /// Its card, when the room shows cards and the call was announced.
     message: Option<LiveMessage>,
+    /// Whether its whole output was attached to its card (once it ended and the card shows
+    /// only the end of it).
+    output_attached: bool,
 }
 
 impl Card {
@@ -139,6 +143,7 @@ impl Activity {
                     fields,
                     closed: None,
                     message: None,
+                    output_attached: false,
                 });
                 self.cards.len() - 1
             }
@@ -281,7 +286,40 @@ impl Activity {
             Err(_) => Some(Instant::now() + interval.max(Duration::from_secs(2))),
             Ok(()) => None,
         };
+        if outcome.is_ok() {
+            self.attach_outputs().await;
+        }
         outcome
+    }
+
+    /// Attaches the whole output of each ended call whose card shows only its end, as a
+    /// text file replying to the card (once; a failure is only logged).
+    async fn attach_outputs(&mut self) {
+        let (chat, room) = (self.chat.clone(), self.room.clone());
+        for (n, card) in self.cards.iter_mut().enumerate() {
+            if card.output_attached || card.is_open() {
+                continue;
+            }
+            let Some(card_event) = card.message.as_ref().and_then(|m| m.event_id()) else {
+                continue;
+            };
+            let Some(output) = cards::cut_output(&card.fields) else {
+                card.output_attached = true;
+                continue;
+            };
+            let file = OutAttachment {
+                kind: MediaKind::File,
+                name: cards::output_file_name(&card.fields),
+                mimetype: "text/plain".into(),
+                data: output.into_bytes().into(),
+            };
+            let msg = OutMessage::file(file).replying_to(card_event);
+            let txn = format!("{}-output-{n}", self.txn_prefix);
+            if let Err(e) = chat.send(&room, &txn, &msg).await {
+                tracing::warn!(room, error = %e, "could not attach a tool call's output");
+            }
+            card.output_attached = true;
+        }
     }
 
     /// Ends the turn's display: open cards are closed (`cancelled` when the turn was
@@ -326,7 +364,7 @@ impl Paced for Activity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::fakes::FakeChat;
+    use crate::core::fakes::{FakeChat, Sent};
     use crate::core::view::live::MAX_OUTAGE;
     use crate::model::agent::{PlanStatus, ToolKind};
 
@@ -356,6 +394,44 @@ mod tests {
 
     async fn settle(a: &mut Activity) {
         send_everything(a, MAX_OUTAGE).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_ended_call_whose_card_cuts_its_output_gets_the_whole_output_attached() {
+        use crate::model::agent::ToolContent;
+        let chat = FakeChat::new();
+        let mut a = activity(&chat, Verbosity::All);
+        let long: String = (1..=100).map(|n| format!("line {n}\n")).collect();
+        let with_output = |id: &str, text: &str, status| ToolCallFields {
+            content: Some(vec![ToolContent::Text(text.into())]),
+            ..call(id, Some(status))
+        };
+        a.tool(with_output("long", &long, ToolStatus::InProgress), true);
+        a.tool(with_output("short", "ok", ToolStatus::Completed), true);
+        settle(&mut a).await;
+        let files = || -> Vec<OutMessage> {
+            chat.messages("!r")
+                .into_iter()
+                .filter(|m| m.attachment.is_some())
+                .collect()
+        };
+        assert!(
+            files().is_empty(),
+            "not while the call runs, nor for a short output"
+        );
+        a.tool(with_output("long", &long, ToolStatus::Completed), false);
+        settle(&mut a).await;
+        settle(&mut a).await;
+        let files = files();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let file = files[0].attachment.as_ref().unwrap();
+        assert_eq!(file.name, "run-long-output.txt");
+        assert_eq!(&*file.data, long.as_bytes());
+        let card = chat.log().into_iter().find_map(|s| match s {
+            Sent::Send { event_id, msg, .. } if msg.body.contains("run long") => Some(event_id),
+            _ => None,
+        });
+        assert_eq!(files[0].reply_to, card, "attached to its card");
     }
 
     #[tokio::test]

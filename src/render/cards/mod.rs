@@ -375,6 +375,14 @@ pub fn tool_card(tool: &ToolCallFields, status: CardStatus) -> OutMessage {
         esc(&title(tool))
     );
     describe(&mut out, tool, DiffsShown::Cut(CARD_EXCERPT_LINES));
+    if let Some(output) = output_of(tool) {
+        out.block(&tail_lines(&output, CARD_EXCERPT_LINES), None);
+    }
+    out.into_message(true)
+}
+
+/// What a tool call put out: its text content, else its raw output.
+fn output_of(tool: &ToolCallFields) -> Option<String> {
     let output: Vec<&str> = tool
         .content
         .iter()
@@ -384,18 +392,40 @@ pub fn tool_card(tool: &ToolCallFields, status: CardStatus) -> OutMessage {
             _ => None,
         })
         .collect();
-    let output = if output.is_empty() {
+    if output.is_empty() {
         tool.raw_output
             .as_ref()
             .filter(|v| !v.is_null())
             .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
     } else {
         Some(output.join("\n"))
-    };
-    if let Some(output) = output {
-        out.block(&tail_lines(&output, CARD_EXCERPT_LINES), None);
     }
-    out.into_message(true)
+}
+
+/// A tool call's whole output when its card shows only the end of it (to attach to the
+/// card as a file); `None` when the card shows all of it.
+pub fn cut_output(tool: &ToolCallFields) -> Option<String> {
+    output_of(tool).filter(|o| o.trim_end().lines().count() > CARD_EXCERPT_LINES)
+}
+
+/// The file name of a tool call's whole output: its title made a file name.
+pub fn output_file_name(tool: &ToolCallFields) -> String {
+    let title: String = title(tool)
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    let title = title.trim_matches('-');
+    match title.is_empty() {
+        true => "output.txt".into(),
+        false => format!("{title}-output.txt"),
+    }
 }
 
 /// The plan as a checklist, replaced whole on every update.
