@@ -361,8 +361,7 @@ async fn messages_the_sdk_cannot_parse_still_get_a_notice() {
     let encrypted = env.room_with_agent(true).await;
     // Each with the start of the notice it gets.
     let could_not_read = "I could not read this message";
-    let not_supported =
-        "I can only read text for now: org.example.sketch messages are not supported";
+    let not_supported = "I cannot read org.example.sketch messages";
     let odd = [
         (
             &room,

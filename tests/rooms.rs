@@ -487,7 +487,7 @@ async fn a_message_agents_cannot_read_gets_a_clear_answer() {
     )))
     .await
     .unwrap();
-    let notice = env.notice_containing(&room, "not supported").await;
+    let notice = env.notice_containing(&room, "I cannot read").await;
     assert!(notice.body.contains("location messages"), "{}", notice.body);
     // Text still works afterwards.
     env.prompt_and_wait(&room, "%say text is fine", "text is fine")

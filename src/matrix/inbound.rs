@@ -59,6 +59,22 @@ pub(super) fn to_inbound(
 ) -> Option<Inbound> {
     let raw = event.raw();
     if event.kind.is_utd() {
+        // An edit whose keys did not come is no message of its own (its relation stays in
+        // the clear): the message it edits was reported if it could not be read.
+        let content = raw.get_field::<Value>("content").ok().flatten();
+        let relation = content.as_ref().and_then(|c| c.get("m.relates_to"));
+        if relation
+            .and_then(|r| r.get("rel_type"))
+            .and_then(Value::as_str)
+            == Some("m.replace")
+        {
+            tracing::debug!(
+                agent = agent_id,
+                room = room_id,
+                "an edit that cannot be decrypted; not a message"
+            );
+            return None;
+        }
         let message = lenient_message(agent_id, room_id, raw)?;
         return Some(Inbound::Unreadable(message, Unreadable::Undecryptable));
     }
@@ -568,6 +584,21 @@ mod tests {
         let (m, why) = unreadable(to_inbound("demo", "!r", &utd, SenderTrust::default()));
         assert_eq!(why, Unreadable::Undecryptable);
         assert_eq!(m.sender, "@alice:x");
+        // An edit that cannot be decrypted is no undecryptable message of its own.
+        let edit = TimelineEvent::from_utd(
+            raw(
+                serde_json::json!({"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "…",
+                    "m.relates_to": {"rel_type": "m.replace", "event_id": "$old"}}),
+                "m.room.encrypted",
+            ),
+            UnableToDecryptInfo {
+                session_id: None,
+                reason: UnableToDecryptReason::MissingMegolmSession {
+                    withheld_code: None,
+                },
+            },
+        );
+        assert!(to_inbound("demo", "!r", &edit, SenderTrust::default()).is_none());
     }
 
     #[test]

@@ -312,6 +312,57 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_files_of_a_waiting_prompt_are_kept_for_a_restart() {
+        use crate::model::media::MediaKind;
+        let key = ConversationKey::new("!r", "a");
+        let store = Store::in_memory().await.unwrap();
+        let file = |name: &str| IncomingMedia {
+            kind: MediaKind::Image,
+            name: name.into(),
+            mimetype: Some("image/png".into()),
+            size: Some(12),
+            source: "{\"url\":\"mxc://x/y\"}".into(),
+            event_id: "$pic".into(),
+        };
+        let with_picture = PendingInput {
+            media: vec![file("a.png")],
+            ..prompt("$1", "look")
+        };
+        store
+            .admit(&EventId::from("$1"), &key, Some(&with_picture))
+            .await
+            .unwrap();
+        store
+            .admit(&EventId::from("$2"), &key, Some(&prompt("$2", "and?")))
+            .await
+            .unwrap();
+        // A question takes the pictures its sender left waiting.
+        store
+            .set_pending_media(
+                &key.agent,
+                &EventId::from("$2"),
+                &[file("a.png"), file("b.png")],
+            )
+            .await
+            .unwrap();
+        let waiting = store.pending_inputs(&key.agent).await.unwrap();
+        assert_eq!(waiting[0].media, [file("a.png")]);
+        assert_eq!(waiting[1].media, [file("a.png"), file("b.png")]);
+        // Put back after a turn began (an edited prompt run again), files and all.
+        store
+            .begin_turn(&key, &EventId::from("$1"), false)
+            .await
+            .unwrap();
+        store.requeue(&with_picture).await.unwrap();
+        let waiting = store.pending_inputs(&key.agent).await.unwrap();
+        assert!(
+            waiting
+                .iter()
+                .any(|p| p.event_id == "$1" && p.media == [file("a.png")])
+        );
+    }
+
+    #[tokio::test]
     async fn an_input_is_admitted_once_and_waits_in_order_until_settled() {
         let key = ConversationKey::new("!r", "a");
         let other = AgentId::from("b");
