@@ -308,3 +308,42 @@ async fn a_tool_card_that_cuts_its_output_has_the_whole_output_attached() {
         .expect("the card");
     assert_eq!(file.in_reply_to.as_deref(), Some(card.event_id.as_str()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_picture_to_nobody_in_particular_goes_with_its_senders_next_question_to_an_agent() {
+    let env =
+        Env::start_with_agents(SynapseOptions::default(), "", &[("one", &[]), ("two", &[])]).await;
+    let room = env.room_with_agents().await;
+    // Pasted without a word, in a room of two agents: it may be for people; nobody says
+    // anything about it.
+    env.alice
+        .send_file(&room, "shot.png", "image/png", picture(128), None)
+        .await;
+    env.alice.send(&room, "two: %blocks").await;
+    let answer = wait_until(PATIENCE, "two's answer", || {
+        env.alice
+            .messages_from(&room, &env.agents[1])
+            .into_iter()
+            .filter(|m| m.replaces.is_none())
+            .find_map(|m| {
+                let text = env.alice.current_text(&m.event_id)?;
+                text.contains("block:").then_some(text)
+            })
+    })
+    .await;
+    assert!(answer.contains("block: link shot.png"), "{answer}");
+    for agent in &env.agents {
+        let notices: Vec<String> = env
+            .alice
+            .messages_from(&room, agent)
+            .into_iter()
+            .filter(|m| m.notice)
+            .map(|m| m.body)
+            .collect();
+        assert!(notices.is_empty(), "{agent}: {notices:?}");
+    }
+    assert!(
+        env.texts_from(&room, &env.agents[0]).is_empty(),
+        "the other agent said nothing"
+    );
+}

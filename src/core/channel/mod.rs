@@ -73,6 +73,10 @@ pub enum ChannelInput {
         /// The ⏳ reaction the previous run put on it, if any.
         reaction: Option<String>,
     },
+    /// A file sent without a question to nobody in particular (a room with several
+    /// agents and no default): kept quietly for a while, in case its sender's next message
+    /// to this agent asks about it.
+    Aside(IncomingMessage),
     /// A chat command, with the message that carried it.
     Command(Command, IncomingMessage),
     /// A reply from someone who may approve but not prompt: it counts only as an answer
@@ -135,7 +139,7 @@ pub struct Channel {
     /// What the agent last reported about usage.
     usage: Usage,
     /// Files sent without a question, waiting for their sender's next message.
-    held: Vec<IncomingMessage>,
+    held: Vec<attachments::Held>,
 }
 
 /// A prompt waiting for its turn.
@@ -269,6 +273,7 @@ impl Channel {
                     }
                 }
                 ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
+                ChannelInput::Aside(message) => self.hold_aside(message),
                 ChannelInput::Resumed { message, reaction } => {
                     if let Some(message) = self.gather(message, true).await {
                         self.queue.push_back(Queued {

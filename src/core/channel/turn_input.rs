@@ -132,6 +132,7 @@ impl Channel {
         match input {
             // Sent at start-up, before any turn; should one come later, it waits its turn.
             ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
+            ChannelInput::Aside(message) => self.hold_aside(message),
             ChannelInput::Resumed { message, reaction } => {
                 self.queue_behind_resumed(message, reaction).await
             }

@@ -60,6 +60,20 @@ impl Gateway {
         };
         let as_command = Some(PendingKind::Command);
         match determination {
+            // A file without a question, in a room where it addresses no agent: people
+            // often paste a screenshot, then ask an agent about it. Each agent keeps it
+            // quietly for a while (it may be for people only: nobody is told).
+            Determination::NotMine
+                if !message.media.is_empty()
+                    && message.body.trim().is_empty()
+                    && routing::targets(&addressing, &members, routing.default_agent.as_ref())
+                        .is_empty() =>
+            {
+                if self.admit(&message, allowed, None).await {
+                    let input = ChannelInput::Aside(message.clone());
+                    self.send_to_channel(&message.conversation(), input);
+                }
+            }
             Determination::NotMine => {}
             // Where each message of the main timeline opens its own thread, the prompt is
             // the root of its thread's conversation.
