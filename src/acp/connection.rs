@@ -16,16 +16,19 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, NewSessionRequest,
+    NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     ResumeSessionRequest, SelectedPermissionOutcome, SessionConfigOption, SessionConfigOptionValue,
     SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::client_fs;
 use super::dialect;
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
@@ -150,6 +153,7 @@ impl AcpAgent {
         });
         let connection = run_connection(
             spec.agent_id.clone(),
+            spec.file_access,
             transport,
             sessions.clone(),
             requests_rx,
@@ -298,9 +302,9 @@ impl AcpAgent {
         self.sessions.lock().expect("sessions poisoned")
     }
 
-    /// Registers session `id`, just opened, and describes it.
-    fn opened(&self, id: String, response: &NewSessionResponse) -> NewSession {
-        let events = self.sessions().register(&id);
+    /// Registers session `id`, just opened in `cwd`, and describes it.
+    fn opened(&self, id: String, cwd: &Path, response: &NewSessionResponse) -> NewSession {
+        let events = self.sessions().register(&id, cwd.to_owned());
         NewSession {
             id,
             settings: events::session_settings(
@@ -351,7 +355,7 @@ impl AgentPort for AcpAgent {
             .wait("session/new", Some(self.session_timeout), rx)
             .await?;
         let id = response.session_id.0.to_string();
-        Ok(self.opened(id, &response))
+        Ok(self.opened(id, cwd, &response))
     }
 
     fn reopen_support(&self) -> Option<Reopen> {
@@ -385,7 +389,7 @@ impl AgentPort for AcpAgent {
         let response = self.wait(what, Some(self.session_timeout), rx).await?;
         // Every update of the replay came before the answer and is held: drop it.
         self.sessions().drop_replay(session_id);
-        Ok(self.opened(session_id.to_owned(), &response))
+        Ok(self.opened(session_id.to_owned(), cwd, &response))
     }
 
     async fn prompt(
@@ -487,6 +491,7 @@ impl AgentPort for AcpAgent {
 /// Runs the SDK connection until the agent goes away or every [`AcpAgent`] handle is dropped.
 async fn run_connection(
     agent_id: String,
+    file_access: bool,
     transport: impl agent_client_protocol::ConnectTo<Client> + 'static,
     sessions: Arc<Mutex<Sessions>>,
     mut requests: mpsc::UnboundedReceiver<Request>,
@@ -494,10 +499,32 @@ async fn run_connection(
 ) -> Result<(), agent_client_protocol::Error> {
     let notify_sessions = sessions.clone();
     let notify_agent = agent_id.clone();
-    let permission_sessions = sessions;
+    let permission_sessions = sessions.clone();
+    let (read_sessions, write_sessions) = (sessions.clone(), sessions);
+    let (read_agent, write_agent) = (agent_id.clone(), agent_id.clone());
+    // A session's folder, when the agent may reach files through us.
+    let folder = move |sessions: &Arc<Mutex<Sessions>>, session: &str| {
+        (sessions.lock().expect("sessions poisoned").folder(session)).filter(|_| file_access)
+    };
     Client
         .v1()
         .name("sidekicks")
+        .on_receive_request(
+            async move |request: ReadTextFileRequest, responder, _cx| {
+                let root = folder(&read_sessions, &request.session_id.0);
+                client_fs::serve_read(&read_agent, root, request, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: WriteTextFileRequest, responder, _cx| {
+                let root = folder(&write_sessions, &request.session_id.0);
+                client_fs::serve_write(&write_agent, root, request, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_request(
             async move |request: RequestPermissionRequest, responder, _cx| {
                 let session = request.session_id.0.to_string();
@@ -552,7 +579,11 @@ async fn run_connection(
             agent_client_protocol::on_receive_notification!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            let response = cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await;
+            let files = FileSystemCapabilities::new().read_text_file(file_access).write_text_file(file_access);
+            let initialize = InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(ClientCapabilities::new().fs(files))
+                .client_info(Implementation::new("sidekicks", env!("CARGO_PKG_VERSION")).title("Sidekicks".to_string()));
+            let response = cx.send_request(initialize).block_task().await;
             let ok = response.is_ok();
             let _ = init.send(response);
             if !ok {

@@ -1,6 +1,7 @@
 //! The ACP side: the only module that imports the ACP SDK. It starts agent processes,
 //! speaks the protocol with them and hands the core our own types (`crate::core::agent`).
 
+mod client_fs;
 mod connection;
 pub mod demo_agent;
 pub mod dialect;

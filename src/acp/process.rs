@@ -39,6 +39,9 @@ pub struct ProcessSpec {
     pub initialize_timeout: std::time::Duration,
     /// How long it may take to open, load or resume a session.
     pub session_timeout: std::time::Duration,
+    /// Whether the agent may read and write its sessions' files through the client
+    /// (`fs/read_text_file`, `fs/write_text_file`), advertised at `initialize`.
+    pub file_access: bool,
 }
 
 /// Lines kept from an agent's stderr.
@@ -327,6 +330,7 @@ mod tests {
             sandbox: None,
             dialect: None,
             initialize_timeout: std::time::Duration::from_secs(5),
+            file_access: true,
             session_timeout: std::time::Duration::from_secs(5),
         }
     }

@@ -3,6 +3,7 @@
 //! for, a refusal given) are kept here, by shared code, and the hooks only compute.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 
 use tokio::sync::mpsc;
 
@@ -41,6 +42,8 @@ pub struct Sessions {
     early: HashMap<String, Vec<AgentEvent>>,
     /// Per-session facts for the dialect.
     facts: HashMap<String, Facts>,
+    /// Each registered session's working folder: the only place its file requests reach.
+    folders: HashMap<String, PathBuf>,
 }
 
 impl Sessions {
@@ -157,6 +160,7 @@ impl Sessions {
     /// registered again, what arrives for it is held (within the bound of held sessions).
     pub fn unregister(&mut self, session: &str) {
         self.senders.remove(session);
+        self.folders.remove(session);
         self.early.remove(session);
         self.facts.remove(session);
     }
@@ -183,13 +187,24 @@ impl Sessions {
         self.facts.remove(session);
     }
 
+    /// The working folder of registered session `session`.
+    pub fn folder(&self, session: &str) -> Option<PathBuf> {
+        self.folders.get(session).cloned()
+    }
+
     /// How many sessions are registered (open on this process).
     pub fn count(&self) -> usize {
         self.senders.len()
     }
 
-    /// Starts delivering `session`'s updates (those held first) to the returned queue.
-    pub fn register(&mut self, session: &str) -> mpsc::UnboundedReceiver<AgentEvent> {
+    /// Starts delivering `session`'s updates (those held first) to the returned queue;
+    /// its file requests may reach `folder`.
+    pub fn register(
+        &mut self,
+        session: &str,
+        folder: PathBuf,
+    ) -> mpsc::UnboundedReceiver<AgentEvent> {
+        self.folders.insert(session.to_owned(), folder);
         let (tx, rx) = mpsc::unbounded_channel();
         for event in self.early.remove(session).unwrap_or_default() {
             let _ = tx.send(event);
@@ -238,7 +253,7 @@ mod tests {
     fn sessions(dialect: Dialect) -> (Sessions, mpsc::UnboundedReceiver<AgentEvent>) {
         let mut s = Sessions::default();
         s.set_dialect(dialect);
-        let rx = s.register("s");
+        let rx = s.register("s", "/w".into());
         (s, rx)
     }
 
@@ -253,7 +268,7 @@ mod tests {
         // An update for an open session still gets through.
         s.deliver("s", AgentEvent::MessageChunk("for s".into()));
         assert_eq!(
-            drain(&mut s.register("s")).len(),
+            drain(&mut s.register("s", "/w".into())).len(),
             0,
             "re-registering starts afresh"
         );

@@ -62,6 +62,7 @@ fn process_spec(
         dialect: agent.dialect.clone(),
         initialize_timeout: Duration::from_secs(timeouts.initialize_secs),
         session_timeout: Duration::from_secs(timeouts.new_session_secs),
+        file_access: agent.file_access,
     }
 }
 

@@ -494,6 +494,11 @@ impl Default for CommandsConfig {
     }
 }
 
+/// `true`, for settings on by default.
+fn yes() -> bool {
+    true
+}
+
 /// One agent: the process to run and the Matrix account it speaks through.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -535,6 +540,11 @@ pub struct AgentConfig {
     /// Worktree mode: each room's folder (`workspace` must hold `{room}`) is a `git
     /// worktree` of this repository on a branch of its own.
     pub worktree: Option<WorktreeConfig>,
+    /// Whether the agent may read and write its conversation's files through Sidekicks
+    /// (the ACP client's `fs` methods, confined to the conversation's folder). Some agents
+    /// ask before running tools only when the client offers it.
+    #[serde(default = "yes")]
+    pub file_access: bool,
     /// The agent's Matrix account.
     pub matrix: AgentMatrixConfig,
 }

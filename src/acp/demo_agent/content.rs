@@ -59,3 +59,21 @@ pub(super) fn link(cwd: &std::path::Path, path: &str) -> ContentBlock {
         format!("file://{}", full.display()),
     ))
 }
+
+/// One line about the client, from its `initialize` request: its name and version, and
+/// whether it offers file access and terminals.
+pub(super) fn client_line(req: &agent_client_protocol::v1::schema::InitializeRequest) -> String {
+    let who = req
+        .client_info
+        .as_ref()
+        .map(|i| format!("{} {}", i.name, i.version))
+        .unwrap_or_else(|| "unnamed".into());
+    let caps = &req.client_capabilities;
+    let yes = |on: bool| if on { "yes" } else { "no" };
+    format!(
+        "client: {who}; fs read: {}, write: {}; terminal: {}",
+        yes(caps.fs.read_text_file),
+        yes(caps.fs.write_text_file),
+        yes(caps.terminal)
+    )
+}

@@ -146,6 +146,7 @@ impl State {
                 said: Mutex::new(String::new()),
                 earlier,
                 blocks,
+                client: state.client.lock().unwrap().clone(),
             };
             let result = turn.run(&text).await;
             let answer = std::mem::take(&mut *turn.said.lock().unwrap());

@@ -37,6 +37,9 @@
 //! | `%read PATH` | reads PATH (relative to the session's folder) and says whether it could |
 //! | `%write PATH TEXT` | writes TEXT to PATH and says whether it could |
 //! | `%pwd` | says the session's folder and the process's `HOME` |
+//! | `%client` | who the client said it is and what it offers (`fs`, `terminal`) |
+//! | `%fs-read PATH` | reads PATH through the client (`fs/read_text_file`) and says what came back |
+//! | `%fs-write PATH TEXT` | writes TEXT to PATH through the client (`fs/write_text_file`) |
 //! | `%blocks` | one line per content block of the prompt: kind, MIME type, size, name |
 //! | `%image` | a picture (a 1×1 PNG) in the answer |
 //! | `%link PATH` | a link to PATH (relative to the session's folder) in the answer |
@@ -114,6 +117,8 @@ struct State {
     prompt_log: Option<PathBuf>,
     /// Each session's working folder, as the client gave it (`%read`, `%write`, `%pwd`).
     cwds: Mutex<HashMap<String, PathBuf>>,
+    /// Who the client said it is and what it offers, from `initialize` (`%client`).
+    client: Mutex<String>,
 }
 
 /// The modes offered with `--settings`.
@@ -270,12 +275,13 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
     });
     // Each handler owns a handle on the state; the work is in `handlers.rs`.
     let s = || state.clone();
-    let (s1, s2, s3, s4, s5, s6, s7) = (s(), s(), s(), s(), s(), s(), s());
+    let (s0, s1, s2, s3, s4, s5, s6, s7) = (s(), s(), s(), s(), s(), s(), s(), s());
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
         .on_receive_request(
-            async move |_req: InitializeRequest, responder, _cx| {
+            async move |req: InitializeRequest, responder, _cx| {
+                *s0.client.lock().unwrap() = content::client_line(&req);
                 responder.respond(initialize_response(capabilities.clone()))
             },
             agent_client_protocol::on_receive_request!(),

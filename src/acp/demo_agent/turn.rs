@@ -8,9 +8,10 @@ use std::time::Duration;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
-    PlanEntryPriority, PlanEntryStatus, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
+    PlanEntryPriority, PlanEntryStatus, ReadTextFileRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, TextContent,
+    ToolCall, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    Usage, UsageUpdate, WriteTextFileRequest,
 };
 use agent_client_protocol::{Client, UntypedMessage};
 
@@ -36,6 +37,8 @@ pub(super) struct Turn {
     pub(super) cwd: std::path::PathBuf,
     /// A line about each content block of the prompt (`%blocks`).
     pub(super) blocks: Vec<String>,
+    /// Who the client is and what it offers (`%client`).
+    pub(super) client: String,
 }
 
 /// How a permission request is placed relative to the tool call it concerns.
@@ -238,6 +241,41 @@ impl Turn {
                             .status(ToolCallStatus::Completed)
                             .content(vec![output.into()]),
                     )?;
+                }
+                "client" => self.say(&format!("{}\n", self.client))?,
+                "fs-read" => {
+                    let path = self.cwd.join(arg.trim());
+                    let request = ReadTextFileRequest::new(self.session.clone(), path);
+                    let said = match self.cx.send_request(request).block_task().await {
+                        Ok(r) => format!(
+                            "fs read {}: {} chars: {}\n",
+                            arg.trim(),
+                            r.content.chars().count(),
+                            r.content.lines().next().unwrap_or_default()
+                        ),
+                        Err(e) => format!(
+                            "fs refused {}: {}\n",
+                            arg.trim(),
+                            e.data.map(|d| d.to_string()).unwrap_or(e.message)
+                        ),
+                    };
+                    self.say(&said)?;
+                }
+                "fs-write" => {
+                    let (name, content) = arg.split_once(' ').unwrap_or((arg, ""));
+                    let request = WriteTextFileRequest::new(
+                        self.session.clone(),
+                        self.cwd.join(name),
+                        content,
+                    );
+                    let said = match self.cx.send_request(request).block_task().await {
+                        Ok(_) => format!("fs wrote {name}\n"),
+                        Err(e) => format!(
+                            "fs refused {name}: {}\n",
+                            e.data.map(|d| d.to_string()).unwrap_or(e.message)
+                        ),
+                    };
+                    self.say(&said)?;
                 }
                 "blocks" => {
                     let lines: String = self

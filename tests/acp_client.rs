@@ -1,0 +1,91 @@
+#![recursion_limit = "256"]
+//! Sidekicks as a whole ACP client: what it tells agents about itself and the client
+//! methods it serves them, confined to the conversation's folder.
+
+mod support;
+
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+/// Waits for the agent's message in `room` whose current text satisfies `wanted`.
+async fn agent_says(
+    env: &Env,
+    room: &matrix_sdk::room::Room,
+    what: &str,
+    wanted: impl Fn(&str) -> bool,
+) -> String {
+    wait_until(PATIENCE, what, || {
+        env.alice
+            .messages_from(room, &env.agent)
+            .into_iter()
+            .filter(|m| m.replaces.is_none())
+            .find_map(|m| {
+                let text = env.alice.current_text(&m.event_id)?;
+                wanted(&text).then_some(text)
+            })
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_nothing_else() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let workspace = env.gw.workspace("demo");
+    std::fs::write(workspace.join("notes.txt"), "first line\nsecond line\n").unwrap();
+    std::fs::write(env.gw.dir.path().join("outside.txt"), "not yours").unwrap();
+
+    env.alice.send(&room, "%client").await;
+    let client = agent_says(&env, &room, "the client line", |t| t.starts_with("client:")).await;
+    assert!(
+        client.starts_with(&format!("client: sidekicks {}", env!("CARGO_PKG_VERSION"))),
+        "{client}"
+    );
+    assert!(client.contains("fs read: yes, write: yes"), "{client}");
+
+    env.alice
+        .send(
+            &room,
+            "%fs-read notes.txt\n%fs-read ../outside.txt\n%fs-write out/new.txt hello there",
+        )
+        .await;
+    let said = agent_says(&env, &room, "the file requests", |t| t.contains("fs wrote")).await;
+    assert!(
+        said.contains("fs read notes.txt: 23 chars: first line"),
+        "{said}"
+    );
+    assert!(said.contains("fs refused ../outside.txt"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("out/new.txt")).unwrap(),
+        "hello there"
+    );
+    // A link out of the folder leads nowhere.
+    std::os::unix::fs::symlink(
+        env.gw.dir.path().join("outside.txt"),
+        workspace.join("link.txt"),
+    )
+    .unwrap();
+    env.alice
+        .send(&room, "%fs-read link.txt\n%fs-write link.txt overwritten")
+        .await;
+    let said = agent_says(&env, &room, "the refusals", |t| {
+        t.matches("fs refused").count() == 2
+    })
+    .await;
+    assert!(said.contains("outside the session's folder"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(env.gw.dir.path().join("outside.txt")).unwrap(),
+        "not yours"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_without_file_access_is_not_offered_it_and_is_refused() {
+    let env =
+        Env::start_with_agent_toml(SynapseOptions::default(), "", "file_access = false").await;
+    let room = env.room_with_agent(false).await;
+    std::fs::write(env.gw.workspace("demo").join("notes.txt"), "text").unwrap();
+    env.alice.send(&room, "%client\n%fs-read notes.txt").await;
+    let said = agent_says(&env, &room, "the client line", |t| t.contains("fs refused")).await;
+    assert!(said.contains("fs read: no, write: no"), "{said}");
+    assert!(said.contains("no file access"), "{said}");
+}
