@@ -89,3 +89,25 @@ async fn an_agent_without_file_access_is_not_offered_it_and_is_refused() {
     assert!(said.contains("fs read: no, write: no"), "{said}");
     assert!(said.contains("no file access"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_answers_our_cancel_with_an_error_reads_as_stopped() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%say working\n%hang-error").await;
+    agent_says(&env, &room, "the running turn", |t| t == "working").await;
+    env.alice.send(&room, "!stop").await;
+    let ended = agent_says(&env, &room, "the stopped answer", |t| {
+        t.starts_with("working") && t.contains("Stopped by")
+    })
+    .await;
+    assert!(!ended.contains("aborted"), "{ended}");
+    let failures: Vec<String> = env
+        .alice
+        .messages_from(&room, &env.agent)
+        .into_iter()
+        .filter(|m| m.notice && m.body.contains("aborted"))
+        .map(|m| m.body)
+        .collect();
+    assert!(failures.is_empty(), "{failures:?}");
+}

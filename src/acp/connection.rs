@@ -37,7 +37,7 @@ use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
     AgentError, AgentInfo, ConfigChoice, ConfigOption, NewSession, PermissionAnswer, ProcessState,
-    Reopen, TurnEnd,
+    Reopen, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 
@@ -411,6 +411,17 @@ impl AgentPort for AcpAgent {
                 let mut end = events::turn_end(response);
                 end.reason = self.sessions().turn_ended(session_id, end.reason);
                 Ok(end)
+            }
+            // An agent that answers our own cancel with an error (Qwen Code's "Request was
+            // aborted.") stopped all the same: the turn reads as stopped, not failed.
+            Err(AgentError::Rpc { code, message })
+                if self.sessions().cancel_was_requested(session_id) =>
+            {
+                tracing::info!(agent = %self.agent_id, code, %message, "the turn ended with an error after our cancel; taken as stopped");
+                let reason = self
+                    .sessions()
+                    .turn_ended(session_id, StopReason::Cancelled);
+                Ok(reason.into())
             }
             Err(AgentError::Rpc { code, message }) => {
                 match self.sessions().explain_error(code, &message) {

@@ -118,6 +118,11 @@ impl Sessions {
             .cancel_requested = true;
     }
 
+    /// Whether `session/cancel` was sent during `session`'s running turn.
+    pub fn cancel_was_requested(&self, session: &str) -> bool {
+        self.facts.get(session).is_some_and(|f| f.cancel_requested)
+    }
+
     /// A permission request was answered with a reject option.
     pub fn refused(&mut self, session: &str) {
         self.facts.entry(session.to_owned()).or_default().refused = true;

@@ -24,6 +24,7 @@
 //! | `%unknown-update` | an update kind no client knows |
 //! | `%sleep MS` | waits |
 //! | `%hang` | waits until cancelled |
+//! | `%hang-error` | waits until cancelled, then ends with a JSON-RPC error (as Qwen Code does) |
 //! | `%error MESSAGE` | ends the turn with a JSON-RPC error |
 //! | `%crash CODE` | exits the process |
 //! | `%stderr TEXT` | writes TEXT to stderr |

@@ -182,6 +182,13 @@ impl Turn {
                     while !self.pause(60_000).await {}
                     return Ok(StopReason::Cancelled);
                 }
+                "hang-error" => {
+                    while !self.pause(60_000).await {}
+                    return Err(agent_client_protocol::Error::new(
+                        -32603,
+                        "Request was aborted.".to_owned(),
+                    ));
+                }
                 "error" => return Err(agent_client_protocol::Error::new(-32603, arg.to_owned())),
                 "crash" => {
                     eprintln!("demo agent: crashing as asked");
