@@ -111,3 +111,20 @@ async fn an_agent_that_answers_our_cancel_with_an_error_reads_as_stopped() {
         .collect();
     assert!(failures.is_empty(), "{failures:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_start_closes_the_old_session_on_an_agent_that_can_close_sessions() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say first", "first").await;
+    env.alice.send(&room, "!new").await;
+    env.notice_containing(&room, "Fresh start").await;
+    env.alice.send(&room, "%open-sessions").await;
+    let said = agent_says(&env, &room, "the count", |t| t.starts_with("open sessions")).await;
+    assert_eq!(
+        said.trim(),
+        "open sessions: 1",
+        "the old session was closed"
+    );
+    assert!(env.gw.log().contains("session closed"));
+}

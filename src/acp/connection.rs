@@ -16,13 +16,13 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation,
-    InitializeRequest, InitializeResponse, LoadSessionRequest, NewSessionRequest,
-    NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    ResumeSessionRequest, SelectedPermissionOutcome, SessionConfigOption, SessionConfigOptionValue,
-    SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest,
-    WriteTextFileRequest,
+    CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
+    FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest,
+    PromptResponse, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, ResumeSessionRequest, SelectedPermissionOutcome,
+    SessionConfigOption, SessionConfigOptionValue, SessionNotification,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
@@ -89,6 +89,13 @@ enum Request {
         value: SessionConfigOptionValue,
         /// Where the answer goes: every option as the agent now has them.
         reply: oneshot::Sender<Result<Vec<SessionConfigOption>, agent_client_protocol::Error>>,
+    },
+    /// `session/close`.
+    Close {
+        /// The session to free.
+        session: String,
+        /// Where the answer goes.
+        reply: oneshot::Sender<Result<(), agent_client_protocol::Error>>,
     },
     /// `session/cancel` (a notification: no answer).
     Cancel {
@@ -436,6 +443,29 @@ impl AgentPort for AcpAgent {
         }
     }
 
+    async fn close_session(&self, session_id: &str) {
+        self.sessions().unregister(session_id);
+        if !self.info.close_session {
+            return;
+        }
+        let (reply, rx) = oneshot::channel();
+        let session = session_id.to_owned();
+        if self.send(Request::Close { session, reply }).await.is_err() {
+            return;
+        }
+        match self
+            .wait("session/close", Some(self.session_timeout), rx)
+            .await
+        {
+            Ok(()) => {
+                tracing::info!(agent = %self.agent_id, session = session_id, "session closed")
+            }
+            Err(e) => {
+                tracing::warn!(agent = %self.agent_id, session = session_id, error = %e, "session/close failed")
+            }
+        }
+    }
+
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
         self.sessions().cancel_requested(session_id);
         self.send(Request::Cancel {
@@ -646,6 +676,12 @@ async fn run_connection(
                         tokio::spawn(async move {
                             let request = SetSessionConfigOptionRequest::new(session, option, value);
                             let _ = reply.send(cx.send_request(request).block_task().await.map(|r| r.config_options));
+                        });
+                    }
+                    Request::Close { session, reply } => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let _ = reply.send(cx.send_request(CloseSessionRequest::new(session)).block_task().await.map(|_| ()));
                         });
                     }
                     Request::Cancel { session } => {

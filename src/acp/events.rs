@@ -36,6 +36,8 @@ pub fn agent_info(r: &InitializeResponse) -> AgentInfo {
         version: r.agent_info.as_ref().map(|i| i.version.clone()),
         load_session: caps.load_session,
         resume_session: caps.session_capabilities.resume.is_some(),
+        close_session: caps.session_capabilities.close.is_some(),
+        list_sessions: caps.session_capabilities.list.is_some(),
         prompt_capabilities: prompt,
         auth_methods: r.auth_methods.iter().map(auth_method_name).collect(),
     }

@@ -232,6 +232,13 @@ impl AgentPort for SupervisedAgent {
         self.owner(session_id)?.cancel(session_id).await
     }
 
+    async fn close_session(&self, session_id: &str) {
+        // A session whose process is gone is closed already.
+        if let Ok(owner) = self.owner(session_id) {
+            owner.close_session(session_id).await
+        }
+    }
+
     fn stderr_tail(&self) -> String {
         self.current().map(|c| c.stderr_tail()).unwrap_or_default()
     }

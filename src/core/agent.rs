@@ -27,6 +27,9 @@ pub trait AgentPort: Send + Sync {
     fn prompt_support(&self) -> PromptSupport {
         PromptSupport::default()
     }
+    /// Frees session `session_id` on the agent's side (`session/close`, where the agent
+    /// offers it; nothing otherwise): its conversation was reset. A failure is only logged.
+    async fn close_session(&self, _session_id: &str) {}
     /// Asks the agent to stop the running turn (`session/cancel`).
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError>;
     /// The last lines the agent wrote to stderr, for diagnostics.

@@ -260,6 +260,10 @@ pub struct AgentInfo {
     pub load_session: bool,
     /// Whether it can `session/resume` (get a session back without replaying it).
     pub resume_session: bool,
+    /// Whether it can `session/close` (free a session it holds).
+    pub close_session: bool,
+    /// Whether it can `session/list` (its sessions, for `!sessions`).
+    pub list_sessions: bool,
     /// Prompt content it accepts besides text and links (image, audio, embedded context).
     pub prompt_capabilities: super::media::PromptSupport,
     /// Names of the authentication methods it offers.

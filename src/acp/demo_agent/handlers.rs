@@ -147,6 +147,7 @@ impl State {
                 earlier,
                 blocks,
                 client: state.client.lock().unwrap().clone(),
+                open_sessions: state.sessions.lock().unwrap().len(),
             };
             let result = turn.run(&text).await;
             let answer = std::mem::take(&mut *turn.said.lock().unwrap());
@@ -221,6 +222,13 @@ impl State {
     }
 
     /// `session/cancel`: the session's running turn stops at its next step.
+    /// `session/close`: forgets the session (its saved conversation stays on disk).
+    pub(super) fn close(&self, session: &str) {
+        self.sessions.lock().unwrap().remove(session);
+        self.history.lock().unwrap().remove(session);
+        self.cwds.lock().unwrap().remove(session);
+    }
+
     pub(super) fn cancel(&self, session: &str) {
         if let Some(c) = self.sessions.lock().unwrap().get(session) {
             c.flag.store(true, Ordering::SeqCst);

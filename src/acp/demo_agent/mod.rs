@@ -41,6 +41,7 @@
 //! | `%client` | who the client said it is and what it offers (`fs`, `terminal`) |
 //! | `%fs-read PATH` | reads PATH through the client (`fs/read_text_file`) and says what came back |
 //! | `%fs-write PATH TEXT` | writes TEXT to PATH through the client (`fs/write_text_file`) |
+//! | `%open-sessions` | how many sessions it holds open (`session/close` frees one) |
 //! | `%blocks` | one line per content block of the prompt: kind, MIME type, size, name |
 //! | `%image` | a picture (a 1×1 PNG) in the answer |
 //! | `%link PATH` | a link to PATH (relative to the session's folder) in the answer |
@@ -71,11 +72,12 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
-    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, NewSessionRequest,
-    PromptCapabilities, PromptRequest, ResumeSessionRequest, SessionCapabilities,
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
-    SessionModeState, SessionNotification, SessionResumeCapabilities, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionModeRequest,
+    CloseSessionRequest, CloseSessionResponse, Implementation, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
+    ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode, SessionModeState,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
 };
 use agent_client_protocol::{Client, Stdio};
 use tokio::sync::Notify;
@@ -254,12 +256,15 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             agent_client_protocol::Error::internal_error().data(format!("{}: {e}", dir.display()))
         })?;
     }
+    // Every demo agent can close sessions; kept ones can be loaded or resumed.
+    let sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
     let capabilities = match (&options.sessions, options.resume) {
-        (None, _) => AgentCapabilities::new(),
-        (Some(_), false) => AgentCapabilities::new().load_session(true),
-        (Some(_), true) => AgentCapabilities::new().session_capabilities(
-            SessionCapabilities::new().resume(SessionResumeCapabilities::new()),
-        ),
+        (None, _) => AgentCapabilities::new().session_capabilities(sessions),
+        (Some(_), false) => AgentCapabilities::new()
+            .load_session(true)
+            .session_capabilities(sessions),
+        (Some(_), true) => AgentCapabilities::new()
+            .session_capabilities(sessions.resume(SessionResumeCapabilities::new())),
     };
     let support = options.prompt_support;
     let capabilities = capabilities.prompt_capabilities(
@@ -276,7 +281,7 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
     });
     // Each handler owns a handle on the state; the work is in `handlers.rs`.
     let s = || state.clone();
-    let (s0, s1, s2, s3, s4, s5, s6, s7) = (s(), s(), s(), s(), s(), s(), s(), s());
+    let (s0, s1, s2, s3, s4, s5, s6, s7, s8) = (s(), s(), s(), s(), s(), s(), s(), s(), s());
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
@@ -317,6 +322,13 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         .on_receive_request(
             async move |req: SetSessionConfigOptionRequest, responder, _cx| {
                 s6.set_config_option(req, responder)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: CloseSessionRequest, responder, _cx| {
+                s8.close(&req.session_id.0);
+                responder.respond(CloseSessionResponse::new())
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -39,6 +39,8 @@ pub(super) struct Turn {
     pub(super) blocks: Vec<String>,
     /// Who the client is and what it offers (`%client`).
     pub(super) client: String,
+    /// How many sessions the agent holds open (`%open-sessions`).
+    pub(super) open_sessions: usize,
 }
 
 /// How a permission request is placed relative to the tool call it concerns.
@@ -250,6 +252,7 @@ impl Turn {
                     )?;
                 }
                 "client" => self.say(&format!("{}\n", self.client))?,
+                "open-sessions" => self.say(&format!("open sessions: {}\n", self.open_sessions))?,
                 "fs-read" => {
                     let path = self.cwd.join(arg.trim());
                     let request = ReadTextFileRequest::new(self.session.clone(), path);

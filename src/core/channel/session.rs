@@ -197,6 +197,10 @@ impl Channel {
             return;
         }
         self.drain_events(None).await;
+        // The agent may free what it holds for the old session.
+        if let Some(old) = &self.session {
+            ctx.agent.close_session(&old.id).await;
+        }
         self.drop_session();
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "fresh conversation requested");
         self.notice(strings::fresh_start(&ctx.display_name)).await;
