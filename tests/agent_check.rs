@@ -62,6 +62,8 @@ fn check_prints_what_the_demo_agent_advertises() {
         "loadSession: no",
         "dialect: acp",
         "conversations continue by: re-injection into a new session",
+        "session methods: close",
+        "prompt content besides text: none",
         "session/new: ok",
         "/demo, /echo",
         "sandbox: bubblewrap",

@@ -100,6 +100,17 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
         "  prompt content besides text: {}",
         none(&info.prompt_capabilities.names())
     )?;
+    let methods: Vec<String> = [
+        (info.load_session, "load"),
+        (info.resume_session, "resume"),
+        (info.close_session, "close"),
+        (info.list_sessions, "list"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| name.to_owned())
+    .collect();
+    writeln!(out, "  session methods: {}", none(&methods))?;
     writeln!(out, "  auth methods: {}", none(&info.auth_methods))?;
     let session = process.new_session(&agent.workspace_root()).await;
     let result = match session {
