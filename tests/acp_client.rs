@@ -128,3 +128,53 @@ async fn a_fresh_start_closes_the_old_session_on_an_agent_that_can_close_session
     );
     assert!(env.gw.log().contains("session closed"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_started_elsewhere_in_the_workspace_continues_in_the_room() {
+    let env =
+        Env::start_with_demo_args(SynapseOptions::default(), "", &["--sessions", "sessions"]).await;
+    let room = env.room_with_agent(false).await;
+    let workspace = env.gw.workspace("demo");
+    let dir = workspace.join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A session someone started in a terminal in this workspace, and one elsewhere.
+    let saved = |id: &str, cwd: &std::path::Path, prompt: &str| {
+        let conversation = serde_json::json!([{"prompt": prompt, "answer": "noted"}]);
+        std::fs::write(dir.join(format!("{id}.json")), conversation.to_string()).unwrap();
+        let meta = serde_json::json!({"cwd": cwd, "title": prompt});
+        std::fs::write(dir.join(format!("{id}.meta")), meta.to_string()).unwrap();
+    };
+    saved("ext-1", &workspace, "remember the word pineapple");
+    saved(
+        "other-1",
+        std::path::Path::new("/srv/elsewhere"),
+        "not this one",
+    );
+    env.prompt_and_wait(&room, "%say hello", "hello").await;
+
+    env.alice.send(&room, "!sessions").await;
+    let list = env
+        .notice_containing(&room, "sessions in this workspace")
+        .await;
+    assert!(
+        list.body.contains("ext-1 — remember the word pineapple"),
+        "{}",
+        list.body
+    );
+    assert!(list.body.contains("(this conversation)"), "{}", list.body);
+    assert!(!list.body.contains("other-1"), "{}", list.body);
+
+    env.alice.send(&room, "!attach other-1").await;
+    env.notice_containing(&room, "There is no session other-1 in this workspace")
+        .await;
+    env.alice.send(&room, "!attach ext-1").await;
+    env.notice_containing(&room, "now continues session ext-1")
+        .await;
+    env.alice.send(&room, "%history").await;
+    let history = agent_says(&env, &room, "the attached session's history", |t| {
+        t.contains("earlier prompt")
+    })
+    .await;
+    assert!(history.contains("pineapple"), "{history}");
+    assert!(!history.contains("%say hello"), "{history}");
+}

@@ -18,11 +18,12 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
     FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest,
-    PromptResponse, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, ResumeSessionRequest, SelectedPermissionOutcome,
-    SessionConfigOption, SessionConfigOptionValue, SessionNotification,
-    SetSessionConfigOptionRequest, SetSessionModeRequest, WriteTextFileRequest,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, NewSessionRequest,
+    NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    ResumeSessionRequest, SelectedPermissionOutcome, SessionConfigOption, SessionConfigOptionValue,
+    SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
@@ -37,7 +38,7 @@ use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
     AgentError, AgentInfo, ConfigChoice, ConfigOption, NewSession, PermissionAnswer, ProcessState,
-    Reopen, StopReason, TurnEnd,
+    Reopen, SessionListing, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 
@@ -89,6 +90,15 @@ enum Request {
         value: SessionConfigOptionValue,
         /// Where the answer goes: every option as the agent now has them.
         reply: oneshot::Sender<Result<Vec<SessionConfigOption>, agent_client_protocol::Error>>,
+    },
+    /// `session/list`, one page.
+    List {
+        /// The working folder the sessions must have.
+        cwd: PathBuf,
+        /// Where the previous page ended, if anywhere.
+        cursor: Option<String>,
+        /// Where the answer goes.
+        reply: oneshot::Sender<Result<ListSessionsResponse, agent_client_protocol::Error>>,
     },
     /// `session/close`.
     Close {
@@ -443,6 +453,38 @@ impl AgentPort for AcpAgent {
         }
     }
 
+    async fn list_sessions(&self, cwd: &Path) -> Result<Vec<SessionListing>, AgentError> {
+        if !self.info.list_sessions {
+            return Err(AgentError::Failed(format!(
+                "agent {} does not offer session/list",
+                self.agent_id
+            )));
+        }
+        let mut listed = Vec::new();
+        let mut cursor = None;
+        // A few pages are plenty for a chat message; an agent paging for ever stops here.
+        for _ in 0..LIST_PAGES {
+            let (reply, rx) = oneshot::channel();
+            self.send(Request::List {
+                cwd: cwd.to_owned(),
+                cursor,
+                reply,
+            })
+            .await?;
+            let page = self
+                .wait("session/list", Some(self.session_timeout), rx)
+                .await?;
+            listed.extend(page.sessions.into_iter().map(events::session_listing));
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        // The agent filters by folder; what it lists elsewhere is not ours to show.
+        listed.retain(|s: &SessionListing| s.cwd == cwd);
+        Ok(listed)
+    }
+
     async fn close_session(&self, session_id: &str) {
         self.sessions().unregister(session_id);
         if !self.info.close_session {
@@ -528,6 +570,9 @@ impl AgentPort for AcpAgent {
         self.shutdown().await;
     }
 }
+
+/// Most pages of `session/list` read for one `!sessions`.
+const LIST_PAGES: usize = 5;
 
 /// Runs the SDK connection until the agent goes away or every [`AcpAgent`] handle is dropped.
 async fn run_connection(
@@ -676,6 +721,13 @@ async fn run_connection(
                         tokio::spawn(async move {
                             let request = SetSessionConfigOptionRequest::new(session, option, value);
                             let _ = reply.send(cx.send_request(request).block_task().await.map(|r| r.config_options));
+                        });
+                    }
+                    Request::List { cwd, cursor, reply } => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let request = ListSessionsRequest::new().cwd(cwd).cursor(cursor);
+                            let _ = reply.send(cx.send_request(request).block_task().await);
                         });
                     }
                     Request::Close { session, reply } => {

@@ -4,7 +4,7 @@ use agent_client_protocol::v1::schema::{
     AudioContent, AuthMethod, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
     ImageContent, InitializeResponse, PermissionOptionKind, PlanEntryStatus, PromptResponse,
     RequestPermissionRequest, ResourceLink, SessionConfigKind, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOptions,
+    SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOptions, SessionInfo,
     SessionModeState, SessionUpdate, StopReason as AcpStopReason, TextContent,
     TextResourceContents, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdateFields,
     ToolKind as AcpToolKind,
@@ -15,9 +15,9 @@ use tokio::sync::oneshot;
 
 use crate::model::agent::{
     AgentEvent, AgentInfo, ConfigChoice, ConfigOption, ConfigValue, PermissionAnswer,
-    PermissionKind, PermissionOption, PermissionRequest, PlanEntry, PlanStatus, SessionSettings,
-    SlashCommand, StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
-    TurnEnd,
+    PermissionKind, PermissionOption, PermissionRequest, PlanEntry, PlanStatus, SessionListing,
+    SessionSettings, SlashCommand, StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind,
+    ToolStatus, TurnEnd,
 };
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
 
@@ -53,6 +53,16 @@ fn auth_method_name(m: &AuthMethod) -> String {
                 .map(str::to_owned)
         })
         .unwrap_or_else(|| "?".into())
+}
+
+/// The core's description of one listed session.
+pub fn session_listing(s: SessionInfo) -> SessionListing {
+    SessionListing {
+        id: s.session_id.0.to_string(),
+        cwd: s.cwd,
+        title: s.title,
+        updated_at: s.updated_at,
+    }
 }
 
 /// The core's stop reason for the SDK's.

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::connection::AcpAgent;
 use super::process::ProcessSpec;
 use crate::core::agent::AgentPort;
+use crate::model::agent::SessionListing;
 use crate::model::agent::{
     AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, TurnEnd,
 };
@@ -230,6 +231,10 @@ impl AgentPort for SupervisedAgent {
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
         self.owner(session_id)?.cancel(session_id).await
+    }
+
+    async fn list_sessions(&self, cwd: &Path) -> Result<Vec<SessionListing>, AgentError> {
+        self.live().await?.list_sessions(cwd).await
     }
 
     async fn close_session(&self, session_id: &str) {

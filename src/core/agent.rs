@@ -27,6 +27,13 @@ pub trait AgentPort: Send + Sync {
     fn prompt_support(&self) -> PromptSupport {
         PromptSupport::default()
     }
+    /// The agent's sessions whose working folder is `cwd` (`session/list`, at most a few
+    /// pages); an error when the agent cannot list them.
+    async fn list_sessions(&self, _cwd: &Path) -> Result<Vec<SessionListing>, AgentError> {
+        Err(AgentError::Failed(
+            "this agent cannot list its sessions".into(),
+        ))
+    }
     /// Frees session `session_id` on the agent's side (`session/close`, where the agent
     /// offers it; nothing otherwise): its conversation was reset. A failure is only logged.
     async fn close_session(&self, _session_id: &str) {}

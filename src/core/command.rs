@@ -45,6 +45,10 @@ pub enum Command {
     Worktree(Vec<String>),
     /// Post a file of the conversation's workspace (`!file PATH`).
     File(Vec<String>),
+    /// List the agent's sessions of this conversation's folder (`session/list`).
+    Sessions(Vec<String>),
+    /// Continue one of the agent's sessions in this conversation (`!attach ID`).
+    Attach(Vec<String>),
     /// A word after the prefix that is no command we know.
     Unknown(String),
 }
@@ -61,7 +65,9 @@ impl Command {
             | Command::Model(w)
             | Command::Set(w)
             | Command::Worktree(w)
-            | Command::File(w) => Some(w),
+            | Command::File(w)
+            | Command::Sessions(w)
+            | Command::Attach(w) => Some(w),
             _ => None,
         }
     }
@@ -88,6 +94,7 @@ impl Command {
             Command::Stop(w)
             | Command::NewConversation(w)
             | Command::Logs(w)
+            | Command::Sessions(w)
             | Command::Commands(w) => w.first().map(String::as_str),
             _ => None,
         }
@@ -136,6 +143,8 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
         "set" | "options" => Command::Set(words),
         "worktree" => Command::Worktree(words),
         "file" => Command::File(words),
+        "sessions" => Command::Sessions(words),
+        "attach" => Command::Attach(words),
         other => Command::Unknown(other.to_owned()),
     })
 }

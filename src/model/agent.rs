@@ -270,6 +270,19 @@ pub struct AgentInfo {
     pub auth_methods: Vec<String>,
 }
 
+/// One of an agent's sessions, as `session/list` describes it (for `!sessions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionListing {
+    /// Its ID.
+    pub id: String,
+    /// Its working folder.
+    pub cwd: std::path::PathBuf,
+    /// Its title, if the agent gave one.
+    pub title: Option<String>,
+    /// When it last changed (ISO 8601), if the agent said.
+    pub updated_at: Option<String>,
+}
+
 /// How an agent can get back a session it created earlier (after a restart of the gateway
 /// or of the agent), instead of a new session with the conversation re-injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -48,8 +48,9 @@
 //!
 //! A turn that is cancelled ends with `stopReason: cancelled` within one chunk interval.
 //!
-//! With `--sessions DIR` it keeps every session's conversation in DIR, advertises
-//! `loadSession`, and answers `session/load` by replaying the conversation, as agents that
+//! With `--sessions DIR` it keeps every session's conversation in DIR (with `ID.meta`: its
+//! folder and title, which `session/list` reports), advertises `loadSession` and
+//! `session/list`, and answers `session/load` by replaying the conversation, as agents that
 //! can reload sessions do; with `--resume` as well, it offers `session/resume` instead.
 //!
 //! It offers the slash commands `/demo` (the demo turn) and `/echo` (answers
@@ -73,11 +74,12 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
     CloseSessionRequest, CloseSessionResponse, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
-    ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode, SessionModeState,
-    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionModeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    NewSessionRequest, PromptCapabilities, PromptRequest, ResumeSessionRequest,
+    SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionInfo, SessionListCapabilities,
+    SessionMode, SessionModeState, SessionNotification, SessionResumeCapabilities, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Client, Stdio};
 use tokio::sync::Notify;
@@ -100,6 +102,16 @@ struct Exchange {
     prompt: String,
     /// What the agent answered.
     answer: String,
+}
+
+/// What `session/list` says of a saved session, kept beside its conversation
+/// (`ID.meta`); a test may write one for a session "started elsewhere".
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedMeta {
+    /// Its working folder.
+    cwd: PathBuf,
+    /// Its title.
+    title: String,
 }
 
 #[derive(Default)]
@@ -197,17 +209,58 @@ impl State {
             .map(|dir| dir.join(format!("{session}.json")))
     }
 
-    /// Adds an exchange to a session's conversation and saves it.
+    /// Adds an exchange to a session's conversation and saves it, with what `session/list`
+    /// says of it (its folder, its first prompt as its title).
     fn remember(&self, session: &str, exchange: Exchange) {
         let mut history = self.history.lock().unwrap();
         let conversation = history.entry(session.to_owned()).or_default();
         conversation.push(exchange);
+        if let Some(file) = self.file(session) {
+            let title: String = (conversation[0].prompt.lines().next().unwrap_or_default())
+                .chars()
+                .take(40)
+                .collect();
+            let cwd = self.cwds.lock().unwrap().get(session).cloned();
+            let meta = SavedMeta {
+                cwd: cwd.unwrap_or_default(),
+                title,
+            };
+            let _ = std::fs::write(
+                file.with_extension("meta"),
+                serde_json::to_vec(&meta).unwrap_or_default(),
+            );
+        }
         if let Some(file) = self.file(session)
             && let Err(e) =
                 std::fs::write(&file, serde_json::to_vec(conversation).unwrap_or_default())
         {
             eprintln!("demo agent: cannot save {}: {e}", file.display());
         }
+    }
+
+    /// The saved sessions (`--sessions`) whose folder is `cwd` (all of them without one).
+    fn list(&self, cwd: Option<&std::path::Path>) -> Vec<SessionInfo> {
+        let Some(dir) = &self.saved else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut listed: Vec<SessionInfo> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let path = entry.path();
+                if path.extension()? != "meta" {
+                    return None;
+                }
+                let id = path.file_stem()?.to_string_lossy().into_owned();
+                let meta: SavedMeta = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+                cwd.is_none_or(|c| c == meta.cwd)
+                    .then(|| SessionInfo::new(id, meta.cwd).title(Some(meta.title)))
+            })
+            .collect();
+        listed.sort_by(|a, b| a.session_id.0.cmp(&b.session_id.0));
+        listed
     }
 
     /// Takes a saved session back after a restart (load or resume): its conversation is
@@ -258,6 +311,11 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
     }
     // Every demo agent can close sessions; kept ones can be loaded or resumed.
     let sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
+    // Kept sessions can be listed.
+    let sessions = match options.sessions {
+        Some(_) => sessions.list(SessionListCapabilities::new()),
+        None => sessions,
+    };
     let capabilities = match (&options.sessions, options.resume) {
         (None, _) => AgentCapabilities::new().session_capabilities(sessions),
         (Some(_), false) => AgentCapabilities::new()
@@ -281,7 +339,8 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
     });
     // Each handler owns a handle on the state; the work is in `handlers.rs`.
     let s = || state.clone();
-    let (s0, s1, s2, s3, s4, s5, s6, s7, s8) = (s(), s(), s(), s(), s(), s(), s(), s(), s());
+    let (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9) =
+        (s(), s(), s(), s(), s(), s(), s(), s(), s(), s());
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
@@ -322,6 +381,12 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         .on_receive_request(
             async move |req: SetSessionConfigOptionRequest, responder, _cx| {
                 s6.set_config_option(req, responder)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ListSessionsRequest, responder, _cx| {
+                responder.respond(ListSessionsResponse::new(s9.list(req.cwd.as_deref())))
             },
             agent_client_protocol::on_receive_request!(),
         )

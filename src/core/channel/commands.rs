@@ -48,6 +48,12 @@ impl Channel {
                 return self.change_setting(request, by, running).await;
             }
             Command::File(words) => return self.file_command(&words.join(" ")).await,
+            Command::Sessions(_) => return self.sessions_command().await,
+            Command::Attach(words) => {
+                return self
+                    .attach_command(words.first().map(String::as_str), running)
+                    .await;
+            }
             Command::Worktree(words) => {
                 return self
                     .worktree_command(words.first().map(String::as_str), running)

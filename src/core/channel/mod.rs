@@ -4,6 +4,7 @@
 //! so prompts are answered strictly in order and a stop request reaches the running turn
 //! without waiting behind it. See `docs/turns.md`.
 
+mod attach;
 mod attachments;
 mod changes;
 mod commands;

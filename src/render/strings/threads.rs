@@ -46,3 +46,88 @@ pub fn thread_status(agent: &str, link: &str, running: bool, queued: usize) -> S
     let state = if running { "working on a turn" } else { "idle" };
     format!("• {agent} in the thread {link}: {state}, {queued} message(s) queued")
 }
+
+/// Answer to `!attach` during a turn.
+pub const ATTACH_WHILE_RUNNING: &str =
+    "A turn is running: attach a session once it has ended (or stop it first).";
+
+/// Answer to `!attach` without a session ID.
+pub fn attach_usage(prefix: &str) -> String {
+    format!("Name the session to continue here: {prefix}attach ID (see {prefix}sessions).")
+}
+
+/// `!sessions`: the agent's sessions of this conversation's folder.
+pub fn sessions_list(
+    agent: &str,
+    listed: &[crate::model::agent::SessionListing],
+    current: Option<&str>,
+    prefix: &str,
+) -> String {
+    if listed.is_empty() {
+        return format!("{agent} has no sessions in this workspace.");
+    }
+    let mut text = format!("{agent}'s sessions in this workspace ({}):\n", listed.len());
+    for s in listed.iter().take(20) {
+        let title = s.title.as_deref().unwrap_or("(untitled)");
+        let updated = s
+            .updated_at
+            .as_deref()
+            .map(|u| format!(", updated {u}"))
+            .unwrap_or_default();
+        let here = if current == Some(s.id.as_str()) {
+            " (this conversation)"
+        } else {
+            ""
+        };
+        text.push_str(&format!("• {} — {title}{updated}{here}\n", s.id));
+    }
+    if listed.len() > 20 {
+        text.push_str(&format!("… and {} more.\n", listed.len() - 20));
+    }
+    text.push_str(&format!("Continue one here with {prefix}attach ID."));
+    text
+}
+
+/// Said when the agent cannot list its sessions.
+pub fn sessions_unavailable(agent: &str) -> String {
+    format!("{agent} does not list its sessions (it does not offer session/list).")
+}
+
+/// Said when `!attach` names no session of this workspace.
+pub fn no_such_session(id: &str, prefix: &str) -> String {
+    format!(
+        "There is no session {id} in this workspace: only sessions of this conversation's folder \
+         can continue here ({prefix}sessions lists them)."
+    )
+}
+
+/// Said when the agent can neither load nor resume sessions.
+pub fn cannot_attach(agent: &str) -> String {
+    format!(
+        "{agent} cannot take up an earlier session (it offers neither session/load nor session/resume)."
+    )
+}
+
+/// Said when `!attach` names the session already in use.
+pub fn attached_already(id: &str) -> String {
+    format!("Session {id} is this conversation's already.")
+}
+
+/// Said when a session was attached.
+pub fn attached(session: &crate::model::agent::SessionListing, how: &str) -> String {
+    let title = session
+        .title
+        .as_deref()
+        .map(|t| format!(" ({t})"))
+        .unwrap_or_default();
+    format!(
+        "📎 This conversation now continues session {}{title}, {how}: the agent remembers what \
+         was said there; it is not shown again here.",
+        session.id
+    )
+}
+
+/// Said when attaching failed.
+pub fn attach_failed(id: &str, why: &str) -> String {
+    format!("Could not take up session {id}: {why}")
+}

@@ -1,0 +1,110 @@
+//! `!sessions` and `!attach`: the agent's sessions of this conversation's folder, and taking
+//! one up here (a session started in an editor or a terminal continues in the room).
+
+use super::*;
+
+use crate::model::agent::SessionListing;
+
+impl Channel {
+    /// `!sessions`: the agent's sessions whose folder is this conversation's.
+    pub(super) async fn sessions_command(&mut self) {
+        let Some((_lease, listed)) = self.listed_sessions().await else {
+            return;
+        };
+        let current = self.session.as_ref().map(|s| s.id.as_str());
+        let text = strings::sessions_list(
+            &self.ctx.display_name,
+            &listed,
+            current,
+            &self.ctx.command_prefix,
+        );
+        self.notice(text).await;
+    }
+
+    /// `!attach ID`: this conversation continues session `id` of the agent (loaded or
+    /// resumed), which must be one of its sessions of this conversation's folder.
+    pub(super) async fn attach_command(&mut self, id: Option<&str>, running: bool) {
+        let ctx = self.ctx.clone();
+        if running {
+            self.notice(strings::ATTACH_WHILE_RUNNING).await;
+            return;
+        }
+        let Some(id) = id else {
+            self.notice(strings::attach_usage(&ctx.command_prefix))
+                .await;
+            return;
+        };
+        let Some((_lease, listed)) = self.listed_sessions().await else {
+            return;
+        };
+        let Some(found) = listed.iter().find(|s| s.id == id).cloned() else {
+            tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = id, "refused to attach a session of another folder, or none");
+            self.notice(strings::no_such_session(id, &ctx.command_prefix))
+                .await;
+            return;
+        };
+        let Some(how) = ctx.agent.reopen_support() else {
+            self.notice(strings::cannot_attach(&ctx.display_name)).await;
+            return;
+        };
+        if self.session.as_ref().is_some_and(|s| s.id == found.id) {
+            self.notice(strings::attached_already(id)).await;
+            return;
+        }
+        let folder = ctx.workspace.for_room(&self.key.room);
+        match ctx.agent.reopen_session(&found.id, &folder).await {
+            Ok(session) => {
+                // The conversation's own session is left, not closed: it can be attached
+                // again.
+                self.drop_session();
+                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %session.id, how = how.continuity(), "session attached");
+                (ctx.store.save_session(&self.key, &session.id).await)
+                    .or_log("could not save the attached session");
+                (ctx.store.set_continuity(&self.key, how.continuity()).await)
+                    .or_log("could not record how the session continued");
+                self.session = Some(Session {
+                    id: session.id,
+                    events: session.events,
+                    settings: session.settings,
+                    fresh: false,
+                    first_prompt: None,
+                });
+                self.notice(strings::attached(&found, how.continuity()))
+                    .await;
+            }
+            Err(e) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, session = id, error = %e, "could not attach a session");
+                self.notice(strings::attach_failed(id, &e.to_string()))
+                    .await;
+            }
+        }
+    }
+
+    /// The agent started (with a lease held while the command works) and its sessions of
+    /// this conversation's folder; says why in the room when there are none to have.
+    async fn listed_sessions(&mut self) -> Option<(crate::core::pool::Lease, Vec<SessionListing>)> {
+        let ctx = self.ctx.clone();
+        let lease = self.lease().await;
+        let ready = match ctx.agent.ensure_running().await {
+            Ok(()) => self.prepare_folder().await,
+            Err(e) => Err(e),
+        };
+        let folder = match ready {
+            Ok(folder) => folder,
+            Err(e) => {
+                self.notice(strings::session_failed(&ctx.display_name, &e.to_string()))
+                    .await;
+                return None;
+            }
+        };
+        match ctx.agent.list_sessions(&folder).await {
+            Ok(listed) => Some((lease, listed)),
+            Err(e) => {
+                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "no session list");
+                self.notice(strings::sessions_unavailable(&ctx.display_name))
+                    .await;
+                None
+            }
+        }
+    }
+}
