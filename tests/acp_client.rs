@@ -178,3 +178,23 @@ async fn a_session_started_elsewhere_in_the_workspace_continues_in_the_room() {
     assert!(history.contains("pineapple"), "{history}");
     assert!(!history.contains("%say hello"), "{history}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_the_sessions_title_and_cost_as_the_agent_gives_them() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(
+        &room,
+        "%usage 1000 200000 0.25 USD\n%title Fixing the parser\n%say ok",
+        "ok",
+    )
+    .await;
+    env.alice.send(&room, "!status").await;
+    let status = env.notice_containing(&room, "titled").await;
+    assert!(
+        status.body.contains("titled “Fixing the parser”"),
+        "{}",
+        status.body
+    );
+    assert!(status.body.contains("cost 0.25 USD"), "{}", status.body);
+}

@@ -1,5 +1,6 @@
 //! Translation from ACP SDK types to the core's own types. Pure functions, unit-tested.
 
+use agent_client_protocol::schema::MaybeUndefined;
 use agent_client_protocol::v1::schema::{
     AudioContent, AuthMethod, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
     ImageContent, InitializeResponse, PermissionOptionKind, PlanEntryStatus, PromptResponse,
@@ -14,7 +15,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use tokio::sync::oneshot;
 
 use crate::model::agent::{
-    AgentEvent, AgentInfo, ConfigChoice, ConfigOption, ConfigValue, PermissionAnswer,
+    AgentEvent, AgentInfo, ConfigChoice, ConfigOption, ConfigValue, Cost, PermissionAnswer,
     PermissionKind, PermissionOption, PermissionRequest, PlanEntry, PlanStatus, SessionListing,
     SessionSettings, SlashCommand, StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind,
     ToolStatus, TurnEnd,
@@ -263,6 +264,15 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
         SessionUpdate::UsageUpdate(u) => AgentEvent::Usage {
             used: u.used,
             size: u.size,
+            cost: u.cost.map(|c| Cost {
+                amount: c.amount,
+                currency: c.currency,
+            }),
+        },
+        SessionUpdate::SessionInfoUpdate(info) => match info.title {
+            MaybeUndefined::Value(title) => AgentEvent::Title(Some(title)),
+            MaybeUndefined::Null => AgentEvent::Title(None),
+            MaybeUndefined::Undefined => AgentEvent::Other("session_info_update".into()),
         },
         SessionUpdate::AvailableCommandsUpdate(c) => AgentEvent::Commands(
             c.available_commands
@@ -413,7 +423,14 @@ mod tests {
     #[test]
     fn usage_and_commands_translate() {
         let u = update(serde_json::json!({"sessionUpdate": "usage_update", "used": 10, "size": 0}));
-        assert!(matches!(u, AgentEvent::Usage { used: 10, size: 0 }));
+        assert!(matches!(
+            u,
+            AgentEvent::Usage {
+                used: 10,
+                size: 0,
+                cost: None
+            }
+        ));
         let c = update(
             serde_json::json!({"sessionUpdate": "available_commands_update",
             "availableCommands": [{"name": "compact", "description": "Compact"}]}),

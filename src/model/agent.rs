@@ -232,7 +232,11 @@ pub enum AgentEvent {
         used: u64,
         /// Size of the context window, 0 when not known yet.
         size: u64,
+        /// What the session has cost so far, when the agent says.
+        cost: Option<Cost>,
     },
+    /// The session's title changed (`session_info_update`; `None`: it has none any more).
+    Title(Option<String>),
     /// The slash commands the agent offers.
     Commands(Vec<SlashCommand>),
     /// The session's mode changed (the agent switched it, or confirmed a switch).
@@ -243,6 +247,15 @@ pub enum AgentEvent {
     Permission(PermissionRequest),
     /// An update kind this gateway does not handle; kept only for the log.
     Other(String),
+}
+
+/// What a session has cost so far, as the agent reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cost {
+    /// The amount.
+    pub amount: f64,
+    /// Its currency (ISO 4217, such as `USD`).
+    pub currency: String,
 }
 
 /// What an agent advertised when it was initialised.

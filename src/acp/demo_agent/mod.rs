@@ -19,7 +19,8 @@
 //! | `%permission-early TITLE` | asks permission before announcing the tool call |
 //! | `%permission-unannounced TITLE` | asks permission for a tool call never announced |
 //! | `%plan A; B; C` | a plan |
-//! | `%usage USED SIZE` | a usage update |
+//! | `%usage USED SIZE [COST CURRENCY]` | a usage update, with the session's cost if given |
+//! | `%title TEXT` | a session info update giving the session a title |
 //! | `%tokens IN OUT` | token counts in the prompt result |
 //! | `%unknown-update` | an update kind no client knows |
 //! | `%sleep MS` | waits |

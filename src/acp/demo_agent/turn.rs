@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Diff, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
-    PlanEntryPriority, PlanEntryStatus, ReadTextFileRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCall, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
-    Usage, UsageUpdate, WriteTextFileRequest,
+    ContentBlock, ContentChunk, Cost, Diff, PermissionOption, PermissionOptionKind, Plan,
+    PlanEntry, PlanEntryPriority, PlanEntryStatus, ReadTextFileRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason,
+    TextContent, ToolCall, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind, Usage, UsageUpdate, WriteTextFileRequest,
 };
 use agent_client_protocol::{Client, UntypedMessage};
 
@@ -168,8 +168,18 @@ impl Turn {
                 "plan" => self.plan(arg.split(';').map(str::trim).collect())?,
                 "usage" => {
                     let (used, size) = (num(0), num(0));
-                    self.update(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))?;
+                    let mut rest = arg.split_whitespace().skip(2);
+                    let cost = match (rest.next().and_then(|a| a.parse().ok()), rest.next()) {
+                        (Some(amount), Some(currency)) => Some(Cost::new(amount, currency)),
+                        _ => None,
+                    };
+                    self.update(SessionUpdate::UsageUpdate(
+                        UsageUpdate::new(used, size).cost(cost),
+                    ))?;
                 }
+                "title" => self.update(SessionUpdate::SessionInfoUpdate(
+                    SessionInfoUpdate::new().title(arg.to_owned()),
+                ))?,
                 "unknown-update" => {
                     let raw = serde_json::json!({"sessionId": self.session, "update": {"sessionUpdate": "hologram", "intensity": 11}});
                     self.cx

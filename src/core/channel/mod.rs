@@ -55,6 +55,8 @@ pub struct ChannelReport {
     pub mode: Option<String>,
     /// The usage line, if the agent reported usage.
     pub usage: Option<String>,
+    /// The session's title, if the agent gave one (`session_info_update`).
+    pub title: Option<String>,
     /// The agent's slash commands (name, description).
     pub commands: Vec<SlashCommand>,
 }
@@ -141,6 +143,8 @@ pub struct Channel {
     usage: Usage,
     /// Files sent without a question, waiting for their sender's next message.
     held: Vec<attachments::Held>,
+    /// The session's title, as the agent last gave it.
+    title: Option<String>,
 }
 
 /// A prompt waiting for its turn.
@@ -181,11 +185,13 @@ struct Usage {
     context: Option<(u64, u64)>,
     /// Token counts from the last prompt result.
     tokens: Option<TokenUsage>,
+    /// What the session has cost so far, when the agent says.
+    cost: Option<crate::model::agent::Cost>,
 }
 
 impl Usage {
     fn line(&self) -> Option<String> {
-        cards::usage_line(self.context, self.tokens.as_ref())
+        cards::usage_line(self.context, self.tokens.as_ref(), self.cost.as_ref())
     }
 }
 
@@ -217,6 +223,7 @@ impl Channel {
             approvals: Approvals::default(),
             usage: Usage::default(),
             held: Vec::new(),
+            title: None,
         }
     }
 
@@ -346,6 +353,7 @@ impl Channel {
                     .or_else(|| Some(current.clone()))
             }),
             usage: self.usage.line(),
+            title: self.title.clone(),
             commands: self.commands.clone(),
         }
     }

@@ -505,7 +505,13 @@ impl Channel {
                     session.settings.options = options;
                 }
             }
-            (AgentEvent::Usage { used, size }, _) => self.usage.context = Some((used, size)),
+            (AgentEvent::Usage { used, size, cost }, _) => {
+                self.usage.context = Some((used, size));
+                if cost.is_some() {
+                    self.usage.cost = cost;
+                }
+            }
+            (AgentEvent::Title(title), _) => self.title = title,
             (AgentEvent::MessageChunk(text), None) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, %text, "answer text outside a turn; not shown")
             }

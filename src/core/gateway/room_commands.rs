@@ -148,6 +148,7 @@ impl Gateway {
                     has_session: report.has_session,
                     mode: report.mode.as_deref(),
                     usage: report.usage.as_deref(),
+                    title: report.title.as_deref(),
                 })
             })
             .collect();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::model::OutMessage;
 use crate::model::agent::{
-    PlanEntry, PlanStatus, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
+    Cost, PlanEntry, PlanStatus, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
 };
 use crate::model::poll::Choice;
 use crate::render::strings;
@@ -624,7 +624,11 @@ fn tokens(n: u64) -> String {
 
 /// A compact usage line: the context window and the session's token counts, whichever the
 /// agent reported. `None` when it reported neither.
-pub fn usage_line(context: Option<(u64, u64)>, counts: Option<&TokenUsage>) -> Option<String> {
+pub fn usage_line(
+    context: Option<(u64, u64)>,
+    counts: Option<&TokenUsage>,
+    cost: Option<&Cost>,
+) -> Option<String> {
     let mut parts = Vec::new();
     match context {
         Some((used, 0)) => parts.push(format!("context {} tokens", tokens(used))),
@@ -645,6 +649,14 @@ pub fn usage_line(context: Option<(u64, u64)>, counts: Option<&TokenUsage>) -> O
             let _ = write!(text, " · {} cached", tokens(c));
         }
         parts.push(text);
+    }
+    if let Some(c) = cost {
+        // Small sums keep their cents' fractions.
+        let amount = match c.amount.abs() < 0.01 && c.amount != 0.0 {
+            true => format!("{:.4}", c.amount),
+            false => format!("{:.2}", c.amount),
+        };
+        parts.push(format!("cost {amount} {}", c.currency));
     }
     (!parts.is_empty()).then(|| format!("📊 {}", parts.join(" · ")))
 }

@@ -206,18 +206,36 @@ fn usage_line_table() {
         cached_read: Some(0),
         total: 1290,
     };
-    type Row<'a> = (Option<(u64, u64)>, Option<&'a TokenUsage>, Option<&'a str>);
+    let cost = |amount: f64| Cost {
+        amount,
+        currency: "USD".into(),
+    };
+    let (dear, cheap) = (cost(0.256), cost(0.0042));
+    type Row<'a> = (
+        Option<(u64, u64)>,
+        Option<&'a TokenUsage>,
+        Option<&'a Cost>,
+        Option<&'a str>,
+    );
     let table: &[Row] = &[
-        (None, None, None),
-        (Some((500, 0)), None, Some("📊 context 500 tokens")),
+        (None, None, None, None),
+        (Some((500, 0)), None, None, Some("📊 context 500 tokens")),
         (
             Some((12_345, 200_000)),
             Some(&u),
+            None,
             Some("📊 context 12k/200k (6%) · 1.2k in · 56 out"),
         ),
+        (
+            Some((500, 0)),
+            None,
+            Some(&dear),
+            Some("📊 context 500 tokens · cost 0.26 USD"),
+        ),
+        (None, None, Some(&cheap), Some("📊 cost 0.0042 USD")),
     ];
-    for (context, counts, expected) in table {
-        assert_eq!(usage_line(*context, *counts).as_deref(), *expected);
+    for (context, counts, cost, expected) in table {
+        assert_eq!(usage_line(*context, *counts, *cost).as_deref(), *expected);
     }
 }
 

@@ -385,6 +385,8 @@ pub struct StatusLine<'a> {
     pub mode: Option<&'a str>,
     /// The usage line.
     pub usage: Option<&'a str>,
+    /// The session's title, if the agent gave one.
+    pub title: Option<&'a str>,
 }
 
 /// One agent's part of the answer to `!status`.
@@ -405,6 +407,9 @@ pub fn status(line: &StatusLine<'_>) -> String {
     );
     if let Some(mode) = line.mode {
         text.push_str(&format!(" (mode: {mode})"));
+    }
+    if let Some(title) = line.title {
+        text.push_str(&format!(", titled “{title}”"));
     }
     text.push('.');
     if line.polls > 0 {
