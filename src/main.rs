@@ -47,6 +47,9 @@ enum Cmd {
         /// `audio`, `embedded` (comma-separated).
         #[arg(long, value_delimiter = ',')]
         prompt_capabilities: Vec<String>,
+        /// Offer sign-in methods and open no session until signed in (`authenticate`).
+        #[arg(long)]
+        auth: bool,
     },
 }
 
@@ -68,6 +71,7 @@ async fn main() -> std::process::ExitCode {
             settings,
             prompt_log,
             prompt_capabilities,
+            auth,
         } => sidekicks::acp::demo_agent::run_stdio(sidekicks::acp::demo_agent::DemoOptions {
             sessions,
             resume,
@@ -78,6 +82,7 @@ async fn main() -> std::process::ExitCode {
                 audio: prompt_capabilities.iter().any(|c| c == "audio"),
                 embedded_context: prompt_capabilities.iter().any(|c| c == "embedded"),
             },
+            auth,
         })
         .await
         .map_err(anyhow::Error::from),

@@ -198,3 +198,33 @@ async fn status_shows_the_sessions_title_and_cost_as_the_agent_gives_them() {
     );
     assert!(status.body.contains("cost 0.25 USD"), "{}", status.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_needs_signing_in_says_how_and_an_admin_signs_it_in() {
+    let env = Env::start_with_demo_args(SynapseOptions::default(), "", &["--auth"]).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%say hi").await;
+    let told = env.notice_containing(&room, "needs to be signed in").await;
+    assert!(
+        told.body.contains("Demo sign-in (id demo-login)"),
+        "{}",
+        told.body
+    );
+    assert!(
+        told.body.contains("demo-agent --login` on the host"),
+        "the terminal method says what to run: {}",
+        told.body
+    );
+    assert!(!told.body.contains("-32000"), "no raw error: {}", told.body);
+    env.alice.send(&room, "!login").await;
+    env.notice_containing(&room, "one of: demo-login, demo-terminal")
+        .await;
+    env.alice.send(&room, "!login demo-terminal").await;
+    env.notice_containing(&room, "Signing demo agent in with demo-terminal failed")
+        .await;
+    env.alice.send(&room, "!login demo-login").await;
+    env.notice_containing(&room, "is signed in (demo-login)")
+        .await;
+    env.prompt_and_wait(&room, "%say now it answers", "now it answers")
+        .await;
+}

@@ -230,3 +230,21 @@ fn check_lists_the_worktrees_of_an_agent_in_worktree_mode() {
         "{stdout}"
     );
 }
+
+#[test]
+fn check_says_whether_an_agent_is_signed_in_and_how_to_sign_it_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        binary().to_str().unwrap(),
+        r#"["demo-agent", "--auth"]"#,
+    );
+    let out = check(&cfg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("signed in: no"), "{stdout}");
+    assert!(stdout.contains("Demo sign-in (id demo-login)"), "{stdout}");
+    let signed = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let stdout = String::from_utf8_lossy(&check(&signed).stdout).into_owned();
+    assert!(stdout.contains("signed in: yes"), "{stdout}");
+}

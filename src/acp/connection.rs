@@ -16,7 +16,7 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
+    AuthenticateRequest, CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
     FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, NewSessionRequest,
     NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
@@ -37,8 +37,8 @@ use super::sessions::Sessions;
 use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
-    AgentError, AgentInfo, ConfigChoice, ConfigOption, NewSession, PermissionAnswer, ProcessState,
-    Reopen, SessionListing, StopReason, TurnEnd,
+    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession,
+    PermissionAnswer, ProcessState, Reopen, SessionListing, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 
@@ -99,6 +99,13 @@ enum Request {
         cursor: Option<String>,
         /// Where the answer goes.
         reply: oneshot::Sender<Result<ListSessionsResponse, agent_client_protocol::Error>>,
+    },
+    /// `authenticate`.
+    Authenticate {
+        /// The sign-in method's ID.
+        method: String,
+        /// Where the answer goes.
+        reply: oneshot::Sender<Result<(), agent_client_protocol::Error>>,
     },
     /// `session/close`.
     Close {
@@ -219,7 +226,13 @@ impl AcpAgent {
                 return Err(e);
             }
         };
-        let info = events::agent_info(&response);
+        let mut info = events::agent_info(&response);
+        // A terminal sign-in runs the agent's own command with the method's arguments.
+        for method in &mut info.auth_methods {
+            if let Some(args) = &mut method.terminal {
+                *args = format!("{} {args}", spec.command).trim().to_owned();
+            }
+        }
         if response.protocol_version != ProtocolVersion::V1 {
             agent.shutdown().await;
             return Err(AgentError::UnsupportedVersion(
@@ -485,6 +498,22 @@ impl AgentPort for AcpAgent {
         Ok(listed)
     }
 
+    fn auth_methods(&self) -> Vec<AuthMethodInfo> {
+        self.info.auth_methods.clone()
+    }
+
+    async fn authenticate(&self, method_id: &str) -> Result<(), AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::Authenticate {
+            method: method_id.to_owned(),
+            reply,
+        })
+        .await?;
+        // Signing in may wait for a browser or a server: as long as opening a session.
+        self.wait("authenticate", Some(self.session_timeout), rx)
+            .await
+    }
+
     async fn close_session(&self, session_id: &str) {
         self.sessions().unregister(session_id);
         if !self.info.close_session {
@@ -728,6 +757,12 @@ async fn run_connection(
                         tokio::spawn(async move {
                             let request = ListSessionsRequest::new().cwd(cwd).cursor(cursor);
                             let _ = reply.send(cx.send_request(request).block_task().await);
+                        });
+                    }
+                    Request::Authenticate { method, reply } => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let _ = reply.send(cx.send_request(AuthenticateRequest::new(method)).block_task().await.map(|_| ()));
                         });
                     }
                     Request::Close { session, reply } => {

@@ -15,10 +15,10 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use tokio::sync::oneshot;
 
 use crate::model::agent::{
-    AgentEvent, AgentInfo, ConfigChoice, ConfigOption, ConfigValue, Cost, PermissionAnswer,
-    PermissionKind, PermissionOption, PermissionRequest, PlanEntry, PlanStatus, SessionListing,
-    SessionSettings, SlashCommand, StopReason, TokenUsage, ToolCallFields, ToolContent, ToolKind,
-    ToolStatus, TurnEnd,
+    AgentEvent, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, ConfigValue, Cost,
+    PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest, PlanEntry, PlanStatus,
+    SessionListing, SessionSettings, SlashCommand, StopReason, TokenUsage, ToolCallFields,
+    ToolContent, ToolKind, ToolStatus, TurnEnd,
 };
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
 
@@ -40,20 +40,22 @@ pub fn agent_info(r: &InitializeResponse) -> AgentInfo {
         close_session: caps.session_capabilities.close.is_some(),
         list_sessions: caps.session_capabilities.list.is_some(),
         prompt_capabilities: prompt,
-        auth_methods: r.auth_methods.iter().map(auth_method_name).collect(),
+        auth_methods: r.auth_methods.iter().map(auth_method).collect(),
     }
 }
 
-fn auth_method_name(m: &AuthMethod) -> String {
-    serde_json::to_value(m)
-        .ok()
-        .and_then(|v| {
-            v.get("name")
-                .or_else(|| v.get("id"))
-                .and_then(|n| n.as_str())
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| "?".into())
+/// The core's description of a sign-in method.
+fn auth_method(m: &AuthMethod) -> AuthMethodInfo {
+    let terminal = match m {
+        AuthMethod::Terminal(t) => Some(t.args.join(" ")),
+        _ => None,
+    };
+    AuthMethodInfo {
+        id: m.id().0.to_string(),
+        name: m.name().to_owned(),
+        description: m.description().map(str::to_owned),
+        terminal,
+    }
 }
 
 /// The core's description of one listed session.

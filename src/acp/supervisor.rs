@@ -17,10 +17,10 @@ use tokio::time::Instant;
 use super::connection::AcpAgent;
 use super::process::ProcessSpec;
 use crate::core::agent::AgentPort;
-use crate::model::agent::SessionListing;
 use crate::model::agent::{
     AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, TurnEnd,
 };
+use crate::model::agent::{AuthMethodInfo, SessionListing};
 use crate::model::media::{PromptBlock, PromptSupport};
 
 /// Shortest wait before a restart after a crash.
@@ -235,6 +235,14 @@ impl AgentPort for SupervisedAgent {
 
     async fn list_sessions(&self, cwd: &Path) -> Result<Vec<SessionListing>, AgentError> {
         self.live().await?.list_sessions(cwd).await
+    }
+
+    fn auth_methods(&self) -> Vec<AuthMethodInfo> {
+        self.current().map(|c| c.auth_methods()).unwrap_or_default()
+    }
+
+    async fn authenticate(&self, method_id: &str) -> Result<(), AgentError> {
+        self.live().await?.authenticate(method_id).await
     }
 
     async fn close_session(&self, session_id: &str) {

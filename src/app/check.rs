@@ -111,11 +111,15 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
     .map(|(_, name)| name.to_owned())
     .collect();
     writeln!(out, "  session methods: {}", none(&methods))?;
-    writeln!(out, "  auth methods: {}", none(&info.auth_methods))?;
+    let methods: Vec<String> = (info.auth_methods.iter())
+        .map(|m| format!("{} ({})", m.name, m.id))
+        .collect();
+    writeln!(out, "  auth methods: {}", none(&methods))?;
     let session = process.new_session(&agent.workspace_root()).await;
     let result = match session {
         Ok(mut session) => {
             writeln!(out, "  session/new: ok ({})", session.id)?;
+            writeln!(out, "  signed in: yes (or no sign-in needed)")?;
             let modes: Vec<String> = session
                 .settings
                 .modes
@@ -145,6 +149,14 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
                 }
             }
             writeln!(out, "  slash commands: {}", none(&commands))?;
+            Ok(out)
+        }
+        // Not signed in: what to do about it, not a failure of the check.
+        Err(e) if e.is_auth_required() => {
+            writeln!(out, "  signed in: no (session/new asks to sign in: {e})")?;
+            for m in &info.auth_methods {
+                writeln!(out, "    {}", crate::render::strings::auth_method_line(m))?;
+            }
             Ok(out)
         }
         Err(e) => Err(anyhow::anyhow!("session/new failed: {e}")),

@@ -34,6 +34,14 @@ pub trait AgentPort: Send + Sync {
             "this agent cannot list its sessions".into(),
         ))
     }
+    /// The ways the agent offers to sign in, as it advertised (none until it started).
+    fn auth_methods(&self) -> Vec<AuthMethodInfo> {
+        Vec::new()
+    }
+    /// Signs the agent in with method `method_id` (`authenticate`).
+    async fn authenticate(&self, _method_id: &str) -> Result<(), AgentError> {
+        Err(AgentError::Failed("this agent offers no sign-in".into()))
+    }
     /// Frees session `session_id` on the agent's side (`session/close`, where the agent
     /// offers it; nothing otherwise): its conversation was reset. A failure is only logged.
     async fn close_session(&self, _session_id: &str) {}

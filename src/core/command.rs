@@ -49,6 +49,8 @@ pub enum Command {
     Sessions(Vec<String>),
     /// Continue one of the agent's sessions in this conversation (`!attach ID`).
     Attach(Vec<String>),
+    /// Sign the agent in with one of the methods it offers (`!login ID`; admins only).
+    Login(Vec<String>),
     /// A word after the prefix that is no command we know.
     Unknown(String),
 }
@@ -67,7 +69,8 @@ impl Command {
             | Command::Worktree(w)
             | Command::File(w)
             | Command::Sessions(w)
-            | Command::Attach(w) => Some(w),
+            | Command::Attach(w)
+            | Command::Login(w) => Some(w),
             _ => None,
         }
     }
@@ -83,6 +86,8 @@ impl Command {
     pub fn changes_settings(&self) -> bool {
         match self {
             Command::Mode(w) | Command::Model(w) | Command::Set(w) => !w.is_empty(),
+            // Signing in is for admins, whether or not they may prompt.
+            Command::Login(_) => true,
             _ => false,
         }
     }
@@ -145,6 +150,7 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
         "file" => Command::File(words),
         "sessions" => Command::Sessions(words),
         "attach" => Command::Attach(words),
+        "login" => Command::Login(words),
         other => Command::Unknown(other.to_owned()),
     })
 }

@@ -249,6 +249,27 @@ pub enum AgentEvent {
     Other(String),
 }
 
+/// A way an agent offers to sign in (`authMethods` of its `initialize` answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthMethodInfo {
+    /// Its ID, for `authenticate` (`!login ID`).
+    pub id: String,
+    /// Its name, for people.
+    pub name: String,
+    /// What the agent says about it (often which variable or command it needs).
+    pub description: Option<String>,
+    /// For a method run in a terminal: the command line a person runs on the host (the
+    /// agent's own command with the method's arguments).
+    pub terminal: Option<String>,
+}
+
+impl AgentError {
+    /// Whether the agent refused because it is not signed in (`auth_required`, -32000).
+    pub fn is_auth_required(&self) -> bool {
+        matches!(self, AgentError::Rpc { code: -32000, .. })
+    }
+}
+
 /// What a session has cost so far, as the agent reported it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cost {
@@ -280,7 +301,7 @@ pub struct AgentInfo {
     /// Prompt content it accepts besides text and links (image, audio, embedded context).
     pub prompt_capabilities: super::media::PromptSupport,
     /// Names of the authentication methods it offers.
-    pub auth_methods: Vec<String>,
+    pub auth_methods: Vec<AuthMethodInfo>,
 }
 
 /// One of an agent's sessions, as `session/list` describes it (for `!sessions`).

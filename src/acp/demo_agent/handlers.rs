@@ -27,6 +27,9 @@ impl State {
         responder: Responder<NewSessionResponse>,
         cx: &ConnectionTo<Client>,
     ) -> Result {
+        if self.needs_sign_in.load(Ordering::SeqCst) {
+            return responder.respond_with_error(agent_client_protocol::Error::auth_required());
+        }
         // Unique across restarts, so a saved session is never confused with a new one (the
         // process ID is not: in a sandbox with its own PID namespace it is always the same).
         let started = std::time::SystemTime::now()

@@ -58,6 +58,9 @@
 //! `received: ` and the prompt exactly as it arrived). With `--settings` its sessions have
 //! two modes (`ask`, `code`) and a model choice (config option `model`: `small`, `large`),
 //! which `session/set_mode` and `session/set_config_option` change and `%settings` tells.
+//! With `--auth` it offers two sign-in methods (`demo-login`, done by `authenticate`, and
+//! `demo-terminal`, a terminal method) and refuses `session/new` with `auth_required` until
+//! `authenticate` with `demo-login` came.
 //! With `--prompt-capabilities image,audio,embedded` it advertises taking those kinds of
 //! content in prompts (`promptCapabilities`); by default, text and links only.
 //! With `--prompt-log FILE` it appends every prompt it receives to FILE (one JSON string a
@@ -73,7 +76,8 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
+    AuthenticateResponse, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
     CloseSessionRequest, CloseSessionResponse, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     NewSessionRequest, PromptCapabilities, PromptRequest, ResumeSessionRequest,
@@ -135,6 +139,8 @@ struct State {
     cwds: Mutex<HashMap<String, PathBuf>>,
     /// Who the client said it is and what it offers, from `initialize` (`%client`).
     client: Mutex<String>,
+    /// Whether sessions wait for a sign-in (`--auth`) that has not happened yet.
+    needs_sign_in: AtomicBool,
 }
 
 /// The modes offered with `--settings`.
@@ -299,6 +305,9 @@ pub struct DemoOptions {
     pub prompt_log: Option<PathBuf>,
     /// What it advertises taking besides text (`promptCapabilities`).
     pub prompt_support: PromptSupport,
+    /// Whether it must be signed in (`authenticate` with `demo-login`) before it opens
+    /// sessions; it also offers a terminal method, `demo-terminal`.
+    pub auth: bool,
 }
 
 /// Runs the demo agent on stdin/stdout until the client goes away. With
@@ -332,7 +341,21 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             .audio(support.audio)
             .embedded_context(support.embedded_context),
     );
+    let auth_methods = match options.auth {
+        true => vec![
+            AuthMethod::Agent(
+                AuthMethodAgent::new("demo-login", "Demo sign-in")
+                    .description("Signs the demo agent in at once".to_string()),
+            ),
+            AuthMethod::Terminal(
+                AuthMethodTerminal::new("demo-terminal", "Sign in in a terminal")
+                    .args(vec!["demo-agent".into(), "--login".into()]),
+            ),
+        ],
+        false => Vec::new(),
+    };
     let state = Arc::new(State {
+        needs_sign_in: AtomicBool::new(options.auth),
         saved: options.sessions,
         with_settings: options.settings,
         prompt_log: options.prompt_log,
@@ -340,15 +363,17 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
     });
     // Each handler owns a handle on the state; the work is in `handlers.rs`.
     let s = || state.clone();
-    let (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9) =
-        (s(), s(), s(), s(), s(), s(), s(), s(), s(), s());
+    let (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10) =
+        (s(), s(), s(), s(), s(), s(), s(), s(), s(), s(), s());
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
         .on_receive_request(
             async move |req: InitializeRequest, responder, _cx| {
                 *s0.client.lock().unwrap() = content::client_line(&req);
-                responder.respond(initialize_response(capabilities.clone()))
+                responder.respond(
+                    initialize_response(capabilities.clone()).auth_methods(auth_methods.clone()),
+                )
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -382,6 +407,21 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         .on_receive_request(
             async move |req: SetSessionConfigOptionRequest, responder, _cx| {
                 s6.set_config_option(req, responder)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: AuthenticateRequest, responder, _cx| {
+                if req.method_id.0.as_ref() == "demo-login" {
+                    s10.needs_sign_in
+                        .store(false, std::sync::atomic::Ordering::SeqCst);
+                    responder.respond(AuthenticateResponse::new())
+                } else {
+                    responder.respond_with_error(
+                        agent_client_protocol::Error::invalid_params()
+                            .data(format!("{} cannot be done here", req.method_id.0)),
+                    )
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

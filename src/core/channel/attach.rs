@@ -1,9 +1,11 @@
 //! `!sessions` and `!attach`: the agent's sessions of this conversation's folder, and taking
-//! one up here (a session started in an editor or a terminal continues in the room).
+//! one up here (a session started in an editor or a terminal continues in the room); and
+//! `!login`, signing the agent in.
 
 use super::*;
 
 use crate::model::agent::SessionListing;
+use crate::model::ids::UserId;
 
 impl Channel {
     /// `!sessions`: the agent's sessions whose folder is this conversation's.
@@ -76,6 +78,48 @@ impl Channel {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, session = id, error = %e, "could not attach a session");
                 self.notice(strings::attach_failed(id, &e.to_string()))
                     .await;
+            }
+        }
+    }
+
+    /// `!login ID` (admins only): signs the agent in with a method it offers.
+    pub(super) async fn login_command(&mut self, method: Option<&str>, by: &UserId) {
+        let ctx = self.ctx.clone();
+        if !ctx.admins.allows(by) {
+            self.notice(strings::login_admins_only(&ctx.command_prefix))
+                .await;
+            return;
+        }
+        let _lease = self.lease().await;
+        if let Err(e) = ctx.agent.ensure_running().await {
+            self.notice(strings::session_failed(&ctx.display_name, &e.to_string()))
+                .await;
+            return;
+        }
+        let methods = ctx.agent.auth_methods();
+        let Some(method) = method.filter(|m| methods.iter().any(|known| known.id == *m)) else {
+            self.notice(strings::login_usage(
+                &ctx.display_name,
+                &methods,
+                &ctx.command_prefix,
+            ))
+            .await;
+            return;
+        };
+        match ctx.agent.authenticate(method).await {
+            Ok(()) => {
+                tracing::info!(agent = %ctx.agent_id, method, by = %by, "the agent was signed in");
+                self.notice(strings::signed_in(&ctx.display_name, method))
+                    .await
+            }
+            Err(e) => {
+                tracing::warn!(agent = %ctx.agent_id, method, error = %e, "signing in failed");
+                self.notice(strings::sign_in_failed(
+                    &ctx.display_name,
+                    method,
+                    &e.to_string(),
+                ))
+                .await
             }
         }
     }

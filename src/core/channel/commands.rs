@@ -49,6 +49,11 @@ impl Channel {
             }
             Command::File(words) => return self.file_command(&words.join(" ")).await,
             Command::Sessions(_) => return self.sessions_command().await,
+            Command::Login(words) => {
+                return self
+                    .login_command(words.first().map(String::as_str), by)
+                    .await;
+            }
             Command::Attach(words) => {
                 return self
                     .attach_command(words.first().map(String::as_str), running)

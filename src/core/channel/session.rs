@@ -100,6 +100,18 @@ impl Channel {
         }
         match self.ensure_session().await {
             Ok(_) => true,
+            // Not signed in: how to sign it in, not a raw error.
+            Err(e) if e.is_auth_required() => {
+                tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, error = %e, "the agent is not signed in");
+                let methods = self.ctx.agent.auth_methods();
+                self.notice(strings::sign_in_needed(
+                    &self.ctx.display_name,
+                    &methods,
+                    &self.ctx.command_prefix,
+                ))
+                .await;
+                false
+            }
             Err(e) => {
                 tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, error = %e, "no session");
                 self.notice(strings::session_failed(

@@ -131,3 +131,72 @@ pub fn attached(session: &crate::model::agent::SessionListing, how: &str) -> Str
 pub fn attach_failed(id: &str, why: &str) -> String {
     format!("Could not take up session {id}: {why}")
 }
+
+/// One sign-in method, for people: its name and ID, what the agent says of it, and for a
+/// terminal method the command to run on the host.
+pub fn auth_method_line(m: &crate::model::agent::AuthMethodInfo) -> String {
+    let mut line = format!("{} (id {})", m.name, m.id);
+    if let Some(d) = m.description.as_deref().filter(|d| !d.trim().is_empty()) {
+        line.push_str(&format!(": {d}"));
+    }
+    if let Some(command) = &m.terminal {
+        line.push_str(&format!(
+            "; run `{command}` on the host, as the gateway's user with the agent's HOME"
+        ));
+    }
+    line
+}
+
+/// Said when the agent refuses to open a session until someone signs it in.
+pub fn sign_in_needed(
+    agent: &str,
+    methods: &[crate::model::agent::AuthMethodInfo],
+    prefix: &str,
+) -> String {
+    if methods.is_empty() {
+        return format!(
+            "🔑 {agent} needs to be signed in and names no way to do it here: sign it in on the \
+             host (see its documentation), or give it its API key in the config (env)."
+        );
+    }
+    let mut text = format!("🔑 {agent} needs to be signed in before it can answer. It offers:\n");
+    for m in methods {
+        text.push_str(&format!("• {}\n", auth_method_line(m)));
+    }
+    text.push_str(&format!(
+        "An admin can sign it in with {prefix}login ID; a method that needs an API key wants it \
+         in the agent's env in the config."
+    ));
+    text
+}
+
+/// Answer to `!login` from someone who is not an admin.
+pub fn login_admins_only(prefix: &str) -> String {
+    format!("Only admins may sign an agent in ({prefix}login).")
+}
+
+/// Answer to `!login` without a method, or with one the agent does not offer.
+pub fn login_usage(
+    agent: &str,
+    methods: &[crate::model::agent::AuthMethodInfo],
+    prefix: &str,
+) -> String {
+    if methods.is_empty() {
+        return format!("{agent} offers no sign-in methods.");
+    }
+    let ids: Vec<&str> = methods.iter().map(|m| m.id.as_str()).collect();
+    format!(
+        "Sign {agent} in with {prefix}login ID, one of: {}.",
+        ids.join(", ")
+    )
+}
+
+/// Said when signing in worked.
+pub fn signed_in(agent: &str, method: &str) -> String {
+    format!("🔑 {agent} is signed in ({method}).")
+}
+
+/// Said when signing in failed.
+pub fn sign_in_failed(agent: &str, method: &str, why: &str) -> String {
+    format!("🔑 Signing {agent} in with {method} failed: {why}")
+}
