@@ -9,21 +9,20 @@
 //! tasks, so a long prompt never holds up a `session/cancel`. The agent's dialect is applied on the way (`sessions.rs`), and what it
 //! writes to stdout is guarded (`transport.rs`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
+    AuthenticateRequest, CancelNotification, ClientCapabilities, CloseSessionRequest,
     FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, NewSessionRequest,
-    NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    ResumeSessionRequest, SelectedPermissionOutcome, SessionConfigOption, SessionConfigOptionValue,
-    SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest,
-    WriteTextFileRequest,
+    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, NewSessionResponse,
+    PermissionOptionKind, PromptRequest, ReadTextFileRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
+    SelectedPermissionOutcome, SessionNotification, SetSessionConfigOptionRequest,
+    SetSessionModeRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
@@ -33,6 +32,7 @@ use super::client_fs;
 use super::dialect;
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
+use super::requests::Request;
 use super::sessions::Sessions;
 use super::transport;
 use crate::core::agent::AgentPort;
@@ -41,85 +41,6 @@ use crate::model::agent::{
     PermissionAnswer, ProcessState, Reopen, SessionListing, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
-
-/// Work for the task that owns the SDK connection.
-enum Request {
-    /// `session/new` with this working folder.
-    NewSession {
-        /// The session's `cwd`.
-        cwd: PathBuf,
-        /// Where the answer goes.
-        reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
-    },
-    /// `session/load` or `session/resume` of an earlier session.
-    Reopen {
-        /// Which of the two.
-        how: Reopen,
-        /// The session to get back.
-        session: String,
-        /// The session's `cwd`.
-        cwd: PathBuf,
-        /// Where the answer goes (the new-session shape: only the settings matter).
-        reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
-    },
-    /// `session/prompt`.
-    Prompt {
-        /// The session.
-        session: String,
-        /// The prompt's content blocks.
-        blocks: Vec<ContentBlock>,
-        /// Where the answer goes.
-        reply: oneshot::Sender<Result<PromptResponse, agent_client_protocol::Error>>,
-    },
-    /// `session/set_mode`.
-    SetMode {
-        /// The session.
-        session: String,
-        /// The mode to switch to.
-        mode: String,
-        /// Where the answer goes.
-        reply: oneshot::Sender<Result<(), agent_client_protocol::Error>>,
-    },
-    /// `session/set_config_option`.
-    SetOption {
-        /// The session.
-        session: String,
-        /// The option to change.
-        option: String,
-        /// Its new value.
-        value: SessionConfigOptionValue,
-        /// Where the answer goes: every option as the agent now has them.
-        reply: oneshot::Sender<Result<Vec<SessionConfigOption>, agent_client_protocol::Error>>,
-    },
-    /// `session/list`, one page.
-    List {
-        /// The working folder the sessions must have.
-        cwd: PathBuf,
-        /// Where the previous page ended, if anywhere.
-        cursor: Option<String>,
-        /// Where the answer goes.
-        reply: oneshot::Sender<Result<ListSessionsResponse, agent_client_protocol::Error>>,
-    },
-    /// `authenticate`.
-    Authenticate {
-        /// The sign-in method's ID.
-        method: String,
-        /// Where the answer goes.
-        reply: oneshot::Sender<Result<(), agent_client_protocol::Error>>,
-    },
-    /// `session/close`.
-    Close {
-        /// The session to free.
-        session: String,
-        /// Where the answer goes.
-        reply: oneshot::Sender<Result<(), agent_client_protocol::Error>>,
-    },
-    /// `session/cancel` (a notification: no answer).
-    Cancel {
-        /// The session whose turn to stop.
-        session: String,
-    },
-}
 
 /// A running agent speaking ACP over its stdio.
 pub struct AcpAgent {

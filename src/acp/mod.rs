@@ -8,6 +8,7 @@ pub mod dialect;
 mod events;
 mod lines;
 mod process;
+mod requests;
 mod sandbox;
 mod sessions;
 mod supervisor;
