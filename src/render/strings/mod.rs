@@ -293,6 +293,7 @@ pub fn help(prefix: &str, agents: &[AgentLine], default: Option<&str>) -> String
          • {prefix}worktree [remove]: where the agent works in a git worktree of its own, \
          its branch and changes (remove: take it away, the branch kept)\n\
          • {prefix}file PATH: post a file of the agent's workspace here\n\
+         • {prefix}login [ID]: sign the agent in (admins)\n\
          • {prefix}sessions, {prefix}attach ID: the agent's sessions in this workspace, and \
          continuing one of them here (started in an editor or a terminal)\n\
          • {prefix}show all|tools|answer: how much of the agents' work this room sees\n\
