@@ -228,3 +228,19 @@ async fn an_agent_that_needs_signing_in_says_how_and_an_admin_signs_it_in() {
     env.prompt_and_wait(&room, "%say now it answers", "now it answers")
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_mcp_servers_reach_every_session_and_http_ones_only_agents_that_take_them() {
+    let servers = r#"mcp_servers = [{ name = "tools", command = "/usr/bin/true", args = ["--stdio"], env = { TOOL_TOKEN = "s3cret-token-value" } }, { name = "docs", url = "http://127.0.0.1:9/mcp", headers = { Authorization = "Bearer abcdefgh-secret" } }]"#;
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), "", servers).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%mcp").await;
+    let said = agent_says(&env, &room, "the servers", |t| t.starts_with("mcp:")).await;
+    assert_eq!(
+        said.trim(),
+        "mcp: tools stdio /usr/bin/true --stdio env=TOOL_TOKEN"
+    );
+    let log = env.gw.log();
+    assert!(log.contains("does not take HTTP MCP servers"), "{log}");
+    assert!(!log.contains("s3cret-token-value") && !log.contains("abcdefgh-secret"));
+}

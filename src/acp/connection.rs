@@ -37,7 +37,7 @@ use super::sessions::Sessions;
 use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
-    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession,
+    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, McpServerSpec, NewSession,
     PermissionAnswer, ProcessState, Reopen, SessionListing, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
@@ -99,6 +99,7 @@ impl AcpAgent {
         let connection = run_connection(
             spec.agent_id.clone(),
             spec.file_access,
+            spec.mcp_servers.clone(),
             transport,
             sessions.clone(),
             requests_rx,
@@ -528,6 +529,7 @@ const LIST_PAGES: usize = 5;
 async fn run_connection(
     agent_id: String,
     file_access: bool,
+    mcp_servers: Vec<McpServerSpec>,
     transport: impl agent_client_protocol::ConnectTo<Client> + 'static,
     sessions: Arc<Mutex<Sessions>>,
     mut requests: mpsc::UnboundedReceiver<Request>,
@@ -621,6 +623,9 @@ async fn run_connection(
                 .client_info(Implementation::new("sidekicks", env!("CARGO_PKG_VERSION")).title("Sidekicks".to_string()));
             let response = cx.send_request(initialize).block_task().await;
             let ok = response.is_ok();
+            // HTTP MCP servers only for agents that take them; every agent takes stdio ones.
+            let http = response.as_ref().is_ok_and(|r| r.agent_capabilities.mcp_capabilities.http);
+            let mcp = events::mcp_servers(&mcp_servers, http, &agent_id);
             let _ = init.send(response);
             if !ok {
                 return Ok(());
@@ -628,23 +633,23 @@ async fn run_connection(
             while let Some(request) = requests.recv().await {
                 match request {
                     Request::NewSession { cwd, reply } => {
-                        let cx = cx.clone();
+                        let (cx, mcp) = (cx.clone(), mcp.clone());
                         tokio::spawn(async move {
-                            let _ = reply.send(cx.send_request(NewSessionRequest::new(cwd)).block_task().await);
+                            let _ = reply.send(cx.send_request(NewSessionRequest::new(cwd).mcp_servers(mcp)).block_task().await);
                         });
                     }
                     Request::Reopen { how, session, cwd, reply } => {
-                        let cx = cx.clone();
+                        let (cx, mcp) = (cx.clone(), mcp.clone());
                         tokio::spawn(async move {
                             let id = session.clone();
                             let settings = match how {
                                 Reopen::Load => cx
-                                    .send_request(LoadSessionRequest::new(session, cwd))
+                                    .send_request(LoadSessionRequest::new(session, cwd).mcp_servers(mcp))
                                     .block_task()
                                     .await
                                     .map(|r| (r.modes, r.config_options)),
                                 Reopen::Resume => cx
-                                    .send_request(ResumeSessionRequest::new(session, cwd))
+                                    .send_request(ResumeSessionRequest::new(session, cwd).mcp_servers(mcp))
                                     .block_task()
                                     .await
                                     .map(|r| (r.modes, r.config_options)),

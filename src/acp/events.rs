@@ -3,7 +3,8 @@
 use agent_client_protocol::schema::MaybeUndefined;
 use agent_client_protocol::v1::schema::{
     AudioContent, AuthMethod, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
-    ImageContent, InitializeResponse, PermissionOptionKind, PlanEntryStatus, PromptResponse,
+    EnvVariable, HttpHeader, ImageContent, InitializeResponse, McpServer, McpServerHttp,
+    McpServerStdio, PermissionOptionKind, PlanEntryStatus, PromptResponse,
     RequestPermissionRequest, ResourceLink, SessionConfigKind, SessionConfigOption,
     SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOptions, SessionInfo,
     SessionModeState, SessionUpdate, StopReason as AcpStopReason, TextContent,
@@ -16,9 +17,9 @@ use tokio::sync::oneshot;
 
 use crate::model::agent::{
     AgentEvent, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, ConfigValue, Cost,
-    PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest, PlanEntry, PlanStatus,
-    SessionListing, SessionSettings, SlashCommand, StopReason, TokenUsage, ToolCallFields,
-    ToolContent, ToolKind, ToolStatus, TurnEnd,
+    McpServerSpec, PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest,
+    PlanEntry, PlanStatus, SessionListing, SessionSettings, SlashCommand, StopReason, TokenUsage,
+    ToolCallFields, ToolContent, ToolKind, ToolStatus, TurnEnd,
 };
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
 
@@ -39,9 +40,43 @@ pub fn agent_info(r: &InitializeResponse) -> AgentInfo {
         resume_session: caps.session_capabilities.resume.is_some(),
         close_session: caps.session_capabilities.close.is_some(),
         list_sessions: caps.session_capabilities.list.is_some(),
+        mcp_http: caps.mcp_capabilities.http,
         prompt_capabilities: prompt,
         auth_methods: r.auth_methods.iter().map(auth_method).collect(),
     }
+}
+
+/// The MCP servers as sessions are given them: HTTP ones only when the agent takes HTTP
+/// (`http`); one it does not is left out, with a warning in the log.
+pub fn mcp_servers(specs: &[McpServerSpec], http: bool, agent: &str) -> Vec<McpServer> {
+    let pairs = |list: &[(String, crate::model::Secret)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.clone(), v.expose().to_owned()))
+            .collect()
+    };
+    specs
+        .iter()
+        .filter_map(|spec| match spec {
+            McpServerSpec::Stdio {
+                name,
+                command,
+                args,
+                env,
+            } => Some(McpServer::Stdio(
+                McpServerStdio::new(name.clone(), command.clone())
+                    .args(args.clone())
+                    .env(pairs(env).into_iter().map(|(k, v)| EnvVariable::new(k, v)).collect()),
+            )),
+            McpServerSpec::Http { name, .. } if !http => {
+                tracing::warn!(agent, server = %name, "the agent does not take HTTP MCP servers; leaving this one out");
+                None
+            }
+            McpServerSpec::Http { name, url, headers } => Some(McpServer::Http(
+                McpServerHttp::new(name.clone(), url.clone())
+                    .headers(pairs(headers).into_iter().map(|(k, v)| HttpHeader::new(k, v)).collect()),
+            )),
+        })
+        .collect()
 }
 
 /// The core's description of a sign-in method.

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use super::lines::CappedLines;
 use super::sandbox::Sandbox;
 use crate::model::Secret;
+use crate::model::agent::McpServerSpec;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -39,6 +40,8 @@ pub struct ProcessSpec {
     pub initialize_timeout: std::time::Duration,
     /// How long it may take to open, load or resume a session.
     pub session_timeout: std::time::Duration,
+    /// MCP servers every session of the agent gets.
+    pub mcp_servers: Vec<crate::model::agent::McpServerSpec>,
     /// Whether the agent may read and write its sessions' files through the client
     /// (`fs/read_text_file`, `fs/write_text_file`), advertised at `initialize`.
     pub file_access: bool,
@@ -267,9 +270,16 @@ impl ProcessSpec {
             .inherit_env
             .iter()
             .filter_map(|name| std::env::var(name).ok());
+        // The MCP servers' variables and headers are the agent's secrets too.
+        let mcp = self.mcp_servers.iter().flat_map(|m| match m {
+            McpServerSpec::Stdio { env, .. } => env.clone(),
+            McpServerSpec::Http { headers, .. } => headers.clone(),
+        });
         let mut values: Vec<String> = self
             .env
             .values()
+            .cloned()
+            .chain(mcp.map(|(_, v)| v))
             .map(|v| v.expose().to_owned())
             .chain(inherited)
             .filter(|v| v.len() >= MIN_SECRET_LEN)
@@ -331,6 +341,7 @@ mod tests {
             dialect: None,
             initialize_timeout: std::time::Duration::from_secs(5),
             file_access: true,
+            mcp_servers: Vec::new(),
             session_timeout: std::time::Duration::from_secs(5),
         }
     }

@@ -111,6 +111,17 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
     .map(|(_, name)| name.to_owned())
     .collect();
     writeln!(out, "  session methods: {}", none(&methods))?;
+    let servers: Vec<String> = (agent.mcp_servers.iter())
+        .map(|m| match (&m.url, info.mcp_http) {
+            (None, _) => format!("{} (stdio)", m.name),
+            (Some(_), true) => format!("{} (http)", m.name),
+            (Some(_), false) => format!(
+                "{} (http: left out, the agent does not take HTTP MCP)",
+                m.name
+            ),
+        })
+        .collect();
+    writeln!(out, "  mcp servers: {}", none(&servers))?;
     let methods: Vec<String> = (info.auth_methods.iter())
         .map(|m| format!("{} ({})", m.name, m.id))
         .collect();

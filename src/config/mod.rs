@@ -540,6 +540,9 @@ pub struct AgentConfig {
     /// Worktree mode: each room's folder (`workspace` must hold `{room}`) is a `git
     /// worktree` of this repository on a branch of its own.
     pub worktree: Option<WorktreeConfig>,
+    /// MCP servers given to every session of the agent (`[[agents.mcp_servers]]`).
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerConfig>,
     /// Whether the agent may read and write its conversation's files through Sidekicks
     /// (the ACP client's `fs` methods, confined to the conversation's folder). Some agents
     /// ask before running tools only when the client offers it.
@@ -547,6 +550,49 @@ pub struct AgentConfig {
     pub file_access: bool,
     /// The agent's Matrix account.
     pub matrix: AgentMatrixConfig,
+}
+
+/// One MCP server of an agent: a command the agent starts (stdio) or a URL (HTTP).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// Its name, for the agent.
+    pub name: String,
+    /// For a stdio server: the program the agent starts (reachable inside its sandbox).
+    pub command: Option<PathBuf>,
+    /// For a stdio server: its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// For a stdio server: its environment (values are secrets, masked in the log).
+    #[serde(default)]
+    pub env: BTreeMap<String, Secret>,
+    /// For an HTTP server: its URL.
+    pub url: Option<String>,
+    /// For an HTTP server: headers sent with each request (values are secrets).
+    #[serde(default)]
+    pub headers: BTreeMap<String, Secret>,
+}
+
+impl McpServerConfig {
+    /// The server as agents are given it (`None` for one the validation refuses).
+    pub fn spec(&self) -> Option<crate::model::agent::McpServerSpec> {
+        let pairs =
+            |m: &BTreeMap<String, Secret>| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        match (&self.command, &self.url) {
+            (Some(command), None) => Some(crate::model::agent::McpServerSpec::Stdio {
+                name: self.name.clone(),
+                command: command.clone(),
+                args: self.args.clone(),
+                env: pairs(&self.env),
+            }),
+            (None, Some(url)) => Some(crate::model::agent::McpServerSpec::Http {
+                name: self.name.clone(),
+                url: url.clone(),
+                headers: pairs(&self.headers),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// Worktree mode: where each room's worktree comes from.

@@ -348,3 +348,54 @@ fn the_rooms_thread_mode_is_read() {
     let bad = format!("{}[rooms]\nthreads = \"sometimes\"\n", valid(dir));
     assert!(Config::from_toml(&bad, &dir.join("c.toml")).is_err());
 }
+
+#[test]
+fn mcp_servers_are_read_and_checked() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let with = |servers: &str| {
+        let text = valid(dir).replace("[agents.matrix]", &format!("{servers}\n[agents.matrix]"));
+        Config::from_toml(&text, &dir.join("c.toml"))
+    };
+    let cfg = with(
+        r#"mcp_servers = [{ name = "tools", command = "/bin/tools", args = ["-v"], env = { K = "v" } }, { name = "docs", url = "https://docs.example/mcp", headers = { Authorization = "Bearer x" } }]"#,
+    )
+    .unwrap();
+    let specs: Vec<_> = cfg.agents[0]
+        .mcp_servers
+        .iter()
+        .filter_map(|m| m.spec())
+        .collect();
+    assert_eq!(specs.len(), 2);
+    assert_eq!((specs[0].name(), specs[1].name()), ("tools", "docs"));
+    let refused = [
+        (
+            r#"mcp_servers = [{ name = "x", command = "/a", url = "http://b" }]"#,
+            "not both",
+        ),
+        (r#"mcp_servers = [{ name = "x" }]"#, "needs either"),
+        (
+            r#"mcp_servers = [{ name = "x", url = "ftp://b" }]"#,
+            "no http(s) URL",
+        ),
+        (
+            r#"mcp_servers = [{ name = "x", command = "/a", headers = { A = "b" } }]"#,
+            "only for an HTTP",
+        ),
+        (
+            r#"mcp_servers = [{ name = "x", command = "/a" }, { name = "x", command = "/b" }]"#,
+            "used twice",
+        ),
+        (
+            r#"mcp_servers = [{ name = "", command = "/a" }]"#,
+            "mcp_servers[0].name: is empty",
+        ),
+    ];
+    for (servers, expected) in refused {
+        let err = with(servers).unwrap_err().to_string();
+        assert!(
+            err.contains("agents[0].mcp_servers[") && err.contains(expected),
+            "{servers}: {err}"
+        );
+    }
+}

@@ -173,6 +173,37 @@ impl Config {
             if a.display_name.trim().is_empty() {
                 bad(k("display_name"), "is empty".into());
             }
+            let mut names = std::collections::HashSet::new();
+            for (j, m) in a.mcp_servers.iter().enumerate() {
+                let key = k(&format!("mcp_servers[{j}]"));
+                if m.name.trim().is_empty() {
+                    bad(format!("{key}.name"), "is empty".into());
+                } else if !names.insert(m.name.clone()) {
+                    bad(format!("{key}.name"), format!("`{}` is used twice", m.name));
+                }
+                match (&m.command, &m.url) {
+                    (Some(_), Some(_)) | (None, None) => bad(
+                        key.clone(),
+                        "needs either `command` (stdio) or `url` (HTTP), not both".into(),
+                    ),
+                    (Some(_), None) if !m.headers.is_empty() => bad(
+                        format!("{key}.headers"),
+                        "only for an HTTP server (`url`)".into(),
+                    ),
+                    (None, Some(url)) => {
+                        if !(url.starts_with("http://") || url.starts_with("https://")) {
+                            bad(format!("{key}.url"), format!("`{url}` is no http(s) URL"));
+                        }
+                        if !m.args.is_empty() || !m.env.is_empty() {
+                            bad(
+                                key.clone(),
+                                "`args` and `env` are only for a stdio server".into(),
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+            }
             if a.command.trim().is_empty() {
                 bad(k("command"), "is empty".into());
             }

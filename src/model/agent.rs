@@ -249,6 +249,40 @@ pub enum AgentEvent {
     Other(String),
 }
 
+/// An MCP server an agent's sessions get (`mcpServers` of `session/new`, `load`, `resume`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpServerSpec {
+    /// One the agent starts itself, speaking over stdio (every agent takes these).
+    Stdio {
+        /// Its name, for the agent.
+        name: String,
+        /// The program.
+        command: std::path::PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its environment (values are secrets: masked wherever the agent's words go).
+        env: Vec<(String, crate::model::Secret)>,
+    },
+    /// One reached over HTTP, for agents that advertise HTTP MCP.
+    Http {
+        /// Its name, for the agent.
+        name: String,
+        /// Its URL.
+        url: String,
+        /// Headers sent with each request (values are secrets).
+        headers: Vec<(String, crate::model::Secret)>,
+    },
+}
+
+impl McpServerSpec {
+    /// Its name.
+    pub fn name(&self) -> &str {
+        match self {
+            McpServerSpec::Stdio { name, .. } | McpServerSpec::Http { name, .. } => name,
+        }
+    }
+}
+
 /// A way an agent offers to sign in (`authMethods` of its `initialize` answer).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthMethodInfo {
@@ -298,6 +332,8 @@ pub struct AgentInfo {
     pub close_session: bool,
     /// Whether it can `session/list` (its sessions, for `!sessions`).
     pub list_sessions: bool,
+    /// Whether it takes MCP servers over HTTP (`mcpCapabilities.http`).
+    pub mcp_http: bool,
     /// Prompt content it accepts besides text and links (image, audio, embedded context).
     pub prompt_capabilities: super::media::PromptSupport,
     /// Names of the authentication methods it offers.

@@ -77,3 +77,33 @@ pub(super) fn client_line(req: &agent_client_protocol::v1::schema::InitializeReq
         yes(caps.terminal)
     )
 }
+
+/// One line about an MCP server a session was given: its name, kind, command or URL, and
+/// the names (never the values) of its variables or headers.
+pub(super) fn describe_mcp(server: &agent_client_protocol::v1::schema::McpServer) -> String {
+    use agent_client_protocol::v1::schema::McpServer;
+    match server {
+        McpServer::Stdio(s) => format!(
+            "mcp: {} stdio {} {} env={}",
+            s.name,
+            s.command.display(),
+            s.args.join(" "),
+            s.env
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        McpServer::Http(h) => format!(
+            "mcp: {} http {} headers={}",
+            h.name,
+            h.url,
+            h.headers
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        _ => "mcp: other".into(),
+    }
+}

@@ -40,6 +40,12 @@ impl State {
             "demo-{started}-{}",
             self.next.fetch_add(1, Ordering::Relaxed)
         );
+        let servers = req
+            .mcp_servers
+            .iter()
+            .map(super::content::describe_mcp)
+            .collect();
+        self.mcp.lock().unwrap().insert(id.clone(), servers);
         self.cwds.lock().unwrap().insert(id.clone(), req.cwd);
         self.sessions
             .lock()
@@ -64,6 +70,12 @@ impl State {
         cx: &ConnectionTo<Client>,
     ) -> Result {
         let id = req.session_id.0.to_string();
+        let servers = req
+            .mcp_servers
+            .iter()
+            .map(super::content::describe_mcp)
+            .collect();
+        self.mcp.lock().unwrap().insert(id.clone(), servers);
         self.cwds.lock().unwrap().insert(id.clone(), req.cwd);
         let conversation = match self.restore(&id) {
             Ok(conversation) => conversation,
@@ -92,6 +104,12 @@ impl State {
         cx: &ConnectionTo<Client>,
     ) -> Result {
         let id = req.session_id.0.to_string();
+        let servers = req
+            .mcp_servers
+            .iter()
+            .map(super::content::describe_mcp)
+            .collect();
+        self.mcp.lock().unwrap().insert(id.clone(), servers);
         self.cwds.lock().unwrap().insert(id.clone(), req.cwd);
         if let Err(e) = self.restore(&id) {
             return responder.respond_with_error(e);
@@ -138,6 +156,7 @@ impl State {
                 .cloned()
                 .unwrap_or_default();
             let cwd = state.cwds.lock().unwrap().get(&session).cloned();
+            let mcp = (state.mcp.lock().unwrap().get(&session).cloned()).unwrap_or_default();
             let turn = Turn {
                 settings: state.settings_of(&session),
                 cwd: cwd.unwrap_or_else(|| ".".into()),
@@ -151,6 +170,7 @@ impl State {
                 blocks,
                 client: state.client.lock().unwrap().clone(),
                 open_sessions: state.sessions.lock().unwrap().len(),
+                mcp,
             };
             let result = turn.run(&text).await;
             let answer = std::mem::take(&mut *turn.said.lock().unwrap());

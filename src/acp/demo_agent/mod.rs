@@ -43,6 +43,7 @@
 //! | `%fs-read PATH` | reads PATH through the client (`fs/read_text_file`) and says what came back |
 //! | `%fs-write PATH TEXT` | writes TEXT to PATH through the client (`fs/write_text_file`) |
 //! | `%open-sessions` | how many sessions it holds open (`session/close` frees one) |
+//! | `%mcp` | one line per MCP server the session was given (name, kind, command or URL, variable names) |
 //! | `%blocks` | one line per content block of the prompt: kind, MIME type, size, name |
 //! | `%image` | a picture (a 1×1 PNG) in the answer |
 //! | `%link PATH` | a link to PATH (relative to the session's folder) in the answer |
@@ -141,6 +142,8 @@ struct State {
     client: Mutex<String>,
     /// Whether sessions wait for a sign-in (`--auth`) that has not happened yet.
     needs_sign_in: AtomicBool,
+    /// The MCP servers each session was given, described (`%mcp`).
+    mcp: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// The modes offered with `--settings`.

@@ -41,6 +41,8 @@ pub(super) struct Turn {
     pub(super) client: String,
     /// How many sessions the agent holds open (`%open-sessions`).
     pub(super) open_sessions: usize,
+    /// The MCP servers the session was given, described (`%mcp`).
+    pub(super) mcp: Vec<String>,
 }
 
 /// How a permission request is placed relative to the tool call it concerns.
@@ -262,6 +264,14 @@ impl Turn {
                     )?;
                 }
                 "client" => self.say(&format!("{}\n", self.client))?,
+                "mcp" => {
+                    let lines: String = self.mcp.iter().map(|l| format!("{l}\n")).collect();
+                    self.say(if lines.is_empty() {
+                        "mcp: none\n"
+                    } else {
+                        &lines
+                    })?;
+                }
                 "open-sessions" => self.say(&format!("open sessions: {}\n", self.open_sessions))?,
                 "fs-read" => {
                     let path = self.cwd.join(arg.trim());
