@@ -4,27 +4,7 @@
 
 mod support;
 
-use support::{Env, PATIENCE, SynapseOptions, wait_until};
-
-/// Waits for the agent's message in `room` whose current text satisfies `wanted`.
-async fn agent_says(
-    env: &Env,
-    room: &matrix_sdk::room::Room,
-    what: &str,
-    wanted: impl Fn(&str) -> bool,
-) -> String {
-    wait_until(PATIENCE, what, || {
-        env.alice
-            .messages_from(room, &env.agent)
-            .into_iter()
-            .filter(|m| m.replaces.is_none())
-            .find_map(|m| {
-                let text = env.alice.current_text(&m.event_id)?;
-                wanted(&text).then_some(text)
-            })
-    })
-    .await
-}
+use support::{Env, SynapseOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_nothing_else() {
@@ -35,7 +15,9 @@ async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_n
     std::fs::write(env.gw.dir.path().join("outside.txt"), "not yours").unwrap();
 
     env.alice.send(&room, "%client").await;
-    let client = agent_says(&env, &room, "the client line", |t| t.starts_with("client:")).await;
+    let client = env
+        .agent_says(&room, "the client line", |t| t.starts_with("client:"))
+        .await;
     assert!(
         client.starts_with(&format!("client: sidekicks {}", env!("CARGO_PKG_VERSION"))),
         "{client}"
@@ -48,7 +30,9 @@ async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_n
             "%fs-read notes.txt\n%fs-read ../outside.txt\n%fs-write out/new.txt hello there",
         )
         .await;
-    let said = agent_says(&env, &room, "the file requests", |t| t.contains("fs wrote")).await;
+    let said = env
+        .agent_says(&room, "the file requests", |t| t.contains("fs wrote"))
+        .await;
     assert!(
         said.contains("fs read notes.txt: 23 chars: first line"),
         "{said}"
@@ -67,10 +51,11 @@ async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_n
     env.alice
         .send(&room, "%fs-read link.txt\n%fs-write link.txt overwritten")
         .await;
-    let said = agent_says(&env, &room, "the refusals", |t| {
-        t.matches("fs refused").count() == 2
-    })
-    .await;
+    let said = env
+        .agent_says(&room, "the refusals", |t| {
+            t.matches("fs refused").count() == 2
+        })
+        .await;
     assert!(said.contains("outside the session's folder"), "{said}");
     assert_eq!(
         std::fs::read_to_string(env.gw.dir.path().join("outside.txt")).unwrap(),
@@ -85,7 +70,9 @@ async fn an_agent_without_file_access_is_not_offered_it_and_is_refused() {
     let room = env.room_with_agent(false).await;
     std::fs::write(env.gw.workspace("demo").join("notes.txt"), "text").unwrap();
     env.alice.send(&room, "%client\n%fs-read notes.txt").await;
-    let said = agent_says(&env, &room, "the client line", |t| t.contains("fs refused")).await;
+    let said = env
+        .agent_says(&room, "the client line", |t| t.contains("fs refused"))
+        .await;
     assert!(said.contains("fs read: no, write: no"), "{said}");
     assert!(said.contains("no file access"), "{said}");
 }
@@ -95,12 +82,14 @@ async fn an_agent_that_answers_our_cancel_with_an_error_reads_as_stopped() {
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%say working\n%hang-error").await;
-    agent_says(&env, &room, "the running turn", |t| t == "working").await;
+    env.agent_says(&room, "the running turn", |t| t == "working")
+        .await;
     env.alice.send(&room, "!stop").await;
-    let ended = agent_says(&env, &room, "the stopped answer", |t| {
-        t.starts_with("working") && t.contains("Stopped by")
-    })
-    .await;
+    let ended = env
+        .agent_says(&room, "the stopped answer", |t| {
+            t.starts_with("working") && t.contains("Stopped by")
+        })
+        .await;
     assert!(!ended.contains("aborted"), "{ended}");
     let failures: Vec<String> = env
         .alice
@@ -120,7 +109,9 @@ async fn a_fresh_start_closes_the_old_session_on_an_agent_that_can_close_session
     env.alice.send(&room, "!new").await;
     env.notice_containing(&room, "Fresh start").await;
     env.alice.send(&room, "%open-sessions").await;
-    let said = agent_says(&env, &room, "the count", |t| t.starts_with("open sessions")).await;
+    let said = env
+        .agent_says(&room, "the count", |t| t.starts_with("open sessions"))
+        .await;
     assert_eq!(
         said.trim(),
         "open sessions: 1",
@@ -171,10 +162,11 @@ async fn a_session_started_elsewhere_in_the_workspace_continues_in_the_room() {
     env.notice_containing(&room, "now continues session ext-1")
         .await;
     env.alice.send(&room, "%history").await;
-    let history = agent_says(&env, &room, "the attached session's history", |t| {
-        t.contains("earlier prompt")
-    })
-    .await;
+    let history = env
+        .agent_says(&room, "the attached session's history", |t| {
+            t.contains("earlier prompt")
+        })
+        .await;
     assert!(history.contains("pineapple"), "{history}");
     assert!(!history.contains("%say hello"), "{history}");
 }
@@ -235,7 +227,9 @@ async fn configured_mcp_servers_reach_every_session_and_http_ones_only_agents_th
     let env = Env::start_with_agent_toml(SynapseOptions::default(), "", servers).await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%mcp").await;
-    let said = agent_says(&env, &room, "the servers", |t| t.starts_with("mcp:")).await;
+    let said = env
+        .agent_says(&room, "the servers", |t| t.starts_with("mcp:"))
+        .await;
     assert_eq!(
         said.trim(),
         "mcp: tools stdio /usr/bin/true --stdio env=TOOL_TOKEN"

@@ -10,27 +10,6 @@ use support::{Env, PATIENCE, Person, SynapseOptions, wait_until};
 /// The workspace folder where people's files are saved.
 const INBOX: &str = "sidekicks-inbox";
 
-/// Waits for the agent's message in `room` whose current text satisfies `wanted`; returns
-/// that text.
-async fn agent_says(
-    env: &Env,
-    room: &matrix_sdk::room::Room,
-    what: &str,
-    wanted: impl Fn(&str) -> bool,
-) -> String {
-    wait_until(PATIENCE, what, || {
-        env.alice
-            .messages_from(room, &env.agent)
-            .into_iter()
-            .filter(|m| m.replaces.is_none())
-            .find_map(|m| {
-                let text = env.alice.current_text(&m.event_id)?;
-                wanted(&text).then_some(text)
-            })
-    })
-    .await
-}
-
 /// Waits for a picture or file the agent posted in `room` named `name`.
 async fn agent_file(env: &Env, room: &matrix_sdk::room::Room, name: &str) -> Seen {
     wait_until(PATIENCE, &format!("the agent's file {name}"), || {
@@ -69,10 +48,11 @@ async fn pictures_reach_an_agent_that_takes_images_as_images_in_plain_and_encryp
                 Some("%blocks"),
             )
             .await;
-        let said = agent_says(&env, &room, "the blocks of the captioned picture", |t| {
-            t.contains("block: image")
-        })
-        .await;
+        let said = env
+            .agent_says(&room, "the blocks of the captioned picture", |t| {
+                t.contains("block: image")
+            })
+            .await;
         assert!(said.contains("block: image image/png 300 bytes"), "{said}");
         assert!(said.contains("block: text"), "{said}");
     }
@@ -96,10 +76,11 @@ async fn pictures_reach_an_agent_that_takes_images_as_images_in_plain_and_encryp
         .await;
     assert_eq!(waiting.in_reply_to.as_deref(), Some(sent.as_str()));
     env.alice.send(&room, "%blocks").await;
-    let said = agent_says(&env, &room, "the picture with its question", |t| {
-        t.contains("block: image")
-    })
-    .await;
+    let said = env
+        .agent_says(&room, "the picture with its question", |t| {
+            t.contains("block: image")
+        })
+        .await;
     assert!(said.contains("block: image image/png 512 bytes"), "{said}");
 }
 
@@ -124,10 +105,11 @@ async fn files_are_saved_in_the_inbox_linked_or_embedded_and_never_outside_it() 
             Some("%blocks"),
         )
         .await;
-    let said = agent_says(&env, &room, "the picture as a link", |t| {
-        t.contains("block: link")
-    })
-    .await;
+    let said = env
+        .agent_says(&room, "the picture as a link", |t| {
+            t.contains("block: link")
+        })
+        .await;
     let link = format!(
         "block: link shot.png file://{}/shot.png image/png 300 bytes",
         inbox.display()
@@ -144,10 +126,11 @@ async fn files_are_saved_in_the_inbox_linked_or_embedded_and_never_outside_it() 
             Some("%blocks"),
         )
         .await;
-    let said = agent_says(&env, &room, "the text file embedded", |t| {
-        t.contains("block: embedded")
-    })
-    .await;
+    let said = env
+        .agent_says(&room, "the text file embedded", |t| {
+            t.contains("block: embedded")
+        })
+        .await;
     assert!(said.contains("text/plain 20 chars: hello notes"), "{said}");
 
     // A file named to climb out of the inbox is saved inside it under a safe name.
@@ -160,7 +143,7 @@ async fn files_are_saved_in_the_inbox_linked_or_embedded_and_never_outside_it() 
             Some("%say saved?"),
         )
         .await;
-    agent_says(&env, &room, "the answer to the strangely named file", |t| {
+    env.agent_says(&room, "the answer to the strangely named file", |t| {
         t == "saved?"
     })
     .await;
@@ -183,7 +166,8 @@ async fn files_are_saved_in_the_inbox_linked_or_embedded_and_never_outside_it() 
         .await;
     let notice = env.notice_containing(&room, "more than the 1.0 MB").await;
     assert_eq!(notice.in_reply_to.as_deref(), Some(sent.as_str()));
-    agent_says(&env, &room, "the caption's answer", |t| t == "without it").await;
+    env.agent_says(&room, "the caption's answer", |t| t == "without it")
+        .await;
     assert!(!inbox.join("huge.log").exists());
 }
 
@@ -203,10 +187,8 @@ async fn the_agents_pictures_and_files_come_back_as_pictures_and_files() {
     ));
     let bytes = env.alice.download(&source).await;
     assert!(bytes.starts_with(b"\x89PNG"), "{bytes:?}");
-    agent_says(&env, &room, "the text before the picture", |t| {
-        t == "here it is"
-    })
-    .await;
+    env.agent_says(&room, "the text before the picture", |t| t == "here it is")
+        .await;
 
     // A link to a file of the workspace is the file.
     env.alice
@@ -265,10 +247,8 @@ async fn files_from_people_who_may_not_prompt_are_never_fetched() {
             Some("%say alice's"),
         )
         .await;
-    agent_says(&env, &room, "the answer to Alice's picture", |t| {
-        t == "alice's"
-    })
-    .await;
+    env.agent_says(&room, "the answer to Alice's picture", |t| t == "alice's")
+        .await;
     let inbox = env.gw.workspace("demo").join(INBOX);
     assert!(inbox.join("alice.png").exists());
     assert!(!inbox.join("bob.png").exists(), "Bob's picture was fetched");

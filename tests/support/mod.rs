@@ -141,6 +141,27 @@ impl Env {
         }
     }
 
+    /// Waits until Alice sees a message of the (first) agent in `room` whose current text
+    /// satisfies `wanted`; returns that text.
+    pub async fn agent_says(
+        &self,
+        room: &matrix_sdk::room::Room,
+        what: &str,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        wait_until(PATIENCE, what, || {
+            self.alice
+                .messages_from(room, &self.agent)
+                .into_iter()
+                .filter(|m| m.replaces.is_none())
+                .find_map(|m| {
+                    let text = self.alice.current_text(&m.event_id)?;
+                    wanted(&text).then_some(text)
+                })
+        })
+        .await
+    }
+
     /// A room Alice created and every agent joined.
     pub async fn room_with_agents(&self) -> matrix_sdk::room::Room {
         let room = self.alice.create_room(false).await;

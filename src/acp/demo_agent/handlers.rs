@@ -19,6 +19,19 @@ use super::{Exchange, MODELS, MODES, State, send_commands};
 type Result = std::result::Result<(), agent_client_protocol::Error>;
 
 impl State {
+    /// Records what a session opened, loaded or resumed was given: its folder (`%read`,
+    /// `%write`, `%pwd`) and its MCP servers (`%mcp`).
+    fn opened(
+        &self,
+        id: &str,
+        cwd: std::path::PathBuf,
+        servers: &[agent_client_protocol::v1::schema::McpServer],
+    ) {
+        let servers = servers.iter().map(super::content::describe_mcp).collect();
+        self.mcp.lock().unwrap().insert(id.to_owned(), servers);
+        self.cwds.lock().unwrap().insert(id.to_owned(), cwd);
+    }
+
     /// `session/new`: a fresh session, with its settings when `--settings` is on, then the
     /// slash commands.
     pub(super) fn new_session(
@@ -40,13 +53,7 @@ impl State {
             "demo-{started}-{}",
             self.next.fetch_add(1, Ordering::Relaxed)
         );
-        let servers = req
-            .mcp_servers
-            .iter()
-            .map(super::content::describe_mcp)
-            .collect();
-        self.mcp.lock().unwrap().insert(id.clone(), servers);
-        self.cwds.lock().unwrap().insert(id.clone(), req.cwd);
+        self.opened(&id, req.cwd, &req.mcp_servers);
         self.sessions
             .lock()
             .unwrap()
@@ -70,13 +77,7 @@ impl State {
         cx: &ConnectionTo<Client>,
     ) -> Result {
         let id = req.session_id.0.to_string();
-        let servers = req
-            .mcp_servers
-            .iter()
-            .map(super::content::describe_mcp)
-            .collect();
-        self.mcp.lock().unwrap().insert(id.clone(), servers);
-        self.cwds.lock().unwrap().insert(id.clone(), req.cwd);
+        self.opened(&id, req.cwd, &req.mcp_servers);
         let conversation = match self.restore(&id) {
             Ok(conversation) => conversation,
             Err(e) => return responder.respond_with_error(e),
@@ -104,13 +105,7 @@ impl State {
         cx: &ConnectionTo<Client>,
     ) -> Result {
         let id = req.session_id.0.to_string();
-        let servers = req
-            .mcp_servers
-            .iter()
-            .map(super::content::describe_mcp)
-            .collect();
-        self.mcp.lock().unwrap().insert(id.clone(), servers);
-        self.cwds.lock().unwrap().insert(id.clone(), req.cwd);
+        self.opened(&id, req.cwd, &req.mcp_servers);
         if let Err(e) = self.restore(&id) {
             return responder.respond_with_error(e);
         }

@@ -64,13 +64,7 @@ impl Channel {
                     .or_log("could not save the attached session");
                 (ctx.store.set_continuity(&self.key, how.continuity()).await)
                     .or_log("could not record how the session continued");
-                self.session = Some(Session {
-                    id: session.id,
-                    events: session.events,
-                    settings: session.settings,
-                    fresh: false,
-                    first_prompt: None,
-                });
+                self.session = Some(Session::reopened(session));
                 self.notice(strings::attached(&found, how.continuity()))
                     .await;
             }

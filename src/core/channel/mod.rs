@@ -147,6 +147,20 @@ pub struct Channel {
     title: Option<String>,
 }
 
+impl Session {
+    /// A session the agent got back (loaded, resumed, attached): it remembers its
+    /// conversation, so nothing is re-injected.
+    fn reopened(session: crate::model::agent::NewSession) -> Self {
+        Self {
+            id: session.id,
+            events: session.events,
+            settings: session.settings,
+            fresh: false,
+            first_prompt: None,
+        }
+    }
+}
+
 /// A prompt waiting for its turn.
 struct Queued {
     /// The message.
@@ -259,8 +273,11 @@ impl Channel {
                     self.run_turn(next.message, next.rerun, next.edited).await;
                     drop(lease);
                     // Answered, one way or another: a turn that began settled it already;
-                    // one refused before (an unknown slash command, no session) is here.
-                    self.settle(&event_id).await;
+                    // one refused before (an unknown slash command, no session) is here. One
+                    // queued again (edited while it ran) waits on.
+                    if !self.queue.iter().any(|q| q.message.event_id == event_id) {
+                        self.settle(&event_id).await;
+                    }
                 }
                 continue;
             }

@@ -41,13 +41,7 @@ impl Channel {
                         .set_continuity(&self.key, how.continuity())
                         .await
                         .or_log("could not record how the session continued");
-                    self.session = Some(Session {
-                        id: session.id,
-                        events: session.events,
-                        settings: session.settings,
-                        fresh: false,
-                        first_prompt: None,
-                    });
+                    self.session = Some(Session::reopened(session));
                     return Ok(());
                 }
                 Err(e) => {
