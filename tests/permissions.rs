@@ -537,3 +537,29 @@ async fn an_approver_below_the_power_level_asked_cannot_answer_a_poll() {
     env.alice.react(&room, &poll_id, "✅").await;
     poll_shows(&env, &poll_id, "Allowed by @alice:localhost").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_ends_its_turn_when_a_tool_is_refused_is_not_shown_as_stopped() {
+    let (env, _bob) = start("").await;
+    let room = env.room_with_agent(false).await;
+    // As Codex does with its `abort` option: the refusal ends the turn `cancelled`.
+    env.alice
+        .send(
+            &room,
+            "%say checking\n%permission-abort bash: rm -rf build\n%say never said",
+        )
+        .await;
+    let poll_id = poll(&env, &room, 0).await;
+    env.alice.react(&room, &poll_id, "❌").await;
+    let reply = env
+        .reply_where(&room, "the reply's ending", |t| {
+            t.contains("ended its turn")
+        })
+        .await;
+    assert!(
+        reply.contains("⏹️ demo agent ended its turn after the tool was refused."),
+        "{reply}"
+    );
+    assert!(!reply.contains("Stopped"), "{reply}");
+    assert!(!reply.contains("never said"), "{reply}");
+}

@@ -4,7 +4,7 @@
 //! state or send events: the connection (shared code) owns transport, lifecycle and the
 //! per-session facts a hook is given, and applies what the hook returns.
 
-use crate::model::agent::{AgentEvent, StopReason, ToolCallFields, ToolKind, ToolStatus};
+use crate::model::agent::{AgentEvent, ToolCallFields, ToolKind, ToolStatus};
 
 /// What the connection knows about a turn that the agent ended as `cancelled`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,8 +26,6 @@ pub struct Dialect {
     /// For a permission request about a tool call not announced yet: the announcement to
     /// show first, so the call gets its card before the poll.
     pub announce_from_permission: Option<fn(&ToolCallFields) -> ToolCallFields>,
-    /// How a turn the agent ended as `cancelled` really ended.
-    pub cancelled_turn: Option<fn(CancelledTurn) -> StopReason>,
     /// After a cancelled turn: the update that closes a tool call the agent left open
     /// (later updates for it are then dropped).
     pub close_after_cancel: Option<fn(&str) -> ToolCallFields>,
@@ -47,7 +45,6 @@ pub const ACP: Dialect = Dialect {
     name: "acp",
     skip_update: None,
     announce_from_permission: None,
-    cancelled_turn: None,
     close_after_cancel: None,
     prompt_error: None,
 };
@@ -60,11 +57,10 @@ pub const MM: Dialect = Dialect {
     ..ACP
 };
 
-/// Claude Code (through its ACP adapter): a refused tool ends the whole turn as
-/// `cancelled`, and tool calls are left open when a turn is cancelled.
+/// Claude Code (through its ACP adapter): tool calls are left open when a turn is
+/// cancelled.
 pub const CLAUDE_CODE: Dialect = Dialect {
     name: "claude-code",
-    cancelled_turn: Some(refusal_is_not_a_stop),
     close_after_cancel: Some(cancelled_call),
     ..ACP
 };
@@ -135,14 +131,6 @@ fn tool_loop_error(code: i64, message: &str) -> Option<String> {
     ))
 }
 
-fn refusal_is_not_a_stop(turn: CancelledTurn) -> StopReason {
-    if turn.refused && !turn.cancel_requested {
-        StopReason::EndTurn
-    } else {
-        StopReason::Cancelled
-    }
-}
-
 fn cancelled_call(id: &str) -> ToolCallFields {
     ToolCallFields {
         id: id.to_owned(),
@@ -194,7 +182,7 @@ mod tests {
     fn canonical_acp_has_no_hooks() {
         let d = ACP;
         assert!(d.skip_update.is_none() && d.announce_from_permission.is_none());
-        assert!(d.cancelled_turn.is_none() && d.close_after_cancel.is_none());
+        assert!(d.close_after_cancel.is_none());
         assert!(d.prompt_error.is_none());
     }
 
@@ -235,24 +223,6 @@ mod tests {
         });
         assert_eq!(bare.title.as_deref(), Some("Tool call"));
         assert_eq!(bare.kind, Some(ToolKind::Other));
-    }
-
-    #[test]
-    fn a_refusal_that_ends_the_turn_as_cancelled_is_not_reported_as_a_stop() {
-        let hook = CLAUDE_CODE.cancelled_turn.unwrap();
-        let table = [
-            (false, true, StopReason::EndTurn),
-            (true, true, StopReason::Cancelled),
-            (true, false, StopReason::Cancelled),
-            (false, false, StopReason::Cancelled),
-        ];
-        for (cancel_requested, refused, expected) in table {
-            let turn = CancelledTurn {
-                cancel_requested,
-                refused,
-            };
-            assert_eq!(hook(turn), expected, "{turn:?}");
-        }
     }
 
     #[test]

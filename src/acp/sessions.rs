@@ -128,9 +128,9 @@ impl Sessions {
         self.facts.entry(session.to_owned()).or_default().refused = true;
     }
 
-    /// The agent ended a turn with `reason`: how it really ended, per the dialect. A
-    /// cancelled turn's open tool calls are closed first when the dialect says the agent
-    /// leaves them open.
+    /// The agent ended a turn with `reason`: how it really ended. A cancelled turn's open
+    /// tool calls are closed first when the dialect says the agent leaves them open; one it
+    /// ended itself after a refusal is no stop.
     pub fn turn_ended(&mut self, session: &str, reason: StopReason) -> StopReason {
         if reason != StopReason::Cancelled {
             return reason;
@@ -147,9 +147,11 @@ impl Sessions {
                 self.send(session, AgentEvent::ToolCallUpdate(close(&id)));
             }
         }
-        match self.dialect.cancelled_turn {
-            Some(hook) => hook(turn),
-            None => reason,
+        // Some agents (Codex, with its `abort` option) end the turn `cancelled` when a tool
+        // is refused, though nobody asked them to stop: that is no stop.
+        match (turn.cancel_requested, turn.refused) {
+            (false, true) => StopReason::EndedAfterRefusal,
+            _ => reason,
         }
     }
 
@@ -350,14 +352,25 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_that_ended_the_turn_is_reported_as_its_end() {
+    fn a_turn_the_agent_ended_after_a_refusal_is_no_stop_for_any_agent() {
+        for dialect in crate::acp::dialect::ALL {
+            let (mut s, _rx) = sessions(dialect);
+            s.turn_started("s");
+            s.refused("s");
+            assert_eq!(
+                s.turn_ended("s", StopReason::Cancelled),
+                StopReason::EndedAfterRefusal,
+                "{}",
+                dialect.name
+            );
+            // Without a refusal, or after our cancel, `cancelled` stays what it says.
+            s.turn_started("s");
+            assert_eq!(
+                s.turn_ended("s", StopReason::Cancelled),
+                StopReason::Cancelled
+            );
+        }
         let (mut s, _rx) = sessions(CLAUDE_CODE);
-        s.turn_started("s");
-        s.refused("s");
-        assert_eq!(
-            s.turn_ended("s", StopReason::Cancelled),
-            StopReason::EndTurn
-        );
         // A new turn forgets the refusal; a stop asked for stays a stop.
         s.turn_started("s");
         s.refused("s");

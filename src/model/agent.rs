@@ -17,6 +17,9 @@ pub enum StopReason {
     Refusal,
     /// The turn was cancelled (`session/cancel`).
     Cancelled,
+    /// The agent ended its turn itself after a tool was refused (it said `cancelled`,
+    /// though nobody asked it to stop).
+    EndedAfterRefusal,
 }
 
 /// One tool call's state as the agent reports it.

@@ -15,6 +15,7 @@
 //! | `%tool-open TITLE` | a tool call left in progress |
 //! | `%tool-long N` | a tool call (`long output`) whose output is N lines |
 //! | `%permission TITLE` | announces an `execute` tool call, asks permission, runs it if allowed |
+//! | `%permission-abort TITLE` | the same, but a refusal ends the turn `cancelled` (as Codex does) |
 //! | `%permission-edit PATH` | the same for an `edit` of PATH, with a diff |
 //! | `%permission-early TITLE` | asks permission before announcing the tool call |
 //! | `%permission-unannounced TITLE` | asks permission for a tool call never announced |

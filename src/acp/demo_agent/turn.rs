@@ -151,17 +151,26 @@ impl Turn {
                     let call = execute(&self.tool_id(), arg);
                     self.permission(call, Ask::AfterAnnouncing).await?;
                 }
+                // As Codex does with its `abort` option: a refusal ends the turn as
+                // `cancelled`, though the client asked for no cancel.
+                "permission-abort" => {
+                    let call = execute(&self.tool_id(), arg);
+                    let chosen = self.permission(call, Ask::AfterAnnouncing).await?;
+                    if chosen == "reject" || chosen == "never" {
+                        return Ok(StopReason::Cancelled);
+                    }
+                }
                 "permission-edit" => {
                     let call = edit(&self.tool_id(), arg);
-                    self.permission(call, Ask::AfterAnnouncing).await?
+                    self.permission(call, Ask::AfterAnnouncing).await?;
                 }
                 "permission-early" => {
                     let call = execute(&self.tool_id(), arg);
-                    self.permission(call, Ask::BeforeAnnouncing).await?
+                    self.permission(call, Ask::BeforeAnnouncing).await?;
                 }
                 "permission-unannounced" => {
                     let call = execute(&self.tool_id(), arg);
-                    self.permission(call, Ask::Unannounced).await?
+                    self.permission(call, Ask::Unannounced).await?;
                 }
                 "tokens" => {
                     let (input, output) = (num(0), num(0));
@@ -429,7 +438,7 @@ impl Turn {
         &self,
         call: ToolCall,
         ask: Ask,
-    ) -> Result<(), agent_client_protocol::Error> {
+    ) -> Result<String, agent_client_protocol::Error> {
         let id = call.tool_call_id.0.to_string();
         let title = call.title.clone();
         if ask == Ask::AfterAnnouncing {
@@ -479,7 +488,7 @@ impl Turn {
         if chosen == "cancelled" {
             self.cancel.flag.store(true, Ordering::SeqCst);
         }
-        Ok(())
+        Ok(chosen)
     }
 
     /// The turn a person trying the demo sees.

@@ -314,7 +314,7 @@ impl Channel {
             ),
             Ok(reason) => (
                 stop_reason_label(reason),
-                strings::stop_footer(reason, stopped_by),
+                strings::stop_footer(&ctx.display_name, reason, stopped_by),
             ),
             Err(e) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, error = %e, stderr = %ctx.agent.stderr_tail(), "turn failed");
@@ -348,7 +348,7 @@ impl Channel {
         }
         if stream.text().is_empty() {
             let text = match (&result, ending) {
-                (Ok(reason), None) => strings::empty_reply(reason, stopped_by),
+                (Ok(reason), None) => strings::empty_reply(&ctx.display_name, reason, stopped_by),
                 (_, ending) => ending.unwrap_or_default(),
             };
             self.notice(text).await;
@@ -564,6 +564,7 @@ fn stop_reason_label(reason: &StopReason) -> &'static str {
         StopReason::MaxTurnRequests => "max_turn_requests",
         StopReason::Refusal => "refusal",
         StopReason::Cancelled => "cancelled",
+        StopReason::EndedAfterRefusal => "ended_after_refusal",
     }
 }
 

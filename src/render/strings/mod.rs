@@ -16,9 +16,12 @@ pub const STOP_REACTION: &str = "🛑";
 pub const QUEUED_REACTION: &str = "⏳";
 
 /// Footer appended to a reply whose turn did not end normally; `None` for a normal end.
-pub fn stop_footer(reason: &StopReason, stopped_by: Option<&str>) -> Option<String> {
+pub fn stop_footer(agent: &str, reason: &StopReason, stopped_by: Option<&str>) -> Option<String> {
     Some(match reason {
         StopReason::EndTurn => return None,
+        StopReason::EndedAfterRefusal => {
+            format!("⏹️ {agent} ended its turn after the tool was refused.")
+        }
         StopReason::Cancelled => match stopped_by {
             Some(who) => format!("⏹️ Stopped by {who}."),
             None => "⏹️ Stopped.".to_owned(),
@@ -106,8 +109,8 @@ pub fn reply_cut(max_bytes: usize) -> String {
 }
 
 /// Shown when a turn ends without any answer text.
-pub fn empty_reply(reason: &StopReason, stopped_by: Option<&str>) -> String {
-    stop_footer(reason, stopped_by)
+pub fn empty_reply(agent: &str, reason: &StopReason, stopped_by: Option<&str>) -> String {
+    stop_footer(agent, reason, stopped_by)
         .unwrap_or_else(|| "(The agent finished without a reply.)".into())
 }
 
