@@ -175,12 +175,20 @@ async fn a_session_started_elsewhere_in_the_workspace_continues_in_the_room() {
 async fn status_shows_the_sessions_title_and_cost_as_the_agent_gives_them() {
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(false).await;
-    env.prompt_and_wait(
-        &room,
-        "%usage 1000 200000 0.25 USD\n%title Fixing the parser\n%say ok",
-        "ok",
-    )
-    .await;
+    env.alice
+        .send(
+            &room,
+            "%usage 1000 200000 0.25 USD\n%title Fixing the parser\n%say ok",
+        )
+        .await;
+    // The answer ends with its usage line once the turn is over.
+    let answer = env
+        .agent_says(&room, "the answer with its usage", |t| t.contains("📊"))
+        .await;
+    assert!(
+        answer.starts_with("ok") && answer.contains("cost 0.25 USD"),
+        "{answer}"
+    );
     env.alice.send(&room, "!status").await;
     let status = env.notice_containing(&room, "titled").await;
     assert!(

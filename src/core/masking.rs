@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::core::chat::{ChatPort, Rewrite, Rewriting};
 use crate::model::OutMessage;
+use crate::model::media::OutAttachment;
 
 /// What a secret is replaced with.
 pub const MASK: &str = "[redacted]";
@@ -82,9 +83,22 @@ impl MaskedChat {
     }
 
     fn masked(&self, msg: &OutMessage) -> OutMessage {
+        // A text file (a tool's whole output, a file of the workspace) is masked like the
+        // text of a message.
+        let attachment =
+            msg.attachment
+                .as_ref()
+                .map(|file| match std::str::from_utf8(&file.data) {
+                    Ok(text) => OutAttachment {
+                        data: mask(text, &self.secrets).into_bytes().into(),
+                        ..file.clone()
+                    },
+                    Err(_) => file.clone(),
+                });
         OutMessage {
             body: mask(&msg.body, &self.secrets),
             html: msg.html.as_deref().map(|h| mask(h, &self.secrets)),
+            attachment,
             ..msg.clone()
         }
     }
@@ -104,6 +118,7 @@ impl Rewrite for MaskedChat {
 mod tests {
     use super::*;
     use crate::core::fakes::FakeChat;
+    use crate::model::media::MediaKind;
 
     fn secrets() -> Vec<String> {
         vec!["sk-live-1234567890".into(), "p&ss<word>".into()]
@@ -146,5 +161,15 @@ mod tests {
         let shown = fake.shown("!r");
         assert!(shown.iter().all(|t| !t.contains("sk-live-12")), "{shown:?}");
         assert!(shown.iter().any(|t| t.contains("[redacted]")), "{shown:?}");
+        // A text file posted (a tool's whole output) is masked too; a picture is left whole.
+        let output = OutMessage::file(OutAttachment {
+            kind: MediaKind::File,
+            name: "env-output.txt".into(),
+            mimetype: "text/plain".into(),
+            data: b"API_KEY=sk-live-1234567890\n".to_vec().into(),
+        });
+        chat.send("!r", "t2", &output).await.unwrap();
+        let posted = fake.messages("!r").pop().unwrap().attachment.unwrap();
+        assert_eq!(&*posted.data, b"API_KEY=[redacted]\n");
     }
 }
