@@ -5,6 +5,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::workspace::confined::open_within;
+
+use std::io::{Read as _, Write as _};
+
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
@@ -60,8 +64,13 @@ pub fn read_text(
     limit: Option<u32>,
 ) -> Result<String, Error> {
     let real = inside(root, path)?;
-    let text = match std::fs::read(&real) {
-        Ok(bytes) => String::from_utf8(bytes).map_err(|_| refused(path, "not UTF-8 text"))?,
+    let root = canonical(root)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    let mut bytes = Vec::new();
+    let read = open_within(&root, &real, &mut options).and_then(|mut f| f.read_to_end(&mut bytes));
+    let text = match read {
+        Ok(_) => String::from_utf8(bytes).map_err(|_| refused(path, "not UTF-8 text"))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Error::new(
                 NOT_FOUND,
@@ -88,7 +97,23 @@ pub fn write_text(root: &Path, path: &Path, content: &str) -> Result<(), Error> 
     if let Some(parent) = real.parent() {
         std::fs::create_dir_all(parent).map_err(|e| refused(path, &e.to_string()))?;
     }
-    std::fs::write(&real, content).map_err(|e| refused(path, &e.to_string()))
+    // Checked on the file opened, then emptied and written: one the agent swapped for a
+    // link out in the meantime is refused untouched.
+    let root = canonical(root)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true);
+    open_within(&root, &real, &mut options)
+        .and_then(|mut f| {
+            f.set_len(0)?;
+            f.write_all(content.as_bytes())
+        })
+        .map_err(|e| refused(path, &e.to_string()))
+}
+
+/// `root` with its links resolved.
+fn canonical(root: &Path) -> Result<PathBuf, Error> {
+    root.canonicalize()
+        .map_err(|e| refused(root, &format!("the session's folder cannot be used: {e}")))
 }
 
 /// Answers `fs/read_text_file` off the dispatch loop: `folder` is the session's (`None`:

@@ -7,6 +7,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::model::media::{IncomingMedia, MediaKind, MediaLimits, PromptBlock, PromptSupport};
+use crate::workspace::confined::open_within;
 
 /// The folder of a workspace where people's files are saved (it ignores itself in git, so a
 /// worktree's status stays about the work).
@@ -78,13 +79,12 @@ pub fn save(workspace: &Path, name: &str, data: &[u8]) -> std::io::Result<PathBu
         let _ = std::fs::write(&ignore, "*\n");
     }
     let name = safe_name(name);
+    let root = workspace.canonicalize()?;
     for n in 1..=10_000 {
         let path = inbox.join(numbered(&name, n));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        match open_within(&root, &path, &mut options) {
             Ok(mut file) => {
                 file.write_all(data)?;
                 return Ok(path);
@@ -281,7 +281,16 @@ pub fn read_workspace_file(
     if meta.len() > max_bytes {
         return Err(WorkspaceFileError::TooLarge(meta.len(), max_bytes));
     }
-    let data = std::fs::read(&real).map_err(|e| WorkspaceFileError::Unreadable(e.to_string()))?;
+    // Checked again on the file opened: the agent may swap a folder for a link meanwhile.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    let mut data = Vec::new();
+    open_within(&root, &real, &mut options)
+        .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut data))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::PermissionDenied => WorkspaceFileError::Outside,
+            _ => WorkspaceFileError::Unreadable(e.to_string()),
+        })?;
     Ok((file_name(&real), data))
 }
 

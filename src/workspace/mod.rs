@@ -2,6 +2,8 @@
 //! `{room}`, a folder of its own for each room (so rooms do not share files), made on first
 //! use: an empty folder, or in worktree mode a `git worktree` of a repository ([`worktree`]).
 
+pub mod confined;
+
 use std::path::{Component, Path, PathBuf};
 
 use crate::model::ids::RoomId;
