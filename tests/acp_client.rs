@@ -16,7 +16,7 @@ async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_n
 
     env.alice.send(&room, "%client").await;
     let client = env
-        .agent_says(&room, "the client line", |t| t.starts_with("client:"))
+        .reply_where(&room, "the client line", |t| t.starts_with("client:"))
         .await;
     assert!(
         client.starts_with(&format!("client: sidekicks {}", env!("CARGO_PKG_VERSION"))),
@@ -31,7 +31,7 @@ async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_n
         )
         .await;
     let said = env
-        .agent_says(&room, "the file requests", |t| t.contains("fs wrote"))
+        .reply_where(&room, "the file requests", |t| t.contains("fs wrote"))
         .await;
     assert!(
         said.contains("fs read notes.txt: 23 chars: first line"),
@@ -52,7 +52,7 @@ async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_n
         .send(&room, "%fs-read link.txt\n%fs-write link.txt overwritten")
         .await;
     let said = env
-        .agent_says(&room, "the refusals", |t| {
+        .reply_where(&room, "the refusals", |t| {
             t.matches("fs refused").count() == 2
         })
         .await;
@@ -71,7 +71,7 @@ async fn an_agent_without_file_access_is_not_offered_it_and_is_refused() {
     std::fs::write(env.gw.workspace("demo").join("notes.txt"), "text").unwrap();
     env.alice.send(&room, "%client\n%fs-read notes.txt").await;
     let said = env
-        .agent_says(&room, "the client line", |t| t.contains("fs refused"))
+        .reply_where(&room, "the client line", |t| t.contains("fs refused"))
         .await;
     assert!(said.contains("fs read: no, write: no"), "{said}");
     assert!(said.contains("no file access"), "{said}");
@@ -82,11 +82,11 @@ async fn an_agent_that_answers_our_cancel_with_an_error_reads_as_stopped() {
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%say working\n%hang-error").await;
-    env.agent_says(&room, "the running turn", |t| t == "working")
+    env.reply_where(&room, "the running turn", |t| t == "working")
         .await;
     env.alice.send(&room, "!stop").await;
     let ended = env
-        .agent_says(&room, "the stopped answer", |t| {
+        .reply_where(&room, "the stopped answer", |t| {
             t.starts_with("working") && t.contains("Stopped by")
         })
         .await;
@@ -110,7 +110,7 @@ async fn a_fresh_start_closes_the_old_session_on_an_agent_that_can_close_session
     env.notice_containing(&room, "Fresh start").await;
     env.alice.send(&room, "%open-sessions").await;
     let said = env
-        .agent_says(&room, "the count", |t| t.starts_with("open sessions"))
+        .reply_where(&room, "the count", |t| t.starts_with("open sessions"))
         .await;
     assert_eq!(
         said.trim(),
@@ -163,7 +163,7 @@ async fn a_session_started_elsewhere_in_the_workspace_continues_in_the_room() {
         .await;
     env.alice.send(&room, "%history").await;
     let history = env
-        .agent_says(&room, "the attached session's history", |t| {
+        .reply_where(&room, "the attached session's history", |t| {
             t.contains("earlier prompt")
         })
         .await;
@@ -183,7 +183,7 @@ async fn status_shows_the_sessions_title_and_cost_as_the_agent_gives_them() {
         .await;
     // The answer ends with its usage line once the turn is over.
     let answer = env
-        .agent_says(&room, "the answer with its usage", |t| t.contains("📊"))
+        .reply_where(&room, "the answer with its usage", |t| t.contains("📊"))
         .await;
     assert!(
         answer.starts_with("ok") && answer.contains("cost 0.25 USD"),
@@ -236,7 +236,7 @@ async fn configured_mcp_servers_reach_every_session_and_http_ones_only_agents_th
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%mcp").await;
     let said = env
-        .agent_says(&room, "the servers", |t| t.starts_with("mcp:"))
+        .reply_where(&room, "the servers", |t| t.starts_with("mcp:"))
         .await;
     assert_eq!(
         said.trim(),

@@ -49,7 +49,7 @@ async fn pictures_reach_an_agent_that_takes_images_as_images_in_plain_and_encryp
             )
             .await;
         let said = env
-            .agent_says(&room, "the blocks of the captioned picture", |t| {
+            .reply_where(&room, "the blocks of the captioned picture", |t| {
                 t.contains("block: image")
             })
             .await;
@@ -77,7 +77,7 @@ async fn pictures_reach_an_agent_that_takes_images_as_images_in_plain_and_encryp
     assert_eq!(waiting.in_reply_to.as_deref(), Some(sent.as_str()));
     env.alice.send(&room, "%blocks").await;
     let said = env
-        .agent_says(&room, "the picture with its question", |t| {
+        .reply_where(&room, "the picture with its question", |t| {
             t.contains("block: image")
         })
         .await;
@@ -106,7 +106,7 @@ async fn files_are_saved_in_the_inbox_linked_or_embedded_and_never_outside_it() 
         )
         .await;
     let said = env
-        .agent_says(&room, "the picture as a link", |t| {
+        .reply_where(&room, "the picture as a link", |t| {
             t.contains("block: link")
         })
         .await;
@@ -127,7 +127,7 @@ async fn files_are_saved_in_the_inbox_linked_or_embedded_and_never_outside_it() 
         )
         .await;
     let said = env
-        .agent_says(&room, "the text file embedded", |t| {
+        .reply_where(&room, "the text file embedded", |t| {
             t.contains("block: embedded")
         })
         .await;
@@ -143,7 +143,7 @@ async fn files_are_saved_in_the_inbox_linked_or_embedded_and_never_outside_it() 
             Some("%say saved?"),
         )
         .await;
-    env.agent_says(&room, "the answer to the strangely named file", |t| {
+    env.reply_where(&room, "the answer to the strangely named file", |t| {
         t == "saved?"
     })
     .await;
@@ -166,7 +166,7 @@ async fn files_are_saved_in_the_inbox_linked_or_embedded_and_never_outside_it() 
         .await;
     let notice = env.notice_containing(&room, "more than the 1.0 MB").await;
     assert_eq!(notice.in_reply_to.as_deref(), Some(sent.as_str()));
-    env.agent_says(&room, "the caption's answer", |t| t == "without it")
+    env.reply_where(&room, "the caption's answer", |t| t == "without it")
         .await;
     assert!(!inbox.join("huge.log").exists());
 }
@@ -187,7 +187,7 @@ async fn the_agents_pictures_and_files_come_back_as_pictures_and_files() {
     ));
     let bytes = env.alice.download(&source).await;
     assert!(bytes.starts_with(b"\x89PNG"), "{bytes:?}");
-    env.agent_says(&room, "the text before the picture", |t| t == "here it is")
+    env.reply_where(&room, "the text before the picture", |t| t == "here it is")
         .await;
 
     // A link to a file of the workspace is the file.
@@ -247,7 +247,7 @@ async fn files_from_people_who_may_not_prompt_are_never_fetched() {
             Some("%say alice's"),
         )
         .await;
-    env.agent_says(&room, "the answer to Alice's picture", |t| t == "alice's")
+    env.reply_where(&room, "the answer to Alice's picture", |t| t == "alice's")
         .await;
     let inbox = env.gw.workspace("demo").join(INBOX);
     assert!(inbox.join("alice.png").exists());

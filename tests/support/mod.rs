@@ -141,27 +141,6 @@ impl Env {
         }
     }
 
-    /// Waits until Alice sees a message of the (first) agent in `room` whose current text
-    /// satisfies `wanted`; returns that text.
-    pub async fn agent_says(
-        &self,
-        room: &matrix_sdk::room::Room,
-        what: &str,
-        wanted: impl Fn(&str) -> bool,
-    ) -> String {
-        wait_until(PATIENCE, what, || {
-            self.alice
-                .messages_from(room, &self.agent)
-                .into_iter()
-                .filter(|m| m.replaces.is_none())
-                .find_map(|m| {
-                    let text = self.alice.current_text(&m.event_id)?;
-                    wanted(&text).then_some(text)
-                })
-        })
-        .await
-    }
-
     /// A room Alice created and every agent joined.
     pub async fn room_with_agents(&self) -> matrix_sdk::room::Room {
         let room = self.alice.create_room(false).await;
@@ -265,7 +244,8 @@ impl Env {
     }
 
     /// Waits until one of the agent's messages in `room` currently shows a text for which
-    /// `wanted` holds; returns that text.
+    /// `wanted` holds; returns that text. Edit events are not messages of their own (their
+    /// fallback body, `* …`, is no text anyone reads): their message's text counts.
     pub async fn reply_where(
         &self,
         room: &matrix_sdk::room::Room,
@@ -276,6 +256,7 @@ impl Env {
             self.alice
                 .messages_from(room, &self.agent)
                 .into_iter()
+                .filter(|m| m.replaces.is_none())
                 .filter_map(|m| self.alice.current_text(&m.event_id))
                 .find(|t| wanted(t))
         })
