@@ -215,18 +215,12 @@ pub fn human_size(bytes: u64) -> String {
     }
 }
 
-/// `file://` and the absolute path, spaces and the like percent-encoded.
+/// `file://` and the absolute path, spaces and the like percent-encoded (a relative path,
+/// which the workspace never gives, as it is).
 pub fn file_uri(path: &Path) -> String {
-    let mut uri = String::from("file://");
-    for byte in path.to_string_lossy().bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
-                uri.push(byte as char)
-            }
-            _ => uri.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    uri
+    url::Url::from_file_path(path)
+        .map(String::from)
+        .unwrap_or_else(|()| format!("file://{}", path.display()))
 }
 
 /// A path's file name, as text.
