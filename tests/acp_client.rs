@@ -246,3 +246,167 @@ async fn configured_mcp_servers_reach_every_session_and_http_ones_only_agents_th
     assert!(log.contains("does not take HTTP MCP servers"), "{log}");
     assert!(!log.contains("s3cret-token-value") && !log.contains("abcdefgh-secret"));
 }
+
+/// Whether a live process runs `sleep SECONDS` (zombies not counted). Looked up by its
+/// command line: in the agent's sandbox a command's own PID is not the machine's.
+fn sleeping(seconds: u32) -> bool {
+    let wanted = format!("sleep\0{seconds}\0");
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        let path = entry.path();
+        let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        cmdline == wanted.as_bytes() && !stat.contains(") Z")
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_the_agent_runs_through_the_client_shows_live_in_its_card() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%client").await;
+    let client = env
+        .reply_where(&room, "the client line", |t| t.starts_with("client:"))
+        .await;
+    assert!(client.contains("terminal: yes"), "{client}");
+
+    env.alice
+        .send(
+            &room,
+            "%terminal echo first; sleep 4; seq 1 40 | sed 's/^/line /'",
+        )
+        .await;
+    let card = support::wait_until(support::PATIENCE, "the terminal's card", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| m.replaces.is_none() && m.body.contains("terminal: echo first"))
+    })
+    .await;
+    // The output shows while the command still runs.
+    let live = support::wait_until(support::PATIENCE, "the first line in the card", || {
+        env.alice
+            .current_text(&card.event_id)
+            .filter(|t| t.contains("first"))
+    })
+    .await;
+    assert!(!live.contains("line 40"), "{live}");
+    let said = env
+        .reply_where(&room, "the command's end", |t| t.contains("terminal exit"))
+        .await;
+    assert!(
+        said.contains("terminal exit 0, signal none, truncated false"),
+        "{said}"
+    );
+    assert!(said.contains("line 40"), "{said}");
+    let ended = env.alice.current_text(&card.event_id).unwrap();
+    assert!(ended.contains("line 40"), "the card's last edit: {ended}");
+    // The card shows the end; the whole output is attached to it.
+    let file = support::wait_until(support::PATIENCE, "the attached output", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .find(|m| m.media.is_some() && m.in_reply_to.as_deref() == Some(&card.event_id))
+    })
+    .await;
+    let text = String::from_utf8(env.alice.download(&file.media.unwrap().2).await).unwrap();
+    assert!(text.starts_with("first\nline 1\n"), "{text}");
+    assert!(text.ends_with("line 40\n"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_runs_in_the_conversations_folder_with_what_the_agent_asked_and_nowhere_else() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let workspace = env.gw.workspace("demo");
+    std::fs::create_dir_all(workspace.join("sub")).unwrap();
+    env.alice
+        .send(
+            &room,
+            "%terminal --env GREETING=hi --cwd sub pwd; echo $GREETING\n\
+             %terminal --limit 12 seq 1 100\n\
+             %terminal --cwd ../.. pwd\n\
+             %terminal --cwd /etc pwd\n\
+             %say all asked",
+        )
+        .await;
+    let said = env
+        .reply_where(&room, "the four commands", |t| t.contains("all asked"))
+        .await;
+    let sub = workspace.join("sub").canonicalize().unwrap();
+    assert!(said.contains(&format!("{}\nhi", sub.display())), "{said}");
+    assert!(
+        said.contains("truncated true, 12 bytes:\n\n```\n7\n98\n99\n100\n```"),
+        "{said}"
+    );
+    assert!(
+        said.contains("terminal refused: ") && said.contains("`..` is not allowed"),
+        "{said}"
+    );
+    assert!(
+        said.contains("/etc: outside the session's folder"),
+        "{said}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_kills_the_agents_commands_and_refuses_new_ones_until_the_next_prompt() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let workspace = env.gw.workspace("demo");
+    env.alice.send(&room, "%terminal exec sleep 301").await;
+    support::wait_until(support::PATIENCE, "the command running", || {
+        sleeping(301).then_some(())
+    })
+    .await;
+    env.alice.send(&room, "!stop").await;
+    support::wait_until(support::PATIENCE, "the command killed", || {
+        (!sleeping(301)).then_some(())
+    })
+    .await;
+    let after = support::wait_until(support::PATIENCE, "the agent's try after the stop", || {
+        std::fs::read_to_string(workspace.join("terminal-after-stop.txt")).ok()
+    })
+    .await;
+    assert!(
+        after.contains("refused: the turn was stopped"),
+        "a command after !stop: {after}"
+    );
+    // The next prompt may run commands again.
+    env.alice.send(&room, "%terminal echo again").await;
+    let said = env
+        .reply_where(&room, "the next command", |t| t.contains("terminal exit"))
+        .await;
+    assert!(
+        said.contains("terminal exit 0") && said.contains("again"),
+        "{said}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_command_outlives_the_gateway_or_runs_for_an_agent_without_terminals() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%terminal exec sleep 302").await;
+    support::wait_until(support::PATIENCE, "the command running", || {
+        sleeping(302).then_some(())
+    })
+    .await;
+    // Killed outright: nothing of the gateway runs its clean-up.
+    env.gw.kill();
+    support::wait_until(
+        support::PATIENCE,
+        "the command gone with the gateway",
+        || (!sleeping(302)).then_some(()),
+    )
+    .await;
+
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), "", "terminals = false").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%client\n%terminal echo hi").await;
+    let said = env
+        .reply_where(&room, "the client line", |t| {
+            t.contains("terminal not offered")
+        })
+        .await;
+    assert!(said.contains("terminal: no"), "{said}");
+}

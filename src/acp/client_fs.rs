@@ -25,7 +25,7 @@ fn refused(path: &Path, why: &str) -> Error {
 
 /// `path` (absolute, or relative to `root`) as a path inside `root` with its links
 /// resolved, as far as it exists; refused when it leads outside `root`.
-fn inside(root: &Path, path: &Path) -> Result<PathBuf, Error> {
+pub(super) fn inside(root: &Path, path: &Path) -> Result<PathBuf, Error> {
     let root = root
         .canonicalize()
         .map_err(|e| refused(root, &format!("the session's folder cannot be used: {e}")))?;

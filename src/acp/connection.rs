@@ -17,18 +17,20 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, ClientCapabilities, CloseSessionRequest,
-    FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, NewSessionResponse,
-    PermissionOptionKind, PromptRequest, ReadTextFileRequest, RequestPermissionOutcome,
+    CreateTerminalRequest, FileSystemCapabilities, Implementation, InitializeRequest,
+    InitializeResponse, KillTerminalRequest, ListSessionsRequest, LoadSessionRequest,
+    NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest,
+    ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
     SelectedPermissionOutcome, SessionNotification, SetSessionConfigOptionRequest,
-    SetSessionModeRequest, WriteTextFileRequest,
+    SetSessionModeRequest, TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::client_fs;
+use super::client_terminal::{self, Terminals};
 use super::dialect;
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
@@ -37,7 +39,7 @@ use super::sessions::Sessions;
 use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
-    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, McpServerSpec, NewSession,
+    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession,
     PermissionAnswer, ProcessState, Reopen, SessionListing, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
@@ -50,6 +52,8 @@ pub struct AcpAgent {
     requests: mpsc::UnboundedSender<Request>,
     /// Where each session's updates go.
     sessions: Arc<Mutex<Sessions>>,
+    /// The commands its sessions run through us.
+    terminals: Arc<Terminals>,
     /// What the agent advertised at `initialize`.
     info: AgentInfo,
     /// The process, to stop it.
@@ -77,6 +81,7 @@ impl AcpAgent {
         let exit = spawned.process.exit.clone();
         let stderr = spawned.process.stderr.clone();
         let sessions = Arc::new(Mutex::new(Sessions::default()));
+        let terminals = Terminals::new(spec, sessions.clone());
         let (requests, requests_rx) = mpsc::unbounded_channel();
         let (init_tx, init_rx) = oneshot::channel();
 
@@ -97,11 +102,10 @@ impl AcpAgent {
             }
         });
         let connection = run_connection(
-            spec.agent_id.clone(),
-            spec.file_access,
-            spec.mcp_servers.clone(),
+            spec.clone(),
             transport,
             sessions.clone(),
+            terminals.clone(),
             requests_rx,
             init_tx,
         );
@@ -129,6 +133,7 @@ impl AcpAgent {
             agent_id: spec.agent_id.clone(),
             requests,
             sessions,
+            terminals,
             info: AgentInfo::default(),
             process: tokio::sync::Mutex::new(spawned.process),
             exit,
@@ -192,6 +197,7 @@ impl AcpAgent {
 
     /// Stops the agent process (SIGTERM, then SIGKILL after a grace period).
     pub async fn shutdown(&self) {
+        self.terminals.end_all();
         self.process.lock().await.stop(Duration::from_secs(3)).await;
     }
 
@@ -438,6 +444,7 @@ impl AgentPort for AcpAgent {
 
     async fn close_session(&self, session_id: &str) {
         self.sessions().unregister(session_id);
+        self.terminals.end_session(session_id);
         if !self.info.close_session {
             return;
         }
@@ -461,6 +468,7 @@ impl AgentPort for AcpAgent {
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
         self.sessions().cancel_requested(session_id);
+        self.terminals.stop_session(session_id);
         self.send(Request::Cancel {
             session: session_id.to_owned(),
         })
@@ -505,6 +513,7 @@ impl AgentPort for AcpAgent {
 
     fn forget_session(&self, session_id: &str) {
         self.sessions().unregister(session_id);
+        self.terminals.end_session(session_id);
     }
 
     fn process_state(&self) -> ProcessState {
@@ -527,14 +536,19 @@ const LIST_PAGES: usize = 5;
 
 /// Runs the SDK connection until the agent goes away or every [`AcpAgent`] handle is dropped.
 async fn run_connection(
-    agent_id: String,
-    file_access: bool,
-    mcp_servers: Vec<McpServerSpec>,
+    spec: ProcessSpec,
     transport: impl agent_client_protocol::ConnectTo<Client> + 'static,
     sessions: Arc<Mutex<Sessions>>,
+    terminals: Arc<Terminals>,
     mut requests: mpsc::UnboundedReceiver<Request>,
     init: oneshot::Sender<Result<InitializeResponse, agent_client_protocol::Error>>,
 ) -> Result<(), agent_client_protocol::Error> {
+    let ProcessSpec {
+        agent_id,
+        file_access,
+        mcp_servers,
+        ..
+    } = spec;
     let notify_sessions = sessions.clone();
     let notify_agent = agent_id.clone();
     let permission_sessions = sessions.clone();
@@ -544,9 +558,23 @@ async fn run_connection(
     let folder = move |sessions: &Arc<Mutex<Sessions>>, session: &str| {
         (sessions.lock().expect("sessions poisoned").folder(session)).filter(|_| file_access)
     };
+    let (create_t, output_t, wait_t, kill_t, release_t, embed_t) = (
+        terminals.clone(),
+        terminals.clone(),
+        terminals.clone(),
+        terminals.clone(),
+        terminals.clone(),
+        terminals,
+    );
+    let terminal_access = create_t.enabled();
     Client
         .v1()
         .name("sidekicks")
+        .on_receive_request(async move |r: CreateTerminalRequest, responder, _cx| { client_terminal::serve_create(&create_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
+        .on_receive_request(async move |r: TerminalOutputRequest, responder, _cx| { client_terminal::serve_output(&output_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
+        .on_receive_request(async move |r: WaitForTerminalExitRequest, responder, _cx| { client_terminal::serve_wait(&wait_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
+        .on_receive_request(async move |r: KillTerminalRequest, responder, _cx| { client_terminal::serve_kill(&kill_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
+        .on_receive_request(async move |r: ReleaseTerminalRequest, responder, _cx| { client_terminal::serve_release(&release_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
         .on_receive_request(
             async move |request: ReadTextFileRequest, responder, _cx| {
                 let root = folder(&read_sessions, &request.session_id.0);
@@ -603,7 +631,8 @@ async fn run_connection(
                 // Parsed here rather than by the SDK, so an update kind we do not know is
                 // skipped instead of tearing the connection down.
                 match serde_json::from_value::<SessionNotification>(message.params.clone()) {
-                    Ok(n) => {
+                    Ok(mut n) => {
+                        embed_t.embed(&n.session_id.0, &mut n.update);
                         let event = events::session_update(n.update);
                         notify_sessions.lock().expect("sessions poisoned").deliver(&n.session_id.0, event);
                     }
@@ -619,7 +648,7 @@ async fn run_connection(
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
             let files = FileSystemCapabilities::new().read_text_file(file_access).write_text_file(file_access);
             let initialize = InitializeRequest::new(ProtocolVersion::V1)
-                .client_capabilities(ClientCapabilities::new().fs(files))
+                .client_capabilities(ClientCapabilities::new().fs(files).terminal(terminal_access))
                 .client_info(Implementation::new("sidekicks", env!("CARGO_PKG_VERSION")).title("Sidekicks".to_string()));
             let response = cx.send_request(initialize).block_task().await;
             let ok = response.is_ok();

@@ -2,6 +2,7 @@
 //! speaks the protocol with them and hands the core our own types (`crate::core::agent`).
 
 mod client_fs;
+mod client_terminal;
 mod connection;
 pub mod demo_agent;
 pub mod dialect;
@@ -12,6 +13,7 @@ mod requests;
 mod sandbox;
 mod sessions;
 mod supervisor;
+mod terminal;
 mod transport;
 
 pub use connection::AcpAgent;

@@ -45,6 +45,48 @@ pub struct ProcessSpec {
     /// Whether the agent may read and write its sessions' files through the client
     /// (`fs/read_text_file`, `fs/write_text_file`), advertised at `initialize`.
     pub file_access: bool,
+    /// Whether the agent may run commands through the client (`terminal/*`), advertised at
+    /// `initialize`.
+    pub terminals: bool,
+}
+
+impl ProcessSpec {
+    /// `program args` as this agent runs things: in its sandbox (if any), in `cwd`, with
+    /// only the environment it is configured to get. The agent itself and the commands it
+    /// runs through the client (`terminal/create`) are started from this.
+    pub fn command_line(&self, program: &str, args: &[String], cwd: &std::path::Path) -> Command {
+        let mut cmd = match &self.sandbox {
+            Some(sandbox) => {
+                let mut cmd = Command::new(&sandbox.program);
+                cmd.args(sandbox.command_line(program, args, cwd));
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(program);
+                cmd.args(args);
+                cmd
+            }
+        };
+        cmd.current_dir(cwd).env_clear().env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into()),
+        );
+        if let Some(home) = self
+            .home
+            .as_ref()
+            .map(|h| h.as_os_str().to_owned())
+            .or_else(|| std::env::var_os("HOME"))
+        {
+            cmd.env("HOME", home);
+        }
+        for name in &self.inherit_env {
+            if let Some(value) = std::env::var_os(name) {
+                cmd.env(name, value);
+            }
+        }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v.expose())));
+        cmd
+    }
 }
 
 /// Lines kept from an agent's stderr.
@@ -113,43 +155,12 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 impl AgentProcess {
     /// Starts the agent.
     pub fn spawn(spec: &ProcessSpec) -> std::io::Result<Spawned> {
-        let mut cmd = match &spec.sandbox {
-            Some(sandbox) => {
-                let mut cmd = Command::new(&sandbox.program);
-                cmd.args(sandbox.command_line(&spec.command, &spec.args, &spec.cwd));
-                cmd
-            }
-            None => {
-                let mut cmd = Command::new(&spec.command);
-                cmd.args(&spec.args);
-                cmd
-            }
-        };
-        cmd.current_dir(&spec.cwd)
-            .env_clear()
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into()),
-            )
-            .stdin(Stdio::piped())
+        let mut cmd = spec.command_line(&spec.command, &spec.args, &spec.cwd);
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        if let Some(home) = spec
-            .home
-            .as_ref()
-            .map(|h| h.as_os_str().to_owned())
-            .or_else(|| std::env::var_os("HOME"))
-        {
-            cmd.env("HOME", home);
-        }
-        for name in &spec.inherit_env {
-            if let Some(value) = std::env::var_os(name) {
-                cmd.env(name, value);
-            }
-        }
-        cmd.envs(spec.env.iter().map(|(k, v)| (k, v.expose())));
         let mut child = cmd.spawn()?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         let stdin = child.stdin.take().expect("stdin piped");
@@ -341,6 +352,7 @@ mod tests {
             dialect: None,
             initialize_timeout: std::time::Duration::from_secs(5),
             file_access: true,
+            terminals: true,
             mcp_servers: Vec::new(),
             session_timeout: std::time::Duration::from_secs(5),
         }

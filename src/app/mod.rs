@@ -63,6 +63,7 @@ fn process_spec(
         initialize_timeout: Duration::from_secs(timeouts.initialize_secs),
         session_timeout: Duration::from_secs(timeouts.new_session_secs),
         file_access: agent.file_access,
+        terminals: agent.terminals,
         mcp_servers: agent.mcp_servers.iter().filter_map(|m| m.spec()).collect(),
     }
 }

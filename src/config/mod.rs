@@ -548,6 +548,10 @@ pub struct AgentConfig {
     /// ask before running tools only when the client offers it.
     #[serde(default = "yes")]
     pub file_access: bool,
+    /// Whether the agent may run commands through Sidekicks (the ACP client's `terminal`
+    /// methods), in its conversation's folder and its sandbox, shown live in tool cards.
+    #[serde(default = "yes")]
+    pub terminals: bool,
     /// The agent's Matrix account.
     pub matrix: AgentMatrixConfig,
 }

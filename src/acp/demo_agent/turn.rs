@@ -56,19 +56,19 @@ enum Ask {
     Unannounced,
 }
 
-type TurnResult = Result<StopReason, agent_client_protocol::Error>;
+pub(super) type TurnResult = Result<StopReason, agent_client_protocol::Error>;
 
 impl Turn {
-    fn cancelled(&self) -> bool {
+    pub(super) fn cancelled(&self) -> bool {
         self.cancel.flag.load(Ordering::SeqCst)
     }
 
-    fn update(&self, update: SessionUpdate) -> Result<(), agent_client_protocol::Error> {
+    pub(super) fn update(&self, update: SessionUpdate) -> Result<(), agent_client_protocol::Error> {
         self.cx
             .send_notification(SessionNotification::new(self.session.clone(), update))
     }
 
-    fn say(&self, text: &str) -> Result<(), agent_client_protocol::Error> {
+    pub(super) fn say(&self, text: &str) -> Result<(), agent_client_protocol::Error> {
         self.said.lock().unwrap().push_str(text);
         self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
             ContentBlock::Text(TextContent::new(text)),
@@ -139,6 +139,11 @@ impl Turn {
                     return self.stream(&text[next..], ms, size).await;
                 }
                 "tool" => self.tool(arg).await?,
+                "terminal" => {
+                    if self.terminal(arg).await? == StopReason::Cancelled {
+                        return Ok(StopReason::Cancelled);
+                    }
+                }
                 "tool-open" => {
                     let id = self.tool_id();
                     self.update(SessionUpdate::ToolCall(
@@ -397,7 +402,7 @@ impl Turn {
         self.update(SessionUpdate::Plan(Plan::new(entries)))
     }
 
-    fn tool_id(&self) -> String {
+    pub(super) fn tool_id(&self) -> String {
         format!(
             "tool-{}-{}",
             self.session,

@@ -1,0 +1,409 @@
+//! The client's terminal methods (`terminal/create`, `output`, `wait_for_exit`, `kill`,
+//! `release`): an agent runs commands through Sidekicks, in its session's folder, the way the
+//! agent itself runs (its sandbox, its environment; `terminal.rs`). A tool call that embeds a
+//! terminal shows its output live in its card. `!stop` kills a session's commands and refuses
+//! new ones until the next prompt; closing a session or stopping the agent ends them all, so
+//! none outlives its session. See `docs/acp-client.md`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::Error;
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::v1::schema::{
+    Content, ContentBlock, CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest,
+    KillTerminalResponse, ReleaseTerminalRequest, ReleaseTerminalResponse, SessionUpdate,
+    TerminalExitStatus, TerminalOutputRequest, TerminalOutputResponse, TextContent,
+    ToolCallContent, ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse,
+};
+
+use super::client_fs;
+use super::events;
+use super::process::ProcessSpec;
+use super::sessions::Sessions;
+use super::terminal::{Exit, Terminal};
+
+/// How often a card following a command's output is refreshed at most (the room's edit
+/// pacing coalesces further).
+const CARD_REFRESH: Duration = Duration::from_millis(400);
+/// Released terminals whose last output is kept for cards that still name them.
+const RELEASED_KEPT: usize = 32;
+/// Commands one session may have at once (running or not yet released).
+const PER_SESSION: usize = 16;
+
+/// A terminal and the session that created it.
+struct Owned {
+    /// The session it belongs to: only that session's requests reach it.
+    session: String,
+    /// The command.
+    terminal: Arc<Terminal>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Numbers terminal IDs.
+    next: u64,
+    /// Every terminal not yet released, by ID.
+    terminals: HashMap<String, Owned>,
+    /// Tool calls that embed a terminal, by (session, tool call): their content as the agent
+    /// sent it, to show again with the terminal's output in place.
+    cards: HashMap<(String, String), Vec<ToolCallContent>>,
+    /// The last card text of released terminals (bounded, oldest first).
+    released: VecDeque<(String, String)>,
+}
+
+/// The terminals of one agent process.
+pub struct Terminals {
+    /// The agent's ID, for logs.
+    agent_id: String,
+    /// How the agent runs, which its commands share.
+    spec: ProcessSpec,
+    /// Its sessions: folders, cancels, and where card updates go.
+    sessions: Arc<Mutex<Sessions>>,
+    /// The terminals and the cards that show them.
+    state: Mutex<State>,
+    /// Whether the agent may run commands through us at all (`agents[].terminals`).
+    enabled: bool,
+}
+
+/// The error an agent gets for a terminal request refused.
+fn refused(why: impl std::fmt::Display) -> Error {
+    Error::invalid_params().data(why.to_string())
+}
+
+impl Terminals {
+    /// No terminals yet, for an agent run as `spec`.
+    pub fn new(spec: &ProcessSpec, sessions: Arc<Mutex<Sessions>>) -> Arc<Self> {
+        Arc::new(Self {
+            agent_id: spec.agent_id.clone(),
+            spec: spec.clone(),
+            sessions,
+            state: Mutex::new(State::default()),
+            enabled: spec.terminals,
+        })
+    }
+
+    /// Whether terminals are offered to the agent.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("terminals poisoned")
+    }
+
+    /// `terminal/create`: starts the command in the session's folder (or a folder inside
+    /// it), unless the session is not open here or its turn was stopped.
+    fn create(self: &Arc<Self>, request: CreateTerminalRequest) -> Result<String, Error> {
+        let session = request.session_id.0.to_string();
+        if !self.enabled {
+            return Err(refused("terminals are not offered to this agent"));
+        }
+        let (folder, stopped) = {
+            let sessions = self.sessions.lock().expect("sessions poisoned");
+            (
+                sessions.folder(&session),
+                sessions.cancel_was_requested(&session),
+            )
+        };
+        let Some(folder) = folder else {
+            return Err(refused("no such session open on this agent"));
+        };
+        if stopped {
+            return Err(refused(
+                "the turn was stopped: no new command runs until the next prompt",
+            ));
+        }
+        let cwd = match &request.cwd {
+            Some(cwd) => client_fs::inside(&folder, cwd)?,
+            None => folder,
+        };
+        if !cwd.is_dir() {
+            return Err(refused(format!("{}: not a folder", cwd.display())));
+        }
+        if self
+            .state()
+            .terminals
+            .values()
+            .filter(|t| t.session == session)
+            .count()
+            >= PER_SESSION
+        {
+            return Err(refused(format!(
+                "at most {PER_SESSION} terminals per session: release one first"
+            )));
+        }
+        let env: Vec<(String, String)> = request
+            .env
+            .iter()
+            .map(|v| (v.name.clone(), v.value.clone()))
+            .collect();
+        let limit = request
+            .output_byte_limit
+            .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+        let terminal = Terminal::start(
+            &self.spec,
+            &request.command,
+            &request.args,
+            &cwd,
+            &env,
+            limit,
+        )
+        .map_err(|e| {
+            Error::internal_error().data(format!("cannot start `{}`: {e}", request.command))
+        })?;
+        let terminal = Arc::new(terminal);
+        let id = {
+            let mut state = self.state();
+            state.next += 1;
+            let id = format!("term-{}", state.next);
+            state.terminals.insert(
+                id.clone(),
+                Owned {
+                    session: session.clone(),
+                    terminal: terminal.clone(),
+                },
+            );
+            id
+        };
+        // The program only: its arguments may carry what the agent was told in confidence.
+        tracing::info!(agent = %self.agent_id, session, terminal = %id, program = %request.command, cwd = %cwd.display(), "the agent started a command through the client");
+        self.follow(id.clone(), &terminal);
+        Ok(id)
+    }
+
+    /// Refreshes the cards that show terminal `id` as its output grows, until it exits.
+    fn follow(self: &Arc<Self>, id: String, terminal: &Terminal) {
+        let this = Arc::downgrade(self);
+        let (mut changes, mut exit) = (terminal.changes(), terminal.exit_watch());
+        tokio::spawn(async move {
+            loop {
+                let ended = tokio::select! {
+                    changed = changes.changed() => changed.is_err(),
+                    _ = exit.wait_for(|e| e.is_some()) => true,
+                };
+                let Some(this) = this.upgrade() else { return };
+                if ended || exit.borrow().is_some() {
+                    this.refresh(&id);
+                    return;
+                }
+                this.refresh(&id);
+                drop(this);
+                tokio::time::sleep(CARD_REFRESH).await;
+            }
+        });
+    }
+
+    /// Sends every card that embeds terminal `id` again, with its output as it is now.
+    fn refresh(&self, id: &str) {
+        let updates: Vec<(String, SessionUpdate)> = {
+            let state = self.state();
+            state
+                .cards
+                .iter()
+                .filter(|(_, content)| content.iter().any(|c| names(c, id)))
+                .map(|((session, tool), content)| {
+                    let fields = ToolCallUpdateFields::new().content(state.show(content));
+                    let update = ToolCallUpdate::new(tool.clone(), fields);
+                    (session.clone(), SessionUpdate::ToolCallUpdate(update))
+                })
+                .collect()
+        };
+        let mut sessions = self.sessions.lock().expect("sessions poisoned");
+        for (session, update) in updates {
+            sessions.deliver(&session, events::session_update(update));
+        }
+    }
+
+    /// Puts the output of the terminals a tool call embeds in their place, remembering
+    /// the call so its card follows them.
+    pub fn embed(&self, session: &str, update: &mut SessionUpdate) {
+        let (id, content) = match update {
+            SessionUpdate::ToolCall(call) => (call.tool_call_id.0.to_string(), &mut call.content),
+            SessionUpdate::ToolCallUpdate(call) => match &mut call.fields.content {
+                Some(content) => (call.tool_call_id.0.to_string(), content),
+                None => return,
+            },
+            _ => return,
+        };
+        let mut state = self.state();
+        let key = (session.to_owned(), id);
+        if content
+            .iter()
+            .any(|c| matches!(c, ToolCallContent::Terminal(_)))
+        {
+            state.cards.insert(key, content.clone());
+            *content = state.show(content);
+        } else {
+            state.cards.remove(&key);
+        }
+    }
+
+    /// The terminal `id` of `session`.
+    fn get(&self, session: &str, id: &str) -> Result<Arc<Terminal>, Error> {
+        match self.state().terminals.get(id) {
+            Some(owned) if owned.session == session => Ok(owned.terminal.clone()),
+            _ => Err(refused(format!("no terminal {id} in this session"))),
+        }
+    }
+
+    /// `!stop`: kills the session's commands (they stay readable until released).
+    pub fn stop_session(&self, session: &str) {
+        for owned in self.state().terminals.values() {
+            if owned.session == session {
+                owned.terminal.kill();
+            }
+        }
+    }
+
+    /// The session is closed or forgotten: its commands are killed and released.
+    pub fn end_session(&self, session: &str) {
+        let mut state = self.state();
+        state.terminals.retain(|_, t| t.session != session);
+        state.cards.retain(|(s, _), _| s != session);
+    }
+
+    /// The agent stops: every command goes with it.
+    pub fn end_all(&self) {
+        let mut state = self.state();
+        state.terminals.clear();
+        state.cards.clear();
+    }
+
+    /// `terminal/release`: kills the command and frees it; a card that shows it keeps its
+    /// last output.
+    fn release(&self, session: &str, id: &str) -> Result<(), Error> {
+        let terminal = self.get(session, id)?;
+        terminal.kill();
+        let mut state = self.state();
+        state.terminals.remove(id);
+        if state.released.len() == RELEASED_KEPT {
+            state.released.pop_front();
+        }
+        state
+            .released
+            .push_back((id.to_owned(), terminal.card_text()));
+        Ok(())
+    }
+}
+
+impl State {
+    /// `content` with each terminal replaced by its output so far.
+    fn show(&self, content: &[ToolCallContent]) -> Vec<ToolCallContent> {
+        content
+            .iter()
+            .map(|c| match c {
+                ToolCallContent::Terminal(t) => {
+                    let id = t.terminal_id.0.as_ref();
+                    let text = match self.terminals.get(id) {
+                        Some(owned) => owned.terminal.card_text(),
+                        None => self
+                            .released
+                            .iter()
+                            .find(|(r, _)| r == id)
+                            .map(|(_, text)| text.clone())
+                            .unwrap_or_default(),
+                    };
+                    ToolCallContent::Content(Content::new(ContentBlock::Text(TextContent::new(
+                        text,
+                    ))))
+                }
+                other => other.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Whether `content` embeds terminal `id`.
+fn names(content: &ToolCallContent, id: &str) -> bool {
+    matches!(content, ToolCallContent::Terminal(t) if t.terminal_id.0.as_ref() == id)
+}
+
+fn exit_status(exit: Exit) -> TerminalExitStatus {
+    TerminalExitStatus::new()
+        .exit_code(exit.code)
+        .signal(exit.signal)
+}
+
+/// Answers `terminal/create`.
+pub fn serve_create(
+    terminals: &Arc<Terminals>,
+    request: CreateTerminalRequest,
+    responder: Responder<CreateTerminalResponse>,
+) {
+    let answer = terminals.create(request);
+    let _ = match answer {
+        Ok(id) => responder.respond(CreateTerminalResponse::new(id)),
+        Err(e) => {
+            tracing::info!(agent = %terminals.agent_id, error = %e, "refused a terminal");
+            responder.respond_with_error(e)
+        }
+    };
+}
+
+/// Answers `terminal/output`.
+pub fn serve_output(
+    terminals: &Terminals,
+    request: TerminalOutputRequest,
+    responder: Responder<TerminalOutputResponse>,
+) {
+    let answer = terminals
+        .get(&request.session_id.0, &request.terminal_id.0)
+        .map(|t| {
+            let (output, truncated, exit) = t.output();
+            TerminalOutputResponse::new(output, truncated).exit_status(exit.map(exit_status))
+        });
+    let _ = match answer {
+        Ok(response) => responder.respond(response),
+        Err(e) => responder.respond_with_error(e),
+    };
+}
+
+/// Answers `terminal/wait_for_exit` once the command has exited, off the dispatch loop.
+pub fn serve_wait(
+    terminals: &Terminals,
+    request: WaitForTerminalExitRequest,
+    responder: Responder<WaitForTerminalExitResponse>,
+) {
+    match terminals.get(&request.session_id.0, &request.terminal_id.0) {
+        Ok(terminal) => {
+            tokio::spawn(async move {
+                let exit = terminal.wait().await;
+                let _ = responder.respond(WaitForTerminalExitResponse::new(exit_status(exit)));
+            });
+        }
+        Err(e) => {
+            let _ = responder.respond_with_error(e);
+        }
+    }
+}
+
+/// Answers `terminal/kill`.
+pub fn serve_kill(
+    terminals: &Terminals,
+    request: KillTerminalRequest,
+    responder: Responder<KillTerminalResponse>,
+) {
+    let answer = terminals
+        .get(&request.session_id.0, &request.terminal_id.0)
+        .map(|t| t.kill());
+    let _ = match answer {
+        Ok(()) => responder.respond(KillTerminalResponse::new()),
+        Err(e) => responder.respond_with_error(e),
+    };
+}
+
+/// Answers `terminal/release`.
+pub fn serve_release(
+    terminals: &Terminals,
+    request: ReleaseTerminalRequest,
+    responder: Responder<ReleaseTerminalResponse>,
+) {
+    let answer = terminals.release(&request.session_id.0, &request.terminal_id.0);
+    let _ = match answer {
+        Ok(()) => responder.respond(ReleaseTerminalResponse::new()),
+        Err(e) => responder.respond_with_error(e),
+    };
+}

@@ -1,0 +1,408 @@
+//! One command an agent runs through the client (`terminal/create`): started as the agent
+//! itself is (its sandbox, its environment) in a process group of its own, so that killing
+//! it takes everything it started and nothing else; its output kept within the agent's byte
+//! limit, and separately, within a larger bound, for the tool card that shows it.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt as _;
+use tokio::sync::watch;
+
+use super::process::ProcessSpec;
+
+/// How much output a card keeps of one command (the card shows its end; the whole of this
+/// is attached when the card cuts it).
+const CARD_BYTES: usize = 1024 * 1024;
+/// How long to wait for the last output once the command has exited (a background child
+/// may hold the pipe open for ever).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// Its exit code, when it exited by itself.
+    pub code: Option<u32>,
+    /// The signal that ended it (`SIGKILL`), when one did.
+    pub signal: Option<String>,
+}
+
+/// Text kept from the end of a stream, within a byte bound, cut at a character boundary.
+#[derive(Debug, Default)]
+pub struct Tail {
+    /// The text kept.
+    text: String,
+    /// The most bytes kept; `None`: all.
+    limit: Option<usize>,
+    /// Whether text was dropped from the start.
+    truncated: bool,
+}
+
+impl Tail {
+    fn new(limit: Option<usize>) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+
+    fn push(&mut self, text: &str) {
+        self.text.push_str(text);
+        if let Some(limit) = self.limit
+            && self.text.len() > limit
+        {
+            let mut cut = self.text.len() - limit;
+            while !self.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.text.drain(..cut);
+            self.truncated = true;
+        }
+    }
+}
+
+/// What a command has written (stdout and stderr, in the order read).
+#[derive(Debug)]
+struct Output {
+    /// What the agent gets back, within its `outputByteLimit`.
+    agent: Tail,
+    /// What its tool card shows, within [`CARD_BYTES`].
+    card: Tail,
+    /// Bytes of a character split between two reads.
+    partial: Vec<u8>,
+}
+
+impl Output {
+    fn push(&mut self, bytes: &[u8]) {
+        self.partial.extend_from_slice(bytes);
+        let text = match std::str::from_utf8(&self.partial) {
+            Ok(text) => text.to_owned(),
+            // A character cut by the read: keep its first bytes for the next one.
+            Err(e) if e.error_len().is_none() => {
+                let valid = e.valid_up_to();
+                let text = String::from_utf8_lossy(&self.partial[..valid]).into_owned();
+                self.partial.drain(..valid);
+                self.agent.push(&text);
+                self.card.push(&text);
+                return;
+            }
+            Err(_) => String::from_utf8_lossy(&self.partial).into_owned(),
+        };
+        self.partial.clear();
+        self.agent.push(&text);
+        self.card.push(&text);
+    }
+}
+
+/// A running (or ended) command.
+pub struct Terminal {
+    /// Its process group (its own), to kill everything it started.
+    pgid: i32,
+    /// What it wrote.
+    output: Arc<Mutex<Output>>,
+    /// Counts writes, so a card can follow the output.
+    changed: watch::Receiver<u64>,
+    /// Becomes `Some` when it has exited and its output is read.
+    exit: watch::Receiver<Option<Exit>>,
+}
+
+impl Terminal {
+    /// Starts `command args` for an agent described by `spec`, in `cwd`, with `env` added to
+    /// the agent's own environment, keeping at most `limit` bytes of output for the agent.
+    pub fn start(
+        spec: &ProcessSpec,
+        command: &str,
+        args: &[String],
+        cwd: &Path,
+        env: &[(String, String)],
+        limit: Option<usize>,
+    ) -> std::io::Result<Self> {
+        let mut cmd = spec.command_line(command, args, cwd);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours; it makes the
+        // kernel kill the command if the gateway dies before it, so none outlives us.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn()?;
+        let pgid = child.id().map_or(0, |p| p as i32);
+        let output = Arc::new(Mutex::new(Output {
+            agent: Tail::new(limit),
+            card: Tail::new(Some(CARD_BYTES)),
+            partial: Vec::new(),
+        }));
+        let (changed_tx, changed) = watch::channel(0u64);
+        let changed_tx = Arc::new(changed_tx);
+        let mut readers = tokio::task::JoinSet::new();
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Readable>);
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Readable>);
+        for mut pipe in [stdout, stderr].into_iter().flatten() {
+            let (output, changed) = (output.clone(), changed_tx.clone());
+            readers.spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                while let Ok(n) = pipe.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    output
+                        .lock()
+                        .expect("terminal output poisoned")
+                        .push(&buf[..n]);
+                    changed.send_modify(|n| *n += 1);
+                }
+            });
+        }
+        let (exit_tx, exit) = watch::channel(None);
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            // The last output first, so whoever sees the exit sees all of it.
+            let drained = async { while readers.join_next().await.is_some() {} };
+            let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drained).await;
+            let _ = exit_tx.send(Some(match status {
+                Ok(status) => exit_of(status),
+                Err(_) => Exit {
+                    code: None,
+                    signal: None,
+                },
+            }));
+        });
+        Ok(Self {
+            pgid,
+            output,
+            changed,
+            exit,
+        })
+    }
+
+    /// What the agent gets: its output within its limit, whether some was dropped, and how
+    /// it ended if it has.
+    pub fn output(&self) -> (String, bool, Option<Exit>) {
+        let output = self.output.lock().expect("terminal output poisoned");
+        (
+            output.agent.text.clone(),
+            output.agent.truncated,
+            self.exit.borrow().clone(),
+        )
+    }
+
+    /// What its tool card shows: the end of its output, said to be cut when it is.
+    pub fn card_text(&self) -> String {
+        let output = self.output.lock().expect("terminal output poisoned");
+        if output.card.truncated {
+            format!("… (earlier output dropped)\n{}", output.card.text)
+        } else {
+            output.card.text.clone()
+        }
+    }
+
+    /// Waits until it has exited.
+    pub async fn wait(&self) -> Exit {
+        let mut exit = self.exit.clone();
+        match exit.wait_for(|e| e.is_some()).await {
+            Ok(exit) => exit.clone().expect("waited for an exit"),
+            Err(_) => Exit {
+                code: None,
+                signal: None,
+            },
+        }
+    }
+
+    /// Whether it has exited.
+    pub fn exited(&self) -> bool {
+        self.exit.borrow().is_some()
+    }
+
+    /// A receiver that changes with each write, for following the output.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.clone()
+    }
+
+    /// A receiver that becomes `Some` at its exit.
+    pub fn exit_watch(&self) -> watch::Receiver<Option<Exit>> {
+        self.exit.clone()
+    }
+
+    /// Kills it and everything it started (its process group); its output stays readable.
+    pub fn kill(&self) {
+        if self.pgid > 0 && !self.exited() {
+            // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
+            unsafe {
+                libc::kill(-self.pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A pipe read by a terminal's reader task.
+trait Readable: tokio::io::AsyncRead + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + Unpin + Send> Readable for T {}
+
+fn exit_of(status: std::process::ExitStatus) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    Exit {
+        code: status.code().map(|c| c as u32),
+        signal: status.signal().map(signal_name),
+    }
+}
+
+/// `SIGKILL` for 9: the name agents expect in `TerminalExitStatus.signal`.
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        other => return format!("signal {other}"),
+    };
+    name.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> ProcessSpec {
+        ProcessSpec {
+            agent_id: "t".into(),
+            command: "true".into(),
+            args: vec![],
+            env: [("AGENT_VAR".to_owned(), crate::model::Secret::new("agent"))].into(),
+            inherit_env: vec![],
+            cwd: std::env::temp_dir(),
+            home: None,
+            sandbox: None,
+            dialect: None,
+            initialize_timeout: Duration::from_secs(5),
+            session_timeout: Duration::from_secs(5),
+            mcp_servers: vec![],
+            file_access: true,
+            terminals: true,
+        }
+    }
+
+    fn sh(script: &str, cwd: &Path, limit: Option<usize>) -> Terminal {
+        let env = [("ASKED".to_owned(), "yes".to_owned())];
+        Terminal::start(
+            &spec(),
+            "sh",
+            &["-c".into(), script.into()],
+            cwd,
+            &env,
+            limit,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_tail_keeps_the_end_within_its_limit_at_a_character_boundary() {
+        let mut tail = Tail::new(Some(2));
+        tail.push("a");
+        assert!(!tail.truncated);
+        tail.push("éb");
+        // "aéb" is 4 bytes; keeping 2 would start inside "é": only "b" is kept.
+        assert_eq!(tail.text, "b");
+        assert!(tail.truncated);
+        let mut all = Tail::new(None);
+        all.push(&"x".repeat(10_000));
+        assert_eq!(all.text.len(), 10_000);
+    }
+
+    #[test]
+    fn output_split_inside_a_character_is_joined_again() {
+        let mut out = Output {
+            agent: Tail::new(None),
+            card: Tail::new(None),
+            partial: vec![],
+        };
+        let bytes = "é!".as_bytes();
+        out.push(&bytes[..1]);
+        assert_eq!(out.agent.text, "");
+        out.push(&bytes[1..]);
+        assert_eq!(out.agent.text, "é!");
+    }
+
+    #[tokio::test]
+    async fn a_command_runs_in_its_folder_with_the_agents_and_the_asked_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = sh(
+            "pwd; echo $AGENT_VAR $ASKED; echo err >&2; exit 3",
+            dir.path(),
+            None,
+        );
+        let exit = t.wait().await;
+        assert_eq!(exit.code, Some(3));
+        let (text, truncated, ended) = t.output();
+        assert!(text.contains(&dir.path().canonicalize().unwrap().display().to_string()));
+        assert!(text.contains("agent yes"), "{text}");
+        assert!(text.contains("err"), "stderr is output too: {text}");
+        assert!(!truncated);
+        assert_eq!(ended, Some(exit));
+    }
+
+    #[tokio::test]
+    async fn the_agent_gets_the_end_of_its_output_within_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = sh("seq 1 1000", dir.path(), Some(10));
+        t.wait().await;
+        let (text, truncated, _) = t.output();
+        assert!(truncated);
+        assert!(text.len() <= 10);
+        assert!(text.ends_with("1000\n"), "{text:?}");
+        assert!(t.card_text().starts_with("1\n2\n"), "the card keeps more");
+    }
+
+    #[tokio::test]
+    async fn killing_a_command_kills_what_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = sh("sleep 300 & echo $! > child; wait", dir.path(), None);
+        let child = dir.path().join("child");
+        for _ in 0..100 {
+            if std::fs::read_to_string(&child).is_ok_and(|s| s.ends_with('\n')) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let pid = std::fs::read_to_string(&child).unwrap().trim().to_owned();
+        assert!(Path::new(&format!("/proc/{pid}")).exists());
+        t.kill();
+        let exit = t.wait().await;
+        assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
+        let mut gone = false;
+        for _ in 0..100 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Gone, or a zombie waiting for its reaper.
+            if stat.is_empty() || stat.contains(") Z") {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(gone, "the background sleep outlived its terminal");
+    }
+}
