@@ -272,21 +272,21 @@ async fn a_command_the_agent_runs_through_the_client_shows_live_in_its_card() {
     env.alice
         .send(
             &room,
-            "%terminal echo first; sleep 4; seq 1 40 | sed 's/^/line /'",
+            "%terminal echo sta\"\"rted; sleep 4; seq 1 20 | sed 's/^/line /'; sleep 0.1; seq 21 40 | sed 's/^/line /'",
         )
         .await;
     let card = support::wait_until(support::PATIENCE, "the terminal's card", || {
         env.alice
             .messages_from(&room, &env.agent)
             .into_iter()
-            .find(|m| m.replaces.is_none() && m.body.contains("terminal: echo first"))
+            .find(|m| m.replaces.is_none() && m.body.contains("terminal: echo sta"))
     })
     .await;
-    // The output shows while the command still runs.
+    // The output shows while the command still runs (the title says `sta""rted`).
     let live = support::wait_until(support::PATIENCE, "the first line in the card", || {
         env.alice
             .current_text(&card.event_id)
-            .filter(|t| t.contains("first"))
+            .filter(|t| t.contains("started"))
     })
     .await;
     assert!(!live.contains("line 40"), "{live}");
@@ -298,6 +298,7 @@ async fn a_command_the_agent_runs_through_the_client_shows_live_in_its_card() {
         "{said}"
     );
     assert!(said.contains("line 40"), "{said}");
+    // The last lines came just before the exit: the card has them all the same.
     let ended = env.alice.current_text(&card.event_id).unwrap();
     assert!(ended.contains("line 40"), "the card's last edit: {ended}");
     // The card shows the end; the whole output is attached to it.
@@ -309,7 +310,7 @@ async fn a_command_the_agent_runs_through_the_client_shows_live_in_its_card() {
     })
     .await;
     let text = String::from_utf8(env.alice.download(&file.media.unwrap().2).await).unwrap();
-    assert!(text.starts_with("first\nline 1\n"), "{text}");
+    assert!(text.starts_with("started\nline 1\n"), "{text}");
     assert!(text.ends_with("line 40\n"), "{text}");
 }
 

@@ -277,6 +277,7 @@ impl Terminals {
     fn release(&self, session: &str, id: &str) -> Result<(), Error> {
         let terminal = self.get(session, id)?;
         terminal.kill();
+        self.refresh(id);
         let mut state = self.state();
         state.terminals.remove(id);
         if state.released.len() == RELEASED_KEPT {
@@ -353,6 +354,10 @@ pub fn serve_output(
         .get(&request.session_id.0, &request.terminal_id.0)
         .map(|t| {
             let (output, truncated, exit) = t.output();
+            // An agent that polls rather than waits learns of the exit here.
+            if exit.is_some() {
+                terminals.refresh(&request.terminal_id.0);
+            }
             TerminalOutputResponse::new(output, truncated).exit_status(exit.map(exit_status))
         });
     let _ = match answer {
@@ -362,15 +367,19 @@ pub fn serve_output(
 }
 
 /// Answers `terminal/wait_for_exit` once the command has exited, off the dispatch loop.
+/// Its cards show all its output before the agent hears of the exit (and ends the call or
+/// the turn, after which a card no longer changes).
 pub fn serve_wait(
-    terminals: &Terminals,
+    terminals: &Arc<Terminals>,
     request: WaitForTerminalExitRequest,
     responder: Responder<WaitForTerminalExitResponse>,
 ) {
     match terminals.get(&request.session_id.0, &request.terminal_id.0) {
         Ok(terminal) => {
+            let terminals = terminals.clone();
             tokio::spawn(async move {
                 let exit = terminal.wait().await;
+                terminals.refresh(&request.terminal_id.0);
                 let _ = responder.respond(WaitForTerminalExitResponse::new(exit_status(exit)));
             });
         }
