@@ -299,7 +299,12 @@ async fn a_command_the_agent_runs_through_the_client_shows_live_in_its_card() {
     );
     assert!(said.contains("line 40"), "{said}");
     // The last lines came just before the exit: the card has them all the same.
-    let ended = env.alice.current_text(&card.event_id).unwrap();
+    let ended = support::wait_until(support::PATIENCE, "the card completed", || {
+        env.alice
+            .current_text(&card.event_id)
+            .filter(|t| t.contains("completed"))
+    })
+    .await;
     assert!(ended.contains("line 40"), "the card's last edit: {ended}");
     // The card shows the end; the whole output is attached to it.
     let file = support::wait_until(support::PATIENCE, "the attached output", || {
