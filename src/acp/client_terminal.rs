@@ -261,13 +261,23 @@ impl Terminals {
     /// The session is closed or forgotten: its commands are killed and released.
     pub fn end_session(&self, session: &str) {
         let mut state = self.state();
-        state.terminals.retain(|_, t| t.session != session);
+        // Killed, not just dropped: a waiting request may hold one a while longer.
+        state.terminals.retain(|_, t| {
+            let theirs = t.session == session;
+            if theirs {
+                t.terminal.kill();
+            }
+            !theirs
+        });
         state.cards.retain(|(s, _), _| s != session);
     }
 
     /// The agent stops: every command goes with it.
     pub fn end_all(&self) {
         let mut state = self.state();
+        for owned in state.terminals.values() {
+            owned.terminal.kill();
+        }
         state.terminals.clear();
         state.cards.clear();
     }
@@ -415,4 +425,130 @@ pub fn serve_release(
         Ok(()) => responder.respond(ReleaseTerminalResponse::new()),
         Err(e) => responder.respond_with_error(e),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::{EnvVariable, Terminal as Embedded, ToolCall};
+
+    fn spec() -> ProcessSpec {
+        ProcessSpec {
+            agent_id: "t".into(),
+            command: "true".into(),
+            args: vec![],
+            env: Default::default(),
+            inherit_env: vec![],
+            cwd: std::env::temp_dir(),
+            home: None,
+            sandbox: None,
+            dialect: None,
+            initialize_timeout: Duration::from_secs(5),
+            session_timeout: Duration::from_secs(5),
+            mcp_servers: vec![],
+            file_access: true,
+            terminals: true,
+        }
+    }
+
+    /// Terminals of one open session `s` in a fresh folder.
+    fn open() -> (tempfile::TempDir, Arc<Terminals>) {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = Arc::new(Mutex::new(Sessions::default()));
+        drop(sessions.lock().unwrap().register("s", dir.path().into()));
+        (dir, Terminals::new(&spec(), sessions))
+    }
+
+    fn run(terminals: &Arc<Terminals>, script: &str) -> String {
+        let mut request = CreateTerminalRequest::new("s", "sh");
+        request.args = vec!["-c".into(), script.into()];
+        request.env = vec![EnvVariable::new("X", "1")];
+        terminals.create(request).unwrap()
+    }
+
+    fn text(content: &[ToolCallContent]) -> Vec<String> {
+        content
+            .iter()
+            .map(|c| match c {
+                ToolCallContent::Content(c) => match &c.content {
+                    ContentBlock::Text(t) => t.text.clone(),
+                    _ => "?".into(),
+                },
+                ToolCallContent::Terminal(_) => "terminal".into(),
+                _ => "other".into(),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_tool_call_embedding_a_terminal_shows_its_output_in_its_place() {
+        let (_dir, terminals) = open();
+        let id = run(&terminals, "echo out");
+        terminals.get("s", &id).unwrap().wait().await;
+        let mut update = SessionUpdate::ToolCall(
+            ToolCall::new("call", "run")
+                .content(vec![ToolCallContent::Terminal(Embedded::new(id.clone()))]),
+        );
+        terminals.embed("s", &mut update);
+        let SessionUpdate::ToolCall(call) = &update else {
+            unreachable!()
+        };
+        assert_eq!(text(&call.content), ["out\n"]);
+        assert!(
+            terminals
+                .state()
+                .cards
+                .contains_key(&("s".into(), "call".into()))
+        );
+        // Released, its card keeps the last output.
+        terminals.release("s", &id).unwrap();
+        let shown = terminals
+            .state()
+            .show(&[ToolCallContent::Terminal(Embedded::new(id))]);
+        assert_eq!(text(&shown), ["out\n"]);
+        // New content without a terminal: the card no longer follows one.
+        let mut update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            "call",
+            ToolCallUpdateFields::new().content(vec![]),
+        ));
+        terminals.embed("s", &mut update);
+        assert!(terminals.state().cards.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_terminal_answers_only_its_own_session_and_goes_with_it() {
+        let (_dir, terminals) = open();
+        let id = run(&terminals, "exec sleep 303");
+        assert!(
+            terminals.get("other", &id).is_err(),
+            "another session's terminal"
+        );
+        let terminal = terminals.get("s", &id).unwrap();
+        terminals.end_session("s");
+        assert!(
+            terminals.get("s", &id).is_err(),
+            "released with its session"
+        );
+        drop(terminals);
+        let exit = tokio::time::timeout(Duration::from_secs(5), terminal.wait())
+            .await
+            .expect("killed with its session");
+        assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
+    }
+
+    #[tokio::test]
+    async fn a_command_outside_the_folder_or_of_a_session_not_open_is_refused() {
+        let (_dir, terminals) = open();
+        let mut request = CreateTerminalRequest::new("s", "pwd");
+        request.cwd = Some("/".into());
+        let e = terminals.create(request).unwrap_err();
+        assert!(
+            format!("{e:?}").contains("outside the session's folder"),
+            "{e:?}"
+        );
+        let e = terminals
+            .create(CreateTerminalRequest::new("nobody", "pwd"))
+            .unwrap_err();
+        assert!(format!("{e:?}").contains("no such session"), "{e:?}");
+    }
 }

@@ -307,7 +307,7 @@ pub(super) fn redact(line: String, secrets: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -386,14 +386,14 @@ mod tests {
 
     /// A folder outside `/tmp`, which the sandbox replaces with an empty one: what the test
     /// finds hidden is hidden by the rules under test.
-    fn outside_tmp() -> tempfile::TempDir {
+    pub(in crate::acp) fn outside_tmp() -> tempfile::TempDir {
         tempfile::Builder::new()
             .prefix("sidekicks-sandbox-test-")
             .tempdir_in("/var/tmp")
             .unwrap()
     }
 
-    fn sandboxed(script: &str, root: &std::path::Path) -> ProcessSpec {
+    pub(in crate::acp) fn sandboxed(script: &str, root: &std::path::Path) -> ProcessSpec {
         let (work, home, state) = (root.join("work"), root.join("home"), root.join("state"));
         let mut s = spec(script);
         s.cwd = work.clone();

@@ -378,6 +378,37 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_command_runs_in_the_agents_sandbox() {
+        use crate::acp::process::tests::{outside_tmp, sandboxed};
+        let root = outside_tmp();
+        let r = root.path();
+        for d in ["work", "home", "state"] {
+            std::fs::create_dir_all(r.join(d)).unwrap();
+        }
+        std::fs::write(r.join("state/token"), "token-abcdef").unwrap();
+        let spec = sandboxed("unused", r);
+        let script = format!(
+            "cat {root}/state/token; echo made > made.txt; echo x > {root}/outside || echo read-only",
+            root = r.display()
+        );
+        let t = Terminal::start(
+            &spec,
+            "sh",
+            &["-c".into(), script],
+            &r.join("work"),
+            &[],
+            None,
+        )
+        .unwrap();
+        t.wait().await;
+        let (text, _, _) = t.output();
+        assert!(!text.contains("token-abcdef"), "{text}");
+        assert!(text.contains("read-only"), "{text}");
+        assert!(r.join("work/made.txt").exists());
+        assert!(!r.join("outside").exists());
+    }
+
+    #[tokio::test]
     async fn killing_a_command_kills_what_it_started() {
         let dir = tempfile::tempdir().unwrap();
         let t = sh("sleep 300 & echo $! > child; wait", dir.path(), None);
