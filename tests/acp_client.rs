@@ -416,3 +416,38 @@ async fn no_command_outlives_the_gateway_or_runs_for_an_agent_without_terminals(
         .await;
     assert!(said.contains("terminal: no"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_the_agent_writes_through_the_client_shows_as_a_diff_in_its_card() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    std::fs::write(env.gw.workspace("demo").join("notes.txt"), "one\ntwo\n").unwrap();
+    let card = |what: &'static str, title: &'static str| {
+        let (env, room) = (&env, &room);
+        async move {
+            let card = support::wait_until(support::PATIENCE, what, || {
+                env.alice
+                    .messages_from(room, &env.agent)
+                    .into_iter()
+                    .find(|m| m.replaces.is_none() && m.body.contains(title))
+            })
+            .await;
+            support::wait_until(support::PATIENCE, what, || {
+                env.alice.current_text(&card.event_id).filter(|t| {
+                    t.contains("completed") && (t.contains("changes") || t.contains("creates"))
+                })
+            })
+            .await
+        }
+    };
+    // Inside the agent's own edit call.
+    env.alice.send(&room, "%fs-edit notes.txt uno").await;
+    let edited = card("the edit's card", "Edit notes.txt").await;
+    assert!(edited.contains("changes notes.txt"), "{edited}");
+    assert!(edited.contains("-one\n-two\n+uno"), "{edited}");
+    // No edit call open: a card of its own.
+    env.alice.send(&room, "%fs-write fresh.txt brand new").await;
+    let written = card("the write's card", "Write fresh.txt").await;
+    assert!(written.contains("creates fresh.txt"), "{written}");
+    assert!(written.contains("+brand new"), "{written}");
+}

@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::workspace::confined::open_within;
 
-use std::io::{Read as _, Write as _};
+use std::io::{Read as _, Seek as _, Write as _};
 
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::Responder;
@@ -87,9 +87,23 @@ pub fn read_text(
     Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
 }
 
+/// Largest earlier text of a written file shown in a diff.
+const DIFF_BYTES: u64 = 256 * 1024;
+
+/// What a written file held before, for the diff its card shows.
+#[derive(Debug, PartialEq)]
+pub enum Before {
+    /// It did not exist (or was empty).
+    Nothing,
+    /// This text.
+    Text(String),
+    /// Something not worth a diff (not UTF-8 text, or large).
+    Unshown,
+}
+
 /// `fs/write_text_file`: writes `content` to `path` (its missing folders made), replacing
-/// what was there.
-pub fn write_text(root: &Path, path: &Path, content: &str) -> Result<(), Error> {
+/// what was there, which it returns.
+pub fn write_text(root: &Path, path: &Path, content: &str) -> Result<Before, Error> {
     let real = inside(root, path)?;
     if real.is_dir() {
         return Err(refused(path, "a folder"));
@@ -101,11 +115,22 @@ pub fn write_text(root: &Path, path: &Path, content: &str) -> Result<(), Error> 
     // link out in the meantime is refused untouched.
     let root = canonical(root)?;
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true);
+    options.read(true).write(true).create(true);
     open_within(&root, &real, &mut options)
         .and_then(|mut f| {
+            let before = match f.metadata()?.len() {
+                0 => Before::Nothing,
+                n if n > DIFF_BYTES => Before::Unshown,
+                _ => {
+                    let mut bytes = Vec::new();
+                    f.read_to_end(&mut bytes)?;
+                    String::from_utf8(bytes).map_or(Before::Unshown, Before::Text)
+                }
+            };
             f.set_len(0)?;
-            f.write_all(content.as_bytes())
+            f.seek(std::io::SeekFrom::Start(0))?;
+            f.write_all(content.as_bytes())?;
+            Ok(before)
         })
         .map_err(|e| refused(path, &e.to_string()))
 }
@@ -144,23 +169,37 @@ pub fn serve_read(
     });
 }
 
-/// Answers `fs/write_text_file` off the dispatch loop (see [`serve_read`]).
+/// Answers `fs/write_text_file` off the dispatch loop (see [`serve_read`]); a write is
+/// handed to `shown` (the path, the text before, `None` for a new file, and after) before
+/// the agent hears it was made, so its card shows the diff.
 pub fn serve_write(
     agent: &str,
     folder: Option<PathBuf>,
     request: WriteTextFileRequest,
     responder: Responder<WriteTextFileResponse>,
+    shown: impl FnOnce(&Path, Option<String>, &str) + Send + 'static,
 ) {
     let agent = agent.to_owned();
     tokio::task::spawn_blocking(move || {
         let path = request.path.clone();
-        let answer = match folder {
-            Some(root) => write_text(&root, &path, &request.content),
+        let answer = match &folder {
+            Some(root) => write_text(root, &path, &request.content),
             None => Err(refused(&path, "no file access for this session")),
         };
+        // The card names the file as the room knows it: from the conversation's folder.
+        let shown_path = folder
+            .as_ref()
+            .and_then(|root| path.strip_prefix(root).ok())
+            .unwrap_or(&path)
+            .to_owned();
         match answer {
-            Ok(()) => {
+            Ok(before) => {
                 tracing::info!(agent, path = %path.display(), bytes = request.content.len(), "the agent wrote a file through the client");
+                match before {
+                    Before::Nothing => shown(&shown_path, None, &request.content),
+                    Before::Text(old) => shown(&shown_path, Some(old), &request.content),
+                    Before::Unshown => {}
+                }
                 let _ = responder.respond(WriteTextFileResponse::new());
             }
             Err(e) => {
@@ -233,12 +272,18 @@ mod tests {
     #[test]
     fn writes_inside_making_folders() {
         let (_dir, root) = folder();
-        write_text(&root, Path::new("src/lib.rs"), "changed\n").unwrap();
+        assert_eq!(
+            write_text(&root, Path::new("src/lib.rs"), "changed\n").unwrap(),
+            Before::Text("one\ntwo\nthree\nfour\n".into())
+        );
         assert_eq!(
             std::fs::read_to_string(root.join("src/lib.rs")).unwrap(),
             "changed\n"
         );
-        write_text(&root, Path::new("docs/new/notes.md"), "# notes").unwrap();
+        assert_eq!(
+            write_text(&root, Path::new("docs/new/notes.md"), "# notes").unwrap(),
+            Before::Nothing
+        );
         assert_eq!(
             std::fs::read_to_string(root.join("docs/new/notes.md")).unwrap(),
             "# notes"

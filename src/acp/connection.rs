@@ -585,8 +585,13 @@ async fn run_connection(
         )
         .on_receive_request(
             async move |request: WriteTextFileRequest, responder, _cx| {
-                let root = folder(&write_sessions, &request.session_id.0);
-                client_fs::serve_write(&write_agent, root, request, responder);
+                let session = request.session_id.0.to_string();
+                let root = folder(&write_sessions, &session);
+                let cards = write_sessions.clone();
+                let shown = move |path: &Path, old: Option<String>, new: &str| {
+                    cards.lock().expect("sessions poisoned").show_write(&session, path, old, new);
+                };
+                client_fs::serve_write(&write_agent, root, request, responder, shown);
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),

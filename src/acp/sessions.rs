@@ -3,12 +3,14 @@
 //! for, a refusal given) are kept here, by shared code, and the hooks only compute.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tokio::sync::mpsc;
 
 use super::dialect::{CancelledTurn, Dialect};
-use crate::model::agent::{AgentEvent, StopReason, ToolCallFields, ToolStatus};
+use crate::model::agent::{
+    AgentEvent, StopReason, ToolCallFields, ToolContent, ToolKind, ToolStatus,
+};
 
 /// Updates kept for a session nobody listens to yet (they arrive right after `session/new`).
 const EARLY_EVENTS: usize = 1_000;
@@ -29,6 +31,10 @@ struct Facts {
     cancel_requested: bool,
     /// Whether a permission request of the running turn was refused.
     refused: bool,
+    /// Tool calls announced as edits, which a write through the client shows in.
+    edits: HashSet<String>,
+    /// Numbers the cards made for writes no edit call was open for.
+    writes: u64,
 }
 
 /// Every session's queue, with the agent's dialect.
@@ -82,6 +88,9 @@ impl Sessions {
             if matches!(event, AgentEvent::ToolCall(_)) {
                 facts.announced.insert(fields.id.clone());
             }
+            if fields.kind == Some(ToolKind::Edit) {
+                facts.edits.insert(fields.id.clone());
+            }
             track_open(facts, fields);
         }
         self.send(session, event);
@@ -99,6 +108,38 @@ impl Sessions {
                 }
             }
         }
+    }
+
+    /// The agent wrote `path` through the client (`fs/write_text_file`): the diff shows in
+    /// the edit call it has open (the latest), else in a card of its own.
+    pub fn show_write(&mut self, session: &str, path: &Path, old: Option<String>, new: &str) {
+        let facts = self.facts.entry(session.to_owned()).or_default();
+        let diff = vec![ToolContent::Diff {
+            path: path.display().to_string(),
+            old,
+            new: new.to_owned(),
+        }];
+        let open_edit = facts.open.iter().rev().find(|id| facts.edits.contains(*id));
+        let event = match open_edit {
+            Some(id) => AgentEvent::ToolCallUpdate(ToolCallFields {
+                id: id.clone(),
+                content: Some(diff),
+                ..ToolCallFields::default()
+            }),
+            None => {
+                facts.writes += 1;
+                AgentEvent::ToolCall(ToolCallFields {
+                    id: format!("sidekicks-write-{}", facts.writes),
+                    title: Some(format!("Write {}", path.display())),
+                    kind: Some(ToolKind::Edit),
+                    status: Some(ToolStatus::Completed),
+                    locations: Some(vec![path.display().to_string()]),
+                    content: Some(diff),
+                    ..ToolCallFields::default()
+                })
+            }
+        };
+        self.deliver(session, event);
     }
 
     /// A prompt starts: the facts of the previous turn no longer count (its open calls

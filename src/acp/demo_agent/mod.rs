@@ -43,6 +43,7 @@
 //! | `%client` | who the client said it is and what it offers (`fs`, `terminal`) |
 //! | `%fs-read PATH` | reads PATH through the client (`fs/read_text_file`) and says what came back |
 //! | `%fs-write PATH TEXT` | writes TEXT to PATH through the client (`fs/write_text_file`) |
+//! | `%fs-edit PATH TEXT` | the same inside an `edit` tool call (in progress, the write, completed) |
 //! | `%terminal [--limit N] [--cwd DIR] [--env K=V]… SCRIPT` | runs `sh -c SCRIPT` through the client's terminal in a tool call that embeds it; says its exit, whether its output was cut, and the output. Stopped, it tries another command and writes the client's answer to `terminal-after-stop.txt` |
 //! | `%open-sessions` | how many sessions it holds open (`session/close` frees one) |
 //! | `%mcp` | one line per MCP server the session was given (name, kind, command or URL, variable names) |

@@ -305,6 +305,27 @@ impl Turn {
                     };
                     self.say(&said)?;
                 }
+                // As agents that edit through their client do: an edit call in progress,
+                // the write, then the call completed (its diff is the client's to show).
+                "fs-edit" => {
+                    let (name, content) = arg.split_once(' ').unwrap_or((arg, ""));
+                    let id = self.tool_id();
+                    self.update(SessionUpdate::ToolCall(
+                        ToolCall::new(id.clone(), format!("Edit {name}"))
+                            .kind(ToolKind::Edit)
+                            .status(ToolCallStatus::InProgress),
+                    ))?;
+                    let request = WriteTextFileRequest::new(
+                        self.session.clone(),
+                        self.cwd.join(name),
+                        content,
+                    );
+                    self.cx.send_request(request).block_task().await?;
+                    self.set_status(
+                        &id,
+                        ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
+                    )?;
+                }
                 "fs-write" => {
                     let (name, content) = arg.split_once(' ').unwrap_or((arg, ""));
                     let request = WriteTextFileRequest::new(
