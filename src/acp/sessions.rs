@@ -306,6 +306,45 @@ mod tests {
     }
 
     #[test]
+    fn a_write_shows_in_the_latest_open_edit_call_else_in_a_card_of_its_own() {
+        let (mut s, mut rx) = sessions(ACP);
+        let edit = |id: &str, status| ToolCallFields {
+            kind: Some(ToolKind::Edit),
+            ..call(id, status)
+        };
+        s.deliver(
+            "s",
+            AgentEvent::ToolCall(edit("e1", ToolStatus::InProgress)),
+        );
+        s.deliver(
+            "s",
+            AgentEvent::ToolCall(call("run", ToolStatus::InProgress)),
+        );
+        drain(&mut rx);
+        s.show_write("s", Path::new("a.txt"), Some("old".into()), "new");
+        let shown = drain(&mut rx);
+        let [AgentEvent::ToolCallUpdate(update)] = &shown[..] else {
+            panic!("{shown:?}")
+        };
+        assert_eq!(update.id, "e1", "the open edit call, not the command");
+        assert!(
+            matches!(&update.content.as_deref(), Some([ToolContent::Diff { old: Some(o), .. }]) if o == "old")
+        );
+        s.deliver(
+            "s",
+            AgentEvent::ToolCallUpdate(edit("e1", ToolStatus::Completed)),
+        );
+        drain(&mut rx);
+        s.show_write("s", Path::new("b.txt"), None, "new");
+        let shown = drain(&mut rx);
+        let [AgentEvent::ToolCall(card)] = &shown[..] else {
+            panic!("{shown:?}")
+        };
+        assert_eq!(card.title.as_deref(), Some("Write b.txt"));
+        assert_eq!(card.status, Some(ToolStatus::Completed));
+    }
+
+    #[test]
     fn what_is_kept_for_sessions_nobody_opened_is_bounded_and_forgetting_frees_it() {
         let (mut s, _rx) = sessions(ACP);
         for i in 0..1_000 {
