@@ -563,3 +563,71 @@ async fn an_agent_that_ends_its_turn_when_a_tool_is_refused_is_not_shown_as_stop
     assert!(!reply.contains("Stopped"), "{reply}");
     assert!(!reply.contains("never said"), "{reply}");
 }
+
+/// The card of the agent's tool call titled `title`, as it reads now, once it reads `status`.
+async fn card_reading(env: &Env, room: &Room, title: &str, status: &str) -> String {
+    let wanted = format!("{title} · {status}");
+    wait_until(PATIENCE, &format!("the card to read {wanted:?}"), || {
+        env.alice
+            .messages_from(room, &env.agent)
+            .into_iter()
+            .filter(|m| m.replaces.is_none() && m.body.contains(title) && !m.body.starts_with("🔐"))
+            .find_map(|m| {
+                env.alice
+                    .current_text(&m.event_id)
+                    .filter(|t| t.contains(&wanted))
+            })
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_marked_running_before_it_is_asked_about_reads_waiting_until_allowed() {
+    // OpenCode and Mistral Vibe mark the call in progress, then ask.
+    let (env, _bob) = start("").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%permission-running bash: make\n%say built")
+        .await;
+    let poll_id = poll(&env, &room, 0).await;
+    card_reading(&env, &room, "bash: make", "pending").await;
+    env.alice.react(&room, &poll_id, "✅").await;
+    env.reply_where(&room, "the answer", |t| t.contains("built"))
+        .await;
+    card_reading(&env, &room, "bash: make", "completed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_call_the_agent_says_nothing_more_of_reads_failed() {
+    // Gemini CLI and Qwen Code announce such a call only in the request, and send nothing
+    // for it once refused.
+    let (env, _bob) = start("").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &room,
+            "%permission-unannounced bash: rm -rf /\n%say carried on",
+        )
+        .await;
+    let poll_id = poll(&env, &room, 0).await;
+    card_reading(&env, &room, "bash: rm -rf /", "pending").await;
+    env.alice.react(&room, &poll_id, "❌").await;
+    env.reply_where(&room, "the answer", |t| t.contains("carried on"))
+        .await;
+    let card = card_reading(&env, &room, "bash: rm -rf /", "failed").await;
+    assert!(card.starts_with("❌"), "{card}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_approval_prompt_is_not_shown_as_the_commands_output() {
+    let (env, _bob) = start_configured("", &[], "dialect = \"codex\"").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%permission-codex bash: ls").await;
+    let poll_id = poll(&env, &room, 0).await;
+    env.alice.react(&room, &poll_id, "✅").await;
+    let card = card_reading(&env, &room, "bash: ls", "completed").await;
+    assert!(!card.contains("Available Decisions"), "{card}");
+    let poll_text = env.alice.current_text(&poll_id).unwrap();
+    assert!(!poll_text.contains("Available Decisions"), "{poll_text}");
+    assert!(poll_text.contains("$ ls"), "{poll_text}");
+}

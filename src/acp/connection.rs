@@ -611,12 +611,12 @@ async fn run_connection(
                     .map(|o| o.option_id.0.to_string())
                     .collect();
                 let answered = permission_sessions.clone();
+                let tool = request.tool_call.tool_call_id.0.to_string();
                 tokio::spawn(async move {
                     let outcome = match answer.await {
                         Ok(PermissionAnswer::Selected(id)) => {
-                            if refusals.contains(&id) {
-                                answered.lock().expect("sessions poisoned").refused(&session);
-                            }
+                            let refused = refusals.contains(&id);
+                            answered.lock().expect("sessions poisoned").answered(&session, &tool, refused);
                             RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
                         }
                         Ok(PermissionAnswer::Cancelled) | Err(_) => RequestPermissionOutcome::Cancelled,

@@ -4,7 +4,7 @@
 //! state or send events: the connection (shared code) owns transport, lifecycle and the
 //! per-session facts a hook is given, and applies what the hook returns.
 
-use crate::model::agent::{AgentEvent, ToolCallFields, ToolKind, ToolStatus};
+use crate::model::agent::{AgentEvent, ToolCallFields, ToolContent, ToolStatus};
 
 /// What the connection knows about a turn that the agent ended as `cancelled`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,9 +23,9 @@ pub struct Dialect {
     pub name: &'static str,
     /// Updates that are noise to drop (empty message chunks).
     pub skip_update: Option<fn(&AgentEvent) -> bool>,
-    /// For a permission request about a tool call not announced yet: the announcement to
-    /// show first, so the call gets its card before the poll.
-    pub announce_from_permission: Option<fn(&ToolCallFields) -> ToolCallFields>,
+    /// A tool call's fields as the room should see them (in announcements, updates and
+    /// permission requests), when the agent puts something else there.
+    pub tool_fields: Option<fn(ToolCallFields) -> ToolCallFields>,
     /// After a cancelled turn: the update that closes a tool call the agent left open
     /// (later updates for it are then dropped).
     pub close_after_cancel: Option<fn(&str) -> ToolCallFields>,
@@ -44,7 +44,7 @@ impl Default for Dialect {
 pub const ACP: Dialect = Dialect {
     name: "acp",
     skip_update: None,
-    announce_from_permission: None,
+    tool_fields: None,
     close_after_cancel: None,
     prompt_error: None,
 };
@@ -65,11 +65,12 @@ pub const CLAUDE_CODE: Dialect = Dialect {
     ..ACP
 };
 
-/// Codex (through its ACP adapter): asks permission for a command before announcing the
-/// tool call.
+/// Codex (through its ACP adapter): puts its approval prompt ("Proposed Amendment: …
+/// Available Decisions: Approved ApprovedExecpolicyAmendment Abort") in the tool call's
+/// content, where it reads as the command's output.
 pub const CODEX: Dialect = Dialect {
     name: "codex",
-    announce_from_permission: Some(announcement_from_request),
+    tool_fields: Some(without_approval_prompt),
     ..ACP
 };
 
@@ -139,13 +140,14 @@ fn cancelled_call(id: &str) -> ToolCallFields {
     }
 }
 
-fn announcement_from_request(tool: &ToolCallFields) -> ToolCallFields {
-    ToolCallFields {
-        title: tool.title.clone().or_else(|| Some("Tool call".to_owned())),
-        kind: tool.kind.or(Some(ToolKind::Other)),
-        status: Some(ToolStatus::Pending),
-        ..tool.clone()
+/// The marker of Codex's approval prompt, which lists the decisions its options stand for.
+const APPROVAL_PROMPT: &str = "Available Decisions:";
+
+fn without_approval_prompt(mut tool: ToolCallFields) -> ToolCallFields {
+    if let Some(content) = &mut tool.content {
+        content.retain(|c| !matches!(c, ToolContent::Text(t) if t.contains(APPROVAL_PROMPT)));
     }
+    tool
 }
 
 fn empty_chunk(event: &AgentEvent) -> bool {
@@ -181,7 +183,7 @@ mod tests {
     #[test]
     fn canonical_acp_has_no_hooks() {
         let d = ACP;
-        assert!(d.skip_update.is_none() && d.announce_from_permission.is_none());
+        assert!(d.skip_update.is_none() && d.tool_fields.is_none());
         assert!(d.close_after_cancel.is_none());
         assert!(d.prompt_error.is_none());
     }
@@ -203,26 +205,23 @@ mod tests {
     }
 
     #[test]
-    fn a_permission_request_before_its_tool_call_gets_an_announcement() {
-        let hook = CODEX.announce_from_permission.unwrap();
-        let request = ToolCallFields {
+    fn codex_approval_prompt_is_not_shown_as_output() {
+        let hook = CODEX.tool_fields.unwrap();
+        let prompt = "Proposed Amendment: [\"ls\"]\nAvailable Decisions: Approved ApprovedExecpolicyAmendment Abort";
+        let tool = ToolCallFields {
             id: "call-1".into(),
-            title: Some("bash: ls".into()),
-            kind: Some(ToolKind::Execute),
-            raw_input: Some(serde_json::json!({"command": "ls"})),
+            content: Some(vec![
+                ToolContent::Text(prompt.into()),
+                ToolContent::Text("real output".into()),
+            ]),
             ..ToolCallFields::default()
         };
-        let announced = hook(&request);
-        assert_eq!(announced.id, "call-1");
-        assert_eq!(announced.title.as_deref(), Some("bash: ls"));
-        assert_eq!(announced.status, Some(ToolStatus::Pending));
-        assert_eq!(announced.raw_input, request.raw_input);
-        let bare = hook(&ToolCallFields {
-            id: "call-2".into(),
-            ..ToolCallFields::default()
-        });
-        assert_eq!(bare.title.as_deref(), Some("Tool call"));
-        assert_eq!(bare.kind, Some(ToolKind::Other));
+        let shown = hook(tool);
+        assert_eq!(
+            shown.content,
+            Some(vec![ToolContent::Text("real output".into())])
+        );
+        assert_eq!(ACP.tool_fields, None, "other agents' content is theirs");
     }
 
     #[test]

@@ -35,6 +35,10 @@ struct Facts {
     edits: HashSet<String>,
     /// Numbers the cards made for writes no edit call was open for.
     writes: u64,
+    /// Open calls the agent last reported in progress.
+    running: HashSet<String>,
+    /// Calls reported running that are shown waiting while their permission is asked.
+    held: HashSet<String>,
 }
 
 /// Every session's queue, with the agent's dialect.
@@ -71,13 +75,31 @@ impl Sessions {
             tracing::debug!(session, "dropping an update for a session nobody opened");
             return;
         }
+        let mut event = event;
+        if let Some(shown) = self.dialect.tool_fields {
+            match &mut event {
+                AgentEvent::ToolCall(f) | AgentEvent::ToolCallUpdate(f) => {
+                    *f = shown(std::mem::take(f))
+                }
+                AgentEvent::Permission(r) => r.tool = shown(std::mem::take(&mut r.tool)),
+                _ => {}
+            }
+        }
         let facts = self.facts.entry(session.to_owned()).or_default();
-        if let AgentEvent::Permission(request) = &event
-            && let Some(announce) = self.dialect.announce_from_permission
-            && !facts.announced.contains(&request.tool.id)
-        {
-            let announcement = announce(&request.tool);
-            self.deliver(session, AgentEvent::ToolCall(announcement));
+        if let AgentEvent::Permission(request) = &event {
+            // Codex asks before announcing the call, Gemini and Qwen Code announce it only
+            // in the request: the call gets its card (from the request) before the poll.
+            if !facts.announced.contains(&request.tool.id) {
+                let announcement = announcement_from_request(&request.tool);
+                self.deliver(session, AgentEvent::ToolCall(announcement));
+            }
+            // OpenCode and Mistral Vibe mark the call running before asking: it waits.
+            let facts = self.facts.entry(session.to_owned()).or_default();
+            if facts.running.remove(&request.tool.id) {
+                facts.held.insert(request.tool.id.clone());
+                let waiting = status_update(&request.tool.id, ToolStatus::Pending);
+                self.send(session, AgentEvent::ToolCallUpdate(waiting));
+            }
         }
         let facts = self.facts.entry(session.to_owned()).or_default();
         if let AgentEvent::ToolCall(fields) | AgentEvent::ToolCallUpdate(fields) = &event {
@@ -149,6 +171,8 @@ impl Sessions {
         facts.cancel_requested = false;
         facts.refused = false;
         facts.open.clear();
+        facts.running.clear();
+        facts.held.clear();
     }
 
     /// `session/cancel` was sent.
@@ -164,9 +188,26 @@ impl Sessions {
         self.facts.get(session).is_some_and(|f| f.cancel_requested)
     }
 
-    /// A permission request was answered with a reject option.
-    pub fn refused(&mut self, session: &str) {
-        self.facts.entry(session.to_owned()).or_default().refused = true;
+    /// A person answered the permission request about `tool`, with a reject option when
+    /// `refused`. Before the agent hears it, the call's card reads right whatever the
+    /// agent does next: a refused call still open is failed (Gemini and Qwen Code send
+    /// nothing more for it), and an allowed one held as waiting runs again.
+    pub fn answered(&mut self, session: &str, tool: &str, refused: bool) {
+        let facts = self.facts.entry(session.to_owned()).or_default();
+        let held = facts.held.remove(tool);
+        let open = facts.open.iter().any(|id| id == tool);
+        if refused {
+            facts.refused = true;
+        }
+        let status = match (refused, open, held) {
+            (true, true, _) => ToolStatus::Failed,
+            (false, true, true) => ToolStatus::InProgress,
+            _ => return,
+        };
+        self.deliver(
+            session,
+            AgentEvent::ToolCallUpdate(status_update(tool, status)),
+        );
     }
 
     /// The agent ended a turn with `reason`: how it really ended. A cancelled turn's open
@@ -262,6 +303,26 @@ impl Sessions {
     }
 }
 
+/// The announcement of a call first heard of in a permission request: the request's own
+/// fields, pending.
+fn announcement_from_request(tool: &ToolCallFields) -> ToolCallFields {
+    ToolCallFields {
+        title: tool.title.clone().or_else(|| Some("Tool call".to_owned())),
+        kind: tool.kind.or(Some(ToolKind::Other)),
+        status: Some(ToolStatus::Pending),
+        ..tool.clone()
+    }
+}
+
+/// An update that only sets `tool`'s status.
+fn status_update(tool: &str, status: ToolStatus) -> ToolCallFields {
+    ToolCallFields {
+        id: tool.to_owned(),
+        status: Some(status),
+        ..ToolCallFields::default()
+    }
+}
+
 /// Keeps the open-call list in step with a tool call's status.
 fn track_open(facts: &mut Facts, fields: &ToolCallFields) {
     let finished = matches!(
@@ -269,6 +330,15 @@ fn track_open(facts: &mut Facts, fields: &ToolCallFields) {
         Some(ToolStatus::Completed | ToolStatus::Failed | ToolStatus::Cancelled)
     );
     let known = facts.open.contains(&fields.id);
+    match fields.status {
+        Some(ToolStatus::InProgress) => {
+            facts.running.insert(fields.id.clone());
+        }
+        Some(_) => {
+            facts.running.remove(&fields.id);
+        }
+        None => {}
+    }
     if finished {
         facts.open.retain(|id| id != &fields.id);
     } else if !known && facts.announced.contains(&fields.id) {
@@ -381,6 +451,7 @@ mod tests {
     fn canonical_acp_passes_everything_on_unchanged() {
         let (mut s, mut rx) = sessions(ACP);
         s.deliver("s", AgentEvent::MessageChunk(String::new()));
+        s.deliver("s", AgentEvent::ToolCall(call("c1", ToolStatus::Pending)));
         s.deliver("s", permission("c1"));
         s.deliver(
             "s",
@@ -391,7 +462,7 @@ mod tests {
             StopReason::Cancelled
         );
         let events = drain(&mut rx);
-        assert_eq!(events.len(), 3, "nothing added, nothing dropped");
+        assert_eq!(events.len(), 4, "nothing added, nothing dropped");
     }
 
     #[test]
@@ -436,7 +507,7 @@ mod tests {
         for dialect in crate::acp::dialect::ALL {
             let (mut s, _rx) = sessions(dialect);
             s.turn_started("s");
-            s.refused("s");
+            s.answered("s", "t1", true);
             assert_eq!(
                 s.turn_ended("s", StopReason::Cancelled),
                 StopReason::EndedAfterRefusal,
@@ -453,7 +524,7 @@ mod tests {
         let (mut s, _rx) = sessions(CLAUDE_CODE);
         // A new turn forgets the refusal; a stop asked for stays a stop.
         s.turn_started("s");
-        s.refused("s");
+        s.answered("s", "t1", true);
         s.cancel_requested("s");
         assert_eq!(
             s.turn_ended("s", StopReason::Cancelled),
@@ -463,11 +534,17 @@ mod tests {
 
     #[test]
     fn a_permission_request_for_an_unannounced_call_is_announced_first_once() {
-        let (mut s, mut rx) = sessions(CODEX);
+        for dialect in crate::acp::dialect::ALL {
+            let (mut s, mut rx) = sessions(dialect);
+            announced_once(&mut s, &mut rx);
+        }
+    }
+
+    fn announced_once(s: &mut Sessions, rx: &mut mpsc::UnboundedReceiver<AgentEvent>) {
         s.deliver("s", permission("c1"));
         s.deliver("s", AgentEvent::ToolCall(call("c2", ToolStatus::Pending)));
         s.deliver("s", permission("c2"));
-        let events = drain(&mut rx);
+        let events = drain(rx);
         let kinds: Vec<&str> = events
             .iter()
             .map(|e| match e {
@@ -482,6 +559,92 @@ mod tests {
             kinds,
             ["announce c1", "ask c1", "announce other", "ask other"]
         );
+    }
+
+    #[test]
+    fn a_call_marked_running_before_its_permission_waits_until_allowed() {
+        let (mut s, mut rx) = sessions(ACP);
+        s.turn_started("s");
+        s.deliver(
+            "s",
+            AgentEvent::ToolCall(call("c1", ToolStatus::InProgress)),
+        );
+        s.deliver("s", permission("c1"));
+        let events = drain(&mut rx);
+        let statuses: Vec<Option<ToolStatus>> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolCall(f) | AgentEvent::ToolCallUpdate(f) => Some(f.status),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            statuses,
+            [Some(ToolStatus::InProgress), Some(ToolStatus::Pending)],
+            "shown waiting while asked"
+        );
+        s.answered("s", "c1", false);
+        let events = drain(&mut rx);
+        assert!(
+            matches!(&events[..], [AgentEvent::ToolCallUpdate(f)] if f.status == Some(ToolStatus::InProgress)),
+            "running again once allowed: {events:?}"
+        );
+        // A call announced pending and allowed is the agent's to start.
+        s.deliver("s", AgentEvent::ToolCall(call("c2", ToolStatus::Pending)));
+        s.deliver("s", permission("c2"));
+        drain(&mut rx);
+        s.answered("s", "c2", false);
+        assert!(drain(&mut rx).is_empty());
+    }
+
+    #[test]
+    fn a_refused_call_left_open_is_failed_and_one_the_agent_closed_is_left_alone() {
+        let (mut s, mut rx) = sessions(GEMINI);
+        s.turn_started("s");
+        s.deliver("s", permission("c1"));
+        drain(&mut rx);
+        s.answered("s", "c1", true);
+        let events = drain(&mut rx);
+        assert!(
+            matches!(&events[..], [AgentEvent::ToolCallUpdate(f)] if f.id == "c1" && f.status == Some(ToolStatus::Failed)),
+            "{events:?}"
+        );
+        s.deliver("s", AgentEvent::ToolCall(call("c2", ToolStatus::Pending)));
+        s.deliver("s", permission("c2"));
+        s.deliver(
+            "s",
+            AgentEvent::ToolCallUpdate(call("c2", ToolStatus::Failed)),
+        );
+        drain(&mut rx);
+        s.answered("s", "c2", true);
+        assert!(drain(&mut rx).is_empty(), "already closed by the agent");
+    }
+
+    #[test]
+    fn codex_approval_prompt_never_reaches_a_card_or_a_poll() {
+        let (mut s, mut rx) = sessions(CODEX);
+        let prompt = ToolContent::Text("Available Decisions: Approved Abort".into());
+        let (reply, _) = tokio::sync::oneshot::channel();
+        s.deliver(
+            "s",
+            AgentEvent::Permission(PermissionRequest {
+                tool: ToolCallFields {
+                    id: "c1".into(),
+                    content: Some(vec![prompt]),
+                    ..ToolCallFields::default()
+                },
+                options: vec![],
+                reply,
+            }),
+        );
+        for event in drain(&mut rx) {
+            let fields = match &event {
+                AgentEvent::ToolCall(f) => f,
+                AgentEvent::Permission(p) => &p.tool,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(fields.content, Some(vec![]), "{event:?}");
+        }
     }
 
     #[test]

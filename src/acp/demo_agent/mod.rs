@@ -18,7 +18,9 @@
 //! | `%permission-abort TITLE` | the same, but a refusal ends the turn `cancelled` (as Codex does) |
 //! | `%permission-edit PATH` | the same for an `edit` of PATH, with a diff |
 //! | `%permission-early TITLE` | asks permission before announcing the tool call |
-//! | `%permission-unannounced TITLE` | asks permission for a tool call never announced |
+//! | `%permission-unannounced TITLE` | asks permission for a tool call never announced, and sends nothing for it after the answer (as Gemini CLI does) |
+//! | `%permission-running TITLE` | announces the call in progress, then asks (as OpenCode does) |
+//! | `%permission-codex TITLE` | asks first, with Codex's approval prompt as the call's content |
 //! | `%plan A; B; C` | a plan |
 //! | `%usage USED SIZE [COST CURRENCY]` | a usage update, with the session's cost if given |
 //! | `%title TEXT` | a session info update giving the session a title |

@@ -10,8 +10,8 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Cost, Diff, PermissionOption, PermissionOptionKind, Plan,
     PlanEntry, PlanEntryPriority, PlanEntryStatus, ReadTextFileRequest, RequestPermissionOutcome,
     RequestPermissionRequest, SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason,
-    TextContent, ToolCall, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind, Usage, UsageUpdate, WriteTextFileRequest,
+    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind, Usage, UsageUpdate, WriteTextFileRequest,
 };
 use agent_client_protocol::{Client, UntypedMessage};
 
@@ -54,6 +54,8 @@ enum Ask {
     BeforeAnnouncing,
     /// Never announce it.
     Unannounced,
+    /// Announce it in progress, then ask (as OpenCode and Mistral Vibe do).
+    WhileRunning,
 }
 
 pub(super) type TurnResult = Result<StopReason, agent_client_protocol::Error>;
@@ -171,6 +173,19 @@ impl Turn {
                 }
                 "permission-early" => {
                     let call = execute(&self.tool_id(), arg);
+                    self.permission(call, Ask::BeforeAnnouncing).await?;
+                }
+                "permission-running" => {
+                    let call = execute(&self.tool_id(), arg);
+                    self.permission(call, Ask::WhileRunning).await?;
+                }
+                // As Codex does: asks first, with its approval prompt as the call's content.
+                "permission-codex" => {
+                    let prompt = format!(
+                        "Proposed Amendment: [\"{arg}\"]\nAvailable Decisions: Approved ApprovedExecpolicyAmendment Abort"
+                    );
+                    let call =
+                        execute(&self.tool_id(), arg).content(vec![ToolCallContent::from(prompt)]);
                     self.permission(call, Ask::BeforeAnnouncing).await?;
                 }
                 "permission-unannounced" => {
@@ -467,8 +482,12 @@ impl Turn {
     ) -> Result<String, agent_client_protocol::Error> {
         let id = call.tool_call_id.0.to_string();
         let title = call.title.clone();
-        if ask == Ask::AfterAnnouncing {
-            self.update(SessionUpdate::ToolCall(call.clone()))?;
+        match ask {
+            Ask::AfterAnnouncing => self.update(SessionUpdate::ToolCall(call.clone()))?,
+            Ask::WhileRunning => self.update(SessionUpdate::ToolCall(
+                call.clone().status(ToolCallStatus::InProgress),
+            ))?,
+            _ => {}
         }
         let options = vec![
             PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
