@@ -624,10 +624,12 @@ async fn codex_approval_prompt_is_not_shown_as_the_commands_output() {
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%permission-codex bash: ls").await;
     let poll_id = poll(&env, &room, 0).await;
-    env.alice.react(&room, &poll_id, "✅").await;
-    let card = card_reading(&env, &room, "bash: ls", "completed").await;
+    let card = card_reading(&env, &room, "bash: ls", "pending").await;
     assert!(!card.contains("Available Decisions"), "{card}");
+    assert!(card.contains("$ ls"), "{card}");
     let poll_text = env.alice.current_text(&poll_id).unwrap();
     assert!(!poll_text.contains("Available Decisions"), "{poll_text}");
     assert!(poll_text.contains("$ ls"), "{poll_text}");
+    env.alice.react(&room, &poll_id, "✅").await;
+    card_reading(&env, &room, "bash: ls", "completed").await;
 }

@@ -86,7 +86,7 @@ impl Sessions {
             }
         }
         let facts = self.facts.entry(session.to_owned()).or_default();
-        if let AgentEvent::Permission(request) = &event {
+        if let AgentEvent::Permission(request) = &mut event {
             // Codex asks before announcing the call, Gemini and Qwen Code announce it only
             // in the request: the call gets its card (from the request) before the poll.
             if !facts.announced.contains(&request.tool.id) {
@@ -95,10 +95,10 @@ impl Sessions {
             }
             // OpenCode and Mistral Vibe mark the call running before asking: it waits.
             let facts = self.facts.entry(session.to_owned()).or_default();
-            if facts.running.remove(&request.tool.id) {
+            let running = facts.running.remove(&request.tool.id);
+            if running || request.tool.status == Some(ToolStatus::InProgress) {
                 facts.held.insert(request.tool.id.clone());
-                let waiting = status_update(&request.tool.id, ToolStatus::Pending);
-                self.send(session, AgentEvent::ToolCallUpdate(waiting));
+                request.tool.status = Some(ToolStatus::Pending);
             }
         }
         let facts = self.facts.entry(session.to_owned()).or_default();
@@ -575,6 +575,7 @@ mod tests {
             .iter()
             .filter_map(|e| match e {
                 AgentEvent::ToolCall(f) | AgentEvent::ToolCallUpdate(f) => Some(f.status),
+                AgentEvent::Permission(p) => Some(p.tool.status),
                 _ => None,
             })
             .collect();

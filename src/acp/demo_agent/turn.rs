@@ -503,8 +503,12 @@ impl Turn {
                 PermissionOptionKind::RejectAlways,
             ),
         ];
-        let request =
-            RequestPermissionRequest::new(self.session.clone(), call.clone().into(), options);
+        // Asked about while running, the call says so in the request too.
+        let asked = match ask {
+            Ask::WhileRunning => call.clone().status(ToolCallStatus::InProgress),
+            _ => call.clone(),
+        };
+        let request = RequestPermissionRequest::new(self.session.clone(), asked.into(), options);
         let response = self.cx.send_request(request).block_task().await?;
         let chosen = match response.outcome {
             RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
