@@ -221,7 +221,7 @@ mod tests {
             shown.content,
             Some(vec![ToolContent::Text("real output".into())])
         );
-        assert_eq!(ACP.tool_fields, None, "other agents' content is theirs");
+        assert!(ACP.tool_fields.is_none(), "other agents' content is theirs");
     }
 
     #[test]
