@@ -633,3 +633,116 @@ async fn codex_approval_prompt_is_not_shown_as_the_commands_output() {
     env.alice.react(&room, &poll_id, "✅").await;
     card_reading(&env, &room, "bash: ls", "completed").await;
 }
+
+/// Waits for the agent's `n`-th question (from 0) in `room`, with its `keys` choices
+/// pre-reacted by the agent; returns its event ID.
+async fn question(env: &Env, room: &Room, n: usize, keys: usize) -> String {
+    let id = wait_until(PATIENCE, &format!("question #{n}"), || {
+        env.alice
+            .messages_from(room, &env.agent)
+            .into_iter()
+            .filter(|m| m.replaces.is_none() && m.body.starts_with("❓"))
+            .nth(n)
+            .map(|m| m.event_id)
+    })
+    .await;
+    wait_until(PATIENCE, "the agent's reactions on the question", || {
+        let on = env.alice.reactions_on(&id);
+        (on.iter().filter(|r| r.sender == env.agent).count() == keys).then_some(())
+    })
+    .await;
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_question_with_choices_is_a_poll_only_approvers_answer() {
+    let (env, bob) = start("").await;
+    let (room, bobs) = room_with_bob(&env, &bob).await;
+    env.alice.send(&room, "%client").await;
+    let client = env
+        .reply_where(&room, "the client line", |t| t.starts_with("client:"))
+        .await;
+    assert!(client.contains("elicitation: yes (form, url)"), "{client}");
+
+    env.alice
+        .send(&room, "%ask-choice Which colour? | red, green, blue")
+        .await;
+    // 1️⃣ 2️⃣ 3️⃣, ❌ Decline, 🛑 Stop.
+    let asked = question(&env, &room, 0, 5).await;
+    let text = env.alice.current_text(&asked).unwrap();
+    assert!(
+        text.starts_with("❓ demo agent asks: Which colour?"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2. 2️⃣ green") && text.contains("4. ❌ Decline"),
+        "{text}"
+    );
+    // Bob may prompt but not approve: his pick is not taken.
+    bob.react(&bobs, &asked, "3️⃣").await;
+    env.alice.react(&room, &asked, "2️⃣").await;
+    let said = env
+        .reply_where(&room, "the agent's answer", |t| {
+            t.contains("elicitation: accept")
+        })
+        .await;
+    assert_eq!(said.trim(), r#"elicitation: accept {"choice":"green"}"#);
+    poll_shows(&env, &asked, "2️⃣ Answered by @alice:localhost: green").await;
+
+    // Yes or no, declined.
+    env.alice.send(&room, "%ask-yes Deploy now?").await;
+    let asked = question(&env, &room, 1, 4).await;
+    env.alice.react(&room, &asked, "❌").await;
+    env.reply_where(&room, "the decline", |t| t.contains("elicitation: decline"))
+        .await;
+    poll_shows(&env, &asked, "❌ Declined by @alice:localhost.").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_form_is_answered_by_a_typed_reply_read_into_its_fields() {
+    let (env, _bob) = start("").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%ask-form Tell me about the run")
+        .await;
+    // ❌ Decline, 🛑 Stop.
+    let asked = question(&env, &room, 0, 2).await;
+    let text = env.alice.current_text(&asked).unwrap();
+    assert!(
+        text.contains("Reply to this message with one line per field: `count: …` (a whole number from 1 to 100)"),
+        "{text}"
+    );
+    env.alice
+        .send_reply(&room, "name: Ada\ncount: many", &asked)
+        .await;
+    env.notice_containing(&room, "“count” should be a whole number from 1 to 100")
+        .await;
+    assert!(
+        env.alice
+            .current_text(&asked)
+            .unwrap()
+            .contains("Reply to this message")
+    );
+    env.alice
+        .send_reply(&room, "name: Ada Lovelace\ncount: 3", &asked)
+        .await;
+    let said = env
+        .reply_where(&room, "the agent's answer", |t| t.contains("elicitation:"))
+        .await;
+    assert_eq!(
+        said.trim(),
+        r#"elicitation: accept {"count":3,"name":"Ada Lovelace"}"#
+    );
+    poll_shows(
+        &env,
+        &asked,
+        "✍️ Answered by @alice:localhost: name: Ada Lovelace count: 3",
+    )
+    .await;
+
+    // Stopped while a question is open: the agent hears it was cancelled.
+    env.alice.send(&room, "%ask-text What now?").await;
+    let asked = question(&env, &room, 1, 2).await;
+    env.alice.send(&room, "!stop").await;
+    poll_shows(&env, &asked, "Cancelled: the turn was stopped").await;
+}

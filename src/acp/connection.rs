@@ -17,19 +17,22 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, ClientCapabilities, CloseSessionRequest,
-    CreateTerminalRequest, FileSystemCapabilities, Implementation, InitializeRequest,
-    InitializeResponse, KillTerminalRequest, ListSessionsRequest, LoadSessionRequest,
-    NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest,
-    ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
-    SelectedPermissionOutcome, SessionNotification, SetSessionConfigOptionRequest,
-    SetSessionModeRequest, TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
+    CreateElicitationRequest, CreateTerminalRequest, ElicitationCapabilities,
+    ElicitationFormCapabilities, ElicitationUrlCapabilities, FileSystemCapabilities,
+    Implementation, InitializeRequest, InitializeResponse, KillTerminalRequest,
+    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, NewSessionResponse,
+    PermissionOptionKind, PromptRequest, ReadTextFileRequest, ReleaseTerminalRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    ResumeSessionRequest, SelectedPermissionOutcome, SessionNotification,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, TerminalOutputRequest,
+    WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::client_fs;
+use super::client_question;
 use super::client_terminal::{self, Terminals};
 use super::dialect;
 use super::events;
@@ -552,6 +555,7 @@ async fn run_connection(
     let notify_sessions = sessions.clone();
     let notify_agent = agent_id.clone();
     let permission_sessions = sessions.clone();
+    let (question_sessions, question_agent) = (sessions.clone(), agent_id.clone());
     let (read_sessions, write_sessions) = (sessions.clone(), sessions);
     let (read_agent, write_agent) = (agent_id.clone(), agent_id.clone());
     // A session's folder, when the agent may reach files through us.
@@ -570,6 +574,7 @@ async fn run_connection(
     Client
         .v1()
         .name("sidekicks")
+        .on_receive_request(async move |r: CreateElicitationRequest, responder, _cx| { client_question::serve(&question_agent, &question_sessions, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
         .on_receive_request(async move |r: CreateTerminalRequest, responder, _cx| { client_terminal::serve_create(&create_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
         .on_receive_request(async move |r: TerminalOutputRequest, responder, _cx| { client_terminal::serve_output(&output_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
         .on_receive_request(async move |r: WaitForTerminalExitRequest, responder, _cx| { client_terminal::serve_wait(&wait_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
@@ -651,9 +656,10 @@ async fn run_connection(
             agent_client_protocol::on_receive_notification!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let questions = ElicitationCapabilities::new().form(ElicitationFormCapabilities::new()).url(ElicitationUrlCapabilities::new());
             let files = FileSystemCapabilities::new().read_text_file(file_access).write_text_file(file_access);
             let initialize = InitializeRequest::new(ProtocolVersion::V1)
-                .client_capabilities(ClientCapabilities::new().fs(files).terminal(terminal_access))
+                .client_capabilities(ClientCapabilities::new().fs(files).terminal(terminal_access).elicitation(questions))
                 .client_info(Implementation::new("sidekicks", env!("CARGO_PKG_VERSION")).title("Sidekicks".to_string()));
             let response = cx.send_request(initialize).block_task().await;
             let ok = response.is_ok();

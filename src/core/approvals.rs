@@ -1,5 +1,7 @@
-//! The permission polls open in one channel: posting them, answering the agent when an
-//! approver picks a choice, expiring them, and closing them when the turn ends.
+//! The polls open in one channel (permission requests, and the agent's questions, which
+//! are asked the same way): posting them, answering the agent when an approver picks a
+//! choice (or types the answer to a question), expiring them, and closing them when the
+//! turn ends.
 //!
 //! A poll never blocks anything: the request's answer channel is held here while the turn
 //! goes on, and is answered whenever a reaction, a typed reply, the deadline or the end of
@@ -10,28 +12,56 @@ use tokio::time::Instant;
 
 use super::context::AgentContext;
 use super::poll;
+use super::question;
 use super::voice::{RoomVoice, fresh_txn, with_retry};
 use crate::model::OutMessage;
 use crate::model::agent::{PermissionAnswer, PermissionOption, PermissionRequest, ToolCallFields};
 use crate::model::ids::EventId;
 use crate::model::poll::{Choice, Decision};
-use crate::render::cards::{self, PollOutcome, PollView};
+use crate::model::question::{Question, QuestionAnswer, QuestionRequest, Value};
+use crate::render::cards::{self, PollOutcome, PollView, QuestionView};
 use crate::render::strings;
 use crate::store::LogFailure;
 use crate::store::StoredPoll;
+
+/// What a poll asks, and where its answer goes.
+enum Asks {
+    /// Whether a tool may run.
+    Permission {
+        /// Where the agent's answer goes.
+        reply: oneshot::Sender<PermissionAnswer>,
+        /// The tool call, as described in the poll.
+        tool: ToolCallFields,
+    },
+    /// A question of the agent's.
+    Question {
+        /// Where the answer goes.
+        reply: oneshot::Sender<QuestionAnswer>,
+        /// What it asks.
+        question: Question,
+    },
+}
+
+/// How a poll was settled, before it is put in the words of its kind.
+enum Settled {
+    /// This option was picked (or sent for want of an answer).
+    Option(String),
+    /// Answered by typing (a question).
+    Typed(Vec<(String, Value)>),
+    /// Withdrawn: the turn stopped or ended.
+    Cancelled,
+}
 
 /// One poll waiting for an answer.
 struct OpenPoll {
     /// The poll message.
     event_id: EventId,
-    /// Where the agent's answer goes.
-    reply: oneshot::Sender<PermissionAnswer>,
-    /// The agent's options.
+    /// What it asks and where the answer goes.
+    asks: Asks,
+    /// The options its choices stand for.
     options: Vec<PermissionOption>,
     /// The poll's lines.
     choices: Vec<Choice>,
-    /// The tool call, as described in the poll.
-    tool: ToolCallFields,
     /// When it expires.
     deadline: Instant,
     /// When it was posted (ms since the epoch): a typed answer without a reply is taken
@@ -107,6 +137,14 @@ impl Approvals {
         }
     }
 
+    /// Whether `event_id` is an open question answered by typing.
+    pub fn is_typed(&self, event_id: &str) -> bool {
+        self.polls.iter().any(|p| {
+            p.event_id == event_id
+                && matches!(&p.asks, Asks::Question { question, .. } if question::typed(question))
+        })
+    }
+
     /// How many polls are open.
     pub fn open_count(&self) -> usize {
         self.polls.len()
@@ -162,7 +200,74 @@ impl Approvals {
             }
         };
         tracing::info!(agent = %ctx.agent_id, room, poll = %event_id, tool = %tool.id, "permission poll posted");
-        let expired = cards::poll_settled(&ctx.display_name, &tool, &PollOutcome::Restarted);
+        let asks = Asks::Permission {
+            reply: request.reply,
+            tool,
+        };
+        self.posted(ctx, room, event_id, asks, request.options, choices)
+            .await;
+    }
+
+    /// Asks the agent's question with a poll: its choices to pick from, or a typed reply.
+    /// If it cannot be posted, the question is declined at once: nobody could answer it.
+    pub async fn ask(
+        &mut self,
+        ctx: &AgentContext,
+        room: &str,
+        request: QuestionRequest,
+        prompter: &str,
+    ) {
+        let question = request.question;
+        let choices = question::choices(&question, strings::POLL_STOP_LABEL);
+        let hint = question::typed(&question).then(|| question::hint(&question));
+        let view = QuestionView {
+            agent: &ctx.display_name,
+            question: &question,
+            choices: &choices,
+            typed: hint.as_deref(),
+            timeout: ctx.permissions.timeout,
+        };
+        let mut content = cards::question(&view);
+        if ctx.approvers.allows(prompter) {
+            content.mentions.push(prompter.to_owned());
+        }
+        let txn = fresh_txn("question");
+        let event_id = match with_retry(|| ctx.chat.send(room, &txn, &content)).await {
+            Ok(id) => EventId::from(id),
+            Err(e) => {
+                tracing::error!(agent = %ctx.agent_id, room, error = %e, "could not post the agent's question; declining it");
+                let _ = request.reply.send(QuestionAnswer::Declined);
+                return;
+            }
+        };
+        tracing::info!(agent = %ctx.agent_id, room, poll = %event_id, "question posted");
+        let options = choices
+            .iter()
+            .filter_map(|c| match &c.decision {
+                Decision::Select(o) => Some(o.clone()),
+                Decision::Stop => None,
+            })
+            .collect();
+        let asks = Asks::Question {
+            reply: request.reply,
+            question,
+        };
+        self.posted(ctx, room, event_id, asks, options, choices)
+            .await;
+    }
+
+    /// Keeps a posted poll open (in memory, and in the store so a restart can close it)
+    /// and pre-reacts with its choices.
+    async fn posted(
+        &mut self,
+        ctx: &AgentContext,
+        room: &str,
+        event_id: EventId,
+        asks: Asks,
+        options: Vec<PermissionOption>,
+        choices: Vec<Choice>,
+    ) {
+        let expired = asks.settled(&ctx.display_name, &PollOutcome::Restarted);
         let stored = StoredPoll {
             event_id: event_id.clone(),
             room_id: room.into(),
@@ -175,10 +280,9 @@ impl Approvals {
             .or_log("could not record the poll; a restart will leave it open");
         self.polls.push(OpenPoll {
             event_id: event_id.clone(),
-            reply: request.reply,
-            options: request.options,
+            asks,
+            options,
             choices: choices.clone(),
-            tool,
             deadline: Instant::now() + ctx.permissions.timeout,
             posted_at_ms: crate::store::now_ms().max(0) as u64,
         });
@@ -186,6 +290,39 @@ impl Approvals {
         // beside the turn, which meanwhile keeps taking updates and answers.
         let keys: Vec<String> = choices.into_iter().map(|c| c.emoji).collect();
         spawn_reactions(ctx, room, event_id, keys);
+    }
+
+    /// `by` typed `text` in reply to question `event_id`: answered when they may approve
+    /// and it reads as the answer the question wants.
+    pub async fn answer_text(
+        &mut self,
+        ctx: &AgentContext,
+        room: &str,
+        event_id: &str,
+        by: &str,
+        text: &str,
+    ) -> Typed {
+        let Some(i) = self.polls.iter().position(|p| p.event_id == event_id) else {
+            return Typed::NoPoll;
+        };
+        let Asks::Question { question, .. } = &self.polls[i].asks else {
+            return Typed::NoPoll;
+        };
+        if !may_approve(ctx, room, event_id, by).await {
+            return Typed::NotApprover;
+        }
+        let fields = match question::parse(question, text) {
+            Ok(fields) => fields,
+            Err(why) => return Typed::Unreadable(why),
+        };
+        let poll = self.polls.remove(i);
+        tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, "question answered");
+        let outcome = PollOutcome::Answered {
+            by: by.to_owned(),
+            text: shown_answer(text),
+        };
+        settle(ctx, room, poll, Settled::Typed(fields), &outcome).await;
+        Typed::Answered
     }
 
     /// `by` picked a choice on poll `event_id` (`pick` finds it among the poll's choices).
@@ -200,17 +337,8 @@ impl Approvals {
         let Some(i) = self.polls.iter().position(|p| p.event_id == event_id) else {
             return Picked::NoPoll;
         };
-        if !ctx.approvers.allows(by) {
-            tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, "ignoring a poll answer from someone who may not approve");
+        if !may_approve(ctx, room, event_id, by).await {
             return Picked::NotApprover;
-        }
-        if let Some(min) = ctx.approver_min_power {
-            // Unknown power counts as too little: an answer is never taken on doubt.
-            let power = ctx.chat.power_level(room, by).await;
-            if !power.as_ref().is_ok_and(|p| *p >= min) {
-                tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, ?power, min, "ignoring a poll answer from an approver without the power level the config asks for");
-                return Picked::NotApprover;
-            }
         }
         let Some(choice) = pick(&self.polls[i].choices).cloned() else {
             return Picked::NoSuchChoice;
@@ -220,6 +348,7 @@ impl Approvals {
             Decision::Select(option) => {
                 let poll = self.polls.remove(i);
                 let refusal = poll::is_refusal(&option);
+                let counts = refusal && matches!(poll.asks, Asks::Permission { .. });
                 tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, option = %option.id, "permission answered");
                 let outcome = PollOutcome::Chosen {
                     by: by.to_owned(),
@@ -227,15 +356,8 @@ impl Approvals {
                     label: option.name,
                     refusal,
                 };
-                settle(
-                    ctx,
-                    room,
-                    poll,
-                    PermissionAnswer::Selected(option.id),
-                    &outcome,
-                )
-                .await;
-                if refusal {
+                settle(ctx, room, poll, Settled::Option(option.id), &outcome).await;
+                if counts {
                     self.refused(ctx, room).await;
                 }
                 Picked::Answered
@@ -254,11 +376,12 @@ impl Approvals {
                 label: option.as_ref().map(|o| o.name.clone()),
             };
             // Without any refusal offered, withdrawing the request is the only answer left.
-            let answer = option.map_or(PermissionAnswer::Cancelled, |o| {
-                PermissionAnswer::Selected(o.id)
-            });
+            let answer = option.map_or(Settled::Cancelled, |o| Settled::Option(o.id));
+            let counts = matches!(poll.asks, Asks::Permission { .. });
             settle(ctx, room, poll, answer, &outcome).await;
-            self.refused(ctx, room).await;
+            if counts {
+                self.refused(ctx, room).await;
+            }
         }
     }
 
@@ -272,7 +395,7 @@ impl Approvals {
     ) {
         for poll in std::mem::take(&mut self.polls) {
             let o = outcome(&poll.event_id);
-            settle(ctx, room, poll, PermissionAnswer::Cancelled, &o).await;
+            settle(ctx, room, poll, Settled::Cancelled, &o).await;
         }
     }
 
@@ -301,18 +424,83 @@ impl Approvals {
     }
 }
 
+/// What typing an answer to a question led to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Typed {
+    /// The question was answered.
+    Answered,
+    /// The person may not answer; nothing changed.
+    NotApprover,
+    /// It does not read as the answer wanted (why, for the person); the question stays open.
+    Unreadable(String),
+    /// No open question of this channel matches.
+    NoPoll,
+}
+
+/// Whether `by` may answer poll `event_id` (an approver, with the power level the config
+/// asks for, if it does).
+async fn may_approve(ctx: &AgentContext, room: &str, event_id: &str, by: &str) -> bool {
+    if !ctx.approvers.allows(by) {
+        tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, "ignoring a poll answer from someone who may not approve");
+        return false;
+    }
+    if let Some(min) = ctx.approver_min_power {
+        // Unknown power counts as too little: an answer is never taken on doubt.
+        let power = ctx.chat.power_level(room, by).await;
+        if !power.as_ref().is_ok_and(|p| *p >= min) {
+            tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, ?power, min, "ignoring a poll answer from an approver without the power level the config asks for");
+            return false;
+        }
+    }
+    true
+}
+
+/// A typed answer as its question's message shows it: one line, within bounds.
+fn shown_answer(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
+impl Asks {
+    /// The poll's message once settled with `outcome`.
+    fn settled(&self, agent: &str, outcome: &PollOutcome) -> OutMessage {
+        match self {
+            Asks::Permission { tool, .. } => cards::poll_settled(agent, tool, outcome),
+            Asks::Question { question, .. } => cards::question_settled(agent, question, outcome),
+        }
+    }
+}
+
 /// Answers the agent, edits the poll to say how it ended, and forgets it in the store.
 async fn settle(
     ctx: &AgentContext,
     room: &str,
     poll: OpenPoll,
-    answer: PermissionAnswer,
+    settled: Settled,
     outcome: &PollOutcome,
 ) {
-    if poll.reply.send(answer).is_err() {
+    let content = poll.asks.settled(&ctx.display_name, outcome);
+    let delivered = match poll.asks {
+        Asks::Permission { reply, .. } => reply
+            .send(match settled {
+                Settled::Option(id) => PermissionAnswer::Selected(id),
+                Settled::Typed(_) | Settled::Cancelled => PermissionAnswer::Cancelled,
+            })
+            .is_ok(),
+        Asks::Question { reply, question } => reply
+            .send(match settled {
+                Settled::Option(id) => question::answer_for(&question, &id),
+                Settled::Typed(fields) => QuestionAnswer::Accepted(fields),
+                Settled::Cancelled => QuestionAnswer::Cancelled,
+            })
+            .is_ok(),
+    };
+    if !delivered {
         tracing::debug!(poll = %poll.event_id, "the agent no longer waits for this answer");
     }
-    let content = cards::poll_settled(&ctx.display_name, &poll.tool, outcome);
     RoomVoice::new(&*ctx.chat, &ctx.agent_id, room)
         .edit(&poll.event_id, &content)
         .await;

@@ -23,6 +23,7 @@ pub mod masking;
 pub mod media;
 pub mod poll;
 pub mod pool;
+pub mod question;
 pub mod routing;
 pub mod session_settings;
 pub mod settings_policy;

@@ -248,6 +248,8 @@ pub enum AgentEvent {
     Options(Vec<ConfigOption>),
     /// The agent asks whether it may run a tool.
     Permission(PermissionRequest),
+    /// The agent asks the room a question (elicitation).
+    Question(super::question::QuestionRequest),
     /// An update kind this gateway does not handle; kept only for the log.
     Other(String),
 }

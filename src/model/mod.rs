@@ -7,6 +7,7 @@ pub mod ids;
 pub mod media;
 pub mod message;
 pub mod poll;
+pub mod question;
 pub mod secret;
 pub mod thread_mode;
 pub mod verbosity;

@@ -70,8 +70,15 @@ pub(super) fn client_line(req: &agent_client_protocol::v1::schema::InitializeReq
         .unwrap_or_else(|| "unnamed".into());
     let caps = &req.client_capabilities;
     let yes = |on: bool| if on { "yes" } else { "no" };
+    let questions = caps.elicitation.as_ref().map_or("no".to_owned(), |e| {
+        let modes: Vec<&str> = [(e.supports_form(), "form"), (e.supports_url(), "url")]
+            .into_iter()
+            .filter_map(|(on, mode)| on.then_some(mode))
+            .collect();
+        format!("yes ({})", modes.join(", "))
+    });
     format!(
-        "client: {who}; fs read: {}, write: {}; terminal: {}",
+        "client: {who}; fs read: {}, write: {}; terminal: {}; elicitation: {questions}",
         yes(caps.fs.read_text_file),
         yes(caps.fs.write_text_file),
         yes(caps.terminal)

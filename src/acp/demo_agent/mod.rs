@@ -45,6 +45,11 @@
 //! | `%client` | who the client said it is and what it offers (`fs`, `terminal`) |
 //! | `%fs-read PATH` | reads PATH through the client (`fs/read_text_file`) and says what came back |
 //! | `%fs-write PATH TEXT` | writes TEXT to PATH through the client (`fs/write_text_file`) |
+//! | `%ask-choice TEXT \| A, B` | asks the room to pick one of A, B (`elicitation/create`, a form of one field `choice`) and says `elicitation: accept {…}`, `decline` or `cancel` |
+//! | `%ask-yes TEXT` | the same for a yes/no field `ok` |
+//! | `%ask-text TEXT` | the same for a text field `answer` |
+//! | `%ask-form TEXT` | the same for a form: `name` (text), `count` (1 to 100), `fast` (yes/no, optional) |
+//! | `%ask-url URL TEXT` | asks the room to open URL |
 //! | `%fs-edit PATH TEXT` | the same inside an `edit` tool call (in progress, the write, completed) |
 //! | `%terminal [--limit N] [--cwd DIR] [--env K=V]… SCRIPT` | runs `sh -c SCRIPT` through the client's terminal in a tool call that embeds it; says its exit, whether its output was cut, and the output. Stopped, it tries another command and writes the client's answer to `terminal-after-stop.txt` |
 //! | `%open-sessions` | how many sessions it holds open (`session/close` frees one) |
@@ -491,6 +496,7 @@ fn send_commands(
     ))
 }
 
+mod ask;
 mod content;
 mod handlers;
 mod terminal;

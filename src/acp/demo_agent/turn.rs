@@ -141,6 +141,7 @@ impl Turn {
                     return self.stream(&text[next..], ms, size).await;
                 }
                 "tool" => self.tool(arg).await?,
+                ask if ask.starts_with("ask-") && self.ask(ask, arg).await? => {}
                 "terminal" => {
                     if self.terminal(arg).await? == StopReason::Cancelled {
                         return Ok(StopReason::Cancelled);

@@ -511,6 +511,20 @@ impl Channel {
                     self.usage.cost = cost;
                 }
             }
+            (AgentEvent::Question(request), Some(view)) => {
+                // The card of the call it concerns, if any, goes up first.
+                if let Err(e) = view.activity.flush().await {
+                    tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
+                }
+                self.approvals
+                    .ask(&ctx, self.key.room.as_str(), request, &view.prompter)
+                    .await;
+            }
+            // Nobody is there to answer: the agent hears the question was cancelled.
+            (AgentEvent::Question(request), None) => {
+                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "a question outside any turn; cancelled");
+                drop(request);
+            }
             (AgentEvent::Title(title), _) => self.title = title,
             (AgentEvent::MessageChunk(text), None) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, %text, "answer text outside a turn; not shown")

@@ -4,7 +4,7 @@
 use super::turn::{TurnControl, TurnView};
 use super::*;
 
-use crate::core::approvals::{OnlyPoll, Picked};
+use crate::core::approvals::{OnlyPoll, Picked, Typed};
 use crate::core::command::Command;
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll::{self, Reply};
@@ -93,6 +93,22 @@ impl Channel {
         control.stopped_by = Some(by);
     }
 
+    /// `message` replies to question `target` with its typed answer.
+    async fn answer_question(&mut self, target: &str, message: &IncomingMessage) {
+        let ctx = self.ctx.clone();
+        let room = self.key.room.as_str().to_owned();
+        let typed = self
+            .approvals
+            .answer_text(&ctx, &room, target, &message.sender, &message.body)
+            .await;
+        match typed {
+            Typed::Answered => {}
+            Typed::NotApprover => self.notice(strings::not_an_approver(&message.sender)).await,
+            Typed::Unreadable(why) => self.notice(strings::unreadable_answer(&why)).await,
+            Typed::NoPoll => self.notice(strings::POLL_NOT_OPEN).await,
+        }
+    }
+
     /// The poll answer a message holds: a bare number or emoji replying to an open poll.
     pub(super) fn poll_reply(&self, message: &IncomingMessage) -> Option<Reply> {
         message
@@ -137,6 +153,15 @@ impl Channel {
                 self.queue_behind_resumed(message, reaction).await
             }
             ChannelInput::Prompt(message) => {
+                // A reply to a question that wants a typed answer is the answer.
+                if let Some(target) = message.reply_to.clone()
+                    && self.approvals.is_typed(&target)
+                {
+                    let event_id = message.event_id.clone();
+                    self.answer_question(&target, &message).await;
+                    self.settle(&event_id).await;
+                    return;
+                }
                 // A bare number or emoji replying to a poll answers it.
                 if let Some(reply) = self.poll_reply(&message) {
                     let event_id = message.event_id.clone();
@@ -148,7 +173,11 @@ impl Channel {
                 self.queue_behind(message, None).await;
             }
             ChannelInput::PollReply(message) => {
-                if let Some(reply) = self.poll_reply(&message) {
+                if let Some(target) = message.reply_to.clone()
+                    && self.approvals.is_typed(&target)
+                {
+                    self.answer_question(&target, &message).await;
+                } else if let Some(reply) = self.poll_reply(&message) {
                     self.answer_typed(&reply, message, session_id, control)
                         .await;
                 }

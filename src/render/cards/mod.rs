@@ -529,6 +529,13 @@ pub enum PollOutcome {
     TurnEnded,
     /// The gateway restarted while the poll was open.
     Restarted,
+    /// Someone answered a question by typing (`text`: what they typed, as it was read).
+    Answered {
+        /// Who.
+        by: String,
+        /// Their answer.
+        text: String,
+    },
 }
 
 /// The sentence that closes a poll.
@@ -555,6 +562,7 @@ pub fn poll_outcome(outcome: &PollOutcome) -> String {
         PollOutcome::Restarted => {
             "⌛ Expired: Sidekicks restarted before anyone answered; the turn was cut.".into()
         }
+        PollOutcome::Answered { by, text } => format!("✍️ Answered by {by}: {text}"),
     }
 }
 
@@ -660,6 +668,9 @@ pub fn usage_line(
     }
     (!parts.is_empty()).then(|| format!("📊 {}", parts.join(" · ")))
 }
+
+mod question;
+pub use question::{QuestionView, question, question_settled};
 
 #[cfg(test)]
 mod tests;

@@ -711,6 +711,14 @@ pub fn not_an_approver(who: &str) -> String {
     format!("{who} may not approve tool calls here; the request is still waiting.")
 }
 
+/// Answer to a typed answer to the agent's question that does not read as the answer it
+/// wants (`why` says what is wrong); the question stays open.
+pub fn unreadable_answer(why: &str) -> String {
+    format!(
+        "That answer does not fit the question: {why}. The question is still open: reply to it again."
+    )
+}
+
 /// Answer to a typed poll answer the poll does not offer.
 pub const NO_SUCH_CHOICE: &str = "That request does not offer this choice; react with one of its emoji or reply with its number.";
 
