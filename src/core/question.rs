@@ -322,7 +322,8 @@ mod tests {
                 false,
             ),
         ]);
-        let table: Vec<(&Question, &str, Result<Vec<(&str, Value)>, &str>)> = vec![
+        type Expected<'a> = Result<Vec<(&'a str, Value)>, &'a str>;
+        let table: Vec<(&Question, &str, Expected)> = vec![
             (&one, " 3 ", Ok(vec![("n", Value::Integer(3))])),
             (&one, "9", Err("“n” should be a whole number from 1 to 5")),
             (
