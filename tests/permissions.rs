@@ -746,3 +746,19 @@ async fn the_agents_form_is_answered_by_a_typed_reply_read_into_its_fields() {
     env.alice.send(&room, "!stop").await;
     poll_shows(&env, &asked, "Cancelled: the turn was stopped").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_nobody_answers_in_time_is_declined() {
+    let (env, _bob) = start("[permissions]\ntimeout_secs = 5\n").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%ask-yes Shall I go on?").await;
+    let asked = question(&env, &room, 0, 4).await;
+    env.reply_where(&room, "the decline", |t| t.contains("elicitation: decline"))
+        .await;
+    poll_shows(
+        &env,
+        &asked,
+        "⌛ Nobody answered in time, so it was declined.",
+    )
+    .await;
+}
