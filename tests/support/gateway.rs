@@ -20,7 +20,8 @@ pub struct AgentSpec {
     pub demo_args: Vec<String>,
     /// Extra lines for the agent's `[[agents]]` table (e.g. `dialect = "mm"`); a
     /// `workspace = …` line replaces the default workspace; lines starting with `matrix.`
-    /// go into its `[agents.matrix]` table.
+    /// go into its `[agents.matrix]` table; a `command = …` line (with its own `args`)
+    /// runs that program instead of the demo agent.
     pub agent_toml: String,
 }
 
@@ -113,10 +114,17 @@ impl GatewayProcess {
                 .map(|l| format!("{}\n", &l["matrix.".len()..]))
                 .collect();
             let extra = extra.join("\n");
+            // A `command = …` line of the agent's own runs another agent than the demo.
+            let program = if a.agent_toml.lines().any(|l| l.starts_with("command =")) {
+                String::new()
+            } else {
+                format!("command = {:?}\nargs = {:?}\n", binary(), std::iter::once("demo-agent".to_owned())
+                    .chain(a.demo_args.iter().cloned())
+                    .collect::<Vec<_>>())
+            };
             toml.push_str(&format!(
-                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\ncommand = {bin:?}\nargs = {args:?}\n{workspace}{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_file = {password_file:?}\n{matrix}",
+                "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\n{program}{workspace}{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_file = {password_file:?}\n{matrix}",
                 id = a.id,
-                bin = binary(),
                 // A `workspace` line of the agent's own replaces the default one.
                 workspace = if a.agent_toml.lines().any(|l| l.starts_with("workspace =")) {
                     String::new()
@@ -124,9 +132,6 @@ impl GatewayProcess {
                     format!("workspace = {ws:?}\n")
                 },
                 user = a.user_id,
-                args = std::iter::once("demo-agent".to_owned())
-                    .chain(a.demo_args.iter().cloned())
-                    .collect::<Vec<_>>(),
             ));
         }
         let config = dir.path().join("sidekicks.toml");

@@ -2,7 +2,9 @@
 //! agent, and people with their own Matrix clients.
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod gateway;
+pub mod model_server;
 pub mod person;
 pub mod proxy;
 pub mod synapse;

@@ -1,0 +1,277 @@
+//! A scripted model server for real agents in the tests: enough of the Anthropic Messages
+//! streaming API (`POST /v1/messages`) for Claude Code to answer, run a shell command and
+//! write a file, all decided by markers in the person's message:
+//!
+//! | marker in the prompt | the model answers |
+//! |---|---|
+//! | `RUN: CMD` (to the end of the line) | a `Bash` tool call running CMD, then (with its result) `The command ran: OUTPUT` or `The tool was refused.` |
+//! | `WRITE: PATH TEXT` | a `Write` tool call writing TEXT to PATH (absolute), then `Written.` |
+//! | `SLOW` | `tick 1 tick 2 …`, one every 100 ms for a minute (to be stopped) |
+//! | `RECALL` | `I remember: ` and every earlier prompt's `NOTE: …` line |
+//! | anything else | `Hello from the script model.`, in three chunks |
+//!
+//! Every request is kept, for tests to look at.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The running server.
+pub struct ModelServer {
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub url: String,
+    /// Every request body received, in order.
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+/// One step of a streamed answer: an SSE event, or a pause.
+enum Step {
+    Event(&'static str, Value),
+    Pause(Duration),
+}
+
+impl ModelServer {
+    /// Starts it on a free loopback port.
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let kept = requests.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve(stream, kept.clone()));
+            }
+        });
+        Self { url, requests }
+    }
+
+    /// Every request body received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// Reads one HTTP request, answers it, closes the connection.
+async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let Ok(n) = stream.read(&mut chunk).await else { return };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let Ok(n) = stream.read(&mut chunk).await else { return };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body: Value = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
+    let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
+    requests.lock().unwrap().push(body.clone());
+    if !path.starts_with("/v1/messages") || path.starts_with("/v1/messages/count_tokens") {
+        let reply = if path.starts_with("/v1/messages/count_tokens") {
+            json!({"input_tokens": 10}).to_string()
+        } else {
+            "{}".to_owned()
+        };
+        let status = if path.starts_with("/v1/messages") { "200 OK" } else { "404 Not Found" };
+        let _ = stream
+            .write_all(
+                format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                    reply.len()
+                )
+                .as_bytes(),
+            )
+            .await;
+        return;
+    }
+    let model = body["model"].as_str().unwrap_or("claude").to_owned();
+    let steps = anthropic(&body, &model);
+    if body["stream"].as_bool() != Some(true) {
+        // A request that does not stream gets the text of the answer at once.
+        let text: String = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Event(_, e) => e["delta"]["text"].as_str().map(str::to_owned),
+                Step::Pause(_) => None,
+            })
+            .collect();
+        let reply = json!({"id": "msg_once", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 5}})
+        .to_string();
+        let _ = stream
+            .write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                    reply.len()
+                )
+                .as_bytes(),
+            )
+            .await;
+        return;
+    }
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    for step in steps {
+        match step {
+            Step::Pause(d) => tokio::time::sleep(d).await,
+            Step::Event(name, data) => {
+                let event = format!("event: {name}\ndata: {data}\n\n");
+                // The agent hung up (a cancelled turn): stop streaming.
+                if stream.write_all(event.as_bytes()).await.is_err() {
+                    return;
+                }
+                let _ = stream.flush().await;
+            }
+        }
+    }
+}
+
+/// All the text of a message's content (a string, or its text blocks).
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The line after `marker` in `text`, if any.
+fn after<'a>(text: &'a str, marker: &str) -> Option<&'a str> {
+    let at = text.find(marker)? + marker.len();
+    Some(text[at..].lines().next().unwrap_or("").trim())
+}
+
+/// The answer to an Anthropic Messages request, as SSE steps.
+fn anthropic(body: &Value, model: &str) -> Vec<Step> {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let blocks = last["content"].as_array().cloned().unwrap_or_default();
+    if let Some(result) = blocks.iter().find(|b| b["type"] == "tool_result") {
+        let output = match &result["content"] {
+            Value::String(s) => s.clone(),
+            other => text_of(other),
+        };
+        if result["is_error"].as_bool() == Some(true) {
+            return text_answer(model, &["The tool was refused."], Duration::ZERO);
+        }
+        let said = format!("The command ran: {}", output.trim());
+        return text_answer(model, &[&said], Duration::ZERO);
+    }
+    let text = text_of(&last["content"]);
+    if let Some(command) = after(&text, "RUN:") {
+        return tool_answer(model, messages.len(), "Bash", json!({"command": command, "description": "Run the command asked for"}));
+    }
+    if let Some(rest) = after(&text, "WRITE:") {
+        let (path, content) = rest.split_once(' ').unwrap_or((rest, ""));
+        return tool_answer(model, messages.len(), "Write", json!({"file_path": path, "content": content}));
+    }
+    if text.contains("SLOW") {
+        let ticks: Vec<String> = (1..=600).map(|i| format!("tick {i} ")).collect();
+        let ticks: Vec<&str> = ticks.iter().map(String::as_str).collect();
+        return text_answer(model, &ticks, Duration::from_millis(100));
+    }
+    if text.contains("RECALL") {
+        let notes: Vec<String> = messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| after(&text_of(&m["content"]), "NOTE:").map(str::to_owned))
+            .collect();
+        let said = format!("I remember: {}", notes.join(", "));
+        return text_answer(model, &[&said], Duration::ZERO);
+    }
+    text_answer(model, &["Hello ", "from the script ", "model."], Duration::from_millis(50))
+}
+
+fn start(model: &str) -> Step {
+    Step::Event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_script", "type": "message",
+            "role": "assistant", "model": model, "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )
+}
+
+fn end(reason: &str) -> [Step; 2] {
+    [
+        Step::Event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": null},
+                "usage": {"output_tokens": 5}}),
+        ),
+        Step::Event("message_stop", json!({"type": "message_stop"})),
+    ]
+}
+
+fn text_answer(model: &str, chunks: &[&str], pause: Duration) -> Vec<Step> {
+    let mut steps = vec![
+        start(model),
+        Step::Event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+    ];
+    for chunk in chunks {
+        steps.push(Step::Event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": chunk}}),
+        ));
+        if !pause.is_zero() {
+            steps.push(Step::Pause(pause));
+        }
+    }
+    steps.push(Step::Event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    steps.extend(end("end_turn"));
+    steps
+}
+
+fn tool_answer(model: &str, turn: usize, tool: &str, input: Value) -> Vec<Step> {
+    let mut steps = vec![
+        start(model),
+        Step::Event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use",
+                "id": format!("toolu_{}_{turn}", tool.to_lowercase()), "name": tool, "input": {}}}),
+        ),
+        Step::Event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta",
+                "partial_json": input.to_string()}}),
+        ),
+        Step::Event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+    ];
+    steps.extend(end("tool_use"));
+    steps
+}
