@@ -6,7 +6,9 @@ mod support;
 
 use matrix_sdk::room::Room;
 use support::model_server::ModelServer;
-use support::{AgentSpec, Env, GatewayProcess, PATIENCE, Person, Synapse, SynapseOptions, wait_until};
+use support::{
+    AgentSpec, Env, GatewayProcess, PATIENCE, Person, Synapse, SynapseOptions, wait_until,
+};
 
 /// A gateway running Claude Code as agent `claude`, its model the scripted server.
 async fn claude(model: &ModelServer) -> Env {
@@ -55,8 +57,102 @@ async fn claude_code_answers_in_the_room_with_the_scripted_model() {
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "Say hello").await;
     let said = env
-        .reply_where(&room, "Claude's answer", |t| t.contains("Hello from the script model."))
+        .reply_where(&room, "Claude's answer", |t| {
+            t.contains("Hello from the script model.")
+        })
         .await;
     assert!(said.starts_with("Hello from the script model."), "{said}");
     assert!(!model.requests().is_empty());
+}
+
+/// Waits for the agent's `n`-th permission poll (from 0), with its choices pre-reacted.
+async fn poll(env: &Env, room: &Room, n: usize) -> String {
+    let id = wait_until(PATIENCE, &format!("poll #{n}"), || {
+        env.alice
+            .messages_from(room, &env.agent)
+            .into_iter()
+            .filter(|m| m.replaces.is_none() && m.body.starts_with("🔐"))
+            .nth(n)
+            .map(|m| m.event_id)
+    })
+    .await;
+    wait_until(PATIENCE, "the agent's reactions on the poll", || {
+        let mine = env.alice.reactions_on(&id);
+        (mine.iter().filter(|r| r.sender == env.agent).count() >= 3).then_some(())
+    })
+    .await;
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_codes_shell_command_is_allowed_or_refused_from_a_poll() {
+    let model = ModelServer::start().await;
+    let env = claude(&model).await;
+    let room = env.room_with_agent(false).await;
+    let workspace = env.gw.workspace("claude");
+
+    env.alice
+        .send(
+            &room,
+            "Please RUN: echo made-by-claude > made.txt && echo done",
+        )
+        .await;
+    let asked = poll(&env, &room, 0).await;
+    let text = env.alice.current_text(&asked).unwrap();
+    assert!(text.contains("echo made-by-claude"), "{text}");
+    env.alice.react(&room, &asked, "✅").await;
+    let said = env
+        .reply_where(&room, "the command's result", |t| {
+            t.contains("The command ran")
+        })
+        .await;
+    assert!(said.contains("The command ran: done"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("made.txt")).unwrap(),
+        "made-by-claude\n"
+    );
+
+    env.alice.send(&room, "Now RUN: touch never.txt").await;
+    let asked = poll(&env, &room, 1).await;
+    env.alice.react(&room, &asked, "❌").await;
+    env.reply_where(&room, "the refusal's answer", |t| {
+        t.contains("The tool was refused.")
+    })
+    .await;
+    assert!(!workspace.join("never.txt").exists());
+    // Claude marks the refused call failed itself and carries on: no stop is shown.
+    let texts = env.texts_from(&room, &env.agent);
+    assert!(
+        !texts
+            .iter()
+            .any(|t| t.contains("Stopped") || t.contains("ended its turn")),
+        "{texts:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_is_stopped_and_after_a_restart_loads_its_session() {
+    let model = ModelServer::start().await;
+    let mut env = claude(&model).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "NOTE: the sky is green\nSLOW").await;
+    env.reply_where(&room, "the slow answer", |t| t.contains("tick 2"))
+        .await;
+    env.alice.send(&room, "!stop").await;
+    env.reply_where(&room, "the stopped answer", |t| t.contains("Stopped"))
+        .await;
+
+    env.gw.restart();
+    env.alice.send(&room, "RECALL").await;
+    let said = env
+        .reply_where(&room, "what Claude remembers", |t| t.contains("I remember"))
+        .await;
+    assert!(said.contains("I remember: the sky is green"), "{said}");
+    // Loaded (`session/load`): the agent had the conversation, nothing was re-injected.
+    let log = env.gw.log();
+    assert!(
+        !log.contains("re-injecting"),
+        "the session was loaded, not re-injected"
+    );
+    assert!(!log.contains("could not get the session back"));
 }

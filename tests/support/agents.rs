@@ -15,10 +15,15 @@ pub fn installed() -> PathBuf {
     let dir = std::env::var_os("SIDEKICKS_TEST_AGENTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| "/var/tmp".into());
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| "/var/tmp".into());
             home.join(".cache/sidekicks/test-agents")
         });
-    let marker = dir.join(format!(".installed-{}", PACKAGES.join("+").replace('/', "_")));
+    let marker = dir.join(format!(
+        ".installed-{}",
+        PACKAGES.join("+").replace('/', "_")
+    ));
     if marker.exists() {
         return dir;
     }
@@ -26,9 +31,19 @@ pub fn installed() -> PathBuf {
     let lock = std::fs::File::create(dir.join(".lock")).unwrap();
     lock.lock().unwrap();
     if !marker.exists() {
-        eprintln!("installing {} into {} (once)…", PACKAGES.join(", "), dir.display());
+        eprintln!(
+            "installing {} into {} (once)…",
+            PACKAGES.join(", "),
+            dir.display()
+        );
         let ok = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+            ])
             .arg(&dir)
             .args(PACKAGES)
             .status()

@@ -118,9 +118,13 @@ impl GatewayProcess {
             let program = if a.agent_toml.lines().any(|l| l.starts_with("command =")) {
                 String::new()
             } else {
-                format!("command = {:?}\nargs = {:?}\n", binary(), std::iter::once("demo-agent".to_owned())
-                    .chain(a.demo_args.iter().cloned())
-                    .collect::<Vec<_>>())
+                format!(
+                    "command = {:?}\nargs = {:?}\n",
+                    binary(),
+                    std::iter::once("demo-agent".to_owned())
+                        .chain(a.demo_args.iter().cloned())
+                        .collect::<Vec<_>>()
+                )
             };
             toml.push_str(&format!(
                 "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id} agent\"\n{program}{workspace}{extra}\n[agents.matrix]\nuser_id = \"{user}\"\npassword_file = {password_file:?}\n{matrix}",

@@ -59,7 +59,9 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let head_end = loop {
-        let Ok(n) = stream.read(&mut chunk).await else { return };
+        let Ok(n) = stream.read(&mut chunk).await else {
+            return;
+        };
         if n == 0 {
             return;
         }
@@ -73,17 +75,21 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
         .lines()
         .find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
         })
         .unwrap_or(0);
     while buf.len() < head_end + length {
-        let Ok(n) = stream.read(&mut chunk).await else { return };
+        let Ok(n) = stream.read(&mut chunk).await else {
+            return;
+        };
         if n == 0 {
             return;
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    let body: Value = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
+    let body: Value =
+        serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
     let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
     requests.lock().unwrap().push(body.clone());
     if !path.starts_with("/v1/messages") || path.starts_with("/v1/messages/count_tokens") {
@@ -92,7 +98,11 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
         } else {
             "{}".to_owned()
         };
-        let status = if path.starts_with("/v1/messages") { "200 OK" } else { "404 Not Found" };
+        let status = if path.starts_with("/v1/messages") {
+            "200 OK"
+        } else {
+            "404 Not Found"
+        };
         let _ = stream
             .write_all(
                 format!(
@@ -115,10 +125,11 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
                 Step::Pause(_) => None,
             })
             .collect();
-        let reply = json!({"id": "msg_once", "type": "message", "role": "assistant", "model": model,
+        let reply =
+            json!({"id": "msg_once", "type": "message", "role": "assistant", "model": model,
             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
             "usage": {"input_tokens": 10, "output_tokens": 5}})
-        .to_string();
+            .to_string();
         let _ = stream
             .write_all(
                 format!(
@@ -173,7 +184,11 @@ fn anthropic(body: &Value, model: &str) -> Vec<Step> {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let last = messages.last().cloned().unwrap_or(Value::Null);
     let blocks = last["content"].as_array().cloned().unwrap_or_default();
-    if let Some(result) = blocks.iter().find(|b| b["type"] == "tool_result") {
+    let text = text_of(&last["content"]);
+    // A tool's result (Claude Code puts the next prompt beside it, in the same message).
+    if let Some(result) = blocks.iter().find(|b| b["type"] == "tool_result")
+        && text.trim().is_empty()
+    {
         let output = match &result["content"] {
             Value::String(s) => s.clone(),
             other => text_of(other),
@@ -184,13 +199,22 @@ fn anthropic(body: &Value, model: &str) -> Vec<Step> {
         let said = format!("The command ran: {}", output.trim());
         return text_answer(model, &[&said], Duration::ZERO);
     }
-    let text = text_of(&last["content"]);
     if let Some(command) = after(&text, "RUN:") {
-        return tool_answer(model, messages.len(), "Bash", json!({"command": command, "description": "Run the command asked for"}));
+        return tool_answer(
+            model,
+            messages.len(),
+            "Bash",
+            json!({"command": command, "description": "Run the command asked for"}),
+        );
     }
     if let Some(rest) = after(&text, "WRITE:") {
         let (path, content) = rest.split_once(' ').unwrap_or((rest, ""));
-        return tool_answer(model, messages.len(), "Write", json!({"file_path": path, "content": content}));
+        return tool_answer(
+            model,
+            messages.len(),
+            "Write",
+            json!({"file_path": path, "content": content}),
+        );
     }
     if text.contains("SLOW") {
         let ticks: Vec<String> = (1..=600).map(|i| format!("tick {i} ")).collect();
@@ -206,7 +230,11 @@ fn anthropic(body: &Value, model: &str) -> Vec<Step> {
         let said = format!("I remember: {}", notes.join(", "));
         return text_answer(model, &[&said], Duration::ZERO);
     }
-    text_answer(model, &["Hello ", "from the script ", "model."], Duration::from_millis(50))
+    text_answer(
+        model,
+        &["Hello ", "from the script ", "model."],
+        Duration::from_millis(50),
+    )
 }
 
 fn start(model: &str) -> Step {
