@@ -185,9 +185,15 @@ fn anthropic(body: &Value, model: &str) -> Vec<Step> {
     let last = messages.last().cloned().unwrap_or(Value::Null);
     let blocks = last["content"].as_array().cloned().unwrap_or_default();
     let text = text_of(&last["content"]);
-    // A tool's result (Claude Code puts the next prompt beside it, in the same message).
-    if let Some(result) = blocks.iter().find(|b| b["type"] == "tool_result")
-        && text.trim().is_empty()
+    // The result of the tool the model called last (Claude Code keeps earlier results, and
+    // the next prompt, in the same message).
+    let called = messages.iter().rev().nth(1).and_then(|m| {
+        let last_block = m["content"].as_array()?.last()?.clone();
+        (last_block["type"] == "tool_use").then(|| last_block["id"].clone())
+    });
+    if let Some(result) = blocks
+        .iter()
+        .find(|b| b["type"] == "tool_result" && Some(&b["tool_use_id"]) == called.as_ref())
     {
         let output = match &result["content"] {
             Value::String(s) => s.clone(),
