@@ -2,11 +2,20 @@
 //! outside `/tmp` (which an agent's sandbox replaces): Claude Code through
 //! `@zed-industries/claude-agent-acp`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The pinned packages.
-const PACKAGES: [&str; 1] = ["@zed-industries/claude-agent-acp@0.23.1"];
+/// The pinned packages (keep in step with `.ci/run`), by name and version.
+const PACKAGES: [(&str, &str); 1] = [("@zed-industries/claude-agent-acp", "0.23.1")];
+
+/// Whether `package` is installed in `dir` at `version`.
+fn has(dir: &Path, package: &str, version: &str) -> bool {
+    let manifest = dir.join("node_modules").join(package).join("package.json");
+    std::fs::read_to_string(manifest)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|m| m["version"] == version)
+}
 
 /// Where they are installed (`SIDEKICKS_TEST_AGENTS`, else `~/.cache/sidekicks/test-agents`),
 /// installing them first if they are not (a file lock keeps parallel tests from installing
@@ -20,20 +29,18 @@ pub fn installed() -> PathBuf {
                 .unwrap_or_else(|| "/var/tmp".into());
             home.join(".cache/sidekicks/test-agents")
         });
-    let marker = dir.join(format!(
-        ".installed-{}",
-        PACKAGES.join("+").replace('/', "_")
-    ));
-    if marker.exists() {
+    let all = |dir: &Path| PACKAGES.iter().all(|(p, v)| has(dir, p, v));
+    if all(&dir) {
         return dir;
     }
     std::fs::create_dir_all(&dir).unwrap();
     let lock = std::fs::File::create(dir.join(".lock")).unwrap();
     lock.lock().unwrap();
-    if !marker.exists() {
+    if !all(&dir) {
+        let pinned: Vec<String> = PACKAGES.iter().map(|(p, v)| format!("{p}@{v}")).collect();
         eprintln!(
             "installing {} into {} (once)…",
-            PACKAGES.join(", "),
+            pinned.join(", "),
             dir.display()
         );
         let ok = Command::new("npm")
@@ -45,12 +52,11 @@ pub fn installed() -> PathBuf {
                 "--prefix",
             ])
             .arg(&dir)
-            .args(PACKAGES)
+            .args(&pinned)
             .status()
             .expect("npm runs (Node and npm are needed for the real-agent tests)")
             .success();
-        assert!(ok, "npm install {} failed", PACKAGES.join(" "));
-        std::fs::write(&marker, "").unwrap();
+        assert!(ok, "npm install {} failed", pinned.join(" "));
     }
     dir
 }
