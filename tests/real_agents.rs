@@ -156,3 +156,125 @@ async fn claude_code_is_stopped_and_after_a_restart_loads_its_session() {
     );
     assert!(!log.contains("could not get the session back"));
 }
+
+/// A gateway running Codex as agent `codex`, its model the scripted server.
+async fn codex(model: &ModelServer) -> Env {
+    let program = support::agents::codex();
+    let hs = Synapse::start(SynapseOptions::default()).await;
+    let alice_id = hs.register("alice", "alice-password").await;
+    let agent = hs.register("codex", "codex-password").await;
+    let home = tempfile::Builder::new()
+        .prefix("sidekicks-codex-home-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+        .keep();
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    // Commands need approval (`untrusted`); Sidekicks' sandbox stands in for Codex's own.
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"gpt-5.4\"\nmodel_provider = \"script\"\napproval_policy = \"untrusted\"\n\
+             sandbox_mode = \"danger-full-access\"\n[model_providers.script]\nname = \"script\"\n\
+             base_url = \"{}/v1\"\nenv_key = \"SCRIPT_API_KEY\"\nwire_api = \"responses\"\n",
+            model.url
+        ),
+    )
+    .unwrap();
+    let agent_toml = format!(
+        "command = {program:?}\nargs = []\nhome = {home:?}\n\
+         env = {{ CODEX_HOME = {codex_home:?}, SCRIPT_API_KEY = \"sk-script-model-key\" }}",
+    );
+    let gw = GatewayProcess::start(
+        &hs.url,
+        &[alice_id.as_str()],
+        &[AgentSpec {
+            id: "codex".into(),
+            user_id: agent.clone(),
+            password: "codex-password".into(),
+            demo_args: vec![],
+            agent_toml,
+        }],
+        "[timeouts]\nnew_session_secs = 120",
+    );
+    let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
+    Env {
+        hs,
+        gw,
+        alice,
+        agents: vec![agent.clone()],
+        agent,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_answers_and_runs_a_command_allowed_from_a_poll() {
+    let model = ModelServer::start().await;
+    let env = codex(&model).await;
+    let room = env.room_with_agent(false).await;
+    let workspace = env.gw.workspace("codex");
+    env.alice.send(&room, "Say hello").await;
+    env.reply_where(&room, "Codex's answer", |t| {
+        t.contains("Hello from the script model.")
+    })
+    .await;
+
+    env.alice
+        .send(
+            &room,
+            "Please RUN: echo made-by-codex > made.txt && echo done",
+        )
+        .await;
+    let asked = poll(&env, &room, 0).await;
+    env.alice.react(&room, &asked, "✅").await;
+    let said = env
+        .reply_where(&room, "the command's result", |t| {
+            t.contains("The command ran")
+        })
+        .await;
+    assert!(said.contains("The command ran: done"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("made.txt")).unwrap(),
+        "made-by-codex\n"
+    );
+    // The card shows what the command printed, not Codex's record of the run, nor its
+    // approval prompt (the `codex` dialect).
+    let texts = env.texts_from(&room, &env.agent);
+    let card = texts
+        .iter()
+        .find(|t| t.starts_with("✅ 💻 echo made-by-codex"))
+        .expect("the command's card");
+    assert_eq!(card.lines().last(), Some("done"), "{card}");
+    let leaked = |t: &&String| t.contains("\"call_id\"") || t.contains("Available Decisions");
+    assert!(!texts.iter().any(|t| leaked(&t)), "{texts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_refused_ends_its_turn_and_remembers_after_a_restart() {
+    let model = ModelServer::start().await;
+    let mut env = codex(&model).await;
+    let room = env.room_with_agent(false).await;
+    let workspace = env.gw.workspace("codex");
+    env.alice
+        .send(&room, "NOTE: the sea is red\nRUN: touch never.txt")
+        .await;
+    let asked = poll(&env, &room, 0).await;
+    // ❌ is Codex's `abort`: it ends the whole turn `cancelled`, though nobody stopped it.
+    env.alice.react(&room, &asked, "❌").await;
+    let said = env
+        .notice_containing(&room, "ended its turn after the tool was refused")
+        .await;
+    assert!(
+        said.body.contains("codex agent ended its turn"),
+        "{}",
+        said.body
+    );
+    assert!(!workspace.join("never.txt").exists());
+
+    env.gw.restart();
+    env.alice.send(&room, "RECALL").await;
+    let said = env
+        .reply_where(&room, "what Codex remembers", |t| t.contains("I remember"))
+        .await;
+    assert!(said.contains("I remember: the sea is red"), "{said}");
+}

@@ -67,10 +67,11 @@ pub const CLAUDE_CODE: Dialect = Dialect {
 
 /// Codex (through its ACP adapter): puts its approval prompt ("Proposed Amendment: …
 /// Available Decisions: Approved ApprovedExecpolicyAmendment Abort") in the tool call's
-/// content, where it reads as the command's output.
+/// content, where it reads as the command's output; and reports a command's output only as
+/// a raw JSON record of the run (`call_id`, `process_id`, …, `formatted_output`).
 pub const CODEX: Dialect = Dialect {
     name: "codex",
-    tool_fields: Some(without_approval_prompt),
+    tool_fields: Some(codex_tool_fields),
     ..ACP
 };
 
@@ -143,9 +144,18 @@ fn cancelled_call(id: &str) -> ToolCallFields {
 /// The marker of Codex's approval prompt, which lists the decisions its options stand for.
 const APPROVAL_PROMPT: &str = "Available Decisions:";
 
-fn without_approval_prompt(mut tool: ToolCallFields) -> ToolCallFields {
+fn codex_tool_fields(mut tool: ToolCallFields) -> ToolCallFields {
     if let Some(content) = &mut tool.content {
         content.retain(|c| !matches!(c, ToolContent::Text(t) if t.contains(APPROVAL_PROMPT)));
+    }
+    // The record of a run: what the command printed is its output.
+    if let Some(record) = tool.raw_output.as_ref().and_then(|o| o.as_object()) {
+        let printed = ["formatted_output", "aggregated_output"]
+            .iter()
+            .find_map(|k| record.get(*k).and_then(|v| v.as_str()));
+        if let Some(printed) = printed {
+            tool.raw_output = Some(serde_json::Value::String(printed.to_owned()));
+        }
     }
     tool
 }
@@ -221,6 +231,12 @@ mod tests {
             shown.content,
             Some(vec![ToolContent::Text("real output".into())])
         );
+        let run = ToolCallFields {
+            raw_output: Some(serde_json::json!({"call_id": "c", "process_id": "9",
+                "aggregated_output": "done\n", "formatted_output": "done\n", "exit_code": 0})),
+            ..ToolCallFields::default()
+        };
+        assert_eq!(hook(run).raw_output, Some(serde_json::json!("done\n")));
         assert!(ACP.tool_fields.is_none(), "other agents' content is theirs");
     }
 

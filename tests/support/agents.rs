@@ -1,12 +1,15 @@
 //! Real third-party agents for the tests, installed from npm once, pinned, into a cache
 //! outside `/tmp` (which an agent's sandbox replaces): Claude Code through
-//! `@zed-industries/claude-agent-acp`.
+//! `@zed-industries/claude-agent-acp`, Codex through `@zed-industries/codex-acp`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The pinned packages (keep in step with `.ci/run`), by name and version.
-const PACKAGES: [(&str, &str); 1] = [("@zed-industries/claude-agent-acp", "0.23.1")];
+const PACKAGES: [(&str, &str); 2] = [
+    ("@zed-industries/claude-agent-acp", "0.23.1"),
+    ("@zed-industries/codex-acp", "0.16.0"),
+];
 
 /// Whether `package` is installed in `dir` at `version`.
 fn has(dir: &Path, package: &str, version: &str) -> bool {
@@ -59,6 +62,11 @@ pub fn installed() -> PathBuf {
         assert!(ok, "npm install {} failed", pinned.join(" "));
     }
     dir
+}
+
+/// The Codex agent's program (the prebuilt binary the npm package carries).
+pub fn codex() -> PathBuf {
+    installed().join("node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp")
 }
 
 /// The Claude Code agent's entry point (run with `node`).

@@ -1,6 +1,7 @@
 //! A scripted model server for real agents in the tests: enough of the Anthropic Messages
-//! streaming API (`POST /v1/messages`) for Claude Code to answer, run a shell command and
-//! write a file, all decided by markers in the person's message:
+//! streaming API (`POST /v1/messages`, Claude Code) and of the OpenAI Responses streaming API
+//! (`POST /v1/responses`, Codex) for an agent to answer, run a shell command and write a
+//! file, all decided by markers in the person's message:
 //!
 //! | marker in the prompt | the model answers |
 //! |---|---|
@@ -92,6 +93,28 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
         serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
     let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
     requests.lock().unwrap().push(body.clone());
+    if path.starts_with("/v1/responses") {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+        if stream.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        for step in openai(&body) {
+            match step {
+                Step::Pause(d) => tokio::time::sleep(d).await,
+                Step::Event(_, data) => {
+                    let event = format!(
+                        "event: {}\ndata: {data}\n\n",
+                        data["type"].as_str().unwrap_or("")
+                    );
+                    if stream.write_all(event.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let _ = stream.flush().await;
+                }
+            }
+        }
+        return;
+    }
     if !path.starts_with("/v1/messages") || path.starts_with("/v1/messages/count_tokens") {
         let reply = if path.starts_with("/v1/messages/count_tokens") {
             json!({"input_tokens": 10}).to_string()
@@ -307,5 +330,113 @@ fn tool_answer(model: &str, turn: usize, tool: &str, input: Value) -> Vec<Step> 
         ),
     ];
     steps.extend(end("tool_use"));
+    steps
+}
+
+/// The text of an OpenAI Responses input item (its `input_text` parts).
+fn input_text(item: &Value) -> String {
+    match &item["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The answer to an OpenAI Responses request, as SSE steps (the event name is its `type`).
+fn openai(body: &Value) -> Vec<Step> {
+    let input = body["input"].as_array().cloned().unwrap_or_default();
+    let last = input.last().cloned().unwrap_or(Value::Null);
+    if last["type"] == "function_call_output" {
+        let output = match &last["output"] {
+            Value::String(s) => s.clone(),
+            other => other["content"]
+                .as_str()
+                .map_or_else(|| other.to_string(), str::to_owned),
+        };
+        // Codex reports what the command printed among lines of its own.
+        let printed = output.lines().last().unwrap_or("").trim().to_owned();
+        let said = format!("The command ran: {printed}");
+        return openai_text(&[&said], Duration::ZERO);
+    }
+    let text = input
+        .iter()
+        .rev()
+        .find(|i| i["role"] == "user")
+        .map(input_text)
+        .unwrap_or_default();
+    if let Some(command) = after(&text, "RUN:") {
+        let arguments = json!({"cmd": command}).to_string();
+        let item = json!({"type": "function_call", "id": format!("fc_{}", input.len()),
+            "call_id": format!("call_{}", input.len()), "name": "exec_command", "arguments": arguments});
+        return vec![
+            openai_event(json!({"type": "response.created", "response": {"id": "resp_script"}})),
+            openai_event(
+                json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+            ),
+            openai_event(
+                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ),
+            openai_completed(),
+        ];
+    }
+    if text.contains("RECALL") {
+        let notes: Vec<String> = input
+            .iter()
+            .filter(|i| i["role"] == "user")
+            .filter_map(|i| after(&input_text(i), "NOTE:").map(str::to_owned))
+            .collect();
+        let said = format!("I remember: {}", notes.join(", "));
+        return openai_text(&[&said], Duration::ZERO);
+    }
+    if text.contains("SLOW") {
+        let ticks: Vec<String> = (1..=600).map(|i| format!("tick {i} ")).collect();
+        let ticks: Vec<&str> = ticks.iter().map(String::as_str).collect();
+        return openai_text(&ticks, Duration::from_millis(100));
+    }
+    openai_text(
+        &["Hello ", "from the script ", "model."],
+        Duration::from_millis(50),
+    )
+}
+
+fn openai_event(data: Value) -> Step {
+    Step::Event("", data)
+}
+
+fn openai_completed() -> Step {
+    openai_event(
+        json!({"type": "response.completed", "response": {"id": "resp_script",
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}),
+    )
+}
+
+fn openai_text(chunks: &[&str], pause: Duration) -> Vec<Step> {
+    let whole: String = chunks.concat();
+    let mut steps = vec![
+        openai_event(json!({"type": "response.created", "response": {"id": "resp_script"}})),
+        openai_event(
+            json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "message", "role": "assistant", "id": "msg_script", "content": []}}),
+        ),
+    ];
+    for chunk in chunks {
+        steps.push(openai_event(
+            json!({"type": "response.output_text.delta", "delta": chunk,
+            "item_id": "msg_script", "output_index": 0, "content_index": 0}),
+        ));
+        if !pause.is_zero() {
+            steps.push(Step::Pause(pause));
+        }
+    }
+    steps.push(openai_event(
+        json!({"type": "response.output_item.done", "output_index": 0,
+        "item": {"type": "message", "role": "assistant", "id": "msg_script",
+            "content": [{"type": "output_text", "text": whole}]}}),
+    ));
+    steps.push(openai_completed());
     steps
 }
