@@ -3,11 +3,13 @@
 //!
 //! The SDK runs incoming messages through one sequential dispatch loop, so our handlers never
 //! wait there: notifications are translated and pushed onto the session's queue, and a
-//! permission request is handed to the core with a oneshot channel while a spawned task waits
-//! for the answer. Requests we send (`session/new`, `session/load`, `session/resume`,
-//! `session/prompt`, `session/set_mode`, `session/set_config_option`) run in their own
-//! tasks, so a long prompt never holds up a `session/cancel`. The agent's dialect is applied on the way (`sessions.rs`), and what it
-//! writes to stdout is guarded (`transport.rs`).
+//! permission request or a question (`client_question.rs`) is handed to the core with a
+//! oneshot channel while a spawned task waits for the answer; file and terminal requests are
+//! served by `client_fs.rs` and `client_terminal.rs`, off the loop where they wait. Requests
+//! we send (`session/new`, `session/load`, `session/resume`, `session/prompt`,
+//! `session/set_mode`, `session/set_config_option`) run in their own tasks, so a long prompt
+//! never holds up a `session/cancel`. The agent's dialect is applied on the way
+//! (`sessions.rs`), and what it writes to stdout is guarded (`transport.rs`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
