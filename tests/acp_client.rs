@@ -451,3 +451,27 @@ async fn a_file_the_agent_writes_through_the_client_shows_as_a_diff_in_its_card(
     assert!(written.contains("creates fresh.txt"), "{written}");
     assert!(written.contains("+brand new"), "{written}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_file_is_an_error_but_empty_text_for_gemini() {
+    // Gemini CLI reads a file before writing it, and fails the write when a missing file is
+    // answered with an error; other agents are told the file does not exist.
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%fs-read new.txt").await;
+    let said = env
+        .reply_where(&room, "the refusal", |t| t.contains("fs refused"))
+        .await;
+    assert!(said.contains("no such file"), "{said}");
+
+    let env =
+        Env::start_with_agent_toml(SynapseOptions::default(), "", "dialect = \"gemini\"").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%fs-read new.txt\n%fs-write new.txt created")
+        .await;
+    let said = env
+        .reply_where(&room, "the read and the write", |t| t.contains("fs wrote"))
+        .await;
+    assert!(said.contains("fs read new.txt: 0 chars"), "{said}");
+}

@@ -142,10 +142,12 @@ fn canonical(root: &Path) -> Result<PathBuf, Error> {
 }
 
 /// Answers `fs/read_text_file` off the dispatch loop: `folder` is the session's (`None`:
-/// not a session of ours, or file access is off for this agent).
+/// not a session of ours, or file access is off for this agent). With `missing_is_empty`
+/// (the agent's dialect says so), a file that does not exist reads as empty text.
 pub fn serve_read(
     agent: &str,
     folder: Option<PathBuf>,
+    missing_is_empty: bool,
     request: ReadTextFileRequest,
     responder: Responder<ReadTextFileResponse>,
 ) {
@@ -155,6 +157,10 @@ pub fn serve_read(
         let answer = match folder {
             Some(root) => read_text(&root, &path, request.line, request.limit),
             None => Err(refused(&path, "no file access for this session")),
+        };
+        let answer = match answer {
+            Err(e) if missing_is_empty && i32::from(e.code) == NOT_FOUND => Ok(String::new()),
+            answer => answer,
         };
         match answer {
             Ok(text) => {

@@ -585,7 +585,8 @@ async fn run_connection(
         .on_receive_request(
             async move |request: ReadTextFileRequest, responder, _cx| {
                 let root = folder(&read_sessions, &request.session_id.0);
-                client_fs::serve_read(&read_agent, root, request, responder);
+                let empty = read_sessions.lock().expect("sessions poisoned").missing_file_reads_empty();
+                client_fs::serve_read(&read_agent, root, empty, request, responder);
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),

@@ -32,6 +32,9 @@ pub struct Dialect {
     /// A JSON-RPC error that ended a prompt, in words for the room; `None` keeps the
     /// generic report.
     pub prompt_error: Option<fn(i64, &str) -> Option<String>>,
+    /// Whether `fs/read_text_file` of a file that does not exist answers empty text
+    /// instead of an error (an agent that reads a file before creating it fails otherwise).
+    pub missing_file_reads_empty: bool,
 }
 
 impl Default for Dialect {
@@ -47,6 +50,7 @@ pub const ACP: Dialect = Dialect {
     tool_fields: None,
     close_after_cancel: None,
     prompt_error: None,
+    missing_file_reads_empty: false,
 };
 
 /// mm: ends a turn whose model keeps calling tools with a JSON-RPC error
@@ -75,10 +79,12 @@ pub const CODEX: Dialect = Dialect {
     ..ACP
 };
 
-/// Gemini CLI: sends empty message and thought chunks.
+/// Gemini CLI: sends empty message and thought chunks; reads a file through the client
+/// before writing it, and fails the write when a missing file is answered with an error.
 pub const GEMINI: Dialect = Dialect {
     name: "gemini",
     skip_update: Some(empty_chunk),
+    missing_file_reads_empty: true,
     ..ACP
 };
 

@@ -276,6 +276,11 @@ impl Sessions {
         self.facts.remove(session);
     }
 
+    /// Whether a read of a missing file answers empty text (the dialect says so).
+    pub fn missing_file_reads_empty(&self) -> bool {
+        self.dialect.missing_file_reads_empty
+    }
+
     /// The working folder of registered session `session`.
     pub fn folder(&self, session: &str) -> Option<PathBuf> {
         self.folders.get(session).cloned()
