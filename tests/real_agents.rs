@@ -10,31 +10,29 @@ use support::{
     AgentSpec, Env, GatewayProcess, PATIENCE, Person, Synapse, SynapseOptions, wait_until,
 };
 
-/// A gateway running Claude Code as agent `claude`, its model the scripted server.
-async fn claude(model: &ModelServer) -> Env {
-    let entry = support::agents::claude();
-    let hs = Synapse::start(SynapseOptions::default()).await;
-    let alice_id = hs.register("alice", "alice-password").await;
-    let agent = hs.register("claude", "claude-password").await;
-    // Its home is outside /tmp (which the sandbox replaces) and its own.
-    let home = tempfile::Builder::new()
-        .prefix("sidekicks-claude-home-")
+/// A home of the agent's own, outside /tmp (which the sandbox replaces).
+fn agent_home(agent: &str) -> std::path::PathBuf {
+    tempfile::Builder::new()
+        .prefix(&format!("sidekicks-{agent}-home-"))
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap()
-        .keep();
-    let agent_toml = format!(
-        "command = \"node\"\nargs = [{entry:?}]\nhome = {home:?}\n\
-         env = {{ ANTHROPIC_BASE_URL = \"{url}\", ANTHROPIC_API_KEY = \"sk-script-model-key\", IS_SANDBOX = \"1\", \
-         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", DISABLE_TELEMETRY = \"1\", DISABLE_AUTOUPDATER = \"1\" }}",
-        url = model.url,
-    );
+        .keep()
+}
+
+/// A gateway running the real agent `id` (its `[[agents]]` lines in `agent_toml`), with
+/// Alice allowed.
+async fn start(id: &str, agent_toml: String) -> Env {
+    let hs = Synapse::start(SynapseOptions::default()).await;
+    let alice_id = hs.register("alice", "alice-password").await;
+    let password = format!("{id}-password");
+    let agent = hs.register(id, &password).await;
     let gw = GatewayProcess::start(
         &hs.url,
         &[alice_id.as_str()],
         &[AgentSpec {
-            id: "claude".into(),
+            id: id.into(),
             user_id: agent.clone(),
-            password: "claude-password".into(),
+            password,
             demo_args: vec![],
             agent_toml,
         }],
@@ -48,6 +46,19 @@ async fn claude(model: &ModelServer) -> Env {
         agents: vec![agent.clone()],
         agent,
     }
+}
+
+/// A gateway running Claude Code as agent `claude`, its model the scripted server.
+async fn claude(model: &ModelServer) -> Env {
+    let entry = support::agents::claude();
+    let home = agent_home("claude");
+    let agent_toml = format!(
+        "command = \"node\"\nargs = [{entry:?}]\nhome = {home:?}\n\
+         env = {{ ANTHROPIC_BASE_URL = \"{url}\", ANTHROPIC_API_KEY = \"sk-script-model-key\", IS_SANDBOX = \"1\", \
+         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", DISABLE_TELEMETRY = \"1\", DISABLE_AUTOUPDATER = \"1\" }}",
+        url = model.url,
+    );
+    start("claude", agent_toml).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,14 +171,7 @@ async fn claude_code_is_stopped_and_after_a_restart_loads_its_session() {
 /// A gateway running Codex as agent `codex`, its model the scripted server.
 async fn codex(model: &ModelServer) -> Env {
     let program = support::agents::codex();
-    let hs = Synapse::start(SynapseOptions::default()).await;
-    let alice_id = hs.register("alice", "alice-password").await;
-    let agent = hs.register("codex", "codex-password").await;
-    let home = tempfile::Builder::new()
-        .prefix("sidekicks-codex-home-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-        .keep();
+    let home = agent_home("codex");
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     // Commands need approval (`untrusted`); Sidekicks' sandbox stands in for Codex's own.
@@ -185,26 +189,7 @@ async fn codex(model: &ModelServer) -> Env {
         "command = {program:?}\nargs = []\nhome = {home:?}\n\
          env = {{ CODEX_HOME = {codex_home:?}, SCRIPT_API_KEY = \"sk-script-model-key\" }}",
     );
-    let gw = GatewayProcess::start(
-        &hs.url,
-        &[alice_id.as_str()],
-        &[AgentSpec {
-            id: "codex".into(),
-            user_id: agent.clone(),
-            password: "codex-password".into(),
-            demo_args: vec![],
-            agent_toml,
-        }],
-        "[timeouts]\nnew_session_secs = 120",
-    );
-    let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
-    Env {
-        hs,
-        gw,
-        alice,
-        agents: vec![agent.clone()],
-        agent,
-    }
+    start("codex", agent_toml).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

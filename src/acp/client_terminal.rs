@@ -432,31 +432,13 @@ mod tests {
     use super::*;
     use agent_client_protocol::v1::schema::{EnvVariable, Terminal as Embedded, ToolCall};
 
-    fn spec() -> ProcessSpec {
-        ProcessSpec {
-            agent_id: "t".into(),
-            command: "true".into(),
-            args: vec![],
-            env: Default::default(),
-            inherit_env: vec![],
-            cwd: std::env::temp_dir(),
-            home: None,
-            sandbox: None,
-            dialect: None,
-            initialize_timeout: Duration::from_secs(5),
-            session_timeout: Duration::from_secs(5),
-            mcp_servers: vec![],
-            file_access: true,
-            terminals: true,
-        }
-    }
-
     /// Terminals of one open session `s` in a fresh folder.
     fn open() -> (tempfile::TempDir, Arc<Terminals>) {
         let dir = tempfile::tempdir().unwrap();
         let sessions = Arc::new(Mutex::new(Sessions::default()));
         drop(sessions.lock().unwrap().register("s", dir.path().into()));
-        (dir, Terminals::new(&spec(), sessions))
+        let spec = crate::acp::process::tests::spec("true");
+        (dir, Terminals::new(&spec, sessions))
     }
 
     fn run(terminals: &Arc<Terminals>, script: &str) -> String {

@@ -339,7 +339,8 @@ pub(super) mod tests {
         );
     }
 
-    fn spec(script: &str) -> ProcessSpec {
+    /// An agent running `sh -c script`, with one variable of its own (`ONLY_THIS=yes`).
+    pub(in crate::acp) fn spec(script: &str) -> ProcessSpec {
         ProcessSpec {
             agent_id: "t".into(),
             command: "sh".into(),

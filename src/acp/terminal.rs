@@ -287,29 +287,10 @@ fn signal_name(signal: i32) -> String {
 mod tests {
     use super::*;
 
-    fn spec() -> ProcessSpec {
-        ProcessSpec {
-            agent_id: "t".into(),
-            command: "true".into(),
-            args: vec![],
-            env: [("AGENT_VAR".to_owned(), crate::model::Secret::new("agent"))].into(),
-            inherit_env: vec![],
-            cwd: std::env::temp_dir(),
-            home: None,
-            sandbox: None,
-            dialect: None,
-            initialize_timeout: Duration::from_secs(5),
-            session_timeout: Duration::from_secs(5),
-            mcp_servers: vec![],
-            file_access: true,
-            terminals: true,
-        }
-    }
-
     fn sh(script: &str, cwd: &Path, limit: Option<usize>) -> Terminal {
         let env = [("ASKED".to_owned(), "yes".to_owned())];
         Terminal::start(
-            &spec(),
+            &crate::acp::process::tests::spec("true"),
             "sh",
             &["-c".into(), script.into()],
             cwd,
@@ -351,7 +332,7 @@ mod tests {
     async fn a_command_runs_in_its_folder_with_the_agents_and_the_asked_environment() {
         let dir = tempfile::tempdir().unwrap();
         let t = sh(
-            "pwd; echo $AGENT_VAR $ASKED; echo err >&2; exit 3",
+            "pwd; echo $ONLY_THIS $ASKED; echo err >&2; exit 3",
             dir.path(),
             None,
         );
@@ -359,7 +340,10 @@ mod tests {
         assert_eq!(exit.code, Some(3));
         let (text, truncated, ended) = t.output();
         assert!(text.contains(&dir.path().canonicalize().unwrap().display().to_string()));
-        assert!(text.contains("agent yes"), "{text}");
+        assert!(
+            text.contains("yes yes"),
+            "the agent's and the asked variables: {text}"
+        );
         assert!(text.contains("err"), "stderr is output too: {text}");
         assert!(!truncated);
         assert_eq!(ended, Some(exit));
