@@ -95,6 +95,26 @@ async fn poll(env: &Env, room: &Room, n: usize) -> String {
     id
 }
 
+/// Asks agent `name` to run a command writing `made.txt`, allows it from the poll, and
+/// checks the command ran; returns the poll.
+async fn run_allowed(env: &Env, room: &Room, name: &str) -> String {
+    let command = format!("echo made-by-{name} > made.txt && echo done");
+    env.alice
+        .send(room, &format!("Please RUN: {command}"))
+        .await;
+    let asked = poll(env, room, 0).await;
+    env.alice.react(room, &asked, "✅").await;
+    let said = env
+        .reply_where(room, "the command's result", |t| {
+            t.contains("The command ran")
+        })
+        .await;
+    assert!(said.contains("The command ran: done"), "{said}");
+    let made = std::fs::read_to_string(env.gw.workspace(name).join("made.txt")).unwrap();
+    assert_eq!(made, format!("made-by-{name}\n"));
+    asked
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_codes_shell_command_is_allowed_or_refused_from_a_poll() {
     let model = ModelServer::start().await;
@@ -102,26 +122,9 @@ async fn claude_codes_shell_command_is_allowed_or_refused_from_a_poll() {
     let room = env.room_with_agent(false).await;
     let workspace = env.gw.workspace("claude");
 
-    env.alice
-        .send(
-            &room,
-            "Please RUN: echo made-by-claude > made.txt && echo done",
-        )
-        .await;
-    let asked = poll(&env, &room, 0).await;
+    let asked = run_allowed(&env, &room, "claude").await;
     let text = env.alice.current_text(&asked).unwrap();
     assert!(text.contains("echo made-by-claude"), "{text}");
-    env.alice.react(&room, &asked, "✅").await;
-    let said = env
-        .reply_where(&room, "the command's result", |t| {
-            t.contains("The command ran")
-        })
-        .await;
-    assert!(said.contains("The command ran: done"), "{said}");
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("made.txt")).unwrap(),
-        "made-by-claude\n"
-    );
 
     env.alice.send(&room, "Now RUN: touch never.txt").await;
     let asked = poll(&env, &room, 1).await;
@@ -197,31 +200,13 @@ async fn codex_answers_and_runs_a_command_allowed_from_a_poll() {
     let model = ModelServer::start().await;
     let env = codex(&model).await;
     let room = env.room_with_agent(false).await;
-    let workspace = env.gw.workspace("codex");
     env.alice.send(&room, "Say hello").await;
     env.reply_where(&room, "Codex's answer", |t| {
         t.contains("Hello from the script model.")
     })
     .await;
 
-    env.alice
-        .send(
-            &room,
-            "Please RUN: echo made-by-codex > made.txt && echo done",
-        )
-        .await;
-    let asked = poll(&env, &room, 0).await;
-    env.alice.react(&room, &asked, "✅").await;
-    let said = env
-        .reply_where(&room, "the command's result", |t| {
-            t.contains("The command ran")
-        })
-        .await;
-    assert!(said.contains("The command ran: done"), "{said}");
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("made.txt")).unwrap(),
-        "made-by-codex\n"
-    );
+    run_allowed(&env, &room, "codex").await;
     // The card shows what the command printed, not Codex's record of the run, nor its
     // approval prompt (the `codex` dialect).
     let texts = env.texts_from(&room, &env.agent);
