@@ -248,3 +248,49 @@ async fn codex_refused_ends_its_turn_and_remembers_after_a_restart() {
         .await;
     assert!(said.contains("I remember: the sea is red"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_earlier_claude_code_session_is_listed_and_attached_again() {
+    let model = ModelServer::start().await;
+    let env = claude(&model).await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "NOTE: the moon is blue\nSay hello")
+        .await;
+    env.reply_where(&room, "the first answer", |t| t.contains("Hello from"))
+        .await;
+    // A fresh conversation: the earlier session is left for `!attach`.
+    env.alice.send(&room, "!new").await;
+    env.alice.send(&room, "Say hello again").await;
+    wait_until(PATIENCE, "the second answer", || {
+        (env.texts_from(&room, &env.agent)
+            .iter()
+            .filter(|t| t.contains("Hello from"))
+            .count()
+            == 2)
+            .then_some(())
+    })
+    .await;
+    env.alice.send(&room, "!sessions").await;
+    let listed = env
+        .notice_containing(&room, "sessions in this workspace")
+        .await;
+    let earlier = listed
+        .body
+        .lines()
+        .filter_map(|l| l.strip_prefix("• "))
+        .find(|l| !l.contains("(this conversation)"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the earlier session among {}", listed.body))
+        .to_owned();
+    env.alice.send(&room, &format!("!attach {earlier}")).await;
+    let attached = env
+        .notice_containing(&room, "This conversation now continues session")
+        .await;
+    assert!(attached.body.contains(&earlier), "{}", attached.body);
+    env.alice.send(&room, "RECALL").await;
+    let said = env
+        .reply_where(&room, "what Claude remembers", |t| t.contains("I remember"))
+        .await;
+    assert!(said.contains("I remember: the moon is blue"), "{said}");
+}
