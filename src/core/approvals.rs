@@ -349,7 +349,7 @@ impl Approvals {
                 let poll = self.polls.remove(i);
                 let refusal = poll::is_refusal(&option);
                 let counts = refusal && matches!(poll.asks, Asks::Permission { .. });
-                tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, option = %option.id, "permission answered");
+                tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, option = %option.id, "poll answered");
                 let outcome = PollOutcome::Chosen {
                     by: by.to_owned(),
                     emoji: choice.emoji,
