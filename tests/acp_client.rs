@@ -159,8 +159,17 @@ async fn a_session_started_elsewhere_in_the_workspace_continues_in_the_room() {
     env.notice_containing(&room, "There is no session other-1 in this workspace")
         .await;
     env.alice.send(&room, "!attach ext-1").await;
-    env.notice_containing(&room, "now continues session ext-1")
+    let attached = env
+        .notice_containing(&room, "now continues session ext-1")
         .await;
+    // What the agent replayed is summed up, not posted again.
+    assert!(
+        attached
+            .body
+            .contains("(1 message, 1 answer, 0 tool calls)"),
+        "{}",
+        attached.body
+    );
     env.alice.send(&room, "%history").await;
     let history = env
         .reply_where(&room, "the attached session's history", |t| {

@@ -275,6 +275,7 @@ impl AcpAgent {
                 response.config_options.as_deref(),
             ),
             events,
+            replayed: Default::default(),
         }
     }
 
@@ -351,8 +352,10 @@ impl AgentPort for AcpAgent {
         };
         let response = self.wait(what, Some(self.session_timeout), rx).await?;
         // Every update of the replay came before the answer and is held: drop it.
-        self.sessions().drop_replay(session_id);
-        Ok(self.opened(session_id.to_owned(), cwd, &response))
+        let replayed = self.sessions().drop_replay(session_id);
+        let mut session = self.opened(session_id.to_owned(), cwd, &response);
+        session.replayed = replayed;
+        Ok(session)
     }
 
     async fn prompt(

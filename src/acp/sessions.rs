@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::dialect::{CancelledTurn, Dialect};
 use crate::model::agent::{
-    AgentEvent, StopReason, ToolCallFields, ToolContent, ToolKind, ToolStatus,
+    AgentEvent, Replayed, StopReason, ToolCallFields, ToolContent, ToolKind, ToolStatus,
 };
 
 /// Updates kept for a session nobody listens to yet (they arrive right after `session/new`).
@@ -257,8 +257,26 @@ impl Sessions {
     /// Drops what a reopened session replayed before it was registered: the room has shown
     /// it already. The agent's command list, mode and options are kept (they are state, not
     /// history).
-    pub fn drop_replay(&mut self, session: &str) {
+    pub fn drop_replay(&mut self, session: &str) -> Replayed {
+        let mut replayed = Replayed::default();
         if let Some(held) = self.early.get_mut(session) {
+            // A run of chunks is one message.
+            let mut last = "";
+            for event in held.iter() {
+                let kind = match event {
+                    AgentEvent::Other(kind) if kind == "user_message_chunk" => "prompt",
+                    AgentEvent::MessageChunk(_) => "answer",
+                    AgentEvent::ToolCall(_) => "tool",
+                    _ => continue,
+                };
+                match kind {
+                    "prompt" if last != "prompt" => replayed.prompts += 1,
+                    "answer" if last != "answer" => replayed.answers += 1,
+                    "tool" => replayed.tool_calls += 1,
+                    _ => {}
+                }
+                last = kind;
+            }
             let before = held.len();
             held.retain(|e| {
                 matches!(
@@ -274,6 +292,7 @@ impl Sessions {
         }
         // What the replay announced belongs to earlier turns.
         self.facts.remove(session);
+        replayed
     }
 
     /// Whether a read of a missing file answers empty text (the dialect says so).
@@ -651,6 +670,38 @@ mod tests {
             };
             assert_eq!(fields.content, Some(vec![]), "{event:?}");
         }
+    }
+
+    #[test]
+    fn a_replay_is_counted_by_messages_not_chunks_and_not_passed_on() {
+        let mut s = Sessions::default();
+        let user = || AgentEvent::Other("user_message_chunk".into());
+        let said = |t: &str| AgentEvent::MessageChunk(t.into());
+        for event in [
+            user(),
+            user(),
+            said("a"),
+            said("b"),
+            AgentEvent::ToolCall(call("t1", ToolStatus::Completed)),
+            said("c"),
+            user(),
+            said("d"),
+            AgentEvent::Commands(vec![]),
+        ] {
+            s.deliver("s", event);
+        }
+        let replayed = s.drop_replay("s");
+        assert_eq!(
+            replayed,
+            Replayed {
+                prompts: 2,
+                answers: 3,
+                tool_calls: 1
+            }
+        );
+        let mut rx = s.register("s", "/w".into());
+        let kept = drain(&mut rx);
+        assert!(matches!(&kept[..], [AgentEvent::Commands(_)]), "{kept:?}");
     }
 
     #[test]

@@ -460,6 +460,7 @@ impl AgentPort for FakeAgent {
             id,
             settings: s.settings.clone(),
             events: rx,
+            replayed: Default::default(),
         })
     }
 
@@ -488,6 +489,7 @@ impl AgentPort for FakeAgent {
             id: session_id.into(),
             settings: s.settings.clone(),
             events: rx,
+            replayed: Default::default(),
         })
     }
 

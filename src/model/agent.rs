@@ -451,6 +451,19 @@ pub struct NewSession {
     pub settings: SessionSettings,
     /// Every update the agent sends for this session, in order.
     pub events: mpsc::UnboundedReceiver<AgentEvent>,
+    /// For a session loaded or resumed: what the agent replayed of it (not shown again).
+    pub replayed: Replayed,
+}
+
+/// What an agent replayed of a session it loaded, counted for a one-line summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Replayed {
+    /// People's messages.
+    pub prompts: usize,
+    /// The agent's answers.
+    pub answers: usize,
+    /// Tool calls.
+    pub tool_calls: usize,
 }
 
 /// Failures talking to an agent.

@@ -64,8 +64,9 @@ impl Channel {
                     .or_log("could not save the attached session");
                 (ctx.store.set_continuity(&self.key, how.continuity()).await)
                     .or_log("could not record how the session continued");
+                let replayed = session.replayed;
                 self.session = Some(Session::reopened(session));
-                self.notice(strings::attached(&found, how.continuity()))
+                self.notice(strings::attached(&found, how.continuity(), replayed))
                     .await;
             }
             Err(e) => {

@@ -113,16 +113,34 @@ pub fn attached_already(id: &str) -> String {
     format!("Session {id} is this conversation's already.")
 }
 
-/// Said when a session was attached.
-pub fn attached(session: &crate::model::agent::SessionListing, how: &str) -> String {
+/// Said when a session was attached, with what the agent replayed of it.
+pub fn attached(
+    session: &crate::model::agent::SessionListing,
+    how: &str,
+    replayed: crate::model::agent::Replayed,
+) -> String {
     let title = session
         .title
         .as_deref()
         .map(|t| format!(" ({t})"))
         .unwrap_or_default();
+    let count = |n: usize, one: &str, many: &str| match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    };
+    let summary = if replayed == Default::default() {
+        String::new()
+    } else {
+        format!(
+            " ({}, {}, {})",
+            count(replayed.prompts, "message", "messages"),
+            count(replayed.answers, "answer", "answers"),
+            count(replayed.tool_calls, "tool call", "tool calls")
+        )
+    };
     format!(
         "📎 This conversation now continues session {}{title}, {how}: the agent remembers what \
-         was said there; it is not shown again here.",
+         was said there{summary}; it is not shown again here.",
         session.id
     )
 }
