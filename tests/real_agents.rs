@@ -294,3 +294,33 @@ async fn an_earlier_claude_code_session_is_listed_and_attached_again() {
         .await;
     assert!(said.contains("I remember: the moon is blue"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_without_a_key_tells_the_room_how_to_sign_it_in() {
+    // No model provider and no key: Codex refuses `session/new` with `auth_required`.
+    let program = support::agents::codex();
+    let home = agent_home("codex");
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let agent_toml = format!(
+        "command = {program:?}\nargs = []\nhome = {home:?}\nenv = {{ CODEX_HOME = {codex_home:?} }}",
+    );
+    let env = start("codex", agent_toml).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "Say hello").await;
+    let told = env
+        .notice_containing(&room, "needs to be signed in before it can answer")
+        .await;
+    assert!(told.body.contains("codex-api-key"), "{}", told.body);
+    assert!(
+        told.body
+            .contains("Requires setting the `CODEX_API_KEY` environment variable"),
+        "{}",
+        told.body
+    );
+    assert!(
+        told.body.contains("in the agent's env in the config"),
+        "{}",
+        told.body
+    );
+}
