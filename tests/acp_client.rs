@@ -484,3 +484,34 @@ async fn a_missing_file_is_an_error_but_empty_text_for_gemini() {
         .await;
     assert!(said.contains("fs read new.txt: 0 chars"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_crashes_takes_its_commands_with_it() {
+    // A mark on the agent's command line, to find its processes among the other tests'.
+    let mark = format!("crash-mark-{}.jsonl", std::process::id());
+    let env =
+        Env::start_with_demo_args(SynapseOptions::default(), "", &["--prompt-log", &mark]).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%terminal exec sleep 304").await;
+    support::wait_until(support::PATIENCE, "the command running", || {
+        sleeping(304).then_some(())
+    })
+    .await;
+    // The agent dies at once, as in a crash: every process of it, sandbox included.
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let pid = entry.file_name().to_string_lossy().parse::<i32>();
+        if let Ok(pid) = pid
+            && String::from_utf8_lossy(&cmdline).contains(&mark)
+        {
+            // SAFETY: kill(2) on a process of this test's agent.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+    support::wait_until(support::PATIENCE, "the command gone with its agent", || {
+        (!sleeping(304)).then_some(())
+    })
+    .await;
+}

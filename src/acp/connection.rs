@@ -116,8 +116,12 @@ impl AcpAgent {
         );
         let agent_id = spec.agent_id.clone();
         let conn_exit = exit.clone();
+        let orphans = terminals.clone();
         tokio::spawn(async move {
-            match connection.await {
+            let ended = connection.await;
+            // Nobody can ask for their output any more: the agent's commands go with it.
+            orphans.end_all();
+            match ended {
                 Ok(()) => tracing::info!(agent = %agent_id, "ACP connection closed"),
                 Err(e) if conn_exit.borrow().is_some() => {
                     tracing::info!(agent = %agent_id, error = %e, "ACP connection ended with the process")
