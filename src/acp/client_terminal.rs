@@ -332,6 +332,17 @@ fn names(content: &ToolCallContent, id: &str) -> bool {
     matches!(content, ToolCallContent::Terminal(t) if t.terminal_id.0.as_ref() == id)
 }
 
+/// Answers a request with its result, or with the error that refused it.
+fn reply<T: agent_client_protocol::JsonRpcResponse>(
+    responder: Responder<T>,
+    answer: Result<T, Error>,
+) {
+    let _ = match answer {
+        Ok(response) => responder.respond(response),
+        Err(e) => responder.respond_with_error(e),
+    };
+}
+
 fn exit_status(exit: Exit) -> TerminalExitStatus {
     TerminalExitStatus::new()
         .exit_code(exit.code)
@@ -344,14 +355,11 @@ pub fn serve_create(
     request: CreateTerminalRequest,
     responder: Responder<CreateTerminalResponse>,
 ) {
-    let answer = terminals.create(request);
-    let _ = match answer {
-        Ok(id) => responder.respond(CreateTerminalResponse::new(id)),
-        Err(e) => {
-            tracing::info!(agent = %terminals.agent_id, error = %e, "refused a terminal");
-            responder.respond_with_error(e)
-        }
-    };
+    let answer = terminals.create(request).map(CreateTerminalResponse::new);
+    if let Err(e) = &answer {
+        tracing::info!(agent = %terminals.agent_id, error = %e, "refused a terminal");
+    }
+    reply(responder, answer);
 }
 
 /// Answers `terminal/output`.
@@ -370,10 +378,7 @@ pub fn serve_output(
             }
             TerminalOutputResponse::new(output, truncated).exit_status(exit.map(exit_status))
         });
-    let _ = match answer {
-        Ok(response) => responder.respond(response),
-        Err(e) => responder.respond_with_error(e),
-    };
+    reply(responder, answer);
 }
 
 /// Answers `terminal/wait_for_exit` once the command has exited, off the dispatch loop.
@@ -407,11 +412,11 @@ pub fn serve_kill(
 ) {
     let answer = terminals
         .get(&request.session_id.0, &request.terminal_id.0)
-        .map(|t| t.kill());
-    let _ = match answer {
-        Ok(()) => responder.respond(KillTerminalResponse::new()),
-        Err(e) => responder.respond_with_error(e),
-    };
+        .map(|t| {
+            t.kill();
+            KillTerminalResponse::new()
+        });
+    reply(responder, answer);
 }
 
 /// Answers `terminal/release`.
@@ -420,11 +425,10 @@ pub fn serve_release(
     request: ReleaseTerminalRequest,
     responder: Responder<ReleaseTerminalResponse>,
 ) {
-    let answer = terminals.release(&request.session_id.0, &request.terminal_id.0);
-    let _ = match answer {
-        Ok(()) => responder.respond(ReleaseTerminalResponse::new()),
-        Err(e) => responder.respond_with_error(e),
-    };
+    let answer = terminals
+        .release(&request.session_id.0, &request.terminal_id.0)
+        .map(|()| ReleaseTerminalResponse::new());
+    reply(responder, answer);
 }
 
 #[cfg(test)]
