@@ -140,11 +140,7 @@ fn tool_loop_error(code: i64, message: &str) -> Option<String> {
 }
 
 fn cancelled_call(id: &str) -> ToolCallFields {
-    ToolCallFields {
-        id: id.to_owned(),
-        status: Some(ToolStatus::Cancelled),
-        ..ToolCallFields::default()
-    }
+    ToolCallFields::status_only(id, ToolStatus::Cancelled)
 }
 
 /// The marker of Codex's approval prompt, which lists the decisions its options stand for.

@@ -206,7 +206,7 @@ impl Sessions {
         };
         self.deliver(
             session,
-            AgentEvent::ToolCallUpdate(status_update(tool, status)),
+            AgentEvent::ToolCallUpdate(ToolCallFields::status_only(tool, status)),
         );
     }
 
@@ -338,15 +338,6 @@ fn announcement_from_request(tool: &ToolCallFields) -> ToolCallFields {
     }
 }
 
-/// An update that only sets `tool`'s status.
-fn status_update(tool: &str, status: ToolStatus) -> ToolCallFields {
-    ToolCallFields {
-        id: tool.to_owned(),
-        status: Some(status),
-        ..ToolCallFields::default()
-    }
-}
-
 /// Keeps the open-call list in step with a tool call's status.
 fn track_open(facts: &mut Facts, fields: &ToolCallFields) {
     let finished = matches!(
@@ -377,11 +368,7 @@ mod tests {
     use crate::model::agent::PermissionRequest;
 
     fn call(id: &str, status: ToolStatus) -> ToolCallFields {
-        ToolCallFields {
-            id: id.into(),
-            status: Some(status),
-            ..ToolCallFields::default()
-        }
+        ToolCallFields::status_only(id, status)
     }
 
     fn drain(rx: &mut mpsc::UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {

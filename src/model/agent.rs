@@ -103,6 +103,16 @@ pub struct ToolCallFields {
 }
 
 impl ToolCallFields {
+    /// An update of call `id` that only says where it stands (set by the gateway, for
+    /// calls an agent leaves as they should not stay).
+    pub fn status_only(id: &str, status: ToolStatus) -> Self {
+        Self {
+            id: id.to_owned(),
+            status: Some(status),
+            ..Self::default()
+        }
+    }
+
     /// Takes every field `update` sets; leaves the others as they were.
     pub fn merge(&mut self, update: ToolCallFields) {
         macro_rules! take {
