@@ -90,26 +90,7 @@ async fn room_with_bob(env: &Env, bob: &Person) -> (Room, Room) {
 /// Waits for the `n`-th poll (from 0) in `room`, with all its choices pre-reacted by the
 /// agent; returns its event ID.
 async fn poll(env: &Env, room: &Room, n: usize) -> String {
-    let id = wait_until(PATIENCE, &format!("poll #{n}"), || {
-        env.alice
-            .messages_from(room, &env.agent)
-            .into_iter()
-            .filter(|m| m.body.starts_with("🔐"))
-            .nth(n)
-            .map(|m| m.event_id)
-    })
-    .await;
-    wait_until(PATIENCE, "the agent's reactions on the poll", || {
-        let keys = env
-            .alice
-            .reactions_on(&id)
-            .into_iter()
-            .filter(|r| r.sender == env.agent)
-            .count();
-        (keys == 5).then_some(())
-    })
-    .await;
-    id
+    env.open_poll(room, "🔐", n, 5).await
 }
 
 /// Waits until the poll `id` shows a text containing `text`; returns it.
@@ -637,21 +618,7 @@ async fn codex_approval_prompt_is_not_shown_as_the_commands_output() {
 /// Waits for the agent's `n`-th question (from 0) in `room`, with its `keys` choices
 /// pre-reacted by the agent; returns its event ID.
 async fn question(env: &Env, room: &Room, n: usize, keys: usize) -> String {
-    let id = wait_until(PATIENCE, &format!("question #{n}"), || {
-        env.alice
-            .messages_from(room, &env.agent)
-            .into_iter()
-            .filter(|m| m.replaces.is_none() && m.body.starts_with("❓"))
-            .nth(n)
-            .map(|m| m.event_id)
-    })
-    .await;
-    wait_until(PATIENCE, "the agent's reactions on the question", || {
-        let on = env.alice.reactions_on(&id);
-        (on.iter().filter(|r| r.sender == env.agent).count() == keys).then_some(())
-    })
-    .await;
-    id
+    env.open_poll(room, "❓", n, keys).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

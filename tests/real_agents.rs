@@ -78,21 +78,8 @@ async fn claude_code_answers_in_the_room_with_the_scripted_model() {
 
 /// Waits for the agent's `n`-th permission poll (from 0), with its choices pre-reacted.
 async fn poll(env: &Env, room: &Room, n: usize) -> String {
-    let id = wait_until(PATIENCE, &format!("poll #{n}"), || {
-        env.alice
-            .messages_from(room, &env.agent)
-            .into_iter()
-            .filter(|m| m.replaces.is_none() && m.body.starts_with("🔐"))
-            .nth(n)
-            .map(|m| m.event_id)
-    })
-    .await;
-    wait_until(PATIENCE, "the agent's reactions on the poll", || {
-        let mine = env.alice.reactions_on(&id);
-        (mine.iter().filter(|r| r.sender == env.agent).count() >= 3).then_some(())
-    })
-    .await;
-    id
+    // Both agents offer three options; the poll adds Stop.
+    env.open_poll(room, "🔐", n, 4).await
 }
 
 /// Asks agent `name` to run a command writing `made.txt`, allows it from the poll, and

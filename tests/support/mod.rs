@@ -157,6 +157,33 @@ impl Env {
         room
     }
 
+    /// Waits for the agent's `n`-th poll (from 0) in `room` whose text starts with `head`
+    /// (🔐 a permission poll, ❓ a question), with its `keys` choices all pre-reacted by the
+    /// agent; returns its event ID.
+    pub async fn open_poll(
+        &self,
+        room: &matrix_sdk::room::Room,
+        head: &str,
+        n: usize,
+        keys: usize,
+    ) -> String {
+        let id = wait_until(PATIENCE, &format!("{head} poll #{n}"), || {
+            self.alice
+                .messages_from(room, &self.agent)
+                .into_iter()
+                .filter(|m| m.replaces.is_none() && m.body.starts_with(head))
+                .nth(n)
+                .map(|m| m.event_id)
+        })
+        .await;
+        wait_until(PATIENCE, "the agent's reactions on the poll", || {
+            let on = self.alice.reactions_on(&id);
+            (on.iter().filter(|r| r.sender == self.agent).count() == keys).then_some(())
+        })
+        .await;
+        id
+    }
+
     /// Waits until a message of `agent` in `room` currently shows `expected` (around
     /// blanks); returns its event ID.
     pub async fn message_from(
