@@ -30,7 +30,7 @@ pub struct ModelServer {
 
 /// One step of a streamed answer: an SSE event, or a pause.
 enum Step {
-    Event(&'static str, Value),
+    Event(String, Value),
     Pause(Duration),
 }
 
@@ -94,25 +94,7 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
     let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
     requests.lock().unwrap().push(body.clone());
     if path.starts_with("/v1/responses") {
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
-        if stream.write_all(head.as_bytes()).await.is_err() {
-            return;
-        }
-        for step in openai(&body) {
-            match step {
-                Step::Pause(d) => tokio::time::sleep(d).await,
-                Step::Event(_, data) => {
-                    let event = format!(
-                        "event: {}\ndata: {data}\n\n",
-                        data["type"].as_str().unwrap_or("")
-                    );
-                    if stream.write_all(event.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    let _ = stream.flush().await;
-                }
-            }
-        }
+        stream_steps(&mut stream, openai(&body)).await;
         return;
     }
     if !path.starts_with("/v1/messages") || path.starts_with("/v1/messages/count_tokens") {
@@ -126,15 +108,7 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
         } else {
             "404 Not Found"
         };
-        let _ = stream
-            .write_all(
-                format!(
-                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-                    reply.len()
-                )
-                .as_bytes(),
-            )
-            .await;
+        write_json(&mut stream, status, &reply).await;
         return;
     }
     let model = body["model"].as_str().unwrap_or("claude").to_owned();
@@ -153,17 +127,24 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
             "usage": {"input_tokens": 10, "output_tokens": 5}})
             .to_string();
-        let _ = stream
-            .write_all(
-                format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-                    reply.len()
-                )
-                .as_bytes(),
-            )
-            .await;
+        write_json(&mut stream, "200 OK", &reply).await;
         return;
     }
+    stream_steps(&mut stream, steps).await;
+}
+
+/// Writes a JSON answer with `status`.
+async fn write_json(stream: &mut TcpStream, status: &str, body: &str) {
+    let answer = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(answer.as_bytes()).await;
+}
+
+/// Streams `steps` as server-sent events, pausing where they say, until done or the agent
+/// hangs up (a cancelled turn).
+async fn stream_steps(stream: &mut TcpStream, steps: Vec<Step>) {
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
     if stream.write_all(head.as_bytes()).await.is_err() {
         return;
@@ -173,7 +154,6 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
             Step::Pause(d) => tokio::time::sleep(d).await,
             Step::Event(name, data) => {
                 let event = format!("event: {name}\ndata: {data}\n\n");
-                // The agent hung up (a cancelled turn): stop streaming.
                 if stream.write_all(event.as_bytes()).await.is_err() {
                     return;
                 }
@@ -268,7 +248,7 @@ fn anthropic(body: &Value, model: &str) -> Vec<Step> {
 
 fn start(model: &str) -> Step {
     Step::Event(
-        "message_start",
+        "message_start".into(),
         json!({"type": "message_start", "message": {"id": "msg_script", "type": "message",
             "role": "assistant", "model": model, "content": [], "stop_reason": null,
             "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
@@ -278,11 +258,11 @@ fn start(model: &str) -> Step {
 fn end(reason: &str) -> [Step; 2] {
     [
         Step::Event(
-            "message_delta",
+            "message_delta".into(),
             json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": null},
                 "usage": {"output_tokens": 5}}),
         ),
-        Step::Event("message_stop", json!({"type": "message_stop"})),
+        Step::Event("message_stop".into(), json!({"type": "message_stop"})),
     ]
 }
 
@@ -290,13 +270,13 @@ fn text_answer(model: &str, chunks: &[&str], pause: Duration) -> Vec<Step> {
     let mut steps = vec![
         start(model),
         Step::Event(
-            "content_block_start",
+            "content_block_start".into(),
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         ),
     ];
     for chunk in chunks {
         steps.push(Step::Event(
-            "content_block_delta",
+            "content_block_delta".into(),
             json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": chunk}}),
         ));
         if !pause.is_zero() {
@@ -304,7 +284,7 @@ fn text_answer(model: &str, chunks: &[&str], pause: Duration) -> Vec<Step> {
         }
     }
     steps.push(Step::Event(
-        "content_block_stop",
+        "content_block_stop".into(),
         json!({"type": "content_block_stop", "index": 0}),
     ));
     steps.extend(end("end_turn"));
@@ -315,17 +295,17 @@ fn tool_answer(model: &str, turn: usize, tool: &str, input: Value) -> Vec<Step> 
     let mut steps = vec![
         start(model),
         Step::Event(
-            "content_block_start",
+            "content_block_start".into(),
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use",
                 "id": format!("toolu_{}_{turn}", tool.to_lowercase()), "name": tool, "input": {}}}),
         ),
         Step::Event(
-            "content_block_delta",
+            "content_block_delta".into(),
             json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta",
                 "partial_json": input.to_string()}}),
         ),
         Step::Event(
-            "content_block_stop",
+            "content_block_stop".into(),
             json!({"type": "content_block_stop", "index": 0}),
         ),
     ];
@@ -404,7 +384,8 @@ fn openai(body: &Value) -> Vec<Step> {
 }
 
 fn openai_event(data: Value) -> Step {
-    Step::Event("", data)
+    let name = data["type"].as_str().unwrap_or("").to_owned();
+    Step::Event(name, data)
 }
 
 fn openai_completed() -> Step {
