@@ -114,3 +114,13 @@ pub(super) fn describe_mcp(server: &agent_client_protocol::v1::schema::McpServer
         _ => "mcp: other".into(),
     }
 }
+
+/// What the client said when it refused a request: the error's details when it has them
+/// (a string as it is), else its message.
+pub(super) fn why(e: agent_client_protocol::Error) -> String {
+    match e.data {
+        Some(serde_json::Value::String(s)) => s,
+        Some(d) => d.to_string(),
+        None => e.message,
+    }
+}

@@ -1,6 +1,7 @@
 //! The demo agent's `%terminal`: a command run through the client's terminal, shown in a tool
 //! call that embeds it, as agents that delegate commands to their client do.
 
+use super::content::why;
 use super::turn::{Turn, TurnResult};
 
 use agent_client_protocol::v1::schema::{
@@ -43,15 +44,6 @@ fn parse(arg: &str) -> Asked {
     }
     asked.script = rest.to_owned();
     asked
-}
-
-/// The error's details when it has them, else its message.
-fn why(e: agent_client_protocol::Error) -> String {
-    match e.data {
-        Some(serde_json::Value::String(s)) => s,
-        Some(d) => d.to_string(),
-        None => e.message,
-    }
 }
 
 impl Turn {

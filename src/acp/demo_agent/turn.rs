@@ -313,11 +313,7 @@ impl Turn {
                             r.content.chars().count(),
                             r.content.lines().next().unwrap_or_default()
                         ),
-                        Err(e) => format!(
-                            "fs refused {}: {}\n",
-                            arg.trim(),
-                            e.data.map(|d| d.to_string()).unwrap_or(e.message)
-                        ),
+                        Err(e) => format!("fs refused {}: {}\n", arg.trim(), content::why(e)),
                     };
                     self.say(&said)?;
                 }
@@ -351,10 +347,7 @@ impl Turn {
                     );
                     let said = match self.cx.send_request(request).block_task().await {
                         Ok(_) => format!("fs wrote {name}\n"),
-                        Err(e) => format!(
-                            "fs refused {name}: {}\n",
-                            e.data.map(|d| d.to_string()).unwrap_or(e.message)
-                        ),
+                        Err(e) => format!("fs refused {name}: {}\n", content::why(e)),
                     };
                     self.say(&said)?;
                 }
