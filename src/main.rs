@@ -50,7 +50,14 @@ enum Cmd {
         /// Offer sign-in methods and open no session until signed in (`authenticate`).
         #[arg(long)]
         auth: bool,
+        /// Advertise taking MCP servers over HTTP (`mcpCapabilities.http`).
+        #[arg(long)]
+        mcp_http: bool,
     },
+    /// Connect an agent to its session's room tools over stdio (agents run this as the
+    /// session's MCP server; it reads the gateway's address and the session's token from
+    /// its environment).
+    McpStdio,
 }
 
 #[tokio::main]
@@ -72,6 +79,7 @@ async fn main() -> std::process::ExitCode {
             prompt_log,
             prompt_capabilities,
             auth,
+            mcp_http,
         } => sidekicks::acp::demo_agent::run_stdio(sidekicks::acp::demo_agent::DemoOptions {
             sessions,
             resume,
@@ -83,9 +91,13 @@ async fn main() -> std::process::ExitCode {
                 embedded_context: prompt_capabilities.iter().any(|c| c == "embedded"),
             },
             auth,
+            mcp_http,
         })
         .await
         .map_err(anyhow::Error::from),
+        Cmd::McpStdio => sidekicks::mcp::bridge::run()
+            .await
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

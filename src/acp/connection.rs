@@ -45,7 +45,7 @@ use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
     AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession,
-    PermissionAnswer, ProcessState, Reopen, SessionListing, StopReason, TurnEnd,
+    PermissionAnswer, ProcessState, Reopen, SessionListing, SessionTools, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 
@@ -312,10 +312,15 @@ fn is_transport_error(e: &agent_client_protocol::Error) -> bool {
 
 #[async_trait]
 impl AgentPort for AcpAgent {
-    async fn new_session(&self, cwd: &Path) -> Result<NewSession, AgentError> {
+    async fn new_session(
+        &self,
+        cwd: &Path,
+        tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError> {
         let (reply, rx) = oneshot::channel();
         self.send(Request::NewSession {
             cwd: cwd.to_owned(),
+            tools: tools.cloned(),
             reply,
         })
         .await?;
@@ -334,7 +339,12 @@ impl AgentPort for AcpAgent {
         self.info.prompt_capabilities
     }
 
-    async fn reopen_session(&self, session_id: &str, cwd: &Path) -> Result<NewSession, AgentError> {
+    async fn reopen_session(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError> {
         let Some(how) = self.reopen_support() else {
             return Err(AgentError::Failed(format!(
                 "agent {} advertises neither session/load nor session/resume",
@@ -347,6 +357,7 @@ impl AgentPort for AcpAgent {
             how,
             session: session_id.to_owned(),
             cwd: cwd.to_owned(),
+            tools: tools.cloned(),
             reply,
         })
         .await?;
@@ -682,14 +693,14 @@ async fn run_connection(
             }
             while let Some(request) = requests.recv().await {
                 match request {
-                    Request::NewSession { cwd, reply } => {
-                        let (cx, mcp) = (cx.clone(), mcp.clone());
+                    Request::NewSession { cwd, tools, reply } => {
+                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http));
                         tokio::spawn(async move {
                             let _ = reply.send(cx.send_request(NewSessionRequest::new(cwd).mcp_servers(mcp)).block_task().await);
                         });
                     }
-                    Request::Reopen { how, session, cwd, reply } => {
-                        let (cx, mcp) = (cx.clone(), mcp.clone());
+                    Request::Reopen { how, session, cwd, tools, reply } => {
+                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http));
                         tokio::spawn(async move {
                             let id = session.clone();
                             let settings = match how {

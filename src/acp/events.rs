@@ -18,8 +18,8 @@ use tokio::sync::oneshot;
 use crate::model::agent::{
     AgentEvent, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, ConfigValue, Cost,
     McpServerSpec, PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest,
-    PlanEntry, PlanStatus, SessionListing, SessionSettings, SlashCommand, StopReason, TokenUsage,
-    ToolCallFields, ToolContent, ToolKind, ToolStatus, TurnEnd,
+    PlanEntry, PlanStatus, SessionListing, SessionSettings, SessionTools, SlashCommand, StopReason,
+    TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus, TurnEnd,
 };
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
 
@@ -44,6 +44,21 @@ pub fn agent_info(r: &InitializeResponse) -> AgentInfo {
         prompt_capabilities: prompt,
         auth_methods: r.auth_methods.iter().map(auth_method).collect(),
     }
+}
+
+/// The MCP servers one session is given: the agent's (`configured`), and the gateway's room
+/// tools (`tools`) over HTTP when the agent takes HTTP, else over stdio.
+pub fn with_tools(
+    configured: &[McpServer],
+    tools: Option<SessionTools>,
+    http: bool,
+) -> Vec<McpServer> {
+    let mut servers = configured.to_vec();
+    if let Some(tools) = tools {
+        let spec = if http { tools.http } else { tools.stdio };
+        servers.extend(mcp_servers(&[spec], http, "room tools"));
+    }
+    servers
 }
 
 /// The MCP servers as sessions are given them: HTTP ones only when the agent takes HTTP

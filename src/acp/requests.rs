@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::{
 };
 use tokio::sync::oneshot;
 
-use crate::model::agent::Reopen;
+use crate::model::agent::{Reopen, SessionTools};
 
 /// Work for the task that owns the SDK connection.
 pub(super) enum Request {
@@ -17,6 +17,8 @@ pub(super) enum Request {
     NewSession {
         /// The session's `cwd`.
         cwd: PathBuf,
+        /// The gateway's room tools for it.
+        tools: Option<SessionTools>,
         /// Where the answer goes.
         reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
     },
@@ -28,6 +30,8 @@ pub(super) enum Request {
         session: String,
         /// The session's `cwd`.
         cwd: PathBuf,
+        /// The gateway's room tools for it.
+        tools: Option<SessionTools>,
         /// Where the answer goes (the new-session shape: only the settings matter).
         reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
     },

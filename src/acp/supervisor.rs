@@ -20,7 +20,7 @@ use crate::core::agent::AgentPort;
 use crate::model::agent::{
     AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, TurnEnd,
 };
-use crate::model::agent::{AuthMethodInfo, SessionListing};
+use crate::model::agent::{AuthMethodInfo, SessionListing, SessionTools};
 use crate::model::media::{PromptBlock, PromptSupport};
 
 /// Shortest wait before a restart after a crash.
@@ -185,9 +185,13 @@ impl SupervisedAgent {
 
 #[async_trait]
 impl AgentPort for SupervisedAgent {
-    async fn new_session(&self, cwd: &Path) -> Result<NewSession, AgentError> {
+    async fn new_session(
+        &self,
+        cwd: &Path,
+        tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError> {
         let process = self.live().await?;
-        let session = process.new_session(cwd).await?;
+        let session = process.new_session(cwd, tools).await?;
         self.owners
             .lock()
             .expect("owners lock poisoned")
@@ -211,9 +215,14 @@ impl AgentPort for SupervisedAgent {
             .unwrap_or_default()
     }
 
-    async fn reopen_session(&self, session_id: &str, cwd: &Path) -> Result<NewSession, AgentError> {
+    async fn reopen_session(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError> {
         let process = self.live().await?;
-        let session = process.reopen_session(session_id, cwd).await?;
+        let session = process.reopen_session(session_id, cwd, tools).await?;
         self.owners
             .lock()
             .expect("owners lock poisoned")

@@ -126,7 +126,7 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
         .map(|m| format!("{} ({})", m.name, m.id))
         .collect();
     writeln!(out, "  auth methods: {}", none(&methods))?;
-    let session = process.new_session(&agent.workspace_root()).await;
+    let session = process.new_session(&agent.workspace_root(), None).await;
     let result = match session {
         Ok(mut session) => {
             writeln!(out, "  session/new: ok ({})", session.id)?;

@@ -20,9 +20,11 @@ use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
 use crate::core::masking::MaskedChat;
 use crate::core::poll::PermissionSettings;
 use crate::core::pool::{Pool, PoolSettings};
+use crate::core::room_tools::RoomToolHost;
 use crate::core::settings_policy::SettingsPolicy;
 use crate::core::view::stream::StreamSettings;
 use crate::matrix::{MatrixAgent, MatrixSecurity};
+use crate::mcp::McpHost;
 use crate::state_dir;
 use crate::store::Store;
 use isolation::{Isolation, Probe, isolation};
@@ -215,6 +217,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         approvers: AccessList::new(config.access.approvers()).denying(deny),
         admins: AccessList::new(config.access.admins()).denying(deny),
     };
+    let room_tools = start_room_tools(&config).await;
     let (handoffs, handed) = mpsc::unbounded_channel();
     let mut contexts = Vec::new();
     let mut users = Vec::new();
@@ -252,6 +255,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             quiet_note: (config.timeouts.quiet_turn_secs > 0)
                 .then(|| Duration::from_secs(config.timeouts.quiet_turn_secs)),
             pool: pool.clone(),
+            room_tools: room_tools.clone().filter(|_| agent.room_tools),
             handoffs: Some(handoffs.clone()),
         }));
         users.push(user);
@@ -322,6 +326,29 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     match failures.is_empty() {
         true => Ok(()),
         false => Err(anyhow::anyhow!(failures.join("; "))),
+    }
+}
+
+/// Serves the room tools on loopback when any agent has them; a failure leaves every agent
+/// without them (logged), never the gateway stopped.
+async fn start_room_tools(config: &Config) -> Option<Arc<dyn RoomToolHost>> {
+    if !config.agents.iter().any(|a| a.room_tools) {
+        return None;
+    }
+    // Agents run the gateway's own program to reach the tools over stdio.
+    let program = match std::env::current_exe() {
+        Ok(program) => program,
+        Err(e) => {
+            tracing::error!(error = %e, "the gateway's own program cannot be found; no room tools");
+            return None;
+        }
+    };
+    match McpHost::start(program).await {
+        Ok(host) => Some(Arc::new(host)),
+        Err(e) => {
+            tracing::error!(error = %e, "the room tools cannot be served on loopback; no room tools");
+            None
+        }
     }
 }
 

@@ -552,6 +552,11 @@ pub struct AgentConfig {
     /// methods), in its conversation's folder and its sandbox, shown live in tool cards.
     #[serde(default = "yes")]
     pub terminals: bool,
+    /// Whether the agent's sessions get the room tools: a built-in MCP server (named
+    /// `sidekicks`) to read and search the conversation, fetch files people sent, post
+    /// files and list the room's members, reaching only the session's own room.
+    #[serde(default = "yes")]
+    pub room_tools: bool,
     /// The agent's Matrix account.
     pub matrix: AgentMatrixConfig,
 }

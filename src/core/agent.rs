@@ -13,8 +13,13 @@ use crate::model::media::{PromptBlock, PromptSupport};
 /// and by a fake in tests.
 #[async_trait]
 pub trait AgentPort: Send + Sync {
-    /// Opens a new session whose working folder is `cwd`.
-    async fn new_session(&self, cwd: &Path) -> Result<NewSession, AgentError>;
+    /// Opens a new session whose working folder is `cwd`, given the gateway's room tools
+    /// (`tools`) besides the agent's configured MCP servers.
+    async fn new_session(
+        &self,
+        cwd: &Path,
+        tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError>;
     /// Sends a prompt (text, and the files that go with it) and waits for the turn to end.
     /// Updates arrive on the session's event receiver, all of them before this returns.
     async fn prompt(
@@ -68,12 +73,14 @@ pub trait AgentPort: Send + Sync {
         None
     }
     /// Gets back session `session_id` in working folder `cwd` the way
-    /// [`AgentPort::reopen_support`] says. Anything the agent replays while loading is not
+    /// [`AgentPort::reopen_support`] says, given the room tools as
+    /// [`AgentPort::new_session`] is. Anything the agent replays while loading is not
     /// passed on: the room has shown it already.
     async fn reopen_session(
         &self,
         session_id: &str,
         _cwd: &Path,
+        _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         Err(AgentError::Failed(format!(
             "this agent cannot reopen session {session_id}"

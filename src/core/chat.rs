@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
 
 /// A message whose final content the room does not show yet, because the homeserver stayed
@@ -19,6 +20,17 @@ pub struct Undelivered {
     pub txn: String,
     /// What it should show.
     pub content: OutMessage,
+}
+
+/// Someone in a room, as the agent's room tools list them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomMember {
+    /// Their user ID.
+    pub user_id: String,
+    /// Their display name in the room, if they set one.
+    pub display_name: Option<String>,
+    /// Whether they joined (else they are invited).
+    pub joined: bool,
 }
 
 /// How a chat operation failed, classified once so callers know whether to retry.
@@ -72,6 +84,19 @@ pub trait ChatPort: Send + Sync {
     /// `user`'s power level in `room` (a room creator's, which is above every number, as
     /// `i64::MAX`), for rules that ask approvers for a power level.
     async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError>;
+    /// The room's latest messages, at most `limit`, oldest first, each showing its latest
+    /// edit (by its author); redacted ones and notices are left out. For the agent's room
+    /// tools, which read what was said in the room.
+    async fn history(&self, room: &str, limit: usize) -> Result<Vec<IncomingMessage>, ChatError>;
+    /// The message `event_id` of `room`, or `None` when `room` has no such message (an
+    /// event of another room is not found in this one).
+    async fn message(
+        &self,
+        room: &str,
+        event_id: &str,
+    ) -> Result<Option<IncomingMessage>, ChatError>;
+    /// The room's joined and invited members.
+    async fn members(&self, room: &str) -> Result<Vec<RoomMember>, ChatError>;
 }
 
 /// What a decorating chat port changes in the messages it passes on (see [`Rewriting`]).
@@ -136,5 +161,21 @@ impl<R: Rewrite> ChatPort for Rewriting<R> {
 
     async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError> {
         self.inner.power_level(room, user).await
+    }
+
+    async fn history(&self, room: &str, limit: usize) -> Result<Vec<IncomingMessage>, ChatError> {
+        self.inner.history(room, limit).await
+    }
+
+    async fn message(
+        &self,
+        room: &str,
+        event_id: &str,
+    ) -> Result<Option<IncomingMessage>, ChatError> {
+        self.inner.message(room, event_id).await
+    }
+
+    async fn members(&self, room: &str) -> Result<Vec<RoomMember>, ChatError> {
+        self.inner.members(room).await
     }
 }

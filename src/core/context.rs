@@ -70,6 +70,8 @@ pub struct AgentContext {
     pub rerun_edited: bool,
     /// The agent process pool: a turn holds a lease on its agent while it runs.
     pub pool: Arc<Pool>,
+    /// Where sessions get their room tools (`None`: the agent gets none).
+    pub room_tools: Option<Arc<dyn crate::core::room_tools::RoomToolHost>>,
     /// Where a finished answer goes so the gateway can hand it to the agents it addresses
     /// (`None`: never).
     pub handoffs: Option<mpsc::UnboundedSender<Handoff>>,

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::chat::{ChatError, ChatPort};
+use super::chat::{ChatError, ChatPort, RoomMember};
+use crate::core::inbound::IncomingMessage;
 use crate::core::view::stream::ReplyStream;
 use crate::model::OutMessage;
 use crate::store::{CutMessage, Store};
@@ -101,6 +102,22 @@ impl ChatPort for JournaledReplies {
 
     async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError> {
         self.inner.power_level(room, user).await
+    }
+
+    async fn history(&self, room: &str, limit: usize) -> Result<Vec<IncomingMessage>, ChatError> {
+        self.inner.history(room, limit).await
+    }
+
+    async fn message(
+        &self,
+        room: &str,
+        event_id: &str,
+    ) -> Result<Option<IncomingMessage>, ChatError> {
+        self.inner.message(room, event_id).await
+    }
+
+    async fn members(&self, room: &str) -> Result<Vec<RoomMember>, ChatError> {
+        self.inner.members(room).await
     }
 }
 

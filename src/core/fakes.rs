@@ -10,12 +10,13 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::agent::AgentPort;
-use super::chat::{ChatError, ChatPort};
+use super::chat::{ChatError, ChatPort, RoomMember};
+use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
 use crate::model::agent::{
     AgentError, AgentEvent, ConfigChoice, ConfigOption, ConfigValue, NewSession, PermissionAnswer,
     PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen, SessionSettings,
-    SlashCommand, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
+    SessionTools, SlashCommand, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 
@@ -82,6 +83,8 @@ struct ChatState {
     media: HashMap<String, Vec<u8>>,
     /// Every download asked for, by source.
     downloads: Vec<String>,
+    /// What the rooms said, oldest first (the room tools read it).
+    history: Vec<IncomingMessage>,
 }
 
 /// A chat side that records what it was asked to do and can refuse chosen calls.
@@ -108,6 +111,11 @@ impl FakeChat {
     /// Sets who has joined every room.
     pub fn set_members(&self, members: &[&str]) {
         self.state.lock().unwrap().members = members.iter().map(|m| m.to_string()).collect();
+    }
+
+    /// Adds `message` to its room's history, as the newest message.
+    pub fn add_history(&self, message: IncomingMessage) {
+        self.state.lock().unwrap().history.push(message);
     }
 
     /// Makes `data` the file found at `source`.
@@ -289,6 +297,37 @@ impl ChatPort for FakeChat {
         let state = self.state.lock().unwrap();
         Ok(state.power.get(user).copied().unwrap_or(0))
     }
+
+    async fn history(&self, room: &str, limit: usize) -> Result<Vec<IncomingMessage>, ChatError> {
+        let state = self.state.lock().unwrap();
+        let in_room: Vec<_> = (state.history.iter())
+            .filter(|m| m.room_id.as_str() == room)
+            .cloned()
+            .collect();
+        Ok(in_room[in_room.len().saturating_sub(limit)..].to_vec())
+    }
+
+    async fn message(
+        &self,
+        room: &str,
+        event_id: &str,
+    ) -> Result<Option<IncomingMessage>, ChatError> {
+        let state = self.state.lock().unwrap();
+        Ok((state.history.iter())
+            .find(|m| m.room_id.as_str() == room && m.event_id.as_str() == event_id)
+            .cloned())
+    }
+
+    async fn members(&self, _room: &str) -> Result<Vec<RoomMember>, ChatError> {
+        let state = self.state.lock().unwrap();
+        Ok((state.members.iter())
+            .map(|m| RoomMember {
+                user_id: m.clone(),
+                display_name: None,
+                joined: true,
+            })
+            .collect())
+    }
 }
 
 /// What the fake agent does with one prompt.
@@ -446,7 +485,11 @@ impl FakeAgent {
 
 #[async_trait]
 impl AgentPort for FakeAgent {
-    async fn new_session(&self, _cwd: &Path) -> Result<NewSession, AgentError> {
+    async fn new_session(
+        &self,
+        _cwd: &Path,
+        _tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut s = self.state.lock().unwrap();
         let id = format!("session-{}", s.sessions.len());
@@ -472,6 +515,7 @@ impl AgentPort for FakeAgent {
         &self,
         session_id: &str,
         _cwd: &Path,
+        _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut s = self.state.lock().unwrap();

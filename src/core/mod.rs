@@ -24,6 +24,7 @@ pub mod media;
 pub mod poll;
 pub mod pool;
 pub mod question;
+pub mod room_tools;
 pub mod routing;
 pub mod session_settings;
 pub mod settings_policy;

@@ -191,7 +191,11 @@ impl MatrixAgent {
 
     /// The chat port through which the core acts as this user.
     pub fn chat(&self) -> Arc<dyn ChatPort> {
-        Arc::new(MatrixChat::new(self.client.clone()))
+        Arc::new(MatrixChat::new(
+            self.client.clone(),
+            &self.agent_id,
+            self.trust,
+        ))
     }
 
     async fn set_display_name(&self, name: &str) {

@@ -5,6 +5,7 @@
 
 mod client;
 mod errors;
+mod history;
 mod inbound;
 mod late_decryption;
 mod late_keys;

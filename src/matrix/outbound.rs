@@ -23,20 +23,31 @@ use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, OwnedUserId, RoomId};
 use matrix_sdk::{Client, RoomMemberships};
 
 use super::errors::classify;
+use super::history;
 use super::media;
-use crate::core::chat::{ChatError, ChatPort};
+use super::sender_proof::SenderTrust;
+use crate::core::chat::{ChatError, ChatPort, RoomMember};
+use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
 
 /// [`ChatPort`] for one agent's Matrix user.
 pub struct MatrixChat {
     /// The agent user's logged-in client.
     client: Client,
+    /// The agent's ID, named in the messages read for its room tools.
+    agent_id: String,
+    /// How much proof of their sender encrypted messages read for its room tools need.
+    trust: SenderTrust,
 }
 
 impl MatrixChat {
-    /// Wraps a logged-in client.
-    pub fn new(client: Client) -> Self {
-        Self { client }
+    /// Wraps a logged-in client of agent `agent_id`.
+    pub fn new(client: Client, agent_id: &str, trust: SenderTrust) -> Self {
+        Self {
+            client,
+            agent_id: agent_id.to_owned(),
+            trust,
+        }
     }
 
     fn room(&self, room_id: &str) -> Result<Room, ChatError> {
@@ -190,6 +201,26 @@ impl ChatPort for MatrixChat {
                 "a power level of an unknown kind: {other:?}"
             ))),
         }
+    }
+
+    async fn history(
+        &self,
+        room_id: &str,
+        limit: usize,
+    ) -> Result<Vec<IncomingMessage>, ChatError> {
+        history::history(&self.room(room_id)?, &self.agent_id, self.trust, limit).await
+    }
+
+    async fn message(
+        &self,
+        room_id: &str,
+        event_id: &str,
+    ) -> Result<Option<IncomingMessage>, ChatError> {
+        history::message(&self.room(room_id)?, &self.agent_id, self.trust, event_id).await
+    }
+
+    async fn members(&self, room_id: &str) -> Result<Vec<RoomMember>, ChatError> {
+        history::members(&self.room(room_id)?).await
     }
 
     async fn typing(&self, room_id: &str, on: bool) {

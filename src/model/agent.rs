@@ -289,6 +289,16 @@ pub enum McpServerSpec {
     },
 }
 
+/// The gateway's own MCP server for one session (its room tools), both ways an agent can
+/// reach it: the agent side gives HTTP to an agent that takes it, else stdio.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionTools {
+    /// A command the agent starts, which passes the protocol on to the gateway.
+    pub stdio: McpServerSpec,
+    /// The gateway's loopback HTTP endpoint, with the session's token in a header.
+    pub http: McpServerSpec,
+}
+
 impl McpServerSpec {
     /// Its name.
     pub fn name(&self) -> &str {

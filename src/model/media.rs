@@ -177,6 +177,22 @@ pub struct OutAttachment {
     pub data: Arc<[u8]>,
 }
 
+impl OutAttachment {
+    /// A file to post named `name`: a picture when its type is an image type.
+    pub fn new(name: String, mimetype: String, data: Vec<u8>) -> Self {
+        let kind = match mimetype.starts_with("image/") {
+            true => MediaKind::Image,
+            false => MediaKind::File,
+        };
+        Self {
+            kind,
+            name,
+            mimetype,
+            data: data.into(),
+        }
+    }
+}
+
 /// A file in an agent's answer, as the agent gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AnswerFile {

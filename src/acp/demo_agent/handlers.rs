@@ -27,8 +27,10 @@ impl State {
         cwd: std::path::PathBuf,
         servers: &[agent_client_protocol::v1::schema::McpServer],
     ) {
-        let servers = servers.iter().map(super::content::describe_mcp).collect();
-        self.mcp.lock().unwrap().insert(id.to_owned(), servers);
+        self.mcp
+            .lock()
+            .unwrap()
+            .insert(id.to_owned(), servers.to_vec());
         self.cwds.lock().unwrap().insert(id.to_owned(), cwd);
     }
 

@@ -54,6 +54,7 @@
 //! | `%terminal [--limit N] [--cwd DIR] [--env K=V]… SCRIPT` | runs `sh -c SCRIPT` through the client's terminal in a tool call that embeds it; says its exit, whether its output was cut, and the output. Stopped, it tries another command and writes the client's answer to `terminal-after-stop.txt` |
 //! | `%open-sessions` | how many sessions it holds open (`session/close` frees one) |
 //! | `%mcp` | one line per MCP server the session was given (name, kind, command or URL, variable names) |
+//! | `%mcp-call SERVER TOOL [JSON]` | calls TOOL of the MCP server SERVER the session was given (over stdio or HTTP, as given) with the JSON object's arguments and says what it answered (`-` as TOOL lists the tools) |
 //! | `%blocks` | one line per content block of the prompt: kind, MIME type, size, name |
 //! | `%image` | a picture (a 1×1 PNG) in the answer |
 //! | `%link PATH` | a link to PATH (relative to the session's folder) in the answer |
@@ -91,7 +92,7 @@ use agent_client_protocol::v1::schema::{
     AuthenticateResponse, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
     CloseSessionRequest, CloseSessionResponse, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    NewSessionRequest, PromptCapabilities, PromptRequest, ResumeSessionRequest,
+    McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest, ResumeSessionRequest,
     SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
     SessionConfigOptionCategory, SessionConfigSelectOption, SessionInfo, SessionListCapabilities,
     SessionMode, SessionModeState, SessionNotification, SessionResumeCapabilities, SessionUpdate,
@@ -152,8 +153,8 @@ struct State {
     client: Mutex<String>,
     /// Whether sessions wait for a sign-in (`--auth`) that has not happened yet.
     needs_sign_in: AtomicBool,
-    /// The MCP servers each session was given, described (`%mcp`).
-    mcp: Mutex<HashMap<String, Vec<String>>>,
+    /// The MCP servers each session was given (`%mcp`, `%mcp-call`).
+    mcp: Mutex<HashMap<String, Vec<agent_client_protocol::v1::schema::McpServer>>>,
 }
 
 /// The modes offered with `--settings`.
@@ -321,6 +322,8 @@ pub struct DemoOptions {
     /// Whether it must be signed in (`authenticate` with `demo-login`) before it opens
     /// sessions; it also offers a terminal method, `demo-terminal`.
     pub auth: bool,
+    /// Whether it takes MCP servers over HTTP (`mcpCapabilities.http`).
+    pub mcp_http: bool,
 }
 
 /// Runs the demo agent on stdin/stdout until the client goes away. With
@@ -348,12 +351,14 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             .session_capabilities(sessions.resume(SessionResumeCapabilities::new())),
     };
     let support = options.prompt_support;
-    let capabilities = capabilities.prompt_capabilities(
-        PromptCapabilities::new()
-            .image(support.image)
-            .audio(support.audio)
-            .embedded_context(support.embedded_context),
-    );
+    let capabilities = capabilities
+        .mcp_capabilities(McpCapabilities::new().http(options.mcp_http))
+        .prompt_capabilities(
+            PromptCapabilities::new()
+                .image(support.image)
+                .audio(support.audio)
+                .embedded_context(support.embedded_context),
+        );
     let auth_methods = match options.auth {
         true => vec![
             AuthMethod::Agent(
@@ -499,5 +504,6 @@ fn send_commands(
 mod ask;
 mod content;
 mod handlers;
+mod mcp_call;
 mod terminal;
 mod turn;

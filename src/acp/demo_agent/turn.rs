@@ -41,8 +41,8 @@ pub(super) struct Turn {
     pub(super) client: String,
     /// How many sessions the agent holds open (`%open-sessions`).
     pub(super) open_sessions: usize,
-    /// The MCP servers the session was given, described (`%mcp`).
-    pub(super) mcp: Vec<String>,
+    /// The MCP servers the session was given (`%mcp`, `%mcp-call`).
+    pub(super) mcp: Vec<agent_client_protocol::v1::schema::McpServer>,
 }
 
 /// How a permission request is placed relative to the tool call it concerns.
@@ -294,8 +294,11 @@ impl Turn {
                     )?;
                 }
                 "client" => self.say(&format!("{}\n", self.client))?,
+                "mcp-call" => self.say(&super::mcp_call::call(&self.mcp, arg).await)?,
                 "mcp" => {
-                    let lines: String = self.mcp.iter().map(|l| format!("{l}\n")).collect();
+                    let lines: String = (self.mcp.iter())
+                        .map(|l| format!("{}\n", content::describe_mcp(l)))
+                        .collect();
                     self.say(if lines.is_empty() {
                         "mcp: none\n"
                     } else {

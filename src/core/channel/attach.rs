@@ -54,7 +54,9 @@ impl Channel {
             return;
         }
         let folder = ctx.workspace.for_room(&self.key.room);
-        match ctx.agent.reopen_session(&found.id, &folder).await {
+        let tools = self.grant_tools(&folder);
+        let server = tools.as_ref().map(|g| &g.server);
+        match ctx.agent.reopen_session(&found.id, &folder, server).await {
             Ok(session) => {
                 // The conversation's own session is left, not closed: it can be attached
                 // again.
@@ -65,7 +67,7 @@ impl Channel {
                 (ctx.store.set_continuity(&self.key, how.continuity()).await)
                     .or_log("could not record how the session continued");
                 let replayed = session.replayed;
-                self.session = Some(Session::reopened(session));
+                self.session = Some(Session::reopened(session, tools));
                 self.notice(strings::attached(&found, how.continuity(), replayed))
                     .await;
             }

@@ -8,7 +8,7 @@ use super::*;
 use crate::core::media::{self, WorkspaceFileError};
 use crate::core::voice::txn;
 use crate::model::OutMessage;
-use crate::model::media::{AnswerFile, MediaKind, OutAttachment};
+use crate::model::media::{AnswerFile, OutAttachment};
 use crate::render::strings;
 
 impl Channel {
@@ -19,7 +19,7 @@ impl Channel {
         let folder = self.ctx.workspace.for_room(&self.key.room);
         let max = self.ctx.media.max_bytes;
         let attachment = match file {
-            AnswerFile::Image { mime, data } => attachment(picture_name(&mime), mime, data),
+            AnswerFile::Image { mime, data } => OutAttachment::new(picture_name(&mime), mime, data),
             AnswerFile::Embedded { uri, mime, data } => {
                 let name = media::path_of_file_uri(&uri)
                     .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -27,7 +27,7 @@ impl Channel {
                     .map(|n| media::safe_name(&n))
                     .unwrap_or_else(|| "file".into());
                 let mime = mime.unwrap_or_else(|| media::guess_mimetype(&name));
-                attachment(name, mime, data)
+                OutAttachment::new(name, mime, data)
             }
             AnswerFile::Link { uri, name } => {
                 let read = match media::path_of_file_uri(&uri) {
@@ -44,7 +44,7 @@ impl Channel {
                 match read {
                     Ok((file_name, data)) => {
                         let mime = media::guess_mimetype(&file_name);
-                        attachment(file_name, mime, data)
+                        OutAttachment::new(file_name, mime, data)
                     }
                     // Not ours to post: the link stays in the answer as a link.
                     Err(WorkspaceFileError::Outside) | Err(WorkspaceFileError::Missing) => {
@@ -102,7 +102,8 @@ impl Channel {
             Ok((name, data)) => {
                 let mime = media::guess_mimetype(&name);
                 let id = crate::core::voice::fresh_txn("file");
-                self.post_file(&id, attachment(name, mime, data)).await;
+                self.post_file(&id, OutAttachment::new(name, mime, data))
+                    .await;
             }
             Err(why) => {
                 tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, path, reason = %why, "a file was not posted");
@@ -131,20 +132,6 @@ impl Channel {
                     .await;
             }
         }
-    }
-}
-
-/// A file to post: a picture when its type is an image type.
-fn attachment(name: String, mimetype: String, data: Vec<u8>) -> OutAttachment {
-    let kind = match mimetype.starts_with("image/") {
-        true => MediaKind::Image,
-        false => MediaKind::File,
-    };
-    OutAttachment {
-        kind,
-        name,
-        mimetype,
-        data: data.into(),
     }
 }
 

@@ -116,6 +116,8 @@ struct Session {
     fresh: bool,
     /// The first prompt it was sent: what came before it is the earlier conversation.
     first_prompt: Option<EventId>,
+    /// The room tools opened to it (closed when the session is left).
+    tools: Option<crate::core::room_tools::Grant>,
 }
 
 /// One (room, agent) pair.
@@ -150,13 +152,17 @@ pub struct Channel {
 impl Session {
     /// A session the agent got back (loaded, resumed, attached): it remembers its
     /// conversation, so nothing is re-injected.
-    fn reopened(session: crate::model::agent::NewSession) -> Self {
+    fn reopened(
+        session: crate::model::agent::NewSession,
+        tools: Option<crate::core::room_tools::Grant>,
+    ) -> Self {
         Self {
             id: session.id,
             events: session.events,
             settings: session.settings,
             fresh: false,
             first_prompt: None,
+            tools,
         }
     }
 }

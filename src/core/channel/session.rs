@@ -7,6 +7,7 @@ use crate::store::LogFailure;
 
 use crate::core::continuity;
 use crate::core::inbound::IncomingMessage;
+use crate::core::room_tools::{Grant, RoomScope};
 use crate::model::OutMessage;
 use crate::model::agent::AgentError;
 use crate::render::cards;
@@ -17,6 +18,8 @@ impl Channel {
     pub(super) fn drop_session(&mut self) {
         if let Some(session) = self.session.take() {
             self.ctx.agent.forget_session(&session.id);
+            // Its room tools close with it: the token it was given stops working.
+            drop(session.tools);
         }
     }
 
@@ -34,14 +37,16 @@ impl Channel {
         if let Some(how) = ctx.agent.reopen_support()
             && let Some(earlier) = self.saved_session().await
         {
-            match ctx.agent.reopen_session(&earlier, &folder).await {
+            let tools = self.grant_tools(&folder);
+            let server = tools.as_ref().map(|g| &g.server);
+            match ctx.agent.reopen_session(&earlier, &folder, server).await {
                 Ok(session) => {
                     tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %session.id, how = how.continuity(), "session got back");
                     ctx.store
                         .set_continuity(&self.key, how.continuity())
                         .await
                         .or_log("could not record how the session continued");
-                    self.session = Some(Session::reopened(session));
+                    self.session = Some(Session::reopened(session, tools));
                     return Ok(());
                 }
                 Err(e) => {
@@ -49,7 +54,10 @@ impl Channel {
                 }
             }
         }
-        let new = ctx.agent.new_session(&folder).await?;
+        let tools = self.grant_tools(&folder);
+        let new = (ctx.agent)
+            .new_session(&folder, tools.as_ref().map(|g| &g.server))
+            .await?;
         ctx.store
             .save_session(&self.key, &new.id)
             .await
@@ -61,8 +69,24 @@ impl Channel {
             settings: new.settings,
             fresh: true,
             first_prompt: None,
+            tools,
         });
         Ok(())
+    }
+
+    /// Opens the room tools to a session about to be opened in `folder`, when the agent has
+    /// them: they reach this conversation's room (and thread) only, and close when the
+    /// session is left.
+    pub(super) fn grant_tools(&self, folder: &std::path::Path) -> Option<Grant> {
+        let host = self.ctx.room_tools.as_ref()?;
+        Some(host.grant(RoomScope {
+            agent_id: self.ctx.agent_id.clone(),
+            chat: self.ctx.chat.clone(),
+            room: self.key.room.clone(),
+            thread: self.key.thread.clone(),
+            folder: folder.to_owned(),
+            max_bytes: self.ctx.media.max_bytes,
+        }))
     }
 
     /// The conversation's folder, made if it is not there (in worktree mode, by `git`: off

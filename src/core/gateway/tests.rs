@@ -121,6 +121,7 @@ async fn gateway_of(
                 rerun_interrupted,
                 rerun_edited: false,
                 pool: pool.clone(),
+                room_tools: None,
                 handoffs: Some(handoffs.clone()),
             })
         })

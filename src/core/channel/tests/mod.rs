@@ -131,6 +131,7 @@ fn context(
         rerun_interrupted: false,
         rerun_edited: false,
         pool,
+        room_tools: None,
         handoffs: None,
     }
 }

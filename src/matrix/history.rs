@@ -1,0 +1,132 @@
+//! Reading a room as the agent's room tools do: its latest messages (each showing its
+//! latest edit), one message by its event ID, its members. Read through the agent's own
+//! Matrix user, so an agent reads only rooms it is in, and an encrypted room as far as its
+//! keys go.
+
+use std::collections::{HashMap, HashSet};
+
+use matrix_sdk::RoomMemberships;
+use matrix_sdk::room::{MessagesOptions, Room};
+use matrix_sdk::ruma::{OwnedEventId, UInt};
+
+use super::errors::classify;
+use super::inbound::to_inbound;
+use super::sender_proof::SenderTrust;
+use crate::core::chat::{ChatError, RoomMember};
+use crate::core::inbound::{Change, Inbound, IncomingMessage};
+
+/// Events asked for per `/messages` page.
+const PAGE_SIZE: u32 = 100;
+/// Most pages read for one history: the tools ask for the latest messages, not the archive.
+const MAX_PAGES: usize = 10;
+
+/// The latest messages of `room`, at most `limit`, oldest first.
+pub(super) async fn history(
+    room: &Room,
+    agent_id: &str,
+    trust: SenderTrust,
+    limit: usize,
+) -> Result<Vec<IncomingMessage>, ChatError> {
+    let room_id = room.room_id().as_str();
+    let mut newest_first: Vec<IncomingMessage> = Vec::new();
+    // Walking back from the newest event, an edit or a redaction is met before the message
+    // it changes; the first edit met is the latest.
+    let mut edits: HashMap<String, (String, String)> = HashMap::new();
+    let mut redacted: HashSet<String> = HashSet::new();
+    let mut from: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut options = MessagesOptions::backward().from(from.as_deref());
+        options.limit = UInt::from(PAGE_SIZE);
+        let page = room.messages(options).await.map_err(|e| classify(&e))?;
+        for event in &page.chunk {
+            match to_inbound(agent_id, room_id, event, trust) {
+                Some(Inbound::Message(m) | Inbound::Unreadable(m, _)) => {
+                    if !redacted.contains(m.event_id.as_str()) {
+                        newest_first.push(m);
+                    }
+                }
+                Some(Inbound::Change(c)) => match c.change {
+                    Change::Edited(text) => {
+                        let key = c.target.as_str().to_owned();
+                        edits
+                            .entry(key)
+                            .or_insert((c.sender.as_str().to_owned(), text));
+                    }
+                    Change::Redacted => {
+                        redacted.insert(c.target.as_str().to_owned());
+                    }
+                },
+                Some(Inbound::Reaction(_)) | None => {}
+            }
+        }
+        from = page.end;
+        if newest_first.len() >= limit || from.is_none() {
+            break;
+        }
+    }
+    newest_first.truncate(limit);
+    newest_first.reverse();
+    for message in &mut newest_first {
+        // An edit counts only from the message's own author.
+        if let Some((sender, text)) = edits.remove(message.event_id.as_str())
+            && sender == message.sender.as_str()
+        {
+            message.body = text;
+        }
+        message.sender_name = display_name(room, message.sender.as_str()).await;
+    }
+    Ok(newest_first)
+}
+
+/// The message `event_id` of `room`; `None` when the room has no such message.
+pub(super) async fn message(
+    room: &Room,
+    agent_id: &str,
+    trust: SenderTrust,
+    event_id: &str,
+) -> Result<Option<IncomingMessage>, ChatError> {
+    let Ok(id) = OwnedEventId::try_from(event_id) else {
+        return Ok(None);
+    };
+    // Asked of the homeserver for this room: an event of another room is not found.
+    let event = match room.event(&id, None).await {
+        Ok(event) => event,
+        Err(e)
+            if e.as_client_api_error()
+                .is_some_and(|e| e.status_code.as_u16() == 404) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(classify(&e)),
+    };
+    Ok(
+        match to_inbound(agent_id, room.room_id().as_str(), &event, trust) {
+            Some(Inbound::Message(m) | Inbound::Unreadable(m, _)) => Some(m),
+            _ => None,
+        },
+    )
+}
+
+/// The joined and invited members of `room`.
+pub(super) async fn members(room: &Room) -> Result<Vec<RoomMember>, ChatError> {
+    let members = room
+        .members(RoomMemberships::JOIN | RoomMemberships::INVITE)
+        .await
+        .map_err(|e| classify(&e))?;
+    Ok(members
+        .iter()
+        .map(|m| RoomMember {
+            user_id: m.user_id().to_string(),
+            display_name: m.display_name().map(str::to_owned),
+            joined: *m.membership()
+                == matrix_sdk::ruma::events::room::member::MembershipState::Join,
+        })
+        .collect())
+}
+
+/// `user`'s display name in `room`, as the room last told us.
+async fn display_name(room: &Room, user: &str) -> Option<String> {
+    let user = matrix_sdk::ruma::UserId::parse(user).ok()?;
+    let member = room.get_member_no_sync(&user).await.ok()??;
+    member.display_name().map(str::to_owned)
+}

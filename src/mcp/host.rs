@@ -1,0 +1,265 @@
+//! Serving the room tools: two listeners on loopback, shared by every session of every
+//! agent, and the grants that say which session a token opens. HTTP requests carry the
+//! token as a bearer token; the stdio command sends it as its first line. A token opens
+//! one session's room tools and stops working when the session ends (its [`Grant`] is
+//! dropped): whatever was connected with it is cut.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+use super::tools::RoomToolsServer;
+use super::{ADDRESS_VAR, SERVER_NAME, TOKEN_VAR};
+use crate::core::room_tools::{Grant, RoomScope, RoomToolHost};
+use crate::model::Secret;
+use crate::model::agent::{McpServerSpec, SessionTools};
+
+/// How long a stdio command may take to send its token.
+const TOKEN_WAIT: Duration = Duration::from_secs(10);
+/// The longest first line a stdio command may send (a token is 64 characters).
+const TOKEN_LINE_MAX: u64 = 256;
+
+/// The room tools' server: where agents reach it, and the sessions it is open to.
+#[derive(Clone)]
+pub struct McpHost {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The open grants, by token.
+    grants: Mutex<HashMap<String, Arc<Opened>>>,
+    /// Where the HTTP listener is.
+    http: SocketAddr,
+    /// Where the stdio command connects.
+    bridge: SocketAddr,
+    /// The gateway's own program, which agents run as the stdio command.
+    program: PathBuf,
+    /// Stops the listeners once the host is gone.
+    stopped: CancellationToken,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stopped.cancel();
+    }
+}
+
+/// One session's open room tools.
+struct Opened {
+    /// What they reach.
+    scope: Arc<RoomScope>,
+    /// Their HTTP endpoint (MCP sessions of its own).
+    http: StreamableHttpService<RoomToolsServer, LocalSessionManager>,
+    /// Cut every connection made with the token when the grant ends.
+    closed: CancellationToken,
+}
+
+impl McpHost {
+    /// Starts both listeners on loopback ports the system picks; agents run `program`
+    /// (`sidekicks mcp-stdio`) to reach the tools over stdio.
+    pub async fn start(program: PathBuf) -> std::io::Result<Self> {
+        let http = TcpListener::bind("127.0.0.1:0").await?;
+        let bridge = TcpListener::bind("127.0.0.1:0").await?;
+        let inner = Arc::new(Inner {
+            grants: Mutex::new(HashMap::new()),
+            http: http.local_addr()?,
+            bridge: bridge.local_addr()?,
+            program,
+            stopped: CancellationToken::new(),
+        });
+        tracing::info!(http = %inner.http, stdio_bridge = %inner.bridge, "room tools served on loopback");
+        tokio::spawn(serve_http(
+            http,
+            Arc::downgrade(&inner),
+            inner.stopped.clone(),
+        ));
+        tokio::spawn(serve_bridge(
+            bridge,
+            Arc::downgrade(&inner),
+            inner.stopped.clone(),
+        ));
+        Ok(Self { inner })
+    }
+
+    /// How many sessions the tools are open to.
+    pub fn open_grants(&self) -> usize {
+        self.inner.grants.lock().expect("grants poisoned").len()
+    }
+}
+
+impl RoomToolHost for McpHost {
+    fn grant(&self, scope: RoomScope) -> Grant {
+        let token = new_token();
+        let scope = Arc::new(scope);
+        let closed = self.inner.stopped.child_token();
+        let config = StreamableHttpServerConfig::default().with_cancellation_token(closed.clone());
+        let tools = RoomToolsServer::new(scope.clone());
+        let http = StreamableHttpService::new(
+            move || Ok(tools.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let opened = Arc::new(Opened {
+            scope,
+            http,
+            closed,
+        });
+        (self.inner.grants.lock().expect("grants poisoned")).insert(token.clone(), opened);
+        let server = SessionTools {
+            stdio: McpServerSpec::Stdio {
+                name: SERVER_NAME.into(),
+                command: self.inner.program.clone(),
+                args: vec!["mcp-stdio".into()],
+                env: vec![
+                    (
+                        ADDRESS_VAR.into(),
+                        Secret::new(self.inner.bridge.to_string()),
+                    ),
+                    (TOKEN_VAR.into(), Secret::new(token.clone())),
+                ],
+            },
+            http: McpServerSpec::Http {
+                name: SERVER_NAME.into(),
+                url: format!("http://{}/mcp", self.inner.http),
+                headers: vec![(
+                    "Authorization".into(),
+                    Secret::new(format!("Bearer {token}")),
+                )],
+            },
+        };
+        let inner = Arc::downgrade(&self.inner);
+        Grant::new(server, move || {
+            let Some(inner) = inner.upgrade() else { return };
+            let gone = inner.grants.lock().expect("grants poisoned").remove(&token);
+            if let Some(opened) = gone {
+                opened.closed.cancel();
+            }
+        })
+    }
+}
+
+/// A new token: 32 random bytes, as hex.
+fn new_token() -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the system has no randomness");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The grant `token` opens, if any.
+fn opened(inner: &Weak<Inner>, token: &str) -> Option<Arc<Opened>> {
+    let inner = inner.upgrade()?;
+    let grants = inner.grants.lock().expect("grants poisoned");
+    grants.get(token).cloned()
+}
+
+/// Takes HTTP connections until the host is gone.
+async fn serve_http(listener: TcpListener, inner: Weak<Inner>, stopped: CancellationToken) {
+    loop {
+        let stream = tokio::select! {
+            _ = stopped.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "room tools: could not accept an HTTP connection");
+                    continue;
+                }
+            },
+        };
+        let inner = inner.clone();
+        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let inner = inner.clone();
+            async move { Ok::<_, Infallible>(route(&inner, request).await) }
+        });
+        let stopped = stopped.clone();
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::select! {
+                _ = stopped.cancelled() => {}
+                served = connection => if let Err(e) = served {
+                    tracing::debug!(error = %e, "room tools: an HTTP connection failed");
+                },
+            }
+        });
+    }
+}
+
+/// Answers one HTTP request: the grant its bearer token opens serves it; without one, 401.
+async fn route(
+    inner: &Weak<Inner>,
+    request: Request<Incoming>,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    let token = (request.headers().get(hyper::header::AUTHORIZATION))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(opened) = token.and_then(|t| opened(inner, t)) else {
+        tracing::warn!(path = %request.uri().path(), "room tools: an HTTP request without a valid token was refused");
+        let mut refused = Response::new(Full::new(Bytes::from_static(b"no valid token\n")).boxed());
+        *refused.status_mut() = StatusCode::UNAUTHORIZED;
+        return refused;
+    };
+    opened.http.handle(request).await
+}
+
+/// Takes connections of stdio commands until the host is gone.
+async fn serve_bridge(listener: TcpListener, inner: Weak<Inner>, stopped: CancellationToken) {
+    loop {
+        let stream = tokio::select! {
+            _ = stopped.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "room tools: could not accept a stdio connection");
+                    continue;
+                }
+            },
+        };
+        tokio::spawn(serve_bridged(stream, inner.clone()));
+    }
+}
+
+/// Serves the room tools to one stdio command, once its first line is a token of an open
+/// grant; until the grant ends or the command goes.
+async fn serve_bridged(stream: TcpStream, inner: Weak<Inner>) {
+    let (read, write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let mut line = String::new();
+    let mut first_line = (&mut reader).take(TOKEN_LINE_MAX);
+    let read_token = first_line.read_line(&mut line);
+    if !matches!(tokio::time::timeout(TOKEN_WAIT, read_token).await, Ok(Ok(n)) if n > 0) {
+        tracing::warn!("room tools: a stdio connection sent no token");
+        return;
+    }
+    let Some(opened) = opened(&inner, line.trim()) else {
+        tracing::warn!("room tools: a stdio connection with no valid token was refused");
+        return;
+    };
+    let tools = RoomToolsServer::new(opened.scope.clone());
+    match tools
+        .serve_with_ct((reader, write), opened.closed.clone())
+        .await
+    {
+        Ok(running) => {
+            let _ = running.waiting().await;
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "room tools: a stdio connection ended before it began")
+        }
+    }
+}
