@@ -95,9 +95,14 @@ async fn main() -> std::process::ExitCode {
         })
         .await
         .map_err(anyhow::Error::from),
-        Cmd::McpStdio => sidekicks::mcp::bridge::run()
-            .await
-            .map_err(anyhow::Error::from),
+        Cmd::McpStdio => {
+            let result = sidekicks::mcp::bridge::run().await;
+            if let Err(e) = &result {
+                eprintln!("sidekicks: {e}");
+            }
+            // Exits at once: a read of stdin still waiting would hold the runtime open.
+            std::process::exit(i32::from(result.is_err()))
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -247,10 +247,14 @@ async fn configured_mcp_servers_reach_every_session_and_http_ones_only_agents_th
     let said = env
         .reply_where(&room, "the servers", |t| t.starts_with("mcp:"))
         .await;
+    let lines: Vec<&str> = said.lines().collect();
     assert_eq!(
-        said.trim(),
+        lines[0],
         "mcp: tools stdio /usr/bin/true --stdio env=TOOL_TOKEN"
     );
+    // Then the gateway's own room tools (tests/room_tools.rs), and nothing else.
+    assert!(lines[1].starts_with("mcp: sidekicks stdio "), "{said}");
+    assert_eq!(lines.len(), 2, "{said}");
     let log = env.gw.log();
     assert!(log.contains("does not take HTTP MCP servers"), "{log}");
     assert!(!log.contains("s3cret-token-value") && !log.contains("abcdefgh-secret"));

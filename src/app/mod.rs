@@ -37,7 +37,7 @@ pub use check::check_from_file;
 /// Sets up logging to stderr; `RUST_LOG` overrides the default levels.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        "info,matrix_sdk=warn,matrix_sdk::http_client=off,matrix_sdk_base=warn,matrix_sdk_crypto=error,matrix_sdk_sqlite=warn,sqlx=warn".into()
+        "info,matrix_sdk=warn,matrix_sdk::http_client=off,matrix_sdk_base=warn,matrix_sdk_crypto=error,matrix_sdk_sqlite=warn,sqlx=warn,rmcp=warn".into()
     });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -251,10 +251,10 @@ async fn serve_bridged(stream: TcpStream, inner: Weak<Inner>) {
         return;
     };
     let tools = RoomToolsServer::new(opened.scope.clone());
-    match tools
-        .serve_with_ct((reader, write), opened.closed.clone())
-        .await
-    {
+    // A token of its own: the SDK cancels it when this connection ends, and the grant's
+    // must stay open for the next one.
+    let connection = opened.closed.child_token();
+    match tools.serve_with_ct((reader, write), connection).await {
         Ok(running) => {
             let _ = running.waiting().await;
         }
