@@ -263,3 +263,79 @@ async fn serve_bridged(stream: TcpStream, inner: Weak<Inner>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fakes::FakeChat;
+    use crate::mcp::client::{Endpoint, call_tool};
+
+    fn scope(chat: Arc<FakeChat>) -> RoomScope {
+        RoomScope {
+            agent_id: "demo".into(),
+            chat,
+            room: "!a".into(),
+            thread: None,
+            folder: std::env::temp_dir(),
+            max_bytes: 1000,
+        }
+    }
+
+    /// The HTTP endpoint a grant gives, with `token` in place of its own when given.
+    fn http(grant: &Grant, token: Option<&str>) -> Endpoint {
+        let McpServerSpec::Http { url, headers, .. } = &grant.server.http else {
+            panic!("{:?}", grant.server.http)
+        };
+        let value = match token {
+            Some(token) => format!("Bearer {token}"),
+            None => headers[0].1.expose().to_owned(),
+        };
+        Endpoint::Http {
+            url: url.clone(),
+            headers: vec![("Authorization".into(), value)],
+        }
+    }
+
+    #[tokio::test]
+    async fn a_token_opens_its_own_session_s_tools_until_the_session_ends() {
+        let host = McpHost::start("/bin/false".into()).await.unwrap();
+        let chat = FakeChat::new();
+        chat.set_members(&["@alice:hs"]);
+        let grant = host.grant(scope(chat));
+        let answer = call_tool(&http(&grant, None), "list_members", serde_json::json!({}))
+            .await
+            .unwrap();
+        assert_eq!(answer.text, "@alice:hs");
+        let tools = call_tool(&http(&grant, None), "", serde_json::Value::Null)
+            .await
+            .unwrap();
+        assert_eq!(
+            tools.text,
+            "fetch_attachment, list_members, post_file, recent_messages, search_messages"
+        );
+
+        let forged = "0".repeat(64);
+        let refused = call_tool(
+            &http(&grant, Some(&forged)),
+            "list_members",
+            serde_json::json!({}),
+        )
+        .await;
+        assert!(refused.is_err(), "{refused:?}");
+
+        let ended = http(&grant, None);
+        assert_eq!(host.open_grants(), 1);
+        drop(grant);
+        assert_eq!(host.open_grants(), 0);
+        let refused = call_tool(&ended, "list_members", serde_json::json!({})).await;
+        assert!(refused.is_err(), "a token of an ended session: {refused:?}");
+    }
+
+    #[test]
+    fn tokens_are_long_and_never_repeat() {
+        let (a, b) = (new_token(), new_token());
+        assert_eq!(a.len(), 64);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}
