@@ -101,8 +101,7 @@ async fn gateway_of(
                 approvers: AccessList::new(&["@alice:x", "@boss:x"]),
                 admins: AccessList::new(&["@alice:x"]),
                 approver_min_power: None,
-                // `code` stands for a mode that acts without asking; only `small` is a
-                // model people may choose.
+                // `code` acts without asking; only `small` is a model people may choose.
                 settings: crate::core::settings_policy::SettingsPolicy {
                     choosable_modes: None,
                     choosable_values: [("model".to_owned(), vec!["small".to_owned()])].into(),
