@@ -311,3 +311,37 @@ async fn codex_without_a_key_tells_the_room_how_to_sign_it_in() {
         told.body
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_reads_the_room_through_the_room_tools() {
+    let model = ModelServer::start().await;
+    let env = claude(&model).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "The launch moved to Friday").await;
+    env.reply_where(&room, "Claude's first answer", |t| {
+        t.contains("Hello from the script model.")
+    })
+    .await;
+    env.alice
+        .send(&room, r#"MCP: search_messages {"query": "launch moved"}"#)
+        .await;
+    // Claude Code asks before it calls a tool of an MCP server.
+    let asked = poll(&env, &room, 0).await;
+    env.alice.react(&room, &asked, "✅").await;
+    let said = env
+        .reply_where(&room, "the tool's result", |t| {
+            t.contains("The command ran")
+        })
+        .await;
+    assert!(
+        said.contains(&format!("({}) [$", env.alice.user_id))
+            && said.contains(": The launch moved to Friday"),
+        "Claude read Alice's message through the room tools: {said}"
+    );
+    let log = env.gw.log();
+    let given = log.lines().find(|l| l.contains("the session gets the room tools"));
+    assert!(
+        given.is_some_and(|l| l.contains("over=\"http\"")),
+        "claude-agent-acp takes HTTP MCP servers: {given:?}"
+    );
+}

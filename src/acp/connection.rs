@@ -694,13 +694,13 @@ async fn run_connection(
             while let Some(request) = requests.recv().await {
                 match request {
                     Request::NewSession { cwd, tools, reply } => {
-                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http));
+                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http, &agent_id));
                         tokio::spawn(async move {
                             let _ = reply.send(cx.send_request(NewSessionRequest::new(cwd).mcp_servers(mcp)).block_task().await);
                         });
                     }
                     Request::Reopen { how, session, cwd, tools, reply } => {
-                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http));
+                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http, &agent_id));
                         tokio::spawn(async move {
                             let id = session.clone();
                             let settings = match how {

@@ -52,11 +52,14 @@ pub fn with_tools(
     configured: &[McpServer],
     tools: Option<SessionTools>,
     http: bool,
+    agent: &str,
 ) -> Vec<McpServer> {
     let mut servers = configured.to_vec();
     if let Some(tools) = tools {
         let spec = if http { tools.http } else { tools.stdio };
-        servers.extend(mcp_servers(&[spec], http, "room tools"));
+        let over = if http { "http" } else { "stdio" };
+        tracing::debug!(agent, over, "the session gets the room tools");
+        servers.extend(mcp_servers(&[spec], http, agent));
     }
     servers
 }

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `RUN: CMD` (to the end of the line) | a `Bash` tool call running CMD, then (with its result) `The command ran: OUTPUT` or `The tool was refused.` |
 //! | `WRITE: PATH TEXT` | a `Write` tool call writing TEXT to PATH (absolute), then `Written.` |
+//! | `MCP: TOOL JSON` | (Anthropic only) a call of tool TOOL of the gateway's room tools (`mcp__sidekicks__TOOL`) with the JSON arguments, then `The command ran: OUTPUT` |
 //! | `SLOW` | `tick 1 tick 2 …`, one every 100 ms for a minute (to be stopped) |
 //! | `RECALL` | `I remember: ` and every earlier prompt's `NOTE: …` line |
 //! | anything else | `Hello from the script model.`, in three chunks |
@@ -224,6 +225,12 @@ fn anthropic(body: &Value, model: &str) -> Vec<Step> {
             "Write",
             json!({"file_path": path, "content": content}),
         );
+    }
+    if let Some(rest) = after(&text, "MCP:") {
+        let (tool, arguments) = rest.split_once(' ').unwrap_or((rest, "{}"));
+        let arguments: Value = serde_json::from_str(arguments).unwrap_or(json!({}));
+        let name = format!("mcp__sidekicks__{tool}");
+        return tool_answer(model, messages.len(), &name, arguments);
     }
     if text.contains("SLOW") {
         let ticks: Vec<String> = (1..=600).map(|i| format!("tick {i} ")).collect();
