@@ -64,6 +64,7 @@ fn check_prints_what_the_demo_agent_advertises() {
         "conversations continue by: re-injection into a new session",
         "session methods: close",
         "prompt content besides text: none",
+        "room tools: on, over stdio",
         "session/new: ok",
         "/demo, /echo",
         "sandbox: bubblewrap",

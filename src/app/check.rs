@@ -122,6 +122,12 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
         })
         .collect();
     writeln!(out, "  mcp servers: {}", none(&servers))?;
+    let room_tools = match (agent.room_tools, info.mcp_http) {
+        (false, _) => "off",
+        (true, true) => "on, over http",
+        (true, false) => "on, over stdio",
+    };
+    writeln!(out, "  room tools: {room_tools}")?;
     let methods: Vec<String> = (info.auth_methods.iter())
         .map(|m| format!("{} ({})", m.name, m.id))
         .collect();

@@ -390,6 +390,10 @@ fn mcp_servers_are_read_and_checked() {
             r#"mcp_servers = [{ name = "", command = "/a" }]"#,
             "mcp_servers[0].name: is empty",
         ),
+        (
+            r#"mcp_servers = [{ name = "sidekicks", command = "/a" }]"#,
+            "is the name of the room tools",
+        ),
     ];
     for (servers, expected) in refused {
         let err = with(servers).unwrap_err().to_string();
@@ -397,5 +401,8 @@ fn mcp_servers_are_read_and_checked() {
             err.contains("agents[0].mcp_servers[") && err.contains(expected),
             "{servers}: {err}"
         );
-    }
+    }    // Without room tools, the name is free.
+    let free = r#"room_tools = false
+mcp_servers = [{ name = "sidekicks", command = "/a" }]"#;
+    assert!(with(free).is_ok());
 }

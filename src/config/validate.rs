@@ -180,6 +180,11 @@ impl Config {
                     bad(format!("{key}.name"), "is empty".into());
                 } else if !names.insert(m.name.clone()) {
                     bad(format!("{key}.name"), format!("`{}` is used twice", m.name));
+                } else if a.room_tools && m.name == crate::mcp::SERVER_NAME {
+                    bad(
+                        format!("{key}.name"),
+                        format!("`{}` is the name of the room tools (room_tools = true)", m.name),
+                    );
                 }
                 match (&m.command, &m.url) {
                     (Some(_), Some(_)) | (None, None) => bad(
