@@ -339,7 +339,9 @@ async fn claude_code_reads_the_room_through_the_room_tools() {
         "Claude read Alice's message through the room tools: {said}"
     );
     let log = env.gw.log();
-    let given = log.lines().find(|l| l.contains("the session gets the room tools"));
+    let given = log
+        .lines()
+        .find(|l| l.contains("the session gets the room tools"));
     assert!(
         given.is_some_and(|l| l.contains("over=\"http\"")),
         "claude-agent-acp takes HTTP MCP servers: {given:?}"

@@ -205,3 +205,69 @@ async fn a_room_tool_reaches_only_its_own_room() {
     let found = call(&env, &here, "search_messages", r#"{"query": "plans"}"#).await;
     assert!(!found.contains(&secret), "{found}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_thread_the_tools_read_that_thread_and_post_into_it() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let root = env.alice.send(&room, "%say first topic").await;
+    env.reply_where(&room, "the root's answer", |t| t == "first topic")
+        .await;
+    env.alice
+        .send(&room, "%say elsewhere in the main timeline")
+        .await;
+    env.reply_where(&room, "the main answer", |t| {
+        t == "elsewhere in the main timeline"
+    })
+    .await;
+    env.alice.send_in_thread(&room, &root, "%say apple").await;
+    env.reply_where(&room, "the thread's answer", |t| t == "apple")
+        .await;
+
+    let before = env.alice.messages_from(&room, &env.agent).len();
+    env.alice
+        .send_in_thread(&room, &root, "%mcp-call sidekicks recent_messages {}")
+        .await;
+    let recent = wait_until(PATIENCE, "the thread's messages", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .skip(before)
+            .filter(|m| m.replaces.is_none() && m.thread.as_deref() == Some(root.as_str()))
+            .filter_map(|m| env.alice.current_text(&m.event_id))
+            .find(|t| t.starts_with("mcp-call"))
+    })
+    .await;
+    assert!(
+        recent.contains(&format!("[{root}]: %say first topic")),
+        "the root: {recent}"
+    );
+    assert!(
+        recent.contains(": %say apple") && recent.contains(": apple"),
+        "{recent}"
+    );
+    assert!(
+        !recent.contains("elsewhere"),
+        "the main timeline is not this thread: {recent}"
+    );
+
+    std::fs::write(env.gw.workspace("demo").join("note.txt"), "for the thread").unwrap();
+    env.alice
+        .send_in_thread(
+            &room,
+            &root,
+            r#"%mcp-call sidekicks post_file {"path": "note.txt"}"#,
+        )
+        .await;
+    let file = wait_until(PATIENCE, "the posted file", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter()).find(|m| {
+            m.media
+                .as_ref()
+                .is_some_and(|(_, name, _)| name == "note.txt")
+        })
+    })
+    .await;
+    assert_eq!(
+        file.thread.as_deref(),
+        Some(root.as_str()),
+        "posted into the thread"
+    );
+}

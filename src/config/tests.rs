@@ -401,7 +401,7 @@ fn mcp_servers_are_read_and_checked() {
             err.contains("agents[0].mcp_servers[") && err.contains(expected),
             "{servers}: {err}"
         );
-    }    // Without room tools, the name is free.
+    } // Without room tools, the name is free.
     let free = r#"room_tools = false
 mcp_servers = [{ name = "sidekicks", command = "/a" }]"#;
     assert!(with(free).is_ok());

@@ -183,7 +183,10 @@ impl Config {
                 } else if a.room_tools && m.name == crate::mcp::SERVER_NAME {
                     bad(
                         format!("{key}.name"),
-                        format!("`{}` is the name of the room tools (room_tools = true)", m.name),
+                        format!(
+                            "`{}` is the name of the room tools (room_tools = true)",
+                            m.name
+                        ),
                     );
                 }
                 match (&m.command, &m.url) {
