@@ -26,6 +26,10 @@ const SEARCH_READ: usize = 500;
 pub const MAX_MESSAGES: usize = 100;
 /// Messages returned when the agent does not say.
 pub const DEFAULT_MESSAGES: usize = 20;
+/// How often a request the homeserver rate-limited is made again before the agent is told.
+const RATE_LIMIT_RETRIES: usize = 3;
+/// The longest wait for a rate limit before a request is made again.
+const RATE_LIMIT_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The room (and thread) one session serves, and what its tools work with there.
 #[derive(Clone)]
@@ -144,8 +148,10 @@ impl RoomScope {
         if let Some(caption) = caption.map(str::trim).filter(|c| !c.is_empty()) {
             message.body = caption.to_owned();
         }
+        // One transaction for every attempt: a post made again is never doubled.
         let txn = crate::core::voice::fresh_txn("tool-file");
-        let event = self.chat.send(self.room.as_str(), &txn, &message).await?;
+        let room = self.room.as_str();
+        let event = patiently(|| self.chat.send(room, &txn, &message)).await?;
         tracing::info!(agent = %self.agent_id, room = %self.room, %event, path, "room tools: posted a file");
         Ok(format!("Posted {path} as {event}"))
     }
@@ -219,6 +225,25 @@ impl RoomScope {
             })
             .collect();
         format!("[{when}] {who} [{}]{thread}: {text}{files}", m.event_id)
+    }
+}
+
+/// `op`, made again after the wait the homeserver asks for when it rate-limits it (a few
+/// times, each wait bounded); any other failure is returned at once.
+async fn patiently<T, F, Fut>(mut op: F) -> Result<T, ChatError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ChatError>>,
+{
+    let mut retries = 0;
+    loop {
+        match op().await {
+            Err(ChatError::RateLimited { retry_after }) if retries < RATE_LIMIT_RETRIES => {
+                retries += 1;
+                tokio::time::sleep(retry_after.min(RATE_LIMIT_MAX_WAIT)).await;
+            }
+            done => return done,
+        }
     }
 }
 
@@ -440,6 +465,23 @@ mod tests {
             "{refused:?}"
         );
         assert_eq!(chat.log().len(), 1, "nothing more posted");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_post_the_homeserver_rate_limits_is_made_again_after_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), b"a").unwrap();
+        let chat = chat();
+        chat.rate_limit_calls(&[1, 2], std::time::Duration::from_secs(2));
+        let s = scope(chat.clone(), None, dir.path());
+        let posted = s.post_file("a.txt", None).await.unwrap();
+        assert!(posted.starts_with("Posted a.txt"), "{posted}");
+        assert_eq!(chat.attempt_times().len(), 3, "two refusals, then the post");
+        assert_eq!(chat.log().len(), 1);
+
+        chat.rate_limit_calls(&[4, 5, 6, 7], std::time::Duration::from_secs(60));
+        let refused = s.post_file("a.txt", None).await.unwrap_err();
+        assert!(refused.to_string().contains("rate limited"), "{refused}");
     }
 
     #[tokio::test]
