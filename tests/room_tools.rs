@@ -77,6 +77,7 @@ async fn the_agent_reads_searches_and_lists_its_room_over_stdio() {
     // The search itself is the newest message, and it names the words.
     assert_eq!(none.lines().count(), 2, "{none}");
 
+    assert!(!support::has_token(&env.gw.log()), "the session's token reached the log");
     let members = call(&env, &room, "list_members", "{}").await;
     assert!(
         members.contains(&env.alice.user_id) && members.contains(&env.agent),

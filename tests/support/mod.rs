@@ -313,3 +313,15 @@ impl Env {
         .await
     }
 }
+
+/// Whether `text` holds something shaped like a room tools token (64 hex characters).
+pub fn has_token(text: &str) -> bool {
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c.is_ascii_hexdigit() { run + 1 } else { 0 };
+        if run >= 64 {
+            return true;
+        }
+    }
+    false
+}
