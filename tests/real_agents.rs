@@ -346,5 +346,8 @@ async fn claude_code_reads_the_room_through_the_room_tools() {
         given.is_some_and(|l| l.contains("over=\"http\"")),
         "claude-agent-acp takes HTTP MCP servers: {given:?}"
     );
-    assert!(!support::has_token(&log), "the session's token reached the log");
+    assert!(
+        !support::has_token(&log),
+        "the session's token reached the log"
+    );
 }

@@ -23,6 +23,28 @@ async fn call(env: &Env, room: &matrix_sdk::room::Room, tool: &str, json: &str) 
     .await
 }
 
+/// Has the demo agent say `text` in `room`, and waits until it has.
+async fn said(env: &Env, room: &matrix_sdk::room::Room, text: &str) {
+    env.alice.send(room, &format!("%say {text}")).await;
+    env.reply_where(room, &format!("the answer {text:?}"), |t| t == text)
+        .await;
+}
+
+/// What the demo agent said after fetching the file of message `event` in `room`.
+async fn fetch(env: &Env, room: &matrix_sdk::room::Room, event: &str) -> String {
+    let json = format!(r#"{{"event_id": "{event}"}}"#);
+    call(env, room, "fetch_attachment", &json).await
+}
+
+/// Waits for the file named `name` the agent posted in `room`.
+async fn agent_file(env: &Env, room: &matrix_sdk::room::Room, name: &str) -> support::person::Seen {
+    wait_until(PATIENCE, &format!("the posted file {name}"), || {
+        (env.alice.messages_from(room, &env.agent).into_iter())
+            .find(|m| m.media.as_ref().is_some_and(|(_, n, _)| n == name))
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_reads_searches_and_lists_its_room_over_stdio() {
     let env = Env::start(SynapseOptions::default(), "").await;
@@ -36,13 +58,7 @@ async fn the_agent_reads_searches_and_lists_its_room_over_stdio() {
             && servers.contains("mcp-stdio env=SIDEKICKS_MCP_ADDRESS,SIDEKICKS_MCP_TOKEN"),
         "an agent that does not take HTTP gets the room tools over stdio: {servers}"
     );
-    env.alice
-        .send(&room, "%say Deploy on Friday? It is agreed.")
-        .await;
-    env.reply_where(&room, "the answer", |t| {
-        t == "Deploy on Friday? It is agreed."
-    })
-    .await;
+    said(&env, &room, "Deploy on Friday? It is agreed.").await;
 
     let recent = call(&env, &room, "recent_messages", r#"{"limit": 3}"#).await;
     let lines: Vec<&str> = recent.lines().skip(1).collect();
@@ -77,7 +93,10 @@ async fn the_agent_reads_searches_and_lists_its_room_over_stdio() {
     // The search itself is the newest message, and it names the words.
     assert_eq!(none.lines().count(), 2, "{none}");
 
-    assert!(!support::has_token(&env.gw.log()), "the session's token reached the log");
+    assert!(
+        !support::has_token(&env.gw.log()),
+        "the session's token reached the log"
+    );
     let members = call(&env, &room, "list_members", "{}").await;
     assert!(
         members.contains(&env.alice.user_id) && members.contains(&env.agent),
@@ -111,13 +130,7 @@ async fn the_agent_fetches_a_file_people_sent_and_posts_one_back_over_http() {
     env.reply_where(&room, "the answer to the file", |t| t == "noted")
         .await;
 
-    let fetched = call(
-        &env,
-        &room,
-        "fetch_attachment",
-        &format!(r#"{{"event_id": "{sent}"}}"#),
-    )
-    .await;
+    let fetched = fetch(&env, &room, &sent).await;
     let path = fetched
         .lines()
         .find_map(|l| l.strip_prefix("Saved to "))
@@ -137,14 +150,7 @@ async fn the_agent_fetches_a_file_people_sent_and_posts_one_back_over_http() {
     )
     .await;
     assert!(posted.contains("Posted chart.txt as $"), "{posted}");
-    let file = wait_until(PATIENCE, "the posted file", || {
-        (env.alice.messages_from(&room, &env.agent).into_iter()).find(|m| {
-            m.media
-                .as_ref()
-                .is_some_and(|(_, name, _)| name == "chart.txt")
-        })
-    })
-    .await;
+    let file = agent_file(&env, &room, "chart.txt").await;
     assert_eq!(file.body, "Here is the chart");
     let (_, _, source) = file.media.clone().unwrap();
     assert_eq!(env.alice.download(&source).await, b"the chart");
@@ -181,17 +187,9 @@ async fn a_room_tool_reaches_only_its_own_room() {
         .await;
     env.reply_where(&elsewhere, "the answer in the other room", |t| t == "kept")
         .await;
-    env.alice.send(&here, "%say only here").await;
-    env.reply_where(&here, "the answer here", |t| t == "only here")
-        .await;
+    said(&env, &here, "only here").await;
 
-    let refused = call(
-        &env,
-        &here,
-        "fetch_attachment",
-        &format!(r#"{{"event_id": "{secret}"}}"#),
-    )
-    .await;
+    let refused = fetch(&env, &here, &secret).await;
     assert!(
         refused.starts_with("mcp-call fetch_attachment failed:")
             && refused.contains("is not a message of this room"),
@@ -214,13 +212,7 @@ async fn in_a_thread_the_tools_read_that_thread_and_post_into_it() {
     let root = env.alice.send(&room, "%say first topic").await;
     env.reply_where(&room, "the root's answer", |t| t == "first topic")
         .await;
-    env.alice
-        .send(&room, "%say elsewhere in the main timeline")
-        .await;
-    env.reply_where(&room, "the main answer", |t| {
-        t == "elsewhere in the main timeline"
-    })
-    .await;
+    said(&env, &room, "elsewhere in the main timeline").await;
     env.alice.send_in_thread(&room, &root, "%say apple").await;
     env.reply_where(&room, "the thread's answer", |t| t == "apple")
         .await;
@@ -258,14 +250,7 @@ async fn in_a_thread_the_tools_read_that_thread_and_post_into_it() {
             r#"%mcp-call sidekicks post_file {"path": "note.txt"}"#,
         )
         .await;
-    let file = wait_until(PATIENCE, "the posted file", || {
-        (env.alice.messages_from(&room, &env.agent).into_iter()).find(|m| {
-            m.media
-                .as_ref()
-                .is_some_and(|(_, name, _)| name == "note.txt")
-        })
-    })
-    .await;
+    let file = agent_file(&env, &room, "note.txt").await;
     assert_eq!(
         file.thread.as_deref(),
         Some(root.as_str()),

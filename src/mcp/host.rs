@@ -31,6 +31,8 @@ use crate::model::agent::{McpServerSpec, SessionTools};
 
 /// How long a stdio command may take to send its token.
 const TOKEN_WAIT: Duration = Duration::from_secs(10);
+/// How long to wait after a failed accept before the next.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// The longest first line a stdio command may send (a token is 64 characters).
 const TOKEN_LINE_MAX: u64 = 256;
 
@@ -169,17 +171,7 @@ fn opened(inner: &Weak<Inner>, token: &str) -> Option<Arc<Opened>> {
 
 /// Takes HTTP connections until the host is gone.
 async fn serve_http(listener: TcpListener, inner: Weak<Inner>, stopped: CancellationToken) {
-    loop {
-        let stream = tokio::select! {
-            _ = stopped.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "room tools: could not accept an HTTP connection");
-                    continue;
-                }
-            },
-        };
+    while let Some(stream) = next_connection(&listener, &stopped, "http").await {
         let inner = inner.clone();
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let inner = inner.clone();
@@ -196,6 +188,27 @@ async fn serve_http(listener: TcpListener, inner: Weak<Inner>, stopped: Cancella
                 },
             }
         });
+    }
+}
+
+/// The next connection to `listener`, or `None` once the host is gone. A failed accept
+/// (too many open files) is logged and tried again after a pause.
+async fn next_connection(
+    listener: &TcpListener,
+    stopped: &CancellationToken,
+    what: &str,
+) -> Option<TcpStream> {
+    loop {
+        tokio::select! {
+            _ = stopped.cancelled() => return None,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => return Some(stream),
+                Err(e) => {
+                    tracing::warn!(error = %e, what, "room tools: could not accept a connection");
+                    tokio::time::sleep(ACCEPT_PAUSE).await;
+                }
+            },
+        }
     }
 }
 
@@ -219,17 +232,7 @@ async fn route(
 
 /// Takes connections of stdio commands until the host is gone.
 async fn serve_bridge(listener: TcpListener, inner: Weak<Inner>, stopped: CancellationToken) {
-    loop {
-        let stream = tokio::select! {
-            _ = stopped.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "room tools: could not accept a stdio connection");
-                    continue;
-                }
-            },
-        };
+    while let Some(stream) = next_connection(&listener, &stopped, "stdio").await {
         tokio::spawn(serve_bridged(stream, inner.clone()));
     }
 }
