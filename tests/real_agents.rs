@@ -196,11 +196,13 @@ async fn codex_answers_and_runs_a_command_allowed_from_a_poll() {
     run_allowed(&env, &room, "codex").await;
     // The card shows what the command printed, not Codex's record of the run, nor its
     // approval prompt (the `codex` dialect).
+    // The card's last edit may land after the answer.
+    let card = wait_until(PATIENCE, "the command's card", || {
+        (env.texts_from(&room, &env.agent).into_iter())
+            .find(|t| t.starts_with("✅ 💻 echo made-by-codex"))
+    })
+    .await;
     let texts = env.texts_from(&room, &env.agent);
-    let card = texts
-        .iter()
-        .find(|t| t.starts_with("✅ 💻 echo made-by-codex"))
-        .expect("the command's card");
     assert_eq!(card.lines().last(), Some("done"), "{card}");
     let leaked = |t: &&String| t.contains("\"call_id\"") || t.contains("Available Decisions");
     assert!(!texts.iter().any(|t| leaked(&t)), "{texts:?}");
