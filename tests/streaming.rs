@@ -193,6 +193,11 @@ async fn the_demo_turn_shows_its_work_and_asks_before_looking() {
         .reply_where(&room, "the permission poll", |t| t.starts_with("🔐"))
         .await;
     assert!(poll.contains("1. ✅ Allow\n2. ❌ Reject\n3. 🛑"), "{poll}");
+    // Only the typed answers this poll takes.
+    assert!(
+        poll.contains("Reply to this message with !allow, !deny or a number."),
+        "{poll}"
+    );
     let poll_id = env
         .alice
         .messages_from(&room, &env.agent)
@@ -208,8 +213,15 @@ async fn the_demo_turn_shows_its_work_and_asks_before_looking() {
         .await;
     assert!(text.contains("> hello there"), "{text}");
     assert!(text.contains("The workspace is empty."), "{text}");
-    env.reply_where(&room, "the plan", |t| t.starts_with("📋 Plan (1/3 done)"))
-        .await;
+    // Every step done once the answer is.
+    env.reply_where(&room, "the plan", |t| {
+        t == "📋 Plan (3/3 done)\n✅ Read the message\n✅ Look at the workspace\n✅ Answer"
+    })
+    .await;
+    assert!(
+        text.contains("Ask me something **slowly**"),
+        "an example people can stop: {text}"
+    );
     env.reply_where(&room, "the listing's card", |t| {
         t.starts_with("✅ 💻 bash: ls · completed")
     })
@@ -218,6 +230,47 @@ async fn the_demo_turn_shows_its_work_and_asks_before_looking() {
         t.starts_with("💭 Thought for")
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_answers_slowly_when_asked_so_people_can_try_stopping_it() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "Tell me slowly, please").await;
+    let poll = env
+        .reply_where(&room, "the permission poll", |t| t.starts_with("🔐"))
+        .await;
+    let poll_id = (env.alice.messages_from(&room, &env.agent).into_iter())
+        .find(|m| m.body == poll || m.body.starts_with("🔐"))
+        .unwrap()
+        .event_id;
+    env.alice.react(&room, &poll_id, "✅").await;
+    let answer = wait_until(PATIENCE, "the slow answer to start", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .filter(|m| m.replaces.is_none())
+            .find(|m| {
+                env.alice
+                    .current_text(&m.event_id)
+                    .is_some_and(|t| t.starts_with("## Hello"))
+            })
+            .map(|m| m.event_id)
+    })
+    .await;
+    // Still going five seconds later: there is time to stop it.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let so_far = env.alice.current_text(&answer).unwrap();
+    assert!(
+        !so_far.contains("| gateway |"),
+        "not finished yet: {so_far}"
+    );
+    env.alice.react(&room, &answer, "🛑").await;
+    let stopped = wait_until(PATIENCE, "the answer to say it was stopped", || {
+        env.alice
+            .current_text(&answer)
+            .filter(|t| t.contains("Stopped by"))
+    })
+    .await;
+    assert!(!stopped.contains("| gateway |"), "{stopped}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

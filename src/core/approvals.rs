@@ -178,6 +178,7 @@ impl Approvals {
             agent: &ctx.display_name,
             tool: &tool,
             choices: &choices,
+            typed: &poll::typed_answers(&choices),
             prefix: &ctx.command_prefix,
             timeout: ctx.permissions.timeout,
         };

@@ -113,6 +113,29 @@ pub fn pick<'a>(choices: &'a [Choice], reply: &Reply) -> Option<&'a Choice> {
     }
 }
 
+/// The typed answers (`allow`, `always`, `deny`, `reject`) that pick a choice of `choices`,
+/// for the poll to list: none that the agent's options leave without a choice, and none
+/// that picks the same choice as one listed before it (`reject` where only `deny` refuses).
+pub fn typed_answers(choices: &[Choice]) -> Vec<&'static str> {
+    let words = [
+        ("allow", Reply::Allow),
+        ("always", Reply::Always),
+        ("deny", Reply::Deny),
+        ("reject", Reply::Reject),
+    ];
+    let mut picked: Vec<usize> = Vec::new();
+    let mut listed = Vec::new();
+    for (word, reply) in words {
+        if let Some(choice) = pick(choices, &reply)
+            && !picked.contains(&choice.number)
+        {
+            picked.push(choice.number);
+            listed.push(word);
+        }
+    }
+    listed
+}
+
 /// The choice a reaction key stands for, ignoring emoji presentation selectors.
 pub fn by_reaction<'a>(choices: &'a [Choice], key: &str) -> Option<&'a Choice> {
     let key = normalise(key);
@@ -233,6 +256,24 @@ mod tests {
     }
 
     #[test]
+    fn a_poll_lists_only_the_typed_answers_its_options_take() {
+        let all = choices(&crate::core::fakes::usual_options(), "Stop");
+        assert_eq!(typed_answers(&all), ["allow", "always", "deny", "reject"]);
+        let once = choices(
+            &[
+                option("yes", PermissionKind::AllowOnce),
+                option("no", PermissionKind::RejectOnce),
+            ],
+            "Stop",
+        );
+        // `reject` would pick the same refusal as `deny`.
+        assert_eq!(typed_answers(&once), ["allow", "deny"]);
+        let never = choices(&[option("never", PermissionKind::RejectAlways)], "Stop");
+        assert_eq!(typed_answers(&never), ["deny"]);
+        assert!(typed_answers(&[]).is_empty());
+    }
+
+    #[test]
     fn parse_reply_table() {
         let table: &[(&str, Option<Reply>)] = &[
             ("2", Some(Reply::Number(2))),
@@ -284,6 +325,7 @@ mod tests {
             agent: "Demo",
             tool: &tool,
             choices: &c,
+            typed: &typed_answers(&c),
             prefix: "!",
             timeout: Duration::from_secs(600),
         });
@@ -297,7 +339,13 @@ mod tests {
         assert!(lines.contains(&"1. ✅ Allow"));
         assert!(lines.contains(&"4. ❌ Never allow bash in this session"));
         assert!(lines.contains(&"5. 🛑 Stop the agent"));
-        assert!(m.body.contains("!allow"));
+        assert!(
+            m.body.contains(
+                "Reply to this message with !allow, !always, !deny, !reject or a number."
+            ),
+            "{}",
+            m.body
+        );
         assert!(m.body.contains("refused after 10 min."), "{}", m.body);
         let settled = poll_settled(
             "Demo",

@@ -197,7 +197,7 @@ impl Turn {
                     let (input, output) = (num(0), num(0));
                     *self.tokens.lock().unwrap() = Some(Usage::new(input + output, input, output));
                 }
-                "plan" => self.plan(arg.split(';').map(str::trim).collect())?,
+                "plan" => self.plan(&arg.split(';').map(str::trim).collect::<Vec<_>>(), 1)?,
                 "usage" => {
                     let (used, size) = (num(0), num(0));
                     let mut rest = arg.split_whitespace().skip(2);
@@ -419,17 +419,18 @@ impl Turn {
         Ok(StopReason::EndTurn)
     }
 
-    fn plan(&self, entries: Vec<&str>) -> Result<(), agent_client_protocol::Error> {
+    /// A plan of `entries` whose first `done` are completed, the rest pending.
+    fn plan(&self, entries: &[&str], done: usize) -> Result<(), agent_client_protocol::Error> {
         let entries = entries
-            .into_iter()
+            .iter()
             .enumerate()
             .map(|(i, e)| {
-                let status = if i == 0 {
+                let status = if i < done {
                     PlanEntryStatus::Completed
                 } else {
                     PlanEntryStatus::Pending
                 };
-                PlanEntry::new(e, PlanEntryPriority::Medium, status)
+                PlanEntry::new(*e, PlanEntryPriority::Medium, status)
             })
             .collect();
         self.update(SessionUpdate::Plan(Plan::new(entries)))
@@ -540,7 +541,8 @@ impl Turn {
     /// The turn a person trying the demo sees.
     async fn demo(&self, text: &str) -> TurnResult {
         self.think("Reading the request and planning a short answer.")?;
-        self.plan(vec!["Read the message", "Look at the workspace", "Answer"])?;
+        let steps = ["Read the message", "Look at the workspace", "Answer"];
+        self.plan(&steps, 1)?;
         let id = self.tool_id();
         let call = execute(&id, "bash: ls");
         self.update(SessionUpdate::ToolCall(call.clone()))?;
@@ -590,24 +592,32 @@ impl Turn {
             )?;
             "You did not let me list the workspace, so I will not look.".to_owned()
         };
+        self.plan(&steps, 2)?;
+        // Asked to take its time, it answers a word every half second: long enough to try
+        // stopping it.
+        let slowly = text.to_lowercase().contains("slowly");
+        let (pause, words_per_chunk) = if slowly { (500, 1) } else { (80, 4) };
         let quoted: String = text.lines().map(|l| format!("> {l}\n")).collect();
         let answer = format!(
             "## Hello from the demo agent\n\nYou wrote:\n\n{quoted}\n{listing}\n\n\
              This answer is **streamed**: it arrives in pieces, and Sidekicks edits one Matrix \
              message as they come. Things to try:\n\n\
              1. Send a long message and watch the edits.\n\
-             2. Write `!stop` (or react 🛑 to this message) while I answer.\n\
+             2. Ask me something **slowly** (any message with that word): I answer one word \
+             every half second, so you can stop me with `!stop` or by reacting 🛑 to my \
+             answer.\n\
              3. Write `%echo` to get your prompt back exactly.\n\n\
              ```rust\nfn main() {{\n    println!(\"streamed through ACP\");\n}}\n```\n\n\
              | part | speaks |\n|---|---|\n| gateway | Matrix + ACP |\n| me | ACP over stdio |\n"
         );
         let words: Vec<&str> = answer.split_inclusive(' ').collect();
-        for chunk in words.chunks(4) {
-            if self.pause(80).await {
+        for chunk in words.chunks(words_per_chunk) {
+            if self.pause(pause).await {
                 return Ok(StopReason::Cancelled);
             }
             self.say(&chunk.concat())?;
         }
+        self.plan(&steps, steps.len())?;
         Ok(StopReason::EndTurn)
     }
 }

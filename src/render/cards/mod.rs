@@ -574,6 +574,9 @@ pub struct PollView<'a> {
     pub tool: &'a ToolCallFields,
     /// The choices, in order.
     pub choices: &'a [Choice],
+    /// The typed answers that pick a choice of this poll (`allow`, `always`, …), listed
+    /// for clients without reactions.
+    pub typed: &'a [&'static str],
     /// The chat command prefix, for the typed answers.
     pub prefix: &'a str,
     /// How long before it expires.
@@ -601,11 +604,15 @@ pub fn poll(view: &PollView<'_>) -> OutMessage {
     for c in view.choices {
         out.line(&format!("{}. {} {}", c.number, c.emoji, c.label), false);
     }
-    let p = view.prefix;
+    let words: Vec<String> = (view.typed.iter())
+        .map(|w| format!("{}{w}", view.prefix))
+        .chain(["a number".to_owned()])
+        .collect();
     out.line(
         &format!(
-            "No reactions in your client? Reply to this message with {p}allow, {p}always, \
-             {p}deny, {p}reject or a number. Unanswered, it is refused after {}.",
+            "No reactions in your client? Reply to this message with {}. Unanswered, it is \
+             refused after {}.",
+            strings::either(&words),
             strings::duration(view.timeout)
         ),
         false,

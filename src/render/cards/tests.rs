@@ -70,6 +70,7 @@ fn poll_of(tool: &ToolCallFields) -> OutMessage {
         agent: "Demo",
         tool,
         choices: &[],
+        typed: &[],
         prefix: "!",
         timeout: Duration::from_secs(60),
     })

@@ -135,6 +135,15 @@ pub fn agent_broke_protocol(agent: &str, reason: &str) -> String {
     )
 }
 
+/// `items` as a list read aloud: "a", "a or b", "a, b or c".
+pub fn either(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 /// A duration as people read it: `45 s`, `3 min`, `2 min 5 s`.
 pub fn duration(d: std::time::Duration) -> String {
     let s = d.as_secs();
