@@ -65,11 +65,12 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Run { config } => {
-            sidekicks::app::init_tracing();
+            sidekicks::app::init_tracing(sidekicks::app::RUN_LOG_LEVELS);
             sidekicks::app::run_from_file(&config).await
         }
         Cmd::Check { config } => {
-            sidekicks::app::init_tracing();
+            // Log lines stay out of the report: on stderr, warnings and errors only.
+            sidekicks::app::init_tracing(sidekicks::app::CHECK_LOG_LEVELS);
             sidekicks::app::check_from_file(&config).await
         }
         Cmd::DemoAgent {

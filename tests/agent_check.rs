@@ -249,3 +249,57 @@ fn check_says_whether_an_agent_is_signed_in_and_how_to_sign_it_in() {
     let stdout = String::from_utf8_lossy(&check(&signed).stdout).into_owned();
     assert!(stdout.contains("signed in: yes"), "{stdout}");
 }
+
+#[test]
+fn check_needs_no_matrix_secret_and_keeps_log_lines_out_of_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let text = std::fs::read_to_string(&cfg).unwrap().replace(
+        "password = \"unused\"",
+        "password_env = \"SIDEKICKS_CHECK_TEST_UNSET_PASSWORD\"",
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = Command::new(binary())
+        .args(["check", "--config"])
+        .arg(&cfg)
+        .env_remove("SIDEKICKS_CHECK_TEST_UNSET_PASSWORD")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("note: agents[0].matrix:")
+            && stdout.contains("SIDEKICKS_CHECK_TEST_UNSET_PASSWORD")
+            && stdout.contains("(needed to run, not to check)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("session/new: ok"), "{stdout}");
+    for level in [" INFO ", " WARN ", " DEBUG "] {
+        assert!(
+            !stdout.contains(level),
+            "a log line in the report: {stdout}"
+        );
+    }
+    assert!(
+        !stderr.contains(" INFO "),
+        "only warnings and errors are logged: {stderr}"
+    );
+
+    // Running still needs it.
+    let run = Command::new(binary())
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env_remove("SIDEKICKS_CHECK_TEST_UNSET_PASSWORD")
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("SIDEKICKS_CHECK_TEST_UNSET_PASSWORD"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

@@ -15,10 +15,14 @@ use crate::model::agent::{AgentEvent, Reopen};
 /// `sidekicks check`: validates the config, starts each agent, opens a session and prints
 /// what the agent advertises. Does not touch Matrix.
 pub async fn check_from_file(path: &Path) -> Result<()> {
-    let config = Config::load(path)?;
+    let (config, unread_secrets) = Config::load_for_check(path)?;
     println!("config {}: valid", path.display());
     for warning in config.warnings() {
         println!("warning: {warning}");
+    }
+    // Running needs them; checking does not touch Matrix.
+    for secret in unread_secrets {
+        println!("note: {secret} (needed to run, not to check)");
     }
     let mut failed = 0;
     let mut probe = Probe::default();

@@ -34,11 +34,16 @@ mod isolation;
 
 pub use check::check_from_file;
 
-/// Sets up logging to stderr; `RUST_LOG` overrides the default levels.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        "info,matrix_sdk=warn,matrix_sdk::http_client=off,matrix_sdk_base=warn,matrix_sdk_crypto=error,matrix_sdk_sqlite=warn,sqlx=warn,rmcp=warn".into()
-    });
+/// The log levels of `run`: what the gateway does, and only warnings of the libraries.
+pub const RUN_LOG_LEVELS: &str = "info,matrix_sdk=warn,matrix_sdk::http_client=off,matrix_sdk_base=warn,matrix_sdk_crypto=error,matrix_sdk_sqlite=warn,sqlx=warn,rmcp=warn";
+/// The log levels of `check`, whose report is what matters: warnings and errors only.
+pub const CHECK_LOG_LEVELS: &str = "warn,matrix_sdk::http_client=off";
+
+/// Sets up logging to stderr at `levels` (`RUN_LOG_LEVELS`, `CHECK_LOG_LEVELS`); `RUST_LOG`
+/// overrides them.
+pub fn init_tracing(levels: &str) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| levels.into());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

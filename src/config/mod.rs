@@ -48,6 +48,9 @@ pub struct Problem {
     pub key: String,
     /// What is wrong, in words a person can act on.
     pub problem: String,
+    /// Whether it is a Matrix secret (a password, the store passphrase) that cannot be read:
+    /// running needs it, `sidekicks check` (which does not touch Matrix) does not.
+    pub matrix_secret: bool,
 }
 
 impl std::fmt::Display for Problem {
@@ -700,6 +703,28 @@ impl Config {
     /// Parses and validates config text; `path` is only used in messages and to resolve
     /// relative folders.
     pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let (config, _) = Self::parse(text, path, true)?;
+        Ok(config)
+    }
+
+    /// Reads, parses and validates a config file for `sidekicks check`, which does not
+    /// touch Matrix: a Matrix secret that cannot be read is returned beside the config
+    /// instead of making it invalid.
+    pub fn load_for_check(path: &Path) -> Result<(Self, Vec<Problem>), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text, path, false)
+    }
+
+    /// Parses and validates config text; with `matrix_secrets` false, the Matrix secrets
+    /// that cannot be read are returned apart, not counted as problems.
+    fn parse(
+        text: &str,
+        path: &Path,
+        matrix_secrets: bool,
+    ) -> Result<(Self, Vec<Problem>), ConfigError> {
         let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
             message: e.to_string(),
@@ -707,9 +732,10 @@ impl Config {
         let base = path.parent().unwrap_or(Path::new("."));
         config.resolve_relative(base);
         config.source = Some(base.join(path.file_name().unwrap_or_default()));
-        let problems = config.problems();
+        let (set_aside, problems): (Vec<Problem>, Vec<Problem>) =
+            (config.problems().into_iter()).partition(|p| p.matrix_secret && !matrix_secrets);
         if problems.is_empty() {
-            Ok(config)
+            Ok((config, set_aside))
         } else {
             Err(ConfigError::Invalid {
                 path: path.to_owned(),

@@ -6,7 +6,14 @@ impl Config {
     /// Every problem in the config; empty when it is usable.
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
-        let mut bad = |key: String, problem: String| out.push(Problem { key, problem });
+        let mut secrets = Vec::new();
+        let mut bad = |key: String, problem: String| {
+            out.push(Problem {
+                key,
+                problem,
+                matrix_secret: false,
+            })
+        };
 
         let hs = self.matrix.homeserver.trim();
         if !(hs.starts_with("http://") || hs.starts_with("https://")) {
@@ -22,7 +29,7 @@ impl Config {
                 "give at most one of store_passphrase_env, store_passphrase_file".into(),
             );
         } else if let Err(e) = self.matrix.store_passphrase() {
-            bad("matrix.store_passphrase".into(), e);
+            secrets.push(("matrix.store_passphrase".to_owned(), e));
         }
         if self.access.allowed_users.is_empty() {
             bad(
@@ -297,7 +304,7 @@ impl Config {
                     "give exactly one of password, password_env, password_file".into(),
                 );
             } else if let Err(e) = a.matrix.password() {
-                bad(k("matrix"), e);
+                secrets.push((k("matrix"), e));
             }
             if let Some(file) = &a.matrix.recovery_key_file
                 && !file.parent().is_some_and(Path::is_dir)
@@ -308,6 +315,11 @@ impl Config {
                 );
             }
         }
+        out.extend(secrets.into_iter().map(|(key, problem)| Problem {
+            key,
+            problem,
+            matrix_secret: true,
+        }));
         out
     }
 }
