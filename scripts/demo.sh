@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Brings up a complete local Sidekicks: a Synapse homeserver on 127.0.0.1 (installed from
 # PyPI into a cached virtualenv), an account for you, and the gateway running the demo agent
-# as its own Matrix user. Prints how to log in, then runs until Ctrl-C.
+# as its own Matrix user. Prints how to log in, then runs until Ctrl-C (or SIGTERM), and
+# stops everything it started when it ends.
 #
-# Everything lives in .demo/ (override with SIDEKICKS_DEMO_DIR); run it again to reuse it.
+# Everything lives in .demo/; run it again to reuse it. Settings, from the environment:
+#   SIDEKICKS_DEMO_DIR      where its state lives (default: .demo in the repository)
+#   SIDEKICKS_DEMO_PORT     Synapse's port on 127.0.0.1 (default: 8008)
+#   SIDEKICKS_SYNAPSE_VENV  the virtualenv Synapse is installed in (default:
+#                           ~/.cache/sidekicks/synapse-venv, shared with the tests)
+#   SIDEKICKS_BIN           a sidekicks binary to run instead of building one
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,9 +27,18 @@ if [ ! -e "$VENV/.sidekicks-installed" ]; then
     touch "$VENV/.sidekicks-installed"
 fi
 
-say "Building Sidekicks…"
-(cd "$ROOT" && cargo build --quiet --bin sidekicks)
-BIN="$ROOT/target/debug/sidekicks"
+if [ -n "${SIDEKICKS_BIN:-}" ]; then
+    BIN=$SIDEKICKS_BIN
+else
+    if [ ! -x "$ROOT/target/debug/sidekicks" ]; then
+        say "Building Sidekicks (the first build takes about 4 minutes on 2 cores)…"
+    else
+        say "Building Sidekicks…"
+    fi
+    # Cargo shows its progress on a terminal.
+    (cd "$ROOT" && cargo build --bin sidekicks)
+    BIN="$ROOT/target/debug/sidekicks"
+fi
 
 mkdir -p "$DEMO/synapse" "$DEMO/workspace"
 if [ ! -e "$DEMO/credentials" ]; then
@@ -48,7 +63,23 @@ echo "rc_message: {per_second: 5, burst_count: 50}" >> "$DEMO/synapse/homeserver
 say "Starting Synapse on $HS…"
 "$VENV/bin/python" -m synapse.app.homeserver -c "$DEMO/synapse/homeserver.yaml" > "$DEMO/synapse/synapse.log" 2>&1 &
 SYNAPSE_PID=$!
-trap 'kill $SYNAPSE_PID 2>/dev/null || true' EXIT
+GATEWAY_PID=
+# Whatever ends the script (Ctrl-C, SIGTERM, an error) stops what it started: the gateway
+# first (it marks a turn it cuts), then Synapse, each given a few seconds.
+stop_all() {
+    trap - EXIT INT TERM
+    for pid in $GATEWAY_PID $SYNAPSE_PID; do
+        kill -TERM "$pid" 2>/dev/null || continue
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+}
+trap stop_all EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 for _ in $(seq 1 100); do
     if python3 -c "import urllib.request; urllib.request.urlopen('$HS/_matrix/client/versions')" 2>/dev/null; then break; fi
     kill -0 $SYNAPSE_PID 2>/dev/null || { tail -20 "$DEMO/synapse/synapse.log"; exit 1; }
@@ -95,8 +126,13 @@ cat >&2 <<INFO
     password:    $YOUR_PASSWORD
 
   Then start a chat with @demo:localhost (or create a room and invite it) and say hello.
-  Try "!help", "!stop" or a 🛑 reaction while it answers, and "%echo hi" for an exact echo.
+  Try "!help"; ask something "slowly" and stop it with "!stop" or a 🛑 reaction; "%echo hi"
+  gets your words back exactly.
   Gateway state: $DEMO/state   Synapse log: $DEMO/synapse/synapse.log   Stop: Ctrl-C
 
 INFO
-SIDEKICKS_DEMO_AGENT_PASSWORD=$AGENT_PASSWORD "$BIN" run --config "$DEMO/sidekicks.toml"
+# In the background, so a signal to this script reaches its trap at once (bash runs traps
+# only between commands, and `wait` is one that a signal interrupts).
+SIDEKICKS_DEMO_AGENT_PASSWORD=$AGENT_PASSWORD "$BIN" run --config "$DEMO/sidekicks.toml" &
+GATEWAY_PID=$!
+wait "$GATEWAY_PID"
