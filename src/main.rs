@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use sidekicks::app::LogFormat;
 use sidekicks::model::media::PromptSupport;
 
 /// Brings ACP coding agents into Matrix rooms.
@@ -20,6 +21,9 @@ enum Cmd {
         /// The TOML config file.
         #[arg(long, short)]
         config: PathBuf,
+        /// How log lines are written to stderr.
+        #[arg(long, value_enum, default_value_t)]
+        log_format: LogFormat,
     },
     /// Validate the config, start each agent, open a session and print what it advertises.
     /// Does not touch Matrix.
@@ -27,6 +31,9 @@ enum Cmd {
         /// The TOML config file.
         #[arg(long, short)]
         config: PathBuf,
+        /// How log lines are written to stderr.
+        #[arg(long, value_enum, default_value_t)]
+        log_format: LogFormat,
     },
     /// Run the built-in demo agent on stdin/stdout (an ACP agent that needs no API key).
     DemoAgent {
@@ -64,13 +71,13 @@ enum Cmd {
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Run { config } => {
-            sidekicks::app::init_tracing(sidekicks::app::RUN_LOG_LEVELS);
+        Cmd::Run { config, log_format } => {
+            sidekicks::app::init_tracing(sidekicks::app::RUN_LOG_LEVELS, log_format);
             sidekicks::app::run_from_file(&config).await
         }
-        Cmd::Check { config } => {
+        Cmd::Check { config, log_format } => {
             // Log lines stay out of the report: on stderr, warnings and errors only.
-            sidekicks::app::init_tracing(sidekicks::app::CHECK_LOG_LEVELS);
+            sidekicks::app::init_tracing(sidekicks::app::CHECK_LOG_LEVELS, log_format);
             sidekicks::app::check_from_file(&config).await
         }
         Cmd::DemoAgent {

@@ -303,3 +303,33 @@ fn check_needs_no_matrix_secret_and_keeps_log_lines_out_of_its_report() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+#[test]
+fn log_lines_can_be_json_for_a_log_collector() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    // No homeserver there: the gateway logs its retries, a line each.
+    let cfg = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let mut gateway = Command::new(binary())
+        .args(["run", "--log-format", "json", "--config"])
+        .arg(&cfg)
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(gateway.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    gateway.kill().unwrap();
+    gateway.wait().unwrap();
+    let parsed: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert_eq!(parsed["level"], "WARN", "{line}");
+    assert_eq!(parsed["target"], "sidekicks::matrix::client", "{line}");
+    assert_eq!(
+        parsed["fields"]["message"], "homeserver unreachable; retrying login",
+        "{line}"
+    );
+    assert_eq!(parsed["fields"]["user"], "@demo:localhost", "{line}");
+}

@@ -70,7 +70,9 @@ fn a_signal_to_the_demo_script_stops_everything_it_started() {
     assert!(log().contains(&format!("homeserver:  http://127.0.0.1:{port}")));
     let before = started_in(dir.path());
     assert!(
-        before.iter().any(|(_, c)| c.contains("synapse.app.homeserver"))
+        before
+            .iter()
+            .any(|(_, c)| c.contains("synapse.app.homeserver"))
             && before.iter().any(|(_, c)| c.contains(" run --config ")),
         "Synapse and the gateway run: {before:#?}"
     );
@@ -81,7 +83,9 @@ fn a_signal_to_the_demo_script_stops_everything_it_started() {
         script.try_wait().unwrap().is_some()
     });
     assert!(ended, "the script did not end:\n{}", log());
-    let gone = wait_for(Duration::from_secs(10), || started_in(dir.path()).is_empty());
+    let gone = wait_for(Duration::from_secs(10), || {
+        started_in(dir.path()).is_empty()
+    });
     assert!(
         gone,
         "left running: {:#?}\n{}",

@@ -39,11 +39,30 @@ pub const RUN_LOG_LEVELS: &str = "info,matrix_sdk=warn,matrix_sdk::http_client=o
 /// The log levels of `check`, whose report is what matters: warnings and errors only.
 pub const CHECK_LOG_LEVELS: &str = "warn,matrix_sdk::http_client=off";
 
-/// Sets up logging to stderr at `levels` (`RUN_LOG_LEVELS`, `CHECK_LOG_LEVELS`); `RUST_LOG`
-/// overrides them.
-pub fn init_tracing(levels: &str) {
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line of text per event, for people.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `target`, `fields`), for log
+    /// collectors.
+    Json,
+}
+
+/// Sets up logging to stderr at `levels` (`RUN_LOG_LEVELS`, `CHECK_LOG_LEVELS`) in `format`;
+/// `RUST_LOG` overrides the levels.
+pub fn init_tracing(levels: &str, format: LogFormat) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| levels.into());
+    if format == LogFormat::Json {
+        let _ = tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init();
+        return;
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
