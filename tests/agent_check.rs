@@ -333,3 +333,34 @@ fn log_lines_can_be_json_for_a_log_collector() {
     );
     assert_eq!(parsed["fields"]["user"], "@demo:localhost", "{line}");
 }
+
+#[test]
+fn a_relative_config_path_and_an_agent_that_dies_at_start_are_reported_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    // The config named relative to the folder check runs in: `workspace = "ws"` is still
+    // the folder beside it.
+    config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let out = Command::new(binary())
+        .args(["check", "--config", "sidekicks.toml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("session/new: ok"), "{stdout}");
+
+    // An agent that dies before it answers: its last words on stderr are in the report.
+    let cfg = config(
+        dir.path(),
+        "/bin/sh",
+        r#"["-c", "echo no API key for this agent >&2; exit 3"]"#,
+    );
+    let out = check(&cfg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success());
+    assert!(
+        stdout
+            .contains("FAILED: the agent process stopped (exit code 3: no API key for this agent)"),
+        "{stdout}"
+    );
+}

@@ -157,6 +157,17 @@ impl AcpAgent {
             .await
         {
             Ok(response) => response,
+            // An agent that dies before it answers usually said why on stderr.
+            Err(AgentError::Exited { status }) => {
+                agent.shutdown().await;
+                let tail = agent.stderr.last(5);
+                let said = tail.lines().rev().find(|l| !l.trim().is_empty());
+                let status = match said {
+                    Some(line) => format!("{status}: {}", line.trim()),
+                    None => status,
+                };
+                return Err(AgentError::Exited { status });
+            }
             Err(e) => {
                 agent.shutdown().await;
                 return Err(e);
@@ -235,8 +246,10 @@ impl AcpAgent {
             // The SDK refuses an answer in another protocol version before we see it; its
             // error names the version the agent spoke.
             Err(e)
-                if let Some(version) =
-                    e.data.as_ref().and_then(|d| spoken_version(&d.to_string())) =>
+                if let Some(version) = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| events::spoken_version(&d.to_string())) =>
             {
                 Err(AgentError::UnsupportedVersion(version))
             }
@@ -290,19 +303,6 @@ impl AcpAgent {
             Err(_) => Err(self.gone().await),
         }
     }
-}
-
-/// The protocol version named in the SDK's version-mismatch error, if that is what it is.
-fn spoken_version(data: &str) -> Option<u16> {
-    ["unsupported ACP protocol version ", "but peer negotiated "]
-        .iter()
-        .find_map(|marker| data.split_once(marker))
-        .and_then(|(_, rest)| {
-            rest.split(|c: char| !c.is_ascii_digit())
-                .next()?
-                .parse()
-                .ok()
-        })
 }
 
 fn is_transport_error(e: &agent_client_protocol::Error) -> bool {
@@ -768,27 +768,4 @@ async fn run_connection(
             Ok(())
         })
         .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_spoken_version_is_read_from_the_sdk_error() {
-        let table = [
-            (
-                "unsupported ACP protocol version 7; this endpoint only supports ACP protocol version 1",
-                Some(7),
-            ),
-            (
-                "required ACP protocol version 1 but peer negotiated 2; use a matching implementation",
-                Some(2),
-            ),
-            ("something else", None),
-        ];
-        for (data, expected) in table {
-            assert_eq!(spoken_version(data), expected, "{data}");
-        }
-    }
 }

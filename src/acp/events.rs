@@ -452,6 +452,19 @@ pub fn permission_request(
     })
 }
 
+/// The protocol version named in the SDK's version-mismatch error, if that is what it is.
+pub fn spoken_version(data: &str) -> Option<u16> {
+    ["unsupported ACP protocol version ", "but peer negotiated "]
+        .iter()
+        .find_map(|marker| data.split_once(marker))
+        .and_then(|(_, rest)| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,5 +608,23 @@ mod tests {
         let raw =
             serde_json::json!({"sessionId": "s", "update": {"sessionUpdate": "hologram", "x": 1}});
         assert!(serde_json::from_value::<SessionNotification>(raw).is_err());
+    }
+
+    #[test]
+    fn the_spoken_version_is_read_from_the_sdk_error() {
+        let table = [
+            (
+                "unsupported ACP protocol version 7; this endpoint only supports ACP protocol version 1",
+                Some(7),
+            ),
+            (
+                "required ACP protocol version 1 but peer negotiated 2; use a matching implementation",
+                Some(2),
+            ),
+            ("something else", None),
+        ];
+        for (data, expected) in table {
+            assert_eq!(spoken_version(data), expected, "{data}");
+        }
     }
 }

@@ -729,6 +729,9 @@ impl Config {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
+        // Folders are relative to the config file wherever the gateway is started from,
+        // a config given by a relative path included.
+        let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
         let base = path.parent().unwrap_or(Path::new("."));
         config.resolve_relative(base);
         config.source = Some(base.join(path.file_name().unwrap_or_default()));
