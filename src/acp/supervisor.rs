@@ -149,6 +149,7 @@ impl SupervisedAgent {
                     )));
                 }
                 tracing::warn!(agent = %self.spec.agent_id, %status, wait = ?wait, "the agent process had stopped; starting it again");
+                crate::core::metrics::metrics().agent_restarted(&self.spec.agent_id);
                 wait
             }
             _ => {

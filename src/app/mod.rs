@@ -31,6 +31,7 @@ use isolation::{Isolation, Probe, isolation};
 
 mod check;
 mod isolation;
+mod metrics_http;
 
 pub use check::check_from_file;
 
@@ -242,6 +243,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         admins: AccessList::new(config.access.admins()).denying(deny),
     };
     let room_tools = start_room_tools(&config).await;
+    let agent_ids: Vec<String> = started.iter().map(|(a, ..)| a.id.clone()).collect();
     let (handoffs, handed) = mpsc::unbounded_channel();
     let mut contexts = Vec::new();
     let mut users = Vec::new();
@@ -324,6 +326,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     for user in users {
         let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
         tasks.spawn(async move { user.run(gateway, timeline_limit, shutdown).await });
+    }
+    if let Some(listen) = &config.metrics.listen
+        && let Err(e) = metrics_http::serve(listen, agent_ids, helpers.clone()).await
+    {
+        tracing::error!(address = %listen, error = %e, "metrics and health cannot be served");
     }
     tracing::info!(agents = processes.len(), "Sidekicks is running");
     let mut failures = Vec::new();

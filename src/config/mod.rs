@@ -103,6 +103,9 @@ pub struct Config {
     /// Whether agents run in a sandbox that keeps the gateway's secrets out of their reach.
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// Where metrics and health are served for operators.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
     /// The agents this gateway runs; each is its own Matrix user.
     #[serde(default, rename = "agents")]
     pub agents: Vec<AgentConfig>,
@@ -356,6 +359,16 @@ impl Default for TimeoutsConfig {
             quiet_turn_secs: 300,
         }
     }
+}
+
+/// Where metrics and health are served (`docs/operations.md`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// The address `/metrics`, `/health/live` and `/health/ready` are served on, such as
+    /// `127.0.0.1:9464` (unset: not served). Keep it on loopback, or behind a proxy that
+    /// only your monitoring reaches: the metrics name the agents and count their work.
+    pub listen: Option<String>,
 }
 
 /// Agent process pool settings.

@@ -31,6 +31,14 @@ impl Config {
         } else if let Err(e) = self.matrix.store_passphrase() {
             secrets.push(("matrix.store_passphrase".to_owned(), e));
         }
+        if let Some(listen) = &self.metrics.listen
+            && listen.parse::<std::net::SocketAddr>().is_err()
+        {
+            bad(
+                "metrics.listen".into(),
+                format!("`{listen}` is not an address and port, such as 127.0.0.1:9464"),
+            );
+        }
         if self.access.allowed_users.is_empty() {
             bad(
                 "access.allowed_users".into(),

@@ -484,6 +484,16 @@ async fn settle(
     outcome: &PollOutcome,
 ) {
     let content = poll.asks.settled(&ctx.display_name, outcome);
+    let counted = match outcome {
+        PollOutcome::Chosen { refusal: false, .. } => "allowed",
+        PollOutcome::Chosen { refusal: true, .. } => "refused",
+        PollOutcome::Answered { .. } => "answered",
+        PollOutcome::Stopped { .. } | PollOutcome::TurnStopped => "stopped",
+        PollOutcome::Expired { .. } => "expired",
+        PollOutcome::TurnEnded => "turn_ended",
+        PollOutcome::Restarted => "restarted",
+    };
+    crate::core::metrics::metrics().poll_ended(ctx.agent_id.as_str(), counted);
     let delivered = match poll.asks {
         Asks::Permission { reply, .. } => reply
             .send(match settled {

@@ -21,6 +21,7 @@ pub mod gateway;
 pub mod inbound;
 pub mod masking;
 pub mod media;
+pub mod metrics;
 pub mod poll;
 pub mod pool;
 pub mod question;

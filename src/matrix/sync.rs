@@ -24,6 +24,8 @@ use matrix_sdk::ruma::events::room::member::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::core::metrics::metrics;
+
 use super::client::{MatrixAgent, MatrixError};
 use super::errors::is_unknown_token;
 use crate::core::gateway::Gateway;
@@ -74,6 +76,7 @@ impl MatrixAgent {
                 Err(e) if is_unknown_token(&e) => return Err(self.token_rejected()),
                 Err(e) => {
                     failing_since.get_or_insert_with(std::time::Instant::now);
+                    metrics().sync_failed(&self.agent_id);
                     tracing::warn!(agent = %self.agent_id, error = %e, retry_in = ?backoff, "sync failed");
                     if !pause(&shutdown, &mut backoff).await {
                         return Ok(());
@@ -96,6 +99,8 @@ impl MatrixAgent {
                     Ok(()) => {
                         catch_up_all = false;
                         backoff = Duration::from_secs(1);
+                        // Synced, and every room caught up: ready.
+                        metrics().synced(&self.agent_id);
                         continue;
                     }
                     Err(e) if is_unknown_token(&e) => return Err(self.token_rejected()),

@@ -115,6 +115,13 @@ impl MatrixAgent {
         // not move the position back.
         let behind = handled_ts.is_some_and(|ts| newest_ts < ts);
         let plan = planner.finish();
+        if paged {
+            crate::core::metrics::metrics().caught_up(
+                &self.agent_id,
+                plan.admit.len(),
+                plan.missed.len(),
+            );
+        }
         if paged && !plan.admit.is_empty() {
             tracing::info!(agent = %self.agent_id, room = room_id, events = plan.admit.len(), "catching up: taking in the events of a gap in order");
         }

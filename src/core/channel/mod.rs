@@ -147,6 +147,8 @@ pub struct Channel {
     held: Vec<attachments::Held>,
     /// The session's title, as the agent last gave it.
     title: Option<String>,
+    /// How many queued prompts this channel counts in the queue metric now.
+    queue_counted: usize,
 }
 
 impl Session {
@@ -244,6 +246,7 @@ impl Channel {
             usage: Usage::default(),
             held: Vec::new(),
             title: None,
+            queue_counted: 0,
         }
     }
 
@@ -260,8 +263,10 @@ impl Channel {
     /// Runs until the input queue is closed or the gateway shuts down.
     pub async fn run(mut self) {
         loop {
+            self.count_queue();
             if self.shutdown.is_cancelled() {
                 self.abandon_queue().await;
+                self.count_queue();
                 return;
             }
             // What came while the last turn waited for a slot goes before the next turn.
@@ -332,6 +337,16 @@ impl Channel {
                 // Polls exist only during a turn.
                 ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}
             }
+        }
+    }
+
+    /// Brings the queue metric up to date with this channel's queue.
+    pub(super) fn count_queue(&mut self) {
+        let now = self.queue.len();
+        let change = now as i64 - self.queue_counted as i64;
+        if change != 0 {
+            crate::core::metrics::metrics().queued(self.ctx.agent_id.as_str(), change);
+            self.queue_counted = now;
         }
     }
 

@@ -244,7 +244,10 @@ impl Channel {
                     quiet_noted = false;
                     self.handle_event(event, Some(&mut *view)).await
                 }
-                Some(input) = self.inputs.recv() => self.handle_input_during_turn(input, &session_id, view, control).await,
+                Some(input) = self.inputs.recv() => {
+                    self.handle_input_during_turn(input, &session_id, view, control).await;
+                    self.count_queue();
+                }
                 _ = sleep_until_opt(quiet_at) => {
                     quiet_noted = true;
                     let quiet = ctx.quiet_note.unwrap_or_default();
@@ -367,6 +370,21 @@ impl Channel {
             }
         }
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, prompt = %view.prompt_event, stop = stop_label, stats = ?stream.stats(), "turn ended");
+        let stats = stream.stats();
+        let metrics = crate::core::metrics::metrics();
+        let agent = ctx.agent_id.as_str();
+        metrics.turn_ended(
+            agent,
+            stop_label,
+            stats.sends,
+            stats.edits,
+            stats.rate_limited,
+        );
+        // From the prompt being sent (the homeserver's clock) to the answer's first post.
+        let sent = std::time::UNIX_EPOCH + Duration::from_millis(view.message.timestamp_ms);
+        if let Some(after) = stats.first_post.and_then(|at| at.duration_since(sent).ok()) {
+            metrics.first_answer(agent, after);
+        }
         // The turn is over and its reply recorded in one go: a crash now leaves no cut turn
         // to mark, and no reply missing from the conversation.
         let first_event = stream.event_ids().into_iter().next();

@@ -54,6 +54,9 @@ pub struct StreamStats {
     pub rate_limited: u32,
     /// Requests that failed otherwise.
     pub failures: u32,
+    /// When the answer's first message was posted (the wall clock, comparable with the
+    /// homeserver's timestamps), if it was.
+    pub first_post: Option<std::time::SystemTime>,
 }
 
 /// One message of the reply that exists in the room.
@@ -239,6 +242,9 @@ impl ReplyStream {
                     .await
                     .map(|event_id| {
                         self.stats.sends += 1;
+                        self.stats
+                            .first_post
+                            .get_or_insert_with(std::time::SystemTime::now);
                         self.posted.push(Posted {
                             event_id,
                             shown: text,

@@ -1,0 +1,92 @@
+//! Serving the metrics and health endpoints (`docs/operations.md`): `/metrics` in the
+//! OpenMetrics text format Prometheus reads, `/health/live` (the gateway answers) and
+//! `/health/ready` (every agent's Matrix user has synced and caught up).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::core::metrics::metrics;
+
+/// Binds `address` and serves the endpoints until `stop`; `agents` are the agents whose
+/// first sync makes the gateway ready. Returns the address bound.
+pub async fn serve(
+    address: &str,
+    agents: Vec<String>,
+    stop: CancellationToken,
+) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(address).await?;
+    let bound = listener.local_addr()?;
+    tracing::info!(address = %bound, "metrics and health served");
+    let agents = Arc::new(agents);
+    tokio::spawn(async move {
+        loop {
+            let stream = tokio::select! {
+                _ = stop.cancelled() => return,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "metrics: could not accept a connection");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+            };
+            let agents = agents.clone();
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let answer = answer(&request, &agents);
+                async move { Ok::<_, Infallible>(answer) }
+            });
+            tokio::spawn(async move {
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service);
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %e, "metrics: a connection failed");
+                }
+            });
+        }
+    });
+    Ok(bound)
+}
+
+/// The answer to one request.
+fn answer(request: &Request<Incoming>, agents: &[String]) -> Response<Full<Bytes>> {
+    let reply = |status: StatusCode, kind: &'static str, body: String| {
+        let mut response = Response::new(Full::new(Bytes::from(body)));
+        *response.status_mut() = status;
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static(kind),
+        );
+        response
+    };
+    const TEXT: &str = "text/plain; charset=utf-8";
+    if request.method() != Method::GET {
+        return reply(StatusCode::METHOD_NOT_ALLOWED, TEXT, "GET only\n".into());
+    }
+    match request.uri().path() {
+        "/metrics" => reply(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics().encode(),
+        ),
+        "/health/live" => reply(StatusCode::OK, TEXT, "live\n".into()),
+        "/health/ready" => match metrics().all_synced(agents.iter().map(String::as_str)) {
+            true => reply(StatusCode::OK, TEXT, "ready\n".into()),
+            false => reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                TEXT,
+                "not ready: not every agent has synced yet\n".into(),
+            ),
+        },
+        _ => reply(StatusCode::NOT_FOUND, TEXT, "not found\n".into()),
+    }
+}

@@ -1,0 +1,273 @@
+//! What the gateway counts for its operators, in one place: turns by outcome, the time to
+//! the first visible answer, edits and rate-limited requests, polls by outcome, queued
+//! prompts, agent restarts, caught-up and missed events, sync errors, and whether each
+//! agent has synced. Served in the Prometheus/OpenMetrics text format by `app` (see
+//! `docs/operations.md`). The counters are process-wide ([`metrics`]); every series is
+//! labelled with the agent.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// A series of one agent.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByAgent {
+    /// The agent's configured ID.
+    agent: String,
+}
+
+/// A series of one agent and one outcome.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByOutcome {
+    /// The agent's configured ID.
+    agent: String,
+    /// How it ended.
+    outcome: String,
+}
+
+/// Buckets of the time to the first visible answer, in seconds.
+const ANSWER_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
+
+/// Every metric the gateway keeps.
+pub struct Metrics {
+    /// Where they are registered, for encoding.
+    registry: Registry,
+    /// Turns by how they ended (`end_turn`, `cancelled`, `error`, …).
+    turns: Family<ByOutcome, Counter>,
+    /// Seconds from a message being sent to the first message of its answer in the room.
+    first_answer: Family<ByAgent, Histogram>,
+    /// Messages posted for answers.
+    answer_posts: Family<ByAgent, Counter>,
+    /// Edits of answers.
+    edits: Family<ByAgent, Counter>,
+    /// Requests the homeserver refused with a rate limit.
+    rate_limited: Family<ByAgent, Counter>,
+    /// Permission polls and questions by how they ended (`answered`, `expired`, …).
+    polls: Family<ByOutcome, Counter>,
+    /// Prompts waiting behind a running turn.
+    queued: Family<ByAgent, Gauge>,
+    /// Agent processes started again after they crashed.
+    restarts: Family<ByAgent, Counter>,
+    /// Events taken in by catching up on a gap (after downtime or a long sync).
+    caught_up: Family<ByAgent, Counter>,
+    /// Events past the catch-up bound, reported instead of taken in.
+    missed: Family<ByAgent, Counter>,
+    /// Sync requests that failed.
+    sync_errors: Family<ByAgent, Counter>,
+    /// Agents whose Matrix user has synced at least once.
+    synced: Mutex<HashSet<String>>,
+}
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix("sidekicks");
+        let first_answer =
+            Family::<ByAgent, Histogram>::new_with_constructor(|| Histogram::new(ANSWER_BUCKETS));
+        let metrics = Self {
+            turns: Family::default(),
+            first_answer,
+            answer_posts: Family::default(),
+            edits: Family::default(),
+            rate_limited: Family::default(),
+            polls: Family::default(),
+            queued: Family::default(),
+            restarts: Family::default(),
+            caught_up: Family::default(),
+            missed: Family::default(),
+            sync_errors: Family::default(),
+            synced: Mutex::new(HashSet::new()),
+            registry: Registry::default(),
+        };
+        registry.register("turns", "Turns by how they ended", metrics.turns.clone());
+        registry.register(
+            "first_answer_seconds",
+            "Seconds from a message being sent to the first message of its answer",
+            metrics.first_answer.clone(),
+        );
+        registry.register(
+            "answer_messages",
+            "Messages posted for answers",
+            metrics.answer_posts.clone(),
+        );
+        registry.register("answer_edits", "Edits of answers", metrics.edits.clone());
+        registry.register(
+            "rate_limited_requests",
+            "Requests the homeserver refused with a rate limit",
+            metrics.rate_limited.clone(),
+        );
+        registry.register(
+            "polls",
+            "Permission polls and questions by how they ended",
+            metrics.polls.clone(),
+        );
+        registry.register(
+            "queued_prompts",
+            "Prompts waiting behind a running turn",
+            metrics.queued.clone(),
+        );
+        registry.register(
+            "agent_restarts",
+            "Agent processes started again after a crash",
+            metrics.restarts.clone(),
+        );
+        registry.register(
+            "caught_up_events",
+            "Events taken in by catching up on a gap",
+            metrics.caught_up.clone(),
+        );
+        registry.register(
+            "missed_events",
+            "Events past the catch-up bound, reported in the room instead",
+            metrics.missed.clone(),
+        );
+        registry.register(
+            "sync_errors",
+            "Sync requests that failed",
+            metrics.sync_errors.clone(),
+        );
+        Self {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// A turn of `agent` ended with `outcome`; its answer was posted in `posts` messages and
+    /// `edits` edits, `rate_limited` requests refused for speed.
+    pub fn turn_ended(
+        &self,
+        agent: &str,
+        outcome: &str,
+        posts: u32,
+        edits: u32,
+        rate_limited: u32,
+    ) {
+        self.turns.get_or_create(&by(agent, outcome)).inc();
+        self.answer_posts
+            .get_or_create(&agent_label(agent))
+            .inc_by(posts.into());
+        self.edits
+            .get_or_create(&agent_label(agent))
+            .inc_by(edits.into());
+        self.rate_limited
+            .get_or_create(&agent_label(agent))
+            .inc_by(rate_limited.into());
+    }
+
+    /// The first message of an answer of `agent` appeared `after` the message it answers.
+    pub fn first_answer(&self, agent: &str, after: Duration) {
+        (self.first_answer.get_or_create(&agent_label(agent))).observe(after.as_secs_f64());
+    }
+
+    /// A poll or question of `agent` ended with `outcome`.
+    pub fn poll_ended(&self, agent: &str, outcome: &str) {
+        self.polls.get_or_create(&by(agent, outcome)).inc();
+    }
+
+    /// `n` more prompts of `agent` wait (negative: fewer).
+    pub fn queued(&self, agent: &str, n: i64) {
+        self.queued.get_or_create(&agent_label(agent)).inc_by(n);
+    }
+
+    /// `agent`'s process was started again after a crash.
+    pub fn agent_restarted(&self, agent: &str) {
+        self.restarts.get_or_create(&agent_label(agent)).inc();
+    }
+
+    /// `agent` took in `n` events catching up on a gap, and reported `missed` past the bound.
+    pub fn caught_up(&self, agent: &str, n: usize, missed: usize) {
+        self.caught_up
+            .get_or_create(&agent_label(agent))
+            .inc_by(n as u64);
+        self.missed
+            .get_or_create(&agent_label(agent))
+            .inc_by(missed as u64);
+    }
+
+    /// A sync of `agent`'s Matrix user failed.
+    pub fn sync_failed(&self, agent: &str) {
+        self.sync_errors.get_or_create(&agent_label(agent)).inc();
+    }
+
+    /// `agent`'s Matrix user has synced.
+    pub fn synced(&self, agent: &str) {
+        self.synced
+            .lock()
+            .expect("synced poisoned")
+            .insert(agent.to_owned());
+    }
+
+    /// Whether every one of `agents` has synced at least once.
+    pub fn all_synced<'a>(&self, mut agents: impl Iterator<Item = &'a str>) -> bool {
+        let synced = self.synced.lock().expect("synced poisoned");
+        agents.all(|a| synced.contains(a))
+    }
+
+    /// Every metric, in the OpenMetrics text format (which Prometheus reads).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String does not fail");
+        out
+    }
+}
+
+fn agent_label(agent: &str) -> ByAgent {
+    ByAgent {
+        agent: agent.to_owned(),
+    }
+}
+
+fn by(agent: &str, outcome: &str) -> ByOutcome {
+    ByOutcome {
+        agent: agent.to_owned(),
+        outcome: outcome.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_encoded_by_agent_and_outcome() {
+        let m = Metrics::new();
+        m.turn_ended("a", "end_turn", 1, 3, 1);
+        m.turn_ended("a", "end_turn", 1, 2, 0);
+        m.turn_ended("a", "cancelled", 0, 0, 0);
+        m.poll_ended("a", "answered");
+        m.queued("a", 2);
+        m.queued("a", -1);
+        m.first_answer("a", Duration::from_millis(300));
+        m.sync_failed("b");
+        let text = m.encode();
+        for line in [
+            r#"sidekicks_turns_total{agent="a",outcome="end_turn"} 2"#,
+            r#"sidekicks_turns_total{agent="a",outcome="cancelled"} 1"#,
+            r#"sidekicks_answer_edits_total{agent="a"} 5"#,
+            r#"sidekicks_rate_limited_requests_total{agent="a"} 1"#,
+            r#"sidekicks_polls_total{agent="a",outcome="answered"} 1"#,
+            r#"sidekicks_queued_prompts{agent="a"} 1"#,
+            r#"sidekicks_first_answer_seconds_bucket{le="0.5",agent="a"} 1"#,
+            r#"sidekicks_first_answer_seconds_bucket{le="0.25",agent="a"} 0"#,
+            r#"sidekicks_sync_errors_total{agent="b"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing {line} in:\n{text}");
+        }
+        assert!(!m.all_synced(["a"].into_iter()));
+        m.synced("a");
+        assert!(m.all_synced(["a"].into_iter()));
+    }
+}

@@ -1,0 +1,120 @@
+#![recursion_limit = "256"]
+//! What operators watch: the metrics endpoint after a known sequence of turns, and the
+//! health endpoints, against a real homeserver.
+
+mod support;
+
+use support::{Env, PATIENCE, SynapseOptions};
+
+/// A loopback port nobody listens on.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// `GET url`: its status and body.
+async fn get(url: &str) -> (u16, String) {
+    match reqwest::get(url).await {
+        Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+        Err(_) => (0, String::new()),
+    }
+}
+
+/// Asks `probe` until it gives something, for at most the tests' patience.
+async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
+    what: &str,
+    mut probe: impl FnMut() -> F,
+) -> T {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// The value of the series `series` (its name and labels, exactly as written) in `text`.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_a_known_sequence_of_turns_and_health_says_ready() {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let env = Env::start(
+        SynapseOptions::default(),
+        &format!("[metrics]\nlisten = \"127.0.0.1:{port}\""),
+    )
+    .await;
+    assert_eq!(get(&format!("{base}/health/live")).await.0, 200);
+    eventually("ready", || async {
+        (get(&format!("{base}/health/ready")).await.0 == 200).then_some(())
+    })
+    .await;
+
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say one", "one").await;
+    env.prompt_and_wait(&room, "%say two", "two").await;
+    // A poll allowed.
+    env.alice.send(&room, "%permission bash: ls").await;
+    let poll = env.open_poll(&room, "🔐", 0, 5).await;
+    env.alice.react(&room, &poll, "✅").await;
+    env.reply_where(&room, "the permitted call's end", |t| {
+        t.starts_with("permission: allow")
+    })
+    .await;
+    // A turn stopped.
+    env.alice.send(&room, "%say working\n%hang").await;
+    env.reply_where(&room, "the answer to stop", |t| t.starts_with("working"))
+        .await;
+    // A prompt waits behind it: the queue counts it.
+    env.alice.send(&room, "%say later").await;
+    eventually("the queued prompt counted", || async {
+        let text = get(&format!("{base}/metrics")).await.1;
+        (value(&text, r#"sidekicks_queued_prompts{agent="demo"}"#) == Some(1.0)).then_some(())
+    })
+    .await;
+    env.alice.send(&room, "!stop").await;
+    env.reply_where(&room, "the stopped answer", |t| t.contains("Stopped by"))
+        .await;
+    env.reply_where(&room, "the queued prompt's answer", |t| t == "later")
+        .await;
+
+    let metrics = eventually("every turn counted", || async {
+        let (status, text) = get(&format!("{base}/metrics")).await;
+        let turns = |outcome: &str| {
+            let series = format!(r#"sidekicks_turns_total{{agent="demo",outcome="{outcome}"}}"#);
+            value(&text, &series)
+        };
+        let counted = turns("cancelled") == Some(1.0) && turns("end_turn") == Some(4.0);
+        (status == 200 && counted).then_some(text)
+    });
+    let text = metrics.await;
+    let series = |s: &str| value(&text, s).unwrap_or_else(|| panic!("no {s} in:\n{text}"));
+    assert_eq!(
+        series(r#"sidekicks_polls_total{agent="demo",outcome="allowed"}"#),
+        1.0
+    );
+    assert_eq!(series(r#"sidekicks_queued_prompts{agent="demo"}"#), 0.0);
+    assert_eq!(
+        series(r#"sidekicks_rate_limited_requests_total{agent="demo"}"#),
+        0.0
+    );
+    assert!(
+        series(r#"sidekicks_answer_messages_total{agent="demo"}"#) >= 5.0,
+        "{text}"
+    );
+    let answered = series(r#"sidekicks_first_answer_seconds_count{agent="demo"}"#);
+    assert_eq!(answered, 5.0, "each turn's first answer timed: {text}");
+    let seconds = series(r#"sidekicks_first_answer_seconds_sum{agent="demo"}"#);
+    assert!(seconds > 0.0 && seconds < 60.0, "{text}");
+    assert_eq!(get(&format!("{base}/nothing")).await.0, 404);
+}
