@@ -406,3 +406,11 @@ fn mcp_servers_are_read_and_checked() {
 mcp_servers = [{ name = "sidekicks", command = "/a" }]"#;
     assert!(with(free).is_ok());
 }
+
+#[test]
+fn the_example_config_has_only_known_keys() {
+    // Its folders and secrets are the reader's to make; its keys must all be real.
+    let example = include_str!("../../deploy/sidekicks.example.toml");
+    let parsed: Result<Config, _> = toml::from_str(example);
+    assert!(parsed.is_ok(), "{:?}", parsed.err());
+}
