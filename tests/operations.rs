@@ -118,3 +118,68 @@ async fn metrics_count_a_known_sequence_of_turns_and_health_says_ready() {
     assert!(seconds > 0.0 && seconds < 60.0, "{text}");
     assert_eq!(get(&format!("{base}/nothing")).await.0, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_access_lists_and_names_what_needs_a_restart() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let bob_id = env.hs.register("bob", "bob-password").await;
+    let bob = support::Person::login(&env.hs.url, &bob_id, "bob-password").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.invite(&room, &bob_id).await;
+    let bobs = bob.join(room.room_id().as_str()).await;
+
+    // Not allowed yet: nothing answers him.
+    bob.send(&bobs, "%say too early").await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let texts = env.texts_from(&room, &env.agent);
+    assert!(!texts.iter().any(|t| t.contains("too early")), "{texts:?}");
+
+    // Bob allowed, and a setting that needs a restart changed, then SIGHUP.
+    let config = std::fs::read_to_string(&env.gw.config).unwrap();
+    let allowed = format!("allowed_users = [\"{}\"]", env.alice.user_id);
+    assert!(config.contains(&allowed), "{config}");
+    let config = config
+        .replace(
+            &allowed,
+            &format!("allowed_users = [\"{}\", \"{bob_id}\"]", env.alice.user_id),
+        )
+        .replacen("[matrix]", "[pool]\nidle_stop_secs = 999\n[matrix]", 1);
+    std::fs::write(&env.gw.config, config).unwrap();
+    let pid = env.gw.pid().unwrap() as i32;
+    unsafe { libc::kill(pid, libc::SIGHUP) };
+    support::wait_until(PATIENCE, "the reload", || {
+        env.gw
+            .log()
+            .contains("access lists now in effect")
+            .then_some(())
+    })
+    .await;
+    let log = env.gw.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("access lists now in effect"))
+        .unwrap();
+    assert!(line.contains("allowed_users"), "{line}");
+    let waiting = log
+        .lines()
+        .find(|l| l.contains("take effect only after a restart"));
+    assert!(waiting.is_some_and(|l| l.contains("pool")), "{waiting:?}");
+
+    bob.send(&bobs, "%say now for bob").await;
+    env.reply_where(&room, "the answer to Bob", |t| t == "now for bob")
+        .await;
+
+    // A config that does not load changes nothing, and says why.
+    std::fs::write(&env.gw.config, "this is not a config").unwrap();
+    unsafe { libc::kill(pid, libc::SIGHUP) };
+    support::wait_until(PATIENCE, "the refused reload", || {
+        env.gw
+            .log()
+            .contains("the config was not reloaded")
+            .then_some(())
+    })
+    .await;
+    bob.send(&bobs, "%say still bob").await;
+    env.reply_where(&room, "Bob still answered", |t| t == "still bob")
+        .await;
+}

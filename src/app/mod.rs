@@ -32,6 +32,7 @@ use isolation::{Isolation, Probe, isolation};
 mod check;
 mod isolation;
 mod metrics_http;
+mod reload;
 
 pub use check::check_from_file;
 
@@ -133,6 +134,9 @@ async fn wait_for_signal() {
 
 /// Runs the gateway until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
+    // SIGHUP reloads the config; taken from the start, so one sent while agents start does
+    // not end the gateway.
+    let hangups = reload::hangups();
     let private = || {
         state_dir::make_private(&config.state_dir).with_context(|| {
             format!(
@@ -286,6 +290,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         }));
         users.push(user);
         processes.push(process);
+    }
+    // Shared with everything that holds them: a reload (SIGHUP) changes them everywhere.
+    if let (Some(path), Some(hangups)) = (&config.source, hangups) {
+        let stop = shutdown.child_token();
+        reload::watch(hangups, path.clone(), config.clone(), access.clone(), stop);
     }
     let gateway = Arc::new(Gateway::new(
         contexts,

@@ -1,40 +1,73 @@
 //! The allow-lists: which Matrix users may invite agents and prompt them, answer polls, or
-//! change settings, each less the users the config denies.
+//! change settings, each less the users the config denies. A list is shared by everything
+//! that holds a clone of it, so a config reload (SIGHUP) changes it everywhere at once.
+
+use std::sync::{Arc, RwLock};
 
 use wildmatch::WildMatch;
 
 /// Allowed users, as exact IDs or glob patterns (`*` and `?`), e.g. `@*:example.org`.
 #[derive(Debug, Clone)]
 pub struct AccessList {
-    /// Compiled patterns; an exact ID is a pattern without wildcards.
-    patterns: Vec<WildMatch>,
+    /// The rules, shared by every clone.
+    rules: Arc<RwLock<Rules>>,
+}
+
+/// What an access list admits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rules {
+    /// The patterns as configured; an exact ID is a pattern without wildcards.
+    patterns: Vec<String>,
     /// Users refused whatever the patterns say (`access.deny`): the bridge puppets and bots
     /// a broad pattern would let in.
-    deny: Vec<WildMatch>,
+    deny: Vec<String>,
 }
 
 impl AccessList {
     /// Builds the list from the configured patterns.
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Self {
-        Self {
-            patterns: patterns
-                .iter()
-                .map(|p| WildMatch::new(p.as_ref()))
-                .collect(),
+        let rules = Rules {
+            patterns: patterns.iter().map(|p| p.as_ref().to_owned()).collect(),
             deny: Vec::new(),
+        };
+        Self {
+            rules: Arc::new(RwLock::new(rules)),
         }
     }
 
-    /// The same list, refusing every user `deny` matches.
-    pub fn denying<S: AsRef<str>>(mut self, deny: &[S]) -> Self {
-        self.deny = deny.iter().map(|p| WildMatch::new(p.as_ref())).collect();
-        self
+    /// A list of the same patterns (not shared with this one), refusing every user `deny`
+    /// matches.
+    pub fn denying<S: AsRef<str>>(self, deny: &[S]) -> Self {
+        let patterns = self
+            .rules
+            .read()
+            .expect("access list poisoned")
+            .patterns
+            .clone();
+        let rules = Rules {
+            patterns,
+            deny: deny.iter().map(|p| p.as_ref().to_owned()).collect(),
+        };
+        Self {
+            rules: Arc::new(RwLock::new(rules)),
+        }
     }
 
     /// Whether the list admits `user_id`.
     pub fn allows(&self, user_id: &str) -> bool {
-        self.patterns.iter().any(|p| p.matches(user_id))
-            && !self.deny.iter().any(|p| p.matches(user_id))
+        let rules = self.rules.read().expect("access list poisoned");
+        let matches = |p: &String| WildMatch::new(p).matches(user_id);
+        rules.patterns.iter().any(matches) && !rules.deny.iter().any(matches)
+    }
+
+    /// Takes `other`'s rules in place, for every clone of this list; returns whether they
+    /// changed.
+    pub fn replace_with(&self, other: &AccessList) -> bool {
+        let new = other.rules.read().expect("access list poisoned").clone();
+        let mut rules = self.rules.write().expect("access list poisoned");
+        let changed = *rules != new;
+        *rules = new;
+        changed
     }
 }
 
@@ -77,5 +110,18 @@ mod tests {
         for (user, expected) in table {
             assert_eq!(list.allows(user), expected, "{user}");
         }
+    }
+
+    #[test]
+    fn a_replaced_list_changes_for_every_clone() {
+        let list = AccessList::new(&["@alice:x"]);
+        let held = list.clone();
+        assert!(!held.allows("@bob:x"));
+        assert!(list.replace_with(&AccessList::new(&["@alice:x", "@bob:x"])));
+        assert!(held.allows("@bob:x"), "a clone sees the new rules");
+        let same = AccessList::new(&["@alice:x", "@bob:x"]);
+        assert!(!list.replace_with(&same), "nothing changed");
+        assert!(list.replace_with(&same.clone().denying(&["@bob:x"])));
+        assert!(!held.allows("@bob:x"));
     }
 }
