@@ -23,6 +23,13 @@ async fn call(env: &Env, room: &matrix_sdk::room::Room, tool: &str, json: &str) 
     .await
 }
 
+/// The MCP servers the demo agent's session in `room` was given, one line each (`%mcp`).
+async fn servers(env: &Env, room: &matrix_sdk::room::Room) -> String {
+    env.alice.send(room, "%mcp").await;
+    env.reply_where(room, "the servers", |t| t.starts_with("mcp:"))
+        .await
+}
+
 /// Has the demo agent say `text` in `room`, and waits until it has.
 async fn said(env: &Env, room: &matrix_sdk::room::Room, text: &str) {
     env.alice.send(room, &format!("%say {text}")).await;
@@ -49,10 +56,7 @@ async fn agent_file(env: &Env, room: &matrix_sdk::room::Room, name: &str) -> sup
 async fn the_agent_reads_searches_and_lists_its_room_over_stdio() {
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(false).await;
-    env.alice.send(&room, "%mcp").await;
-    let servers = env
-        .reply_where(&room, "the servers", |t| t.starts_with("mcp:"))
-        .await;
+    let servers = servers(&env, &room).await;
     assert!(
         servers.contains("mcp: sidekicks stdio ")
             && servers.contains("mcp-stdio env=SIDEKICKS_MCP_ADDRESS,SIDEKICKS_MCP_TOKEN"),
@@ -108,10 +112,7 @@ async fn the_agent_reads_searches_and_lists_its_room_over_stdio() {
 async fn the_agent_fetches_a_file_people_sent_and_posts_one_back_over_http() {
     let env = Env::start_with_demo_args(SynapseOptions::default(), "", &["--mcp-http"]).await;
     let room = env.room_with_agent(false).await;
-    env.alice.send(&room, "%mcp").await;
-    let servers = env
-        .reply_where(&room, "the servers", |t| t.starts_with("mcp:"))
-        .await;
+    let servers = servers(&env, &room).await;
     assert!(
         servers.contains("mcp: sidekicks http http://127.0.0.1:")
             && servers.contains("headers=Authorization"),
