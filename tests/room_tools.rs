@@ -258,3 +258,16 @@ async fn in_a_thread_the_tools_read_that_thread_and_post_into_it() {
         "posted into the thread"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_an_encrypted_room_the_tools_read_what_the_agent_can_decrypt() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(true).await;
+    said(&env, &room, "encrypted words").await;
+    let recent = call(&env, &room, "recent_messages", "{}").await;
+    assert!(
+        recent.contains(": %say encrypted words") && recent.contains(": encrypted words"),
+        "Alice's message and the answer, decrypted: {recent}"
+    );
+    assert!(!recent.contains("could not be read"), "{recent}");
+}

@@ -40,9 +40,15 @@ pub(super) async fn history(
         let page = room.messages(options).await.map_err(|e| classify(&e))?;
         for event in &page.chunk {
             match to_inbound(agent_id, room_id, event, trust) {
-                Some(Inbound::Message(m) | Inbound::Unreadable(m, _)) => {
+                Some(Inbound::Message(m)) => {
                     if !redacted.contains(m.event_id.as_str()) {
                         newest_first.push(m);
+                    }
+                }
+                // Listed as unreadable, its files with it: nothing of it is taken.
+                Some(Inbound::Unreadable(m, _)) => {
+                    if !redacted.contains(m.event_id.as_str()) {
+                        newest_first.push(unreadable(m));
                     }
                 }
                 Some(Inbound::Change(c)) => match c.change {
@@ -101,7 +107,8 @@ pub(super) async fn message(
     };
     Ok(
         match to_inbound(agent_id, room.room_id().as_str(), &event, trust) {
-            Some(Inbound::Message(m) | Inbound::Unreadable(m, _)) => Some(m),
+            Some(Inbound::Message(m)) => Some(m),
+            Some(Inbound::Unreadable(m, _)) => Some(unreadable(m)),
             _ => None,
         },
     )
@@ -122,6 +129,16 @@ pub(super) async fn members(room: &Room) -> Result<Vec<RoomMember>, ChatError> {
                 == matrix_sdk::ruma::events::room::member::MembershipState::Join,
         })
         .collect())
+}
+
+/// A message the agent cannot read (undecryptable, or its sender not proven), as the room
+/// tools show it: without its text or files.
+fn unreadable(message: IncomingMessage) -> IncomingMessage {
+    IncomingMessage {
+        body: String::new(),
+        media: Vec::new(),
+        ..message
+    }
 }
 
 /// `user`'s display name in `room`, as the room last told us.
