@@ -10,6 +10,7 @@ pub mod acp;
 pub mod app;
 pub mod config;
 pub mod core;
+pub mod http_server;
 pub mod matrix;
 pub mod mcp;
 pub mod model;

@@ -54,7 +54,12 @@ async fn metrics_count_a_known_sequence_of_turns_and_health_says_ready() {
         &format!("[metrics]\nlisten = \"127.0.0.1:{port}\""),
     )
     .await;
-    assert_eq!(get(&format!("{base}/health/live")).await.0, 200);
+    // The harness returns once the agent's user is logged in; the endpoints come up
+    // beside its first sync.
+    eventually("live", || async {
+        (get(&format!("{base}/health/live")).await.0 == 200).then_some(())
+    })
+    .await;
     eventually("ready", || async {
         (get(&format!("{base}/health/ready")).await.0 == 200).then_some(())
     })

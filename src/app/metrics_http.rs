@@ -2,7 +2,6 @@
 //! OpenMetrics text format Prometheus reads, `/health/live` (the gateway answers) and
 //! `/health/ready` (every agent's Matrix user has synced and caught up).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -10,11 +9,11 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::core::metrics::metrics;
+use crate::http_server;
 
 /// Binds `address` and serves the endpoints until `stop`; `agents` are the agents whose
 /// first sync makes the gateway ready. Returns the address bound.
@@ -27,33 +26,11 @@ pub async fn serve(
     let bound = listener.local_addr()?;
     tracing::info!(address = %bound, "metrics and health served");
     let agents = Arc::new(agents);
-    tokio::spawn(async move {
-        loop {
-            let stream = tokio::select! {
-                _ = stop.cancelled() => return,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "metrics: could not accept a connection");
-                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                        continue;
-                    }
-                },
-            };
-            let agents = agents.clone();
-            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let answer = answer(&request, &agents);
-                async move { Ok::<_, Infallible>(answer) }
-            });
-            tokio::spawn(async move {
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
-                if let Err(e) = connection.await {
-                    tracing::debug!(error = %e, "metrics: a connection failed");
-                }
-            });
-        }
-    });
+    let answer = move |request: Request<Incoming>| {
+        let answered = answer(&request, &agents);
+        async move { answered }
+    };
+    tokio::spawn(http_server::serve(listener, "metrics", stop, answer));
     Ok(bound)
 }
 

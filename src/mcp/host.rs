@@ -15,7 +15,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -26,13 +25,12 @@ use tokio_util::sync::CancellationToken;
 use super::tools::RoomToolsServer;
 use super::{ADDRESS_VAR, SERVER_NAME, TOKEN_VAR};
 use crate::core::room_tools::{Grant, RoomScope, RoomToolHost};
+use crate::http_server::{self, next_connection};
 use crate::model::Secret;
 use crate::model::agent::{McpServerSpec, SessionTools};
 
 /// How long a stdio command may take to send its token.
 const TOKEN_WAIT: Duration = Duration::from_secs(10);
-/// How long to wait after a failed accept before the next.
-const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// The longest first line a stdio command may send (a token is 64 characters).
 const TOKEN_LINE_MAX: u64 = 256;
 
@@ -85,10 +83,16 @@ impl McpHost {
             stopped: CancellationToken::new(),
         });
         tracing::info!(http = %inner.http, stdio_bridge = %inner.bridge, "room tools served on loopback");
-        tokio::spawn(serve_http(
+        let weak = Arc::downgrade(&inner);
+        let answer = move |request| {
+            let inner = weak.clone();
+            async move { route(&inner, request).await }
+        };
+        tokio::spawn(http_server::serve(
             http,
-            Arc::downgrade(&inner),
+            "room tools http",
             inner.stopped.clone(),
+            answer,
         ));
         tokio::spawn(serve_bridge(
             bridge,
@@ -169,49 +173,6 @@ fn opened(inner: &Weak<Inner>, token: &str) -> Option<Arc<Opened>> {
     grants.get(token).cloned()
 }
 
-/// Takes HTTP connections until the host is gone.
-async fn serve_http(listener: TcpListener, inner: Weak<Inner>, stopped: CancellationToken) {
-    while let Some(stream) = next_connection(&listener, &stopped, "http").await {
-        let inner = inner.clone();
-        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-            let inner = inner.clone();
-            async move { Ok::<_, Infallible>(route(&inner, request).await) }
-        });
-        let stopped = stopped.clone();
-        tokio::spawn(async move {
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                _ = stopped.cancelled() => {}
-                served = connection => if let Err(e) = served {
-                    tracing::debug!(error = %e, "room tools: an HTTP connection failed");
-                },
-            }
-        });
-    }
-}
-
-/// The next connection to `listener`, or `None` once the host is gone. A failed accept
-/// (too many open files) is logged and tried again after a pause.
-async fn next_connection(
-    listener: &TcpListener,
-    stopped: &CancellationToken,
-    what: &str,
-) -> Option<TcpStream> {
-    loop {
-        tokio::select! {
-            _ = stopped.cancelled() => return None,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => return Some(stream),
-                Err(e) => {
-                    tracing::warn!(error = %e, what, "room tools: could not accept a connection");
-                    tokio::time::sleep(ACCEPT_PAUSE).await;
-                }
-            },
-        }
-    }
-}
-
 /// Answers one HTTP request: the grant its bearer token opens serves it; without one, 401.
 async fn route(
     inner: &Weak<Inner>,
@@ -232,7 +193,7 @@ async fn route(
 
 /// Takes connections of stdio commands until the host is gone.
 async fn serve_bridge(listener: TcpListener, inner: Weak<Inner>, stopped: CancellationToken) {
-    while let Some(stream) = next_connection(&listener, &stopped, "stdio").await {
+    while let Some(stream) = next_connection(&listener, &stopped, "room tools stdio").await {
         tokio::spawn(serve_bridged(stream, inner.clone()));
     }
 }
