@@ -11,7 +11,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::{AcpAgent, ProcessSpec, SupervisedAgent};
-use crate::config::{AgentConfig, Config, TimeoutsConfig};
+use crate::config::{AccessConfig, AgentConfig, Config, TimeoutsConfig};
 use crate::core::access::AccessList;
 use crate::core::agent::AgentPort;
 use crate::core::catch_up::CatchUpBounds;
@@ -240,12 +240,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             })
             .collect(),
     );
-    let deny = &config.access.deny;
-    let access = AccessRules {
-        allowed: AccessList::new(&config.access.allowed_users).denying(deny),
-        approvers: AccessList::new(config.access.approvers()).denying(deny),
-        admins: AccessList::new(config.access.admins()).denying(deny),
-    };
+    let access = access_rules(&config.access);
     let room_tools = start_room_tools(&config).await;
     let agent_ids: Vec<String> = started.iter().map(|(a, ..)| a.id.clone()).collect();
     let (handoffs, handed) = mpsc::unbounded_channel();
@@ -366,6 +361,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     match failures.is_empty() {
         true => Ok(()),
         false => Err(anyhow::anyhow!(failures.join("; "))),
+    }
+}
+
+/// The access lists `access` configures, each less the users it denies.
+fn access_rules(access: &AccessConfig) -> AccessRules {
+    let deny = &access.deny;
+    AccessRules {
+        allowed: AccessList::new(&access.allowed_users).denying(deny),
+        approvers: AccessList::new(access.approvers()).denying(deny),
+        admins: AccessList::new(access.admins()).denying(deny),
     }
 }
 

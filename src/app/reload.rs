@@ -10,7 +10,6 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::core::access::AccessList;
 use crate::core::gateway::AccessRules;
 
 /// Takes SIGHUP from now on (its default is to end the process), for [`watch`].
@@ -57,23 +56,11 @@ pub(super) fn watch(
 /// Applies what can change of `new` to `access`, and logs what changed and what waits for a
 /// restart.
 fn apply(running: &Config, new: &Config, access: &AccessRules) {
-    let deny = &new.access.deny;
+    let new_lists = super::access_rules(&new.access);
     let lists = [
-        (
-            "allowed_users",
-            &access.allowed,
-            AccessList::new(&new.access.allowed_users).denying(deny),
-        ),
-        (
-            "approvers",
-            &access.approvers,
-            AccessList::new(new.access.approvers()).denying(deny),
-        ),
-        (
-            "admins",
-            &access.admins,
-            AccessList::new(new.access.admins()).denying(deny),
-        ),
+        ("allowed_users", &access.allowed, &new_lists.allowed),
+        ("approvers", &access.approvers, &new_lists.approvers),
+        ("admins", &access.admins, &new_lists.admins),
     ];
     let changed: Vec<&str> = lists
         .into_iter()
@@ -160,11 +147,7 @@ password = "p"
     #[test]
     fn the_access_lists_reload_and_the_rest_is_named_as_waiting_for_a_restart() {
         let old = config("");
-        let access = AccessRules {
-            allowed: AccessList::new(&old.access.allowed_users),
-            approvers: AccessList::new(old.access.approvers()),
-            admins: AccessList::new(old.access.admins()),
-        };
+        let access = super::super::access_rules(&old.access);
         let held = access.allowed.clone();
         let mut new = config("[streaming]\nedit_interval_ms = 900");
         new.access.allowed_users.push("@bob:x".into());
