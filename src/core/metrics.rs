@@ -14,7 +14,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 /// A series of one agent.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -73,74 +73,77 @@ pub fn metrics() -> &'static Metrics {
 
 impl Metrics {
     fn new() -> Self {
-        let mut registry = Registry::with_prefix("sidekicks");
-        let first_answer =
-            Family::<ByAgent, Histogram>::new_with_constructor(|| Histogram::new(ANSWER_BUCKETS));
-        let metrics = Self {
-            turns: Family::default(),
-            first_answer,
-            answer_posts: Family::default(),
-            edits: Family::default(),
-            rate_limited: Family::default(),
-            polls: Family::default(),
-            queued: Family::default(),
-            restarts: Family::default(),
-            caught_up: Family::default(),
-            missed: Family::default(),
-            sync_errors: Family::default(),
-            synced: Mutex::new(HashSet::new()),
-            registry: Registry::default(),
-        };
-        registry.register("turns", "Turns by how they ended", metrics.turns.clone());
-        registry.register(
-            "first_answer_seconds",
-            "Seconds from a message being sent to the first message of its answer",
-            metrics.first_answer.clone(),
-        );
-        registry.register(
-            "answer_messages",
-            "Messages posted for answers",
-            metrics.answer_posts.clone(),
-        );
-        registry.register("answer_edits", "Edits of answers", metrics.edits.clone());
-        registry.register(
-            "rate_limited_requests",
-            "Requests the homeserver refused with a rate limit",
-            metrics.rate_limited.clone(),
-        );
-        registry.register(
-            "polls",
-            "Permission polls and questions by how they ended",
-            metrics.polls.clone(),
-        );
-        registry.register(
-            "queued_prompts",
-            "Prompts waiting behind a running turn",
-            metrics.queued.clone(),
-        );
-        registry.register(
-            "agent_restarts",
-            "Agent processes started again after a crash",
-            metrics.restarts.clone(),
-        );
-        registry.register(
-            "caught_up_events",
-            "Events taken in by catching up on a gap",
-            metrics.caught_up.clone(),
-        );
-        registry.register(
-            "missed_events",
-            "Events past the catch-up bound, reported in the room instead",
-            metrics.missed.clone(),
-        );
-        registry.register(
-            "sync_errors",
-            "Sync requests that failed",
-            metrics.sync_errors.clone(),
-        );
+        let mut r = Registry::with_prefix("sidekicks");
+        let answer_histogram = || Histogram::new(ANSWER_BUCKETS);
         Self {
-            registry,
-            ..metrics
+            turns: registered(
+                &mut r,
+                "turns",
+                "Turns by how they ended",
+                Family::default(),
+            ),
+            first_answer: registered(
+                &mut r,
+                "first_answer_seconds",
+                "Seconds from a message being sent to the first message of its answer",
+                Family::new_with_constructor(answer_histogram),
+            ),
+            answer_posts: registered(
+                &mut r,
+                "answer_messages",
+                "Messages posted for answers",
+                Family::default(),
+            ),
+            edits: registered(
+                &mut r,
+                "answer_edits",
+                "Edits of answers",
+                Family::default(),
+            ),
+            rate_limited: registered(
+                &mut r,
+                "rate_limited_requests",
+                "Requests the homeserver refused with a rate limit",
+                Family::default(),
+            ),
+            polls: registered(
+                &mut r,
+                "polls",
+                "Permission polls and questions by how they ended",
+                Family::default(),
+            ),
+            queued: registered(
+                &mut r,
+                "queued_prompts",
+                "Prompts waiting behind a running turn",
+                Family::default(),
+            ),
+            restarts: registered(
+                &mut r,
+                "agent_restarts",
+                "Agent processes started again after a crash",
+                Family::default(),
+            ),
+            caught_up: registered(
+                &mut r,
+                "caught_up_events",
+                "Events taken in by catching up on a gap",
+                Family::default(),
+            ),
+            missed: registered(
+                &mut r,
+                "missed_events",
+                "Events past the catch-up bound, reported in the room instead",
+                Family::default(),
+            ),
+            sync_errors: registered(
+                &mut r,
+                "sync_errors",
+                "Sync requests that failed",
+                Family::default(),
+            ),
+            synced: Mutex::new(HashSet::new()),
+            registry: r,
         }
     }
 
@@ -222,6 +225,12 @@ impl Metrics {
             .expect("writing to a String does not fail");
         out
     }
+}
+
+/// `metric`, registered in `registry` as `name` with `help`.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 fn agent_label(agent: &str) -> ByAgent {
