@@ -72,6 +72,8 @@ pub(super) async fn history(
     }
     newest_first.truncate(limit);
     newest_first.reverse();
+    // Looked up once per sender, not once per message.
+    let mut names: HashMap<String, Option<String>> = HashMap::new();
     for message in &mut newest_first {
         // An edit counts only from the message's own author.
         if let Some((sender, text)) = edits.remove(message.event_id.as_str())
@@ -79,7 +81,11 @@ pub(super) async fn history(
         {
             message.body = text;
         }
-        message.sender_name = display_name(room, message.sender.as_str()).await;
+        let sender = message.sender.as_str();
+        if !names.contains_key(sender) {
+            names.insert(sender.to_owned(), display_name(room, sender).await);
+        }
+        message.sender_name = names[sender].clone();
     }
     Ok(newest_first)
 }
