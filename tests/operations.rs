@@ -155,14 +155,14 @@ async fn sighup_reloads_the_access_lists_and_names_what_needs_a_restart() {
     support::wait_until(PATIENCE, "the reload", || {
         env.gw
             .log()
-            .contains("access lists now in effect")
+            .contains("now in effect for the next turns")
             .then_some(())
     })
     .await;
     let log = env.gw.log();
     let line = log
         .lines()
-        .find(|l| l.contains("access lists now in effect"))
+        .find(|l| l.contains("now in effect for the next turns"))
         .unwrap();
     assert!(line.contains("allowed_users"), "{line}");
     let waiting = log
@@ -187,4 +187,54 @@ async fn sighup_reloads_the_access_lists_and_names_what_needs_a_restart() {
     bob.send(&bobs, "%say still bob").await;
     env.reply_where(&room, "Bob still answered", |t| t == "still bob")
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_display_and_permissions_for_the_next_turns() {
+    let env = Env::start(SynapseOptions::default(), "[display]\nshow = \"answer\"\n").await;
+    let room = env.room_with_agent(false).await;
+
+    // Answers only: a tool call shows no card.
+    let before = env.alice.messages_from(&room, &env.agent).len();
+    env.prompt_and_wait(&room, "%tool bash: hidden\n%say quiet", "quiet")
+        .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let texts: Vec<String> = env.texts_from(&room, &env.agent)[before..].to_vec();
+    assert_eq!(texts, ["quiet"], "only the answer before the reload");
+
+    // Everything shown, and polls refused after 5 s instead of 10 minutes: reloaded.
+    let config = std::fs::read_to_string(&env.gw.config).unwrap();
+    assert!(config.contains("show = \"answer\""), "{config}");
+    let config = config.replace("show = \"answer\"", "show = \"all\"")
+        + "\n[permissions]\ntimeout_secs = 5\n";
+    std::fs::write(&env.gw.config, config).unwrap();
+    let pid = env.gw.pid().unwrap() as i32;
+    unsafe { libc::kill(pid, libc::SIGHUP) };
+    let line = support::wait_until(PATIENCE, "the reload", || {
+        env.gw
+            .log()
+            .lines()
+            .find(|l| l.contains("now in effect for the next turns"))
+            .map(str::to_owned)
+    })
+    .await;
+    assert!(
+        line.contains("display") && line.contains("permissions"),
+        "{line}"
+    );
+    assert!(
+        !env.gw.log().contains("take effect only after a restart"),
+        "{}",
+        env.gw.log()
+    );
+
+    env.prompt_and_wait(&room, "%tool bash: visible\n%say loud", "loud")
+        .await;
+    env.reply_where(&room, "the tool card", |t| t.contains("bash: visible"))
+        .await;
+    env.alice.send(&room, "%permission bash: ls").await;
+    env.reply_where(&room, "the refusal after the new timeout", |t| {
+        t.contains("permission: reject")
+    })
+    .await;
 }

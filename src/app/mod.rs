@@ -18,11 +18,9 @@ use crate::core::catch_up::CatchUpBounds;
 use crate::core::context::AgentContext;
 use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
 use crate::core::masking::MaskedChat;
-use crate::core::poll::PermissionSettings;
 use crate::core::pool::{Pool, PoolSettings};
 use crate::core::room_tools::RoomToolHost;
 use crate::core::settings_policy::SettingsPolicy;
-use crate::core::view::stream::StreamSettings;
 use crate::matrix::{MatrixAgent, MatrixSecurity};
 use crate::mcp::McpHost;
 use crate::state_dir;
@@ -152,13 +150,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let store = Store::open(&config.state_dir.join("sidekicks.db"))
         .await
         .context("cannot open the database")?;
-    let stream = StreamSettings {
-        interval: config.streaming.edit_interval(),
-        max_edits: config.streaming.max_edits_per_message,
-        max_bytes: config.streaming.max_message_bytes,
-        max_reply_bytes: config.streaming.max_reply_bytes,
-        patience: Duration::from_secs(config.streaming.outage_patience_secs),
-    };
+    // Shared by every agent: a reload (SIGHUP) changes them everywhere.
+    let live = reload::LiveSettings::from_config(&config);
 
     let pool_settings = PoolSettings {
         max_running: (config.pool.max_running > 0).then_some(config.pool.max_running),
@@ -256,7 +249,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             chat,
             store: store.clone(),
             workspace: agent.workspace(),
-            stream: stream.clone(),
+            stream: live.stream.clone(),
             command_prefix: config.commands.prefix.clone(),
             approvers: access.approvers.clone(),
             admins: access.admins.clone(),
@@ -268,11 +261,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                 .iter()
                 .map(|a| a.matrix.user_id.clone())
                 .collect(),
-            permissions: PermissionSettings {
-                timeout: Duration::from_secs(config.permissions.timeout_secs),
-                propose_stop_after: config.permissions.propose_stop_after,
-            },
-            verbosity: config.display.show,
+            permissions: live.permissions.clone(),
+            verbosity: live.verbosity.clone(),
             media: config.media.limits(),
             reinject_max_chars: config.continuity.reinject_max_chars,
             rerun_interrupted: config.continuity.rerun_interrupted,
@@ -289,7 +279,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     // Shared with everything that holds them: a reload (SIGHUP) changes them everywhere.
     if let (Some(path), Some(hangups)) = (&config.source, hangups) {
         let stop = shutdown.child_token();
-        reload::watch(hangups, path.clone(), config.clone(), access.clone(), stop);
+        reload::watch(
+            hangups,
+            path.clone(),
+            config.clone(),
+            access.clone(),
+            live,
+            stop,
+        );
     }
     let gateway = Arc::new(Gateway::new(
         contexts,

@@ -1,16 +1,86 @@
 //! Reloading the config on SIGHUP. What can change safely while the gateway runs changes at
-//! once: the access lists (`allowed_users`, `approvers`, `admins`, `deny`), shared by every
-//! agent and room. Everything else is compared with the running config and logged as
-//! needing a restart. A config that does not load is refused with its problems, and the
-//! running settings stay.
+//! once, for every agent and room: the access lists (`allowed_users`, `approvers`, `admins`,
+//! `deny`), `[display]`, `[streaming]` and `[permissions]`. A turn or a poll already under
+//! way keeps the settings it started with; the next one takes the new ones. Everything else
+//! is compared with the running config and logged as needing a restart. A config that does
+//! not load is refused with its problems, and the running settings stay.
 
 use std::path::PathBuf;
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use std::time::Duration;
+
+use crate::config::{Config, PermissionsConfig, StreamingConfig};
 use crate::core::gateway::AccessRules;
+use crate::core::poll::PermissionSettings;
+use crate::core::reloadable::Reloadable;
+use crate::core::view::stream::StreamSettings;
+use crate::model::Verbosity;
+
+/// The display, streaming and permission settings every agent shares, each in a cell that
+/// a reload changes.
+#[derive(Clone)]
+pub(super) struct LiveSettings {
+    /// `[streaming]`.
+    pub stream: Reloadable<StreamSettings>,
+    /// `[permissions]`.
+    pub permissions: Reloadable<PermissionSettings>,
+    /// `[display] show`.
+    pub verbosity: Reloadable<Verbosity>,
+}
+
+impl LiveSettings {
+    /// The settings `config` gives.
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            stream: Reloadable::new(stream_settings(&config.streaming)),
+            permissions: Reloadable::new(permission_settings(&config.permissions)),
+            verbosity: Reloadable::new(config.display.show),
+        }
+    }
+
+    /// Takes `config`'s settings in place; returns the sections that changed.
+    fn apply(&self, config: &Config) -> Vec<&'static str> {
+        let changed = [
+            ("display", self.verbosity.set(config.display.show)),
+            (
+                "streaming",
+                self.stream.set(stream_settings(&config.streaming)),
+            ),
+            (
+                "permissions",
+                self.permissions
+                    .set(permission_settings(&config.permissions)),
+            ),
+        ];
+        changed
+            .into_iter()
+            .filter(|(_, changed)| *changed)
+            .map(|(name, _)| name)
+            .collect()
+    }
+}
+
+/// How replies stream, from `[streaming]`.
+fn stream_settings(streaming: &StreamingConfig) -> StreamSettings {
+    StreamSettings {
+        interval: streaming.edit_interval(),
+        max_edits: streaming.max_edits_per_message,
+        max_bytes: streaming.max_message_bytes,
+        max_reply_bytes: streaming.max_reply_bytes,
+        patience: Duration::from_secs(streaming.outage_patience_secs),
+    }
+}
+
+/// How polls behave, from `[permissions]`.
+fn permission_settings(permissions: &PermissionsConfig) -> PermissionSettings {
+    PermissionSettings {
+        timeout: Duration::from_secs(permissions.timeout_secs),
+        propose_stop_after: permissions.propose_stop_after,
+    }
+}
 
 /// Takes SIGHUP from now on (its default is to end the process), for [`watch`].
 pub(super) fn hangups() -> Option<Signal> {
@@ -24,12 +94,14 @@ pub(super) fn hangups() -> Option<Signal> {
 }
 
 /// Reloads the config from `path` at every SIGHUP (`hangups`) until `stop`; `running` is
-/// the config the gateway started with, `access` the lists it acts on.
+/// the config the gateway started with, `access` the lists it acts on and `live` the other
+/// settings a reload changes.
 pub(super) fn watch(
     mut hangups: Signal,
     path: PathBuf,
     running: Config,
     access: AccessRules,
+    live: LiveSettings,
     stop: CancellationToken,
 ) {
     tokio::spawn(async move {
@@ -42,7 +114,7 @@ pub(super) fn watch(
             tracing::info!(config = %path.display(), "SIGHUP: reloading the config");
             match Config::load(&path) {
                 Ok(new) => {
-                    apply(&running, &new, &access);
+                    apply(&running, &new, &access, &live);
                     running = new;
                 }
                 Err(e) => {
@@ -53,24 +125,25 @@ pub(super) fn watch(
     });
 }
 
-/// Applies what can change of `new` to `access`, and logs what changed and what waits for a
-/// restart.
-fn apply(running: &Config, new: &Config, access: &AccessRules) {
+/// Applies what can change of `new` to `access` and `live`, and logs what changed and what
+/// waits for a restart.
+fn apply(running: &Config, new: &Config, access: &AccessRules, live: &LiveSettings) {
     let new_lists = super::access_rules(&new.access);
     let lists = [
         ("allowed_users", &access.allowed, &new_lists.allowed),
         ("approvers", &access.approvers, &new_lists.approvers),
         ("admins", &access.admins, &new_lists.admins),
     ];
-    let changed: Vec<&str> = lists
+    let mut changed: Vec<&str> = lists
         .into_iter()
         .filter(|(_, list, new)| list.replace_with(new))
         .map(|(name, ..)| name)
         .collect();
+    changed.extend(live.apply(new));
     match changed.is_empty() {
-        true => tracing::info!("config reloaded: the access lists are unchanged"),
+        true => tracing::info!("config reloaded: nothing that reloads changed"),
         false => {
-            tracing::info!(changed = %changed.join(", "), "config reloaded: access lists now in effect")
+            tracing::info!(changed = %changed.join(", "), "config reloaded: now in effect for the next turns and polls")
         }
     }
     let waiting = needs_restart(running, new);
@@ -92,14 +165,11 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         a.admins = None;
         a.deny.clear();
     }
-    let sections: [(&'static str, bool); 16] = [
+    let sections: [(&'static str, bool); 13] = [
         ("state_dir", same(&old.state_dir, &new.state_dir)),
         ("matrix", same(&old.matrix, &new.matrix)),
         ("access.approver_min_power", same(&access.0, &access.1)),
-        ("streaming", same(&old.streaming, &new.streaming)),
         ("commands", same(&old.commands, &new.commands)),
-        ("permissions", same(&old.permissions, &new.permissions)),
-        ("display", same(&old.display, &new.display)),
         ("continuity", same(&old.continuity, &new.continuity)),
         ("retention", same(&old.retention, &new.retention)),
         ("timeouts", same(&old.timeouts, &new.timeouts)),
@@ -148,12 +218,36 @@ password = "p"
     fn the_access_lists_reload_and_the_rest_is_named_as_waiting_for_a_restart() {
         let old = config("");
         let access = super::super::access_rules(&old.access);
+        let live = LiveSettings::from_config(&old);
         let held = access.allowed.clone();
-        let mut new = config("[streaming]\nedit_interval_ms = 900");
+        let mut new = config("[pool]\nmax_running = 3");
         new.access.allowed_users.push("@bob:x".into());
-        assert_eq!(needs_restart(&old, &new), ["streaming"]);
-        apply(&old, &new, &access);
+        assert_eq!(needs_restart(&old, &new), ["pool"]);
+        apply(&old, &new, &access, &live);
         assert!(held.allows("@bob:x"), "every holder of the list sees Bob");
         assert!(needs_restart(&old, &old.clone()).is_empty());
+    }
+
+    #[test]
+    fn display_streaming_and_permissions_reload_for_every_holder() {
+        let old = config("");
+        let live = LiveSettings::from_config(&old);
+        let held = live.clone();
+        let new = config(
+            "[display]\nshow = \"answer\"\n[streaming]\nedit_interval_ms = 900\n\
+             [permissions]\ntimeout_secs = 5",
+        );
+        assert!(
+            needs_restart(&old, &new).is_empty(),
+            "none of them waits for a restart"
+        );
+        assert_eq!(live.apply(&new), ["display", "streaming", "permissions"]);
+        assert_eq!(held.verbosity.get(), Verbosity::Answer);
+        assert_eq!(held.stream.get().interval, Duration::from_millis(900));
+        assert_eq!(held.permissions.get().timeout, Duration::from_secs(5));
+        assert!(
+            live.apply(&new).is_empty(),
+            "the same config again changes nothing"
+        );
     }
 }

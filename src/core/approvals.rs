@@ -180,7 +180,7 @@ impl Approvals {
             choices: &choices,
             typed: &poll::typed_answers(&choices),
             prefix: &ctx.command_prefix,
-            timeout: ctx.permissions.timeout,
+            timeout: ctx.permissions.get().timeout,
         };
         let mut content = cards::poll(&view);
         if ctx.approvers.allows(prompter) {
@@ -226,7 +226,7 @@ impl Approvals {
             question: &question,
             choices: &choices,
             typed: hint.as_deref(),
-            timeout: ctx.permissions.timeout,
+            timeout: ctx.permissions.get().timeout,
         };
         let mut content = cards::question(&view);
         if ctx.approvers.allows(prompter) {
@@ -284,7 +284,7 @@ impl Approvals {
             asks,
             options,
             choices: choices.clone(),
-            deadline: Instant::now() + ctx.permissions.timeout,
+            deadline: Instant::now() + ctx.permissions.get().timeout,
             posted_at_ms: crate::store::now_ms().max(0) as u64,
         });
         // Pre-reacting takes one request per choice and may wait on rate limits: it runs
@@ -404,7 +404,8 @@ impl Approvals {
     async fn refused(&mut self, ctx: &AgentContext, room: &str) {
         self.refusals += 1;
         tracing::debug!(refusals = self.refusals, "a tool call was refused");
-        if self.refusals < ctx.permissions.propose_stop_after || self.stop_proposal.is_some() {
+        if self.refusals < ctx.permissions.get().propose_stop_after || self.stop_proposal.is_some()
+        {
             return;
         }
         let text = strings::propose_stop(&ctx.display_name, self.refusals, &ctx.command_prefix);

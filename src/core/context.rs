@@ -10,6 +10,7 @@ use crate::core::agent::AgentPort;
 use crate::core::chat::ChatPort;
 use crate::core::poll::PermissionSettings;
 use crate::core::pool::Pool;
+use crate::core::reloadable::Reloadable;
 use crate::core::settings_policy::SettingsPolicy;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
@@ -35,8 +36,8 @@ pub struct AgentContext {
     pub store: Store,
     /// Where each room's conversation works: the `cwd` of its sessions.
     pub workspace: Workspace,
-    /// How replies stream.
-    pub stream: StreamSettings,
+    /// How replies stream (a turn reads it when it starts; a reload changes it).
+    pub stream: Reloadable<StreamSettings>,
     /// The chat command prefix, for help texts.
     pub command_prefix: String,
     /// Who may answer permission polls.
@@ -53,10 +54,11 @@ pub struct AgentContext {
     pub allowed: AccessList,
     /// The Matrix users of all the gateway's agents.
     pub agent_users: Vec<String>,
-    /// How permission polls behave.
-    pub permissions: PermissionSettings,
-    /// What a room shows of the agent's work until someone changes it with `!show`.
-    pub verbosity: Verbosity,
+    /// How permission polls behave (a poll reads it when it opens; a reload changes it).
+    pub permissions: Reloadable<PermissionSettings>,
+    /// What a room shows of the agent's work until someone changes it with `!show` (a
+    /// reload changes it).
+    pub verbosity: Reloadable<Verbosity>,
     /// What the agent takes of people's files.
     pub media: MediaLimits,
     /// Most characters of earlier conversation re-injected into a new session (0: none).

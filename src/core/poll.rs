@@ -10,7 +10,7 @@ use crate::model::agent::{PermissionKind, PermissionOption};
 use crate::model::poll::{Choice, Decision};
 
 /// How polls behave, from the configuration.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PermissionSettings {
     /// How long a poll waits for an answer before the request is refused.
     pub timeout: Duration,

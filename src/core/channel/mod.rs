@@ -257,7 +257,7 @@ impl Channel {
             .or_log("could not read the room's settings")
             .flatten()
             .and_then(|word| Verbosity::parse(&word));
-        stored.unwrap_or(self.ctx.verbosity)
+        stored.unwrap_or_else(|| self.ctx.verbosity.get())
     }
 
     /// Runs until the input queue is closed or the gateway shuts down.

@@ -198,7 +198,7 @@ impl Gateway {
             .agents
             .values()
             .next()
-            .map(|ctx| ctx.verbosity)
+            .map(|ctx| ctx.verbosity.get())
             .unwrap_or_default();
         match self.store.room_verbosity(room_id).await {
             Ok(word) => word

@@ -16,6 +16,7 @@ use crate::core::inbound::{Inbound, IncomingMessage, Unreadable};
 use crate::core::poll::PermissionSettings;
 use crate::core::pool::Pool;
 use crate::core::pool::PoolSettings;
+use crate::core::reloadable::Reloadable;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
 use crate::render::strings;
@@ -90,13 +91,13 @@ async fn gateway_of(
                 chat: chat.clone(),
                 store: store.clone(),
                 workspace: crate::workspace::Workspace::new("/tmp"),
-                stream: StreamSettings {
+                stream: Reloadable::new(StreamSettings {
                     interval: Duration::from_millis(100),
                     max_edits: 10,
                     max_bytes: 10_000,
                     max_reply_bytes: 1_000_000,
                     patience: crate::core::view::live::MAX_OUTAGE,
-                },
+                }),
                 command_prefix: "!".into(),
                 approvers: AccessList::new(&["@alice:x", "@boss:x"]),
                 admins: AccessList::new(&["@alice:x"]),
@@ -109,11 +110,11 @@ async fn gateway_of(
                 },
                 allowed: AccessList::new(&["@alice:x"]),
                 agent_users: users.clone(),
-                permissions: PermissionSettings {
+                permissions: Reloadable::new(PermissionSettings {
                     timeout: Duration::from_secs(60),
                     propose_stop_after: 3,
-                },
-                verbosity: Verbosity::All,
+                }),
+                verbosity: Reloadable::new(Verbosity::All),
                 media: Default::default(),
                 reinject_max_chars: 10_000,
                 quiet_note: None,

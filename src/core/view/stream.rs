@@ -27,7 +27,7 @@ use crate::render::{markdown, strings};
 const MAX_EVENT_CONTENT_BYTES: usize = 28_000;
 
 /// How a reply is streamed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StreamSettings {
     /// Minimum time between two requests for this reply.
     pub interval: Duration,

@@ -25,6 +25,7 @@ use crate::core::poll::PermissionSettings;
 use crate::core::poll::Reply;
 use crate::core::pool::Pool;
 use crate::core::pool::PoolSettings;
+use crate::core::reloadable::Reloadable;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
 use crate::model::agent::Reopen;
@@ -53,10 +54,10 @@ async fn channel_with(
     quiet_note: Option<Duration>,
 ) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
     channel_adjusted(agent, chat, |ctx| {
-        ctx.permissions = PermissionSettings {
+        ctx.permissions = Reloadable::new(PermissionSettings {
             timeout,
             propose_stop_after: 2,
-        };
+        });
         ctx.quiet_note = quiet_note;
     })
     .await
@@ -106,13 +107,13 @@ fn context(
         chat,
         store: store.clone(),
         workspace: crate::workspace::Workspace::new("/tmp"),
-        stream: StreamSettings {
+        stream: Reloadable::new(StreamSettings {
             interval: Duration::from_millis(50),
             max_edits: 100,
             max_bytes: 10_000,
             max_reply_bytes: 1_000_000,
             patience: crate::core::view::live::MAX_OUTAGE,
-        },
+        }),
         command_prefix: "!".into(),
         allowed: AccessList::new(&["@alice:x"]),
         agent_users: vec!["@demo:x".into()],
@@ -120,11 +121,11 @@ fn context(
         admins: AccessList::new(&["@alice:x"]),
         approver_min_power: None,
         settings: crate::core::settings_policy::SettingsPolicy::default(),
-        permissions: PermissionSettings {
+        permissions: Reloadable::new(PermissionSettings {
             timeout: Duration::from_secs(60),
             propose_stop_after: 2,
-        },
-        verbosity: Verbosity::All,
+        }),
+        verbosity: Reloadable::new(Verbosity::All),
         media: Default::default(),
         reinject_max_chars: 10_000,
         quiet_note: None,
