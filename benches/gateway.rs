@@ -6,16 +6,21 @@
 //!
 //! Settings (environment): `SIDEKICKS_BENCH_RUNS` (default 5), `SIDEKICKS_BENCH_ROOMS`
 //! (load sizes, default `50`; e.g. `50,200`), `SIDEKICKS_BENCH_ONLY` (comma-separated
-//! figure groups: `latency,economy,cold,footprint,load,catchup`).
+//! figure groups: `latency,economy,cold,footprint,load,catchup`), `SIDEKICKS_BENCH_LOG` (a
+//! file the latency runs' gateway log is written to).
 #![recursion_limit = "256"]
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+#[path = "support/raw_client.rs"]
+mod raw_client;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use matrix_sdk::room::Room;
+use raw_client::RawClient;
 use support::{AgentSpec, Env, GatewayProcess, PATIENCE, Person, SynapseOptions, wait_until};
 
 /// One figure's samples.
@@ -193,45 +198,179 @@ fn stream_text(tag: &str, lines: usize) -> String {
         .collect()
 }
 
-async fn latency(env: &Env, bob: &Person, room: &Room, report: &mut Report, runs: usize) {
-    let bob_room = bob.client.get_room(room.room_id()).unwrap();
+/// The median of a figure's samples so far.
+fn median_of(report: &Report, name: &str) -> f64 {
+    let mut s = report.figures[name].samples.clone();
+    s.sort_by(f64::total_cmp);
+    percentile(&s, 50.0)
+}
+
+/// What a person feels, against the floor: the round trip from sending a message to the
+/// first visible answer, for a plain bot that echoes at once (in a room of its own) and for
+/// Sidekicks with the demo agent answering at once with one chunk. Each is seen by two
+/// client implementations at once: the raw `/sync` client and matrix-sdk's.
+async fn latency(
+    env: &Env,
+    clients: &LatencyClients,
+    room: &Room,
+    report: &mut Report,
+    runs: usize,
+) {
+    let LatencyClients {
+        alice,
+        bot,
+        bot_room,
+    } = clients;
+    let room_id = room.room_id().as_str();
+    let settle = Duration::from_millis(300);
     for run in 0..runs {
-        // The floor: one plain client to another.
-        let marker = format!("floor {run} {}", micros_now());
+        // The bot floor: a plain bot echoing at once.
+        let text = format!("echo {run} {}", micros_now());
+        let want = format!("echoed: {text}");
         let sent = SystemTime::now();
-        bob.send(&bob_room, &marker).await;
-        let seen = wait_until(PATIENCE, "the floor message", || {
-            env.alice
-                .messages_from(room, &bob.user_id)
+        alice.send(bot_room.room_id().as_str(), &text).await;
+        let raw = wait_until(PATIENCE, "the echo", || {
+            alice
+                .events()
                 .into_iter()
-                .find(|m| m.body == marker)
+                .find(|e| e.sender == bot.user_id && e.body == want)
         })
         .await;
-        let floor = seen.received.duration_since(sent).unwrap_or_default();
-        // Sidekicks: from the agent emitting its first chunk to Alice receiving the reply.
-        let before = env.alice.messages_from(room, &env.agent).len();
-        // A second of "thinking" first, as a real agent takes, so the reply is not
-        // caught in the same sync as the prompt's own echo.
-        env.alice.send(room, "%sleep 1000\n%now").await;
-        let first = wait_until(PATIENCE, "the reply", || {
+        let sdk = wait_until(PATIENCE, "the echo in matrix-sdk", || {
+            env.alice
+                .messages_from(bot_room, &bot.user_id)
+                .into_iter()
+                .find(|m| m.body == want)
+        })
+        .await;
+        let bot_raw = since(sent, raw.received);
+        report.add("latency: bot floor round trip (raw client)", "ms", bot_raw);
+        report.add(
+            "latency: bot floor round trip (matrix-sdk client)",
+            "ms",
+            since(sent, sdk.received),
+        );
+        tokio::time::sleep(settle).await;
+
+        // Sidekicks, the agent answering at once with one chunk.
+        let word = format!("pong-{run}-{}", micros_now());
+        let sent = SystemTime::now();
+        alice.send(room_id, &format!("%say {word}")).await;
+        let raw = wait_until(PATIENCE, "the answer", || {
+            alice
+                .events()
+                .into_iter()
+                .find(|e| e.sender == env.agent && e.replaces.is_none() && e.body == word)
+        })
+        .await;
+        let sdk = wait_until(PATIENCE, "the answer in matrix-sdk", || {
             env.alice
                 .messages_from(room, &env.agent)
                 .into_iter()
-                .nth(before)
+                .find(|m| m.body == word)
         })
         .await;
-        let emitted: u128 = first.body.trim().parse().unwrap_or(0);
-        let added = Duration::from_micros(micros(first.received).saturating_sub(emitted) as u64);
-        let to_server =
-            (u128::from(first.server_ts) * 1000).saturating_sub(emitted) as f64 / 1000.0;
-        report.add("latency: floor (client to client)", "ms", ms(floor));
-        report.add("latency: agent first chunk to client", "ms", ms(added));
-        report.add("latency: agent first chunk to homeserver", "ms", to_server);
+        let ours = since(sent, raw.received);
+        report.add("latency: Sidekicks round trip (raw client)", "ms", ours);
         report.add(
-            "latency: ratio to the floor",
-            "×",
-            ms(added) / ms(floor).max(0.001),
+            "latency: Sidekicks round trip (matrix-sdk client)",
+            "ms",
+            since(sent, sdk.received),
         );
+        report.add(
+            "latency: Sidekicks round trip to homeserver",
+            "ms",
+            (u128::from(raw.server_ts) * 1000).saturating_sub(micros(sent)) as f64 / 1000.0,
+        );
+        report.add(
+            "latency: round trip ratio to the bot (per run)",
+            "×",
+            ours / bot_raw.max(0.001),
+        );
+        tokio::time::sleep(settle).await;
+
+        // From the agent emitting its first chunk (after a second of "thinking", as real
+        // agents take) to each client receiving the reply.
+        let sent = SystemTime::now();
+        alice.send(room_id, "%sleep 1000\n%now").await;
+        let raw = wait_until(PATIENCE, "the stamped reply", || {
+            alice.events().into_iter().find(|e| {
+                e.sender == env.agent
+                    && e.replaces.is_none()
+                    && micros(e.received) > micros(sent)
+                    && e.body.trim().parse::<u128>().is_ok()
+            })
+        })
+        .await;
+        let emitted: u128 = raw.body.trim().parse().unwrap();
+        let sdk = wait_until(PATIENCE, "the stamped reply in matrix-sdk", || {
+            env.alice
+                .messages_from(room, &env.agent)
+                .into_iter()
+                .find(|m| m.event_id == raw.event_id)
+        })
+        .await;
+        let after = |t: SystemTime| micros(t).saturating_sub(emitted) as f64 / 1000.0;
+        report.add(
+            "latency: agent first chunk to client (raw client)",
+            "ms",
+            after(raw.received),
+        );
+        report.add(
+            "latency: agent first chunk to client (matrix-sdk client)",
+            "ms",
+            after(sdk.received),
+        );
+        report.add(
+            "latency: agent first chunk to homeserver",
+            "ms",
+            (u128::from(raw.server_ts) * 1000).saturating_sub(emitted) as f64 / 1000.0,
+        );
+        tokio::time::sleep(settle).await;
+    }
+    // The gateway's log (debug level, with microsecond timestamps) shows where the time
+    // of each turn goes.
+    if let Ok(path) = std::env::var("SIDEKICKS_BENCH_LOG") {
+        std::fs::write(&path, env.gw.log()).unwrap();
+        eprintln!("the gateway's log is in {path}");
+    }
+    let ratio = median_of(report, "latency: Sidekicks round trip (raw client)")
+        / median_of(report, "latency: bot floor round trip (raw client)");
+    report.add(
+        "latency: round trip ratio to the bot (of medians)",
+        "×",
+        ratio,
+    );
+}
+
+/// Milliseconds from `from` to `to`.
+fn since(from: SystemTime, to: SystemTime) -> f64 {
+    ms(to.duration_since(from).unwrap_or_default())
+}
+
+/// The latency figures' own clients: Alice's raw client, the echo bot and its room.
+struct LatencyClients {
+    alice: RawClient,
+    bot: RawClient,
+    bot_room: Room,
+}
+
+impl LatencyClients {
+    /// Logs Alice in again (raw) and Bob as the echo bot, in a room of Alice's and his.
+    async fn start(env: &Env, bob_id: &str) -> Self {
+        let alice = RawClient::login(&env.hs.url, &env.alice.user_id, "alice-password").await;
+        let bot = RawClient::echo_bot(&env.hs.url, bob_id, "bob-password").await;
+        let room = env.alice.create_room(false).await;
+        env.alice.invite(&room, bob_id).await;
+        bot.join(room.room_id().as_str()).await;
+        env.alice
+            .wait_membership(&room, bob_id, matrix_sdk::RoomMemberships::JOIN)
+            .await;
+        Self {
+            alice,
+            bot,
+            bot_room: room,
+        }
     }
 }
 
@@ -372,11 +511,14 @@ async fn cold_start(report: &mut Report, runs: usize) {
     }
 }
 
+/// Agents logged in for the footprint figures.
+const AGENTS: usize = 10;
+
 async fn footprint(report: &mut Report) {
     let hs = support::Synapse::start(SynapseOptions::default()).await;
     let alice_id = hs.register("alice", "alice-password").await;
     let mut agents = Vec::new();
-    for i in 0..3 {
+    for i in 0..AGENTS {
         let user_id = hs.register(&format!("agent{i}"), "agent-password").await;
         agents.push(AgentSpec {
             id: format!("agent{i}"),
@@ -387,7 +529,7 @@ async fn footprint(report: &mut Report) {
         });
     }
     let gw = GatewayProcess::start(&hs.url, &[alice_id.as_str()], &agents, "");
-    wait_until(PATIENCE, "three agents logged in", || {
+    wait_until(PATIENCE, "every agent logged in", || {
         gw.log().contains("Sidekicks is running").then_some(())
     })
     .await;
@@ -395,7 +537,7 @@ async fn footprint(report: &mut Report) {
     let pid = gw.pid().unwrap();
     let at_start = rss_mib(pid);
     report.add(
-        "footprint: RSS at start, 3 agents logged in",
+        "footprint: RSS at start, 10 agents logged in",
         "MiB",
         at_start,
     );
@@ -615,7 +757,8 @@ async fn main() {
         bob.join(room.room_id().as_str()).await;
         if wants("latency") {
             eprintln!("measuring latency ({runs} runs)…");
-            latency(&env, &bob, &room, &mut report, runs).await;
+            let clients = LatencyClients::start(&env, &bob_id).await;
+            latency(&env, &clients, &room, &mut report, runs).await;
         }
         if wants("economy") {
             let economy_runs = runs.min(3);
