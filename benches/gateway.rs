@@ -271,6 +271,29 @@ async fn latency(
         })
         .await;
         let ours = since(sent, raw.received);
+        // Where the time goes, from outside: the homeserver handing the prompt to a client
+        // (Alice's own, raw), the gateway's part from the prompt to its reply, both stamped
+        // by the homeserver (ms), and the reply on its way to Alice.
+        let prompt = format!("%say {word}");
+        let own = wait_until(PATIENCE, "the prompt's own echo", || {
+            alice.events().into_iter().find(|e| e.body == prompt)
+        })
+        .await;
+        report.add(
+            "latency: split: prompt sent to a client having it",
+            "ms",
+            since(sent, own.received),
+        );
+        report.add(
+            "latency: split: prompt to reply, both at the homeserver",
+            "ms",
+            raw.server_ts.saturating_sub(own.server_ts) as f64,
+        );
+        report.add(
+            "latency: split: reply at the homeserver to the client",
+            "ms",
+            (micros(raw.received).saturating_sub(u128::from(raw.server_ts) * 1000)) as f64 / 1000.0,
+        );
         report.add("latency: Sidekicks round trip (raw client)", "ms", ours);
         report.add(
             "latency: Sidekicks round trip (matrix-sdk client)",

@@ -36,8 +36,11 @@ fn the_image_builds_runs_unprivileged_and_checks_the_demo_config() {
         .output()
         .is_ok_and(|o| o.status.success());
     let root_user = unsafe { libc::geteuid() } == 0;
-    let can_debootstrap = Command::new("debootstrap").arg("--version").output().is_ok();
-    if !has_base && !(root_user && can_debootstrap) {
+    let can_debootstrap = Command::new("debootstrap")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !(has_base || root_user && can_debootstrap) {
         eprintln!("no {BASE} image and no way to make one: the container image is not tested");
         return;
     }

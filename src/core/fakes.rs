@@ -85,6 +85,10 @@ struct ChatState {
     downloads: Vec<String>,
     /// What the rooms said, oldest first (the room tools read it).
     history: Vec<IncomingMessage>,
+    /// How long a typing notice takes to be sent.
+    typing_delay: Duration,
+    /// Typing notices sent, in the order they were done: (room, on).
+    typing: Vec<(String, bool)>,
 }
 
 /// A chat side that records what it was asked to do and can refuse chosen calls.
@@ -106,6 +110,16 @@ impl FakeChat {
             .unwrap()
             .power
             .insert(user.to_owned(), level);
+    }
+
+    /// Makes every typing notice take `delay` (a slow homeserver).
+    pub fn set_typing_delay(&self, delay: Duration) {
+        self.state.lock().unwrap().typing_delay = delay;
+    }
+
+    /// The typing notices done so far, in order: (room, on).
+    pub fn typing_notices(&self) -> Vec<(String, bool)> {
+        self.state.lock().unwrap().typing.clone()
     }
 
     /// Sets who has joined every room.
@@ -279,7 +293,11 @@ impl ChatPort for FakeChat {
         Ok(())
     }
 
-    async fn typing(&self, _room: &str, _on: bool) {}
+    async fn typing(&self, room: &str, on: bool) {
+        let delay = self.state.lock().unwrap().typing_delay;
+        tokio::time::sleep(delay).await;
+        self.state.lock().unwrap().typing.push((room.into(), on));
+    }
 
     async fn mark_read(&self, room: &str, event_id: &str, thread: Option<&str>) {
         self.record(Sent::Read {

@@ -193,10 +193,17 @@ impl Channel {
             .or_log("could not record the turn; a crash would leave it unmarked");
         self.approvals.new_turn();
         let mut control = TurnControl::default();
-        self.ctx.chat.typing(self.key.room.as_str(), true).await;
+        // The typing notice is one more request to the homeserver: it goes beside the
+        // prompt, not before it, so an answer that comes at once does not wait for it.
+        let typing = {
+            let (chat, room) = (self.ctx.chat.clone(), self.key.room.to_string());
+            tokio::spawn(async move { chat.typing(&room, true).await })
+        };
         let result = self.drive(prompt, &mut view, &mut control).await;
-        self.ctx.chat.typing(self.key.room.as_str(), false).await;
         self.finish_turn(result, view, control).await;
+        // Taken off after the answer is complete, and once it is on, never before.
+        let _ = typing.await;
+        self.ctx.chat.typing(self.key.room.as_str(), false).await;
     }
 
     /// Sends the prompt and handles everything that happens until the agent answers it:

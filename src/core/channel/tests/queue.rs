@@ -389,3 +389,27 @@ async fn a_rerun_prompt_is_answered_without_being_recorded_twice() {
         .count();
     assert_eq!(users, 1);
 }
+
+#[tokio::test]
+async fn the_answer_does_not_wait_for_the_typing_notice_which_goes_off_after_on() {
+    let agent = FakeAgent::new(Script::Chunks(vec!["at once".into()], Duration::ZERO));
+    let chat = FakeChat::new();
+    // A homeserver that takes its time over typing notices.
+    chat.set_typing_delay(Duration::from_secs(3));
+    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
+    let started = tokio::time::Instant::now();
+    tx.send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| chat.shown("!room").iter().any(|t| t == "at once")).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the answer was posted {:?} after the prompt: it waited for the typing notice",
+        started.elapsed()
+    );
+    settle_until(|| chat.typing_notices().len() == 2).await;
+    assert_eq!(
+        chat.typing_notices(),
+        [("!room".to_owned(), true), ("!room".to_owned(), false)],
+        "on, then off"
+    );
+}
