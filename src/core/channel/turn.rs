@@ -6,6 +6,7 @@ use super::*;
 use crate::core::context::Handoff;
 use crate::core::voice::txn;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::core::chat::Undelivered;
@@ -33,6 +34,11 @@ const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
 
 /// How often the typing notice is renewed while the agent works.
 const TYPING_REFRESH: Duration = Duration::from_secs(3);
+
+/// How long a turn runs before the typing notice goes out. An answer that comes sooner
+/// needs none, and one sent just before the answer would cost the person's client an extra
+/// sync (it wakes for the notice, then syncs again for the answer).
+const TYPING_AFTER: Duration = Duration::from_millis(500);
 
 /// What a running turn shows: the streamed reply and the work around it.
 pub(super) struct TurnView {
@@ -193,17 +199,29 @@ impl Channel {
             .or_log("could not record the turn; a crash would leave it unmarked");
         self.approvals.new_turn();
         let mut control = TurnControl::default();
-        // The typing notice is one more request to the homeserver: it goes beside the
-        // prompt, not before it, so an answer that comes at once does not wait for it.
+        // The typing notice goes beside the prompt, never before it, and only for a turn
+        // that takes a while (see [`TYPING_AFTER`]).
+        let typing_sent = Arc::new(AtomicBool::new(false));
         let typing = {
             let (chat, room) = (self.ctx.chat.clone(), self.key.room.to_string());
-            tokio::spawn(async move { chat.typing(&room, true).await })
+            let sent = typing_sent.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(TYPING_AFTER).await;
+                sent.store(true, Ordering::SeqCst);
+                chat.typing(&room, true).await
+            })
         };
         let result = self.drive(prompt, &mut view, &mut control).await;
         self.finish_turn(result, view, control).await;
-        // Taken off after the answer is complete, and once it is on, never before.
+        // Taken off after the answer is complete, and only once it was put on: one that is
+        // going out is waited for, one not due yet is dropped.
+        if !typing_sent.load(Ordering::SeqCst) {
+            typing.abort();
+        }
         let _ = typing.await;
-        self.ctx.chat.typing(self.key.room.as_str(), false).await;
+        if typing_sent.load(Ordering::SeqCst) {
+            self.ctx.chat.typing(self.key.room.as_str(), false).await;
+        }
     }
 
     /// Sends the prompt and handles everything that happens until the agent answers it:

@@ -391,8 +391,20 @@ async fn a_rerun_prompt_is_answered_without_being_recorded_twice() {
 }
 
 #[tokio::test]
-async fn the_answer_does_not_wait_for_the_typing_notice_which_goes_off_after_on() {
+async fn an_answer_that_comes_at_once_sends_no_typing_notice() {
     let agent = FakeAgent::new(Script::Chunks(vec!["at once".into()], Duration::ZERO));
+    let chat = FakeChat::new();
+    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
+    tx.send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| chat.shown("!room").iter().any(|t| t == "at once")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(chat.typing_notices(), [], "no notice on, none off");
+}
+
+#[tokio::test]
+async fn a_slow_answer_shows_typing_without_waiting_for_it_then_takes_it_off() {
+    let agent = FakeAgent::new(Script::Chunks(vec!["late".into()], Duration::from_secs(1)));
     let chat = FakeChat::new();
     // A homeserver that takes its time over typing notices.
     chat.set_typing_delay(Duration::from_secs(3));
@@ -400,9 +412,9 @@ async fn the_answer_does_not_wait_for_the_typing_notice_which_goes_off_after_on(
     let started = tokio::time::Instant::now();
     tx.send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
-    settle_until(|| chat.shown("!room").iter().any(|t| t == "at once")).await;
+    settle_until(|| chat.shown("!room").iter().any(|t| t == "late")).await;
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_millis(2500),
         "the answer was posted {:?} after the prompt: it waited for the typing notice",
         started.elapsed()
     );
