@@ -11,6 +11,12 @@ use crate::model::OutMessage;
 use crate::render::strings;
 use crate::store::{PendingInput, PendingKind, now_ms};
 
+/// How long after a message is taken its read receipt goes out. A receipt that reaches
+/// the homeserver just before an answer that comes at once costs the person's client an
+/// extra sync (it wakes for the receipt, then syncs again for the answer); half a second
+/// later, such an answer is already there.
+const RECEIPT_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
 impl Gateway {
     /// The checks every message passes before an agent acts on it: not from an agent, from
     /// a user `trusted` to send it, newer than the agent's arrival, and not handled before.
@@ -76,9 +82,9 @@ impl Gateway {
         {
             Ok(true) => {
                 tracing::debug!(agent = %agent_id, room = %room_id, event = %event_id, "admitted");
-                // Taken: the person sees it read, beside (not before) everything else.
-                // A message that opens its own thread is read where it is: in the main
-                // timeline.
+                // Taken: the person sees it read, beside (not before) everything else, and
+                // a moment later (see [`RECEIPT_AFTER`]). A message that opens its own
+                // thread is read where it is: in the main timeline.
                 if let Some(ctx) = self.agents.get(agent_id) {
                     let (chat, room, event) =
                         (ctx.chat.clone(), room_id.to_string(), event_id.to_string());
@@ -86,6 +92,7 @@ impl Gateway {
                         .filter(|root| *root != event_id)
                         .map(ToString::to_string);
                     self.channels.spawn(async move {
+                        tokio::time::sleep(RECEIPT_AFTER).await;
                         chat.mark_read(&room, &event, thread.as_deref()).await
                     });
                 }
