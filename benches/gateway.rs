@@ -709,26 +709,12 @@ async fn load(rooms_count: usize, report: &mut Report) {
         "%",
         100.0 * complete as f64 / rooms.len() as f64,
     );
-    report.add(
-        &label("staleness p50 (raw client)"),
-        "ms",
-        percentile(&raw_lags, 50.0),
-    );
-    report.add(
-        &label("staleness p95 (raw client)"),
-        "ms",
-        percentile(&raw_lags, 95.0),
-    );
-    report.add(
-        &label("staleness p50 (matrix-sdk client)"),
-        "ms",
-        percentile(&lags, 50.0),
-    );
-    report.add(
-        &label("staleness p95 (matrix-sdk client)"),
-        "ms",
-        percentile(&lags, 95.0),
-    );
+    for (client, lags) in [("raw client", &raw_lags), ("matrix-sdk client", &lags)] {
+        for p in [50.0, 95.0] {
+            let name = label(&format!("staleness p{p} ({client})"));
+            report.add(&name, "ms", percentile(lags, p));
+        }
+    }
     report.add(
         &label("gateway CPU per 1,000 chunks"),
         "ms",

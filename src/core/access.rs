@@ -2,15 +2,15 @@
 //! change settings, each less the users the config denies. A list is shared by everything
 //! that holds a clone of it, so a config reload (SIGHUP) changes it everywhere at once.
 
-use std::sync::{Arc, RwLock};
-
 use wildmatch::WildMatch;
+
+use crate::core::reloadable::Reloadable;
 
 /// Allowed users, as exact IDs or glob patterns (`*` and `?`), e.g. `@*:example.org`.
 #[derive(Debug, Clone)]
 pub struct AccessList {
     /// The rules, shared by every clone.
-    rules: Arc<RwLock<Rules>>,
+    rules: Reloadable<Rules>,
 }
 
 /// What an access list admits.
@@ -31,43 +31,34 @@ impl AccessList {
             deny: Vec::new(),
         };
         Self {
-            rules: Arc::new(RwLock::new(rules)),
+            rules: Reloadable::new(rules),
         }
     }
 
     /// A list of the same patterns (not shared with this one), refusing every user `deny`
     /// matches.
     pub fn denying<S: AsRef<str>>(self, deny: &[S]) -> Self {
-        let patterns = self
-            .rules
-            .read()
-            .expect("access list poisoned")
-            .patterns
-            .clone();
+        let patterns = self.rules.read(|rules| rules.patterns.clone());
         let rules = Rules {
             patterns,
             deny: deny.iter().map(|p| p.as_ref().to_owned()).collect(),
         };
         Self {
-            rules: Arc::new(RwLock::new(rules)),
+            rules: Reloadable::new(rules),
         }
     }
 
     /// Whether the list admits `user_id`.
     pub fn allows(&self, user_id: &str) -> bool {
-        let rules = self.rules.read().expect("access list poisoned");
         let matches = |p: &String| WildMatch::new(p).matches(user_id);
-        rules.patterns.iter().any(matches) && !rules.deny.iter().any(matches)
+        self.rules
+            .read(|rules| rules.patterns.iter().any(matches) && !rules.deny.iter().any(matches))
     }
 
     /// Takes `other`'s rules in place, for every clone of this list; returns whether they
     /// changed.
     pub fn replace_with(&self, other: &AccessList) -> bool {
-        let new = other.rules.read().expect("access list poisoned").clone();
-        let mut rules = self.rules.write().expect("access list poisoned");
-        let changed = *rules != new;
-        *rules = new;
-        changed
+        self.rules.set(other.rules.get())
     }
 }
 

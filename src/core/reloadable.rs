@@ -1,6 +1,6 @@
-//! Settings that a config reload (SIGHUP) changes while the gateway runs: display,
-//! streaming and permissions. Each is one value shared by every agent and room that holds a
-//! clone of its cell; whoever needs it reads the current value when it starts something
+//! Settings that a config reload (SIGHUP) changes while the gateway runs: the access lists
+//! (inside [`crate::core::access::AccessList`]), display, streaming and permissions. Each is
+//! one value shared by every agent and room that holds a clone of its cell; whoever needs it reads the current value when it starts something
 //! (a turn reads its streaming and display settings when it begins, a poll its timeout
 //! when it opens), so a reload never changes a reply or a poll halfway.
 
@@ -24,6 +24,11 @@ impl<T: Clone + PartialEq> Reloadable<T> {
     /// The current value.
     pub fn get(&self) -> T {
         self.value.read().expect("live setting poisoned").clone()
+    }
+
+    /// What `f` makes of the current value, read in place (no copy).
+    pub fn read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        f(&self.value.read().expect("live setting poisoned"))
     }
 
     /// Puts `value` in place for every clone; returns whether it changed.

@@ -1,0 +1,40 @@
+//! Which messages the gateway takes, and what happens around one it takes: its read
+//! receipt.
+
+use super::*;
+use crate::core::fakes::Sent;
+
+#[tokio::test]
+async fn an_answer_that_comes_at_once_is_posted_before_the_read_receipt() {
+    let (gw, _agent, chat) = gateway().await;
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    gw.handle(msg("$1", "@alice:x", now_ms() as u64 + 1)).await;
+    let log = || chat.log();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !log().iter().any(|s| matches!(s, Sent::Read { .. }))
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let log = log();
+    let read = log.iter().position(|s| matches!(s, Sent::Read { .. }));
+    let answer = log.iter().position(|s| matches!(s, Sent::Send { .. }));
+    assert!(read.is_some(), "the message is still marked read: {log:?}");
+    assert!(answer.is_some(), "the answer was posted: {log:?}");
+    assert!(answer < read, "the answer first, then the receipt: {log:?}");
+}
+
+#[tokio::test]
+async fn only_new_messages_from_allowed_humans_become_prompts_once() {
+    let (gw, agent, _) = gateway().await;
+    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    let now = now_ms() as u64;
+    gw.handle(msg("$old", "@alice:x", now - 60_000)).await;
+    gw.handle(msg("$stranger", "@mallory:x", now + 1)).await;
+    gw.handle(msg("$self", "@demo:x", now + 1)).await;
+    gw.handle(msg("$ok", "@alice:x", now + 1)).await;
+    gw.handle(msg("$ok", "@alice:x", now + 1)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let prompts = agent.prompt_texts();
+    assert_eq!(prompts, vec!["hello $ok"]);
+}
