@@ -13,21 +13,24 @@ pub struct AccessList {
     rules: Reloadable<Rules>,
 }
 
-/// What an access list admits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What an access list admits, compiled once (a list is checked for every event).
+#[derive(Debug, Clone, PartialEq)]
 struct Rules {
-    /// The patterns as configured; an exact ID is a pattern without wildcards.
-    patterns: Vec<String>,
+    /// The patterns; an exact ID is a pattern without wildcards.
+    patterns: Vec<WildMatch>,
     /// Users refused whatever the patterns say (`access.deny`): the bridge puppets and bots
     /// a broad pattern would let in.
-    deny: Vec<String>,
+    deny: Vec<WildMatch>,
 }
 
 impl AccessList {
     /// Builds the list from the configured patterns.
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Self {
         let rules = Rules {
-            patterns: patterns.iter().map(|p| p.as_ref().to_owned()).collect(),
+            patterns: patterns
+                .iter()
+                .map(|p| WildMatch::new(p.as_ref()))
+                .collect(),
             deny: Vec::new(),
         };
         Self {
@@ -41,7 +44,7 @@ impl AccessList {
         let patterns = self.rules.read(|rules| rules.patterns.clone());
         let rules = Rules {
             patterns,
-            deny: deny.iter().map(|p| p.as_ref().to_owned()).collect(),
+            deny: deny.iter().map(|p| WildMatch::new(p.as_ref())).collect(),
         };
         Self {
             rules: Reloadable::new(rules),
@@ -50,7 +53,7 @@ impl AccessList {
 
     /// Whether the list admits `user_id`.
     pub fn allows(&self, user_id: &str) -> bool {
-        let matches = |p: &String| WildMatch::new(p).matches(user_id);
+        let matches = |p: &WildMatch| p.matches(user_id);
         self.rules
             .read(|rules| rules.patterns.iter().any(matches) && !rules.deny.iter().any(matches))
     }
