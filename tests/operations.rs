@@ -124,6 +124,22 @@ async fn metrics_count_a_known_sequence_of_turns_and_health_says_ready() {
     assert_eq!(get(&format!("{base}/nothing")).await.0, 404);
 }
 
+/// Writes `config` as the gateway's config and sends it SIGHUP; returns the first log line
+/// saying `outcome` once there is one.
+async fn reload(env: &Env, config: &str, outcome: &str) -> String {
+    std::fs::write(&env.gw.config, config).unwrap();
+    let pid = env.gw.pid().unwrap() as i32;
+    unsafe { libc::kill(pid, libc::SIGHUP) };
+    support::wait_until(PATIENCE, outcome, || {
+        env.gw
+            .log()
+            .lines()
+            .find(|l| l.contains(outcome))
+            .map(str::to_owned)
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_access_lists_and_names_what_needs_a_restart() {
     let env = Env::start(SynapseOptions::default(), "").await;
@@ -149,22 +165,9 @@ async fn sighup_reloads_the_access_lists_and_names_what_needs_a_restart() {
             &format!("allowed_users = [\"{}\", \"{bob_id}\"]", env.alice.user_id),
         )
         .replacen("[matrix]", "[pool]\nidle_stop_secs = 999\n[matrix]", 1);
-    std::fs::write(&env.gw.config, config).unwrap();
-    let pid = env.gw.pid().unwrap() as i32;
-    unsafe { libc::kill(pid, libc::SIGHUP) };
-    support::wait_until(PATIENCE, "the reload", || {
-        env.gw
-            .log()
-            .contains("now in effect for the next turns")
-            .then_some(())
-    })
-    .await;
-    let log = env.gw.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains("now in effect for the next turns"))
-        .unwrap();
+    let line = reload(&env, &config, "now in effect for the next turns").await;
     assert!(line.contains("allowed_users"), "{line}");
+    let log = env.gw.log();
     let waiting = log
         .lines()
         .find(|l| l.contains("take effect only after a restart"));
@@ -175,15 +178,7 @@ async fn sighup_reloads_the_access_lists_and_names_what_needs_a_restart() {
         .await;
 
     // A config that does not load changes nothing, and says why.
-    std::fs::write(&env.gw.config, "this is not a config").unwrap();
-    unsafe { libc::kill(pid, libc::SIGHUP) };
-    support::wait_until(PATIENCE, "the refused reload", || {
-        env.gw
-            .log()
-            .contains("the config was not reloaded")
-            .then_some(())
-    })
-    .await;
+    reload(&env, "this is not a config", "the config was not reloaded").await;
     bob.send(&bobs, "%say still bob").await;
     env.reply_where(&room, "Bob still answered", |t| t == "still bob")
         .await;
@@ -207,17 +202,7 @@ async fn sighup_reloads_display_and_permissions_for_the_next_turns() {
     assert!(config.contains("show = \"answer\""), "{config}");
     let config = config.replace("show = \"answer\"", "show = \"all\"")
         + "\n[permissions]\ntimeout_secs = 5\n";
-    std::fs::write(&env.gw.config, config).unwrap();
-    let pid = env.gw.pid().unwrap() as i32;
-    unsafe { libc::kill(pid, libc::SIGHUP) };
-    let line = support::wait_until(PATIENCE, "the reload", || {
-        env.gw
-            .log()
-            .lines()
-            .find(|l| l.contains("now in effect for the next turns"))
-            .map(str::to_owned)
-    })
-    .await;
+    let line = reload(&env, &config, "now in effect for the next turns").await;
     assert!(
         line.contains("display") && line.contains("permissions"),
         "{line}"

@@ -40,17 +40,6 @@ pub(super) async fn history(
         let page = room.messages(options).await.map_err(|e| classify(&e))?;
         for event in &page.chunk {
             match to_inbound(agent_id, room_id, event, trust) {
-                Some(Inbound::Message(m)) => {
-                    if !redacted.contains(m.event_id.as_str()) {
-                        newest_first.push(m);
-                    }
-                }
-                // Listed as unreadable, its files with it: nothing of it is taken.
-                Some(Inbound::Unreadable(m, _)) => {
-                    if !redacted.contains(m.event_id.as_str()) {
-                        newest_first.push(unreadable(m));
-                    }
-                }
                 Some(Inbound::Change(c)) => match c.change {
                     Change::Edited(text) => {
                         let key = c.target.as_str().to_owned();
@@ -62,7 +51,14 @@ pub(super) async fn history(
                         redacted.insert(c.target.as_str().to_owned());
                     }
                 },
-                Some(Inbound::Reaction(_)) | None => {}
+                Some(inbound) => {
+                    if let Some(m) = listed(inbound)
+                        && !redacted.contains(m.event_id.as_str())
+                    {
+                        newest_first.push(m);
+                    }
+                }
+                None => {}
             }
         }
         from = page.end;
@@ -111,13 +107,7 @@ pub(super) async fn message(
         }
         Err(e) => return Err(classify(&e)),
     };
-    Ok(
-        match to_inbound(agent_id, room.room_id().as_str(), &event, trust) {
-            Some(Inbound::Message(m)) => Some(m),
-            Some(Inbound::Unreadable(m, _)) => Some(unreadable(m)),
-            _ => None,
-        },
-    )
+    Ok(to_inbound(agent_id, room.room_id().as_str(), &event, trust).and_then(listed))
 }
 
 /// The joined and invited members of `room`.
@@ -137,13 +127,18 @@ pub(super) async fn members(room: &Room) -> Result<Vec<RoomMember>, ChatError> {
         .collect())
 }
 
-/// A message the agent cannot read (undecryptable, or its sender not proven), as the room
-/// tools show it: without its text or files.
-fn unreadable(message: IncomingMessage) -> IncomingMessage {
-    IncomingMessage {
-        body: String::new(),
-        media: Vec::new(),
-        ..message
+/// A message as the room tools list it; one the agent cannot read (undecryptable, or its
+/// sender not proven) without its text or files, so nothing of it is taken. `None` for what
+/// is no message.
+fn listed(inbound: Inbound) -> Option<IncomingMessage> {
+    match inbound {
+        Inbound::Message(m) => Some(m),
+        Inbound::Unreadable(m, _) => Some(IncomingMessage {
+            body: String::new(),
+            media: Vec::new(),
+            ..m
+        }),
+        Inbound::Change(_) | Inbound::Reaction(_) => None,
     }
 }
 

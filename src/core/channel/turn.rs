@@ -394,8 +394,8 @@ impl Channel {
                 }
             }
         }
-        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, prompt = %view.prompt_event, stop = stop_label, stats = ?stream.stats(), "turn ended");
         let stats = stream.stats();
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, prompt = %view.prompt_event, stop = stop_label, ?stats, "turn ended");
         let metrics = crate::core::metrics::metrics();
         let agent = ctx.agent_id.as_str();
         metrics.turn_ended(
