@@ -30,6 +30,15 @@ struct Figure {
     samples: Vec<f64>,
 }
 
+impl Figure {
+    /// The samples, smallest first.
+    fn sorted(&self) -> Vec<f64> {
+        let mut s = self.samples.clone();
+        s.sort_by(f64::total_cmp);
+        s
+    }
+}
+
 /// Every figure, by name, in the order measured.
 #[derive(Default)]
 struct Report {
@@ -55,8 +64,7 @@ impl Report {
         );
         for name in &self.order {
             let f = &self.figures[name];
-            let mut s = f.samples.clone();
-            s.sort_by(f64::total_cmp);
+            let s = f.sorted();
             let median = percentile(&s, 50.0);
             let (min, max) = (s[0], s[s.len() - 1]);
             println!(
@@ -226,9 +234,7 @@ fn stream_text(tag: &str, lines: usize) -> String {
 
 /// The median of a figure's samples so far.
 fn median_of(report: &Report, name: &str) -> f64 {
-    let mut s = report.figures[name].samples.clone();
-    s.sort_by(f64::total_cmp);
-    percentile(&s, 50.0)
+    percentile(&report.figures[name].sorted(), 50.0)
 }
 
 /// What a person feels, against the floor: the round trip from sending a message to the
@@ -280,8 +286,9 @@ async fn latency(
 
         // Sidekicks, the agent answering at once with one chunk.
         let word = format!("pong-{run}-{}", micros_now());
+        let prompt = format!("%say {word}");
         let sent = SystemTime::now();
-        alice.send(room_id, &format!("%say {word}")).await;
+        alice.send(room_id, &prompt).await;
         let raw = wait_until(PATIENCE, "the answer", || {
             alice
                 .events()
@@ -300,7 +307,6 @@ async fn latency(
         // Where the time goes, from outside: the homeserver handing the prompt to a client
         // (Alice's own, raw), the gateway's part from the prompt to its reply, both stamped
         // by the homeserver (ms), and the reply on its way to Alice.
-        let prompt = format!("%say {word}");
         let own = wait_until(PATIENCE, "the prompt's own echo", || {
             alice.events().into_iter().find(|e| e.body == prompt)
         })
@@ -586,7 +592,7 @@ async fn footprint(report: &mut Report) {
     let pid = gw.pid().unwrap();
     let at_start = rss_mib(pid);
     report.add(
-        "footprint: RSS at start, 10 agents logged in",
+        &format!("footprint: RSS at start, {AGENTS} agents logged in"),
         "MiB",
         at_start,
     );
