@@ -31,13 +31,11 @@ pub struct RawEvent {
 
 /// A logged-in raw client, syncing in the background until dropped.
 pub struct RawClient {
-    http: reqwest::Client,
-    base: String,
-    token: String,
+    /// What it sends with, shared with its sync loop.
+    sender: Sender,
     /// The Matrix user it is logged in as.
     pub user_id: String,
     seen: Arc<Mutex<Vec<RawEvent>>>,
-    txn: AtomicU64,
     sync: tokio::task::JoinHandle<()>,
 }
 
@@ -91,39 +89,36 @@ impl RawClient {
         let since = first["next_batch"].as_str().unwrap().to_owned();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sender = Sender {
-            http: http.clone(),
+            http,
             base: base.to_owned(),
-            token: token.clone(),
+            token,
             txn: Arc::new(AtomicU64::new(0)),
         };
         let sync = tokio::spawn(sync_loop(
-            sender,
+            sender.clone(),
             since,
             user_id.to_owned(),
             seen.clone(),
             reaction,
         ));
         Self {
-            http,
-            base: base.to_owned(),
-            token,
+            sender,
             user_id: user_id.to_owned(),
             seen,
-            txn: AtomicU64::new(1 << 32),
             sync,
         }
     }
 
     /// Joins `room_id` (it must be invited).
     pub async fn join(&self, room_id: &str) {
-        let url = format!("{}/_matrix/client/v3/join/{}", self.base, encode(room_id));
-        post(&self.http, &url, Some(&self.token), &serde_json::json!({})).await;
+        let s = &self.sender;
+        let url = format!("{}/_matrix/client/v3/join/{}", s.base, encode(room_id));
+        post(&s.http, &url, Some(&s.token), &serde_json::json!({})).await;
     }
 
     /// Sends a text message; returns its event ID once the homeserver has it.
     pub async fn send(&self, room_id: &str, body: &str) -> String {
-        let txn = self.txn.fetch_add(1, Ordering::Relaxed);
-        send_text(&self.http, &self.base, &self.token, room_id, body, txn).await
+        self.sender.send(room_id, body).await
     }
 
     /// Every message received so far.
@@ -138,7 +133,16 @@ struct Sender {
     http: reqwest::Client,
     base: String,
     token: String,
+    /// The next transaction ID.
     txn: Arc<AtomicU64>,
+}
+
+impl Sender {
+    /// Sends a text message; returns its event ID once the homeserver has it.
+    async fn send(&self, room_id: &str, body: &str) -> String {
+        let txn = self.txn.fetch_add(1, Ordering::Relaxed);
+        send_text(&self.http, &self.base, &self.token, room_id, body, txn).await
+    }
 }
 
 async fn sync_loop(
@@ -187,10 +191,7 @@ async fn sync_loop(
                 if e.sender != me && e.replaces.is_none() && e.body.starts_with("echo ") {
                     let s = sender.clone();
                     let (room, body) = (e.room_id.clone(), format!("echoed: {}", e.body));
-                    tokio::spawn(async move {
-                        let txn = s.txn.fetch_add(1, Ordering::Relaxed);
-                        send_text(&s.http, &s.base, &s.token, &room, &body, txn).await;
-                    });
+                    tokio::spawn(async move { s.send(&room, &body).await });
                 }
             }
         }
