@@ -202,10 +202,15 @@ fn max_lag(
 
 /// Resident memory of a process, in MiB.
 fn rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmRSS:")
+}
+
+/// A memory figure (`field`, e.g. `RssFile:`) of `/proc/PID/status`, in MiB.
+fn status_mib(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let kib: f64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0.0);
     kib / 1024.0
@@ -277,6 +282,17 @@ async fn latency(
         .await;
         let bot_raw = since(sent, raw.received);
         report.add("latency: bot floor round trip (raw client)", "ms", bot_raw);
+        // The bot's own part, as the Sidekicks split below measures the gateway's: from the
+        // message to the echo, both stamped by the homeserver.
+        let own = wait_until(PATIENCE, "the message's own echo", || {
+            alice.events().into_iter().find(|e| e.body == text)
+        })
+        .await;
+        report.add(
+            "latency: split, bot: message to echo, both at the homeserver",
+            "ms",
+            raw.server_ts.saturating_sub(own.server_ts) as f64,
+        );
         report.add(
             "latency: bot floor round trip (matrix-sdk client)",
             "ms",
@@ -592,9 +608,9 @@ async fn footprint(report: &mut Report) {
     let pid = gw.pid().unwrap();
     let at_start = rss_mib(pid);
     report.add(
-        &format!("footprint: RSS at start, {AGENTS} agents logged in"),
+        "footprint: of it, mapped from files (the binary's code)",
         "MiB",
-        at_start,
+        status_mib(pid, "RssFile:"),
     );
     let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
     let agent = agents[0].user_id.clone();

@@ -49,6 +49,15 @@ pub struct GatewayProcess {
     agents: Vec<AgentSpec>,
 }
 
+/// The gateway's log filter: `SIDEKICKS_GATEWAY_LOG` when set (e.g. with
+/// `matrix_sdk::http_client=debug` to see each request's timing), else the gateway at debug
+/// level and the SDK's warnings.
+fn log_filter() -> String {
+    std::env::var("SIDEKICKS_GATEWAY_LOG").unwrap_or_else(|_| {
+        "info,sidekicks=debug,matrix_sdk=warn,matrix_sdk_base=warn,matrix_sdk_crypto=error".into()
+    })
+}
+
 /// The `sidekicks` binary built for these tests.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_sidekicks"))
@@ -165,10 +174,7 @@ impl GatewayProcess {
         let mut cmd = Command::new(binary());
         cmd.args(["run", "--config"])
             .arg(&self.config)
-            .env(
-                "RUST_LOG",
-                "info,sidekicks=debug,matrix_sdk=warn,matrix_sdk_base=warn,matrix_sdk_crypto=error",
-            )
+            .env("RUST_LOG", log_filter())
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
