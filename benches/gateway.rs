@@ -608,6 +608,11 @@ async fn footprint(report: &mut Report) {
     let pid = gw.pid().unwrap();
     let at_start = rss_mib(pid);
     report.add(
+        &format!("footprint: RSS at start, {AGENTS} agents logged in"),
+        "MiB",
+        at_start,
+    );
+    report.add(
         "footprint: of it, mapped from files (the binary's code)",
         "MiB",
         status_mib(pid, "RssFile:"),
