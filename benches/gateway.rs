@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use matrix_sdk::room::Room;
-use raw_client::RawClient;
+use raw_client::{RawClient, RawEvent};
 use support::{AgentSpec, Env, GatewayProcess, PATIENCE, Person, SynapseOptions, wait_until};
 
 /// One figure's samples.
@@ -200,6 +200,15 @@ fn max_lag(
         .unwrap_or_default()
 }
 
+/// Alice's own message with `body`, as her raw client received it (with the homeserver's
+/// stamp).
+async fn own_echo(alice: &RawClient, body: &str) -> RawEvent {
+    wait_until(PATIENCE, "a message's own echo", || {
+        alice.events().into_iter().find(|e| e.body == body)
+    })
+    .await
+}
+
 /// Resident memory of a process, in MiB.
 fn rss_mib(pid: u32) -> f64 {
     status_mib(pid, "VmRSS:")
@@ -284,10 +293,7 @@ async fn latency(
         report.add("latency: bot floor round trip (raw client)", "ms", bot_raw);
         // The bot's own part, as the Sidekicks split below measures the gateway's: from the
         // message to the echo, both stamped by the homeserver.
-        let own = wait_until(PATIENCE, "the message's own echo", || {
-            alice.events().into_iter().find(|e| e.body == text)
-        })
-        .await;
+        let own = own_echo(alice, &text).await;
         report.add(
             "latency: split, bot: message to echo, both at the homeserver",
             "ms",
@@ -323,10 +329,7 @@ async fn latency(
         // Where the time goes, from outside: the homeserver handing the prompt to a client
         // (Alice's own, raw), the gateway's part from the prompt to its reply, both stamped
         // by the homeserver (ms), and the reply on its way to Alice.
-        let own = wait_until(PATIENCE, "the prompt's own echo", || {
-            alice.events().into_iter().find(|e| e.body == prompt)
-        })
-        .await;
+        let own = own_echo(alice, &prompt).await;
         report.add(
             "latency: split: prompt sent to a client having it",
             "ms",
@@ -613,7 +616,7 @@ async fn footprint(report: &mut Report) {
         at_start,
     );
     report.add(
-        "footprint: of it, mapped from files (the binary's code)",
+        "footprint: of it, mapped from files (mostly the binary's code)",
         "MiB",
         status_mib(pid, "RssFile:"),
     );
