@@ -1,8 +1,9 @@
 //! Settings that a config reload (SIGHUP) changes while the gateway runs: the access lists
 //! (inside [`crate::core::access::AccessList`]), display, streaming and permissions. Each is
-//! one value shared by every agent and room that holds a clone of its cell; whoever needs it reads the current value when it starts something
-//! (a turn reads its streaming and display settings when it begins, a poll its timeout
-//! when it opens), so a reload never changes a reply or a poll halfway.
+//! one value shared by every agent and room that holds a clone of its cell; whoever needs
+//! it reads the current value when it starts something (a turn reads its streaming and
+//! display settings when it begins, a poll its timeout when it opens), so a reload never
+//! changes a reply or a poll halfway.
 
 use std::sync::{Arc, RwLock};
 

@@ -9,14 +9,11 @@ async fn an_answer_that_comes_at_once_is_posted_before_the_read_receipt() {
     let (gw, _agent, chat) = gateway().await;
     assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
     gw.handle(msg("$1", "@alice:x", now_ms() as u64 + 1)).await;
-    let log = || chat.log();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !log().iter().any(|s| matches!(s, Sent::Read { .. }))
-        && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let log = log();
+    wait_for(Duration::from_secs(5), || {
+        chat.log().iter().any(|s| matches!(s, Sent::Read { .. }))
+    })
+    .await;
+    let log = chat.log();
     let read = log.iter().position(|s| matches!(s, Sent::Read { .. }));
     let answer = log.iter().position(|s| matches!(s, Sent::Send { .. }));
     assert!(read.is_some(), "the message is still marked read: {log:?}");

@@ -301,10 +301,10 @@ async fn a_prompt_cut_by_a_crash_is_rerun_once_when_configured() {
             .await
             .unwrap();
         gw.clean_up_previous_run().await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-        while agent.prompts().len() < expected_prompts && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_for(Duration::from_secs(2), || {
+            agent.prompts().len() >= expected_prompts
+        })
+        .await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         let prompts = agent.prompt_texts();
         let case = format!("setting {setting}, already re-run {already_rerun}");
@@ -363,10 +363,7 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         );
     }
     gw.clean_up_previous_run().await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    while agent.prompts().len() < 2 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(Duration::from_secs(2), || agent.prompts().len() >= 2).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Prompts run in their order; the answer to the dead poll is not a prompt.
     assert_eq!(agent.prompt_texts(), vec!["first", "second"]);
@@ -399,10 +396,7 @@ async fn a_prompt_is_waiting_in_the_store_until_its_turn_begins() {
     let now = now_ms() as u64 + 1;
     gw.handle(msg("$1", "@alice:x", now)).await;
     gw.handle(msg("$2", "@alice:x", now)).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    while agent.prompts().is_empty() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for(Duration::from_secs(2), || !agent.prompts().is_empty()).await;
     // The first began (no longer waiting); the second waits behind it, in the store.
     let waiting: Vec<EventId> = store
         .pending_inputs(&AgentId::from("demo"))
@@ -492,10 +486,7 @@ async fn messages_without_text_are_not_prompted() {
         m.body = body.into();
         gw.handle(Inbound::Message(m)).await;
     }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    while agent.prompts().is_empty() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(Duration::from_secs(2), || !agent.prompts().is_empty()).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let prompts = agent.prompt_texts();
     assert_eq!(prompts, vec!["real"]);
@@ -533,6 +524,14 @@ async fn to_all(gw: &Arc<Gateway>, agents: &[&str], id: &str, edit: impl Fn(&mut
         let mut m = copy_for(agent, id, "");
         edit(&mut m);
         gw.handle(Inbound::Message(m)).await;
+    }
+}
+
+/// Waits until `done`, for at most `within`.
+async fn wait_for(within: Duration, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !done() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
