@@ -44,11 +44,7 @@ fn a_signal_to_the_demo_script_stops_everything_it_started() {
         .prefix("sidekicks-demo-script-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = support::ports::free_port();
     let log_path = dir.path().join("demo-script.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut script = Command::new("bash")

@@ -4,13 +4,8 @@
 
 mod support;
 
+use support::ports::free_port;
 use support::{Env, PATIENCE, SynapseOptions};
-
-/// A loopback port nobody listens on.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
 
 /// `GET url`: its status and body.
 async fn get(url: &str) -> (u16, String) {

@@ -271,3 +271,28 @@ async fn a_hanging_turn_gets_a_note_saying_how_to_stop_it() {
     })
     .await;
 }
+
+/// The harness itself: a homeserver restarted while another process holds its port (as a
+/// test choosing ports at the same moment may) waits for the port instead of failing the
+/// test that restarts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_homeserver_waits_for_its_port_to_be_free() {
+    let mut hs = support::Synapse::start(SynapseOptions::default()).await;
+    hs.stop();
+    let squatter = std::net::TcpListener::bind(("127.0.0.1", hs.port)).unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(3));
+        drop(squatter);
+    });
+    hs.restart().await;
+    release.join().unwrap();
+    let versions = reqwest::get(format!("{}/_matrix/client/versions", hs.url))
+        .await
+        .unwrap();
+    assert!(versions.status().is_success());
+    let log = std::fs::read_to_string(hs.dir.path().join("synapse.log")).unwrap();
+    assert!(
+        log.contains("Address already in use"),
+        "the first restart lost the port, so the harness did wait"
+    );
+}

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod gateway;
 pub mod model_server;
 pub mod person;
+pub mod ports;
 pub mod proxy;
 pub mod synapse;
 

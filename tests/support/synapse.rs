@@ -8,12 +8,17 @@ use std::time::{Duration, Instant};
 use hmac::{Hmac, KeyInit, Mac};
 use tempfile::TempDir;
 
+use super::ports::{free_port, lost_port};
+
 const SHARED_SECRET: &str = "sidekicks-test-registration-secret";
 /// A fixed signing key: this server never federates, so the key needs no secrecy.
 const SIGNING_KEY: &str = "ed25519 a_test AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n";
 
 /// The server name of every test homeserver (set in `scripts/synapse/homeserver.yaml.in`).
 pub const SERVER_NAME: &str = "localhost";
+
+/// How many times Synapse is started before a lost port fails the test.
+const ATTEMPTS: usize = 5;
 
 /// How the homeserver is configured.
 #[derive(Debug, Clone, Copy, Default)]
@@ -78,14 +83,6 @@ pub fn venv() -> PathBuf {
     venv
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn relaxed_limits() -> &'static str {
     r#"
 rc_message: {per_second: 10000, burst_count: 10000}
@@ -114,11 +111,32 @@ impl Synapse {
             .prefix("sidekicks-synapse-")
             .tempdir()
             .unwrap();
-        let port = free_port();
         let d = dir.path();
         std::fs::write(d.join("signing.key"), SIGNING_KEY).unwrap();
+        let mut synapse = Self {
+            url: String::new(),
+            port: 0,
+            dir,
+            child: None,
+            options,
+        };
+        // Another test may take the chosen port before Synapse binds it: choose again.
+        for _ in 0..ATTEMPTS {
+            synapse.configure(free_port());
+            match synapse.launch(&venv).await {
+                Ok(()) => return synapse,
+                Err(log) if lost_port(&log) => eprintln!("synapse lost port {}", synapse.port),
+                Err(log) => panic!("synapse exited:\n{log}"),
+            }
+        }
+        panic!("synapse lost its port {ATTEMPTS} times in a row");
+    }
+
+    /// Writes the config for `port`.
+    fn configure(&mut self, port: u16) {
+        let d = self.dir.path();
         let template = include_str!("../../scripts/synapse/homeserver.yaml.in");
-        let limits = if options.default_rate_limits {
+        let limits = if self.options.default_rate_limits {
             ""
         } else {
             relaxed_limits()
@@ -129,24 +147,21 @@ impl Synapse {
             .replace("@SECRET@", SHARED_SECRET)
             + limits;
         std::fs::write(d.join("homeserver.yaml"), config).unwrap();
-        let mut synapse = Self {
-            url: format!("http://127.0.0.1:{port}"),
-            port,
-            dir,
-            child: None,
-            options,
-        };
-        synapse.launch(&venv).await;
-        synapse
+        self.port = port;
+        self.url = format!("http://127.0.0.1:{port}");
     }
 
-    async fn launch(&mut self, venv: &Path) {
+    /// Starts the process and waits until it answers; if it exits first, what it logged
+    /// since it was started.
+    async fn launch(&mut self, venv: &Path) -> Result<(), String> {
         let d = self.dir.path();
+        let log_path = d.join("synapse.log");
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(d.join("synapse.log"))
+            .open(&log_path)
             .unwrap();
+        let logged_before = log.metadata().unwrap().len() as usize;
         let child = Command::new(venv.join("bin/python"))
             .args(["-m", "synapse.app.homeserver", "-c"])
             .arg(d.join("homeserver.yaml"))
@@ -164,10 +179,13 @@ impl Synapse {
                 .send()
                 .await;
             if versions.is_ok_and(|r| r.status().is_success()) {
-                return;
+                return Ok(());
             }
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("synapse exited ({status}):\n{}", self.log_tail());
+                self.child = None;
+                let log = std::fs::read(&log_path).unwrap_or_default();
+                let since = String::from_utf8_lossy(&log[logged_before.min(log.len())..]);
+                return Err(format!("({status}) {since}"));
             }
             assert!(
                 Instant::now() < deadline,
@@ -221,9 +239,21 @@ impl Synapse {
     }
 
     /// Starts the homeserver again after [`Synapse::stop`], on the same port and database.
+    /// Its port is its own while it is down unless some other test happens to choose it
+    /// too: then this waits for that to pass.
     pub async fn restart(&mut self) {
         self.stop();
-        self.launch(&venv()).await;
+        for _ in 0..ATTEMPTS {
+            match self.launch(&venv()).await {
+                Ok(()) => return,
+                Err(log) if lost_port(&log) => {
+                    eprintln!("synapse's port {} is taken; waiting", self.port);
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(log) => panic!("synapse exited:\n{log}"),
+            }
+        }
+        panic!("synapse's port {} stayed taken", self.port);
     }
 
     /// Stops the homeserver (as if it went away).
