@@ -430,15 +430,17 @@ struct LatencyClients {
 }
 
 impl LatencyClients {
-    /// Logs Alice in again (raw) and Bob as the echo bot, in a room of Alice's and his.
-    async fn start(env: &Env, bob_id: &str) -> Self {
+    /// Logs Alice in again (raw) and a user of its own as the echo bot (no other client
+    /// of it syncs), in a room of Alice's and the bot's.
+    async fn start(env: &Env) -> Self {
         let alice = RawClient::login(&env.hs.url, &env.alice.user_id, "alice-password").await;
-        let bot = RawClient::echo_bot(&env.hs.url, bob_id, "bob-password").await;
+        let bot_id = env.hs.register("echo-bot", "echo-password").await;
+        let bot = RawClient::echo_bot(&env.hs.url, &bot_id, "echo-password").await;
         let room = env.alice.create_room(false).await;
-        env.alice.invite(&room, bob_id).await;
+        env.alice.invite(&room, &bot_id).await;
         bot.join(room.room_id().as_str()).await;
         env.alice
-            .wait_membership(&room, bob_id, matrix_sdk::RoomMemberships::JOIN)
+            .wait_membership(&room, &bot_id, matrix_sdk::RoomMemberships::JOIN)
             .await;
         Self {
             alice,
@@ -857,8 +859,13 @@ async fn main() {
         bob.join(room.room_id().as_str()).await;
         if wants("latency") {
             eprintln!("measuring latency ({runs} runs)…");
-            let clients = LatencyClients::start(&env, &bob_id).await;
-            latency(&env, &clients, &room, &mut report, runs).await;
+            // Each responder in a room of its own with Alice alone, so that the homeserver
+            // wakes as many syncs for a message in either room (Alice's two clients and
+            // the responder's): Bob's clients in the agent's room would make it wake two
+            // more for the prompt than for the bot's message.
+            let agent_room = env.room_with_agent(false).await;
+            let clients = LatencyClients::start(&env).await;
+            latency(&env, &clients, &agent_room, &mut report, runs).await;
         }
         if wants("economy") {
             let economy_runs = runs.min(3);
