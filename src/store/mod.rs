@@ -5,7 +5,9 @@ use crate::model::ids::{AgentId, ConversationKey, RoomId};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 
 mod conversations;
 mod inbox;
@@ -127,6 +129,13 @@ impl Store {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            // A commit is written to the log file without waiting for the disk: it survives
+            // the gateway crashing or being killed, and a power loss can only take the
+            // newest commits, in order (the log is replayed up to where it was synced).
+            // Every commit on the way from a message to its answer (admission, transcript,
+            // turn mark, reply journal) then costs no disk flush; what a power loss takes
+            // is taken in again from the homeserver (see `docs/continuity.md`).
+            .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(std::time::Duration::from_secs(5));
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
@@ -328,6 +337,30 @@ mod tests {
                 .await
                 .unwrap()
         );
+    }
+
+    /// Commits on the way from a message to its answer wait for no disk flush: the log
+    /// is written ahead and synced only when SQLite checkpoints it.
+    #[tokio::test]
+    async fn the_database_file_is_a_write_ahead_log_synced_at_checkpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("sidekicks.db")).await.unwrap();
+        let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(journal, "wal");
+        // Every connection of the pool, not only the first one.
+        let mut connections = Vec::new();
+        for _ in 0..4 {
+            let mut connection = store.pool.acquire().await.unwrap();
+            let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&mut *connection)
+                .await
+                .unwrap();
+            assert_eq!(synchronous, 1, "NORMAL");
+            connections.push(connection);
+        }
     }
 
     #[tokio::test]
