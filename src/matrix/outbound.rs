@@ -178,14 +178,21 @@ impl ChatPort for MatrixChat {
         if anyone {
             return Ok(None);
         }
-        // An invited person reads the room's history once they join.
-        let members = room
-            .members(RoomMemberships::JOIN | RoomMemberships::INVITE)
+        // An invited person reads the room's history once they join. Only the IDs are
+        // read: one query of the store (the member list fetched first if the room has none
+        // yet), where the full members would load every member event, profile and the
+        // power levels on the way from a message to its prompt.
+        room.sync_members().await.map_err(|e| classify(&e))?;
+        let members = self
+            .client
+            .state_store()
+            .get_user_ids(
+                room.room_id(),
+                RoomMemberships::JOIN | RoomMemberships::INVITE,
+            )
             .await
-            .map_err(|e| classify(&e))?;
-        Ok(Some(
-            members.iter().map(|m| m.user_id().to_string()).collect(),
-        ))
+            .map_err(|e| classify(&e.into()))?;
+        Ok(Some(members.iter().map(|id| id.to_string()).collect()))
     }
 
     async fn power_level(&self, room_id: &str, user: &str) -> Result<i64, ChatError> {
