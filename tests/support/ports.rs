@@ -6,7 +6,8 @@
 //! connection, since it comes from the ephemeral range, and with many tests running at once
 //! it sometimes does ("Address already in use"). A port chosen at random *below* the
 //! ephemeral range is never handed out that way; only another test choosing the same one at
-//! the same moment can take it, which the callers that start a server retry.
+//! the same moment can take it (one in about 12,000), and the harness's Synapse, started by
+//! nearly every test, is then started again on another port.
 
 use std::hash::{BuildHasher, RandomState};
 use std::net::TcpListener;
