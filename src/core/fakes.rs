@@ -745,3 +745,12 @@ pub fn ask_code_and_model() -> SessionSettings {
         }],
     }
 }
+
+/// Waits (real time: the store runs on its own thread) until `done` holds, for at most
+/// `within`; the caller asserts what it expected.
+pub async fn wait_for(within: Duration, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

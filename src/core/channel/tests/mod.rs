@@ -167,12 +167,9 @@ fn message(id: &str, body: &str) -> IncomingMessage {
     }
 }
 
-/// Waits (real time: the store runs on its own thread) until `done` holds, or 10 s.
+/// Waits until `done` holds, or 10 s.
 async fn settle_until(done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !done() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crate::core::fakes::wait_for(Duration::from_secs(10), done).await;
     // Let the turn finish its bookkeeping.
     tokio::time::sleep(Duration::from_millis(100)).await;
 }

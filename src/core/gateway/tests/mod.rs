@@ -11,7 +11,7 @@ use crate::core::access::AccessList;
 use crate::core::agent::AgentPort;
 use crate::core::context::AgentContext;
 use crate::core::context::Handoff;
-use crate::core::fakes::{FakeAgent, FakeChat, Script};
+use crate::core::fakes::{FakeAgent, FakeChat, Script, wait_for};
 use crate::core::inbound::{Inbound, IncomingMessage, Unreadable};
 use crate::core::poll::PermissionSettings;
 use crate::core::pool::Pool;
@@ -524,14 +524,6 @@ async fn to_all(gw: &Arc<Gateway>, agents: &[&str], id: &str, edit: impl Fn(&mut
         let mut m = copy_for(agent, id, "");
         edit(&mut m);
         gw.handle(Inbound::Message(m)).await;
-    }
-}
-
-/// Waits until `done`, for at most `within`.
-async fn wait_for(within: Duration, done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + within;
-    while !done() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
