@@ -7,7 +7,8 @@
 //! Settings (environment): `SIDEKICKS_BENCH_RUNS` (default 5), `SIDEKICKS_BENCH_ROOMS`
 //! (load sizes, default `50`; e.g. `50,200`), `SIDEKICKS_BENCH_ONLY` (comma-separated
 //! figure groups: `latency,economy,cold,footprint,load,catchup`), `SIDEKICKS_BENCH_LOG` (a
-//! file the latency runs' gateway log is written to).
+//! file the latency runs' gateway log is written to), `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS`
+//! (how long the matrix-sdk echo bot waits before it answers; default 0).
 #![recursion_limit = "256"]
 
 #[path = "../tests/support/mod.rs"]
@@ -16,11 +17,15 @@ mod support;
 #[path = "support/raw_client.rs"]
 mod raw_client;
 
+#[path = "support/sdk_bot.rs"]
+mod sdk_bot;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use matrix_sdk::room::Room;
 use raw_client::{RawClient, RawEvent};
+use sdk_bot::SdkBot;
 use support::{AgentSpec, Env, GatewayProcess, PATIENCE, Person, SynapseOptions, wait_until};
 
 /// One figure's samples.
@@ -266,43 +271,48 @@ async fn latency(
         alice,
         bot,
         bot_room,
+        sdk_bot,
+        sdk_bot_room,
     } = clients;
     let room_id = room.room_id().as_str();
     let settle = Duration::from_millis(300);
     for run in 0..runs {
         // The bot floor: a plain bot echoing at once.
-        let text = format!("echo {run} {}", micros_now());
-        let want = format!("echoed: {text}");
-        let sent = SystemTime::now();
-        alice.send(bot_room.room_id().as_str(), &text).await;
-        let raw = wait_until(PATIENCE, "the echo", || {
-            alice
-                .events()
-                .into_iter()
-                .find(|e| e.sender == bot.user_id && e.body == want)
-        })
-        .await;
+        let echo = echo_round(alice, bot_room, &bot.user_id, &format!("{run}")).await;
         let sdk = wait_until(PATIENCE, "the echo in matrix-sdk", || {
             env.alice
                 .messages_from(bot_room, &bot.user_id)
                 .into_iter()
-                .find(|m| m.body == want)
+                .find(|m| m.body == echo.reply.body)
         })
         .await;
-        let bot_raw = since(sent, raw.received);
+        let bot_raw = since(echo.sent, echo.reply.received);
         report.add("latency: bot floor round trip (raw client)", "ms", bot_raw);
         // The bot's own part, as the Sidekicks split below measures the gateway's: from the
         // message to the echo, both stamped by the homeserver.
-        let own = own_echo(alice, &text).await;
         report.add(
             "latency: split, bot: message to echo, both at the homeserver",
             "ms",
-            raw.server_ts.saturating_sub(own.server_ts) as f64,
+            echo.part(),
         );
         report.add(
             "latency: bot floor round trip (matrix-sdk client)",
             "ms",
-            since(sent, sdk.received),
+            since(echo.sent, sdk.received),
+        );
+        tokio::time::sleep(settle).await;
+
+        // The same with a bot on matrix-sdk, syncing as the gateway does.
+        let echo = echo_round(alice, sdk_bot_room, &sdk_bot.user_id, &format!("sdk {run}")).await;
+        report.add(
+            "latency: matrix-sdk bot round trip (raw client)",
+            "ms",
+            since(echo.sent, echo.reply.received),
+        );
+        report.add(
+            "latency: split, matrix-sdk bot: message to echo, both at the homeserver",
+            "ms",
+            echo.part(),
         );
         tokio::time::sleep(settle).await;
 
@@ -408,13 +418,21 @@ async fn latency(
         std::fs::write(&path, env.gw.log()).unwrap();
         eprintln!("the gateway's log is in {path}");
     }
-    let ratio = median_of(report, "latency: Sidekicks round trip (raw client)")
-        / median_of(report, "latency: bot floor round trip (raw client)");
-    report.add(
-        "latency: round trip ratio to the bot (of medians)",
-        "×",
-        ratio,
-    );
+    let ours = median_of(report, "latency: Sidekicks round trip (raw client)");
+    for (floor, name) in [
+        ("latency: bot floor round trip (raw client)", "the bot"),
+        (
+            "latency: matrix-sdk bot round trip (raw client)",
+            "the matrix-sdk bot",
+        ),
+    ] {
+        let ratio = ours / median_of(report, floor);
+        report.add(
+            &format!("latency: round trip ratio to {name} (of medians)"),
+            "×",
+            ratio,
+        );
+    }
 }
 
 /// Milliseconds from `from` to `to`.
@@ -422,30 +440,84 @@ fn since(from: SystemTime, to: SystemTime) -> f64 {
     ms(to.duration_since(from).unwrap_or_default())
 }
 
-/// The latency figures' own clients: Alice's raw client, the echo bot and its room.
+/// One round trip to an echo bot, as Alice's raw client saw it.
+struct EchoRound {
+    /// When Alice sent `echo …`.
+    sent: SystemTime,
+    /// Her message as her own client received it (for its homeserver stamp).
+    own: RawEvent,
+    /// The bot's echo as her client received it.
+    reply: RawEvent,
+}
+
+impl EchoRound {
+    /// The bot's own part: from the message to the echo, both stamped by the homeserver (ms).
+    fn part(&self) -> f64 {
+        self.reply.server_ts.saturating_sub(self.own.server_ts) as f64
+    }
+}
+
+/// Alice (raw) sends `echo TAG …` in `room`, where the bot `bot` answers it.
+async fn echo_round(alice: &RawClient, room: &Room, bot: &str, tag: &str) -> EchoRound {
+    let text = format!("echo {tag} {}", micros_now());
+    let want = format!("echoed: {text}");
+    let sent = SystemTime::now();
+    alice.send(room.room_id().as_str(), &text).await;
+    let reply = wait_until(PATIENCE, &format!("{bot}'s echo"), || {
+        alice
+            .events()
+            .into_iter()
+            .find(|e| e.sender == bot && e.body == want)
+    })
+    .await;
+    let own = own_echo(alice, &text).await;
+    EchoRound { sent, own, reply }
+}
+
+/// The latency figures' own clients: Alice's raw client, the two echo bots and their rooms.
 struct LatencyClients {
     alice: RawClient,
     bot: RawClient,
     bot_room: Room,
+    sdk_bot: SdkBot,
+    sdk_bot_room: Room,
 }
 
 impl LatencyClients {
-    /// Logs Alice in again (raw) and a user of its own as the echo bot (no other client
-    /// of it syncs), in a room of Alice's and the bot's.
+    /// Logs Alice in again (raw), and a user of its own as each echo bot (no other client
+    /// of it syncs), each in a room of Alice's and its own.
     async fn start(env: &Env) -> Self {
         let alice = RawClient::login(&env.hs.url, &env.alice.user_id, "alice-password").await;
         let bot_id = env.hs.register("echo-bot", "echo-password").await;
         let bot = RawClient::echo_bot(&env.hs.url, &bot_id, "echo-password").await;
-        let room = env.alice.create_room(false).await;
-        env.alice.invite(&room, &bot_id).await;
-        bot.join(room.room_id().as_str()).await;
-        env.alice
-            .wait_membership(&room, &bot_id, matrix_sdk::RoomMemberships::JOIN)
-            .await;
+        let bot_room = env.alice.create_room(false).await;
+        env.alice.invite(&bot_room, &bot_id).await;
+        bot.join(bot_room.room_id().as_str()).await;
+        let sdk_bot_id = env.hs.register("sdk-echo-bot", "echo-password").await;
+        let delay = env_or("SIDEKICKS_BENCH_SDK_BOT_DELAY_MS", "0")
+            .parse()
+            .expect("SIDEKICKS_BENCH_SDK_BOT_DELAY_MS: a whole number of milliseconds");
+        let sdk_bot = SdkBot::start(
+            &env.hs.url,
+            &sdk_bot_id,
+            "echo-password",
+            Duration::from_millis(delay),
+        )
+        .await;
+        let sdk_bot_room = env.alice.create_room(false).await;
+        env.alice.invite(&sdk_bot_room, &sdk_bot_id).await;
+        sdk_bot.join(sdk_bot_room.room_id()).await;
+        for (room, id) in [(&bot_room, &bot_id), (&sdk_bot_room, &sdk_bot_id)] {
+            env.alice
+                .wait_membership(room, id, matrix_sdk::RoomMemberships::JOIN)
+                .await;
+        }
         Self {
             alice,
             bot,
-            bot_room: room,
+            bot_room,
+            sdk_bot,
+            sdk_bot_room,
         }
     }
 }
@@ -759,6 +831,20 @@ async fn load(rooms_count: usize, report: &mut Report) {
     );
 }
 
+/// The agent's messages in `rooms` that Alice received after the first `before` of each.
+fn new_answers(env: &Env, rooms: &[Room], before: &[usize]) -> Vec<support::person::Seen> {
+    rooms
+        .iter()
+        .zip(before)
+        .flat_map(|(room, before)| {
+            env.alice
+                .messages_from(room, &env.agent)
+                .into_iter()
+                .skip(*before)
+        })
+        .collect()
+}
+
 /// Catching up after an outage: the gateway is killed, 50 messages are sent to each of 10
 /// rooms, and it is started again. Timed from the start to the last answer, with the
 /// gateway's resident memory sampled meanwhile.
@@ -783,22 +869,14 @@ async fn catch_up(report: &mut Report, runs: usize) {
             }
         }
         let started = Instant::now();
+        let started_at = SystemTime::now();
         env.gw.start_again();
         let pid = env.gw.pid().unwrap();
         let mut peak = 0.0f64;
         let mut first = None;
         loop {
             peak = peak.max(rss_mib(pid));
-            let answered: usize = rooms
-                .iter()
-                .zip(&answered_before)
-                .map(|(room, before)| {
-                    env.alice
-                        .messages_from(room, &env.agent)
-                        .len()
-                        .saturating_sub(*before)
-                })
-                .sum();
+            let answered = new_answers(&env, &rooms, &answered_before).len();
             if answered > 0 && first.is_none() {
                 first = Some(started.elapsed());
             }
@@ -813,6 +891,14 @@ async fn catch_up(report: &mut Report, runs: usize) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let elapsed = started.elapsed();
+        // The first answer as the homeserver stamped it: the gateway's own part, without
+        // the watching client's sync (matrix-sdk's client sleeps up to a second between
+        // syncs, which the figure above carries).
+        let first_stamp = new_answers(&env, &rooms, &answered_before)
+            .iter()
+            .map(|m| m.server_ts)
+            .min()
+            .unwrap();
         let total = (rooms_count * per_room) as f64;
         report.add(
             "catch-up 500 msgs / 10 rooms: start to last answer",
@@ -823,6 +909,11 @@ async fn catch_up(report: &mut Report, runs: usize) {
             "catch-up 500 msgs / 10 rooms: start to first answer",
             "ms",
             ms(first.unwrap_or(elapsed)),
+        );
+        report.add(
+            "catch-up 500 msgs / 10 rooms: start to first answer at the homeserver",
+            "ms",
+            (u128::from(first_stamp) * 1000).saturating_sub(micros(started_at)) as f64 / 1000.0,
         );
         report.add(
             "catch-up 500 msgs / 10 rooms: messages answered per second",
@@ -852,22 +943,23 @@ async fn main() {
     let mut report = Report::default();
     if wants("latency") || wants("economy") {
         let env = Env::start(SynapseOptions::default(), "").await;
-        let bob_id = env.hs.register("bob", "bob-password").await;
-        let room = env.room_with_agent(false).await;
-        env.alice.invite(&room, &bob_id).await;
-        let bob = Person::login(&env.hs.url, &bob_id, "bob-password").await;
-        bob.join(room.room_id().as_str()).await;
         if wants("latency") {
             eprintln!("measuring latency ({runs} runs)…");
-            // Each responder in a room of its own with Alice alone, so that the homeserver
-            // wakes as many syncs for a message in either room (Alice's two clients and
-            // the responder's): Bob's clients in the agent's room would make it wake two
-            // more for the prompt than for the bot's message.
+            // Each responder in one room, of its own with Alice alone, so that the
+            // homeserver wakes as many syncs for a message in either room (Alice's two
+            // clients and the responder's), and computes a sync of as many rooms for each
+            // responder. (Bob's clients in the agent's room would make it wake two more
+            // for the prompt than for the bot's message.)
             let agent_room = env.room_with_agent(false).await;
             let clients = LatencyClients::start(&env).await;
             latency(&env, &clients, &agent_room, &mut report, runs).await;
         }
         if wants("economy") {
+            let bob_id = env.hs.register("bob", "bob-password").await;
+            let room = env.room_with_agent(false).await;
+            env.alice.invite(&room, &bob_id).await;
+            let bob = Person::login(&env.hs.url, &bob_id, "bob-password").await;
+            bob.join(room.room_id().as_str()).await;
             let economy_runs = runs.min(3);
             eprintln!("measuring edit economy ({economy_runs} runs of ~20 s)…");
             economy(&env, &bob, &room, &mut report, economy_runs).await;
