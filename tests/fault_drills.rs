@@ -105,6 +105,7 @@ async fn several_rooms_streaming_at_once_under_default_rate_limits_all_complete_
     let env = Env::start(
         SynapseOptions {
             default_rate_limits: true,
+            ..SynapseOptions::default()
         },
         "",
     )

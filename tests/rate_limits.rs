@@ -13,6 +13,7 @@ async fn a_long_reply_completes_intact_under_default_rate_limits() {
     let env = Env::start(
         SynapseOptions {
             default_rate_limits: true,
+            ..SynapseOptions::default()
         },
         "",
     )
@@ -54,6 +55,7 @@ async fn a_poll_gets_through_and_is_settled_under_default_rate_limits() {
     let env = Env::start(
         SynapseOptions {
             default_rate_limits: true,
+            ..SynapseOptions::default()
         },
         "",
     )

@@ -47,6 +47,8 @@ pub struct GatewayProcess {
     pub config: PathBuf,
     /// The agents it runs (their passwords are in files beside the config).
     agents: Vec<AgentSpec>,
+    /// Variables set for it beyond the test's own environment.
+    envs: Vec<(String, String)>,
 }
 
 /// The gateway's log filter: `SIDEKICKS_GATEWAY_LOG` when set (e.g. with
@@ -154,6 +156,33 @@ impl GatewayProcess {
             dir,
             config,
             agents: agents.to_vec(),
+            envs: Vec::new(),
+        };
+        gw.launch();
+        gw
+    }
+
+    /// Starts the gateway with a config of the test's own, made for the gateway's folder
+    /// (for its state and workspaces), and `envs` set: how a config we ship is run.
+    pub fn start_from_config(
+        config_for: impl FnOnce(&std::path::Path) -> String,
+        envs: &[(&str, &str)],
+    ) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("sidekicks-gateway-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let config = dir.path().join("sidekicks.toml");
+        std::fs::write(&config, config_for(dir.path())).unwrap();
+        let mut gw = Self {
+            child: None,
+            dir,
+            config,
+            agents: Vec::new(),
+            envs: envs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         gw.launch();
         gw
@@ -175,6 +204,7 @@ impl GatewayProcess {
         cmd.args(["run", "--config"])
             .arg(&self.config)
             .env("RUST_LOG", log_filter())
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);

@@ -25,6 +25,10 @@ const ATTEMPTS: usize = 5;
 pub struct SynapseOptions {
     /// Keep Synapse's default message rate limit (0.2/s, burst 10) instead of relaxing it.
     pub default_rate_limits: bool,
+    /// A config of the test's own, made for Synapse's folder and port, instead of the
+    /// harness's (which is what [`Synapse::register`] needs: its shared secret): how a
+    /// config we ship, like the compose demo's, is run as it is.
+    pub config_from: Option<fn(dir: &Path, port: u16) -> String>,
 }
 
 /// A running Synapse.
@@ -135,6 +139,12 @@ impl Synapse {
     /// Writes the config for `port`.
     fn configure(&mut self, port: u16) {
         let d = self.dir.path();
+        self.port = port;
+        self.url = format!("http://127.0.0.1:{port}");
+        if let Some(config_from) = self.options.config_from {
+            std::fs::write(d.join("homeserver.yaml"), config_from(d, port)).unwrap();
+            return;
+        }
         let template = include_str!("../../scripts/synapse/homeserver.yaml.in");
         let limits = if self.options.default_rate_limits {
             ""
@@ -147,8 +157,6 @@ impl Synapse {
             .replace("@SECRET@", SHARED_SECRET)
             + limits;
         std::fs::write(d.join("homeserver.yaml"), config).unwrap();
-        self.port = port;
-        self.url = format!("http://127.0.0.1:{port}");
     }
 
     /// Starts the process and waits until it answers; if it exits first, what it logged
