@@ -59,8 +59,12 @@ fn register_accounts(config: &Path, url: &str) -> Output {
         .unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// What a run that must succeed printed.
+fn succeeded(run: Output) -> String {
+    let out = String::from_utf8_lossy(&run.stdout).into_owned();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{out}\n{err}");
+    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,18 +76,14 @@ async fn the_demo_registers_its_accounts_and_me_talks_to_the_demo_agent() {
     .await;
     let config = hs.dir.path().join("homeserver.yaml");
 
-    let first = register_accounts(&config, &hs.url);
-    let (out, err) = (text(&first.stdout), text(&first.stderr));
-    assert!(first.status.success(), "{out}\n{err}");
+    let out = succeeded(register_accounts(&config, &hs.url));
     assert!(
         out.contains("registered @me") && out.contains("registered @demo"),
         "{out}"
     );
 
     // A later `up` runs the script again: the accounts exist, which is no failure.
-    let again = register_accounts(&config, &hs.url);
-    let (out, err) = (text(&again.stdout), text(&again.stderr));
-    assert!(again.status.success(), "{out}\n{err}");
+    let out = succeeded(register_accounts(&config, &hs.url));
     assert!(
         out.contains("@me exists already") && out.contains("@demo exists already"),
         "{out}"
@@ -100,7 +100,7 @@ async fn the_demo_registers_its_accounts_and_me_talks_to_the_demo_agent() {
     std::fs::write(&wrong, with_wrong_secret).unwrap();
     let refused = register_accounts(&wrong, &hs.url);
     assert!(!refused.status.success());
-    let err = text(&refused.stderr);
+    let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("could not register @me"), "{err}");
 
     let demo = std::fs::read_to_string(demo_dir().join("sidekicks.toml")).unwrap();
