@@ -60,6 +60,16 @@ fn log_filter() -> String {
     })
 }
 
+/// A new folder for a gateway's config, state and log. Outside /tmp, which the agent
+/// sandbox replaces with an empty folder: what an agent cannot see of the state, config and
+/// password files here is hidden on purpose.
+fn gateway_dir() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("sidekicks-gateway-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
 /// The `sidekicks` binary built for these tests.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_sidekicks"))
@@ -86,12 +96,7 @@ impl GatewayProcess {
         agents: &[AgentSpec],
         extra_toml: &str,
     ) -> Self {
-        // Outside /tmp, which the agent sandbox replaces with an empty folder: what an agent
-        // cannot see of the state, config and password files here is hidden on purpose.
-        let dir = tempfile::Builder::new()
-            .prefix("sidekicks-gateway-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .unwrap();
+        let dir = gateway_dir();
         // Lines of `extra_toml` that start with `access.` or `matrix.` belong in that table.
         let table = |prefix: &str| -> String {
             extra_toml
@@ -149,17 +154,7 @@ impl GatewayProcess {
                 user = a.user_id,
             ));
         }
-        let config = dir.path().join("sidekicks.toml");
-        std::fs::write(&config, toml).unwrap();
-        let mut gw = Self {
-            child: None,
-            dir,
-            config,
-            agents: agents.to_vec(),
-            envs: Vec::new(),
-        };
-        gw.launch();
-        gw
+        Self::launched(dir, &toml, agents.to_vec(), Vec::new())
     }
 
     /// Starts the gateway with a config of the test's own, made for the gateway's folder
@@ -168,21 +163,30 @@ impl GatewayProcess {
         config_for: impl FnOnce(&std::path::Path) -> String,
         envs: &[(&str, &str)],
     ) -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("sidekicks-gateway-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .unwrap();
+        let dir = gateway_dir();
+        let toml = config_for(dir.path());
+        let envs = envs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Self::launched(dir, &toml, Vec::new(), envs)
+    }
+
+    /// Writes `toml` as the config in `dir` and starts the gateway with it.
+    fn launched(
+        dir: TempDir,
+        toml: &str,
+        agents: Vec<AgentSpec>,
+        envs: Vec<(String, String)>,
+    ) -> Self {
         let config = dir.path().join("sidekicks.toml");
-        std::fs::write(&config, config_for(dir.path())).unwrap();
+        std::fs::write(&config, toml).unwrap();
         let mut gw = Self {
             child: None,
             dir,
             config,
-            agents: Vec::new(),
-            envs: envs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            agents,
+            envs,
         };
         gw.launch();
         gw
