@@ -36,7 +36,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::client_fs;
 use super::client_question;
 use super::client_terminal::{self, Terminals};
-use super::dialect;
+use super::dialect::{self, Dialect};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
 use super::requests::Request;
@@ -48,6 +48,7 @@ use crate::model::agent::{
     PermissionAnswer, ProcessState, Reopen, SessionListing, SessionTools, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
+use crate::model::modes::KnownModes;
 
 /// A running agent speaking ACP over its stdio.
 pub struct AcpAgent {
@@ -69,8 +70,8 @@ pub struct AcpAgent {
     stderr: StderrTail,
     /// Why the agent was stopped for breaking the protocol, once it was.
     broken: watch::Receiver<Option<String>>,
-    /// The name of the dialect applied to it.
-    dialect: &'static str,
+    /// The dialect applied to it.
+    dialect: Dialect,
     /// How long it may take to open, load or resume a session.
     session_timeout: Duration,
     /// When the process started, for its uptime.
@@ -148,7 +149,7 @@ impl AcpAgent {
             exit,
             stderr,
             broken,
-            dialect: dialect::ACP.name,
+            dialect: dialect::ACP,
             session_timeout: spec.session_timeout,
             started: std::time::Instant::now(),
         };
@@ -195,7 +196,7 @@ impl AcpAgent {
         tracing::info!(agent = %spec.agent_id, name = ?info.name, version = ?info.version, dialect = %dialect.name, "agent initialised");
         Ok(Arc::new(Self {
             info,
-            dialect: dialect.name,
+            dialect,
             ..agent
         }))
     }
@@ -212,7 +213,7 @@ impl AcpAgent {
 
     /// The name of the dialect applied to the agent (`acp` when it needs none).
     pub fn dialect(&self) -> &'static str {
-        self.dialect
+        self.dialect.name
     }
 
     /// Stops the agent process (SIGTERM, then SIGKILL after a grace period).
@@ -333,6 +334,10 @@ impl AgentPort for AcpAgent {
 
     fn reopen_support(&self) -> Option<Reopen> {
         Reopen::for_agent(&self.info)
+    }
+
+    fn known_modes(&self) -> KnownModes {
+        self.dialect.modes
     }
 
     fn prompt_support(&self) -> PromptSupport {

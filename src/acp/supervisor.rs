@@ -22,6 +22,7 @@ use crate::model::agent::{
 };
 use crate::model::agent::{AuthMethodInfo, SessionListing, SessionTools};
 use crate::model::media::{PromptBlock, PromptSupport};
+use crate::model::modes::KnownModes;
 
 /// Shortest wait before a restart after a crash.
 const FIRST_DELAY: Duration = Duration::from_secs(1);
@@ -207,6 +208,11 @@ impl AgentPort for SupervisedAgent {
     fn reopen_support(&self) -> Option<Reopen> {
         // Known once the agent has started; until then, a session can only be new.
         self.current().and_then(|c| c.reopen_support())
+    }
+
+    fn known_modes(&self) -> KnownModes {
+        // Known once the agent has started (its dialect may come from its own name).
+        self.current().map(|c| c.known_modes()).unwrap_or_default()
     }
 
     fn prompt_support(&self) -> PromptSupport {

@@ -94,17 +94,15 @@ fn process_spec(
     }
 }
 
-/// What people who are not admins may choose of `agent`'s settings, from its config.
+/// The mode `agent`'s sessions are put in, which of its modes ask, and what people who are
+/// not admins may choose of its settings, from its config.
 fn settings_policy(agent: &AgentConfig) -> SettingsPolicy {
     let configured = &agent.settings;
-    let default = SettingsPolicy::default();
     SettingsPolicy {
+        initial_mode: configured.initial_mode.clone(),
+        asking_modes: configured.asking_modes.clone(),
         choosable_modes: configured.modes.clone(),
         choosable_values: configured.options.clone(),
-        admin_only_modes: configured
-            .admin_only_modes
-            .clone()
-            .unwrap_or(default.admin_only_modes),
     }
 }
 

@@ -12,7 +12,22 @@ impl Config {
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = self.access.warnings();
         warnings.extend(self.layout_warnings());
+        warnings.extend(self.settings_warnings());
         warnings
+    }
+
+    /// Keys of `[agents.settings]` that no longer do anything.
+    pub fn settings_warnings(&self) -> Vec<String> {
+        (self.agents.iter().enumerate())
+            .filter(|(_, a)| a.settings.admin_only_modes.is_some())
+            .map(|(i, _)| {
+                format!(
+                    "agents[{i}].settings.admin_only_modes is ignored: every mode that is not \
+                     known to ask is for admins only now; list the modes that ask in \
+                     `asking_modes`"
+                )
+            })
+            .collect()
     }
 
     /// Warnings about workspaces that hold the gateway's own files, each naming its key.

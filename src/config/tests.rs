@@ -282,20 +282,65 @@ fn an_agents_settings_policy_is_read() {
     let dir = tmp.path();
     let text = valid(dir).replace(
         "[agents.matrix]",
-        "[agents.settings]\nmodes = [\"default\", \"plan\"]\nadmin_only_modes = []\noptions = { model = [\"small\"] }\n[agents.matrix]",
+        "[agents.settings]\ninitial_mode = \"plan\"\nasking_modes = [\"default\", \"plan\", \"review\"]\n\
+         modes = [\"default\", \"plan\"]\noptions = { model = [\"small\"] }\n[agents.matrix]",
     );
     let cfg = Config::from_toml(&text, &dir.join("c.toml")).unwrap();
     let settings = &cfg.agents[0].settings;
+    assert_eq!(settings.initial_mode.as_deref(), Some("plan"));
+    assert_eq!(
+        settings.asking_modes.as_deref(),
+        Some(&["default".to_owned(), "plan".to_owned(), "review".to_owned()][..])
+    );
     assert_eq!(
         settings.modes.as_deref(),
         Some(&["default".to_owned(), "plan".to_owned()][..])
     );
-    assert_eq!(settings.admin_only_modes.as_deref(), Some(&[][..]));
     assert_eq!(settings.options["model"], vec!["small".to_owned()]);
+    assert!(cfg.settings_warnings().is_empty());
     let plain = Config::from_toml(&valid(dir), &dir.join("c.toml")).unwrap();
+    let plain = &plain.agents[0].settings;
     assert!(
-        plain.agents[0].settings.admin_only_modes.is_none(),
-        "the built-in list"
+        plain.initial_mode.is_none() && plain.asking_modes.is_none(),
+        "the dialect's"
+    );
+}
+
+#[test]
+fn the_old_admin_only_list_is_ignored_with_a_warning_and_empty_modes_are_refused() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let with = |settings: &str| {
+        valid(dir).replace(
+            "[agents.matrix]",
+            &format!("[agents.settings]\n{settings}\n[agents.matrix]"),
+        )
+    };
+    let problems = |text: String| match Config::from_toml(&text, &dir.join("c.toml")) {
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        other => panic!("{other:?}"),
+    };
+    // It could only ever open modes to everyone: ignoring it keeps them closed.
+    let old = Config::from_toml(&with("admin_only_modes = []"), &dir.join("c.toml")).unwrap();
+    let warned = old.warnings();
+    assert!(
+        warned.iter().any(
+            |w| w.contains("agents[0].settings.admin_only_modes is ignored")
+                && w.contains("asking_modes")
+        ),
+        "{warned:?}"
+    );
+    let empty = problems(with("initial_mode = \" \""));
+    assert!(
+        empty
+            .iter()
+            .any(|p| p.key == "agents[0].settings.initial_mode"),
+        "{empty:?}"
+    );
+    let blank = problems(with("asking_modes = [\"\"]"));
+    assert!(
+        blank.iter().any(|p| p.problem.contains("empty mode ID")),
+        "{blank:?}"
     );
 }
 

@@ -281,6 +281,26 @@ impl Config {
                     format!("`{name}` is not a known dialect ({})", known.join(", ")),
                 );
             }
+            if a.settings
+                .initial_mode
+                .as_deref()
+                .is_some_and(|m| m.trim().is_empty())
+            {
+                bad(
+                    k("settings.initial_mode"),
+                    "is empty; name one of the agent's modes (`sidekicks check` lists them)".into(),
+                );
+            }
+            let listed = [&a.settings.asking_modes, &a.settings.modes];
+            if listed
+                .iter()
+                .copied()
+                .flatten()
+                .flatten()
+                .any(|m| m.trim().is_empty())
+            {
+                bad(k("settings"), "a mode list holds an empty mode ID".into());
+            }
             for name in a.env.keys().chain(a.inherit_env.iter()) {
                 if name.is_empty() || name.contains('=') {
                     bad(k("env"), format!("`{name}` is not a variable name"));

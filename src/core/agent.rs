@@ -8,6 +8,7 @@ use async_trait::async_trait;
 
 use crate::model::agent::*;
 use crate::model::media::{PromptBlock, PromptSupport};
+use crate::model::modes::KnownModes;
 
 /// One running agent process, as the core sees it. Implemented by `crate::acp::AcpAgent`
 /// and by a fake in tests.
@@ -27,6 +28,11 @@ pub trait AgentPort: Send + Sync {
         session_id: &str,
         blocks: Vec<PromptBlock>,
     ) -> Result<TurnEnd, AgentError>;
+    /// What its dialect knows of its modes: which ask before acting, which one sessions are
+    /// put in. Nothing known until it has started (its dialect may come from its name).
+    fn known_modes(&self) -> KnownModes {
+        KnownModes::UNKNOWN
+    }
     /// What the agent takes in a prompt besides text and links, as it advertised; nothing
     /// until it has started.
     fn prompt_support(&self) -> PromptSupport {

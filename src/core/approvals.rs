@@ -67,6 +67,19 @@ struct OpenPoll {
     /// When it was posted (ms since the epoch): a typed answer without a reply is taken
     /// only for a poll posted before the answer was written.
     posted_at_ms: u64,
+    /// Its options that also switch the session's mode.
+    switches: Vec<OptionSwitch>,
+}
+
+/// A permission option that also switches the session's mode when it is chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionSwitch {
+    /// The option's ID.
+    pub option: String,
+    /// The mode it switches to.
+    pub mode: String,
+    /// Whether only an admin may choose it: the mode does not ask before acting.
+    pub needs_admin: bool,
 }
 
 /// Which open poll a typed answer without a reply is for.
@@ -85,8 +98,17 @@ pub enum OnlyPoll<'a> {
 /// What picking a choice led to.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Picked {
-    /// The request was answered with an option.
-    Answered,
+    /// The request was answered with an option; the mode it switched the session to, if
+    /// it did.
+    Answered(Option<String>),
+    /// The choice also switches to a mode that does not ask, and the person is no admin:
+    /// nothing changed (its label and the mode, for the room).
+    AdminOnly {
+        /// The choice's label.
+        label: String,
+        /// The mode it would switch to.
+        mode: String,
+    },
     /// The person chose Stop: the caller stops the turn.
     Stop,
     /// The person may not approve; nothing changed.
@@ -163,8 +185,10 @@ impl Approvals {
 
     /// Posts a poll for `request`, described with `tool` (what the agent announced about
     /// the call, merged with what the request says), and pre-reacts with every choice.
-    /// `prompter`, who started the turn, is notified if they may approve. If the poll cannot
-    /// be posted, the request is refused at once: nobody could answer it.
+    /// `switches` are its options that also switch the session's mode; those only admins
+    /// may choose say so. `prompter`, who started the turn, is notified if they may
+    /// approve. If the poll cannot be posted, the request is refused at once: nobody could
+    /// answer it.
     pub async fn open(
         &mut self,
         ctx: &AgentContext,
@@ -172,8 +196,18 @@ impl Approvals {
         request: PermissionRequest,
         tool: ToolCallFields,
         prompter: &str,
+        switches: Vec<OptionSwitch>,
     ) {
-        let choices = poll::choices(&request.options, strings::POLL_STOP_LABEL);
+        let mut choices = poll::choices(&request.options, strings::POLL_STOP_LABEL);
+        for choice in &mut choices {
+            if let Decision::Select(option) = &choice.decision
+                && switches
+                    .iter()
+                    .any(|s| s.needs_admin && s.option == option.id)
+            {
+                choice.label = format!("{} ({})", choice.label, strings::ADMINS_ONLY_CHOICE);
+            }
+        }
         let view = PollView {
             agent: &ctx.display_name,
             tool: &tool,
@@ -205,8 +239,16 @@ impl Approvals {
             reply: request.reply,
             tool,
         };
-        self.posted(ctx, room, event_id, asks, request.options, choices)
-            .await;
+        self.posted(
+            ctx,
+            room,
+            event_id,
+            asks,
+            request.options,
+            choices,
+            switches,
+        )
+        .await;
     }
 
     /// Asks the agent's question with a poll: its choices to pick from, or a typed reply.
@@ -253,12 +295,13 @@ impl Approvals {
             reply: request.reply,
             question,
         };
-        self.posted(ctx, room, event_id, asks, options, choices)
+        self.posted(ctx, room, event_id, asks, options, choices, Vec::new())
             .await;
     }
 
     /// Keeps a posted poll open (in memory, and in the store so a restart can close it)
     /// and pre-reacts with its choices.
+    #[allow(clippy::too_many_arguments)]
     async fn posted(
         &mut self,
         ctx: &AgentContext,
@@ -267,6 +310,7 @@ impl Approvals {
         asks: Asks,
         options: Vec<PermissionOption>,
         choices: Vec<Choice>,
+        switches: Vec<OptionSwitch>,
     ) {
         let expired = asks.settled(&ctx.display_name, &PollOutcome::Restarted);
         let stored = StoredPoll {
@@ -286,6 +330,7 @@ impl Approvals {
             choices: choices.clone(),
             deadline: Instant::now() + ctx.permissions.get().timeout,
             posted_at_ms: crate::store::now_ms().max(0) as u64,
+            switches,
         });
         // Pre-reacting takes one request per choice and may wait on rate limits: it runs
         // beside the turn, which meanwhile keeps taking updates and answers.
@@ -347,6 +392,21 @@ impl Approvals {
         match choice.decision {
             Decision::Stop => Picked::Stop,
             Decision::Select(option) => {
+                let switch = self.polls[i]
+                    .switches
+                    .iter()
+                    .find(|s| s.option == option.id)
+                    .cloned();
+                if let Some(switch) = &switch
+                    && switch.needs_admin
+                    && !ctx.admins.allows(by)
+                {
+                    tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, option = %option.id, mode = %switch.mode, "refusing a poll choice that switches to a mode only admins may choose");
+                    return Picked::AdminOnly {
+                        label: option.name,
+                        mode: switch.mode.clone(),
+                    };
+                }
                 let poll = self.polls.remove(i);
                 let refusal = poll::is_refusal(&option);
                 let counts = refusal && matches!(poll.asks, Asks::Permission { .. });
@@ -361,7 +421,7 @@ impl Approvals {
                 if counts {
                     self.refused(ctx, room).await;
                 }
-                Picked::Answered
+                Picked::Answered(switch.map(|s| s.mode))
             }
         }
     }

@@ -19,6 +19,7 @@ use crate::model::agent::{
     SessionTools, SlashCommand, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
+use crate::model::modes::KnownModes;
 
 /// One request the fake chat received and accepted.
 #[derive(Debug, Clone)]
@@ -412,7 +413,22 @@ struct AgentState {
     support: PromptSupport,
     /// Every prompt's blocks, in order.
     blocks: Vec<Vec<PromptBlock>>,
+    /// What its "dialect" knows of its modes (`None`: [`ASK_ASKS`]).
+    known_modes: Option<KnownModes>,
+    /// The options its permission requests offer (`None`: [`usual_options`]).
+    options: Option<Vec<PermissionOption>>,
 }
+
+/// What the fake agent's "dialect" knows by default, as the demo agent's does: `ask` asks
+/// before acting, `code` does not, sessions start in `ask`.
+pub const ASK_ASKS: KnownModes = KnownModes {
+    decide_asking: true,
+    asking: &["ask"],
+    not_asking: &["code"],
+    initial: Some("ask"),
+    option_modes: &[],
+    approval_options: &[],
+};
 
 /// An agent that follows a [`Script`] for every prompt and records what it received.
 #[derive(Default, Clone)]
@@ -499,10 +515,35 @@ impl FakeAgent {
     pub fn changes(&self) -> Vec<(String, String, String)> {
         self.state.lock().unwrap().changes.clone()
     }
+
+    /// Makes its permission requests offer `options` instead of the usual four.
+    pub fn with_options(self: Arc<Self>, options: Vec<PermissionOption>) -> Arc<Self> {
+        self.state.lock().unwrap().options = Some(options);
+        self
+    }
+
+    /// Makes its "dialect" know `known` of its modes.
+    pub fn with_known_modes(self: Arc<Self>, known: KnownModes) -> Arc<Self> {
+        self.state.lock().unwrap().known_modes = Some(known);
+        self
+    }
+
+    /// Reports that session `session_id` is now in `mode` (`current_mode_update`), as an
+    /// agent switching its own mode does.
+    pub fn report_mode(&self, session_id: &str, mode: &str) {
+        let s = self.state.lock().unwrap();
+        if let Some(tx) = s.sessions.get(session_id) {
+            let _ = tx.send(AgentEvent::ModeChanged(mode.into()));
+        }
+    }
 }
 
 #[async_trait]
 impl AgentPort for FakeAgent {
+    fn known_modes(&self) -> KnownModes {
+        self.state.lock().unwrap().known_modes.unwrap_or(ASK_ASKS)
+    }
+
     async fn new_session(
         &self,
         _cwd: &Path,
@@ -564,7 +605,7 @@ impl AgentPort for FakeAgent {
         session_id: &str,
         blocks: Vec<PromptBlock>,
     ) -> Result<TurnEnd, AgentError> {
-        let (tx, cancel, script) = {
+        let (tx, cancel, script, options) = {
             let mut s = self.state.lock().unwrap();
             s.prompts
                 .push((session_id.into(), PromptBlock::text_of(&blocks)));
@@ -573,6 +614,7 @@ impl AgentPort for FakeAgent {
                 s.sessions[session_id].clone(),
                 s.cancels[session_id].clone(),
                 s.script.clone().unwrap(),
+                s.options.clone().unwrap_or_else(usual_options),
             )
         };
         match script {
@@ -611,7 +653,7 @@ impl AgentPort for FakeAgent {
                     let (reply, answer) = tokio::sync::oneshot::channel();
                     let _ = tx.send(AgentEvent::Permission(PermissionRequest {
                         tool,
-                        options: usual_options(),
+                        options: options.clone(),
                         reply,
                     }));
                     // A cancel wins over an answer that arrives with it: `session/cancel`

@@ -518,6 +518,10 @@ pub enum AgentError {
     /// The agent broke the protocol or could not be started.
     #[error("{0}")]
     Failed(String),
+    /// Its session is not used: it could not be put in a mode that asks before acting (in
+    /// words for the room).
+    #[error("{0}")]
+    Unfenced(String),
 }
 
 /// Where an agent process stands, for `!agents` and the process pool.

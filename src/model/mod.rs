@@ -6,6 +6,7 @@ pub mod agent;
 pub mod ids;
 pub mod media;
 pub mod message;
+pub mod modes;
 pub mod poll;
 pub mod question;
 pub mod secret;

@@ -26,8 +26,8 @@ impl Store {
     }
 
     /// Starts a fresh conversation for (room, agent): what the transcript holds so far is
-    /// never re-injected again, and the saved session is forgotten so it is not loaded
-    /// back either.
+    /// never re-injected again, the saved session is forgotten so it is not loaded back
+    /// either, and so is the mode it kept (the next session starts in the initial mode).
     pub async fn start_conversation(
         &self,
         conversation: &ConversationKey,
@@ -41,6 +41,14 @@ impl Store {
             .bind(thread_id)
             .execute(&mut *tx)
             .await?;
+        sqlx::query(
+            "DELETE FROM conversation_modes WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(thread_id)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query(
             "INSERT INTO conversation_starts (room_id, agent_id, after_id, started_at, thread_id)
              VALUES (?1, ?2, COALESCE((SELECT MAX(id) FROM transcript

@@ -11,6 +11,7 @@ use sqlx::sqlite::{
 
 mod conversations;
 mod inbox;
+mod modes;
 mod outbox;
 mod polls;
 mod positions;

@@ -68,6 +68,15 @@ impl Channel {
                     .or_log("could not record how the session continued");
                 let replayed = session.replayed;
                 self.session = Some(Session::reopened(session, tools));
+                // In the conversation's mode, as any session of it: not the one it had where
+                // it was started.
+                if let Err(e) = self.fence_session().await {
+                    tracing::error!(agent = %ctx.agent_id, room = %self.key.room, session = id, error = %e, "an attached session cannot be put in a mode that asks; leaving it");
+                    self.leave_session().await;
+                    self.notice(strings::session_failed(&ctx.display_name, &e.to_string()))
+                        .await;
+                    return;
+                }
                 self.notice(strings::attached(&found, how.continuity(), replayed))
                     .await;
             }

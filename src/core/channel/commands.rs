@@ -6,10 +6,11 @@ use std::time::Duration;
 use crate::core::command::Command;
 use crate::core::pool::Lease;
 use crate::core::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown};
-use crate::core::settings_policy::PolicyRefusal;
-use crate::model::agent::ConfigValue;
+use crate::core::settings_policy::{PolicyRefusal, mode_option};
+use crate::model::agent::{ConfigChoice, ConfigValue};
 use crate::model::ids::UserId;
 use crate::render::strings;
+use crate::render::strings::ModeNote;
 
 /// How long a new session's command list may take to arrive after `session/new` (agents
 /// send it right after their answer).
@@ -140,15 +141,19 @@ impl Channel {
         let ctx = self.ctx.clone();
         let prefix = &ctx.command_prefix;
         let name = &ctx.display_name;
-        let Some(session) = self.session.as_mut() else {
+        let rules = self.mode_rules();
+        let Some(session) = self.session.as_ref() else {
             return;
         };
         let plan = session_settings::plan(&session.settings, &request);
         let admin = ctx.admins.allows(by);
-        if let Err(refusal) = ctx.settings.check(&plan, &session.settings, admin) {
+        if let Err(refusal) = rules.check(&plan, &session.settings, admin) {
             tracing::info!(agent = %ctx.agent_id, room = %self.key.room, sender = %by, ?refusal, "refusing a settings change its sender may not make");
             let text = match refusal {
                 PolicyRefusal::AdminOnly(mode) => strings::mode_for_admins(by, name, &mode),
+                PolicyRefusal::AdminOnlyOption(option) => {
+                    strings::option_for_admins(by, name, &option)
+                }
                 PolicyRefusal::NotChoosable {
                     what,
                     value,
@@ -157,14 +162,24 @@ impl Channel {
             };
             return self.notice(text).await;
         }
+        let is_mode_option =
+            |option: &str| mode_option(&session.settings).is_some_and(|o| o.id == option);
         let text = match plan {
-            SettingPlan::Show(Shown::Modes(modes, current)) => strings::choices(
-                name,
-                "modes",
-                current.as_deref(),
-                &modes,
-                &format!("{prefix}mode NAME"),
-            ),
+            SettingPlan::Show(Shown::Modes(modes, current)) => {
+                let noted: Vec<(String, String, ModeNote)> = modes
+                    .into_iter()
+                    .map(|(id, label)| {
+                        let note = self.mode_note(&id);
+                        (id, label, note)
+                    })
+                    .collect();
+                strings::mode_choices(
+                    name,
+                    current.as_deref(),
+                    &noted,
+                    &format!("{prefix}mode NAME"),
+                )
+            }
             SettingPlan::Show(Shown::Option(option)) => {
                 let how = match &request {
                     SettingRequest::Model(_) => format!("{prefix}model NAME"),
@@ -195,24 +210,33 @@ impl Channel {
             }
             SettingPlan::SetMode(mode) => match ctx.agent.set_mode(&session.id, &mode).await {
                 Ok(()) => {
-                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %mode, "mode switched");
-                    session.settings.current_mode = Some(mode.clone());
-                    let label = session
-                        .settings
-                        .modes
-                        .iter()
-                        .find(|(id, _)| *id == mode)
-                        .map(|(_, name)| name.clone())
-                        .unwrap_or(mode);
-                    strings::setting_changed(name, "mode", &label)
+                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %mode, by = %by, admin, "mode switched");
+                    if let Some(session) = self.session.as_mut() {
+                        session.settings.current_mode = Some(mode.clone());
+                    }
+                    self.mode_chosen(mode.clone(), by).await;
+                    strings::mode_changed(name, &self.mode_label(&mode), self.mode_note(&mode))
                 }
                 Err(e) => strings::setting_failed(name, &e.to_string()),
             },
             SettingPlan::SetOption(option, value) => {
+                let picked_mode = match (&value, is_mode_option(&option)) {
+                    (ConfigChoice::Value(mode), true) => Some(mode.clone()),
+                    _ => None,
+                };
                 match ctx.agent.set_option(&session.id, &option, value).await {
                     Ok(options) => {
-                        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %option, "config option changed");
+                        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %option, by = %by, admin, "config option changed");
+                        let Some(session) = self.session.as_mut() else {
+                            return;
+                        };
                         session.settings.options = options;
+                        if let Some(mode) = picked_mode {
+                            self.mode_chosen(mode, by).await;
+                        }
+                        let Some(session) = self.session.as_ref() else {
+                            return;
+                        };
                         match session.settings.options.iter().find(|o| o.id == option) {
                             Some(o) => strings::setting_changed(
                                 name,

@@ -10,6 +10,7 @@ mod changes;
 mod commands;
 mod files_out;
 mod journal;
+mod modes;
 mod session;
 mod turn;
 mod turn_input;
@@ -51,7 +52,7 @@ pub struct ChannelReport {
     pub polls: usize,
     /// Whether a session is open.
     pub has_session: bool,
-    /// The session's current mode, by name.
+    /// The session's current mode, by name, and whether it asks before acting.
     pub mode: Option<String>,
     /// The usage line, if the agent reported usage.
     pub usage: Option<String>,
@@ -149,6 +150,11 @@ pub struct Channel {
     title: Option<String>,
     /// How many queued prompts this channel counts in the queue metric now.
     queue_counted: usize,
+    /// The mode this conversation keeps (as last read from or written to the store).
+    kept_mode: Option<crate::model::modes::KeptMode>,
+    /// Set during a turn when the session went to a mode that does not ask and could not
+    /// be put back: the turn is stopped and the session left.
+    unfenced_turn: bool,
 }
 
 impl Session {
@@ -247,6 +253,8 @@ impl Channel {
             held: Vec::new(),
             title: None,
             queue_counted: 0,
+            kept_mode: None,
+            unfenced_turn: false,
         }
     }
 
@@ -382,14 +390,9 @@ impl Channel {
             queued: self.queue.len(),
             polls: self.approvals.open_count(),
             has_session: self.session.is_some(),
-            mode: settings.and_then(|s| {
-                let current = s.current_mode.as_ref()?;
-                s.modes
-                    .iter()
-                    .find(|(id, _)| id == current)
-                    .map(|(_, name)| name.clone())
-                    .or_else(|| Some(current.clone()))
-            }),
+            mode: settings
+                .and_then(crate::core::settings_policy::current_mode)
+                .map(|mode| strings::mode_status(&self.mode_label(&mode), self.mode_note(&mode))),
             usage: self.usage.line(),
             title: self.title.clone(),
             commands: self.commands.clone(),

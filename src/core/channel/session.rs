@@ -47,7 +47,7 @@ impl Channel {
                         .await
                         .or_log("could not record how the session continued");
                     self.session = Some(Session::reopened(session, tools));
-                    return Ok(());
+                    return self.fenced_or_left().await;
                 }
                 Err(e) => {
                     tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, session = %earlier, error = %e, "could not get the session back; opening a new one with the conversation re-injected");
@@ -71,7 +71,18 @@ impl Channel {
             first_prompt: None,
             tools,
         });
-        Ok(())
+        self.fenced_or_left().await
+    }
+
+    /// Puts the session just opened in a mode that asks ([`Channel::fence_session`]); one
+    /// that cannot be is left at once, never used.
+    async fn fenced_or_left(&mut self) -> Result<(), AgentError> {
+        let fenced = self.fence_session().await;
+        if let Err(e) = &fenced {
+            tracing::error!(agent = %self.ctx.agent_id, room = %self.key.room, error = %e, "the session cannot be put in a mode that asks before acting; not using it");
+            self.leave_session().await;
+        }
+        fenced
     }
 
     /// Opens the room tools to a session about to be opened in `folder`, when the agent has

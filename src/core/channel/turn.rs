@@ -65,6 +65,9 @@ pub(super) struct TurnControl {
     pub(super) stopped_by: Option<UserId>,
     /// Set when the gateway shuts down during the turn: by then the turn must end.
     pub(super) shutdown_deadline: Option<tokio::time::Instant>,
+    /// Set once the turn was stopped because its session went to a mode that does not
+    /// ask and could not be put back.
+    pub(super) mode_stopped: bool,
 }
 
 impl Channel {
@@ -151,6 +154,11 @@ impl Channel {
         let prompt = self.prompt_blocks(text, &files);
         // Events that arrived between turns (e.g. the command list after `session/new`).
         self.drain_events(None).await;
+        // No prompt goes to a session in a mode that acts without asking, unless an admin
+        // chose it.
+        if !self.mode_allows_prompt().await {
+            return;
+        }
 
         // Retries of a request reuse its transaction ID; a re-run is a new answer.
         let edition = edition_tag(&message.body);
@@ -213,6 +221,10 @@ impl Channel {
         };
         let result = self.drive(prompt, &mut view, &mut control).await;
         self.finish_turn(result, view, control).await;
+        // A session that left the asking modes for good is not used again.
+        if std::mem::take(&mut self.unfenced_turn) {
+            self.leave_session().await;
+        }
         // Taken off after the answer is complete, and only once it was put on: one that is
         // going out is waited for, one not due yet is dropped.
         if !typing_sent.load(Ordering::SeqCst) {
@@ -267,7 +279,10 @@ impl Channel {
                 Some(event) = events.recv() => {
                     last_activity = tokio::time::Instant::now();
                     quiet_noted = false;
-                    self.handle_event(event, Some(&mut *view)).await
+                    self.handle_event(event, Some(&mut *view)).await;
+                    if self.unfenced_turn && !control.mode_stopped {
+                        self.stop_unfenced_turn(&session_id, control).await;
+                    }
                 }
                 Some(input) = self.inputs.recv() => {
                     self.handle_input_during_turn(input, &session_id, view, control).await;
@@ -498,6 +513,19 @@ impl Channel {
         }
     }
 
+    /// Stops the turn whose session went to a mode that does not ask and could not be put
+    /// back: `session/cancel`, every open poll withdrawn (the room was told why).
+    async fn stop_unfenced_turn(&mut self, session_id: &str, control: &mut TurnControl) {
+        control.mode_stopped = true;
+        let ctx = self.ctx.clone();
+        if let Err(e) = ctx.agent.cancel(session_id).await {
+            tracing::warn!(error = %e, "session/cancel failed");
+        }
+        self.approvals
+            .cancel_all(&ctx, self.key.room.as_str(), |_| PollOutcome::TurnStopped)
+            .await;
+    }
+
     /// Handles one session update, inside a turn (`view` is its display) or between turns.
     pub(super) async fn handle_event(&mut self, event: AgentEvent, view: Option<&mut TurnView>) {
         let ctx = self.ctx.clone();
@@ -524,8 +552,16 @@ impl Channel {
                     tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
                 }
                 view.journal.cards(&view.activity).await;
+                let switches = self.option_switches(&request, tool.kind);
                 self.approvals
-                    .open(&ctx, self.key.room.as_str(), request, tool, &view.prompter)
+                    .open(
+                        &ctx,
+                        self.key.room.as_str(),
+                        request,
+                        tool,
+                        &view.prompter,
+                        switches,
+                    )
                     .await;
             }
             (AgentEvent::Permission(request), None) => {
@@ -538,16 +574,10 @@ impl Channel {
                 self.notice(strings::permission_outside_turn(&title)).await;
             }
             (AgentEvent::Commands(list), _) => self.commands = list,
-            (AgentEvent::ModeChanged(mode), _) => {
-                if let Some(session) = self.session.as_mut() {
-                    session.settings.current_mode = Some(mode);
-                }
+            (AgentEvent::ModeChanged(mode), view) => {
+                self.on_mode_report(mode, view.is_some()).await
             }
-            (AgentEvent::Options(options), _) => {
-                if let Some(session) = self.session.as_mut() {
-                    session.settings.options = options;
-                }
-            }
+            (AgentEvent::Options(options), view) => self.on_options(options, view.is_some()).await,
             (AgentEvent::Usage { used, size, cost }, _) => {
                 self.usage.context = Some((used, size));
                 if cost.is_some() {

@@ -53,13 +53,26 @@ impl Channel {
                 poll::pick(c, reply)
             })
             .await;
-        match &picked {
+        self.after_pick(&picked, by).await;
+        picked
+    }
+
+    /// What the room hears after a pick, and the mode a picked choice switched to.
+    pub(super) async fn after_pick(&mut self, picked: &Picked, by: &str) {
+        match picked {
             Picked::NotApprover => self.notice(strings::not_an_approver(by)).await,
             Picked::NoSuchChoice => self.notice(strings::NO_SUCH_CHOICE).await,
             Picked::NoPoll => self.notice(strings::NO_OPEN_POLL).await,
-            Picked::Answered | Picked::Stop => {}
+            Picked::AdminOnly { label, mode } => {
+                self.notice(strings::choice_for_admins(by, label, mode))
+                    .await
+            }
+            Picked::Answered(Some(mode)) => {
+                self.mode_chosen_in_poll(mode.clone(), &UserId::from(by))
+                    .await
+            }
+            Picked::Answered(None) | Picked::Stop => {}
         }
-        picked
     }
 
     /// Stops the running turn for `by`: `session/cancel`, and every open poll answered
@@ -220,6 +233,11 @@ impl Channel {
                             poll::by_reaction(c, &key)
                         })
                         .await;
+                    // Other reactions (someone who may not approve, an emoji of no choice)
+                    // change nothing, silently.
+                    if matches!(picked, Picked::AdminOnly { .. } | Picked::Answered(Some(_))) {
+                        self.after_pick(&picked, &by).await;
+                    }
                     if picked == Picked::Stop {
                         self.stop_turn(by, Some(&target), session_id, control).await;
                     }

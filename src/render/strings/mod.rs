@@ -1,10 +1,12 @@
 //! Every sentence Sidekicks says in a room, in one place.
 
 mod media;
+mod modes;
 mod threads;
 mod worktree;
 
 pub use media::*;
+pub use modes::*;
 pub use threads::*;
 pub use worktree::*;
 
@@ -194,15 +196,6 @@ pub fn unproven_sender(claimed: &str, why: &str) -> String {
 /// Why a conversation could not start: its folder could not be made.
 pub fn workspace_unusable(folder: &str, error: &str) -> String {
     format!("its folder {folder} cannot be made ({error})")
-}
-
-/// Said to someone who is not an admin, asking for a mode that lets the agent act without
-/// asking.
-pub fn mode_for_admins(sender: &str, agent: &str, mode: &str) -> String {
-    format!(
-        "🔒 {sender}, only admins may switch {agent} to `{mode}`: in it the agent acts without \
-         asking permission. Ask one of them."
-    )
 }
 
 /// Said to someone who is not an admin, asking for a value the config does not let people

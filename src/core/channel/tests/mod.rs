@@ -1,6 +1,7 @@
 //! Unit tests of the channel, with a fake agent and a fake chat.
 
 mod media;
+mod modes;
 mod polls;
 mod queue;
 mod sessions;

@@ -104,11 +104,11 @@ async fn gateway_of(
                 approvers: AccessList::new(&["@alice:x", "@boss:x"]),
                 admins: AccessList::new(&["@alice:x"]),
                 approver_min_power: None,
-                // `code` acts without asking; only `small` is a model people may choose.
+                // `code` acts without asking (the fake agent's modes); only `small` is a
+                // model people may choose.
                 settings: crate::core::settings_policy::SettingsPolicy {
-                    choosable_modes: None,
                     choosable_values: [("model".to_owned(), vec!["small".to_owned()])].into(),
-                    admin_only_modes: vec!["code".into()],
+                    ..Default::default()
                 },
                 allowed: AccessList::new(&["@alice:x"]),
                 agent_users: users.clone(),

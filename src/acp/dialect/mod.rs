@@ -4,7 +4,10 @@
 //! state or send events: the connection (shared code) owns transport, lifecycle and the
 //! per-session facts a hook is given, and applies what the hook returns.
 
+pub mod modes;
+
 use crate::model::agent::{AgentEvent, ToolCallFields, ToolContent, ToolStatus};
+use crate::model::modes::KnownModes;
 
 /// What the connection knows about a turn that the agent ended as `cancelled`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +38,9 @@ pub struct Dialect {
     /// Whether `fs/read_text_file` of a file that does not exist answers empty text
     /// instead of an error (an agent that reads a file before creating it fails otherwise).
     pub missing_file_reads_empty: bool,
+    /// What its modes mean for approvals: which ask, the one sessions are put in, the
+    /// permission options that switch the mode (`modes.rs`).
+    pub modes: KnownModes,
 }
 
 impl Default for Dialect {
@@ -51,6 +57,7 @@ pub const ACP: Dialect = Dialect {
     close_after_cancel: None,
     prompt_error: None,
     missing_file_reads_empty: false,
+    modes: KnownModes::UNKNOWN,
 };
 
 /// mm: ends a turn whose model keeps calling tools with a JSON-RPC error
@@ -66,6 +73,7 @@ pub const MM: Dialect = Dialect {
 pub const CLAUDE_CODE: Dialect = Dialect {
     name: "claude-code",
     close_after_cancel: Some(cancelled_call),
+    modes: modes::CLAUDE_CODE,
     ..ACP
 };
 
@@ -76,6 +84,7 @@ pub const CLAUDE_CODE: Dialect = Dialect {
 pub const CODEX: Dialect = Dialect {
     name: "codex",
     tool_fields: Some(codex_tool_fields),
+    modes: modes::CODEX,
     ..ACP
 };
 
@@ -85,11 +94,71 @@ pub const GEMINI: Dialect = Dialect {
     name: "gemini",
     skip_update: Some(empty_chunk),
     missing_file_reads_empty: true,
+    modes: modes::GEMINI,
+    ..ACP
+};
+
+/// Qwen Code: its modes are Gemini CLI's under other names.
+pub const QWEN: Dialect = Dialect {
+    name: "qwen",
+    modes: modes::QWEN,
+    ..ACP
+};
+
+/// Mistral Vibe: its modes are its agent profiles, and it starts in one that edits files
+/// without asking.
+pub const VIBE: Dialect = Dialect {
+    name: "vibe",
+    modes: modes::VIBE,
+    ..ACP
+};
+
+/// OpenCode, and Kilo CLI (a fork of it): its modes are its agents (`build`, `plan`, …);
+/// whether it asks is set by its permission config (`docs/agents.md`), not by the mode.
+pub const OPENCODE: Dialect = Dialect {
+    name: "opencode",
+    modes: KnownModes::UNRELATED,
+    ..ACP
+};
+
+/// pi (through `pi-acp`): its modes are thinking levels; it asks only through an extension
+/// (`docs/agents.md`).
+pub const PI: Dialect = Dialect {
+    name: "pi",
+    modes: KnownModes::UNRELATED,
+    ..ACP
+};
+
+/// fast-agent: its modes are the agents of its card; it asks when the client offers
+/// terminals or files, whatever the mode.
+pub const FAST_AGENT: Dialect = Dialect {
+    name: "fast-agent",
+    modes: KnownModes::UNRELATED,
+    ..ACP
+};
+
+/// The demo agent (`sidekicks demo-agent`): with `--settings`, `ask` asks and `code` does
+/// not.
+pub const DEMO: Dialect = Dialect {
+    name: "demo",
+    modes: modes::DEMO,
     ..ACP
 };
 
 /// Every dialect, by the name used in the config (`dialect = "…"`).
-pub const ALL: [Dialect; 5] = [ACP, MM, CLAUDE_CODE, CODEX, GEMINI];
+pub const ALL: [Dialect; 11] = [
+    ACP,
+    MM,
+    CLAUDE_CODE,
+    CODEX,
+    GEMINI,
+    QWEN,
+    VIBE,
+    OPENCODE,
+    PI,
+    FAST_AGENT,
+    DEMO,
+];
 
 /// The dialect named `name` in the config, if there is one.
 pub fn named(name: &str) -> Option<Dialect> {
@@ -117,6 +186,18 @@ pub fn for_agent(configured: Option<&str>, agent_id: &str, agent_name: Option<&s
         CODEX
     } else if known(|n| n.contains("gemini")) {
         GEMINI
+    } else if known(|n| n.contains("qwen")) {
+        QWEN
+    } else if known(|n| n.contains("vibe")) {
+        VIBE
+    } else if known(|n| n.contains("opencode") || n.contains("kilo")) {
+        OPENCODE
+    } else if known(|n| n == "pi" || n.starts_with("pi-") || n.contains("pi-coding-agent")) {
+        PI
+    } else if known(|n| n.contains("fast-agent")) {
+        FAST_AGENT
+    } else if known(|n| n == "sidekicks-demo-agent") {
+        DEMO
     } else {
         ACP
     }
@@ -180,7 +261,16 @@ mod tests {
             (None, "riker", Some("mm"), "mm"),
             (None, "Codex", None, "codex"),
             (None, "helper", Some("gemini-cli"), "gemini"),
-            (None, "mmx", Some("sidekicks-demo-agent"), "acp"),
+            (None, "mmx", Some("sidekicks-demo-agent"), "demo"),
+            (None, "qwen", Some("qwen-code"), "qwen"),
+            (None, "helper", Some("@mistralai/mistral-vibe"), "vibe"),
+            (None, "opencode", Some("OpenCode"), "opencode"),
+            (None, "kilo", Some("Kilo"), "opencode"),
+            (None, "pi", Some("pi-acp"), "pi"),
+            (None, "helper", Some("pi-acp"), "pi"),
+            (None, "pipeline", Some("pipeline-agent"), "acp"),
+            (None, "fast", Some("fast-agent-mcp"), "fast-agent"),
+            (None, "helper", Some("some-agent"), "acp"),
         ];
         for (configured, id, name, expected) in table {
             assert_eq!(

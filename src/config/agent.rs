@@ -1,0 +1,233 @@
+//! One agent's table in the config (`[[agents]]`): its program, workspace, environment, sandbox,
+//! settings policy, MCP servers, worktree mode and Matrix account.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::{SandboxConfig, SandboxMode, yes};
+
+/// The mode an agent's sessions are put in, which of its modes count as asking before it
+/// acts, and which modes and option values people who are not admins may choose with
+/// `!mode`, `!model` and `!set`; admins may choose anything the agent offers.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentSettingsConfig {
+    /// The mode every session is put in when it is opened, loaded, resumed or attached;
+    /// unset: the mode its dialect records as asking before acting (Claude Code's
+    /// `default`, Codex's `read-only`). Naming a mode that does not ask is an admin's
+    /// choice for every room.
+    pub initial_mode: Option<String>,
+    /// The modes (IDs) that ask an approver before the agent acts; unset: those its
+    /// dialect records. Anyone who may prompt may choose these; every other mode, known or
+    /// new, is for admins only.
+    pub asking_modes: Option<Vec<String>>,
+    /// Of the asking modes, the ones they may choose; unset: every asking mode.
+    pub modes: Option<Vec<String>>,
+    /// No longer used (modes are an allowlist now: `asking_modes`); read only to warn.
+    pub admin_only_modes: Option<Vec<String>>,
+    /// For each option ID listed, the values they may choose (`model = ["sonnet"]`).
+    pub options: BTreeMap<String, Vec<String>>,
+}
+
+/// One agent's sandbox: its mode and what it may reach besides its workspace and home.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentSandboxConfig {
+    /// Overrides `sandbox.mode` for this agent.
+    pub mode: Option<SandboxMode>,
+    /// Paths it may read even where they would be hidden (an agent installed in the
+    /// gateway's home, credentials it needs).
+    pub read_only: Vec<PathBuf>,
+    /// Paths it may read and write besides its workspace and home (a shared cache).
+    pub read_write: Vec<PathBuf>,
+}
+
+/// One agent: the process to run and the Matrix account it speaks through.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Short stable identifier (letters, digits, `-`, `_`), used in the store and in logs.
+    pub id: String,
+    /// Name shown in rooms; set as the Matrix display name.
+    pub display_name: String,
+    /// Program to run (a path, or a name looked up in `PATH`).
+    pub command: String,
+    /// Arguments for the program.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment given to the agent. Apart from these, the agent only gets `PATH` and `HOME`
+    /// and the variables named in `inherit_env`.
+    #[serde(default)]
+    pub env: BTreeMap<String, Secret>,
+    /// Names of gateway environment variables passed through to the agent unchanged.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
+    /// The agent's working folder: the `cwd` of its process and of every ACP session. With
+    /// `{room}` in it, each room works in a folder of its own, made on first use (the part
+    /// before `{room}` is the process's `cwd`); `{agent}` stands for the agent's ID.
+    pub workspace: PathBuf,
+    /// The agent's known deviations from canonical ACP, by dialect name (`acp`, `mm`,
+    /// `claude-code`, `codex`, `gemini`). Unset: recognised from the agent's ID or the name
+    /// it gives at `initialize`, else canonical ACP.
+    pub dialect: Option<String>,
+    /// The agent's `HOME`, where it keeps its settings and sign-in. Unset: in the sandbox,
+    /// a home of its own in the state folder (`agent-homes/ID`); without one, the
+    /// gateway's.
+    pub home: Option<PathBuf>,
+    /// What its sandbox lets it reach (see [`SandboxConfig`]).
+    #[serde(default)]
+    pub sandbox: AgentSandboxConfig,
+    /// Which modes and option values people who are not admins may choose.
+    #[serde(default)]
+    pub settings: AgentSettingsConfig,
+    /// Worktree mode: each room's folder (`workspace` must hold `{room}`) is a `git
+    /// worktree` of this repository on a branch of its own.
+    pub worktree: Option<WorktreeConfig>,
+    /// MCP servers given to every session of the agent (`[[agents.mcp_servers]]`).
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerConfig>,
+    /// Whether the agent may read and write its conversation's files through Sidekicks
+    /// (the ACP client's `fs` methods, confined to the conversation's folder). Some agents
+    /// ask before running tools only when the client offers it.
+    #[serde(default = "yes")]
+    pub file_access: bool,
+    /// Whether the agent may run commands through Sidekicks (the ACP client's `terminal`
+    /// methods), in its conversation's folder and its sandbox, shown live in tool cards.
+    #[serde(default = "yes")]
+    pub terminals: bool,
+    /// Whether the agent's sessions get the room tools: a built-in MCP server (named
+    /// `sidekicks`) to read and search the conversation, fetch files people sent, post
+    /// files and list the room's members, reaching only the session's own room.
+    #[serde(default = "yes")]
+    pub room_tools: bool,
+    /// The agent's Matrix account.
+    pub matrix: AgentMatrixConfig,
+}
+
+/// One MCP server of an agent: a command the agent starts (stdio) or a URL (HTTP).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// Its name, for the agent.
+    pub name: String,
+    /// For a stdio server: the program the agent starts (reachable inside its sandbox).
+    pub command: Option<PathBuf>,
+    /// For a stdio server: its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// For a stdio server: its environment (values are secrets, masked in the log).
+    #[serde(default)]
+    pub env: BTreeMap<String, Secret>,
+    /// For an HTTP server: its URL.
+    pub url: Option<String>,
+    /// For an HTTP server: headers sent with each request (values are secrets).
+    #[serde(default)]
+    pub headers: BTreeMap<String, Secret>,
+}
+
+impl McpServerConfig {
+    /// The server as agents are given it (`None` for one the validation refuses).
+    pub fn spec(&self) -> Option<crate::model::agent::McpServerSpec> {
+        let pairs =
+            |m: &BTreeMap<String, Secret>| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        match (&self.command, &self.url) {
+            (Some(command), None) => Some(crate::model::agent::McpServerSpec::Stdio {
+                name: self.name.clone(),
+                command: command.clone(),
+                args: self.args.clone(),
+                env: pairs(&self.env),
+            }),
+            (None, Some(url)) => Some(crate::model::agent::McpServerSpec::Http {
+                name: self.name.clone(),
+                url: url.clone(),
+                headers: pairs(&self.headers),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Worktree mode: where each room's worktree comes from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// The git repository whose worktrees the rooms get.
+    pub repository: PathBuf,
+    /// What a room's new branch starts from (a branch, tag or commit); unset: the
+    /// repository's `HEAD` when the room first needs its folder.
+    pub base: Option<String>,
+    /// The start of each room's branch name, the room's folder name following; unset:
+    /// `sidekicks/AGENT/`.
+    pub branch_prefix: Option<String>,
+}
+
+impl AgentConfig {
+    /// The folder its process works in and everything its conversations' folders are in
+    /// (the whole `workspace` unless it holds `{room}`).
+    pub fn workspace_root(&self) -> PathBuf {
+        crate::workspace::Workspace::new(&self.workspace).root()
+    }
+
+    /// Its worktree mode, when it has one.
+    pub fn worktrees(&self) -> Option<crate::workspace::Worktrees> {
+        let w = self.worktree.as_ref()?;
+        Some(crate::workspace::Worktrees {
+            repository: w.repository.clone(),
+            base: w.base.clone(),
+            branch_prefix: (w.branch_prefix.clone())
+                .unwrap_or_else(|| format!("sidekicks/{}/", self.id)),
+        })
+    }
+
+    /// Its workspace, in worktree mode when it has one.
+    pub fn workspace(&self) -> crate::workspace::Workspace {
+        crate::workspace::Workspace::new(&self.workspace).with_worktrees(self.worktrees())
+    }
+
+    /// Its sandbox mode: its own, else the gateway's.
+    pub fn sandbox_mode(&self, gateway: &SandboxConfig) -> SandboxMode {
+        self.sandbox.mode.unwrap_or(gateway.mode)
+    }
+}
+
+/// An agent's Matrix account.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentMatrixConfig {
+    /// Full Matrix user ID, e.g. `@claude:example.org`.
+    pub user_id: String,
+    /// Password given inline (prefer `password_env` or `password_file`).
+    pub password: Option<Secret>,
+    /// Name of an environment variable holding the password.
+    pub password_env: Option<String>,
+    /// File whose content (trimmed) is the password.
+    pub password_file: Option<PathBuf>,
+    /// The agent's recovery key (or passphrase): with it, a lost store does not lose the
+    /// agent's identity or the room keys in its key backup. When the file does not exist,
+    /// recovery is turned on at the first start and the new key is written there.
+    pub recovery_key_file: Option<PathBuf>,
+}
+
+pub use crate::model::Secret;
+
+impl AgentMatrixConfig {
+    /// Reads the password from wherever the config says it is.
+    pub fn password(&self) -> Result<Secret, String> {
+        if let Some(p) = &self.password {
+            return Ok(p.clone());
+        }
+        if let Some(var) = &self.password_env {
+            return std::env::var(var)
+                .map(Secret::new)
+                .map_err(|_| format!("environment variable {var} is not set"));
+        }
+        if let Some(file) = &self.password_file {
+            return std::fs::read_to_string(file)
+                .map(|s| Secret::new(s.trim()))
+                .map_err(|e| format!("cannot read {}: {e}", file.display()));
+        }
+        Err("no password: set one of password, password_env, password_file".into())
+    }
+}

@@ -1,0 +1,308 @@
+//! Keeping the conversation's session in a mode that asks before the agent acts, whatever
+//! the agent's defaults: the session is put in its conversation's mode (or the initial one)
+//! whenever it is opened, loaded, resumed or attached, checked again before every prompt,
+//! and put back whenever the agent switches itself to a mode no admin chose. The rules are
+//! pure (`core/settings_policy`); this is where the channel carries them out.
+
+use super::*;
+
+use crate::core::approvals::OptionSwitch;
+use crate::core::settings_policy::{
+    Asking, ModeRules, ModeVerdict, Unfenced, current_mode, mode_option,
+};
+use crate::model::agent::{AgentError, ConfigChoice, ConfigOption, PermissionRequest, ToolKind};
+use crate::model::modes::KeptMode;
+use crate::render::strings::{self, ModeNote};
+
+impl Channel {
+    /// The config's policy with what the agent's dialect knows of its modes.
+    pub(super) fn mode_rules(&self) -> ModeRules {
+        self.ctx.settings.rules(&self.ctx.agent.known_modes())
+    }
+
+    /// Puts the session just opened (new, loaded, resumed or attached) in the mode its
+    /// conversation keeps, else the initial one. `Err`: it cannot be put in a mode that
+    /// asks, so it must not be used (the words say why, for the room).
+    pub(super) async fn fence_session(&mut self) -> Result<(), AgentError> {
+        let rules = self.mode_rules();
+        let kept = (self.ctx.store.kept_mode(&self.key).await)
+            .or_log("could not read the conversation's mode")
+            .flatten();
+        let Some(session) = self.session.as_ref() else {
+            return Ok(());
+        };
+        let target = rules
+            .target(&session.settings, kept.as_ref())
+            .map_err(|why| AgentError::Unfenced(unfenced_words(&why)))?;
+        let Some(target) = target else {
+            return Ok(());
+        };
+        let current = current_mode(&session.settings);
+        if !current
+            .as_deref()
+            .is_some_and(|c| c.eq_ignore_ascii_case(&target))
+        {
+            if let Err(e) = self.switch_mode(&target).await {
+                return Err(AgentError::Unfenced(strings::initial_refused(
+                    &target,
+                    &e.to_string(),
+                )));
+            }
+            tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, from = ?current, to = %target, asking = ?rules.asking(&target), "session put in its conversation's mode");
+        }
+        let by_admin = kept.is_some_and(|k| k.by_admin && k.mode.eq_ignore_ascii_case(&target));
+        self.keep_mode(target, by_admin).await;
+        Ok(())
+    }
+
+    /// Before a prompt goes out: the session must be in a mode that asks, or one an admin
+    /// chose. `false`: it is not and could not be put back (the room was told, the session
+    /// left); the prompt must not go.
+    pub(super) async fn mode_allows_prompt(&mut self) -> bool {
+        let Some(current) = self
+            .session
+            .as_ref()
+            .and_then(|s| current_mode(&s.settings))
+        else {
+            return true;
+        };
+        self.judge_mode(&current, false).await
+    }
+
+    /// The agent says its session is now in `mode` (`current_mode_update`, or a mode option
+    /// changed): kept when it asks or an admin chose it, else put back. `running`: during a
+    /// turn, which is stopped if the mode cannot be put back.
+    pub(super) async fn on_mode_report(&mut self, mode: String, running: bool) {
+        if let Some(session) = self.session.as_mut() {
+            if session.settings.modes.is_empty() {
+                set_mode_option(&mut session.settings.options, &mode);
+            } else {
+                session.settings.current_mode = Some(mode.clone());
+            }
+        }
+        self.judge_mode(&mode, running).await;
+    }
+
+    /// The agent's config options changed: a changed mode option is a mode report.
+    pub(super) async fn on_options(&mut self, options: Vec<ConfigOption>, running: bool) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let before = current_mode(&session.settings);
+        session.settings.options = options;
+        let after = current_mode(&session.settings);
+        if session.settings.modes.is_empty()
+            && let Some(mode) = after.filter(|a| Some(a) != before.as_ref())
+        {
+            self.judge_mode(&mode, running).await;
+        }
+    }
+
+    /// A poll choice that switched the mode was picked (by an admin, when the mode does not
+    /// ask): the session is in `mode` now, and the conversation keeps it.
+    pub(super) async fn mode_chosen_in_poll(&mut self, mode: String, by: &UserId) {
+        let by_admin = self.ctx.admins.allows(by);
+        if let Some(session) = self.session.as_mut() {
+            // Some agents switch without telling the client (Gemini CLI's auto-edit).
+            if session.settings.modes.is_empty() {
+                set_mode_option(&mut session.settings.options, &mode);
+            } else {
+                session.settings.current_mode = Some(mode.clone());
+            }
+        }
+        tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, %mode, by = %by, by_admin, "a poll choice switched the mode");
+        self.keep_mode(mode, by_admin).await;
+    }
+
+    /// The options of `request` (about a call of `kind`) that also switch the session's
+    /// mode, and whether only an admin may choose each.
+    pub(super) fn option_switches(
+        &self,
+        request: &PermissionRequest,
+        kind: Option<ToolKind>,
+    ) -> Vec<OptionSwitch> {
+        let rules = self.mode_rules();
+        let Some(session) = self.session.as_ref() else {
+            return Vec::new();
+        };
+        if !rules.fences(&session.settings) {
+            return Vec::new();
+        }
+        (request.options.iter())
+            .filter_map(|o| {
+                let mode = rules.implied_mode(&o.id, kind, &session.settings)?;
+                let needs_admin = rules.option_needs_admin(&o.id, kind, &session.settings);
+                Some(OptionSwitch {
+                    option: o.id.clone(),
+                    mode,
+                    needs_admin: needs_admin.is_some(),
+                })
+            })
+            .collect()
+    }
+
+    /// `!mode` (or `!set` of the mode option) changed the mode to `mode`, for `by`.
+    pub(super) async fn mode_chosen(&mut self, mode: String, by: &UserId) {
+        let by_admin = self.ctx.admins.allows(by);
+        self.keep_mode(mode, by_admin).await;
+    }
+
+    /// How `mode` reads for people in this session.
+    pub(super) fn mode_note(&self, mode: &str) -> ModeNote {
+        let rules = self.mode_rules();
+        match rules.asking(mode) {
+            Asking::Asks => ModeNote::Asks,
+            Asking::NotByMode => ModeNote::NotByMode,
+            Asking::DoesNotAsk => {
+                let settings = self.session.as_ref().map(|s| &s.settings);
+                let allowed = settings.is_some_and(|s| {
+                    rules.on_report(mode, self.kept_mode.as_ref(), s) == ModeVerdict::Stays
+                });
+                match allowed {
+                    true => ModeNote::ActsUnasked,
+                    false => ModeNote::AdminsOnly,
+                }
+            }
+        }
+    }
+
+    /// Keeps `mode` if it may stay, else puts the mode it must be in back; stops the turn
+    /// and leaves the session when that fails. `true`: the session may be used.
+    async fn judge_mode(&mut self, mode: &str, running: bool) -> bool {
+        let rules = self.mode_rules();
+        let Some(session) = self.session.as_ref() else {
+            return true;
+        };
+        let verdict = rules.on_report(mode, self.kept_mode.as_ref(), &session.settings);
+        let name = &self.ctx.display_name.clone();
+        let label = |s: &Self, m: &str| s.mode_label(m);
+        match verdict {
+            ModeVerdict::Stays => {
+                if rules.fences(&session.settings) {
+                    let by_admin = self
+                        .kept_mode
+                        .as_ref()
+                        .is_some_and(|k| k.by_admin && k.mode.eq_ignore_ascii_case(mode));
+                    self.keep_mode(mode.to_owned(), by_admin).await;
+                }
+                true
+            }
+            ModeVerdict::PutBack(back) => {
+                let left = label(self, mode);
+                tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, %mode, put_back = %back, "the agent switched to a mode that does not ask and no admin chose; putting the asking mode back");
+                match self.switch_mode(&back).await {
+                    Ok(()) => {
+                        let back_label = label(self, &back);
+                        self.notice(strings::mode_put_back(name, &left, &back_label))
+                            .await;
+                        true
+                    }
+                    Err(e) => {
+                        self.unfenced(&left, &e.to_string(), running).await;
+                        false
+                    }
+                }
+            }
+            ModeVerdict::Unfenced(why) => {
+                let left = label(self, mode);
+                self.unfenced(&left, &unfenced_words(&why), running).await;
+                false
+            }
+        }
+    }
+
+    /// The session is in a mode that does not ask and cannot be put back: the room is told;
+    /// the running turn (if any) is stopped by the turn's loop, and the session is left.
+    async fn unfenced(&mut self, left: &str, why: &str, running: bool) {
+        tracing::error!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %left, why, "the session is in a mode that does not ask and could not be put back; leaving it");
+        let name = self.ctx.display_name.clone();
+        self.notice(strings::mode_not_put_back(&name, left, why))
+            .await;
+        match running {
+            // The turn's loop cancels the prompt, then leaves the session.
+            true => self.unfenced_turn = true,
+            false => self.leave_session().await,
+        }
+    }
+
+    /// Leaves the session for good (the agent may free it): the next message opens a new
+    /// one, put in the asking mode from the start.
+    pub(super) async fn leave_session(&mut self) {
+        if let Some(session) = &self.session {
+            self.ctx.agent.close_session(&session.id).await;
+        }
+        self.drop_session();
+    }
+
+    /// Switches the session to `mode`, the way the agent offers modes.
+    async fn switch_mode(&mut self, mode: &str) -> Result<(), AgentError> {
+        let agent = self.ctx.agent.clone();
+        let Some(session) = self.session.as_mut() else {
+            return Ok(());
+        };
+        if !session.settings.modes.is_empty() {
+            agent.set_mode(&session.id, mode).await?;
+            session.settings.current_mode = Some(mode.to_owned());
+            set_mode_option(&mut session.settings.options, mode);
+            return Ok(());
+        }
+        let Some(option) = mode_option(&session.settings).map(|o| o.id.clone()) else {
+            return Ok(());
+        };
+        let choice = ConfigChoice::Value(mode.to_owned());
+        session.settings.options = agent.set_option(&session.id, &option, choice).await?;
+        Ok(())
+    }
+
+    /// Records `mode` as the conversation's, in memory and in the store.
+    async fn keep_mode(&mut self, mode: String, by_admin: bool) {
+        let kept = KeptMode { mode, by_admin };
+        if self.kept_mode.as_ref() == Some(&kept) {
+            return;
+        }
+        (self.ctx.store.keep_mode(&self.key, &kept).await)
+            .or_log("could not record the conversation's mode");
+        self.kept_mode = Some(kept);
+    }
+
+    /// A mode as people read it: its name, else its ID.
+    pub(super) fn mode_label(&self, mode: &str) -> String {
+        let settings = self.session.as_ref().map(|s| &s.settings);
+        let named = settings.and_then(|s| {
+            (s.modes.iter())
+                .find(|(id, _)| id.eq_ignore_ascii_case(mode))
+                .map(|(_, name)| name.clone())
+                .or_else(|| match mode_option(s).map(|o| &o.value) {
+                    Some(crate::model::agent::ConfigValue::Choice { choices, .. }) => (choices
+                        .iter())
+                    .find(|(id, _)| id.eq_ignore_ascii_case(mode))
+                    .map(|(_, name)| name.clone()),
+                    _ => None,
+                })
+        });
+        named.unwrap_or_else(|| mode.to_owned())
+    }
+}
+
+/// Sets the value of the mode option among `options` (a session that offers both modes and
+/// a mode option keeps them in step).
+fn set_mode_option(options: &mut [ConfigOption], mode: &str) {
+    for option in options.iter_mut() {
+        if option.category.as_deref() == Some("mode")
+            && let crate::model::agent::ConfigValue::Choice { current, choices } = &mut option.value
+            && choices.iter().any(|(id, _)| id.eq_ignore_ascii_case(mode))
+        {
+            *current = mode.to_owned();
+        }
+    }
+}
+
+/// Why no session can be used, in words for the room.
+fn unfenced_words(why: &Unfenced) -> String {
+    match why {
+        Unfenced::NoAskingMode { offered } => strings::no_asking_mode(offered),
+        Unfenced::InitialNotOffered { initial, offered } => {
+            strings::initial_not_offered(initial, offered)
+        }
+    }
+}
