@@ -34,6 +34,10 @@ enum Cmd {
         /// How log lines are written to stderr.
         #[arg(long, value_enum, default_value_t)]
         log_format: LogFormat,
+        /// Also fail when an agent offers a mode its dialect does not know (run before a
+        /// release against the newest agents: `scripts/check-agent-releases.sh`).
+        #[arg(long)]
+        strict_modes: bool,
     },
     /// Run the built-in demo agent on stdin/stdout (an ACP agent that needs no API key).
     DemoAgent {
@@ -47,6 +51,13 @@ enum Cmd {
         /// `session/set_config_option`).
         #[arg(long)]
         settings: bool,
+        /// Offer these modes instead of `ask` and `code` (comma-separated IDs; implies
+        /// --settings). It asks before a tool only in `ask` and `plan`.
+        #[arg(long, value_delimiter = ',')]
+        modes: Vec<String>,
+        /// Start every session in this mode (default: the first).
+        #[arg(long)]
+        start_mode: Option<String>,
         /// Append every prompt received to this file, one JSON string a line (for tests).
         #[arg(long)]
         prompt_log: Option<PathBuf>,
@@ -75,15 +86,21 @@ async fn main() -> std::process::ExitCode {
             sidekicks::app::init_tracing(sidekicks::app::RUN_LOG_LEVELS, log_format);
             sidekicks::app::run_from_file(&config).await
         }
-        Cmd::Check { config, log_format } => {
+        Cmd::Check {
+            config,
+            log_format,
+            strict_modes,
+        } => {
             // Log lines stay out of the report: on stderr, warnings and errors only.
             sidekicks::app::init_tracing(sidekicks::app::CHECK_LOG_LEVELS, log_format);
-            sidekicks::app::check_from_file(&config).await
+            sidekicks::app::check_from_file(&config, strict_modes).await
         }
         Cmd::DemoAgent {
             sessions,
             resume,
             settings,
+            modes,
+            start_mode,
             prompt_log,
             prompt_capabilities,
             auth,
@@ -92,6 +109,8 @@ async fn main() -> std::process::ExitCode {
             sessions,
             resume,
             settings,
+            modes,
+            start_mode,
             prompt_log,
             prompt_support: PromptSupport {
                 image: prompt_capabilities.iter().any(|c| c == "image"),

@@ -124,3 +124,13 @@ pub(super) fn why(e: agent_client_protocol::Error) -> String {
         None => e.message,
     }
 }
+
+/// A mode's name from its ID, as `--modes` gives only IDs: `turbo-edit` is "Turbo edit".
+pub(super) fn mode_name(id: &str) -> String {
+    let words = id.replace(['-', '_'], " ");
+    let mut chars = words.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}

@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 
 use super::turn::Turn;
-use super::{Exchange, MODELS, MODES, State, send_commands};
+use super::{Exchange, MODELS, State, send_commands};
 
 type Result = std::result::Result<(), agent_client_protocol::Error>;
 
@@ -155,6 +155,7 @@ impl State {
             let cwd = state.cwds.lock().unwrap().get(&session).cloned();
             let mcp = (state.mcp.lock().unwrap().get(&session).cloned()).unwrap_or_default();
             let turn = Turn {
+                state: state.clone(),
                 settings: state.settings_of(&session),
                 cwd: cwd.unwrap_or_else(|| ".".into()),
                 cx,
@@ -197,16 +198,12 @@ impl State {
     ) -> Result {
         let session = req.session_id.0.to_string();
         let mode = req.mode_id.0.to_string();
-        if !self.with_settings || !MODES.iter().any(|(id, _)| *id == mode) {
+        if !self.with_settings || !self.modes.iter().any(|(id, _)| *id == mode) {
             return responder.respond_with_error(
                 agent_client_protocol::Error::invalid_params().data(format!("no mode {mode}")),
             );
         }
-        let (_, model) = self.settings_of(&session);
-        self.settings
-            .lock()
-            .unwrap()
-            .insert(session.clone(), (mode.clone(), model));
+        self.switch_mode(&session, &mode);
         responder.respond(SetSessionModeResponse::new())?;
         cx.send_notification(SessionNotification::new(
             session,

@@ -69,7 +69,10 @@
 //! It offers the slash commands `/demo` (the demo turn) and `/echo` (answers
 //! `received: ` and the prompt exactly as it arrived). With `--settings` its sessions have
 //! two modes (`ask`, `code`) and a model choice (config option `model`: `small`, `large`),
-//! which `session/set_mode` and `session/set_config_option` change and `%settings` tells.
+//! which `session/set_mode` and `session/set_config_option` change and `%settings` tells;
+//! `--modes a,b,c` offers other modes and `--start-mode M` starts sessions in M. Only in
+//! `ask` and `plan` does it ask before a tool runs: in any other mode `%permission` runs
+//! the tool unasked, as real agents' auto modes do.
 //! With `--auth` it offers two sign-in methods (`demo-login`, done by `authenticate`, and
 //! `demo-terminal`, a terminal method) and refuses `session/new` with `auth_required` until
 //! `authenticate` with `demo-login` came.
@@ -143,6 +146,10 @@ struct State {
     next: AtomicU64,
     /// Whether sessions have modes and a model choice (`--settings`).
     with_settings: bool,
+    /// The modes sessions offer (ID, name), with `--settings`.
+    modes: Vec<(String, String)>,
+    /// The mode new sessions start in.
+    start_mode: String,
     /// Each session's (mode, model), with `--settings`.
     settings: Mutex<HashMap<String, (String, String)>>,
     /// Where every prompt received is appended (`--prompt-log`).
@@ -157,8 +164,10 @@ struct State {
     mcp: Mutex<HashMap<String, Vec<agent_client_protocol::v1::schema::McpServer>>>,
 }
 
-/// The modes offered with `--settings`.
+/// The modes offered with `--settings` unless `--modes` names others.
 const MODES: [(&str, &str); 2] = [("ask", "Ask"), ("code", "Code")];
+/// The modes in which the demo agent asks before a tool runs.
+const ASKING_MODES: [&str; 2] = ["ask", "plan"];
 /// The models offered with `--settings`.
 const MODELS: [(&str, &str); 2] = [("small", "Small model"), ("large", "Large model")];
 
@@ -170,7 +179,22 @@ impl State {
             .unwrap()
             .get(session)
             .cloned()
-            .unwrap_or_else(|| (MODES[0].0.to_owned(), MODELS[0].0.to_owned()))
+            .unwrap_or_else(|| (self.start_mode.clone(), MODELS[0].0.to_owned()))
+    }
+
+    /// Whether session `session` asks before a tool runs: in `ask` or `plan`, or always
+    /// when it has no modes.
+    fn asks(&self, session: &str) -> bool {
+        !self.with_settings || ASKING_MODES.contains(&self.settings_of(session).0.as_str())
+    }
+
+    /// Switches session `session` to `mode` (whatever it was), keeping its model.
+    fn switch_mode(&self, session: &str, mode: &str) {
+        let (_, model) = self.settings_of(session);
+        self.settings
+            .lock()
+            .unwrap()
+            .insert(session.to_owned(), (mode.to_owned(), model));
     }
 
     /// The config options of a session, as the protocol describes them.
@@ -191,9 +215,9 @@ impl State {
         let (mode, _) = self.settings_of(session);
         SessionModeState::new(
             mode,
-            MODES
+            self.modes
                 .iter()
-                .map(|(id, name)| SessionMode::new(*id, *name))
+                .map(|(id, name)| SessionMode::new(id.clone(), name.clone()))
                 .collect(),
         )
     }
@@ -315,6 +339,10 @@ pub struct DemoOptions {
     pub resume: bool,
     /// Give sessions modes and a model choice.
     pub settings: bool,
+    /// With `settings`: the modes sessions offer, by ID (empty: `ask` and `code`).
+    pub modes: Vec<String>,
+    /// With `settings`: the mode new sessions start in (`None`: the first).
+    pub start_mode: Option<String>,
     /// Where every prompt received is appended (one JSON string a line), if anywhere.
     pub prompt_log: Option<PathBuf>,
     /// What it advertises taking besides text (`promptCapabilities`).
@@ -372,10 +400,23 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         ],
         false => Vec::new(),
     };
+    let modes: Vec<(String, String)> = match options.modes.is_empty() {
+        true => (MODES.iter())
+            .map(|(id, name)| (id.to_string(), name.to_string()))
+            .collect(),
+        false => (options.modes.iter())
+            .map(|id| (id.clone(), content::mode_name(id)))
+            .collect(),
+    };
+    let start_mode = (options.start_mode.clone())
+        .or_else(|| modes.first().map(|(id, _)| id.clone()))
+        .unwrap_or_default();
     let state = Arc::new(State {
         needs_sign_in: AtomicBool::new(options.auth),
         saved: options.sessions,
-        with_settings: options.settings,
+        with_settings: options.settings || !options.modes.is_empty(),
+        modes,
+        start_mode,
         prompt_log: options.prompt_log,
         ..State::default()
     });

@@ -17,6 +17,8 @@ use agent_client_protocol::{Client, UntypedMessage};
 
 /// One prompt being answered.
 pub(super) struct Turn {
+    /// The agent's state: the session's live mode (`%mode`, and whether it asks).
+    pub(super) state: Arc<State>,
     /// The connection to the client, for updates and permission requests.
     pub(super) cx: ConnectionTo<Client>,
     /// The session the prompt belongs to.
@@ -376,6 +378,18 @@ impl Turn {
                     let (mode, model) = self.settings.clone();
                     self.say(&format!("mode: {mode}, model: {model}"))?;
                 }
+                "mode" => {
+                    self.switch_mode(arg.trim())?;
+                    self.say(&format!("mode: {}\n", arg.trim()))?;
+                }
+                "permission-switch" => {
+                    let (mode, title) = arg
+                        .trim()
+                        .split_once(' ')
+                        .unwrap_or((arg.trim(), "bash: ls"));
+                    let call = execute(&self.tool_id(), title);
+                    self.permission_switching(call, mode).await?;
+                }
                 "history" => {
                     let mut listing = format!("{} earlier prompts", self.earlier.len());
                     for exchange in &self.earlier {
@@ -471,8 +485,60 @@ impl Turn {
         self.set_status(&id, completed(title))
     }
 
+    /// Switches the session's mode on its own and tells the client (`current_mode_update`),
+    /// as an agent leaving plan mode does.
+    fn switch_mode(&self, mode: &str) -> Result<(), agent_client_protocol::Error> {
+        self.state.switch_mode(&self.session, mode);
+        self.update(SessionUpdate::CurrentModeUpdate(
+            agent_client_protocol::v1::schema::CurrentModeUpdate::new(mode.to_owned()),
+        ))
+    }
+
+    /// Asks permission for `call` with a choice that also switches the session to `mode`
+    /// (as Claude Code's "Yes, and use auto mode" does), besides allow and reject; switches
+    /// if that is chosen, then runs the call or fails it and says `permission: <optionId>`.
+    async fn permission_switching(
+        &self,
+        call: ToolCall,
+        mode: &str,
+    ) -> Result<String, agent_client_protocol::Error> {
+        let id = call.tool_call_id.0.to_string();
+        let title = call.title.clone();
+        self.update(SessionUpdate::ToolCall(call.clone()))?;
+        let options = vec![
+            PermissionOption::new(
+                mode.to_owned(),
+                format!("Yes, and switch to {mode}"),
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+        ];
+        let request = RequestPermissionRequest::new(self.session.clone(), call.into(), options);
+        let response = self.cx.send_request(request).block_task().await?;
+        let chosen = match response.outcome {
+            RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
+            _ => "cancelled".into(),
+        };
+        if chosen == mode {
+            self.switch_mode(mode)?;
+        }
+        let status = match chosen == mode || chosen == "allow" {
+            true => completed(&title),
+            false => ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
+        };
+        self.set_status(&id, status)?;
+        self.say(&format!("permission: {chosen}\n"))?;
+        if chosen == "cancelled" {
+            self.cancel.flag.store(true, Ordering::SeqCst);
+        }
+        Ok(chosen)
+    }
+
     /// Asks permission for `call`, with the four options real agents offer, and runs it
-    /// (completed) if allowed or fails it if not; then says `permission: <optionId>`.
+    /// (completed) if allowed or fails it if not; then says `permission: <optionId>`. In a
+    /// mode that does not ask (any but `ask` and `plan`) it runs the call unasked and says
+    /// `permission: unasked`.
     async fn permission(
         &self,
         call: ToolCall,
@@ -480,6 +546,12 @@ impl Turn {
     ) -> Result<String, agent_client_protocol::Error> {
         let id = call.tool_call_id.0.to_string();
         let title = call.title.clone();
+        if !self.state.asks(&self.session) {
+            self.update(SessionUpdate::ToolCall(call.clone()))?;
+            self.set_status(&id, completed(&title))?;
+            self.say("permission: unasked\n")?;
+            return Ok("unasked".into());
+        }
         match ask {
             Ask::AfterAnnouncing => self.update(SessionUpdate::ToolCall(call.clone()))?,
             Ask::WhileRunning => self.update(SessionUpdate::ToolCall(

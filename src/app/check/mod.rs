@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+mod modes;
+
 use super::isolation::{Probe, isolation};
 use super::process_spec;
 use crate::acp::AcpAgent;
@@ -13,8 +15,10 @@ use crate::core::agent::AgentPort;
 use crate::model::agent::{AgentEvent, Reopen};
 
 /// `sidekicks check`: validates the config, starts each agent, opens a session and prints
-/// what the agent advertises. Does not touch Matrix.
-pub async fn check_from_file(path: &Path) -> Result<()> {
+/// what the agent advertises. Does not touch Matrix. An agent fails the check when it cannot
+/// be put in a mode that asks before acting, and with `strict` also when it offers a mode
+/// its dialect does not know (a new release to review before people use it).
+pub async fn check_from_file(path: &Path, strict: bool) -> Result<()> {
     let (config, unread_secrets) = Config::load_for_check(path)?;
     println!("config {}: valid", path.display());
     for warning in config.warnings() {
@@ -28,7 +32,7 @@ pub async fn check_from_file(path: &Path) -> Result<()> {
     let mut probe = Probe::default();
     for agent in &config.agents {
         println!("\nagent {} ({})", agent.id, agent.display_name);
-        match check_agent(&config, agent, &mut probe).await {
+        match check_agent(&config, agent, &mut probe, strict).await {
             Ok(report) => print!("{report}"),
             Err(e) => {
                 failed += 1;
@@ -42,7 +46,12 @@ pub async fn check_from_file(path: &Path) -> Result<()> {
     Ok(())
 }
 
-async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) -> Result<String> {
+async fn check_agent(
+    config: &Config,
+    agent: &AgentConfig,
+    probe: &mut Probe,
+    strict: bool,
+) -> Result<String> {
     use std::fmt::Write;
     let isolation = isolation(config, agent, probe).map_err(|e| anyhow::anyhow!("sandbox: {e}"))?;
     let mut out = String::new();
@@ -141,13 +150,8 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
         Ok(mut session) => {
             writeln!(out, "  session/new: ok ({})", session.id)?;
             writeln!(out, "  signed in: yes (or no sign-in needed)")?;
-            let modes: Vec<String> = session
-                .settings
-                .modes
-                .iter()
-                .map(|(id, name)| format!("{id} ({name})"))
-                .collect();
-            writeln!(out, "  modes: {}", none(&modes))?;
+            let modes = modes::report(&process, &super::settings_policy(agent), &session).await?;
+            out.push_str(&modes.text);
             let options: Vec<String> = session
                 .settings
                 .options
@@ -170,7 +174,16 @@ async fn check_agent(config: &Config, agent: &AgentConfig, probe: &mut Probe) ->
                 }
             }
             writeln!(out, "  slash commands: {}", none(&commands))?;
-            Ok(out)
+            match (modes.unfenced, strict && !modes.new_modes.is_empty()) {
+                (Some(why), _) => Err(anyhow::anyhow!(
+                    "{out}  the gateway would not use this agent: {why}"
+                )),
+                (None, true) => Err(anyhow::anyhow!(
+                    "{out}  modes its dialect does not know (--strict-modes): {}",
+                    modes.new_modes.join(", ")
+                )),
+                (None, false) => Ok(out),
+            }
         }
         // Not signed in: what to do about it, not a failure of the check.
         Err(e) if e.is_auth_required() => {
