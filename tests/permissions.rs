@@ -360,13 +360,8 @@ async fn a_restart_closes_open_polls() {
 async fn only_an_admin_switches_to_a_mode_that_acts_without_asking_and_agent_messages_mention_nobody()
  {
     // Admins default to the approvers: Alice. Bob may prompt and choose within the agent's
-    // settings policy: `code` stands for a mode that acts without asking.
-    let (env, bob) = start_configured(
-        "",
-        &["--settings"],
-        "[agents.settings]\nadmin_only_modes = [\"code\"]",
-    )
-    .await;
+    // settings policy: the demo agent's `code` is a mode that acts without asking.
+    let (env, bob) = start_configured("", &["--settings"], "").await;
     let (room, bobs_room) = room_with_bob(&env, &bob).await;
     bob.send(&bobs_room, "!mode code").await;
     env.notice_containing(&room, "only admins may switch").await;

@@ -95,7 +95,16 @@ impl State {
                 SessionUpdate::AgentMessageChunk(chunk(&exchange.answer)),
             ))?;
         }
-        responder.respond(LoadSessionResponse::new())?;
+        // A session got back starts in the agent's own default again, as real agents'
+        // loaded sessions may.
+        let mut response = LoadSessionResponse::new();
+        if self.with_settings {
+            self.settings.lock().unwrap().remove(&id);
+            response = response
+                .modes(self.modes(&id))
+                .config_options(self.config_options(&id));
+        }
+        responder.respond(response)?;
         send_commands(cx, id)
     }
 
@@ -111,7 +120,14 @@ impl State {
         if let Err(e) = self.restore(&id) {
             return responder.respond_with_error(e);
         }
-        responder.respond(ResumeSessionResponse::new())?;
+        let mut response = ResumeSessionResponse::new();
+        if self.with_settings {
+            self.settings.lock().unwrap().remove(&id);
+            response = response
+                .modes(self.modes(&id))
+                .config_options(self.config_options(&id));
+        }
+        responder.respond(response)?;
         send_commands(cx, id)
     }
 

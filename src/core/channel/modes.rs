@@ -8,7 +8,7 @@ use super::*;
 
 use crate::core::approvals::OptionSwitch;
 use crate::core::settings_policy::{
-    Asking, ModeRules, ModeVerdict, Unfenced, current_mode, mode_option,
+    Asking, ModeRules, ModeVerdict, Unfenced, current_mode, mode_option, offered_modes,
 };
 use crate::model::agent::{AgentError, ConfigChoice, ConfigOption, PermissionRequest, ToolKind};
 use crate::model::modes::KeptMode;
@@ -28,9 +28,26 @@ impl Channel {
         let kept = (self.ctx.store.kept_mode(&self.key).await)
             .or_log("could not read the conversation's mode")
             .flatten();
+        self.kept_mode = kept.clone();
         let Some(session) = self.session.as_ref() else {
             return Ok(());
         };
+        // A session got back without the modes it had (its agent left them out of the
+        // answer): its conversation's mode is put back all the same, where it takes it.
+        if let Some(kept) = &kept
+            && offered_modes(&session.settings).is_empty()
+        {
+            let (agent, id) = (self.ctx.agent.clone(), session.id.clone());
+            match agent.set_mode(&id, &kept.mode).await {
+                Ok(()) => {
+                    tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %kept.mode, "a session got back without its modes was put in its conversation's mode")
+                }
+                Err(e) => {
+                    tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %kept.mode, error = %e, "a session got back without modes; its conversation's mode could not be put back")
+                }
+            }
+            return Ok(());
+        }
         let target = rules
             .target(&session.settings, kept.as_ref())
             .map_err(|why| AgentError::Unfenced(unfenced_words(&why)))?;
