@@ -60,7 +60,8 @@ fn check_prints_what_the_demo_agent_advertises() {
         "protocol version: 1",
         "sidekicks-demo-agent",
         "loadSession: no",
-        "dialect: acp",
+        "dialect: demo",
+        "approvals: the agent has no modes",
         "conversations continue by: re-injection into a new session",
         "session methods: close",
         "prompt content besides text: none",
@@ -74,6 +75,72 @@ fn check_prints_what_the_demo_agent_advertises() {
             "missing {expected:?} in:\n{stdout}"
         );
     }
+}
+
+/// Runs `sidekicks check` on the demo agent started with `args` (after `demo-agent`), with
+/// `--strict-modes` when `strict`.
+fn check_demo(args: &[&str], strict: bool) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<&str> = std::iter::once("demo-agent")
+        .chain(args.iter().copied())
+        .collect();
+    let cfg = config(dir.path(), binary().to_str().unwrap(), &format!("{args:?}"));
+    let mut command = Command::new(binary());
+    command.args(["check", "--config"]).arg(&cfg);
+    if strict {
+        command.arg("--strict-modes");
+    }
+    let out = command.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn check_says_which_modes_ask_and_puts_a_session_in_one_for_real() {
+    let (ok, stdout) = check_demo(&["--settings", "--start-mode", "code"], false);
+    assert!(ok, "{stdout}");
+    for expected in [
+        "modes: ask (Ask) asks, code (Code)\n",
+        "starts in: code (Code): does not ask",
+        "sessions are put in: ask (Ask): asks before acting (switched: ok)",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn check_fails_an_agent_that_cannot_be_put_in_a_mode_that_asks() {
+    // Neither `code` nor `warp` is known to ask: the gateway would refuse its sessions.
+    let (ok, stdout) = check_demo(&["--modes", "code,warp"], false);
+    assert!(!ok, "{stdout}");
+    assert!(
+        stdout.contains("the gateway would not use this agent")
+            && stdout.contains("none of its modes (`code`, `warp`) is known to ask"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_strict_check_fails_on_modes_the_dialect_does_not_know() {
+    let args = ["--modes", "ask,code,warp"];
+    let (ok, stdout) = check_demo(&args, false);
+    assert!(ok, "{stdout}");
+    assert!(
+        stdout
+            .contains("modes the dialect does not know (treated as not asking; review them): warp"),
+        "{stdout}"
+    );
+    let (ok, stdout) = check_demo(&args, true);
+    assert!(!ok, "{stdout}");
+    assert!(stdout.contains("(--strict-modes): warp"), "{stdout}");
+    // Known modes only: the strict check passes.
+    let (ok, stdout) = check_demo(&["--settings"], true);
+    assert!(ok, "{stdout}");
 }
 
 #[test]
