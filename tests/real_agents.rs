@@ -1,6 +1,10 @@
 #![recursion_limit = "256"]
-//! Real third-party agents through the gateway: Claude Code (`claude-agent-acp`, from npm,
-//! pinned) against a scripted model server, driven from Matrix like any agent.
+//! Real third-party agents through the gateway, as users install them today: Claude Code
+//! (`@agentclientprotocol/claude-agent-acp`) and Codex (`@agentclientprotocol/codex-acp`),
+//! from npm, pinned, on Node 22, against a scripted model server, driven from Matrix like any
+//! agent, with the default config. Both adapters start their sessions in a mode that runs
+//! tools unasked; every tool here still waits for a poll. Alice is an admin; Bob may prompt
+//! and approve, but is no admin.
 
 mod support;
 
@@ -19,16 +23,40 @@ fn agent_home(agent: &str) -> std::path::PathBuf {
         .keep()
 }
 
-/// A gateway running the real agent `id` (its `[[agents]]` lines in `agent_toml`), with
-/// Alice allowed.
-async fn start(id: &str, agent_toml: String) -> Env {
+/// The environment of one real agent, and Bob.
+struct Real {
+    /// The homeserver, the gateway, Alice and the agent.
+    env: Env,
+    /// Bob: he may prompt and approve, but is no admin.
+    bob: Person,
+}
+
+impl std::ops::Deref for Real {
+    type Target = Env;
+    fn deref(&self) -> &Env {
+        &self.env
+    }
+}
+
+impl std::ops::DerefMut for Real {
+    fn deref_mut(&mut self) -> &mut Env {
+        &mut self.env
+    }
+}
+
+/// A gateway running the real agent `id` (its `[[agents]]` lines in `agent_toml`); Alice
+/// and Bob may prompt and approve, Alice alone is an admin.
+async fn start(id: &str, agent_toml: String) -> Real {
     let hs = Synapse::start(SynapseOptions::default()).await;
     let alice_id = hs.register("alice", "alice-password").await;
+    let bob_id = hs.register("bob", "bob-password").await;
     let password = format!("{id}-password");
     let agent = hs.register(id, &password).await;
-    let gw = GatewayProcess::start(
+    let people = [alice_id.as_str(), bob_id.as_str()];
+    let gw = GatewayProcess::start_with_approvers(
         &hs.url,
-        &[alice_id.as_str()],
+        &people,
+        Some(&people),
         &[AgentSpec {
             id: id.into(),
             user_id: agent.clone(),
@@ -36,29 +64,121 @@ async fn start(id: &str, agent_toml: String) -> Env {
             demo_args: vec![],
             agent_toml,
         }],
-        "[timeouts]\nnew_session_secs = 120",
+        &format!("access.admins = [{alice_id:?}]\n[timeouts]\nnew_session_secs = 120"),
     );
     let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
-    Env {
-        hs,
-        gw,
-        alice,
-        agents: vec![agent.clone()],
-        agent,
+    let bob = Person::login(&hs.url, &bob_id, "bob-password").await;
+    Real {
+        env: Env {
+            hs,
+            gw,
+            alice,
+            agents: vec![agent.clone()],
+            agent,
+        },
+        bob,
+    }
+}
+
+impl Real {
+    /// A room Alice made with the agent and Bob in it; Bob's view of it.
+    async fn room_with_bob(&self) -> (Room, Room) {
+        let room = self.room_with_agent(false).await;
+        self.alice.invite(&room, &self.bob.user_id).await;
+        let bobs = self.bob.join(room.room_id().as_str()).await;
+        (room, bobs)
     }
 }
 
 /// A gateway running Claude Code as agent `claude`, its model the scripted server.
-async fn claude(model: &ModelServer) -> Env {
+async fn claude(model: &ModelServer) -> Real {
     let entry = support::agents::claude();
+    let node = support::agents::node();
+    let path = support::agents::path_with_node();
     let home = agent_home("claude");
     let agent_toml = format!(
-        "command = \"node\"\nargs = [{entry:?}]\nhome = {home:?}\n\
-         env = {{ ANTHROPIC_BASE_URL = \"{url}\", ANTHROPIC_API_KEY = \"sk-script-model-key\", IS_SANDBOX = \"1\", \
+        "command = {node:?}\nargs = [{entry:?}]\nhome = {home:?}\n\
+         env = {{ PATH = {path:?}, ANTHROPIC_BASE_URL = \"{url}\", ANTHROPIC_API_KEY = \"sk-script-model-key\", IS_SANDBOX = \"1\", \
          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", DISABLE_TELEMETRY = \"1\", DISABLE_AUTOUPDATER = \"1\" }}",
         url = model.url,
     );
     start("claude", agent_toml).await
+}
+
+/// A gateway running Codex as agent `codex`, its model the scripted server. Its config
+/// names no approval policy (Codex 0.166 refuses `untrusted`): that it asks is Sidekicks'
+/// doing, which puts every session in `read-only`.
+async fn codex(model: &ModelServer) -> Real {
+    let home = agent_home("codex");
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"gpt-5.6-luna\"\nmodel_provider = \"script\"\n\
+             [model_providers.script]\nname = \"script\"\n\
+             base_url = \"{}/v1\"\nenv_key = \"SCRIPT_API_KEY\"\nwire_api = \"responses\"\n",
+            model.url
+        ),
+    )
+    .unwrap();
+    start(
+        "codex",
+        codex_toml(&home, "SCRIPT_API_KEY = \"sk-script-model-key\""),
+    )
+    .await
+}
+
+/// Codex's `[[agents]]` lines, with its home `home` and the variables `env` (TOML, may be
+/// empty) besides `PATH` and `CODEX_HOME`.
+fn codex_toml(home: &std::path::Path, env: &str) -> String {
+    let (entry, node) = (support::agents::codex(), support::agents::node());
+    let path = support::agents::path_with_node();
+    let codex_home = home.join(".codex");
+    let env = [
+        format!("PATH = {path:?}, CODEX_HOME = {codex_home:?}"),
+        env.to_owned(),
+    ];
+    let env = env
+        .iter()
+        .filter(|e| !e.is_empty())
+        .cloned()
+        .collect::<Vec<_>>();
+    format!(
+        "command = {node:?}\nargs = [{entry:?}]\nhome = {home:?}\nenv = {{ {} }}",
+        env.join(", ")
+    )
+}
+
+/// Waits for the agent's `n`-th permission poll (from 0), with its choices (the agent's
+/// options, which vary with the call, and Stop) pre-reacted.
+async fn poll(env: &Env, room: &Room, n: usize) -> String {
+    env.open_poll_any(room, "🔐", n).await
+}
+
+/// Asks agent `name` to run a command writing `made.txt`; checks it waits for the poll (the
+/// file is not there while it is open), allows it, and checks the command ran; returns the
+/// poll.
+async fn run_allowed(env: &Env, room: &Room, name: &str, n: usize) -> String {
+    let command = format!("echo made-by-{name} > made.txt && echo done");
+    let made = env.gw.workspace(name).join("made.txt");
+    env.alice
+        .send(room, &format!("Please RUN: {command}"))
+        .await;
+    let asked = poll(env, room, n).await;
+    assert!(!made.exists(), "the command ran before anyone answered");
+    env.alice.react(room, &asked, "✅").await;
+    let said = env
+        .reply_where(room, "the command's result", |t| {
+            t.contains("The command ran: done")
+        })
+        .await;
+    assert!(said.contains("The command ran: done"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&made).unwrap(),
+        format!("made-by-{name}\n")
+    );
+    asked
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,40 +196,15 @@ async fn claude_code_answers_in_the_room_with_the_scripted_model() {
     assert!(!model.requests().is_empty());
 }
 
-/// Waits for the agent's `n`-th permission poll (from 0), with its choices pre-reacted.
-async fn poll(env: &Env, room: &Room, n: usize) -> String {
-    // Both agents offer three options; the poll adds Stop.
-    env.open_poll(room, "🔐", n, 4).await
-}
-
-/// Asks agent `name` to run a command writing `made.txt`, allows it from the poll, and
-/// checks the command ran; returns the poll.
-async fn run_allowed(env: &Env, room: &Room, name: &str) -> String {
-    let command = format!("echo made-by-{name} > made.txt && echo done");
-    env.alice
-        .send(room, &format!("Please RUN: {command}"))
-        .await;
-    let asked = poll(env, room, 0).await;
-    env.alice.react(room, &asked, "✅").await;
-    let said = env
-        .reply_where(room, "the command's result", |t| {
-            t.contains("The command ran")
-        })
-        .await;
-    assert!(said.contains("The command ran: done"), "{said}");
-    let made = std::fs::read_to_string(env.gw.workspace(name).join("made.txt")).unwrap();
-    assert_eq!(made, format!("made-by-{name}\n"));
-    asked
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_codes_shell_command_is_allowed_or_refused_from_a_poll() {
+async fn claude_codes_shell_command_waits_for_a_poll_and_runs_only_when_allowed() {
+    // The adapter starts every session in `auto`, where this command runs unasked.
     let model = ModelServer::start().await;
     let env = claude(&model).await;
     let room = env.room_with_agent(false).await;
     let workspace = env.gw.workspace("claude");
 
-    let asked = run_allowed(&env, &room, "claude").await;
+    let asked = run_allowed(&env, &room, "claude", 0).await;
     let text = env.alice.current_text(&asked).unwrap();
     assert!(text.contains("echo made-by-claude"), "{text}");
 
@@ -129,61 +224,103 @@ async fn claude_codes_shell_command_is_allowed_or_refused_from_a_poll() {
             .any(|t| t.contains("Stopped") || t.contains("ended its turn")),
         "{texts:?}"
     );
+    env.alice.send(&room, "!status").await;
+    env.notice_containing(&room, "Manual (asks before acting)")
+        .await;
+    assert!(
+        env.gw
+            .log()
+            .contains("session put in its conversation's mode agent=claude"),
+        "the session was switched out of the adapter's own default"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_leaving_plan_mode_for_one_that_does_not_ask_takes_an_admin() {
+    let model = ModelServer::start().await;
+    let real = claude(&model).await;
+    let (room, bobs_room) = real.room_with_bob().await;
+    let bob = &real.bob;
+    // Bob may choose a mode that asks, not one that does not.
+    bob.send(&bobs_room, "!mode bypassPermissions").await;
+    real.notice_containing(&room, "only admins may switch")
+        .await;
+    bob.send(&bobs_room, "!mode plan").await;
+    real.notice_containing(&room, "mode is now Plan (asks before acting)")
+        .await;
+    // Claude offers to leave plan mode: two of its choices would stop asking.
+    bob.send(&bobs_room, "PLAN: write made.txt").await;
+    let asked = poll(&real, &room, 0).await;
+    let shown = real.alice.current_text(&asked).unwrap_or_default();
+    assert!(
+        shown.contains("Yes, and use auto mode (admins only: stops asking)")
+            && shown.contains("Yes, and bypass permissions (admins only: stops asking)"),
+        "{shown}"
+    );
+    bob.react(&bobs_room, &asked, "🔁").await;
+    let refused = real
+        .notice_containing(&room, "only an admin may pick")
+        .await;
+    assert!(refused.body.contains("`auto`"), "{}", refused.body);
+    // Approving the plan and going on asking is his to choose.
+    bob.react(&bobs_room, &asked, "✅").await;
+    real.reply_where(&room, "the plan's approval", |t| {
+        t.contains("Allowed by") && t.contains("manually approve edits")
+    })
+    .await;
+    bob.send(&bobs_room, "!status").await;
+    real.notice_containing(&room, "Manual (asks before acting)")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_is_stopped_and_after_a_restart_loads_its_session() {
     let model = ModelServer::start().await;
-    let mut env = claude(&model).await;
-    let room = env.room_with_agent(false).await;
-    env.alice.send(&room, "NOTE: the sky is green\nSLOW").await;
-    env.reply_where(&room, "the slow answer", |t| t.contains("tick 2"))
+    let mut real = claude(&model).await;
+    let room = real.room_with_agent(false).await;
+    real.alice.send(&room, "NOTE: the sky is green\nSLOW").await;
+    real.reply_where(&room, "the slow answer", |t| t.contains("tick 2"))
         .await;
-    env.alice.send(&room, "!stop").await;
-    env.reply_where(&room, "the stopped answer", |t| t.contains("Stopped"))
+    real.alice.send(&room, "!stop").await;
+    real.reply_where(&room, "the stopped answer", |t| t.contains("Stopped"))
         .await;
 
-    env.gw.restart();
-    env.alice.send(&room, "RECALL").await;
-    let said = env
+    real.env.gw.restart();
+    real.alice.send(&room, "RECALL").await;
+    let said = real
         .reply_where(&room, "what Claude remembers", |t| t.contains("I remember"))
         .await;
     assert!(said.contains("I remember: the sky is green"), "{said}");
     // Loaded (`session/load`): the agent had the conversation, nothing was re-injected.
-    let log = env.gw.log();
+    let log = real.gw.log();
     assert!(
         !log.contains("re-injecting"),
         "the session was loaded, not re-injected"
     );
     assert!(!log.contains("could not get the session back"));
-}
-
-/// A gateway running Codex as agent `codex`, its model the scripted server.
-async fn codex(model: &ModelServer) -> Env {
-    let program = support::agents::codex();
-    let home = agent_home("codex");
-    let codex_home = home.join(".codex");
-    std::fs::create_dir_all(&codex_home).unwrap();
-    // Commands need approval (`untrusted`); Sidekicks' sandbox stands in for Codex's own.
-    std::fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            "model = \"gpt-5.4\"\nmodel_provider = \"script\"\napproval_policy = \"untrusted\"\n\
-             sandbox_mode = \"danger-full-access\"\n[model_providers.script]\nname = \"script\"\n\
-             base_url = \"{}/v1\"\nenv_key = \"SCRIPT_API_KEY\"\nwire_api = \"responses\"\n",
-            model.url
-        ),
-    )
-    .unwrap();
-    let agent_toml = format!(
-        "command = {program:?}\nargs = []\nhome = {home:?}\n\
-         env = {{ CODEX_HOME = {codex_home:?}, SCRIPT_API_KEY = \"sk-script-model-key\" }}",
+    // And it asks as it did before the restart.
+    real.alice
+        .send(&room, "Please RUN: touch after-restart.txt")
+        .await;
+    let asked = poll(&real, &room, 0).await;
+    assert!(
+        !real
+            .gw
+            .workspace("claude")
+            .join("after-restart.txt")
+            .exists()
     );
-    start("codex", agent_toml).await
+    real.alice.react(&room, &asked, "❌").await;
+    real.reply_where(&room, "the refusal's answer", |t| {
+        t.contains("The tool was refused.")
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_answers_and_runs_a_command_allowed_from_a_poll() {
+    // The adapter starts every session in `agent` ("Auto review"), where this command runs
+    // unasked.
     let model = ModelServer::start().await;
     let env = codex(&model).await;
     let room = env.room_with_agent(false).await;
@@ -193,7 +330,7 @@ async fn codex_answers_and_runs_a_command_allowed_from_a_poll() {
     })
     .await;
 
-    run_allowed(&env, &room, "codex").await;
+    run_allowed(&env, &room, "codex", 0).await;
     // The card shows what the command printed, not Codex's record of the run, nor its
     // approval prompt (the `codex` dialect).
     // The card's last edit may land after the answer.
@@ -209,18 +346,70 @@ async fn codex_answers_and_runs_a_command_allowed_from_a_poll() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_admin_switches_codex_to_a_mode_that_does_not_ask() {
+    let model = ModelServer::start().await;
+    let real = codex(&model).await;
+    let (room, bobs_room) = real.room_with_bob().await;
+    let workspace = real.gw.workspace("codex");
+    // Codex 2.x's full access, and its own default: both act without asking.
+    for mode in ["agent-full-access", "agent"] {
+        real.bob.send(&bobs_room, &format!("!mode {mode}")).await;
+        let refused = real.notice_containing(&room, &format!("to `{mode}`")).await;
+        assert!(
+            refused.body.contains("only admins may switch"),
+            "{}",
+            refused.body
+        );
+    }
+    real.bob.send(&bobs_room, "!mode").await;
+    let listed = real.notice_containing(&room, "modes:").await;
+    assert!(
+        listed
+            .body
+            .contains("Read-only (`read-only`) ← current: asks before acting")
+            && listed
+                .body
+                .contains("Full access (`agent-full-access`): acts without asking: admins only"),
+        "{}",
+        listed.body
+    );
+    // Bob's command still waits for a poll.
+    real.bob.send(&bobs_room, "RUN: touch by-bob.txt").await;
+    let asked = poll(&real, &room, 0).await;
+    assert!(!workspace.join("by-bob.txt").exists());
+    real.bob.react(&bobs_room, &asked, "❌").await;
+    real.notice_containing(&room, "ended its turn after the tool was refused")
+        .await;
+    assert!(!workspace.join("by-bob.txt").exists());
+
+    // Alice is an admin: her choice is made, and then Codex acts without asking.
+    real.alice.send(&room, "!mode agent-full-access").await;
+    real.notice_containing(&room, "mode is now Full access (acts without asking)")
+        .await;
+    real.alice
+        .send(&room, "RUN: touch by-alice.txt && echo done")
+        .await;
+    real.reply_where(&room, "the command's result", |t| {
+        t.contains("The command ran: done")
+    })
+    .await;
+    assert!(workspace.join("by-alice.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_refused_ends_its_turn_and_remembers_after_a_restart() {
     let model = ModelServer::start().await;
-    let mut env = codex(&model).await;
-    let room = env.room_with_agent(false).await;
-    let workspace = env.gw.workspace("codex");
-    env.alice
+    let mut real = codex(&model).await;
+    let room = real.room_with_agent(false).await;
+    let workspace = real.gw.workspace("codex");
+    real.alice
         .send(&room, "NOTE: the sea is red\nRUN: touch never.txt")
         .await;
-    let asked = poll(&env, &room, 0).await;
-    // ❌ is Codex's `abort`: it ends the whole turn `cancelled`, though nobody stopped it.
-    env.alice.react(&room, &asked, "❌").await;
-    let said = env
+    let asked = poll(&real, &room, 0).await;
+    // ❌ is Codex's "No, and tell Codex what to do differently": it ends the whole turn
+    // `cancelled`, though nobody stopped it.
+    real.alice.react(&room, &asked, "❌").await;
+    let said = real
         .notice_containing(&room, "ended its turn after the tool was refused")
         .await;
     assert!(
@@ -230,12 +419,15 @@ async fn codex_refused_ends_its_turn_and_remembers_after_a_restart() {
     );
     assert!(!workspace.join("never.txt").exists());
 
-    env.gw.restart();
-    env.alice.send(&room, "RECALL").await;
-    let said = env
+    real.env.gw.restart();
+    real.alice.send(&room, "RECALL").await;
+    let said = real
         .reply_where(&room, "what Codex remembers", |t| t.contains("I remember"))
         .await;
     assert!(said.contains("I remember: the sea is red"), "{said}");
+    real.alice.send(&room, "!status").await;
+    real.notice_containing(&room, "Read-only (asks before acting)")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -287,31 +479,25 @@ async fn an_earlier_claude_code_session_is_listed_and_attached_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_without_a_key_tells_the_room_how_to_sign_it_in() {
     // No model provider and no key: Codex refuses `session/new` with `auth_required`.
-    let program = support::agents::codex();
     let home = agent_home("codex");
-    let codex_home = home.join(".codex");
-    std::fs::create_dir_all(&codex_home).unwrap();
-    let agent_toml = format!(
-        "command = {program:?}\nargs = []\nhome = {home:?}\nenv = {{ CODEX_HOME = {codex_home:?} }}",
-    );
-    let env = start("codex", agent_toml).await;
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    let env = start("codex", codex_toml(&home, "")).await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "Say hello").await;
     let told = env
         .notice_containing(&room, "needs to be signed in before it can answer")
         .await;
-    assert!(told.body.contains("codex-api-key"), "{}", told.body);
-    assert!(
-        told.body
-            .contains("Requires setting the `CODEX_API_KEY` environment variable"),
-        "{}",
-        told.body
-    );
-    assert!(
-        told.body.contains("in the agent's env in the config"),
-        "{}",
-        told.body
-    );
+    for expected in [
+        "API Key (id api-key): Use an API key to authenticate",
+        "ChatGPT (id chat-gpt)",
+        "!login",
+    ] {
+        assert!(
+            told.body.contains(expected),
+            "{expected:?} in {}",
+            told.body
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,7 +19,7 @@ use crate::model::agent::{
     AgentEvent, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, ConfigValue, Cost,
     McpServerSpec, PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest,
     PlanEntry, PlanStatus, SessionListing, SessionSettings, SessionTools, SlashCommand, StopReason,
-    TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus, TurnEnd,
+    TerminalOutput, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus, TurnEnd,
 };
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
 
@@ -198,7 +198,20 @@ fn tool_fields(id: String, f: ToolCallUpdateFields) -> ToolCallFields {
             .map(|c| c.into_iter().filter_map(tool_content).collect()),
         raw_input: f.raw_input,
         raw_output: f.raw_output,
+        terminal_output: None,
     }
+}
+
+/// What a command printed, as an agent reports it in a tool call's `_meta` (the terminal
+/// extension of Zed's adapters, which Codex's and pi's use even when the client offers no
+/// terminals): `terminal_output_delta.data` adds to it, `terminal_output.data` is all of it.
+fn terminal_output(
+    meta: Option<&agent_client_protocol::v1::schema::Meta>,
+) -> Option<TerminalOutput> {
+    let meta = meta?;
+    let data = |key: &str| meta.get(key)?.get("data")?.as_str().map(str::to_owned);
+    (data("terminal_output_delta").map(TerminalOutput::Append))
+        .or_else(|| data("terminal_output").map(TerminalOutput::Whole))
 }
 
 fn tool_status(s: ToolCallStatus) -> ToolStatus {
@@ -291,6 +304,7 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
         },
         SessionUpdate::AgentThoughtChunk(c) => AgentEvent::ThoughtChunk(text_of(c.content)),
         SessionUpdate::ToolCall(t) => AgentEvent::ToolCall(ToolCallFields {
+            terminal_output: terminal_output(t.meta.as_ref()),
             id: t.tool_call_id.0.to_string(),
             title: Some(t.title),
             kind: Some(tool_kind(t.kind)),
@@ -300,9 +314,10 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
             raw_input: t.raw_input,
             raw_output: t.raw_output,
         }),
-        SessionUpdate::ToolCallUpdate(u) => {
-            AgentEvent::ToolCallUpdate(tool_fields(u.tool_call_id.0.to_string(), u.fields))
-        }
+        SessionUpdate::ToolCallUpdate(u) => AgentEvent::ToolCallUpdate(ToolCallFields {
+            terminal_output: terminal_output(u.meta.as_ref()),
+            ..tool_fields(u.tool_call_id.0.to_string(), u.fields)
+        }),
         SessionUpdate::Plan(p) => AgentEvent::Plan(
             p.entries
                 .into_iter()

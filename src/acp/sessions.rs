@@ -12,6 +12,39 @@ use crate::model::agent::{
     AgentEvent, Replayed, StopReason, ToolCallFields, ToolContent, ToolKind, ToolStatus,
 };
 
+/// Most of a call's printed output kept (the card shows its tail).
+const PRINTED_BYTES: usize = 256 * 1024;
+
+/// Turns the output a call's update reports beside its fields into its raw output (all of
+/// it so far), unless the update carries output of its own.
+fn take_printed(facts: &mut Facts, fields: &mut ToolCallFields) {
+    let Some(output) = fields.terminal_output.take() else {
+        return;
+    };
+    let printed = facts.printed.entry(fields.id.clone()).or_default();
+    match output {
+        crate::model::agent::TerminalOutput::Append(more) => printed.push_str(&more),
+        crate::model::agent::TerminalOutput::Whole(all) => *printed = all,
+    }
+    if printed.len() > PRINTED_BYTES {
+        let mut cut = printed.len() - PRINTED_BYTES;
+        while !printed.is_char_boundary(cut) {
+            cut += 1;
+        }
+        printed.replace_range(..cut, "");
+    }
+    let has_own = fields.raw_output.is_some()
+        || (fields.content.as_ref()).is_some_and(|c| c.iter().any(|c| !is_empty_text(c)));
+    if !has_own {
+        fields.raw_output = Some(serde_json::Value::String(printed.clone()));
+    }
+}
+
+/// Whether `content` is an empty text (Codex announces a command with one).
+fn is_empty_text(content: &ToolContent) -> bool {
+    matches!(content, ToolContent::Text(t) if t.trim().is_empty())
+}
+
 /// Updates kept for a session nobody listens to yet (they arrive right after `session/new`).
 const EARLY_EVENTS: usize = 1_000;
 /// Sessions whose updates are held before they are registered. Session IDs are the
@@ -39,6 +72,9 @@ struct Facts {
     running: HashSet<String>,
     /// Calls reported running that are shown waiting while their permission is asked.
     held: HashSet<String>,
+    /// What each call's command printed so far, as reported beside its fields
+    /// (`_meta.terminal_output`).
+    printed: HashMap<String, String>,
 }
 
 /// Every session's queue, with the agent's dialect.
@@ -102,6 +138,9 @@ impl Sessions {
             }
         }
         let facts = self.facts.entry(session.to_owned()).or_default();
+        if let AgentEvent::ToolCall(fields) | AgentEvent::ToolCallUpdate(fields) = &mut event {
+            take_printed(facts, fields);
+        }
         if let AgentEvent::ToolCall(fields) | AgentEvent::ToolCallUpdate(fields) = &event {
             if facts.closed.contains(&fields.id) {
                 tracing::debug!(session, tool = %fields.id, "dropping an update for a tool call closed at cancel");
@@ -119,6 +158,10 @@ impl Sessions {
     }
 
     fn send(&mut self, session: &str, event: AgentEvent) {
+        debug_assert!(
+            !matches!(&event, AgentEvent::ToolCall(f) | AgentEvent::ToolCallUpdate(f) if f.terminal_output.is_some()),
+            "output reported beside a call's fields reaches the core as its raw output"
+        );
         match self.senders.get(session) {
             Some(tx) => {
                 let _ = tx.send(event);
@@ -384,6 +427,51 @@ mod tests {
         s.set_dialect(dialect);
         let rx = s.register("s", "/w".into());
         (s, rx)
+    }
+
+    #[test]
+    fn output_reported_beside_a_calls_fields_becomes_its_raw_output_so_far() {
+        use crate::model::agent::TerminalOutput;
+        let (mut s, mut rx) = sessions(CODEX);
+        let printed = |id: &str, status, output| ToolCallFields {
+            terminal_output: Some(output),
+            ..call(id, status)
+        };
+        let append = |t: &str| TerminalOutput::Append(t.into());
+        s.deliver(
+            "s",
+            AgentEvent::ToolCall(printed("c", ToolStatus::InProgress, append("one\n"))),
+        );
+        s.deliver(
+            "s",
+            AgentEvent::ToolCallUpdate(printed("c", ToolStatus::InProgress, append("two\n"))),
+        );
+        s.deliver(
+            "s",
+            AgentEvent::ToolCallUpdate(printed(
+                "other",
+                ToolStatus::Completed,
+                TerminalOutput::Whole("all".into()),
+            )),
+        );
+        // Output of its own wins.
+        let own = ToolCallFields {
+            content: Some(vec![ToolContent::Text("its own".into())]),
+            ..printed("c", ToolStatus::Completed, append("three\n"))
+        };
+        s.deliver("s", AgentEvent::ToolCallUpdate(own));
+        let raw: Vec<Option<String>> = drain(&mut rx)
+            .into_iter()
+            .map(|e| match e {
+                AgentEvent::ToolCall(f) | AgentEvent::ToolCallUpdate(f) => {
+                    assert!(f.terminal_output.is_none(), "consumed here");
+                    f.raw_output.map(|v| v.as_str().unwrap().to_owned())
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let some = |t: &str| Some(t.to_owned());
+        assert_eq!(raw, [some("one\n"), some("one\ntwo\n"), some("all"), None]);
     }
 
     #[test]

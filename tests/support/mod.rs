@@ -185,6 +185,31 @@ impl Env {
         id
     }
 
+    /// [`Env::open_poll`] for a poll whose number of choices the test does not know (a
+    /// real agent's options vary with the call): as many as its numbered lines.
+    pub async fn open_poll_any(
+        &self,
+        room: &matrix_sdk::room::Room,
+        head: &str,
+        n: usize,
+    ) -> String {
+        let body = wait_until(PATIENCE, &format!("{head} poll #{n}"), || {
+            self.alice
+                .messages_from(room, &self.agent)
+                .into_iter()
+                .filter(|m| m.replaces.is_none() && m.body.starts_with(head))
+                .nth(n)
+                .map(|m| m.body)
+        })
+        .await;
+        let numbered = |l: &str| {
+            let digits = l.chars().take_while(char::is_ascii_digit).count();
+            digits > 0 && l[digits..].starts_with(". ")
+        };
+        let keys = body.lines().filter(|l| numbered(l)).count();
+        self.open_poll(room, head, n, keys).await
+    }
+
     /// Waits until a message of `agent` in `room` currently shows `expected` (around
     /// blanks); returns its event ID.
     pub async fn message_from(

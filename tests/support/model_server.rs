@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `RUN: CMD` (to the end of the line) | a `Bash` tool call running CMD, then (with its result) `The command ran: OUTPUT` or `The tool was refused.` |
 //! | `WRITE: PATH TEXT` | a `Write` tool call writing TEXT to PATH (absolute), then `Written.` |
+//! | `PLAN: TEXT` | (Anthropic only) an `ExitPlanMode` tool call offering the plan TEXT, then `The command ran: …` with what Claude Code answered |
 //! | `MCP: TOOL JSON` | (Anthropic only) a call of tool TOOL of the gateway's room tools (`mcp__sidekicks__TOOL`) with the JSON arguments, then `The command ran: OUTPUT` |
 //! | `SLOW` | `tick 1 tick 2 …`, one every 100 ms for a minute (to be stopped) |
 //! | `RECALL` | `I remember: ` and every earlier prompt's `NOTE: …` line |
@@ -29,6 +30,10 @@ pub struct ModelServer {
     requests: Arc<Mutex<Vec<Value>>>,
 }
 
+/// The tool calls whose results the model has already answered (Claude Code sends every
+/// result again with each later request, after the newest prompt's text or before it).
+type Answered = Arc<Mutex<std::collections::HashSet<String>>>;
+
 /// One step of a streamed answer: an SSE event, or a pause.
 enum Step {
     Event(String, Value),
@@ -42,9 +47,10 @@ impl ModelServer {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let kept = requests.clone();
+        let answered = Answered::default();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, kept.clone()));
+                tokio::spawn(serve(stream, kept.clone(), answered.clone()));
             }
         });
         Self { url, requests }
@@ -57,7 +63,7 @@ impl ModelServer {
 }
 
 /// Reads one HTTP request, answers it, closes the connection.
-async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
+async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>, answered: Answered) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let head_end = loop {
@@ -113,7 +119,15 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>) {
         return;
     }
     let model = body["model"].as_str().unwrap_or("claude").to_owned();
-    let steps = anthropic(&body, &model);
+    // Asked for a title (Claude Code titles each new session): a title, whatever the message.
+    let steps = match body["output_config"]["format"]["type"] == "json_schema" {
+        true => text_answer(
+            &model,
+            &[r#"{"title": "Scripted session"}"#],
+            Duration::ZERO,
+        ),
+        false => anthropic(&body, &model, &answered),
+    };
     if body["stream"].as_bool() != Some(true) {
         // A request that does not stream gets the text of the answer at once.
         let text: String = steps
@@ -184,21 +198,28 @@ fn after<'a>(text: &'a str, marker: &str) -> Option<&'a str> {
 }
 
 /// The answer to an Anthropic Messages request, as SSE steps.
-fn anthropic(body: &Value, model: &str) -> Vec<Step> {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+fn anthropic(body: &Value, model: &str, answered: &Answered) -> Vec<Step> {
+    // Claude Code 2.1 puts its environment in a `system` message after the person's: the
+    // conversation is the user and assistant messages.
+    let messages: Vec<Value> = (body["messages"].as_array().cloned().unwrap_or_default())
+        .into_iter()
+        .filter(|m| m["role"] != "system")
+        .collect();
     let last = messages.last().cloned().unwrap_or(Value::Null);
     let blocks = last["content"].as_array().cloned().unwrap_or_default();
     let text = text_of(&last["content"]);
-    // The result of the tool the model called last (Claude Code keeps earlier results, and
-    // the next prompt, in the same message).
-    let called = messages.iter().rev().nth(1).and_then(|m| {
-        let last_block = m["content"].as_array()?.last()?.clone();
-        (last_block["type"] == "tool_use").then(|| last_block["id"].clone())
+    // Asked to guess what the person types next: nothing.
+    if text.contains("[SUGGESTION MODE") {
+        return text_answer(model, &[""], Duration::ZERO);
+    }
+    // A tool's result not answered yet is what to answer; otherwise the person's text.
+    let fresh = blocks.iter().find(|b| {
+        b["type"] == "tool_result"
+            && b["tool_use_id"]
+                .as_str()
+                .is_some_and(|id| answered.lock().unwrap().insert(id.to_owned()))
     });
-    if let Some(result) = blocks
-        .iter()
-        .find(|b| b["type"] == "tool_result" && Some(&b["tool_use_id"]) == called.as_ref())
-    {
+    if let Some(result) = fresh {
         let output = match &result["content"] {
             Value::String(s) => s.clone(),
             other => text_of(other),
@@ -215,6 +236,14 @@ fn anthropic(body: &Value, model: &str) -> Vec<Step> {
             messages.len(),
             "Bash",
             json!({"command": command, "description": "Run the command asked for"}),
+        );
+    }
+    if let Some(plan) = after(&text, "PLAN:") {
+        return tool_answer(
+            model,
+            messages.len(),
+            "ExitPlanMode",
+            json!({"plan": format!("# Plan\n\n{plan}")}),
         );
     }
     if let Some(rest) = after(&text, "WRITE:") {
@@ -320,6 +349,18 @@ fn tool_answer(model: &str, turn: usize, tool: &str, input: Value) -> Vec<Step> 
     steps
 }
 
+/// Whether Codex says its sandbox keeps commands from writing: the newest `sandbox_mode` its
+/// instructions state (they say it again when the mode changes) is not full access.
+fn sandboxed(body: &Value) -> bool {
+    let text = body.to_string();
+    let marker = "`sandbox_mode` is `";
+    let Some(at) = text.rfind(marker) else {
+        return false;
+    };
+    let mode = text[at + marker.len()..].split('`').next().unwrap_or("");
+    mode != "danger-full-access"
+}
+
 /// The text of an OpenAI Responses input item (its `input_text` parts).
 fn input_text(item: &Value) -> String {
     match &item["content"] {
@@ -355,8 +396,20 @@ fn openai(body: &Value) -> Vec<Step> {
         .find(|i| i["role"] == "user")
         .map(input_text)
         .unwrap_or_default();
+    // Asked for a title (Codex titles each new conversation): a title, whatever the message.
+    if body["text"]["format"]["type"] == "json_schema" {
+        return openai_text(&[r#"{"title": "Scripted session"}"#], Duration::ZERO);
+    }
     if let Some(command) = after(&text, "RUN:") {
-        let arguments = json!({"cmd": command}).to_string();
+        // Where its sandbox keeps commands from writing (Codex's read-only mode), the model
+        // asks to run them outside it, as Codex's instructions say: that is what asks the
+        // person. In full access it just runs them.
+        let arguments = match sandboxed(body) {
+            true => json!({"cmd": command, "sandbox_permissions": "require_escalated",
+                "justification": "Run the command asked for"}),
+            false => json!({"cmd": command}),
+        }
+        .to_string();
         let item = json!({"type": "function_call", "id": format!("fc_{}", input.len()),
             "call_id": format!("call_{}", input.len()), "name": "exec_command", "arguments": arguments});
         return vec![
