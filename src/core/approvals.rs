@@ -30,8 +30,8 @@ enum Asks {
     Permission {
         /// Where the agent's answer goes.
         reply: oneshot::Sender<PermissionAnswer>,
-        /// The tool call, as described in the poll.
-        tool: ToolCallFields,
+        /// The tool call, as described in the poll (boxed: it is most of the poll's size).
+        tool: Box<ToolCallFields>,
     },
     /// A question of the agent's.
     Question {
@@ -237,7 +237,7 @@ impl Approvals {
         tracing::info!(agent = %ctx.agent_id, room, poll = %event_id, tool = %tool.id, "permission poll posted");
         let asks = Asks::Permission {
             reply: request.reply,
-            tool,
+            tool: Box::new(tool),
         };
         self.posted(
             ctx,
