@@ -539,3 +539,75 @@ async fn claude_code_reads_the_room_through_the_room_tools() {
         "the session's token reached the log"
     );
 }
+
+#[test]
+fn every_mode_of_the_pinned_agents_is_known_and_their_sessions_are_put_in_one_that_asks() {
+    // What `scripts/check-agent-releases.sh` runs on the newest releases before a release,
+    // here on the pinned ones: `sidekicks check --strict-modes`, no model needed.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (claude_home, codex_home) = (agent_home("claude"), agent_home("codex"));
+    std::fs::create_dir_all(codex_home.join(".codex")).unwrap();
+    std::fs::write(
+        codex_home.join(".codex/config.toml"),
+        "model = \"gpt-5.6-luna\"\nmodel_provider = \"none\"\n[model_providers.none]\n\
+         name = \"none\"\nbase_url = \"http://127.0.0.1:9/v1\"\nenv_key = \"NO_MODEL_KEY\"\n\
+         wire_api = \"responses\"\n",
+    )
+    .unwrap();
+    let (node, path) = (support::agents::node(), support::agents::path_with_node());
+    let claude = support::agents::claude();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let agent = |id: &str, args: String, home: &std::path::Path, env: String| {
+        format!(
+            "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id}\"\ncommand = {node:?}\n\
+             args = [{args}]\nworkspace = {work:?}\nhome = {home:?}\nenv = {{ PATH = {path:?}, {env} }}\n\
+             [agents.matrix]\nuser_id = \"@{id}:localhost\"\npassword = \"unused\"\n"
+        )
+    };
+    let config = format!(
+        "state_dir = \"state\"\n[matrix]\nhomeserver = \"http://127.0.0.1:9\"\n[access]\n\
+         allowed_users = [\"@nobody:localhost\"]\n{}{}",
+        agent(
+            "claude",
+            format!("{claude:?}"),
+            &claude_home,
+            "ANTHROPIC_BASE_URL = \"http://127.0.0.1:9\", ANTHROPIC_API_KEY = \"unused\", \
+             IS_SANDBOX = \"1\", DISABLE_AUTOUPDATER = \"1\""
+                .into()
+        ),
+        agent(
+            "codex",
+            format!("{:?}", support::agents::codex()),
+            &codex_home,
+            format!(
+                "CODEX_HOME = {:?}, NO_MODEL_KEY = \"unused\"",
+                codex_home.join(".codex")
+            )
+        ),
+    );
+    let file = dir.path().join("sidekicks.toml");
+    std::fs::write(&file, config).unwrap();
+    let out = std::process::Command::new(support::gateway::binary())
+        .args(["check", "--strict-modes", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for expected in [
+        "starts in: auto (Auto): does not ask",
+        "sessions are put in: default (Manual): asks before acting (switched: ok)",
+        "starts in: agent (Auto review): does not ask",
+        "sessions are put in: read-only (Read-only): asks before acting (switched: ok)",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+}
