@@ -68,7 +68,7 @@ async fn an_agent_that_starts_in_a_mode_that_does_not_ask_still_waits_for_a_poll
     env.reply_where(&room, "the refusal", |t| t.contains("permission: never"))
         .await;
     env.alice.send(&room, "!status").await;
-    env.notice_containing(&room, "Ask (asks before acting)")
+    env.notice_containing(&room, "(mode: Ask, asks before acting)")
         .await;
 
     // After a restart the agent loads the session in its own default again: it is put

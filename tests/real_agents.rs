@@ -225,7 +225,7 @@ async fn claude_codes_shell_command_waits_for_a_poll_and_runs_only_when_allowed(
         "{texts:?}"
     );
     env.alice.send(&room, "!status").await;
-    env.notice_containing(&room, "Manual (asks before acting)")
+    env.notice_containing(&room, "(mode: Manual, asks before acting)")
         .await;
     assert!(
         env.gw
@@ -269,7 +269,7 @@ async fn claude_code_leaving_plan_mode_for_one_that_does_not_ask_takes_an_admin(
     })
     .await;
     bob.send(&bobs_room, "!status").await;
-    real.notice_containing(&room, "Manual (asks before acting)")
+    real.notice_containing(&room, "(mode: Manual, asks before acting)")
         .await;
 }
 
@@ -426,7 +426,7 @@ async fn codex_refused_ends_its_turn_and_remembers_after_a_restart() {
         .await;
     assert!(said.contains("I remember: the sea is red"), "{said}");
     real.alice.send(&room, "!status").await;
-    real.notice_containing(&room, "Read-only (asks before acting)")
+    real.notice_containing(&room, "(mode: Read-only, asks before acting)")
         .await;
 }
 

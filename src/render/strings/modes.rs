@@ -26,9 +26,9 @@ impl ModeNote {
     }
 }
 
-/// A mode, as `!status` shows it: `Manual (asks before acting)`.
+/// A mode, as `!status` shows it: `Manual, asks before acting`.
 pub fn mode_status(name: &str, note: ModeNote) -> String {
-    format!("{name} ({})", note.words())
+    format!("{name}, {}", note.words())
 }
 
 /// Said to someone who is not an admin, asking for a mode that is not known to ask.

@@ -39,7 +39,7 @@ async fn a_session_that_starts_in_a_mode_that_does_not_ask_is_switched_before_it
     let (reply, answer) = oneshot::channel();
     tx.send(ChannelInput::Report(reply)).unwrap();
     let report = answer.await.unwrap();
-    assert_eq!(report.mode.as_deref(), Some("Ask (asks before acting)"));
+    assert_eq!(report.mode.as_deref(), Some("Ask, asks before acting"));
 }
 
 #[tokio::test]
