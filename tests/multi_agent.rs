@@ -164,7 +164,9 @@ async fn modes_and_the_model_change_in_place_and_an_agent_without_them_says_so()
     assert!(refused.contains("!new other"), "{refused}");
 
     env.alice.send(&room, "!status").await;
-    let status = env.notice_from(&room, &demo, "(mode: Code, acts without asking)").await;
+    let status = env
+        .notice_from(&room, &demo, "(mode: Code, acts without asking)")
+        .await;
     assert!(status.contains("other agent: idle"), "{status}");
 }
 

@@ -135,11 +135,25 @@ impl Terminals {
                 "at most {PER_SESSION} terminals per session: release one first"
             )));
         }
+        // Set inside the sandbox only; the loader's variables are refused outright.
         let env: Vec<(String, String)> = request
             .env
             .iter()
             .map(|v| (v.name.clone(), v.value.clone()))
             .collect();
+        for (name, value) in &env {
+            super::process::requested_variable(name).map_err(refused)?;
+            if value.contains('\0') {
+                return Err(refused(format!("`{name}` holds a NUL character")));
+            }
+        }
+        let size: usize = env.iter().map(|(k, v)| k.len() + v.len() + 12).sum();
+        if size > super::process::MAX_INNER_ENV {
+            return Err(refused(format!(
+                "the environment asked for is over {} bytes",
+                super::process::MAX_INNER_ENV
+            )));
+        }
         let limit = request
             .output_byte_limit
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX));

@@ -1,7 +1,9 @@
 //! Starting an agent process: its working folder, the environment it is allowed to see, its
-//! own process group (so no descendant outlives it) and a bounded tail of its stderr.
+//! own session and process group (no controlling terminal to push keystrokes into, and no
+//! descendant outlives it) and a bounded tail of its stderr.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -50,14 +52,60 @@ pub struct ProcessSpec {
     pub terminals: bool,
 }
 
+/// A command ready to spawn, with what must stay open until it is spawned.
+pub struct Launch {
+    /// The command.
+    pub command: Command,
+    /// The pipe the sandboxed command's own environment is read from, if it has one: kept
+    /// open until the command is spawned, then dropped.
+    pub env_pipe: Option<OwnedFd>,
+}
+
+/// The file descriptor bubblewrap reads the sandboxed command's own environment from
+/// (`--args 3`).
+const ENV_FD: i32 = 3;
+
+/// Most bytes of environment a command may ask for inside the sandbox: they are written to a
+/// pipe before the command starts, which holds this much without blocking.
+pub const MAX_INNER_ENV: usize = 32 * 1024;
+
 impl ProcessSpec {
     /// `program args` as this agent runs things: in its sandbox (if any), in `cwd`, with
-    /// only the environment it is configured to get. The agent itself and the commands it
-    /// runs through the client (`terminal/create`) are started from this.
-    pub fn command_line(&self, program: &str, args: &[String], cwd: &std::path::Path) -> Command {
+    /// only the environment it is configured to get, plus `inner_env`, which the agent asked
+    /// for one command (`terminal/create`): that goes inside the sandbox only, never to the
+    /// launcher (a `PATH` or `LD_PRELOAD` there would choose what runs outside it). The
+    /// agent itself and the commands it runs through the client are started from this.
+    pub fn command_line(
+        &self,
+        program: &str,
+        args: &[String],
+        cwd: &std::path::Path,
+        inner_env: &[(String, String)],
+    ) -> std::io::Result<Launch> {
+        let mut env_pipe = None;
         let mut cmd = match &self.sandbox {
             Some(sandbox) => {
                 let mut cmd = Command::new(&sandbox.program);
+                if !inner_env.is_empty() {
+                    let pipe = filled_pipe(&Sandbox::inner_env(inner_env))?;
+                    let fd = pipe.as_raw_fd();
+                    // SAFETY: dup2(2) and fcntl(2) are async-signal-safe and touch no memory
+                    // of ours; the pipe stays open in the parent until after the spawn.
+                    unsafe {
+                        cmd.pre_exec(move || {
+                            let moved = match fd == ENV_FD {
+                                true => libc::fcntl(fd, libc::F_SETFD, 0),
+                                false => libc::dup2(fd, ENV_FD),
+                            };
+                            match moved {
+                                -1 => Err(std::io::Error::last_os_error()),
+                                _ => Ok(()),
+                            }
+                        });
+                    }
+                    cmd.args(["--args", &ENV_FD.to_string()]);
+                    env_pipe = Some(pipe);
+                }
                 cmd.args(sandbox.command_line(program, args, cwd));
                 cmd
             }
@@ -85,8 +133,58 @@ impl ProcessSpec {
             }
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v.expose())));
-        cmd
+        if self.sandbox.is_none() {
+            cmd.envs(inner_env.iter().map(|(k, v)| (k, v)));
+        }
+        // A session of its own: no controlling terminal (TIOCSTI), and one process group
+        // for everything it starts, which the gateway signals as a whole.
+        // SAFETY: setsid(2) is async-signal-safe and touches no memory of ours.
+        unsafe {
+            cmd.pre_exec(|| match libc::setsid() {
+                -1 => Err(std::io::Error::last_os_error()),
+                _ => Ok(()),
+            });
+        }
+        Ok(Launch {
+            command: cmd,
+            env_pipe,
+        })
     }
+}
+
+/// Whether `name` may be set in a command's environment at the agent's request: a plain
+/// variable name, and none of the dynamic loader's (`LD_PRELOAD`, `LD_LIBRARY_PATH`, …),
+/// which choose the code every program loads. `Err` says why not.
+pub fn requested_variable(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains(['=', '\0']) {
+        return Err(format!("`{name}` is not a variable name"));
+    }
+    if name.starts_with("LD_") {
+        return Err(format!(
+            "`{name}` is not passed: it changes the code every program loads"
+        ));
+    }
+    Ok(())
+}
+
+/// A pipe whose write end got `data` and is closed: its read end (close-on-exec), for a
+/// child to read `data` from. `data` must fit in the pipe ([`MAX_INNER_ENV`]).
+fn filled_pipe(data: &[u8]) -> std::io::Result<OwnedFd> {
+    use std::io::Write as _;
+    if data.len() > MAX_INNER_ENV {
+        return Err(std::io::Error::other(format!(
+            "the environment asked for is over {MAX_INNER_ENV} bytes"
+        )));
+    }
+    let mut fds = [0; 2];
+    // SAFETY: pipe2(2) writes two descriptors into `fds`, which we own from here on.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made and are owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    std::fs::File::from(write).write_all(data)?;
+    Ok(read)
 }
 
 /// Lines kept from an agent's stderr.
@@ -155,13 +253,16 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 impl AgentProcess {
     /// Starts the agent.
     pub fn spawn(spec: &ProcessSpec) -> std::io::Result<Spawned> {
-        let mut cmd = spec.command_line(&spec.command, &spec.args, &spec.cwd);
+        let Launch {
+            command: mut cmd,
+            env_pipe,
+        } = spec.command_line(&spec.command, &spec.args, &spec.cwd, &[])?;
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
         let mut child = cmd.spawn()?;
+        drop(env_pipe);
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         let stdin = child.stdin.take().expect("stdin piped");
         let stdout = child.stdout.take().expect("stdout piped");
@@ -309,6 +410,43 @@ pub(super) fn redact(line: String, secrets: &[String]) -> String {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+
+    #[test]
+    fn an_agent_may_set_plain_variables_for_its_commands_but_not_the_loaders() {
+        for ok in ["PATH", "GREETING", "ld_preload_not", "XLD_PRELOAD"] {
+            assert!(requested_variable(ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "LD_AUDIT",
+            "",
+            "A=B",
+            "A\0B",
+        ] {
+            assert!(requested_variable(refused).is_err(), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn without_a_sandbox_a_commands_own_environment_is_set_on_it() {
+        let s = spec("true");
+        let launch = s
+            .command_line(
+                "env",
+                &[],
+                std::path::Path::new("/"),
+                &[("ASKED".into(), "yes".into())],
+            )
+            .unwrap();
+        assert!(launch.env_pipe.is_none());
+        let envs: Vec<_> = launch.command.as_std().get_envs().collect();
+        assert!(
+            envs.iter()
+                .any(|(k, v)| *k == "ASKED" && *v == Some(std::ffi::OsStr::new("yes"))),
+            "{envs:?}"
+        );
+    }
 
     #[test]
     fn configured_values_are_masked_in_stderr_lines() {

@@ -1,7 +1,14 @@
 //! Running an agent under bubblewrap (`bwrap`): the system read-only, its workspace and its
-//! own home read-write, a fresh `/tmp`, and what the gateway keeps to itself (the state
-//! folder with every token, crypto key and transcript, the config, password files, the keys
-//! in the gateway's own home) not there at all. The network stays open: agents call their model.
+//! own home read-write, a fresh `/tmp` and `/run` (no session bus, no container engine
+//! socket), and what the gateway keeps to itself (the state folder with every token, crypto
+//! key and transcript, the config, password files, the keys in the gateway's own home) not
+//! there at all. The network stays open unless the agent's config closes it: agents call
+//! their model.
+//!
+//! Nothing the agent controls reaches the launcher: bubblewrap is found by its absolute path
+//! when the gateway starts (never through a `PATH` the agent could set), and the environment
+//! an agent asks for a command of its own goes inside the sandbox (`--setenv`, passed through
+//! a pipe, not the command line other users can read), never to `bwrap` itself.
 //!
 //! The mounts are laid out from the shallowest path to the deepest, so the most specific
 //! rule wins: a workspace inside a hidden folder is still there, and a hidden folder inside
@@ -29,10 +36,15 @@ const BASE: [&str; 12] = [
     "/tmp",
 ];
 
+/// Mounts after [`BASE`]: `/run` (session buses, container engine and other sockets)
+/// replaced by an empty folder.
+const MASKED: [&str; 2] = ["--tmpfs", "/run"];
+
 /// How to sandbox one agent process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
-    /// The bubblewrap program (a path, or a name looked up in `PATH`).
+    /// The bubblewrap program, an absolute path found when the gateway started
+    /// ([`Sandbox::locate`]).
     pub program: PathBuf,
     /// Paths the agent must not see: folders become empty, files become empty files.
     pub hide: Vec<PathBuf>,
@@ -66,7 +78,14 @@ impl Sandbox {
     /// The command line that runs `command args` in the sandbox, in `cwd`. Paths that do
     /// not exist are left out (nothing to hide, nothing to bind).
     pub fn command_line(&self, command: &str, args: &[String], cwd: &Path) -> Vec<OsString> {
-        let mut out: Vec<OsString> = BASE.iter().map(OsString::from).collect();
+        let mut out: Vec<OsString> = BASE.iter().chain(&MASKED).map(OsString::from).collect();
+        // Name resolution may live in `/run` (systemd-resolved): that one file stays.
+        if let Ok(resolv) = std::fs::canonicalize("/etc/resolv.conf")
+            && resolv.starts_with("/run")
+        {
+            let resolv = resolv.into_os_string();
+            out.extend(["--ro-bind".into(), resolv.clone(), resolv]);
+        }
         for mount in self.mounts() {
             let path = mount.path().as_os_str().to_owned();
             match &mount {
@@ -107,11 +126,51 @@ impl Sandbox {
         mounts
     }
 
+    /// `program` (a name looked up in the gateway's own `PATH`, or a path) as the absolute
+    /// path of the file it is, links resolved: what runs the sandbox is fixed at start.
+    /// `Err` says why it cannot be used.
+    pub fn locate(program: &Path) -> Result<PathBuf, String> {
+        let found = match program.components().count() > 1 || program.is_absolute() {
+            true => Some(program.to_owned()),
+            false => std::env::var_os("PATH").and_then(|path| {
+                std::env::split_paths(&path)
+                    .filter(|dir| dir.is_absolute())
+                    .map(|dir| dir.join(program))
+                    .find(|p| p.is_file())
+            }),
+        };
+        let missing = || {
+            format!(
+                "{} is not installed (Debian package `bubblewrap`)",
+                program.display()
+            )
+        };
+        let found = found.ok_or_else(missing)?;
+        std::fs::canonicalize(&found).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => missing(),
+            _ => format!("{} cannot be used: {e}", found.display()),
+        })
+    }
+
+    /// The arguments that set `env` inside the sandbox (`--setenv NAME VALUE`), as bubblewrap
+    /// reads them from a file descriptor (`--args FD`): NUL-separated.
+    pub fn inner_env(env: &[(String, String)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (name, value) in env {
+            for part in ["--setenv", name.as_str(), value.as_str()] {
+                out.extend_from_slice(part.as_bytes());
+                out.push(0);
+            }
+        }
+        out
+    }
+
     /// Whether bubblewrap runs here: `Err` says why not (not installed, or the kernel or a
     /// container refuses the namespaces it needs).
     pub fn probe(program: &Path) -> Result<(), String> {
         let output = Command::new(program)
             .args(BASE)
+            .args(MASKED)
             .args(["--", "true"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -171,6 +230,27 @@ mod tests {
     }
 
     #[test]
+    fn bubblewrap_is_found_by_its_absolute_path_at_start() {
+        let sh = Sandbox::locate(Path::new("sh")).unwrap();
+        assert!(sh.is_absolute() && sh.is_file(), "{sh:?}");
+        assert_eq!(Sandbox::locate(&sh).unwrap(), sh, "a path stays itself");
+        let missing = Sandbox::locate(Path::new("no-such-bwrap-here")).unwrap_err();
+        assert!(missing.contains("is not installed"), "{missing}");
+    }
+
+    #[test]
+    fn a_commands_own_environment_is_set_inside_as_nul_separated_arguments() {
+        let env = [
+            ("PATH".to_owned(), "/w/bin".to_owned()),
+            ("A".into(), "b c".into()),
+        ];
+        assert_eq!(
+            Sandbox::inner_env(&env),
+            b"--setenv\0PATH\0/w/bin\0--setenv\0A\0b c\0".to_vec()
+        );
+    }
+
+    #[test]
     fn the_command_line_ends_with_the_agent_in_its_folder() {
         let (_root, _state, work, _secret) = dirs();
         let sandbox = Sandbox {
@@ -180,6 +260,11 @@ mod tests {
             read_only: vec![],
         };
         let line = sandbox.command_line("agent", &["--acp".into()], &work);
+        let text: Vec<&str> = line.iter().map(|s| s.to_str().unwrap()).collect();
+        assert!(
+            text.windows(2).any(|w| w == ["--tmpfs", "/run"]),
+            "/run is masked: {text:?}"
+        );
         let tail: Vec<&str> = line[line.len() - 5..]
             .iter()
             .map(|s| s.to_str().unwrap())

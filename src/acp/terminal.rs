@@ -110,7 +110,8 @@ pub struct Terminal {
 
 impl Terminal {
     /// Starts `command args` for an agent described by `spec`, in `cwd`, with `env` added to
-    /// the agent's own environment, keeping at most `limit` bytes of output for the agent.
+    /// the agent's own environment inside its sandbox (never to the launcher), keeping at
+    /// most `limit` bytes of output for the agent.
     pub fn start(
         spec: &ProcessSpec,
         command: &str,
@@ -119,12 +120,13 @@ impl Terminal {
         env: &[(String, String)],
         limit: Option<usize>,
     ) -> std::io::Result<Self> {
-        let mut cmd = spec.command_line(command, args, cwd);
-        cmd.envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+        let super::process::Launch {
+            command: mut cmd,
+            env_pipe,
+        } = spec.command_line(command, args, cwd, env)?;
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
         // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours; it makes the
         // kernel kill the command if the gateway dies before it, so none outlives us.
@@ -135,6 +137,7 @@ impl Terminal {
             });
         }
         let mut child = cmd.spawn()?;
+        drop(env_pipe);
         let pgid = child.id().map_or(0, |p| p as i32);
         let output = Arc::new(Mutex::new(Output {
             agent: Tail::new(limit),

@@ -46,7 +46,10 @@ pub fn isolation(
                 summary: "off (sandbox.mode = \"off\"): the agent can read whatever the gateway's user can".into(),
             });
         }
-        _ => probe.result(&config.sandbox.bwrap).err(),
+        _ => match Sandbox::locate(&config.sandbox.bwrap) {
+            Ok(program) => probe.result(&program).err(),
+            Err(why) => Some(why),
+        },
     };
     if let Some(why) = unavailable {
         return match mode {
@@ -81,8 +84,9 @@ pub fn isolation(
         })?),
         None => None,
     };
+    let program = Sandbox::locate(&config.sandbox.bwrap)?;
     let sandbox = Sandbox {
-        program: config.sandbox.bwrap.clone(),
+        program,
         hide: hidden(config, agent),
         read_write: [agent.workspace_root(), home.clone()]
             .into_iter()
