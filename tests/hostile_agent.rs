@@ -66,3 +66,117 @@ async fn a_planted_bwrap_on_the_terminals_path_never_runs_outside_the_sandbox() 
     );
     assert!(!said.contains("ran-with-its-loader"), "{said}");
 }
+
+/// The access token in the agent's session file.
+fn access_token(env: &Env) -> String {
+    let session: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(session_file(env)).unwrap()).unwrap();
+    let token = session.to_string();
+    let start = token.find("\"access_token\":\"").unwrap() + 16;
+    token[start..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_folder_swapped_for_a_link_to_the_root_leads_nowhere_of_the_gateways() {
+    // `{room}`: the agent may write the folder above its room's, as every example does.
+    let env = Env::start_with_agent_toml(
+        SynapseOptions::default(),
+        "[sandbox]\nmode = \"bubblewrap\"",
+        "workspace = \"workspace-demo/room-{room}\"",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    // The conversation's folder is opened for its first prompt.
+    env.prompt_and_wait(&room, "%say ready", "ready").await;
+    let root = env.gw.dir.path().join("workspace-demo");
+    let folder = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("room-")
+        })
+        .expect("the room's folder");
+    let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+    // The session file, as a path from `/`: where the folder leads once it is a link to `/`.
+    let session = session_file(&env).canonicalize().unwrap();
+    let from_root = session.strip_prefix("/").unwrap().display().to_string();
+    env.alice
+        .send(
+            &room,
+            &format!(
+                "%terminal cd .. && mv {name} {name}.old && ln -s / {name} && echo swapped\n\
+                 %fs-read {from_root}\n\
+                 %link {from_root}\n\
+                 %mcp-call sidekicks post_file {{\"path\": \"{from_root}\"}}\n\
+                 %say done trying"
+            ),
+        )
+        .await;
+    let said = env
+        .reply_where(&room, "the attempts", |t| t.contains("done trying"))
+        .await;
+    assert!(said.contains("swapped"), "{said}");
+    assert!(
+        std::fs::symlink_metadata(&folder)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the agent did swap its folder for a link"
+    );
+    assert!(said.contains(&format!("fs refused {from_root}")), "{said}");
+    assert!(said.contains("mcp-call post_file failed"), "{said}");
+    env.alice.send(&room, &format!("!file {from_root}")).await;
+    let refused = env.notice_containing(&room, "I did not post").await;
+    assert!(
+        refused.body.contains("there is no such file"),
+        "{}",
+        refused.body
+    );
+    // Nothing the agent said or the gateway posted carries the token.
+    let token = access_token(&env);
+    let texts = env.texts_from(&room, &env.agent);
+    assert!(
+        !texts.iter().any(|t| t.contains(&token)),
+        "the access token reached the room: {texts:?}"
+    );
+    let files: Vec<_> = env
+        .alice
+        .messages_from(&room, &env.agent)
+        .into_iter()
+        .filter(|m| m.body == "session.json")
+        .collect();
+    assert!(files.is_empty(), "the session file was posted: {files:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_and_a_huge_sparse_file_read_through_the_client_are_refused_and_nothing_hangs() {
+    let env = sandboxed("").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &room,
+            "%terminal mkfifo fifo && truncate -s 32G sparse && echo made\n\
+             %fs-read fifo\n\
+             %fs-read sparse\n\
+             %say still here",
+        )
+        .await;
+    let said = env
+        .reply_where(&room, "the reads", |t| t.contains("still here"))
+        .await;
+    assert!(said.contains("made"), "{said}");
+    assert!(
+        said.contains("fs refused fifo") && said.contains("not a regular file"),
+        "{said}"
+    );
+    assert!(
+        said.contains("fs refused sparse") && said.contains("read it in parts"),
+        "{said}"
+    );
+    // The gateway answers the next message as ever.
+    env.prompt_and_wait(&room, "%say and again", "and again")
+        .await;
+}

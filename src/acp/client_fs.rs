@@ -1,13 +1,13 @@
 //! The client's file methods (`fs/read_text_file`, `fs/write_text_file`): an agent reads
-//! and writes text files through Sidekicks, within its session's working folder only.
-//! Links are resolved before the check, so none leads out; a path outside is refused with a
-//! JSON-RPC error that says so. See `docs/turns.md`.
+//! and writes text files through Sidekicks, within its session's folder only: opened
+//! beneath the folder's handle, one component at a time, never following a link
+//! (`workspace::folder`), regular files only, reads capped. A path outside is refused with
+//! a JSON-RPC error that says so. See `docs/acp-client.md`.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::workspace::confined::open_within;
-
-use std::io::{Read as _, Seek as _, Write as _};
+use std::io::BufRead as _;
 
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::Responder;
@@ -15,76 +15,97 @@ use agent_client_protocol::v1::schema::{
     ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 
+use crate::workspace::folder::{Folder, FolderError, Write};
+
 /// JSON-RPC code of a file that does not exist (ACP's "resource not found").
 const NOT_FOUND: i32 = -32002;
+
+/// Most bytes of a file `fs/read_text_file` reads: a whole file larger than this is
+/// refused; a part of one (`line`, `limit`) is read while it stays within it.
+pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Why a file method was refused, as the JSON-RPC error the agent gets.
 fn refused(path: &Path, why: &str) -> Error {
     Error::invalid_params().data(format!("{}: {why}", path.display()))
 }
 
-/// `path` (absolute, or relative to `root`) as a path inside `root` with its links
-/// resolved, as far as it exists; refused when it leads outside `root`.
-pub(super) fn inside(root: &Path, path: &Path) -> Result<PathBuf, Error> {
-    let root = root
-        .canonicalize()
-        .map_err(|e| refused(root, &format!("the session's folder cannot be used: {e}")))?;
-    let full = root.join(path);
-    // `..` is refused outright: whether it climbs out depends on links not made yet.
-    if full.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(refused(path, "`..` is not allowed"));
+/// The agent's error for a refusal of the folder.
+fn refusal(path: &Path, e: FolderError) -> Error {
+    match e {
+        FolderError::NotFound => Error::new(NOT_FOUND, format!("{}: no such file", path.display())),
+        FolderError::Outside("`..`") => refused(path, "`..` is not allowed"),
+        FolderError::Outside(_) => refused(path, "outside the session's folder"),
+        FolderError::TooLarge { size, max } => refused(
+            path,
+            &format!(
+                "{size} bytes, more than the {max} read at once: read it in parts (line, limit)"
+            ),
+        ),
+        other => refused(path, &other.to_string()),
     }
-    // The part that exists, with its links resolved, must be inside the folder.
-    let mut existing = full.as_path();
-    let mut rest = Vec::new();
-    let real = loop {
-        match existing.canonicalize() {
-            Ok(real) => break real,
-            Err(_) => {
-                let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
-                    return Err(refused(path, "outside the session's folder"));
-                };
-                rest.push(name.to_owned());
-                existing = parent;
-            }
+}
+
+/// `path` (absolute inside the session's folder, or relative to it) as a folder of the
+/// session reached without a link: its path, for a command's working folder.
+pub(super) fn inside_dir(folder: &Folder, path: &Path) -> Result<PathBuf, Error> {
+    let parts = folder.relative(path).map_err(|e| refusal(path, e))?;
+    folder.is_dir(path).map_err(|e| match e {
+        FolderError::NotAFile | FolderError::NotFound => {
+            refused(path, "not a folder of the session")
         }
-    };
-    if !real.starts_with(&root) {
-        return Err(refused(path, "outside the session's folder"));
-    }
-    Ok(rest.into_iter().rev().fold(real, |p, name| p.join(name)))
+        e => refusal(path, e),
+    })?;
+    Ok(parts
+        .iter()
+        .fold(folder.path().to_owned(), |p, c| p.join(c)))
 }
 
 /// `fs/read_text_file`: the text of `path`, from line `line` (1-based) for at most `limit`
 /// lines when given.
 pub fn read_text(
-    root: &Path,
+    folder: &Folder,
     path: &Path,
     line: Option<u32>,
     limit: Option<u32>,
 ) -> Result<String, Error> {
-    let real = inside(root, path)?;
-    let root = canonical(root)?;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    let mut bytes = Vec::new();
-    let read = open_within(&root, &real, &mut options).and_then(|mut f| f.read_to_end(&mut bytes));
-    let text = match read {
-        Ok(_) => String::from_utf8(bytes).map_err(|_| refused(path, "not UTF-8 text"))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::new(
-                NOT_FOUND,
-                format!("{}: no such file", path.display()),
-            ));
-        }
-        Err(e) => return Err(refused(path, &e.to_string())),
-    };
     if line.is_none() && limit.is_none() {
-        return Ok(text);
+        let bytes = folder
+            .read(path, MAX_READ_BYTES)
+            .map_err(|e| refusal(path, e))?;
+        return String::from_utf8(bytes).map_err(|_| refused(path, "not UTF-8 text"));
     }
+    // A part of a file: read line by line, within the cap.
+    let file = folder.open_read(path).map_err(|e| refusal(path, e))?;
     let skip = line.unwrap_or(1).saturating_sub(1) as usize;
     let take = limit.map_or(usize::MAX, |l| l as usize);
-    Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
+    let mut reader = std::io::BufReader::new(std::io::Read::take(file, MAX_READ_BYTES + 1));
+    let (mut out, mut read, mut taken, mut index) = (String::new(), 0u64, 0usize, 0usize);
+    let mut buf = Vec::new();
+    while taken < take {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| refused(path, &e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        read += n as u64;
+        if read > MAX_READ_BYTES {
+            return Err(refusal(
+                path,
+                FolderError::TooLarge {
+                    size: read,
+                    max: MAX_READ_BYTES,
+                },
+            ));
+        }
+        if index >= skip {
+            out.push_str(std::str::from_utf8(&buf).map_err(|_| refused(path, "not UTF-8 text"))?);
+            taken += 1;
+        }
+        index += 1;
+    }
+    Ok(out)
 }
 
 /// Largest earlier text of a written file shown in a diff.
@@ -103,42 +124,18 @@ pub enum Before {
 
 /// `fs/write_text_file`: writes `content` to `path` (its missing folders made), replacing
 /// what was there, which it returns.
-pub fn write_text(root: &Path, path: &Path, content: &str) -> Result<Before, Error> {
-    let real = inside(root, path)?;
-    if real.is_dir() {
-        return Err(refused(path, "a folder"));
-    }
-    if let Some(parent) = real.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| refused(path, &e.to_string()))?;
-    }
-    // Checked on the file opened, then emptied and written: one the agent swapped for a
-    // link out in the meantime is refused untouched.
-    let root = canonical(root)?;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create(true);
-    open_within(&root, &real, &mut options)
-        .and_then(|mut f| {
-            let before = match f.metadata()?.len() {
-                0 => Before::Nothing,
-                n if n > DIFF_BYTES => Before::Unshown,
-                _ => {
-                    let mut bytes = Vec::new();
-                    f.read_to_end(&mut bytes)?;
-                    String::from_utf8(bytes).map_or(Before::Unshown, Before::Text)
-                }
-            };
-            f.set_len(0)?;
-            f.seek(std::io::SeekFrom::Start(0))?;
-            f.write_all(content.as_bytes())?;
-            Ok(before)
-        })
-        .map_err(|e| refused(path, &e.to_string()))
-}
-
-/// `root` with its links resolved.
-fn canonical(root: &Path) -> Result<PathBuf, Error> {
-    root.canonicalize()
-        .map_err(|e| refused(root, &format!("the session's folder cannot be used: {e}")))
+pub fn write_text(folder: &Folder, path: &Path, content: &str) -> Result<Before, Error> {
+    let (size, before) = folder
+        .write(path, content.as_bytes(), Write::Replace, DIFF_BYTES)
+        .map_err(|e| match e {
+            FolderError::NotAFile => refused(path, "not a regular file (a folder?)"),
+            e => refusal(path, e),
+        })?;
+    Ok(match (size, before) {
+        (0, _) => Before::Nothing,
+        (_, Some(old)) => String::from_utf8(old).map_or(Before::Unshown, Before::Text),
+        (_, None) => Before::Unshown,
+    })
 }
 
 /// Answers `fs/read_text_file` off the dispatch loop: `folder` is the session's (`None`:
@@ -146,7 +143,7 @@ fn canonical(root: &Path) -> Result<PathBuf, Error> {
 /// (the agent's dialect says so), a file that does not exist reads as empty text.
 pub fn serve_read(
     agent: &str,
-    folder: Option<PathBuf>,
+    folder: Option<Arc<Folder>>,
     missing_is_empty: bool,
     request: ReadTextFileRequest,
     responder: Responder<ReadTextFileResponse>,
@@ -180,7 +177,7 @@ pub fn serve_read(
 /// the agent hears it was made, so its card shows the diff.
 pub fn serve_write(
     agent: &str,
-    folder: Option<PathBuf>,
+    folder: Option<Arc<Folder>>,
     request: WriteTextFileRequest,
     responder: Responder<WriteTextFileResponse>,
     shown: impl FnOnce(&Path, Option<String>, &str) + Send + 'static,
@@ -195,7 +192,7 @@ pub fn serve_write(
         // The card names the file as the room knows it: from the conversation's folder.
         let shown_path = folder
             .as_ref()
-            .and_then(|root| path.strip_prefix(root).ok())
+            .and_then(|root| path.strip_prefix(root.path()).ok())
             .unwrap_or(&path)
             .to_owned();
         match answer {
@@ -220,7 +217,8 @@ pub fn serve_write(
 mod tests {
     use super::*;
 
-    fn folder() -> (tempfile::TempDir, PathBuf) {
+    /// A session's folder `ws` (with a file, and links out) beside a secret.
+    fn folder() -> (tempfile::TempDir, PathBuf, Folder) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         std::fs::create_dir_all(root.join("src")).unwrap();
@@ -228,13 +226,14 @@ mod tests {
         std::fs::write(dir.path().join("secret"), "key").unwrap();
         std::os::unix::fs::symlink(dir.path().join("secret"), root.join("link")).unwrap();
         std::os::unix::fs::symlink(dir.path(), root.join("up")).unwrap();
-        (dir, root)
+        let folder = Folder::open(&root, Path::new("")).unwrap();
+        (dir, root, folder)
     }
 
     #[test]
     fn reads_inside_with_lines_and_limit() {
-        let (_dir, root) = folder();
-        let read = |p: &str, line, limit| read_text(&root, Path::new(p), line, limit);
+        let (_dir, root, folder) = folder();
+        let read = |p: &str, line, limit| read_text(&folder, Path::new(p), line, limit);
         assert_eq!(
             read("src/lib.rs", None, None).unwrap(),
             "one\ntwo\nthree\nfour\n"
@@ -255,7 +254,7 @@ mod tests {
 
     #[test]
     fn nothing_outside_the_folder_is_read_or_written() {
-        let (dir, root) = folder();
+        let (dir, _root, folder) = folder();
         for path in [
             "../secret",
             "link",
@@ -263,23 +262,23 @@ mod tests {
             "/etc/passwd",
             "src/../../secret",
         ] {
-            let err = read_text(&root, Path::new(path), None, None).unwrap_err();
+            let err = read_text(&folder, Path::new(path), None, None).unwrap_err();
             assert_eq!(err.code, Error::invalid_params().code, "{path}");
-            assert!(write_text(&root, Path::new(path), "x").is_err(), "{path}");
+            assert!(write_text(&folder, Path::new(path), "x").is_err(), "{path}");
         }
         assert_eq!(
             std::fs::read_to_string(dir.path().join("secret")).unwrap(),
             "key"
         );
-        assert!(write_text(&root, Path::new("up/new.txt"), "x").is_err());
+        assert!(write_text(&folder, Path::new("up/new.txt"), "x").is_err());
         assert!(!dir.path().join("new.txt").exists());
     }
 
     #[test]
     fn writes_inside_making_folders() {
-        let (_dir, root) = folder();
+        let (_dir, root, folder) = folder();
         assert_eq!(
-            write_text(&root, Path::new("src/lib.rs"), "changed\n").unwrap(),
+            write_text(&folder, Path::new("src/lib.rs"), "changed\n").unwrap(),
             Before::Text("one\ntwo\nthree\nfour\n".into())
         );
         assert_eq!(
@@ -287,13 +286,30 @@ mod tests {
             "changed\n"
         );
         assert_eq!(
-            write_text(&root, Path::new("docs/new/notes.md"), "# notes").unwrap(),
+            write_text(&folder, Path::new("docs/new/notes.md"), "# notes").unwrap(),
             Before::Nothing
         );
         assert_eq!(
             std::fs::read_to_string(root.join("docs/new/notes.md")).unwrap(),
             "# notes"
         );
-        assert!(write_text(&root, Path::new("src"), "x").is_err());
+        assert!(write_text(&folder, Path::new("src"), "x").is_err());
+    }
+
+    #[test]
+    fn a_huge_file_is_refused_whole_and_read_in_parts() {
+        let (_dir, root, folder) = folder();
+        let big = std::fs::File::create(root.join("big.log")).unwrap();
+        big.set_len(MAX_READ_BYTES + 1).unwrap();
+        let whole = read_text(&folder, Path::new("big.log"), None, None).unwrap_err();
+        assert!(
+            format!("{whole:?}").contains("read it in parts"),
+            "{whole:?}"
+        );
+        std::fs::write(root.join("lines.txt"), "a\nb\nc\n").unwrap();
+        assert_eq!(
+            read_text(&folder, Path::new("lines.txt"), Some(2), Some(1)).unwrap(),
+            "b\n"
+        );
     }
 }

@@ -116,13 +116,12 @@ impl Terminals {
                 "the turn was stopped: no new command runs until the next prompt",
             ));
         }
+        // A folder of the session's, reached without a link (the command then runs in it
+        // inside the sandbox, where a link swapped in later leads nowhere of the gateway's).
         let cwd = match &request.cwd {
-            Some(cwd) => client_fs::inside(&folder, cwd)?,
-            None => folder,
+            Some(cwd) => client_fs::inside_dir(&folder, cwd)?,
+            None => folder.path().to_owned(),
         };
-        if !cwd.is_dir() {
-            return Err(refused(format!("{}: not a folder", cwd.display())));
-        }
         if self
             .state()
             .terminals
@@ -454,7 +453,13 @@ mod tests {
     fn open() -> (tempfile::TempDir, Arc<Terminals>) {
         let dir = tempfile::tempdir().unwrap();
         let sessions = Arc::new(Mutex::new(Sessions::default()));
-        drop(sessions.lock().unwrap().register("s", dir.path().into()));
+        let folder = crate::workspace::folder::Folder::open(dir.path(), std::path::Path::new(""));
+        drop(
+            sessions
+                .lock()
+                .unwrap()
+                .register("s", Arc::new(folder.unwrap())),
+        );
         let spec = crate::acp::process::tests::spec("true");
         (dir, Terminals::new(&spec, sessions))
     }

@@ -12,6 +12,8 @@
 //! (`sessions.rs`), and what it writes to stdout is guarded (`transport.rs`).
 
 use std::path::Path;
+
+use crate::workspace::folder::Folder;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -284,8 +286,13 @@ impl AcpAgent {
     }
 
     /// Registers session `id`, just opened in `cwd`, and describes it.
-    fn opened(&self, id: String, cwd: &Path, response: &NewSessionResponse) -> NewSession {
-        let events = self.sessions().register(&id, cwd.to_owned());
+    fn opened(
+        &self,
+        id: String,
+        folder: &Arc<Folder>,
+        response: &NewSessionResponse,
+    ) -> NewSession {
+        let events = self.sessions().register(&id, folder.clone());
         NewSession {
             id,
             settings: events::session_settings(
@@ -315,12 +322,12 @@ fn is_transport_error(e: &agent_client_protocol::Error) -> bool {
 impl AgentPort for AcpAgent {
     async fn new_session(
         &self,
-        cwd: &Path,
+        folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let (reply, rx) = oneshot::channel();
         self.send(Request::NewSession {
-            cwd: cwd.to_owned(),
+            cwd: folder.path().to_owned(),
             tools: tools.cloned(),
             reply,
         })
@@ -329,7 +336,7 @@ impl AgentPort for AcpAgent {
             .wait("session/new", Some(self.session_timeout), rx)
             .await?;
         let id = response.session_id.0.to_string();
-        Ok(self.opened(id, cwd, &response))
+        Ok(self.opened(id, folder, &response))
     }
 
     fn reopen_support(&self) -> Option<Reopen> {
@@ -347,7 +354,7 @@ impl AgentPort for AcpAgent {
     async fn reopen_session(
         &self,
         session_id: &str,
-        cwd: &Path,
+        folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let Some(how) = self.reopen_support() else {
@@ -361,7 +368,7 @@ impl AgentPort for AcpAgent {
         self.send(Request::Reopen {
             how,
             session: session_id.to_owned(),
-            cwd: cwd.to_owned(),
+            cwd: folder.path().to_owned(),
             tools: tools.cloned(),
             reply,
         })
@@ -373,7 +380,7 @@ impl AgentPort for AcpAgent {
         let response = self.wait(what, Some(self.session_timeout), rx).await?;
         // Every update of the replay came before the answer and is held: drop it.
         let replayed = self.sessions().drop_replay(session_id);
-        let mut session = self.opened(session_id.to_owned(), cwd, &response);
+        let mut session = self.opened(session_id.to_owned(), folder, &response);
         session.replayed = replayed;
         Ok(session)
     }

@@ -3,7 +3,10 @@
 //! for, a refusal given) are kept here, by shared code, and the hooks only compute.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::workspace::folder::Folder;
 
 use tokio::sync::mpsc;
 
@@ -88,8 +91,8 @@ pub struct Sessions {
     early: HashMap<String, Vec<AgentEvent>>,
     /// Per-session facts for the dialect.
     facts: HashMap<String, Facts>,
-    /// Each registered session's working folder: the only place its file requests reach.
-    folders: HashMap<String, PathBuf>,
+    /// Each registered session's folder, held open: the only place its file requests reach.
+    folders: HashMap<String, Arc<Folder>>,
 }
 
 impl Sessions {
@@ -343,8 +346,8 @@ impl Sessions {
         self.dialect.missing_file_reads_empty
     }
 
-    /// The working folder of registered session `session`.
-    pub fn folder(&self, session: &str) -> Option<PathBuf> {
+    /// The folder of registered session `session`.
+    pub fn folder(&self, session: &str) -> Option<Arc<Folder>> {
         self.folders.get(session).cloned()
     }
 
@@ -358,7 +361,7 @@ impl Sessions {
     pub fn register(
         &mut self,
         session: &str,
-        folder: PathBuf,
+        folder: Arc<Folder>,
     ) -> mpsc::UnboundedReceiver<AgentEvent> {
         self.folders.insert(session.to_owned(), folder);
         let (tx, rx) = mpsc::unbounded_channel();
@@ -422,10 +425,15 @@ mod tests {
         out
     }
 
+    /// A folder for a session whose files the test does not touch.
+    fn any_folder() -> Arc<Folder> {
+        Arc::new(Folder::open(&std::env::temp_dir(), Path::new("")).unwrap())
+    }
+
     fn sessions(dialect: Dialect) -> (Sessions, mpsc::UnboundedReceiver<AgentEvent>) {
         let mut s = Sessions::default();
         s.set_dialect(dialect);
-        let rx = s.register("s", "/w".into());
+        let rx = s.register("s", any_folder());
         (s, rx)
     }
 
@@ -524,7 +532,7 @@ mod tests {
         // An update for an open session still gets through.
         s.deliver("s", AgentEvent::MessageChunk("for s".into()));
         assert_eq!(
-            drain(&mut s.register("s", "/w".into())).len(),
+            drain(&mut s.register("s", any_folder())).len(),
             0,
             "re-registering starts afresh"
         );
@@ -774,7 +782,7 @@ mod tests {
                 tool_calls: 1
             }
         );
-        let mut rx = s.register("s", "/w".into());
+        let mut rx = s.register("s", any_folder());
         let kept = drain(&mut rx);
         assert!(matches!(&kept[..], [AgentEvent::Commands(_)]), "{kept:?}");
     }

@@ -23,6 +23,7 @@ use crate::model::agent::{
 use crate::model::agent::{AuthMethodInfo, SessionListing, SessionTools};
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
+use crate::workspace::folder::Folder;
 
 /// Shortest wait before a restart after a crash.
 const FIRST_DELAY: Duration = Duration::from_secs(1);
@@ -189,11 +190,11 @@ impl SupervisedAgent {
 impl AgentPort for SupervisedAgent {
     async fn new_session(
         &self,
-        cwd: &Path,
+        folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let process = self.live().await?;
-        let session = process.new_session(cwd, tools).await?;
+        let session = process.new_session(folder, tools).await?;
         self.owners
             .lock()
             .expect("owners lock poisoned")
@@ -225,11 +226,11 @@ impl AgentPort for SupervisedAgent {
     async fn reopen_session(
         &self,
         session_id: &str,
-        cwd: &Path,
+        folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let process = self.live().await?;
-        let session = process.reopen_session(session_id, cwd, tools).await?;
+        let session = process.reopen_session(session_id, folder, tools).await?;
         self.owners
             .lock()
             .expect("owners lock poisoned")

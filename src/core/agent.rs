@@ -3,8 +3,11 @@
 //! [`crate::model::agent`].
 
 use std::path::Path;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+
+use crate::workspace::folder::Folder;
 
 use crate::model::agent::*;
 use crate::model::media::{PromptBlock, PromptSupport};
@@ -14,11 +17,12 @@ use crate::model::modes::KnownModes;
 /// and by a fake in tests.
 #[async_trait]
 pub trait AgentPort: Send + Sync {
-    /// Opens a new session whose working folder is `cwd`, given the gateway's room tools
-    /// (`tools`) besides the agent's configured MCP servers.
+    /// Opens a new session working in `folder` (its `cwd` is the folder's path; the
+    /// agent's file requests reach that folder, as it was opened, and nothing else), given
+    /// the gateway's room tools (`tools`) besides the agent's configured MCP servers.
     async fn new_session(
         &self,
-        cwd: &Path,
+        folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError>;
     /// Sends a prompt (text, and the files that go with it) and waits for the turn to end.
@@ -78,14 +82,14 @@ pub trait AgentPort: Send + Sync {
     fn reopen_support(&self) -> Option<Reopen> {
         None
     }
-    /// Gets back session `session_id` in working folder `cwd` the way
+    /// Gets back session `session_id` in `folder` the way
     /// [`AgentPort::reopen_support`] says, given the room tools as
     /// [`AgentPort::new_session`] is. Anything the agent replays while loading is not
     /// passed on: the room has shown it already.
     async fn reopen_session(
         &self,
         session_id: &str,
-        _cwd: &Path,
+        _folder: &Arc<Folder>,
         _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         Err(AgentError::Failed(format!(

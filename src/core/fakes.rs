@@ -1,7 +1,6 @@
 //! In-memory stand-ins for the chat and agent sides, for unit tests of the core.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -546,7 +545,7 @@ impl AgentPort for FakeAgent {
 
     async fn new_session(
         &self,
-        _cwd: &Path,
+        _folder: &Arc<crate::workspace::folder::Folder>,
         _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -573,7 +572,7 @@ impl AgentPort for FakeAgent {
     async fn reopen_session(
         &self,
         session_id: &str,
-        _cwd: &Path,
+        _folder: &Arc<crate::workspace::folder::Folder>,
         _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let (tx, rx) = mpsc::unbounded_channel();

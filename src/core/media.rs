@@ -3,11 +3,10 @@
 //! text file's content, or a link to the saved file). Everything here but [`save`] is pure.
 //! See `docs/conversations.md`.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::model::media::{IncomingMedia, MediaKind, MediaLimits, PromptBlock, PromptSupport};
-use crate::workspace::confined::open_within;
+use crate::workspace::folder::{Folder, FolderError, Write};
 
 /// The folder of a workspace where people's files are saved (it ignores itself in git, so a
 /// worktree's status stays about the work).
@@ -62,35 +61,25 @@ fn numbered(name: &str, n: u32) -> String {
     format!("{stem} ({n}){ext}")
 }
 
-/// Saves `data` in `workspace`'s inbox under `name` made safe, numbered when taken; never
-/// overwrites nor follows a link (each name is created new). Returns where it went.
-pub fn save(workspace: &Path, name: &str, data: &[u8]) -> std::io::Result<PathBuf> {
-    let inbox = workspace.join(INBOX);
-    std::fs::create_dir_all(&inbox)?;
-    // A link put where the inbox should be could send files anywhere.
-    if std::fs::symlink_metadata(&inbox)?.file_type().is_symlink() {
-        return Err(std::io::Error::other(format!(
-            "{} is a symbolic link",
-            inbox.display()
-        )));
-    }
+/// Saves `data` in the conversation's inbox under `name` made safe, numbered when taken;
+/// never overwrites nor follows a link (each name is created new, beneath the folder's
+/// handle). Returns where it went.
+pub fn save(folder: &Folder, name: &str, data: &[u8]) -> std::io::Result<PathBuf> {
+    let as_io = |e: FolderError| match e {
+        FolderError::Io(e) => e,
+        other => std::io::Error::other(other.to_string()),
+    };
+    let inbox = Path::new(INBOX);
+    folder.create_dirs(inbox).map_err(as_io)?;
     let ignore = inbox.join(".gitignore");
-    if !ignore.exists() {
-        let _ = std::fs::write(&ignore, "*\n");
-    }
+    let _ = folder.write(&ignore, b"*\n", Write::CreateNew, 0);
     let name = safe_name(name);
-    let root = workspace.canonicalize()?;
     for n in 1..=10_000 {
         let path = inbox.join(numbered(&name, n));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        match open_within(&root, &path, &mut options) {
-            Ok(mut file) => {
-                file.write_all(data)?;
-                return Ok(path);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+        match folder.write(&path, data, Write::CreateNew, 0) {
+            Ok(_) => return Ok(folder.path().join(path)),
+            Err(FolderError::Io(e)) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(as_io(e)),
         }
     }
     Err(std::io::Error::other("too many files of that name"))
@@ -247,51 +236,21 @@ pub enum WorkspaceFileError {
     Unreadable(String),
 }
 
-/// Reads `path` (relative to `workspace`, or absolute) when it is a file inside
-/// `workspace` (links resolved first, so none leads out) of at most `max_bytes`; returns
-/// its name and bytes.
+/// Reads `path` (relative to the conversation's folder, or absolute inside it) when it is
+/// a regular file there, reached without a link, of at most `max_bytes`; returns its name
+/// and bytes.
 pub fn read_workspace_file(
-    workspace: &Path,
+    folder: &Folder,
     path: &Path,
     max_bytes: u64,
 ) -> Result<(String, Vec<u8>), WorkspaceFileError> {
-    let root = workspace
-        .canonicalize()
-        .map_err(|e| WorkspaceFileError::Unreadable(e.to_string()))?;
-    let full = root.join(path);
-    let real = full.canonicalize().map_err(|_| {
-        match full.starts_with(&root) && !has_parent_step(path) {
-            true => WorkspaceFileError::Missing,
-            false => WorkspaceFileError::Outside,
-        }
+    let data = folder.read(path, max_bytes).map_err(|e| match e {
+        FolderError::Outside(_) => WorkspaceFileError::Outside,
+        FolderError::NotFound | FolderError::NotAFile => WorkspaceFileError::Missing,
+        FolderError::TooLarge { size, max } => WorkspaceFileError::TooLarge(size, max),
+        FolderError::Io(e) => WorkspaceFileError::Unreadable(e.to_string()),
     })?;
-    if !real.starts_with(&root) {
-        return Err(WorkspaceFileError::Outside);
-    }
-    let meta = std::fs::metadata(&real).map_err(|_| WorkspaceFileError::Missing)?;
-    if !meta.is_file() {
-        return Err(WorkspaceFileError::Missing);
-    }
-    if meta.len() > max_bytes {
-        return Err(WorkspaceFileError::TooLarge(meta.len(), max_bytes));
-    }
-    // Checked again on the file opened: the agent may swap a folder for a link meanwhile.
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    let mut data = Vec::new();
-    open_within(&root, &real, &mut options)
-        .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut data))
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::PermissionDenied => WorkspaceFileError::Outside,
-            _ => WorkspaceFileError::Unreadable(e.to_string()),
-        })?;
-    Ok((file_name(&real), data))
-}
-
-/// Whether `path` climbs out of where it starts (`..`).
-fn has_parent_step(path: &Path) -> bool {
-    path.components()
-        .any(|c| matches!(c, std::path::Component::ParentDir))
+    Ok((file_name(path), data))
 }
 
 /// The path a `file://` URI names, if it is one.
@@ -302,6 +261,11 @@ pub fn path_of_file_uri(uri: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `dir` as a conversation's folder.
+    fn folder(dir: &Path) -> Folder {
+        Folder::open(dir, Path::new("")).unwrap()
+    }
 
     fn media(kind: MediaKind, name: &str, mimetype: Option<&str>) -> IncomingMedia {
         IncomingMedia {
@@ -340,16 +304,16 @@ mod tests {
     #[test]
     fn saved_files_stay_in_the_inbox_and_never_overwrite() {
         let dir = tempfile::tempdir().unwrap();
-        let first = save(dir.path(), "report.pdf", b"one").unwrap();
-        let second = save(dir.path(), "report.pdf", b"two").unwrap();
-        let third = save(dir.path(), "sub/report.pdf", b"three").unwrap();
+        let first = save(&folder(dir.path()), "report.pdf", b"one").unwrap();
+        let second = save(&folder(dir.path()), "report.pdf", b"two").unwrap();
+        let third = save(&folder(dir.path()), "sub/report.pdf", b"three").unwrap();
         let inbox = dir.path().join(INBOX);
         assert_eq!(first, inbox.join("report.pdf"));
         assert_eq!(second, inbox.join("report (2).pdf"));
         assert_eq!(third, inbox.join("report (3).pdf"));
         assert_eq!(std::fs::read(&first).unwrap(), b"one");
         assert_eq!(std::fs::read(&second).unwrap(), b"two");
-        let escaped = save(dir.path(), "../../etc/passwd", b"x").unwrap();
+        let escaped = save(&folder(dir.path()), "../../etc/passwd", b"x").unwrap();
         assert_eq!(escaped, inbox.join("passwd"));
         assert_eq!(
             std::fs::read_to_string(inbox.join(".gitignore")).unwrap(),
@@ -359,7 +323,7 @@ mod tests {
         let outside = dir.path().join("outside.txt");
         std::fs::write(&outside, "mine").unwrap();
         std::os::unix::fs::symlink(&outside, inbox.join("notes.txt")).unwrap();
-        let saved = save(dir.path(), "notes.txt", b"new").unwrap();
+        let saved = save(&folder(dir.path()), "notes.txt", b"new").unwrap();
         assert_eq!(saved, inbox.join("notes (2).txt"));
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine");
     }
@@ -369,7 +333,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(INBOX)).unwrap();
-        assert!(save(dir.path(), "x.txt", b"x").is_err());
+        assert!(save(&folder(dir.path()), "x.txt", b"x").is_err());
         assert!(!elsewhere.path().join("x.txt").exists());
     }
 
@@ -475,7 +439,8 @@ mod tests {
         std::fs::write(root.join("src/main.rs"), "fn main() {}").unwrap();
         std::fs::write(dir.path().join("secret.txt"), "key").unwrap();
         std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("link.txt")).unwrap();
-        let read = |p: &str| read_workspace_file(&root, Path::new(p), 1024);
+        let ws = folder(&root);
+        let read = |p: &str| read_workspace_file(&ws, Path::new(p), 1024);
         assert_eq!(
             read("src/main.rs"),
             Ok(("main.rs".into(), b"fn main() {}".to_vec()))
@@ -493,7 +458,7 @@ mod tests {
         assert_eq!(read("nothing.txt"), Err(WorkspaceFileError::Missing));
         assert_eq!(read("src"), Err(WorkspaceFileError::Missing));
         assert_eq!(
-            read_workspace_file(&root, Path::new("src/main.rs"), 4),
+            read_workspace_file(&ws, Path::new("src/main.rs"), 4),
             Err(WorkspaceFileError::TooLarge(12, 4))
         );
         assert_eq!(

@@ -43,9 +43,9 @@ pub struct RoomScope {
     pub room: RoomId,
     /// The thread's root, for a conversation in a thread: only its messages are read.
     pub thread: Option<EventId>,
-    /// The conversation's folder: fetched files are saved in its inbox; posted files are
-    /// read from inside it.
-    pub folder: PathBuf,
+    /// The conversation's folder, held open: fetched files are saved in its inbox; posted
+    /// files are read from beneath it.
+    pub folder: Arc<crate::workspace::folder::Folder>,
     /// Largest file fetched or posted, in bytes.
     pub max_bytes: u64,
 }
@@ -333,7 +333,9 @@ mod tests {
             chat,
             room: "!a".into(),
             thread: thread.map(Into::into),
-            folder: folder.to_owned(),
+            folder: Arc::new(
+                crate::workspace::folder::Folder::open(folder, std::path::Path::new("")).unwrap(),
+            ),
             max_bytes: 1000,
         }
     }

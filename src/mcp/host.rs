@@ -240,7 +240,13 @@ mod tests {
             chat,
             room: "!a".into(),
             thread: None,
-            folder: std::env::temp_dir(),
+            folder: std::sync::Arc::new(
+                crate::workspace::folder::Folder::open(
+                    &std::env::temp_dir(),
+                    std::path::Path::new(""),
+                )
+                .unwrap(),
+            ),
             max_bytes: 1000,
         }
     }

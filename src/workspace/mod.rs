@@ -2,7 +2,7 @@
 //! `{room}`, a folder of its own for each room (so rooms do not share files), made on first
 //! use: an empty folder, or in worktree mode a `git worktree` of a repository ([`worktree`]).
 
-pub mod confined;
+pub mod folder;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -30,6 +30,9 @@ pub enum WorkspaceError {
     /// The folder could not be made.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// The folder could not be opened (it is a link, or reached through one).
+    #[error(transparent)]
+    Folder(#[from] folder::FolderError),
     /// Its worktree could not be made.
     #[error(transparent)]
     Worktree(#[from] WorktreeError),
@@ -90,19 +93,26 @@ impl Workspace {
     }
 
     /// The folder of `room`'s conversation, made if it does not exist yet (in worktree
-    /// mode, a worktree on the room's branch). Runs `git` in worktree mode: call it where
-    /// blocking is fine.
-    pub fn prepare(&self, room: &RoomId) -> Result<PathBuf, WorkspaceError> {
-        let folder = self.for_room(room);
-        match (&self.worktrees, self.branch_for_room(room)) {
-            (Some(worktrees), Some(branch)) if self.per_room() => {
-                if worktrees.ensure(&folder, &branch)? {
-                    tracing::info!(folder = %folder.display(), %branch, "worktree made");
-                }
-            }
-            _ => std::fs::create_dir_all(&folder)?,
+    /// mode, a worktree on the room's branch), and opened: below the root, without
+    /// following a link (the agent may write what is there). Runs `git` in worktree mode:
+    /// call it where blocking is fine.
+    pub fn prepare(&self, room: &RoomId) -> Result<folder::Folder, WorkspaceError> {
+        let path = self.for_room(room);
+        if let (Some(worktrees), Some(branch)) = (&self.worktrees, self.branch_for_room(room))
+            && self.per_room()
+            && worktrees.ensure(&path, &branch)?
+        {
+            tracing::info!(folder = %path.display(), %branch, "worktree made");
         }
-        Ok(folder)
+        self.open(room)
+    }
+
+    /// The folder of `room`'s conversation, opened (made if missing) without following a
+    /// link below the root.
+    pub fn open(&self, room: &RoomId) -> Result<folder::Folder, WorkspaceError> {
+        let (root, path) = (self.root(), self.for_room(room));
+        let below = path.strip_prefix(&root).unwrap_or(Path::new(""));
+        Ok(folder::Folder::open(&root, below)?)
     }
 }
 

@@ -145,7 +145,11 @@ async fn check_agent(
         .map(|m| format!("{} ({})", m.name, m.id))
         .collect();
     writeln!(out, "  auth methods: {}", none(&methods))?;
-    let session = process.new_session(&agent.workspace_root(), None).await;
+    let folder = crate::workspace::folder::Folder::open(&agent.workspace_root(), Path::new(""))
+        .map_err(|e| anyhow::anyhow!("the workspace cannot be opened: {e}"))?;
+    let session = process
+        .new_session(&std::sync::Arc::new(folder), None)
+        .await;
     let result = match session {
         Ok(mut session) => {
             writeln!(out, "  session/new: ok ({})", session.id)?;

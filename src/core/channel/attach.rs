@@ -53,7 +53,14 @@ impl Channel {
             self.notice(strings::attached_already(id)).await;
             return;
         }
-        let folder = ctx.workspace.for_room(&self.key.room);
+        let folder = match self.prepare_folder().await {
+            Ok(folder) => folder,
+            Err(e) => {
+                self.notice(strings::session_failed(&ctx.display_name, &e.to_string()))
+                    .await;
+                return;
+            }
+        };
         let tools = self.grant_tools(&folder);
         let server = tools.as_ref().map(|g| &g.server);
         match ctx.agent.reopen_session(&found.id, &folder, server).await {
@@ -147,7 +154,7 @@ impl Channel {
                 return None;
             }
         };
-        match ctx.agent.list_sessions(&folder).await {
+        match ctx.agent.list_sessions(folder.path()).await {
             Ok(listed) => Some((lease, listed)),
             Err(e) => {
                 tracing::info!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "no session list");

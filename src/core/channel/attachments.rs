@@ -92,10 +92,22 @@ impl Channel {
 
     /// Fetches and saves the files of the prompt about to run, within the size limit; tells
     /// the room about each one that could not be taken (too large, not fetched, not saved).
-    pub(super) async fn take_in(&self, files: &[IncomingMedia]) -> Vec<Received> {
+    pub(super) async fn take_in(&mut self, files: &[IncomingMedia]) -> Vec<Received> {
+        if files.is_empty() {
+            return Vec::new();
+        }
+        let folder = match self.prepare_folder().await {
+            Ok(folder) => folder,
+            Err(e) => {
+                for file in files {
+                    self.file_refused(file, strings::file_not_saved(&file.name, &e.to_string()))
+                        .await;
+                }
+                return Vec::new();
+            }
+        };
         let ctx = &self.ctx;
         let limits = &ctx.media;
-        let folder = ctx.workspace.for_room(&self.key.room);
         let mut received = Vec::new();
         for file in files {
             if let Some(size) = file.size.filter(|s| *s > limits.max_bytes) {

@@ -16,7 +16,7 @@ impl Channel {
     /// so the file comes after what introduces it). A link outside the workspace stays a
     /// link in the text; a file that cannot be posted gets a notice.
     pub(super) async fn post_answer_file(&mut self, file: AnswerFile, view: &mut TurnView) {
-        let folder = self.ctx.workspace.for_room(&self.key.room);
+        let folder = self.prepare_folder().await;
         let max = self.ctx.media.max_bytes;
         let attachment = match file {
             AnswerFile::Image { mime, data } => OutAttachment::new(picture_name(&mime), mime, data),
@@ -30,16 +30,14 @@ impl Channel {
                 OutAttachment::new(name, mime, data)
             }
             AnswerFile::Link { uri, name } => {
-                let read = match media::path_of_file_uri(&uri) {
-                    Some(path) => {
-                        let folder = folder.clone();
-                        tokio::task::spawn_blocking(move || {
-                            media::read_workspace_file(&folder, &path, max)
-                        })
-                        .await
-                        .unwrap_or(Err(WorkspaceFileError::Missing))
-                    }
-                    None => Err(WorkspaceFileError::Outside),
+                let read = match (media::path_of_file_uri(&uri), folder) {
+                    (Some(path), Ok(folder)) => tokio::task::spawn_blocking(move || {
+                        media::read_workspace_file(&folder, &path, max)
+                    })
+                    .await
+                    .unwrap_or(Err(WorkspaceFileError::Missing)),
+                    (Some(_), Err(e)) => Err(WorkspaceFileError::Unreadable(e.to_string())),
+                    (None, _) => Err(WorkspaceFileError::Outside),
                 };
                 match read {
                     Ok((file_name, data)) => {
@@ -89,15 +87,18 @@ impl Channel {
                 .await;
             return;
         }
-        let folder = self.ctx.workspace.for_room(&self.key.room);
         let (max, wanted) = (
             self.ctx.media.max_bytes,
             std::path::PathBuf::from(path.trim()),
         );
-        let read =
-            tokio::task::spawn_blocking(move || media::read_workspace_file(&folder, &wanted, max))
-                .await
-                .unwrap_or(Err(WorkspaceFileError::Missing));
+        let read = match self.prepare_folder().await {
+            Ok(folder) => tokio::task::spawn_blocking(move || {
+                media::read_workspace_file(&folder, &wanted, max)
+            })
+            .await
+            .unwrap_or(Err(WorkspaceFileError::Missing)),
+            Err(e) => Err(WorkspaceFileError::Unreadable(e.to_string())),
+        };
         match read {
             Ok((name, data)) => {
                 let mime = media::guess_mimetype(&name);

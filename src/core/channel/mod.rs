@@ -155,6 +155,9 @@ pub struct Channel {
     /// Set during a turn when the session went to a mode that does not ask and could not
     /// be put back: the turn is stopped and the session left.
     unfenced_turn: bool,
+    /// The conversation's folder, held open once it was first needed (its sessions work in
+    /// it; every file of theirs the gateway touches is opened beneath it).
+    folder: Option<Arc<crate::workspace::folder::Folder>>,
 }
 
 impl Session {
@@ -255,6 +258,7 @@ impl Channel {
             queue_counted: 0,
             kept_mode: None,
             unfenced_turn: false,
+            folder: None,
         }
     }
 

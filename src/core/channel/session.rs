@@ -12,6 +12,8 @@ use crate::model::OutMessage;
 use crate::model::agent::AgentError;
 use crate::render::cards;
 use crate::render::strings;
+use crate::workspace::folder::Folder;
+use std::sync::Arc;
 
 impl Channel {
     /// Leaves the channel's session, if one is open: the agent forgets it too.
@@ -88,33 +90,41 @@ impl Channel {
     /// Opens the room tools to a session about to be opened in `folder`, when the agent has
     /// them: they reach this conversation's room (and thread) only, and close when the
     /// session is left.
-    pub(super) fn grant_tools(&self, folder: &std::path::Path) -> Option<Grant> {
+    pub(super) fn grant_tools(&self, folder: &Arc<Folder>) -> Option<Grant> {
         let host = self.ctx.room_tools.as_ref()?;
         Some(host.grant(RoomScope {
             agent_id: self.ctx.agent_id.clone(),
             chat: self.ctx.chat.clone(),
             room: self.key.room.clone(),
             thread: self.key.thread.clone(),
-            folder: folder.to_owned(),
+            folder: folder.clone(),
             max_bytes: self.ctx.media.max_bytes,
         }))
     }
 
-    /// The conversation's folder, made if it is not there (in worktree mode, by `git`: off
-    /// the async threads).
-    pub(super) async fn prepare_folder(&self) -> Result<std::path::PathBuf, AgentError> {
+    /// The conversation's folder, opened once and held (made if it is not there; in
+    /// worktree mode by `git`, off the async threads): every file of the conversation the
+    /// gateway reads or writes is opened beneath it.
+    pub(super) async fn prepare_folder(&mut self) -> Result<Arc<Folder>, AgentError> {
+        if let Some(folder) = &self.folder {
+            return Ok(folder.clone());
+        }
         let (workspace, room) = (self.ctx.workspace.clone(), self.key.room.clone());
         let made = tokio::task::spawn_blocking(move || workspace.prepare(&room))
             .await
             .map_err(|e| e.to_string())
             .and_then(|made| made.map_err(|e| e.to_string()));
-        made.map_err(|why| {
+        let folder = made.map_err(|why| {
             let folder = self.ctx.workspace.for_room(&self.key.room);
+            tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, folder = %folder.display(), error = %why, "the conversation's folder cannot be used");
             AgentError::Failed(strings::workspace_unusable(
                 &folder.display().to_string(),
                 &why,
             ))
-        })
+        })?;
+        let folder = Arc::new(folder);
+        self.folder = Some(folder.clone());
+        Ok(folder)
     }
 
     /// Makes sure a live session is open; says why in the room when none can be.
