@@ -180,3 +180,89 @@ async fn a_fifo_and_a_huge_sparse_file_read_through_the_client_are_refused_and_n
     env.prompt_and_wait(&room, "%say and again", "and again")
         .await;
 }
+
+/// Runs git directly in `folder`, for the test's own setup.
+fn git(folder: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(folder)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_never_runs_the_agents_hooks_or_fsmonitor_outside_the_sandbox() {
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let repo = outside.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "hello\n").unwrap();
+    git(&repo, &["add", "README"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.email=t@x",
+            "-c",
+            "user.name=T",
+            "commit",
+            "-q",
+            "-m",
+            "first",
+        ],
+    );
+    let env = Env::start_with_agent_toml(
+        SynapseOptions::default(),
+        "[sandbox]\nmode = \"bubblewrap\"",
+        &format!(
+            "workspace = \"workspace-demo/{{room}}\"\n[agents.worktree]\nrepository = {repo:?}"
+        ),
+    )
+    .await;
+    let first = env.room_with_agent(false).await;
+    env.prompt_and_wait(&first, "%say in my worktree", "in my worktree")
+        .await;
+    // Where whatever the agent's git configuration runs leaves its loot: the workspace, which
+    // both the gateway and the agent can reach.
+    let loot = env.gw.dir.path().join("workspace-demo");
+    let session = session_file(&env);
+    let script = |name: &str| {
+        format!(
+            "#!/bin/sh\\ntouch {loot}/{name}-ran\\ncat {session} > {loot}/{name}-stolen 2>/dev/null\\nexit 0\\n",
+            loot = loot.display(),
+            session = session.display(),
+        )
+    };
+    env.alice
+        .send(
+            &first,
+            &format!(
+                "%terminal common=$(git rev-parse --git-common-dir) && mkdir -p $common/hooks && \
+                 printf '{hook}' > $common/hooks/post-checkout && printf '{monitor}' > $common/monitor && \
+                 chmod +x $common/hooks/post-checkout $common/monitor && \
+                 git config core.fsmonitor $(cd $common && pwd)/monitor && echo armed\n%say done",
+                hook = script("hook"),
+                monitor = script("fsmonitor"),
+            ),
+        )
+        .await;
+    let said = env
+        .reply_where(&first, "the armed repository", |t| t.contains("done"))
+        .await;
+    assert!(said.contains("armed"), "{said}");
+    // `!worktree` runs `git status`; a second room makes its worktree (a checkout).
+    env.alice.send(&first, "!worktree").await;
+    env.notice_containing(&first, "on branch").await;
+    let second = env.room_with_agent(false).await;
+    env.prompt_and_wait(&second, "%say second worktree", "second worktree")
+        .await;
+    for name in ["hook", "fsmonitor"] {
+        assert!(
+            !loot.join(format!("{name}-ran")).exists(),
+            "the agent's {name} ran for the gateway's git"
+        );
+        assert!(!loot.join(format!("{name}-stolen")).exists());
+    }
+}

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -54,8 +55,8 @@ pub struct ProcessSpec {
 
 /// A command ready to spawn, with what must stay open until it is spawned.
 pub struct Launch {
-    /// The command.
-    pub command: Command,
+    /// The command (a blocking one: `tokio::process::Command::from` makes it async).
+    pub command: std::process::Command,
     /// The pipe the sandboxed command's own environment is read from, if it has one: kept
     /// open until the command is spawned, then dropped.
     pub env_pipe: Option<OwnedFd>,
@@ -85,7 +86,7 @@ impl ProcessSpec {
         let mut env_pipe = None;
         let mut cmd = match &self.sandbox {
             Some(sandbox) => {
-                let mut cmd = Command::new(&sandbox.program);
+                let mut cmd = std::process::Command::new(&sandbox.program);
                 if !inner_env.is_empty() {
                     let pipe = filled_pipe(&Sandbox::inner_env(inner_env))?;
                     let fd = pipe.as_raw_fd();
@@ -110,7 +111,7 @@ impl ProcessSpec {
                 cmd
             }
             None => {
-                let mut cmd = Command::new(program);
+                let mut cmd = std::process::Command::new(program);
                 cmd.args(args);
                 cmd
             }
@@ -253,10 +254,9 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 impl AgentProcess {
     /// Starts the agent.
     pub fn spawn(spec: &ProcessSpec) -> std::io::Result<Spawned> {
-        let Launch {
-            command: mut cmd,
-            env_pipe,
-        } = spec.command_line(&spec.command, &spec.args, &spec.cwd, &[])?;
+        let Launch { command, env_pipe } =
+            spec.command_line(&spec.command, &spec.args, &spec.cwd, &[])?;
+        let mut cmd = Command::from(command);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -440,7 +440,7 @@ pub(super) mod tests {
             )
             .unwrap();
         assert!(launch.env_pipe.is_none());
-        let envs: Vec<_> = launch.command.as_std().get_envs().collect();
+        let envs: Vec<_> = launch.command.get_envs().collect();
         assert!(
             envs.iter()
                 .any(|(k, v)| *k == "ASKED" && *v == Some(std::ffi::OsStr::new("yes"))),

@@ -120,10 +120,9 @@ impl Terminal {
         env: &[(String, String)],
         limit: Option<usize>,
     ) -> std::io::Result<Self> {
-        let super::process::Launch {
-            command: mut cmd,
-            env_pipe,
-        } = spec.command_line(command, args, cwd, env)?;
+        let super::process::Launch { command, env_pipe } =
+            spec.command_line(command, args, cwd, env)?;
+        let mut cmd = tokio::process::Command::from(command);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

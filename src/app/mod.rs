@@ -94,6 +94,22 @@ fn process_spec(
     }
 }
 
+/// `agent`'s workspace; in worktree mode, git runs there the way the agent runs its
+/// commands (`spec`): in its sandbox, where the hooks and configuration it may write in the
+/// repository reach nothing of the gateway's.
+fn workspace(agent: &AgentConfig, spec: &ProcessSpec) -> crate::workspace::Workspace {
+    let worktrees = agent.worktrees().map(|mut w| {
+        if spec.sandbox.is_some() {
+            let spec = spec.clone();
+            w.launcher = Some(Arc::new(move |cwd, args| {
+                spec.command_line("git", args, cwd, &[]).map(|l| l.command)
+            }));
+        }
+        w
+    });
+    crate::workspace::Workspace::new(&agent.workspace).with_worktrees(worktrees)
+}
+
 /// The mode `agent`'s sessions are put in, which of its modes ask, and what people who are
 /// not admins may choose of its settings, from its config.
 fn settings_policy(agent: &AgentConfig) -> SettingsPolicy {
@@ -198,6 +214,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             None => tracing::warn!(agent = %agent.id, "sandbox: {}", isolation.summary),
         }
         let spec = process_spec(agent, &config.timeouts, isolation);
+        let workspace = workspace(agent, &spec);
         // What it posts is masked with the same values its stderr is.
         let chat = MaskedChat::wrap(user.chat(), spec.secret_values());
         let eager = pool_settings
@@ -214,7 +231,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                 }
             },
         };
-        started.push((agent, user, chat, process));
+        started.push((agent, user, chat, process, workspace));
     }
     if started.is_empty() {
         anyhow::bail!("no agent could be started: {}", problems.join("; "));
@@ -225,7 +242,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         pool_settings,
         started
             .iter()
-            .map(|(agent, _, _, process)| {
+            .map(|(agent, _, _, process, _)| {
                 let port: Arc<dyn AgentPort> = process.clone();
                 (agent.id.clone(), agent.display_name.clone(), port)
             })
@@ -238,7 +255,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let mut contexts = Vec::new();
     let mut users = Vec::new();
     let mut processes = Vec::new();
-    for (agent, user, chat, process) in started {
+    for (agent, user, chat, process, workspace) in started {
         contexts.push(Arc::new(AgentContext {
             agent_id: agent.id.clone().into(),
             display_name: agent.display_name.clone(),
@@ -246,7 +263,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             agent: process.clone(),
             chat,
             store: store.clone(),
-            workspace: agent.workspace(),
+            workspace,
             stream: live.stream.clone(),
             command_prefix: config.commands.prefix.clone(),
             approvers: access.approvers.clone(),

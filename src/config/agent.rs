@@ -178,6 +178,7 @@ impl AgentConfig {
             base: w.base.clone(),
             branch_prefix: (w.branch_prefix.clone())
                 .unwrap_or_else(|| format!("sidekicks/{}/", self.id)),
+            launcher: None,
         })
     }
 

@@ -7,9 +7,32 @@
 //! worktrees it makes are then exactly those `git worktree list` shows people. Removing one
 //! keeps its branch, so nothing committed is lost; git itself refuses to remove a worktree
 //! with uncommitted changes.
+//!
+//! Git as a stranger: the agent may write the repository's git folder (it commits there),
+//! so its configuration, hooks and the `.git` file of a worktree are the agent's. Git runs
+//! where the agent runs its own commands, in its sandbox (a hook or an `fsmonitor` it wrote
+//! reaches nothing of the gateway's), and always with hooks and `fsmonitor` off, without
+//! the system's and the gateway user's configuration, and on a worktree whose `.git` was
+//! checked first to point into the repository.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+
+/// How git is started for worktrees: given the folder to run in and git's arguments, the
+/// command that runs `git` the way the agent runs its own commands (in its sandbox). Set by
+/// the gateway when the agent is sandboxed; without it, git runs directly.
+pub type GitLauncher = Arc<dyn Fn(&Path, &[String]) -> std::io::Result<Command> + Send + Sync>;
+
+/// Configuration every git run gets on its command line, before the repository's own (which
+/// the agent may write): no hooks, no filesystem monitor, no pager.
+const GIT_OVERRIDES: [&str; 5] = [
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "--no-pager",
+];
 
 /// Why a worktree could not be made, read or removed.
 #[derive(Debug, thiserror::Error)]
@@ -28,11 +51,15 @@ pub enum WorktreeError {
     /// The conversation's folder exists and is no worktree: it is left alone.
     #[error("{0} exists and is not a git worktree; move it away or remove it")]
     NotAWorktree(PathBuf),
+    /// The worktree's `.git` is a link, or does not point into the repository: git is not
+    /// run on it.
+    #[error("{0} does not point into the repository's git folder; git is not run on it")]
+    ForeignGit(PathBuf),
 }
 
 /// Where conversations' worktrees come from: one repository, its branches named after the
 /// agent and the room.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Worktrees {
     /// The repository whose worktrees the conversations get.
     pub repository: PathBuf,
@@ -40,7 +67,30 @@ pub struct Worktrees {
     pub base: Option<String>,
     /// The start of every branch name; the conversation's folder name follows.
     pub branch_prefix: String,
+    /// How git is started (in the agent's sandbox); `None`: directly.
+    pub launcher: Option<GitLauncher>,
 }
+
+impl std::fmt::Debug for Worktrees {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worktrees")
+            .field("repository", &self.repository)
+            .field("base", &self.base)
+            .field("branch_prefix", &self.branch_prefix)
+            .field("sandboxed", &self.launcher.is_some())
+            .finish()
+    }
+}
+
+impl PartialEq for Worktrees {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.repository, &self.base, &self.branch_prefix)
+            == (&other.repository, &other.base, &other.branch_prefix)
+            && self.launcher.is_some() == other.launcher.is_some()
+    }
+}
+
+impl Eq for Worktrees {}
 
 /// One conversation's worktree as it stands, for `!worktree`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +135,8 @@ impl Worktrees {
     /// earlier is checked out again (its commits kept), else a new one starts from the base.
     /// Returns whether it was made now.
     pub fn ensure(&self, folder: &Path, branch: &str) -> Result<bool, WorktreeError> {
-        if folder.join(".git").exists() {
+        if std::fs::symlink_metadata(folder.join(".git")).is_ok() {
+            self.check_worktree(folder)?;
             return Ok(false);
         }
         if folder.exists() && std::fs::read_dir(folder).is_ok_and(|mut d| d.next().is_some()) {
@@ -109,17 +160,18 @@ impl Worktrees {
 
     /// How the worktree in `folder` stands; `None` when there is none (yet).
     pub fn status(&self, folder: &Path) -> Result<Option<WorktreeStatus>, WorktreeError> {
-        if !folder.join(".git").exists() {
+        if std::fs::symlink_metadata(folder.join(".git")).is_err() {
             return Ok(None);
         }
-        let branch = run_git(folder, &["rev-parse", "--abbrev-ref", "HEAD"])?;
-        let changes = run_git(folder, &["status", "--porcelain"])?;
-        let last_commit = run_git(folder, &["log", "-1", "--format=%h %s"])?;
+        self.check_worktree(folder)?;
+        let branch = self.run(folder, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+        let changes = self.run(folder, &["status", "--porcelain"])?;
+        let last_commit = self.run(folder, &["log", "-1", "--format=%h %s"])?;
         let base = self.base.as_deref().unwrap_or("HEAD");
-        let base_commit = run_git(&self.repository, &["rev-parse", base]).ok();
+        let base_commit = self.git(&["rev-parse", base]).ok();
         let commits_ahead = base_commit.and_then(|base| {
             let range = format!("{}..HEAD", base.trim());
-            run_git(folder, &["rev-list", "--count", &range])
+            self.run(folder, &["rev-list", "--count", &range])
                 .ok()?
                 .trim()
                 .parse()
@@ -169,29 +221,87 @@ impl Worktrees {
     }
 
     fn has_branch(&self, branch: &str) -> Result<bool, WorktreeError> {
-        let status = Command::new("git")
-            .arg("-C")
-            .arg(&self.repository)
-            .args(["rev-parse", "--verify", "--quiet"])
-            .arg(format!("refs/heads/{branch}"))
+        let reference = format!("refs/heads/{branch}");
+        let args = ["rev-parse", "--verify", "--quiet", reference.as_str()];
+        let output = self
+            .command(&self.repository, &args)
             .output()
             .map_err(WorktreeError::NoGit)?;
-        Ok(status.status.success())
+        Ok(output.status.success())
+    }
+
+    /// Makes sure the worktree in `folder` is one of the repository's: its `.git` a plain
+    /// file naming a folder inside the repository's git folder (the agent writes the
+    /// worktree, so its `.git` could send git to a repository of its own).
+    fn check_worktree(&self, folder: &Path) -> Result<(), WorktreeError> {
+        let dot_git = folder.join(".git");
+        let foreign = || WorktreeError::ForeignGit(dot_git.clone());
+        let meta = std::fs::symlink_metadata(&dot_git).map_err(|_| foreign())?;
+        if !meta.is_file() {
+            return Err(foreign());
+        }
+        let text = std::fs::read_to_string(&dot_git).map_err(|_| foreign())?;
+        let named = text
+            .lines()
+            .find_map(|l| l.strip_prefix("gitdir:"))
+            .map(|p| PathBuf::from(p.trim()))
+            .ok_or_else(foreign)?;
+        let named = std::fs::canonicalize(folder.join(named)).map_err(|_| foreign())?;
+        let common = self.git_folder()?;
+        let common = std::fs::canonicalize(&common).unwrap_or(common);
+        match named.starts_with(common.join("worktrees")) {
+            true => Ok(()),
+            false => Err(foreign()),
+        }
     }
 
     fn git(&self, args: &[&str]) -> Result<String, WorktreeError> {
-        run_git(&self.repository, args)
+        self.run(&self.repository, args)
+    }
+
+    /// Runs `git -C folder args…` as a stranger; its stdout, or its stderr as the error.
+    fn run(&self, folder: &Path, args: &[&str]) -> Result<String, WorktreeError> {
+        run_git(self.command(folder, args), args)
+    }
+
+    /// The command that runs `git -C folder args…`: in the agent's sandbox when there is a
+    /// launcher, with hooks and the filesystem monitor off, and only the repository's own
+    /// configuration.
+    fn command(&self, folder: &Path, args: &[&str]) -> Command {
+        let mut full: Vec<String> = GIT_OVERRIDES.iter().map(|a| a.to_string()).collect();
+        full.extend(["-C".to_owned(), folder.to_string_lossy().into_owned()]);
+        full.extend(args.iter().map(|a| a.to_string()));
+        let mut command = match &self.launcher {
+            Some(launch) => match launch(folder, &full) {
+                Ok(command) => command,
+                // Nothing to run: the error shows when the command fails to start.
+                Err(e) => {
+                    tracing::warn!(error = %e, "git could not be started in the agent's sandbox");
+                    Command::new("/nonexistent/sandboxed-git")
+                }
+            },
+            None => {
+                let mut command = Command::new("git");
+                command.args(&full).env_clear().env(
+                    "PATH",
+                    std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+                );
+                command
+            }
+        };
+        command
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .stdin(std::process::Stdio::null());
+        command
     }
 }
 
-/// Runs `git -C folder args…`; its stdout, or its stderr as the error.
-fn run_git(folder: &Path, args: &[&str]) -> Result<String, WorktreeError> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(folder)
-        .args(args)
-        .output()
-        .map_err(WorktreeError::NoGit)?;
+/// Runs `command` (git with `args`); its stdout, or its stderr as the error.
+fn run_git(mut command: Command, args: &[&str]) -> Result<String, WorktreeError> {
+    let output = command.output().map_err(WorktreeError::NoGit)?;
     if output.status.success() {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
@@ -205,6 +315,13 @@ fn run_git(folder: &Path, args: &[&str]) -> Result<String, WorktreeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs git directly, as a person at the repository would.
+    fn run_git(folder: &Path, args: &[&str]) -> Result<String, WorktreeError> {
+        let mut command = Command::new("git");
+        command.arg("-C").arg(folder).args(args);
+        super::run_git(command, args)
+    }
 
     /// A repository with one commit, in a fresh temporary folder.
     fn repository() -> (tempfile::TempDir, Worktrees) {
@@ -225,6 +342,7 @@ mod tests {
             repository: repo,
             base: None,
             branch_prefix: "sidekicks/demo/".into(),
+            launcher: None,
         };
         (dir, worktrees)
     }
@@ -235,6 +353,7 @@ mod tests {
             repository: "/r".into(),
             base: None,
             branch_prefix: "sk/".into(),
+            launcher: None,
         };
         assert_eq!(w.branch("Ab3_x-Yz"), "sk/Ab3_x-Yz");
         let dotted = w.branch("a..b");
@@ -301,5 +420,49 @@ mod tests {
         let (_dir, w) = repository();
         let git = w.git_folder().unwrap();
         assert_eq!(git, w.repository.canonicalize().unwrap().join(".git"));
+    }
+
+    #[test]
+    fn the_agents_hooks_and_fsmonitor_never_run_and_a_foreign_git_is_refused() {
+        let (dir, w) = repository();
+        let marker = dir.path().join("ran");
+        // What an agent in a worktree may write: the repository's hooks and config.
+        let hook = format!("#!/bin/sh\ntouch {}\n", marker.display());
+        let hooks = w.repository.join(".git/hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        for name in ["post-checkout", "fsmonitor"] {
+            std::fs::write(hooks.join(name), &hook).unwrap();
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+            std::fs::set_permissions(hooks.join(name), mode).unwrap();
+        }
+        let fsmonitor = hooks.join("fsmonitor").display().to_string();
+        run_git(&w.repository, &["config", "core.fsmonitor", &fsmonitor]).unwrap();
+        let folder = dir.path().join("work/room-d");
+        w.ensure(&folder, "sidekicks/demo/d").unwrap();
+        w.status(&folder).unwrap().unwrap();
+        assert!(!marker.exists(), "a hook or the fsmonitor ran");
+        // Run directly, git would have run them: the test sees what it guards against.
+        run_git(&folder, &["status"]).unwrap();
+        assert!(
+            marker.exists(),
+            "git runs the fsmonitor when not told otherwise"
+        );
+
+        // A worktree whose `.git` names a repository of the agent's own is refused.
+        std::fs::remove_file(&marker).unwrap();
+        let elsewhere = dir.path().join("evil");
+        std::fs::create_dir(&elsewhere).unwrap();
+        run_git(&elsewhere, &["init", "-q"]).unwrap();
+        std::fs::write(
+            folder.join(".git"),
+            format!("gitdir: {}\n", elsewhere.join(".git").display()),
+        )
+        .unwrap();
+        let refused = w.status(&folder).unwrap_err();
+        assert!(matches!(refused, WorktreeError::ForeignGit(_)), "{refused}");
+        assert!(matches!(
+            w.ensure(&folder, "sidekicks/demo/d"),
+            Err(WorktreeError::ForeignGit(_))
+        ));
     }
 }

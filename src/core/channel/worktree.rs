@@ -37,6 +37,8 @@ impl Channel {
                             tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, %branch, "worktree removed");
                             self.drain_events(None).await;
                             self.drop_session();
+                            // Its folder is gone: the next message makes and opens it again.
+                            self.folder = None;
                             strings::worktree_removed(&name, &branch)
                         }
                         Err(e) => strings::worktree_failed(&e),
