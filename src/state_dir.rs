@@ -20,6 +20,24 @@ pub fn make_private(dir: &Path) -> io::Result<()> {
     restrict(dir, true)
 }
 
+/// Makes `file` exist (empty, `0600`, never through a link) when it does not yet, so that
+/// the agents' sandboxes, made before the gateway writes it, hide it (a recovery key written
+/// on the first start). An existing file is left as it is.
+pub fn reserve_private_file(file: &Path) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(file);
+    match made {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Creates `dir` if needed and makes the folder itself private, leaving what it holds as
 /// it is (an agent's home).
 pub fn create_private(dir: &Path) -> io::Result<()> {

@@ -266,3 +266,98 @@ async fn git_never_runs_the_agents_hooks_or_fsmonitor_outside_the_sandbox() {
         assert!(!loot.join(format!("{name}-stolen")).exists());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recovery_key_written_after_the_agents_started_stays_hidden() {
+    // Where an operator keeps it: outside the state folder. It does not exist yet: the
+    // gateway writes it on this first start, once the agent's recovery state is known.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let key_file = outside.path().join("demo.recovery-key");
+    let env = Env::start_with(
+        SynapseOptions::default(),
+        "[sandbox]\nmode = \"bubblewrap\"",
+        support::person::CollectStrategy::AllDevices,
+        &[],
+        &format!("matrix.recovery_key_file = {key_file:?}"),
+    )
+    .await;
+    let key = support::wait_until(support::PATIENCE, "the recovery key written", || {
+        std::fs::read_to_string(&key_file)
+            .ok()
+            .map(|k| k.trim().to_owned())
+            .filter(|k| k.len() > 40)
+    })
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, &format!("%read {}\n%say done", key_file.display()))
+        .await;
+    let said = env
+        .reply_where(&room, "the agent's read", |t| t.contains("done"))
+        .await;
+    assert!(
+        !said.contains(&key),
+        "the agent read the recovery key: {said}"
+    );
+    // Covered: it reads as nothing, or not at all.
+    let shown = key_file.display();
+    assert!(
+        said.contains(&format!("read {shown}: 0 bytes"))
+            || said.contains(&format!("cannot read {shown}")),
+        "{said}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_read_another_agents_home() {
+    use support::{AgentSpec, GatewayProcess, Person, Synapse};
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (home_a, home_b) = (outside.path().join("home-a"), outside.path().join("home-b"));
+    // Agent B signed in once: its credentials live in its home.
+    std::fs::create_dir_all(home_b.join(".config")).unwrap();
+    std::fs::write(home_b.join(".config/credentials"), "b-api-key-123456").unwrap();
+    let hs = Synapse::start(SynapseOptions::default()).await;
+    let alice_id = hs.register("alice", "alice-password").await;
+    let a = hs.register("demo", "demo-password").await;
+    let b = hs.register("other", "other-password").await;
+    let spec = |id: &str, user: &str, home: &std::path::Path| AgentSpec {
+        id: id.into(),
+        user_id: user.into(),
+        password: format!("{id}-password"),
+        demo_args: vec![],
+        agent_toml: format!("home = {home:?}"),
+    };
+    let gw = GatewayProcess::start(
+        &hs.url,
+        &[alice_id.as_str()],
+        &[spec("demo", &a, &home_a), spec("other", &b, &home_b)],
+        "[sandbox]\nmode = \"bubblewrap\"",
+    );
+    let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
+    let env = Env {
+        hs,
+        gw,
+        alice,
+        agents: vec![a.clone()],
+        agent: a,
+    };
+    let room = env.room_with_agent(false).await;
+    let credentials = home_b.join(".config/credentials");
+    env.alice
+        .send(
+            &room,
+            &format!("%read {}\n%pwd\n%say done", credentials.display()),
+        )
+        .await;
+    let said = env
+        .reply_where(&room, "the agent's read", |t| t.contains("done"))
+        .await;
+    assert!(
+        said.contains(&format!("home: {}", home_a.display())),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("cannot read {}", credentials.display())),
+        "agent B's credentials were read: {said}"
+    );
+}

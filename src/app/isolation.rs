@@ -153,6 +153,14 @@ fn hidden(config: &Config, agent: &AgentConfig) -> Vec<PathBuf> {
         hide.extend(other.matrix.recovery_key_file.clone());
         if other.id != agent.id {
             hide.push(other.workspace_root());
+            // Its sign-ins and API keys (a home of its own in the state folder is hidden
+            // with it), unless the two share one.
+            hide.extend(
+                other
+                    .home
+                    .clone()
+                    .filter(|h| agent.home.as_ref() != Some(h)),
+            );
         }
     }
     hide.extend(config.sandbox.hide.iter().cloned());

@@ -182,11 +182,26 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("matrix.store_passphrase: {e}"))?,
         require_cross_signed: config.matrix.require_cross_signed,
     };
+    // Every secret file exists, and every agent's home, before any agent starts: each
+    // sandbox hides them as they are then (a recovery key written on the first start, the
+    // other agents' homes).
+    for file in config
+        .agents
+        .iter()
+        .filter_map(|a| a.matrix.recovery_key_file.as_ref())
+    {
+        if let Err(e) = state_dir::reserve_private_file(file) {
+            tracing::warn!(file = %file.display(), error = %e, "could not make the recovery key file before the agents start");
+        }
+    }
+    let isolations: Vec<_> = (config.agents.iter())
+        .map(|agent| isolation(&config, agent, &mut probe))
+        .collect();
     // One agent that cannot start (bad password, broken command) does not stop the others.
     // Agents beyond the pool's limit start at their first prompt.
-    for agent in &config.agents {
+    for (agent, isolation) in config.agents.iter().zip(isolations) {
         // Decided before logging in: an agent that cannot run as configured is skipped.
-        let isolation = match isolation(&config, agent, &mut probe) {
+        let isolation = match isolation {
             Ok(isolation) => isolation,
             Err(e) => {
                 tracing::error!(agent = %agent.id, error = %e, "the agent cannot run as configured; agent skipped");

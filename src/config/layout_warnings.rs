@@ -13,7 +13,23 @@ impl Config {
         let mut warnings = self.access.warnings();
         warnings.extend(self.layout_warnings());
         warnings.extend(self.settings_warnings());
+        warnings.extend(self.hide_warnings());
         warnings
+    }
+
+    /// Paths to hide that do not exist: a sandbox can only cover what is there when it is
+    /// made, so one that appears later is not hidden from agents already running.
+    pub fn hide_warnings(&self) -> Vec<String> {
+        (self.sandbox.hide.iter().enumerate())
+            .filter(|(_, p)| std::fs::symlink_metadata(p).is_err())
+            .map(|(i, p)| {
+                format!(
+                    "sandbox.hide[{i}]: {} does not exist, so agents that start before it \
+                     does are not kept from it; make it (an empty file or folder) first",
+                    p.display()
+                )
+            })
+            .collect()
     }
 
     /// Keys of `[agents.settings]` that no longer do anything.

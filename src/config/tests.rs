@@ -459,3 +459,22 @@ fn the_example_config_has_only_known_keys() {
     let parsed: Result<Config, _> = toml::from_str(example);
     assert!(parsed.is_ok(), "{:?}", parsed.err());
 }
+
+#[test]
+fn a_path_to_hide_that_does_not_exist_is_warned_about() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    std::fs::write(dir.join("there"), "x").unwrap();
+    let text = valid(dir).replacen(
+        "[[agents]]",
+        "[sandbox]\nhide = [\"there\", \"not-yet\"]\n[[agents]]",
+        1,
+    );
+    let cfg = Config::from_toml(&text, &dir.join("c.toml")).unwrap();
+    let warned = cfg.hide_warnings();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].starts_with("sandbox.hide[1]:") && warned[0].contains("not-yet"),
+        "{warned:?}"
+    );
+}

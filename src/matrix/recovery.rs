@@ -21,7 +21,27 @@ use futures::StreamExt;
 use matrix_sdk::encryption::recovery::RecoveryState;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{MatrixAgent, write_private};
+use super::client::MatrixAgent;
+
+/// Writes `content` into `file` itself (made `0600` if missing, never through a link),
+/// replacing what it held, and syncs it.
+fn write_in_place(file: &Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(file)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.set_len(0)?;
+    f.write_all(content.as_bytes())?;
+    f.sync_all()
+}
 
 /// What to do about recovery, from its state on the account and the file's content.
 #[derive(Debug, PartialEq, Eq)]
@@ -137,9 +157,11 @@ impl MatrixAgent {
 }
 
 /// Writes a new recovery key to `file` (only its owner may read it), saying so; `what`
-/// happened is logged with it. The key itself never reaches the log.
+/// happened is logged with it. The key itself never reaches the log. Written in place (the
+/// file is made, empty, before any agent starts): the agents' sandboxes hide the file as it
+/// was then, and a file put there by a rename would not be hidden.
 fn keep_key(agent: &str, file: &Path, key: &str, what: &str) {
-    match write_private(file, &format!("{key}\n")) {
+    match write_in_place(file, &format!("{key}\n")) {
         Ok(()) => {
             tracing::info!(agent, file = %file.display(), "{what}; the key is written to the file: keep a copy of it somewhere safe");
         }
