@@ -42,8 +42,10 @@ async fn a_planted_bwrap_on_the_terminals_path_never_runs_outside_the_sandbox() 
                 "%terminal mkdir -p bin && printf '{script}' > bin/bwrap && chmod +x bin/bwrap && echo planted\n\
                  %terminal --env PATH={bin}:/usr/bin:/bin echo ran-with-its-path\n\
                  %terminal --env LD_PRELOAD={bin}/evil.so echo ran-with-its-loader\n\
+                 %terminal {probe}\n\
                  %say done trying",
                 bin = bin.display(),
+                probe = reach_homeserver(&env),
             ),
         )
         .await;
@@ -65,6 +67,54 @@ async fn a_planted_bwrap_on_the_terminals_path_never_runs_outside_the_sandbox() 
         "{said}"
     );
     assert!(!said.contains("ran-with-its-loader"), "{said}");
+    // By default the sandbox shares the host's network (agents call their model over it).
+    assert!(said.contains("```\nreached-the-homeserver\n```"), "{said}");
+}
+
+/// A shell command that connects to the homeserver's port and says whether it could.
+fn reach_homeserver(env: &Env) -> String {
+    format!(
+        "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{}' 2>/dev/null && echo reached-the-homeserver || echo no-route",
+        env.hs.port
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_without_network_reaches_no_host_service_yet_keeps_its_room_tools() {
+    let env = Env::start_with_agent_toml(
+        SynapseOptions::default(),
+        "[sandbox]\nmode = \"auto\"",
+        "[agents.sandbox]\nnetwork = \"none\"",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &room,
+            &format!(
+                "%terminal {}\n\
+                 %mcp-call sidekicks recent_messages {{\"limit\": 5}}\n\
+                 %say done trying",
+                reach_homeserver(&env)
+            ),
+        )
+        .await;
+    let said = env
+        .reply_where(&room, "the probe and the tool", |t| {
+            t.contains("done trying")
+        })
+        .await;
+    // (The room tools list the prompt, which names both answers: the command's own output
+    // is the fenced block.)
+    assert!(said.contains("```\nno-route\n```"), "{said}");
+    // The room tools still answer, through the socket file bound into the sandbox.
+    assert!(said.contains("mcp-call"), "{said}");
+    assert!(
+        said.contains("%terminal"),
+        "the room's messages are listed: {said}"
+    );
+    // The log says what network the agent has; `auto` became a sandbox that must start.
+    assert!(env.gw.log().contains("network: none (loopback only)"));
 }
 
 /// The access token in the agent's session file.

@@ -578,6 +578,9 @@ async fn run_connection(
     mut requests: mpsc::UnboundedReceiver<Request>,
     init: oneshot::Sender<Result<InitializeResponse, agent_client_protocol::Error>>,
 ) -> Result<(), agent_client_protocol::Error> {
+    // Without a network, the room tools come through the socket file.
+    let offline =
+        (spec.sandbox.as_ref()).is_some_and(|s| s.network == super::sandbox::Network::None);
     let ProcessSpec {
         agent_id,
         file_access,
@@ -706,13 +709,13 @@ async fn run_connection(
             while let Some(request) = requests.recv().await {
                 match request {
                     Request::NewSession { cwd, tools, reply } => {
-                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http, &agent_id));
+                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http, offline, &agent_id));
                         tokio::spawn(async move {
                             let _ = reply.send(cx.send_request(NewSessionRequest::new(cwd).mcp_servers(mcp)).block_task().await);
                         });
                     }
                     Request::Reopen { how, session, cwd, tools, reply } => {
-                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http, &agent_id));
+                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http, offline, &agent_id));
                         tokio::spawn(async move {
                             let id = session.clone();
                             let settings = match how {

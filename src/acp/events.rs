@@ -47,17 +47,22 @@ pub fn agent_info(r: &InitializeResponse) -> AgentInfo {
 }
 
 /// The MCP servers one session is given: the agent's (`configured`), and the gateway's room
-/// tools (`tools`) over HTTP when the agent takes HTTP, else over stdio.
+/// tools (`tools`): for an agent without network (`offline`), over stdio through the socket
+/// file bound into its sandbox; else over HTTP when the agent takes HTTP, else over stdio.
 pub fn with_tools(
     configured: &[McpServer],
     tools: Option<SessionTools>,
     http: bool,
+    offline: bool,
     agent: &str,
 ) -> Vec<McpServer> {
     let mut servers = configured.to_vec();
     if let Some(tools) = tools {
-        let spec = if http { tools.http } else { tools.stdio };
-        let over = if http { "http" } else { "stdio" };
+        let (spec, over) = match (offline, http) {
+            (true, _) => (tools.local, "stdio through the socket file"),
+            (false, true) => (tools.http, "http"),
+            (false, false) => (tools.stdio, "stdio"),
+        };
         tracing::debug!(agent, over, "the session gets the room tools");
         servers.extend(mcp_servers(&[spec], http, agent));
     }

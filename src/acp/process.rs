@@ -542,6 +542,8 @@ pub(super) mod tests {
             hide: vec![state, root.join("config.toml")],
             read_write: vec![work, home],
             read_only: vec![],
+            network: Default::default(),
+            binds: vec![],
         });
         s
     }

@@ -40,6 +40,23 @@ const BASE: [&str; 12] = [
 /// replaced by an empty folder.
 const MASKED: [&str; 2] = ["--tmpfs", "/run"];
 
+/// What network a sandboxed agent has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// The host's: agents call their model over it (the default).
+    #[default]
+    Host,
+    /// None but a loopback of its own (a network namespace of its own: no host service, no
+    /// abstract socket of the host): what a locked-down deployment uses, with a model the
+    /// agent reaches otherwise. The room tools stay reachable, over a socket file bound in.
+    None,
+}
+
+/// Where, inside a sandbox, the room tools' socket is found (bound in from the state
+/// folder) by an agent without network.
+pub const ROOM_TOOLS_SOCKET: &str = "/run/sidekicks/room-tools.sock";
+
 /// How to sandbox one agent process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
@@ -53,6 +70,10 @@ pub struct Sandbox {
     /// Paths the agent may read, even inside a hidden folder (for example where its own
     /// program is installed).
     pub read_only: Vec<PathBuf>,
+    /// Its network.
+    pub network: Network,
+    /// Files bound in at another place: (outside, inside), such as the room tools' socket.
+    pub binds: Vec<(PathBuf, PathBuf)>,
 }
 
 /// One mount, in the order bubblewrap applies them.
@@ -86,6 +107,9 @@ impl Sandbox {
             let resolv = resolv.into_os_string();
             out.extend(["--ro-bind".into(), resolv.clone(), resolv]);
         }
+        if self.network == Network::None {
+            out.push("--unshare-net".into());
+        }
         for mount in self.mounts() {
             let path = mount.path().as_os_str().to_owned();
             match &mount {
@@ -94,6 +118,13 @@ impl Sandbox {
                 Mount::Hidden(p) if p.is_dir() => out.extend(["--tmpfs".into(), path]),
                 Mount::Hidden(_) => out.extend(["--ro-bind".into(), "/dev/null".into(), path]),
             }
+        }
+        for (outside, inside) in &self.binds {
+            out.extend([
+                "--bind".into(),
+                outside.as_os_str().to_owned(),
+                inside.as_os_str().to_owned(),
+            ]);
         }
         out.extend(["--chdir".into(), cwd.as_os_str().to_owned(), "--".into()]);
         out.push(command.into());
@@ -215,6 +246,8 @@ mod tests {
             hide: vec![state.clone(), secret.clone(), work.join("missing")],
             read_write: vec![work.clone(), secret.clone()],
             read_only: vec![],
+            network: Network::Host,
+            binds: vec![],
         };
         let c = |p: &PathBuf| std::fs::canonicalize(p).unwrap();
         assert_eq!(
@@ -258,6 +291,8 @@ mod tests {
             hide: vec![],
             read_write: vec![work.clone()],
             read_only: vec![],
+            network: Network::Host,
+            binds: vec![],
         };
         let line = sandbox.command_line("agent", &["--acp".into()], &work);
         let text: Vec<&str> = line.iter().map(|s| s.to_str().unwrap()).collect();
@@ -272,6 +307,36 @@ mod tests {
         assert_eq!(
             tail,
             ["--chdir", work.to_str().unwrap(), "--", "agent", "--acp"]
+        );
+        assert!(
+            !text.contains(&"--unshare-net"),
+            "the host's network by default"
+        );
+    }
+
+    #[test]
+    fn without_network_the_sandbox_has_its_own_and_the_socket_bound_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let socket = dir.path().join("tools.sock");
+        let sandbox = Sandbox {
+            program: "bwrap".into(),
+            hide: vec![],
+            read_write: vec![work.clone()],
+            read_only: vec![],
+            network: Network::None,
+            binds: vec![(socket.clone(), PathBuf::from(ROOM_TOOLS_SOCKET))],
+        };
+        let line = sandbox.command_line("agent", &[], &work);
+        let text: Vec<&str> = line.iter().map(|s| s.to_str().unwrap()).collect();
+        assert!(text.contains(&"--unshare-net"), "{text:?}");
+        let bind = ["--bind", socket.to_str().unwrap(), ROOM_TOOLS_SOCKET];
+        let at = (text.windows(3).position(|w| w == bind)).expect("the socket is bound in");
+        let run = (text.windows(2).position(|w| w == ["--tmpfs", "/run"])).unwrap();
+        assert!(
+            run < at,
+            "bound after /run is masked, or the mask hides it: {text:?}"
         );
     }
 }

@@ -38,6 +38,11 @@ pub fn isolation(
     probe: &mut Probe,
 ) -> Result<Isolation, String> {
     let mode = agent.sandbox_mode(&config.sandbox);
+    // An agent without a network has it from the sandbox only: it must have one.
+    let mode = match (mode, agent.sandbox.network) {
+        (SandboxMode::Auto, crate::acp::Network::None) => SandboxMode::Bubblewrap,
+        (mode, _) => mode,
+    };
     let unavailable = match mode {
         SandboxMode::Off => {
             return Ok(Isolation {
@@ -100,16 +105,35 @@ pub fn isolation(
             .cloned()
             .chain(program_folder(&agent.command))
             .collect(),
+        network: agent.sandbox.network,
+        // Without a network, the room tools come through their socket file.
+        binds: match (agent.sandbox.network, agent.room_tools) {
+            (crate::acp::Network::None, true) => vec![(
+                room_tools_socket(&config.state_dir),
+                PathBuf::from(crate::acp::ROOM_TOOLS_SOCKET),
+            )],
+            _ => vec![],
+        },
     };
     Ok(Isolation {
         sandbox: Some(sandbox),
         home: Some(home.clone()),
         summary: format!(
             "bubblewrap: writes only to its workspace and {}; the state folder, the config, \
-             password files and the keys in the gateway's home are hidden",
-            home.display()
+             password files and the keys in the gateway's home are hidden; network: {}",
+            home.display(),
+            match agent.sandbox.network {
+                crate::acp::Network::Host => "the host's",
+                crate::acp::Network::None => "none (loopback only)",
+            }
         ),
     })
+}
+
+/// The room tools' socket file, in the state folder (agents without a network get it bound
+/// in at [`crate::acp::ROOM_TOOLS_SOCKET`]).
+pub fn room_tools_socket(state_dir: &Path) -> PathBuf {
+    state_dir.join("room-tools.sock")
 }
 
 /// Where, in the gateway's own home, people and tools keep keys and sign-ins. The rest of

@@ -182,6 +182,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("matrix.store_passphrase: {e}"))?,
         require_cross_signed: config.matrix.require_cross_signed,
     };
+    // Served before any agent starts: an agent without network gets their socket file bound
+    // into its sandbox.
+    let room_tools = start_room_tools(&config).await;
     // Every secret file exists, and every agent's home, before any agent starts: each
     // sandbox hides them as they are then (a recovery key written on the first start, the
     // other agents' homes).
@@ -264,7 +267,6 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             .collect(),
     );
     let access = access_rules(&config.access);
-    let room_tools = start_room_tools(&config).await;
     let agent_ids: Vec<String> = started.iter().map(|(a, ..)| a.id.clone()).collect();
     let (handoffs, handed) = mpsc::unbounded_channel();
     let mut contexts = Vec::new();
@@ -415,7 +417,11 @@ async fn start_room_tools(config: &Config) -> Option<Arc<dyn RoomToolHost>> {
             return None;
         }
     };
-    match McpHost::start(program).await {
+    // Agents without network reach them through a socket file bound into their sandbox.
+    let offline = (config.agents.iter())
+        .any(|a| a.room_tools && a.sandbox.network == crate::acp::Network::None);
+    let socket = offline.then(|| isolation::room_tools_socket(&config.state_dir));
+    match McpHost::start(program, socket).await {
         Ok(host) => Some(Arc::new(host)),
         Err(e) => {
             tracing::error!(error = %e, "the room tools cannot be served on loopback; no room tools");

@@ -42,6 +42,9 @@ pub struct AgentSandboxConfig {
     pub read_only: Vec<PathBuf>,
     /// Paths it may read and write besides its workspace and home (a shared cache).
     pub read_write: Vec<PathBuf>,
+    /// Its network in the sandbox: `host` (the default: it calls its model) or `none` (a
+    /// loopback of its own; the room tools still reach it, over a socket file).
+    pub network: crate::acp::Network,
 }
 
 /// One agent: the process to run and the Matrix account it speaks through.

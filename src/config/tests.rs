@@ -241,6 +241,36 @@ fn the_sandbox_is_on_where_it_works_unless_the_config_says_otherwise() {
 }
 
 #[test]
+fn an_agent_without_network_needs_the_sandbox() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let with = |sandbox: &str| {
+        valid(dir).replace(
+            "[agents.matrix]",
+            &format!("[agents.sandbox]\n{sandbox}\n[agents.matrix]"),
+        )
+    };
+    let plain = Config::from_toml(&valid(dir), &dir.join("c.toml")).unwrap();
+    assert_eq!(plain.agents[0].sandbox.network, crate::acp::Network::Host);
+    let none = Config::from_toml(&with("network = \"none\""), &dir.join("c.toml")).unwrap();
+    assert_eq!(none.agents[0].sandbox.network, crate::acp::Network::None);
+    match Config::from_toml(
+        &with("network = \"none\"\nmode = \"off\""),
+        &dir.join("c.toml"),
+    ) {
+        Err(ConfigError::Invalid { problems, .. }) => {
+            assert!(
+                problems.iter().any(|p| p.key == "agents[0].sandbox.network"
+                    && p.problem.contains("needs the sandbox")),
+                "{problems:?}"
+            )
+        }
+        other => panic!("a network that only a sandbox takes away, without one: {other:?}"),
+    }
+    assert!(Config::from_toml(&with("network = \"lan\""), &dir.join("c.toml")).is_err());
+}
+
+#[test]
 fn the_store_passphrase_comes_from_one_place_that_holds_one() {
     let tmp = tmp();
     let dir = tmp.path();

@@ -281,6 +281,14 @@ impl Config {
                     format!("`{name}` is not a known dialect ({})", known.join(", ")),
                 );
             }
+            if a.sandbox.network == crate::acp::Network::None
+                && a.sandbox_mode(&self.sandbox) == SandboxMode::Off
+            {
+                bad(
+                    k("sandbox.network"),
+                    "`none` needs the sandbox, which is off for this agent".into(),
+                );
+            }
             if a.settings
                 .initial_mode
                 .as_deref()

@@ -507,6 +507,7 @@ mod tests {
         let grant = Grant::new(
             SessionTools {
                 stdio: spec("a"),
+                local: spec("c"),
                 http: spec("b"),
             },
             move || flag.store(true, std::sync::atomic::Ordering::SeqCst),

@@ -1,10 +1,11 @@
 //! `sidekicks mcp-stdio`: the command an agent runs to reach its session's room tools over
-//! stdio. It connects to the gateway on loopback (the address and token are in its
-//! environment, as the session was given them), sends the token, then passes bytes both
-//! ways until either side ends. It knows nothing of MCP: the gateway serves the protocol.
+//! stdio. It connects to the gateway on loopback, or through a socket file (`unix:<path>`)
+//! for an agent without network (the address and token are in its environment, as the
+//! session was given them), sends the token, then passes bytes both ways until either side
+//! ends. It knows nothing of MCP: the gateway serves the protocol.
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
 
 use super::{ADDRESS_VAR, TOKEN_VAR};
 
@@ -32,12 +33,33 @@ pub async fn run() -> Result<(), BridgeError> {
         address: address.clone(),
         source,
     };
-    let stream = TcpStream::connect(&address).await.map_err(unreachable)?;
-    let (mut from_gateway, mut to_gateway) = stream.into_split();
+    match address.strip_prefix("unix:") {
+        Some(path) => {
+            let stream = UnixStream::connect(path).await.map_err(unreachable)?;
+            let (read, write) = stream.into_split();
+            pass_through(read, write, &token).await.map_err(unreachable)
+        }
+        None => {
+            let stream = TcpStream::connect(&address).await.map_err(unreachable)?;
+            let (read, write) = stream.into_split();
+            pass_through(read, write, &token).await.map_err(unreachable)
+        }
+    }
+}
+
+/// Sends the token, then passes stdin and stdout through until either side ends.
+async fn pass_through<R, W>(
+    mut from_gateway: R,
+    mut to_gateway: W,
+    token: &str,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     to_gateway
         .write_all(format!("{token}\n").as_bytes())
-        .await
-        .map_err(unreachable)?;
+        .await?;
     let upstream = async {
         tokio::io::copy(&mut tokio::io::stdin(), &mut to_gateway).await?;
         to_gateway.shutdown().await
@@ -51,10 +73,10 @@ pub async fn run() -> Result<(), BridgeError> {
     // closing stdin ends it once the gateway has answered what it was sent.
     tokio::pin!(downstream);
     tokio::select! {
-        done = &mut downstream => done.map_err(unreachable),
+        done = &mut downstream => done,
         sent = upstream => match sent {
-            Ok(()) => downstream.await.map_err(unreachable),
-            Err(e) => Err(unreachable(e)),
+            Ok(()) => downstream.await,
+            Err(e) => Err(e),
         },
     }
 }

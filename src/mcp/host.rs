@@ -19,7 +19,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, UnixListener};
 use tokio_util::sync::CancellationToken;
 
 use super::tools::RoomToolsServer;
@@ -47,6 +47,9 @@ struct Inner {
     http: SocketAddr,
     /// Where the stdio command connects.
     bridge: SocketAddr,
+    /// The socket file the stdio command of an agent without network connects to (bound
+    /// into its sandbox), if there is one.
+    socket: Option<PathBuf>,
     /// The gateway's own program, which agents run as the stdio command.
     program: PathBuf,
     /// Stops the listeners once the host is gone.
@@ -56,6 +59,9 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.stopped.cancel();
+        if let Some(socket) = &self.socket {
+            let _ = std::fs::remove_file(socket);
+        }
     }
 }
 
@@ -70,18 +76,31 @@ struct Opened {
 }
 
 impl McpHost {
-    /// Starts both listeners on loopback ports the system picks; agents run `program`
-    /// (`sidekicks mcp-stdio`) to reach the tools over stdio.
-    pub async fn start(program: PathBuf) -> std::io::Result<Self> {
+    /// Starts both listeners on loopback ports the system picks, and one on the socket file
+    /// `socket` when given (for agents without network, which get it bound into their
+    /// sandbox); agents run `program` (`sidekicks mcp-stdio`) to reach the tools over stdio.
+    pub async fn start(program: PathBuf, socket: Option<PathBuf>) -> std::io::Result<Self> {
         let http = TcpListener::bind("127.0.0.1:0").await?;
         let bridge = TcpListener::bind("127.0.0.1:0").await?;
+        let local = match &socket {
+            Some(path) => Some(bind_socket(path)?),
+            None => None,
+        };
         let inner = Arc::new(Inner {
             grants: Mutex::new(HashMap::new()),
             http: http.local_addr()?,
             bridge: bridge.local_addr()?,
+            socket,
             program,
             stopped: CancellationToken::new(),
         });
+        if let Some(local) = local {
+            tokio::spawn(serve_local(
+                local,
+                Arc::downgrade(&inner),
+                inner.stopped.clone(),
+            ));
+        }
         tracing::info!(http = %inner.http, stdio_bridge = %inner.bridge, "room tools served on loopback");
         let weak = Arc::downgrade(&inner);
         let answer = move |request| {
@@ -126,19 +145,18 @@ impl RoomToolHost for McpHost {
             closed,
         });
         (self.inner.grants.lock().expect("grants poisoned")).insert(token.clone(), opened);
+        let stdio = |address: String| McpServerSpec::Stdio {
+            name: SERVER_NAME.into(),
+            command: self.inner.program.clone(),
+            args: vec!["mcp-stdio".into()],
+            env: vec![
+                (ADDRESS_VAR.into(), Secret::new(address)),
+                (TOKEN_VAR.into(), Secret::new(token.clone())),
+            ],
+        };
         let server = SessionTools {
-            stdio: McpServerSpec::Stdio {
-                name: SERVER_NAME.into(),
-                command: self.inner.program.clone(),
-                args: vec!["mcp-stdio".into()],
-                env: vec![
-                    (
-                        ADDRESS_VAR.into(),
-                        Secret::new(self.inner.bridge.to_string()),
-                    ),
-                    (TOKEN_VAR.into(), Secret::new(token.clone())),
-                ],
-            },
+            stdio: stdio(self.inner.bridge.to_string()),
+            local: stdio(format!("unix:{}", crate::acp::ROOM_TOOLS_SOCKET)),
             http: McpServerSpec::Http {
                 name: SERVER_NAME.into(),
                 url: format!("http://{}/mcp", self.inner.http),
@@ -194,14 +212,50 @@ async fn route(
 /// Takes connections of stdio commands until the host is gone.
 async fn serve_bridge(listener: TcpListener, inner: Weak<Inner>, stopped: CancellationToken) {
     while let Some(stream) = next_connection(&listener, &stopped, "room tools stdio").await {
-        tokio::spawn(serve_bridged(stream, inner.clone()));
+        let (read, write) = stream.into_split();
+        tokio::spawn(serve_bridged(read, write, inner.clone()));
+    }
+}
+
+/// Listens on the socket file `path`, made afresh, only its owner may connect (the agents'
+/// sandboxes get it bound in).
+fn bind_socket(path: &std::path::Path) -> std::io::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt as _;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Takes connections of stdio commands on the socket file until the host is gone.
+async fn serve_local(listener: UnixListener, inner: Weak<Inner>, stopped: CancellationToken) {
+    loop {
+        let stream = tokio::select! {
+            _ = stopped.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "room tools: could not accept a connection on the socket file");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let (read, write) = stream.into_split();
+        tokio::spawn(serve_bridged(read, write, inner.clone()));
     }
 }
 
 /// Serves the room tools to one stdio command, once its first line is a token of an open
 /// grant; until the grant ends or the command goes.
-async fn serve_bridged(stream: TcpStream, inner: Weak<Inner>) {
-    let (read, write) = stream.into_split();
+async fn serve_bridged<R, W>(read: R, write: W, inner: Weak<Inner>)
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let mut reader = BufReader::new(read);
     let mut line = String::new();
     let mut first_line = (&mut reader).take(TOKEN_LINE_MAX);
@@ -268,7 +322,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_token_opens_its_own_session_s_tools_until_the_session_ends() {
-        let host = McpHost::start("/bin/false".into()).await.unwrap();
+        let host = McpHost::start("/bin/false".into(), None).await.unwrap();
         let chat = FakeChat::new();
         chat.set_members(&["@alice:hs"]);
         let grant = host.grant(scope(chat));

@@ -309,6 +309,9 @@ pub enum McpServerSpec {
 pub struct SessionTools {
     /// A command the agent starts, which passes the protocol on to the gateway.
     pub stdio: McpServerSpec,
+    /// The same command, reaching the gateway through its socket file as an agent without
+    /// network sees it (bound into its sandbox).
+    pub local: McpServerSpec,
     /// The gateway's loopback HTTP endpoint, with the session's token in a header.
     pub http: McpServerSpec,
 }

@@ -135,10 +135,12 @@ async fn check_agent(
         })
         .collect();
     writeln!(out, "  mcp servers: {}", none(&servers))?;
-    let room_tools = match (agent.room_tools, info.mcp_http) {
-        (false, _) => "off",
-        (true, true) => "on, over http",
-        (true, false) => "on, over stdio",
+    let offline = agent.sandbox.network == crate::acp::Network::None;
+    let room_tools = match (agent.room_tools, offline, info.mcp_http) {
+        (false, ..) => "off",
+        (true, true, _) => "on, over stdio through the socket file (no network)",
+        (true, false, true) => "on, over http",
+        (true, false, false) => "on, over stdio",
     };
     writeln!(out, "  room tools: {room_tools}")?;
     let methods: Vec<String> = (info.auth_methods.iter())
