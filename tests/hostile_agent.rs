@@ -411,3 +411,59 @@ async fn an_agent_cannot_read_another_agents_home() {
         "agent B's credentials were read: {said}"
     );
 }
+
+/// The session ID `!sessions` in `room` marks as the conversation's own.
+async fn own_session(env: &Env, room: &matrix_sdk::room::Room) -> String {
+    env.alice.send(room, "!sessions").await;
+    let list = env
+        .notice_containing(room, "sessions in this workspace")
+        .await;
+    (list.body.lines())
+        .filter_map(|l| l.strip_prefix("• "))
+        .find(|l| l.contains("(this conversation)"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the conversation's session among {}", list.body))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_cannot_list_or_attach_another_rooms_session_in_a_shared_workspace() {
+    let env =
+        Env::start_with_demo_args(SynapseOptions::default(), "", &["--sessions", "sessions"]).await;
+    let first = env.room_with_agent(false).await;
+    let second = env.room_with_agent(false).await;
+    env.prompt_and_wait(
+        &first,
+        "%say the launch code is 0000",
+        "the launch code is 0000",
+    )
+    .await;
+    let theirs = own_session(&env, &first).await;
+    env.prompt_and_wait(&second, "%say hello", "hello").await;
+    let mine = own_session(&env, &second).await;
+    assert_ne!(theirs, mine);
+    env.alice.send(&second, "!sessions").await;
+    let list = env.notice_containing(&second, "not shown").await;
+    assert!(!list.body.contains(&theirs), "{}", list.body);
+    assert!(
+        list.body
+            .contains("1 session of another room's conversation is not shown"),
+        "{}",
+        list.body
+    );
+    env.alice.send(&second, &format!("!attach {theirs}")).await;
+    env.notice_containing(
+        &second,
+        &format!("Session {theirs} is another conversation's"),
+    )
+    .await;
+    // The second room's conversation is still its own.
+    env.alice.send(&second, "%history").await;
+    let history = env
+        .reply_where(&second, "the second room's history", |t| {
+            t.contains("earlier prompt")
+        })
+        .await;
+    assert!(!history.contains("launch code"), "{history}");
+    assert_eq!(own_session(&env, &second).await, mine);
+}

@@ -16,6 +16,7 @@ mod outbox;
 mod polls;
 mod positions;
 mod retention;
+mod session_owners;
 mod settings;
 mod unfinished;
 
@@ -222,7 +223,8 @@ impl Store {
         Ok(rows.into_iter().map(|r| AgentId::from(r.0)).collect())
     }
 
-    /// Saves the ACP session of (room, agent).
+    /// Saves the ACP session of (room, agent), and records it as that conversation's unless
+    /// another has it already ([`Store::claim_session`]).
     pub async fn save_session(
         &self,
         conversation: &ConversationKey,
@@ -243,6 +245,7 @@ impl Store {
         .bind(now_ms())
         .execute(&self.pool)
         .await?;
+        self.claim_session(conversation, session_id).await?;
         Ok(())
     }
 

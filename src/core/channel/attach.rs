@@ -10,13 +10,14 @@ use crate::model::ids::UserId;
 impl Channel {
     /// `!sessions`: the agent's sessions whose folder is this conversation's.
     pub(super) async fn sessions_command(&mut self) {
-        let Some((_lease, listed)) = self.listed_sessions().await else {
+        let Some(Listed { listed, others, .. }) = self.listed_sessions().await else {
             return;
         };
         let current = self.session.as_ref().map(|s| s.id.as_str());
         let text = strings::sessions_list(
             &self.ctx.display_name,
             &listed,
+            others.len(),
             current,
             &self.ctx.command_prefix,
         );
@@ -36,9 +37,20 @@ impl Channel {
                 .await;
             return;
         };
-        let Some((_lease, listed)) = self.listed_sessions().await else {
+        let Some(Listed {
+            _lease,
+            listed,
+            others,
+        }) = self.listed_sessions().await
+        else {
             return;
         };
+        if others.iter().any(|other| other == id) {
+            tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, session = id, "refused to attach another conversation's session");
+            self.notice(strings::anothers_session(id, &ctx.command_prefix))
+                .await;
+            return;
+        }
         let Some(found) = listed.iter().find(|s| s.id == id).cloned() else {
             tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = id, "refused to attach a session of another folder, or none");
             self.notice(strings::no_such_session(id, &ctx.command_prefix))
@@ -138,8 +150,9 @@ impl Channel {
     }
 
     /// The agent started (with a lease held while the command works) and its sessions of
-    /// this conversation's folder; says why in the room when there are none to have.
-    async fn listed_sessions(&mut self) -> Option<(crate::core::pool::Lease, Vec<SessionListing>)> {
+    /// this conversation's folder that are not another conversation's; says why in the room
+    /// when there are none to have.
+    async fn listed_sessions(&mut self) -> Option<Listed> {
         let ctx = self.ctx.clone();
         let lease = self.lease().await;
         let ready = match ctx.agent.ensure_running().await {
@@ -154,8 +167,28 @@ impl Channel {
                 return None;
             }
         };
+        // In a folder several rooms share, the agent lists every room's sessions: those of
+        // the other conversations stay theirs.
+        let theirs = match ctx.store.others_sessions(&self.key).await {
+            Ok(theirs) => theirs,
+            Err(e) => {
+                tracing::error!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "cannot tell which sessions are other conversations'");
+                self.notice(strings::session_failed(&ctx.display_name, &e.to_string()))
+                    .await;
+                return None;
+            }
+        };
         match ctx.agent.list_sessions(folder.path()).await {
-            Ok(listed) => Some((lease, listed)),
+            Ok(listed) => {
+                let (others, listed) = listed
+                    .into_iter()
+                    .partition::<Vec<_>, _>(|s| theirs.contains(&s.id));
+                Some(Listed {
+                    _lease: lease,
+                    listed,
+                    others: others.into_iter().map(|s| s.id).collect(),
+                })
+            }
             Err(e) => {
                 tracing::info!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "no session list");
                 self.notice(strings::sessions_unavailable(&ctx.display_name))
@@ -164,4 +197,14 @@ impl Channel {
             }
         }
     }
+}
+
+/// The agent's sessions of a conversation's folder, as `!sessions` and `!attach` see them.
+struct Listed {
+    /// Keeps the agent running while the command works.
+    _lease: crate::core::pool::Lease,
+    /// This conversation's own, and those the gateway never took up (started elsewhere).
+    listed: Vec<SessionListing>,
+    /// The IDs of those that are other conversations': neither shown nor attached.
+    others: Vec<String>,
 }

@@ -60,11 +60,17 @@ pub fn attach_usage(prefix: &str) -> String {
 pub fn sessions_list(
     agent: &str,
     listed: &[crate::model::agent::SessionListing],
+    others: usize,
     current: Option<&str>,
     prefix: &str,
 ) -> String {
+    let others = match others {
+        0 => String::new(),
+        1 => "\n(1 session of another room's conversation is not shown.)".to_owned(),
+        n => format!("\n({n} sessions of other rooms' conversations are not shown.)"),
+    };
     if listed.is_empty() {
-        return format!("{agent} has no sessions in this workspace.");
+        return format!("{agent} has no sessions in this workspace.{others}");
     }
     let mut text = format!("{agent}'s sessions in this workspace ({}):\n", listed.len());
     for s in listed.iter().take(20) {
@@ -84,7 +90,9 @@ pub fn sessions_list(
     if listed.len() > 20 {
         text.push_str(&format!("… and {} more.\n", listed.len() - 20));
     }
-    text.push_str(&format!("Continue one here with {prefix}attach ID."));
+    text.push_str(&format!(
+        "Continue one here with {prefix}attach ID.{others}"
+    ));
     text
 }
 
@@ -98,6 +106,13 @@ pub fn no_such_session(id: &str, prefix: &str) -> String {
     format!(
         "There is no session {id} in this workspace: only sessions of this conversation's folder \
          can continue here ({prefix}sessions lists them)."
+    )
+}
+
+/// Said when `!attach` names a session of another room's (or thread's) conversation.
+pub fn anothers_session(id: &str, prefix: &str) -> String {
+    format!(
+        "Session {id} is another conversation's: it continues only where it was started          ({prefix}sessions lists the ones that can continue here)."
     )
 }
 
