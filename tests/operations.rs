@@ -119,6 +119,51 @@ async fn metrics_count_a_known_sequence_of_turns_and_health_says_ready() {
     assert_eq!(get(&format!("{base}/nothing")).await.0, 404);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_cannot_hold_the_metrics_listener_for_good() {
+    use tokio::io::AsyncReadExt;
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let env = Env::start(
+        SynapseOptions::default(),
+        &format!("[metrics]\nlisten = \"127.0.0.1:{port}\""),
+    )
+    .await;
+    eventually("live", || async {
+        (get(&format!("{base}/health/live")).await.0 == 200).then_some(())
+    })
+    .await;
+    // Far more connections than the listener takes, none of which ever sends a request.
+    let mut idle = Vec::new();
+    for _ in 0..200 {
+        idle.push(
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap(),
+        );
+    }
+    let started = std::time::Instant::now();
+    // The gateway closes every one: beyond its cap at once, the rest once their headers are
+    // overdue. (A read of nothing, or a reset, is a closed connection.)
+    for (n, stream) in idle.iter_mut().enumerate() {
+        let mut byte = [0u8; 1];
+        let left = PATIENCE.saturating_sub(started.elapsed());
+        match tokio::time::timeout(left, stream.read(&mut byte)).await {
+            Ok(Ok(0) | Err(_)) => {}
+            other => panic!("idle connection {n} is still open: {other:?}"),
+        }
+    }
+    eprintln!("200 idle connections closed in {:?}", started.elapsed());
+    eventually("live again", || async {
+        (get(&format!("{base}/health/live")).await.0 == 200).then_some(())
+    })
+    .await;
+    assert!(
+        env.gw.log().contains("too many connections open"),
+        "the log says the listener was full"
+    );
+}
+
 /// Writes `config` as the gateway's config and sends it SIGHUP; returns the first log line
 /// saying `outcome` once there is one.
 async fn reload(env: &Env, config: &str, outcome: &str) -> String {

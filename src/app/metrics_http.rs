@@ -15,6 +15,13 @@ use tokio_util::sync::CancellationToken;
 use crate::core::metrics::metrics;
 use crate::http_server;
 
+/// What the metrics listener lets its clients hold: a scraper or two and health checks need
+/// few connections; the headers of a request, a few seconds.
+const METRICS_LIMITS: http_server::Limits = http_server::Limits {
+    connections: 64,
+    header_timeout: std::time::Duration::from_secs(5),
+};
+
 /// Binds `address` and serves the endpoints until `stop`; `agents` are the agents whose
 /// first sync makes the gateway ready. Returns the address bound.
 pub async fn serve(
@@ -30,7 +37,13 @@ pub async fn serve(
         let answered = answer(&request, &agents);
         async move { answered }
     };
-    tokio::spawn(http_server::serve(listener, "metrics", stop, answer));
+    tokio::spawn(http_server::serve(
+        listener,
+        "metrics",
+        METRICS_LIMITS,
+        stop,
+        answer,
+    ));
     Ok(bound)
 }
 

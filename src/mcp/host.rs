@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::tools::RoomToolsServer;
 use super::{ADDRESS_VAR, SERVER_NAME, TOKEN_VAR};
 use crate::core::room_tools::{Grant, RoomScope, RoomToolHost};
-use crate::http_server::{self, next_connection};
+use crate::http_server::{self, Gate, Limits, next_connection};
 use crate::model::Secret;
 use crate::model::agent::{McpServerSpec, SessionTools};
 
@@ -94,10 +94,14 @@ impl McpHost {
             program,
             stopped: CancellationToken::new(),
         });
+        let limits = Limits::default();
+        // One gate for the stdio commands, whichever way they come.
+        let gate = Arc::new(Gate::new(limits.connections, "room tools stdio"));
         if let Some(local) = local {
             tokio::spawn(serve_local(
                 local,
                 Arc::downgrade(&inner),
+                gate.clone(),
                 inner.stopped.clone(),
             ));
         }
@@ -110,12 +114,14 @@ impl McpHost {
         tokio::spawn(http_server::serve(
             http,
             "room tools http",
+            limits,
             inner.stopped.clone(),
             answer,
         ));
         tokio::spawn(serve_bridge(
             bridge,
             Arc::downgrade(&inner),
+            gate,
             inner.stopped.clone(),
         ));
         Ok(Self { inner })
@@ -209,11 +215,24 @@ async fn route(
     opened.http.handle(request).await
 }
 
-/// Takes connections of stdio commands until the host is gone.
-async fn serve_bridge(listener: TcpListener, inner: Weak<Inner>, stopped: CancellationToken) {
+/// Takes connections of stdio commands until the host is gone, as many at once as `gate`
+/// lets in.
+async fn serve_bridge(
+    listener: TcpListener,
+    inner: Weak<Inner>,
+    gate: Arc<Gate>,
+    stopped: CancellationToken,
+) {
     while let Some(stream) = next_connection(&listener, &stopped, "room tools stdio").await {
+        let Some(open) = gate.admit() else {
+            continue;
+        };
         let (read, write) = stream.into_split();
-        tokio::spawn(serve_bridged(read, write, inner.clone()));
+        let inner = inner.clone();
+        tokio::spawn(async move {
+            let _open = open;
+            serve_bridged(read, write, inner).await
+        });
     }
 }
 
@@ -230,8 +249,14 @@ fn bind_socket(path: &std::path::Path) -> std::io::Result<UnixListener> {
     Ok(listener)
 }
 
-/// Takes connections of stdio commands on the socket file until the host is gone.
-async fn serve_local(listener: UnixListener, inner: Weak<Inner>, stopped: CancellationToken) {
+/// Takes connections of stdio commands on the socket file until the host is gone, as many
+/// at once as `gate` lets in (the same gate as over loopback).
+async fn serve_local(
+    listener: UnixListener,
+    inner: Weak<Inner>,
+    gate: Arc<Gate>,
+    stopped: CancellationToken,
+) {
     loop {
         let stream = tokio::select! {
             _ = stopped.cancelled() => return,
@@ -244,8 +269,15 @@ async fn serve_local(listener: UnixListener, inner: Weak<Inner>, stopped: Cancel
                 }
             },
         };
+        let Some(open) = gate.admit() else {
+            continue;
+        };
         let (read, write) = stream.into_split();
-        tokio::spawn(serve_bridged(read, write, inner.clone()));
+        let inner = inner.clone();
+        tokio::spawn(async move {
+            let _open = open;
+            serve_bridged(read, write, inner).await
+        });
     }
 }
 
