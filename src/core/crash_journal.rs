@@ -49,7 +49,8 @@ impl JournaledReplies {
 #[async_trait]
 impl ChatPort for JournaledReplies {
     async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
-        let cut = ReplyStream::cut_content(&msg.body, self.footer);
+        // Not knowing the room's setting here, no picture: the safe side.
+        let cut = ReplyStream::cut_content(&msg.body, self.footer, Default::default());
         let intent = CutMessage {
             event_id: None,
             txn_id: Some(txn.to_owned()),

@@ -64,7 +64,7 @@ pub struct PostParams {
 impl RoomToolsServer {
     /// The latest messages.
     #[tool(
-        description = "Read the latest messages of this chat conversation (in a thread: that thread), oldest first, with time, sender and event ID, and the files they carry."
+        description = "Read the latest messages of this chat conversation (in a thread: that thread), oldest first, one per line starting with [time], with sender and event ID, and the files they carry; a message of several lines continues on lines indented by four spaces."
     )]
     async fn recent_messages(
         &self,

@@ -2,20 +2,34 @@
 
 use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd, html};
 
+/// Which of the agent's Markdown pictures are shown as pictures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pictures {
+    /// None: every picture becomes its description and address as text (or a link for
+    /// `https`), so a reader's client and homeserver fetch nothing without a click. The
+    /// default: an `mxc://` address names a server, which a reader's homeserver asks for
+    /// the picture, so a picture could carry an encrypted room's words to any server.
+    #[default]
+    Links,
+    /// Pictures already on a Matrix server (`mxc://`) are shown; any other becomes a link.
+    Matrix,
+}
+
 /// Renders agent Markdown to HTML for `formatted_body`. Returns `None` when the text has no
 /// formatting at all, so plain answers stay plain events.
 ///
 /// The agent's text is untrusted, and clients differ in how well they sanitise: raw HTML is
 /// escaped rather than passed through, a link keeps its target only for a safe scheme
-/// ([`SAFE_SCHEMES`]; a `javascript:` link becomes its text), and only pictures already on
-/// the homeserver (`mxc://`) are shown: any other becomes a link, so no client loads a
-/// third-party URL (which could carry data out) without someone clicking it.
-pub fn to_html(markdown: &str) -> Option<String> {
+/// ([`SAFE_SCHEMES`]; a `javascript:` link becomes its text), and a picture is shown only
+/// when `pictures` lets it (only `mxc://` ones ever): any other becomes a link or text, so
+/// no client loads an address (which could carry data out) without someone clicking it.
+pub fn to_html(markdown: &str, pictures: Pictures) -> Option<String> {
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_FOOTNOTES;
-    let events = defuse(Parser::new_ext(markdown, options));
+    let events = defuse(Parser::new_ext(markdown, options), pictures);
     let mut out = String::with_capacity(markdown.len() * 5 / 4 + 16);
     html::push_html(&mut out, events.into_iter());
     let trimmed = out.trim_end();
@@ -46,8 +60,8 @@ fn is_safe_link(url: &str) -> bool {
 }
 
 /// `events` with raw HTML turned into text, unsafe links into their text, and pictures
-/// that are not on the homeserver into links (or their text).
-fn defuse<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
+/// that `pictures` does not show into links (or their text and address).
+fn defuse<'a>(events: impl Iterator<Item = Event<'a>>, pictures: Pictures) -> Vec<Event<'a>> {
     let mut out = Vec::new();
     // For each open link or image (an image may sit inside a link): what its end becomes
     // (`None`: dropped), and the address to show as its text if it turns out to have none
@@ -79,7 +93,8 @@ fn defuse<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
                 title,
                 id,
             }) => {
-                if dest_url.starts_with("mxc://") {
+                let matrix = dest_url.starts_with("mxc://");
+                if matrix && pictures == Pictures::Matrix {
                     open.push((Some(TagEnd::Image), None));
                     out.push(Event::Start(Tag::Image {
                         link_type,
@@ -95,6 +110,9 @@ fn defuse<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
                         title,
                         id,
                     }));
+                } else if matrix {
+                    // Its description, then its address as text: nothing fetches it.
+                    open.push((None, Some(dest_url)));
                 } else {
                     // Unsafe, or inside a link (a link in a link is no HTML): the
                     // description is enough.
@@ -103,12 +121,20 @@ fn defuse<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
             }
             Event::End(TagEnd::Link | TagEnd::Image) => {
                 let (end, url) = open.pop().unwrap_or((None, None));
-                let empty = matches!(out.last(), Some(Event::Start(Tag::Link { .. })));
-                if let Some(url) = url.filter(|_| empty) {
-                    out.push(Event::Text(url));
-                }
-                if let Some(end) = end {
-                    out.push(Event::End(end));
+                match (end, url) {
+                    // A picture made a link: its address is its text if it has none.
+                    (Some(end), url) => {
+                        let empty = matches!(out.last(), Some(Event::Start(Tag::Link { .. })));
+                        if let Some(url) = url.filter(|_| empty) {
+                            out.push(Event::Text(url));
+                        }
+                        out.push(Event::End(end));
+                    }
+                    // A Matrix picture not shown: its address after its description.
+                    (None, Some(url)) => {
+                        out.push(Event::Text(format!(" ({url})").into()));
+                    }
+                    (None, None) => {}
                 }
             }
             other => out.push(other),
@@ -123,8 +149,8 @@ mod tests {
 
     #[test]
     fn plain_text_has_no_html() {
-        assert_eq!(to_html("hello world"), None);
-        assert_eq!(to_html(""), None);
+        assert_eq!(to_html("hello world", Pictures::Links), None);
+        assert_eq!(to_html("", Pictures::Links), None);
     }
 
     #[test]
@@ -146,20 +172,20 @@ mod tests {
             ("~~gone~~", "<del>gone</del>"),
         ];
         for (md, expected) in table {
-            let html = to_html(md).unwrap_or_default();
+            let html = to_html(md, Pictures::Links).unwrap_or_default();
             assert!(html.contains(expected), "{md:?} → {html:?}");
         }
     }
 
     #[test]
     fn raw_html_is_escaped() {
-        let html = to_html("hi <script>alert(1)</script> there").unwrap();
+        let html = to_html("hi <script>alert(1)</script> there", Pictures::Links).unwrap();
         assert!(!html.contains("<script>"), "{html}");
         assert!(html.contains("&lt;script&gt;"), "{html}");
     }
 
     #[test]
-    fn only_safe_links_and_homeserver_pictures_survive() {
+    fn only_safe_links_survive_and_pictures_become_links_or_text() {
         // (markdown, must contain, must not contain)
         let table: &[(&str, &str, &str)] = &[
             ("[x](javascript:alert(1))", "x", "javascript"),
@@ -196,10 +222,11 @@ mod tests {
             ),
             ("![pic](javascript:alert(1))", "pic", "javascript"),
             (
-                "![pic](mxc://hs/abc)",
-                "<img src=\"mxc://hs/abc\" alt=\"pic\"",
-                "<a",
+                "![pic](mxc://evil.example/c2VjcmV0)",
+                "pic (mxc://evil.example/c2VjcmV0)",
+                "<img",
             ),
+            ("![](mxc://hs/abc)", "(mxc://hs/abc)", "<img"),
             (
                 "[![pic](https://t.example/i.png)](https://example.org)",
                 "href=\"https://example.org\"",
@@ -207,24 +234,47 @@ mod tests {
             ),
         ];
         for (md, present, absent) in table {
-            let html = to_html(md).unwrap_or_else(|| md.to_string());
+            let html = to_html(md, Pictures::Links).unwrap_or_else(|| md.to_string());
             assert!(html.contains(present), "{md:?} → {html:?}");
             assert!(!html.contains(absent), "{md:?} → {html:?}");
         }
     }
 
+    #[test]
+    fn matrix_pictures_are_shown_only_when_allowed() {
+        let shown = to_html("![pic](mxc://hs/abc)", Pictures::Matrix).unwrap();
+        assert!(
+            shown.contains("<img src=\"mxc://hs/abc\" alt=\"pic\""),
+            "{shown}"
+        );
+        let elsewhere = to_html("![pic](https://t.example/p.png)", Pictures::Matrix).unwrap();
+        assert!(!elsewhere.contains("<img"), "{elsewhere}");
+        let linked = to_html(
+            "[![pic](mxc://hs/abc)](https://example.org)",
+            Pictures::Links,
+        )
+        .unwrap();
+        assert!(
+            linked.contains("href=\"https://example.org\"") && !linked.contains("<img"),
+            "{linked}"
+        );
+    }
+
     proptest::proptest! {
         /// Whatever the agent writes renders without panicking, and never with a
-        /// `javascript:` link or a picture from outside the homeserver.
+        /// `javascript:` link or a picture from outside Matrix (none at all by default).
         #[test]
         fn any_markdown_renders_without_unsafe_links_or_pictures(
             text in "(\\PC|\\[|\\]|\\(|\\)|!|<|>|javascript:|https://x/|mxc://h/|\n)*",
         ) {
-            if let Some(html) = to_html(&text) {
+            if let Some(html) = to_html(&text, Pictures::Matrix) {
                 let lower = html.to_lowercase();
                 proptest::prop_assert!(!lower.contains("href=\"javascript"), "{}", html);
                 proptest::prop_assert!(!lower.contains("<img src=\"http"), "{}", html);
                 proptest::prop_assert!(!lower.contains("<script"), "{}", html);
+            }
+            if let Some(html) = to_html(&text, Pictures::Links) {
+                proptest::prop_assert!(!html.to_lowercase().contains("<img"), "{}", html);
             }
         }
     }

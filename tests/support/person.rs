@@ -514,6 +514,17 @@ impl Person {
             .map(|m| m.body.clone())
     }
 
+    /// The HTML `event_id` shows now (its last edit's, if edited), if any.
+    pub fn current_html(&self, event_id: &str) -> Option<String> {
+        if let Some(last) = self.edits_of(event_id).last() {
+            return last.html.clone();
+        }
+        let log = self.log.lock().unwrap();
+        (log.messages.iter())
+            .find(|m| m.event_id == event_id)
+            .and_then(|m| m.html.clone())
+    }
+
     /// Reactions seen on `event_id`.
     pub fn reactions_on(&self, event_id: &str) -> Vec<SeenReaction> {
         self.log

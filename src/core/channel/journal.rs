@@ -51,7 +51,7 @@ impl TurnJournal {
         if self.saved_reply.as_ref() == Some(&key) {
             return;
         }
-        let content = ReplyStream::cut_content(shown, self.cut_footer);
+        let content = ReplyStream::cut_content(shown, self.cut_footer, stream.pictures());
         let message = cut_message(id, "reply", content);
         self.saved_reply = Some(key);
         self.save(&message).await;

@@ -375,6 +375,7 @@ mod tests {
             max_bytes: 10_000,
             max_reply_bytes: 1_000_000,
             patience: crate::core::view::live::MAX_OUTAGE,
+            pictures: Default::default(),
         }
     }
 

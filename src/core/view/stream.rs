@@ -41,6 +41,8 @@ pub struct StreamSettings {
     /// How long the end of a turn keeps retrying its final content while the homeserver
     /// fails; what is still undelivered then goes to the outbox.
     pub patience: Duration,
+    /// Which of the agent's Markdown pictures are shown (`[display] pictures`).
+    pub pictures: markdown::Pictures,
 }
 
 /// Counts kept for the log and for benchmarks.
@@ -174,9 +176,15 @@ impl ReplyStream {
             .map(|p| (p.event_id.as_str(), p.shown.as_str()))
     }
 
-    /// The content of a reply message that was cut after `shown`: the text, then `footer`.
-    pub fn cut_content(shown: &str, footer: &str) -> OutMessage {
-        to_message(&with_footer(shown, footer))
+    /// The content of a reply message that was cut after `shown`: the text, then `footer`,
+    /// its pictures as `pictures` says.
+    pub fn cut_content(shown: &str, footer: &str, pictures: markdown::Pictures) -> OutMessage {
+        to_message(&with_footer(shown, footer), pictures)
+    }
+
+    /// Which of the agent's pictures this reply shows.
+    pub fn pictures(&self) -> markdown::Pictures {
+        self.settings.pictures
     }
 
     /// Counters so far.
@@ -233,7 +241,7 @@ impl ReplyStream {
         let Some((index, text)) = self.next_request().map(|(i, t)| (i, t.into_owned())) else {
             return Ok(());
         };
-        let message = to_message(&text);
+        let message = to_message(&text, self.settings.pictures);
         let result = match self.posted.get(index) {
             None => {
                 let txn = format!("{}-{index}", self.txn_prefix);
@@ -314,7 +322,7 @@ impl ReplyStream {
             out.push(Undelivered {
                 event_id: posted.map(|p| p.event_id.clone()),
                 txn: format!("{}-{i}", self.txn_prefix),
-                content: to_message(&want),
+                content: to_message(&want, self.settings.pictures),
             });
         }
         out
@@ -338,8 +346,9 @@ fn with_footer(text: &str, footer: &str) -> String {
 
 /// The Matrix content for one message of a reply: Markdown body plus HTML, without HTML when
 /// the event would grow too large.
-fn to_message(text: &str) -> OutMessage {
-    let html = markdown::to_html(text).filter(|h| h.len() + text.len() <= MAX_EVENT_CONTENT_BYTES);
+fn to_message(text: &str, pictures: markdown::Pictures) -> OutMessage {
+    let html = markdown::to_html(text, pictures)
+        .filter(|h| h.len() + text.len() <= MAX_EVENT_CONTENT_BYTES);
     OutMessage {
         body: text.to_owned(),
         html,
@@ -413,6 +422,7 @@ mod tests {
             max_bytes: 2_000,
             max_reply_bytes: 1_000_000,
             patience: crate::core::view::live::MAX_OUTAGE,
+            pictures: Default::default(),
         }
     }
 
@@ -667,6 +677,7 @@ mod tests {
                     max_bytes: 1_000,
                     max_reply_bytes: 1_000_000,
                     patience: crate::core::view::live::MAX_OUTAGE,
+                    pictures: Default::default(),
                 },
             );
             let chars: Vec<char> = text.chars().collect();
@@ -694,7 +705,7 @@ mod tests {
     #[test]
     fn oversized_html_is_dropped_rather_than_sending_an_invalid_event() {
         let text = "<".repeat(10_000);
-        let msg = to_message(&text);
+        let msg = to_message(&text, Default::default());
         assert_eq!(msg.html, None);
         assert_eq!(msg.body, text);
     }

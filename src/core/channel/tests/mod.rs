@@ -114,6 +114,7 @@ fn context(
             max_bytes: 10_000,
             max_reply_bytes: 1_000_000,
             patience: crate::core::view::live::MAX_OUTAGE,
+            pictures: Default::default(),
         }),
         command_prefix: "!".into(),
         allowed: AccessList::new(&["@alice:x"]),

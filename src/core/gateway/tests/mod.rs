@@ -99,6 +99,7 @@ async fn gateway_of(
                     max_bytes: 10_000,
                     max_reply_bytes: 1_000_000,
                     patience: crate::core::view::live::MAX_OUTAGE,
+                    pictures: Default::default(),
                 }),
                 command_prefix: "!".into(),
                 approvers: AccessList::new(&["@alice:x", "@boss:x"]),
