@@ -181,6 +181,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             .store_passphrase()
             .map_err(|e| anyhow::anyhow!("matrix.store_passphrase: {e}"))?,
         require_cross_signed: config.matrix.require_cross_signed,
+        require_verified_identity: config.matrix.require_verified_identity,
     };
     // Served before any agent starts: an agent without network gets their socket file bound
     // into its sandbox.

@@ -162,6 +162,12 @@ pub struct MatrixConfig {
     /// changed since it was verified).
     #[serde(default)]
     pub require_cross_signed: bool,
+    /// Refuse them also when the sender's identity was not verified by the agent's own
+    /// (its user-signing key signed it, as when someone signed in as the agent verifies the
+    /// person): a homeserver that makes a new identity for a user, with devices it
+    /// cross-signs, is believed otherwise. Implies `require_cross_signed`.
+    #[serde(default)]
+    pub require_verified_identity: bool,
     /// Name of an environment variable holding the passphrase that encrypts the agents'
     /// Matrix stores (their end-to-end keys) at rest.
     #[serde(default)]

@@ -295,6 +295,13 @@ fn the_store_passphrase_comes_from_one_place_that_holds_one() {
         "correct horse"
     );
     assert!(!cfg.matrix.require_cross_signed, "off unless asked");
+    assert!(!cfg.matrix.require_verified_identity, "off unless asked");
+    let strict = Config::from_toml(
+        &with("require_verified_identity = true"),
+        &dir.join("c.toml"),
+    )
+    .unwrap();
+    assert!(strict.matrix.require_verified_identity);
     let both = problems(with(
         "store_passphrase_file = \"pass\"\nstore_passphrase_env = \"SIDEKICKS_NO_SUCH_VAR\"",
     ));

@@ -85,6 +85,8 @@ pub struct MatrixSecurity {
     pub store_passphrase: Option<Secret>,
     /// Refuse encrypted events from devices their owner has not cross-signed.
     pub require_cross_signed: bool,
+    /// Refuse them also from identities the agent's own has not verified.
+    pub require_verified_identity: bool,
 }
 
 impl MatrixAgent {
@@ -180,7 +182,9 @@ impl MatrixAgent {
             user_id: user,
             session_file,
             trust: SenderTrust {
-                require_cross_signed: security.require_cross_signed,
+                require_cross_signed: security.require_cross_signed
+                    || security.require_verified_identity,
+                require_verified_identity: security.require_verified_identity,
             },
             late_keys: LateKeys::default(),
             recovery_key_file: agent.matrix.recovery_key_file.clone(),

@@ -12,6 +12,10 @@ pub struct SenderTrust {
     /// Also refuse events from devices their owner has not signed (cross-signed), and from
     /// devices that cannot be found.
     pub require_cross_signed: bool,
+    /// Also refuse events from cross-signed devices whose owner's identity the agent's own
+    /// identity has not verified: otherwise a homeserver that gives a user a new identity
+    /// of its making, and a device it signs, is believed.
+    pub require_verified_identity: bool,
 }
 
 /// Why `info` does not prove that `claimed` sent the event it came with; `None`: proven
@@ -35,8 +39,12 @@ pub fn unproven(info: &EncryptionInfo, claimed: &str, trust: SenderTrust) -> Opt
         VerificationLevel::VerificationViolation => Some(format!(
             "{claimed}'s identity has changed since it was verified"
         )),
+        VerificationLevel::UnverifiedIdentity if trust.require_verified_identity => Some(format!(
+            "{claimed}'s identity has not been verified by this agent (this gateway requires \
+             verified identities: sign in as the agent and verify {claimed})"
+        )),
         // Cross-signed by its owner: who the owner is was not verified by the agent, which
-        // no one expects of a bot.
+        // no one expects of a bot unless the operator asked for it.
         VerificationLevel::UnverifiedIdentity => None,
         VerificationLevel::UnsignedDevice if trust.require_cross_signed => Some(format!(
             "it comes from a device {claimed} has not verified (this gateway requires \
@@ -72,30 +80,38 @@ mod tests {
     fn forged_and_changed_senders_are_refused_and_the_rest_as_configured() {
         use VerificationLevel::*;
         let unverified = |level| VerificationState::Unverified(level);
-        let (lenient, strict) = (
+        let (lenient, strict, strictest) = (
             SenderTrust::default(),
             SenderTrust {
                 require_cross_signed: true,
+                require_verified_identity: false,
+            },
+            SenderTrust {
+                require_cross_signed: true,
+                require_verified_identity: true,
             },
         );
+        // (state, refused: by default, cross-signing required, verified identity required)
         let table = [
-            (VerificationState::Verified, false, false),
-            (unverified(UnverifiedIdentity), false, false),
-            (unverified(MismatchedSender), true, true),
-            (unverified(VerificationViolation), true, true),
-            (unverified(UnsignedDevice), false, true),
+            (VerificationState::Verified, false, false, false),
+            (unverified(UnverifiedIdentity), false, false, true),
+            (unverified(MismatchedSender), true, true, true),
+            (unverified(VerificationViolation), true, true, true),
+            (unverified(UnsignedDevice), false, true, true),
             (
                 unverified(None(DeviceLinkProblem::MissingDevice)),
                 false,
+                true,
                 true,
             ),
             (
                 unverified(None(DeviceLinkProblem::InsecureSource)),
                 false,
                 true,
+                true,
             ),
         ];
-        for (state, refused_lenient, refused_strict) in table {
+        for (state, refused_lenient, refused_strict, refused_strictest) in table {
             let event = info("@alice:x", state.clone());
             assert_eq!(
                 unproven(&event, "@alice:x", lenient).is_some(),
@@ -106,6 +122,11 @@ mod tests {
                 unproven(&event, "@alice:x", strict).is_some(),
                 refused_strict,
                 "{state:?}, cross-signing required"
+            );
+            assert_eq!(
+                unproven(&event, "@alice:x", strictest).is_some(),
+                refused_strictest,
+                "{state:?}, verified identities required"
             );
         }
         // Keys of one user on an event naming another: refused, even fully verified.
