@@ -19,5 +19,5 @@ mod transport;
 
 pub use connection::AcpAgent;
 pub use process::ProcessSpec;
-pub use sandbox::{Network, ROOM_TOOLS_SOCKET, Sandbox};
+pub use sandbox::{Network, Sandbox};
 pub use supervisor::SupervisedAgent;

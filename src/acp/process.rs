@@ -449,6 +449,36 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn every_command_leads_a_session_of_its_own() {
+        // The session ID (field 6 of /proc/self/stat) is the process's own ID: it has left
+        // the gateway's session and has no controlling terminal to push keystrokes into.
+        let s = spec("true");
+        let script = "read -r pid _ _ _ _ sid _ < /proc/self/stat; echo $pid $sid";
+        let mut launch = s
+            .command_line(
+                "sh",
+                &["-c".into(), format!("exec sh -c '{script}'")],
+                std::path::Path::new("/"),
+                &[],
+            )
+            .unwrap();
+        let out = launch.command.output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let ids: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(ids.len(), 2, "{text}");
+        assert_eq!(ids[0], ids[1], "pid and session: {text}");
+        let ours = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let our_session = ours
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .nth(3)
+            .unwrap();
+        assert_ne!(ids[1], our_session, "not the gateway's session");
+    }
+
+    #[test]
     fn configured_values_are_masked_in_stderr_lines() {
         let mut s = spec("true");
         s.env

@@ -53,10 +53,6 @@ pub enum Network {
     None,
 }
 
-/// Where, inside a sandbox, the room tools' socket is found (bound in from the state
-/// folder) by an agent without network.
-pub const ROOM_TOOLS_SOCKET: &str = "/run/sidekicks/room-tools.sock";
-
 /// How to sandbox one agent process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
@@ -226,6 +222,7 @@ impl Sandbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::agent::ROOM_TOOLS_SOCKET;
 
     fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
         let root = tempfile::tempdir().unwrap();

@@ -110,7 +110,7 @@ pub fn isolation(
         binds: match (agent.sandbox.network, agent.room_tools) {
             (crate::acp::Network::None, true) => vec![(
                 room_tools_socket(&config.state_dir),
-                PathBuf::from(crate::acp::ROOM_TOOLS_SOCKET),
+                PathBuf::from(crate::model::agent::ROOM_TOOLS_SOCKET),
             )],
             _ => vec![],
         },
@@ -131,7 +131,7 @@ pub fn isolation(
 }
 
 /// The room tools' socket file, in the state folder (agents without a network get it bound
-/// in at [`crate::acp::ROOM_TOOLS_SOCKET`]).
+/// in at [`crate::model::agent::ROOM_TOOLS_SOCKET`]).
 pub fn room_tools_socket(state_dir: &Path) -> PathBuf {
     state_dir.join("room-tools.sock")
 }

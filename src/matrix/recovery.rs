@@ -207,4 +207,29 @@ mod tests {
         std::fs::write(&file, " EsT1 abcd \n").unwrap();
         assert_eq!(read_key(&file).unwrap().as_deref(), Some("EsT1 abcd"));
     }
+
+    #[test]
+    fn keys_are_written_into_the_file_itself_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "untouched").unwrap();
+        let key = dir.path().join("key");
+        std::os::unix::fs::symlink(&elsewhere, &key).unwrap();
+        assert!(write_in_place(&key, "EsT1 abcd").is_err());
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
+        // The session file's temporary file: a link planted there is replaced, not followed.
+        let session = dir.path().join("session.json");
+        std::os::unix::fs::symlink(&elsewhere, session.with_extension("tmp")).unwrap();
+        crate::matrix::client::write_private(&session, "{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
+        assert_eq!(std::fs::read_to_string(&session).unwrap(), "{}");
+        // The reserved key file: made 0600, a link in its place refused.
+        let reserved = dir.path().join("reserved");
+        crate::state_dir::reserve_private_file(&reserved).unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&reserved).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        write_in_place(&reserved, "EsT1 abcd").unwrap();
+        assert_eq!(std::fs::read_to_string(&reserved).unwrap(), "EsT1 abcd");
+    }
 }

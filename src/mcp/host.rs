@@ -162,7 +162,7 @@ impl RoomToolHost for McpHost {
         };
         let server = SessionTools {
             stdio: stdio(self.inner.bridge.to_string()),
-            local: stdio(format!("unix:{}", crate::acp::ROOM_TOOLS_SOCKET)),
+            local: stdio(format!("unix:{}", crate::model::agent::ROOM_TOOLS_SOCKET)),
             http: McpServerSpec::Http {
                 name: SERVER_NAME.into(),
                 url: format!("http://{}/mcp", self.inner.http),

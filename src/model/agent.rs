@@ -303,6 +303,10 @@ pub enum McpServerSpec {
     },
 }
 
+/// Where, inside a sandbox, the room tools' socket file is found (bound in from the state
+/// folder) by an agent without network.
+pub const ROOM_TOOLS_SOCKET: &str = "/run/sidekicks/room-tools.sock";
+
 /// The gateway's own MCP server for one session (its room tools), both ways an agent can
 /// reach it: the agent side gives HTTP to an agent that takes it, else stdio.
 #[derive(Debug, Clone, PartialEq, Eq)]
