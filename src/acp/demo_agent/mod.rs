@@ -51,7 +51,7 @@
 //! | `%ask-form TEXT` | the same for a form: `name` (text), `count` (1 to 100), `fast` (yes/no, optional) |
 //! | `%ask-url URL TEXT` | asks the room to open URL |
 //! | `%fs-edit PATH TEXT` | the same inside an `edit` tool call (in progress, the write, completed) |
-//! | `%terminal [--limit N] [--cwd DIR] [--env K=V]… SCRIPT` | runs `sh -c SCRIPT` through the client's terminal in a tool call that embeds it; says its exit, whether its output was cut, and the output. Stopped, it tries another command and writes the client's answer to `terminal-after-stop.txt` |
+//! | `%terminal [--limit N] [--cwd DIR] [--env K=V]… SCRIPT` | runs `sh -c SCRIPT` through the client's terminal in a tool call that embeds it; says its exit, whether its output was cut, and the output. Stopped (or its command killed by a signal, as a stop kills it), it tries another command and writes the client's answer to `terminal-after-stop.txt` |
 //! | `%open-sessions` | how many sessions it holds open (`session/close` frees one) |
 //! | `%mcp` | one line per MCP server the session was given (name, kind, command or URL, variable names) |
 //! | `%mcp-call SERVER TOOL [JSON]` | calls TOOL of the MCP server SERVER the session was given (over stdio or HTTP, as given) with the JSON object's arguments and says what it answered (`-` as TOOL lists the tools) |

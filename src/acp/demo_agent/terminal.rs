@@ -88,7 +88,10 @@ impl Turn {
             exit = exited => Some(exit?),
             _ = notified => None,
         };
-        if exit.is_none() || self.cancelled() {
+        // Killed by a signal: the client stops a turn's commands before it says
+        // `session/cancel`, so the exit may come first.
+        let killed = (exit.as_ref()).is_some_and(|e| e.exit_status.signal.is_some());
+        if exit.is_none() || killed || self.cancelled() {
             // Stopped: the client killed the command; a new one must be refused.
             let again = CreateTerminalRequest::new(self.session.clone(), "true");
             let said = match self.cx.send_request(again).block_task().await {
