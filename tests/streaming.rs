@@ -326,6 +326,20 @@ async fn help_lists_the_chat_commands_and_the_agents_own_slash_commands() {
         "{}",
         help.body
     );
+    // Formatted, grouped, and only what applies here: no worktree is configured and one
+    // agent is in the room.
+    let html = help.html.clone().unwrap_or_default();
+    assert!(
+        html.contains("<strong>Working with the agent</strong>")
+            && html.contains("<code>!stop</code>"),
+        "{html}"
+    );
+    assert!(!help.body.contains("`!worktree"), "{}", help.body);
+    assert!(!help.body.contains("`!default"), "{}", help.body);
+    // More about one command.
+    env.alice.send(&room, "!help attach").await;
+    let one = (env.notice_containing(&room, "`!attach ID`: This conversation continues")).await;
+    assert!(one.body.contains("session/load"), "{}", one.body);
     env.alice.send(&room, "!status").await;
     env.notice_containing(&room, "idle").await;
 }

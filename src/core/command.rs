@@ -5,13 +5,18 @@
 //! the parser keeps every word, and the gateway, which knows the room's agents, takes the
 //! name off ([`Command::take_agent`]).
 
+/// The registry every command is declared in (pure data, in `model`, which `render` reads
+/// too).
+pub use crate::model::commands as registry;
+
 use super::poll::Reply;
+use registry::{DuringTurn, Kind, Scope, Spec, Who};
 
 /// A chat command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// Show what the gateway understands.
-    Help,
+    /// Show what the gateway understands here, or more about one command (`!help mode`).
+    Help(Option<String>),
     /// List the gateway's agents with their state, sessions and uptime.
     Agents,
     /// Show this room's agents, running turns, queued messages and usage.
@@ -56,6 +61,39 @@ pub enum Command {
 }
 
 impl Command {
+    /// Its entry in the registry; `None` for a word that is no command.
+    pub fn spec(&self) -> Option<&'static Spec> {
+        let kind = match self {
+            Command::Help(_) => Kind::Help,
+            Command::Agents => Kind::Agents,
+            Command::Status => Kind::Status,
+            Command::Show(_) => Kind::Show,
+            Command::Default(_) => Kind::Default,
+            Command::Handoff(_) => Kind::Handoff,
+            Command::Threads(_) => Kind::Threads,
+            Command::Stop(_) => Kind::Stop,
+            Command::Answer(Reply::Allow) => Kind::Allow,
+            Command::Answer(Reply::Always) => Kind::Always,
+            Command::Answer(Reply::Deny) => Kind::Deny,
+            Command::Answer(Reply::Reject) => Kind::Reject,
+            // Answers no typed command makes (a number, an emoji) follow the answers' rules.
+            Command::Answer(Reply::Number(_) | Reply::Emoji(_)) => Kind::Allow,
+            Command::NewConversation(_) => Kind::New,
+            Command::Logs(_) => Kind::Logs,
+            Command::Commands(_) => Kind::Commands,
+            Command::Mode(_) => Kind::Mode,
+            Command::Model(_) => Kind::Model,
+            Command::Set(_) => Kind::Set,
+            Command::Worktree(_) => Kind::Worktree,
+            Command::File(_) => Kind::File,
+            Command::Sessions(_) => Kind::Sessions,
+            Command::Attach(_) => Kind::Attach,
+            Command::Login(_) => Kind::Login,
+            Command::Unknown(_) => return None,
+        };
+        Some(registry::spec(kind))
+    }
+
     /// The words after the command of one that acts on an agent, to take its name from.
     fn words_mut(&mut self) -> Option<&mut Vec<String>> {
         match self {
@@ -78,29 +116,46 @@ impl Command {
     /// Whether the command acts on agents (and so goes to their channels) rather than on
     /// the room (and so is answered once, for all of them).
     pub fn is_for_agents(&self) -> bool {
-        matches!(self, Command::Answer(_)) || self.clone().words_mut().is_some()
+        self.spec().is_some_and(|s| s.scope == Scope::Agent)
+    }
+
+    /// Whether approvers who may not prompt may use it (as they may answer and stop with a
+    /// reaction).
+    pub fn for_approvers(&self) -> bool {
+        self.spec().is_some_and(|s| s.who == Who::Approvers)
     }
 
     /// Whether the command changes an agent's settings (`!mode code`, not `!mode`, which
-    /// only shows them), which only admins may do. Read after [`Command::take_agent`].
+    /// only shows them), or is for admins alone: admins may use it without being allowed
+    /// to prompt. Read after [`Command::take_agent`].
     pub fn changes_settings(&self) -> bool {
-        match self {
-            Command::Mode(w) | Command::Model(w) | Command::Set(w) => !w.is_empty(),
-            // Signing in is for admins, whether or not they may prompt.
-            Command::Login(_) => true,
+        let has_words = self.clone().words_mut().is_some_and(|w| !w.is_empty());
+        match self.spec().map(|s| s.who) {
+            Some(Who::Admins) => true,
+            Some(Who::SeeAllowedChangeAdmins) => has_words,
             _ => false,
         }
+    }
+
+    /// What it does while the conversation's turn runs.
+    pub fn during_turn(&self) -> DuringTurn {
+        self.spec().map_or(DuringTurn::AtOnce, |s| s.during_turn)
     }
 
     /// The word left after a command that takes none but an agent's name (`!new ghost`
     /// where no agent is called `ghost`), once [`Command::take_agent`] has run.
     pub fn stray_word(&self) -> Option<&str> {
+        let takes_none = self.spec().is_some_and(|s| s.args.is_empty());
         match self {
             Command::Stop(w)
             | Command::NewConversation(w)
             | Command::Logs(w)
             | Command::Sessions(w)
-            | Command::Commands(w) => w.first().map(String::as_str),
+            | Command::Commands(w)
+                if takes_none =>
+            {
+                w.first().map(String::as_str)
+            }
             _ => None,
         }
     }
@@ -115,7 +170,7 @@ impl Command {
 }
 
 /// Parses `body` as a chat command starting with `prefix`. Returns `None` for ordinary
-/// messages, which become prompts.
+/// messages, which become prompts. The words it knows are the registry's.
 pub fn parse(prefix: &str, body: &str) -> Option<Command> {
     let rest = body.trim().strip_prefix(prefix)?;
     let word = rest.split_whitespace().next().unwrap_or("");
@@ -127,31 +182,34 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
         .map(str::to_owned)
         .collect();
     let first = words.first().map(|w| w.to_lowercase());
-    Some(match word.to_lowercase().as_str() {
-        "help" | "h" | "?" => Command::Help,
-        "agents" => Command::Agents,
-        "status" => Command::Status,
-        "show" => Command::Show(first),
-        "default" => Command::Default(words.first().cloned()),
-        "handoff" => Command::Handoff(first),
-        "threads" => Command::Threads(first),
-        "stop" | "cancel" => Command::Stop(words),
-        "allow" | "approve" | "yes" => Command::Answer(Reply::Allow),
-        "always" => Command::Answer(Reply::Always),
-        "deny" | "never" | "no" => Command::Answer(Reply::Deny),
-        "reject" => Command::Answer(Reply::Reject),
-        "new" | "reset" => Command::NewConversation(words),
-        "logs" | "stderr" => Command::Logs(words),
-        "commands" => Command::Commands(words),
-        "mode" => Command::Mode(words),
-        "model" => Command::Model(words),
-        "set" | "options" => Command::Set(words),
-        "worktree" => Command::Worktree(words),
-        "file" => Command::File(words),
-        "sessions" => Command::Sessions(words),
-        "attach" => Command::Attach(words),
-        "login" => Command::Login(words),
-        other => Command::Unknown(other.to_owned()),
+    let word = word.to_lowercase();
+    let Some(spec) = registry::find(&word) else {
+        return Some(Command::Unknown(word));
+    };
+    Some(match spec.kind {
+        Kind::Help => Command::Help(first),
+        Kind::Agents => Command::Agents,
+        Kind::Status => Command::Status,
+        Kind::Show => Command::Show(first),
+        Kind::Default => Command::Default(words.first().cloned()),
+        Kind::Handoff => Command::Handoff(first),
+        Kind::Threads => Command::Threads(first),
+        Kind::Stop => Command::Stop(words),
+        Kind::Allow => Command::Answer(Reply::Allow),
+        Kind::Always => Command::Answer(Reply::Always),
+        Kind::Deny => Command::Answer(Reply::Deny),
+        Kind::Reject => Command::Answer(Reply::Reject),
+        Kind::New => Command::NewConversation(words),
+        Kind::Logs => Command::Logs(words),
+        Kind::Commands => Command::Commands(words),
+        Kind::Mode => Command::Mode(words),
+        Kind::Model => Command::Model(words),
+        Kind::Set => Command::Set(words),
+        Kind::Worktree => Command::Worktree(words),
+        Kind::File => Command::File(words),
+        Kind::Sessions => Command::Sessions(words),
+        Kind::Attach => Command::Attach(words),
+        Kind::Login => Command::Login(words),
     })
 }
 
@@ -169,8 +227,9 @@ mod tests {
             ("!", "!stop", Some(Command::Stop(vec![]))),
             ("!", "  !STOP  ", Some(Command::Stop(vec![]))),
             ("!", "!cancel claude", Some(Command::Stop(w(&["claude"])))),
-            ("!", "!help", Some(Command::Help)),
-            ("!", "!?", Some(Command::Help)),
+            ("!", "!help", Some(Command::Help(None))),
+            ("!", "!help Mode", Some(Command::Help(Some("mode".into())))),
+            ("!", "!?", Some(Command::Help(None))),
             ("!", "!agents", Some(Command::Agents)),
             ("!", "!status", Some(Command::Status)),
             ("!", "!threads", Some(Command::Threads(None))),
@@ -278,7 +337,7 @@ mod tests {
                 Command::Stop(vec![]),
             ),
             (Command::Stop(vec![]), None, Command::Stop(vec![])),
-            (Command::Help, None, Command::Help),
+            (Command::Help(None), None, Command::Help(None)),
             (
                 Command::Default(Some("claude".into())),
                 None,

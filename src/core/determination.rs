@@ -179,7 +179,7 @@ mod tests {
                 &two,
                 nobody.clone(),
                 None,
-                RoomCommand(Command::Help),
+                RoomCommand(Command::Help(None)),
             ),
             ("!help", "codex", &two, nobody.clone(), None, NotMine),
             (
@@ -188,7 +188,7 @@ mod tests {
                 &two,
                 named(&["codex"]),
                 None,
-                RoomCommand(Command::Help),
+                RoomCommand(Command::Help(None)),
             ),
             (
                 "!stop",

@@ -3,6 +3,7 @@
 //! import it without a cycle.
 
 pub mod agent;
+pub mod commands;
 pub mod ids;
 pub mod media;
 pub mod message;

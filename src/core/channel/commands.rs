@@ -65,7 +65,7 @@ impl Channel {
                     .worktree_command(words.first().map(String::as_str), running)
                     .await;
             }
-            Command::Help
+            Command::Help(_)
             | Command::Agents
             | Command::Status
             | Command::Show(_)

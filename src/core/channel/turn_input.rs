@@ -3,6 +3,7 @@
 
 use super::turn::{TurnControl, TurnView};
 use super::*;
+use crate::core::command::registry::DuringTurn;
 
 use crate::core::approvals::{OnlyPoll, Picked, Typed};
 use crate::core::command::Command;
@@ -204,16 +205,17 @@ impl Channel {
             }
             ChannelInput::Command(command, message) => {
                 let event_id = message.event_id.clone();
-                match command {
-                    Command::Stop(_) => {
+                // What each command does during a turn is the registry's.
+                match (command.during_turn(), command) {
+                    (DuringTurn::StopsTheTurn, _) => {
                         self.stop_turn(message.sender, None, session_id, control)
                             .await
                     }
-                    Command::Answer(reply) => {
+                    (DuringTurn::AnswersThePoll, Command::Answer(reply)) => {
                         self.answer_typed(&reply, message, session_id, control)
                             .await
                     }
-                    other => self.answer_command(&other, &message.sender, true).await,
+                    (_, other) => self.answer_command(&other, &message.sender, true).await,
                 }
                 self.settle(&event_id).await;
             }

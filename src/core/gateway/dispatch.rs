@@ -53,7 +53,7 @@ impl Gateway {
         // Approvers who may not prompt may still answer polls and stop turns (as they can
         // with a 🛑 reaction).
         let approver_may = |command: &Command| {
-            let for_approvers = matches!(command, Command::Answer(_) | Command::Stop(_));
+            let for_approvers = command.for_approvers();
             move |sender: &str| {
                 self.access.allows(sender) || (for_approvers && self.approvers.allows(sender))
             }

@@ -221,6 +221,25 @@ impl Gateway {
         self.settle(&message.agent_id, &message.event_id).await;
     }
 
+    /// Like [`Gateway::answer`], with `markdown` posted with its HTML.
+    async fn answer_formatted(&self, message: &IncomingMessage, markdown: String) {
+        if let Some(ctx) = self.agents.get(&message.agent_id) {
+            let html = crate::render::markdown::to_html(&markdown, Default::default());
+            let thread = message.thread.as_ref().map(EventId::as_str);
+            let notice = OutMessage {
+                html,
+                ..OutMessage::notice(markdown)
+            };
+            RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
+                .say(
+                    &txn("answer", &[&message.agent_id, &message.event_id]),
+                    &notice.in_thread(thread),
+                )
+                .await;
+        }
+        self.settle(&message.agent_id, &message.event_id).await;
+    }
+
     /// Records that the input `event_id` of `agent_id` no longer waits (a store failure is
     /// logged: at worst the input is reported again after a restart).
     async fn settle(&self, agent_id: &AgentId, event_id: &EventId) {

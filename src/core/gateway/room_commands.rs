@@ -1,6 +1,7 @@
 //! Chat commands about the room rather than one agent: help, status, the agent list, what
 //! the room shows, its default agent and hand-offs. One agent of the room answers them.
 
+use crate::core::command::registry::Audience;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -26,14 +27,18 @@ impl Gateway {
         members: &[Member],
         routing: &RoomRouting,
     ) {
-        if matches!(command, Command::Help | Command::Status) {
+        if matches!(command, Command::Help(_) | Command::Status) {
             let this = self.clone();
             let (message, members, routing) = (message.clone(), members.to_vec(), routing.clone());
             self.channels.spawn(async move {
                 let text = this
                     .room_report(&command, &message, &members, &routing)
                     .await;
-                this.answer(&message, text).await;
+                match command {
+                    // Written in Markdown: posted with its HTML.
+                    Command::Help(_) => this.answer_formatted(&message, text).await,
+                    _ => this.answer(&message, text).await,
+                }
             });
             return;
         }
@@ -130,10 +135,25 @@ impl Gateway {
             ConversationKey::new(message.room_id.clone(), agent.clone())
                 .in_thread(message.thread.clone())
         };
+        if let Command::Help(Some(word)) = command {
+            return strings::help_for(&self.prefix, word);
+        }
         let reports = self.reports(members, here).await;
-        if let Command::Help = command {
+        if let Command::Help(None) = command {
             let lines = self.agent_lines(members, &reports);
-            return strings::help(&self.prefix, &lines, default_name(members, routing));
+            let audience = Audience {
+                several_agents: members.len() > 1,
+                worktrees: (members.iter())
+                    .filter_map(|m| self.agents.get(&m.agent_id))
+                    .any(|ctx| ctx.workspace.worktrees().is_some()),
+                admin: self.admins.allows(message.sender.as_str()),
+            };
+            return strings::help(
+                &self.prefix,
+                &lines,
+                default_name(members, routing),
+                audience,
+            );
         }
         let mut parts: Vec<String> = members
             .iter()

@@ -1,10 +1,12 @@
 //! Every sentence Sidekicks says in a room, in one place.
 
+mod help;
 mod media;
 mod modes;
 mod threads;
 mod worktree;
 
+pub use help::*;
 pub use media::*;
 pub use modes::*;
 pub use threads::*;
@@ -255,73 +257,6 @@ fn slash(agent: &str, command: &str, several: bool) -> String {
         true => format!("/{agent}:{command}"),
         false => format!("/{command}"),
     }
-}
-
-/// Answer to `!help`: who is here, how messages find them, the chat commands, and each
-/// agent's own slash commands.
-pub fn help(prefix: &str, agents: &[AgentLine], default: Option<&str>) -> String {
-    let several = agents.len() > 1;
-    let names: Vec<String> = agents
-        .iter()
-        .map(|a| format!("{} (`{}`)", a.name, a.id))
-        .collect();
-    let mut text = format!(
-        "Sidekicks brings coding agents into this room. Here: {}.\n",
-        names.join(", ")
-    );
-    if several {
-        text.push_str(
-            "Write to one by starting with its name (`name: …` or `@name …`), by mentioning \
-             it, or by replying to one of its messages; a message can address several. ",
-        );
-        text.push_str(&match default {
-            Some(d) => format!("Messages addressed to nobody go to {d} (the default).\n"),
-            None => format!(
-                "Messages addressed to nobody go to nobody (choose a default agent with \
-                 {prefix}default NAME).\n"
-            ),
-        });
-    } else if let Some(only) = agents.first() {
-        text.push_str(&format!("Every message here goes to {}.\n", only.name));
-    }
-    text.push_str(&format!(
-        "Messages sent while an agent works are queued ({QUEUED_REACTION}) and answered in order.\n\n\
-         Commands{}:\n\
-         • {prefix}stop: stop the running turn (or react {STOP_REACTION} to the reply)\n\
-         • {prefix}status: what the agents here are doing, and the context they use\n\
-         • {prefix}agents: every agent of this Sidekicks, running or not\n\
-         • {prefix}new: start a fresh conversation (the agent forgets what was said before)\n\
-         • {prefix}mode, {prefix}model, {prefix}set: show or change the session's mode, model \
-         and options\n\
-         • {prefix}commands: the agent's own slash commands\n\
-         • {prefix}logs: what the agent last wrote to stderr\n\
-         • {prefix}worktree [remove]: where the agent works in a git worktree of its own, \
-         its branch and changes (remove: take it away, the branch kept)\n\
-         • {prefix}file PATH: post a file of the agent's workspace here\n\
-         • {prefix}login [ID]: sign the agent in (admins)\n\
-         • {prefix}sessions, {prefix}attach ID: the agent's sessions in this workspace, and \
-         continuing one of them here (started in an editor or a terminal)\n\
-         • {prefix}show all|tools|answer: how much of the agents' work this room sees\n\
-         • {prefix}default NAME|off: where messages addressed to nobody go\n\
-         • {prefix}handoff on|off: whether an agent may hand work to another one here\n\
-         • {prefix}threads separate|new|one: whether a thread is a conversation of its own, \
-         each message opens one, or threads are part of the room's conversation\n\
-         • {prefix}allow, {prefix}always, {prefix}deny, {prefix}reject (as a reply to a \
-         permission request): answer it without reactions\n\
-         • {prefix}help: this text",
-        match several {
-            true => format!(
-                " (name the agent after the command where several are here, e.g. {prefix}new {})",
-                agents.first().map(|a| a.id.as_str()).unwrap_or("NAME")
-            ),
-            false => String::new(),
-        }
-    ));
-    for agent in agents.iter().filter(|a| !a.commands.is_empty()) {
-        text.push_str("\n\n");
-        text.push_str(&agent_commands(agent, several));
-    }
-    text
 }
 
 /// Answer to `!commands`: the agent's own slash commands.
