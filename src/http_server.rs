@@ -82,18 +82,40 @@ impl Gate {
     }
 }
 
+/// A listener connections are taken from: on a port, or on a socket file.
+pub trait Accept {
+    /// One connection.
+    type Stream;
+    /// The next connection, or why none could be taken.
+    fn accept_one(&self) -> impl Future<Output = std::io::Result<Self::Stream>> + Send;
+}
+
+impl Accept for TcpListener {
+    type Stream = TcpStream;
+    async fn accept_one(&self) -> std::io::Result<TcpStream> {
+        self.accept().await.map(|(stream, _)| stream)
+    }
+}
+
+impl Accept for tokio::net::UnixListener {
+    type Stream = tokio::net::UnixStream;
+    async fn accept_one(&self) -> std::io::Result<tokio::net::UnixStream> {
+        self.accept().await.map(|(stream, _)| stream)
+    }
+}
+
 /// The next connection to `listener`, or `None` once `stopped`. `what` names the server in
 /// the log.
-pub async fn next_connection(
-    listener: &TcpListener,
+pub async fn next_connection<L: Accept>(
+    listener: &L,
     stopped: &CancellationToken,
     what: &str,
-) -> Option<TcpStream> {
+) -> Option<L::Stream> {
     loop {
         tokio::select! {
             _ = stopped.cancelled() => return None,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => return Some(stream),
+            accepted = listener.accept_one() => match accepted {
+                Ok(stream) => return Some(stream),
                 Err(e) => {
                     tracing::warn!(error = %e, what, "could not accept a connection");
                     tokio::time::sleep(ACCEPT_PAUSE).await;

@@ -40,8 +40,9 @@ fn value(text: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_count_a_known_sequence_of_turns_and_health_says_ready() {
+/// A gateway serving metrics on a free port, once its endpoints answer: it, their base URL
+/// and the port.
+async fn with_metrics() -> (Env, String, u16) {
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let env = Env::start(
@@ -55,6 +56,12 @@ async fn metrics_count_a_known_sequence_of_turns_and_health_says_ready() {
         (get(&format!("{base}/health/live")).await.0 == 200).then_some(())
     })
     .await;
+    (env, base, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_a_known_sequence_of_turns_and_health_says_ready() {
+    let (env, base, _) = with_metrics().await;
     eventually("ready", || async {
         (get(&format!("{base}/health/ready")).await.0 == 200).then_some(())
     })
@@ -122,17 +129,7 @@ async fn metrics_count_a_known_sequence_of_turns_and_health_says_ready() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_cannot_hold_the_metrics_listener_for_good() {
     use tokio::io::AsyncReadExt;
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let env = Env::start(
-        SynapseOptions::default(),
-        &format!("[metrics]\nlisten = \"127.0.0.1:{port}\""),
-    )
-    .await;
-    eventually("live", || async {
-        (get(&format!("{base}/health/live")).await.0 == 200).then_some(())
-    })
-    .await;
+    let (env, base, port) = with_metrics().await;
     // Far more connections than the listener takes, none of which ever sends a request.
     let mut idle = Vec::new();
     for _ in 0..200 {

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::tools::RoomToolsServer;
 use super::{ADDRESS_VAR, SERVER_NAME, TOKEN_VAR};
 use crate::core::room_tools::{Grant, RoomScope, RoomToolHost};
-use crate::http_server::{self, Gate, Limits, next_connection};
+use crate::http_server::{self, Accept, Gate, Limits, next_connection};
 use crate::model::Secret;
 use crate::model::agent::{McpServerSpec, SessionTools};
 
@@ -98,7 +98,7 @@ impl McpHost {
         // One gate for the stdio commands, whichever way they come.
         let gate = Arc::new(Gate::new(limits.connections, "room tools stdio"));
         if let Some(local) = local {
-            tokio::spawn(serve_local(
+            tokio::spawn(serve_bridge(
                 local,
                 Arc::downgrade(&inner),
                 gate.clone(),
@@ -215,19 +215,23 @@ async fn route(
     opened.http.handle(request).await
 }
 
-/// Takes connections of stdio commands until the host is gone, as many at once as `gate`
-/// lets in.
-async fn serve_bridge(
-    listener: TcpListener,
+/// Takes connections of stdio commands on `listener` (the loopback port, or the socket file
+/// of agents without network) until the host is gone, as many at once as `gate` lets in
+/// (one gate for both).
+async fn serve_bridge<L>(
+    listener: L,
     inner: Weak<Inner>,
     gate: Arc<Gate>,
     stopped: CancellationToken,
-) {
+) where
+    L: Accept,
+    L::Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
     while let Some(stream) = next_connection(&listener, &stopped, "room tools stdio").await {
         let Some(open) = gate.admit() else {
             continue;
         };
-        let (read, write) = stream.into_split();
+        let (read, write) = tokio::io::split(stream);
         let inner = inner.clone();
         tokio::spawn(async move {
             let _open = open;
@@ -247,38 +251,6 @@ fn bind_socket(path: &std::path::Path) -> std::io::Result<UnixListener> {
     let listener = UnixListener::bind(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
-}
-
-/// Takes connections of stdio commands on the socket file until the host is gone, as many
-/// at once as `gate` lets in (the same gate as over loopback).
-async fn serve_local(
-    listener: UnixListener,
-    inner: Weak<Inner>,
-    gate: Arc<Gate>,
-    stopped: CancellationToken,
-) {
-    loop {
-        let stream = tokio::select! {
-            _ = stopped.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "room tools: could not accept a connection on the socket file");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        let Some(open) = gate.admit() else {
-            continue;
-        };
-        let (read, write) = stream.into_split();
-        let inner = inner.clone();
-        tokio::spawn(async move {
-            let _open = open;
-            serve_bridged(read, write, inner).await
-        });
-    }
 }
 
 /// Serves the room tools to one stdio command, once its first line is a token of an open
