@@ -10,9 +10,7 @@ use std::path::PathBuf;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
-use std::time::Duration;
-
-use crate::config::{Config, PermissionsConfig};
+use crate::config::Config;
 use crate::core::gateway::AccessRules;
 use crate::core::poll::PermissionSettings;
 use crate::core::reloadable::Reloadable;
@@ -35,8 +33,8 @@ impl LiveSettings {
     /// The settings `config` gives.
     pub fn from_config(config: &Config) -> Self {
         Self {
-            stream: Reloadable::new(stream_settings(config)),
-            permissions: Reloadable::new(permission_settings(&config.permissions)),
+            stream: Reloadable::new(config.stream_settings()),
+            permissions: Reloadable::new(config.permissions.clone()),
             verbosity: Reloadable::new(config.display.show),
         }
     }
@@ -45,11 +43,10 @@ impl LiveSettings {
     fn apply(&self, config: &Config) -> Vec<&'static str> {
         let changed = [
             ("display", self.verbosity.set(config.display.show)),
-            ("streaming", self.stream.set(stream_settings(config))),
+            ("streaming", self.stream.set(config.stream_settings())),
             (
                 "permissions",
-                self.permissions
-                    .set(permission_settings(&config.permissions)),
+                self.permissions.set(config.permissions.clone()),
             ),
         ];
         changed
@@ -57,27 +54,6 @@ impl LiveSettings {
             .filter(|(_, changed)| *changed)
             .map(|(name, _)| name)
             .collect()
-    }
-}
-
-/// How replies stream, from `[streaming]` (and `[display] pictures`).
-fn stream_settings(config: &Config) -> StreamSettings {
-    let streaming = &config.streaming;
-    StreamSettings {
-        pictures: config.display.pictures,
-        interval: streaming.edit_interval(),
-        max_edits: streaming.max_edits_per_message,
-        max_bytes: streaming.max_message_bytes,
-        max_reply_bytes: streaming.max_reply_bytes,
-        patience: Duration::from_secs(streaming.outage_patience_secs),
-    }
-}
-
-/// How polls behave, from `[permissions]`.
-fn permission_settings(permissions: &PermissionsConfig) -> PermissionSettings {
-    PermissionSettings {
-        timeout: Duration::from_secs(permissions.timeout_secs),
-        propose_stop_after: permissions.propose_stop_after,
     }
 }
 
@@ -188,6 +164,8 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn config(extra: &str) -> Config {

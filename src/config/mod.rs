@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::core::poll::PermissionSettings;
+use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
 
 pub use agent::*;
@@ -70,15 +72,16 @@ pub struct Config {
     pub matrix: MatrixConfig,
     /// Who may invite and prompt the agents.
     pub access: AccessConfig,
-    /// How replies are streamed into the room.
+    /// How replies are streamed into the room (its keys are declared on
+    /// [`StreamSettings`]; `pictures` comes from `[display]`, see [`Config::stream_settings`]).
     #[serde(default)]
-    pub streaming: StreamingConfig,
+    pub streaming: StreamSettings,
     /// Chat command settings.
     #[serde(default)]
     pub commands: CommandsConfig,
-    /// How permission polls behave.
+    /// How permission polls behave (its keys are declared on [`PermissionSettings`]).
     #[serde(default)]
-    pub permissions: PermissionsConfig,
+    pub permissions: PermissionSettings,
     /// What rooms show of the agents' work besides their answers.
     #[serde(default)]
     pub display: DisplayConfig,
@@ -231,25 +234,6 @@ impl AccessConfig {
     /// The admins, falling back to the approvers.
     pub fn admins(&self) -> &[String] {
         self.admins.as_deref().unwrap_or(self.approvers())
-    }
-}
-
-/// Permission poll settings.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct PermissionsConfig {
-    /// Seconds a poll stays open; then the request is refused (the agent's "reject" option).
-    pub timeout_secs: u64,
-    /// After this many refused tool calls in one turn, the gateway proposes to stop the turn.
-    pub propose_stop_after: u32,
-}
-
-impl Default for PermissionsConfig {
-    fn default() -> Self {
-        Self {
-            timeout_secs: 600,
-            propose_stop_after: 3,
-        }
     }
 }
 
@@ -441,45 +425,6 @@ pub struct DisplayConfig {
     pub pictures: crate::render::markdown::Pictures,
 }
 
-/// Streaming (edit coalescing) settings.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct StreamingConfig {
-    /// Minimum time between two edits of a streamed reply, in milliseconds.
-    pub edit_interval_ms: u64,
-    /// Most edits one reply message receives before only the final edit is sent.
-    pub max_edits_per_message: u32,
-    /// Largest reply text (in bytes of Markdown) one message holds before the reply
-    /// continues in a new message.
-    pub max_message_bytes: usize,
-    /// Largest whole reply, in bytes of Markdown: past it the reply is cut with a line
-    /// saying so, and the rest of the agent's answer is dropped, not kept in memory.
-    pub max_reply_bytes: usize,
-    /// Seconds the end of a turn keeps retrying its final edits while the homeserver
-    /// fails; past it, what is left waits in the outbox and is delivered once the
-    /// homeserver is back, and the next prompt runs meanwhile.
-    pub outage_patience_secs: u64,
-}
-
-impl Default for StreamingConfig {
-    fn default() -> Self {
-        Self {
-            edit_interval_ms: 1000,
-            max_edits_per_message: 120,
-            max_message_bytes: 12_000,
-            max_reply_bytes: 1_000_000,
-            outage_patience_secs: 300,
-        }
-    }
-}
-
-impl StreamingConfig {
-    /// The edit interval as a [`Duration`].
-    pub fn edit_interval(&self) -> Duration {
-        Duration::from_millis(self.edit_interval_ms)
-    }
-}
-
 /// Chat command settings.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -497,6 +442,16 @@ impl Default for CommandsConfig {
 /// `true`, for settings on by default.
 fn yes() -> bool {
     true
+}
+
+impl Config {
+    /// How replies stream: `[streaming]`, with `[display] pictures`.
+    pub fn stream_settings(&self) -> StreamSettings {
+        StreamSettings {
+            pictures: self.display.pictures,
+            ..self.streaming.clone()
+        }
+    }
 }
 
 impl Config {

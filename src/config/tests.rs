@@ -44,7 +44,7 @@ fn a_valid_file_loads_with_defaults_and_resolved_paths() {
     let dir = tmp.path();
     let cfg = Config::load(&write_config(dir, &valid(dir))).unwrap();
     assert_eq!(cfg.state_dir, dir.join("state"));
-    assert_eq!(cfg.streaming.edit_interval_ms, 1000);
+    assert_eq!(cfg.streaming.interval, Duration::from_millis(1000));
     assert_eq!(cfg.commands.prefix, "!");
     assert_eq!(cfg.pool.max_running, 0, "no limit unless configured");
     assert!(!cfg.rooms.handoff);

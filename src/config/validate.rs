@@ -68,7 +68,7 @@ impl Config {
                 }
             }
         }
-        if self.permissions.timeout_secs < 5 {
+        if self.permissions.timeout < Duration::from_secs(5) {
             bad(
                 "permissions.timeout_secs".into(),
                 "must be at least 5 (people need time to answer)".into(),
@@ -100,31 +100,31 @@ impl Config {
                 "must be at least 1".into(),
             );
         }
-        if self.streaming.edit_interval_ms < 100 {
+        if self.streaming.interval < Duration::from_millis(100) {
             bad(
                 "streaming.edit_interval_ms".into(),
                 "must be at least 100".into(),
             );
         }
-        if self.streaming.max_edits_per_message == 0 {
+        if self.streaming.max_edits == 0 {
             bad(
                 "streaming.max_edits_per_message".into(),
                 "must be at least 1".into(),
             );
         }
-        if !(1_000..=30_000).contains(&self.streaming.max_message_bytes) {
+        if !(1_000..=30_000).contains(&self.streaming.max_bytes) {
             bad(
                 "streaming.max_message_bytes".into(),
                 "must be between 1000 and 30000 (a Matrix event holds at most 64 KiB)".into(),
             );
         }
-        if self.streaming.max_reply_bytes < self.streaming.max_message_bytes {
+        if self.streaming.max_reply_bytes < self.streaming.max_bytes {
             bad(
                 "streaming.max_reply_bytes".into(),
                 "must be at least streaming.max_message_bytes".into(),
             );
         }
-        if self.streaming.outage_patience_secs == 0 {
+        if self.streaming.patience.is_zero() {
             bad(
                 "streaming.outage_patience_secs".into(),
                 "must be at least 1".into(),

@@ -94,3 +94,59 @@ pub struct Handoff {
     /// The whole answer (Markdown).
     pub text: String,
 }
+
+#[cfg(test)]
+impl AgentContext {
+    /// The context unit tests start from: agent `id` (`@id:x`, shown as `Demo` for `demo`,
+    /// else the ID) with default settings; Alice (`@alice:x`) is allowed, approver and
+    /// admin. A test changes what it needs with `AgentContext { …, ..for_tests(…) }`, so a
+    /// new setting touches this one place.
+    pub fn for_tests(
+        id: &str,
+        agent: Arc<dyn AgentPort>,
+        chat: Arc<dyn ChatPort>,
+        store: &Store,
+        pool: Arc<Pool>,
+    ) -> Self {
+        let alice = || AccessList::new(&["@alice:x"]);
+        Self {
+            agent_id: id.into(),
+            display_name: match id {
+                "demo" => "Demo".into(),
+                other => other.into(),
+            },
+            user_id: format!("@{id}:x").into(),
+            agent,
+            chat,
+            store: store.clone(),
+            workspace: Workspace::new("/tmp"),
+            stream: Reloadable::new(StreamSettings {
+                interval: Duration::from_millis(50),
+                max_edits: 100,
+                max_bytes: 10_000,
+                patience: crate::core::view::live::MAX_OUTAGE,
+                ..Default::default()
+            }),
+            command_prefix: "!".into(),
+            allowed: alice(),
+            agent_users: vec![format!("@{id}:x")],
+            approvers: alice(),
+            admins: alice(),
+            approver_min_power: None,
+            settings: SettingsPolicy::default(),
+            permissions: Reloadable::new(PermissionSettings {
+                timeout: Duration::from_secs(60),
+                ..Default::default()
+            }),
+            verbosity: Reloadable::new(Verbosity::All),
+            media: Default::default(),
+            reinject_max_chars: 10_000,
+            quiet_note: None,
+            rerun_interrupted: false,
+            rerun_edited: false,
+            pool,
+            room_tools: None,
+            handoffs: None,
+        }
+    }
+}

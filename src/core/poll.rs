@@ -9,13 +9,26 @@ use crate::model::agent::{PermissionKind, PermissionOption};
 
 use crate::model::poll::{Choice, Decision};
 
-/// How polls behave, from the configuration.
-#[derive(Debug, Clone, PartialEq)]
+/// How polls behave: the `[permissions]` table of the config, read straight into this
+/// struct (its keys and defaults are declared here and nowhere else).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct PermissionSettings {
-    /// How long a poll waits for an answer before the request is refused.
+    /// How long a poll waits for an answer before the request is refused (the agent's
+    /// "reject" option) (`timeout_secs`).
+    #[serde(rename = "timeout_secs", with = "crate::model::durations::secs")]
     pub timeout: Duration,
     /// Refused calls in one turn after which the gateway proposes to stop it.
     pub propose_stop_after: u32,
+}
+
+impl Default for PermissionSettings {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(600),
+            propose_stop_after: 3,
+        }
+    }
 }
 
 /// The emoji of the Stop choice: the same that stops a turn from its reply.

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod commands;
+pub mod durations;
 pub mod ids;
 pub mod media;
 pub mod message;

@@ -373,9 +373,8 @@ mod tests {
             interval: Duration::from_millis(10),
             max_edits: 100,
             max_bytes: 10_000,
-            max_reply_bytes: 1_000_000,
             patience: crate::core::view::live::MAX_OUTAGE,
-            pictures: Default::default(),
+            ..Default::default()
         }
     }
 

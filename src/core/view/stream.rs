@@ -26,23 +26,50 @@ use crate::render::{markdown, strings};
 /// (an edit carries the content twice: the fallback and `m.new_content`).
 const MAX_EVENT_CONTENT_BYTES: usize = 28_000;
 
-/// How a reply is streamed.
-#[derive(Debug, Clone, PartialEq)]
+/// How a reply is streamed: the `[streaming]` table of the config, read straight into this
+/// struct (its keys and defaults are declared here and nowhere else), and `[display]
+/// pictures`. Tests change what they need with `..Default::default()`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct StreamSettings {
-    /// Minimum time between two requests for this reply.
+    /// Minimum time between two requests for this reply (`edit_interval_ms`).
+    #[serde(rename = "edit_interval_ms", with = "crate::model::durations::millis")]
     pub interval: Duration,
-    /// Edits per message before intermediate edits stop (the final edit is always sent).
+    /// Edits per message before intermediate edits stop (the final edit is always sent)
+    /// (`max_edits_per_message`).
+    #[serde(rename = "max_edits_per_message")]
     pub max_edits: u32,
-    /// Largest Markdown text per message, in bytes.
+    /// Largest Markdown text per message, in bytes, before the reply continues in a new
+    /// message (`max_message_bytes`).
+    #[serde(rename = "max_message_bytes")]
     pub max_bytes: usize,
     /// Largest whole reply, in bytes: past it the reply is cut with a line saying so and
     /// the rest of the answer is dropped (not kept in memory).
     pub max_reply_bytes: usize,
     /// How long the end of a turn keeps retrying its final content while the homeserver
-    /// fails; what is still undelivered then goes to the outbox.
+    /// fails; what is still undelivered then goes to the outbox, is delivered once the
+    /// homeserver is back, and the next prompt runs meanwhile (`outage_patience_secs`).
+    #[serde(
+        rename = "outage_patience_secs",
+        with = "crate::model::durations::secs"
+    )]
     pub patience: Duration,
-    /// Which of the agent's Markdown pictures are shown (`[display] pictures`).
+    /// Which of the agent's Markdown pictures are shown: set from `[display] pictures`.
+    #[serde(skip)]
     pub pictures: markdown::Pictures,
+}
+
+impl Default for StreamSettings {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_millis(1000),
+            max_edits: 120,
+            max_bytes: 12_000,
+            max_reply_bytes: 1_000_000,
+            patience: Duration::from_secs(300),
+            pictures: markdown::Pictures::default(),
+        }
+    }
 }
 
 /// Counts kept for the log and for benchmarks.
@@ -420,9 +447,8 @@ mod tests {
             interval: Duration::from_secs(1),
             max_edits: 100,
             max_bytes: 2_000,
-            max_reply_bytes: 1_000_000,
             patience: crate::core::view::live::MAX_OUTAGE,
-            pictures: Default::default(),
+            ..Default::default()
         }
     }
 
@@ -675,9 +701,8 @@ mod tests {
                     interval: Duration::from_secs(1),
                     max_edits: 10,
                     max_bytes: 1_000,
-                    max_reply_bytes: 1_000_000,
                     patience: crate::core::view::live::MAX_OUTAGE,
-                    pictures: Default::default(),
+                    ..Default::default()
                 },
             );
             let chars: Vec<char> = text.chars().collect();

@@ -27,8 +27,6 @@ use crate::core::poll::Reply;
 use crate::core::pool::Pool;
 use crate::core::pool::PoolSettings;
 use crate::core::reloadable::Reloadable;
-use crate::core::view::stream::StreamSettings;
-use crate::model::Verbosity;
 use crate::model::agent::Reopen;
 use crate::render::strings;
 use crate::store::{Role, Store, TranscriptLine};
@@ -98,44 +96,12 @@ fn context(
     pool: Arc<Pool>,
 ) -> AgentContext {
     AgentContext {
-        agent_id: id.into(),
-        display_name: match id {
-            "demo" => "Demo".into(),
-            other => other.into(),
-        },
-        user_id: format!("@{id}:x").into(),
-        agent,
-        chat,
-        store: store.clone(),
-        workspace: crate::workspace::Workspace::new("/tmp"),
-        stream: Reloadable::new(StreamSettings {
-            interval: Duration::from_millis(50),
-            max_edits: 100,
-            max_bytes: 10_000,
-            max_reply_bytes: 1_000_000,
-            patience: crate::core::view::live::MAX_OUTAGE,
-            pictures: Default::default(),
-        }),
-        command_prefix: "!".into(),
-        allowed: AccessList::new(&["@alice:x"]),
         agent_users: vec!["@demo:x".into()],
-        approvers: AccessList::new(&["@alice:x"]),
-        admins: AccessList::new(&["@alice:x"]),
-        approver_min_power: None,
-        settings: crate::core::settings_policy::SettingsPolicy::default(),
         permissions: Reloadable::new(PermissionSettings {
             timeout: Duration::from_secs(60),
             propose_stop_after: 2,
         }),
-        verbosity: Reloadable::new(Verbosity::All),
-        media: Default::default(),
-        reinject_max_chars: 10_000,
-        quiet_note: None,
-        rerun_interrupted: false,
-        rerun_edited: false,
-        pool,
-        room_tools: None,
-        handoffs: None,
+        ..AgentContext::for_tests(id, agent, chat, store, pool)
     }
 }
 

@@ -13,12 +13,10 @@ use crate::core::context::AgentContext;
 use crate::core::context::Handoff;
 use crate::core::fakes::{FakeAgent, FakeChat, Script, wait_for};
 use crate::core::inbound::{Inbound, IncomingMessage, Unreadable};
-use crate::core::poll::PermissionSettings;
 use crate::core::pool::Pool;
 use crate::core::pool::PoolSettings;
 use crate::core::reloadable::Reloadable;
 use crate::core::view::stream::StreamSettings;
-use crate::model::Verbosity;
 use crate::render::strings;
 use crate::store::{PendingInput, PendingKind, Store, now_ms};
 use crate::store::{Role, TranscriptLine};
@@ -86,46 +84,25 @@ async fn gateway_of(
         .zip(&fakes)
         .map(|((id, _), (agent, chat))| {
             Arc::new(AgentContext {
-                agent_id: id.to_string().into(),
                 display_name: name(id),
-                user_id: format!("@{id}:x").into(),
-                agent: agent.clone(),
-                chat: chat.clone(),
-                store: store.clone(),
-                workspace: crate::workspace::Workspace::new("/tmp"),
                 stream: Reloadable::new(StreamSettings {
                     interval: Duration::from_millis(100),
                     max_edits: 10,
                     max_bytes: 10_000,
-                    max_reply_bytes: 1_000_000,
                     patience: crate::core::view::live::MAX_OUTAGE,
-                    pictures: Default::default(),
+                    ..Default::default()
                 }),
-                command_prefix: "!".into(),
                 approvers: AccessList::new(&["@alice:x", "@boss:x"]),
-                admins: AccessList::new(&["@alice:x"]),
-                approver_min_power: None,
                 // `code` acts without asking (the fake agent's modes); only `small` is a
                 // model people may choose.
                 settings: crate::core::settings_policy::SettingsPolicy {
                     choosable_values: [("model".to_owned(), vec!["small".to_owned()])].into(),
                     ..Default::default()
                 },
-                allowed: AccessList::new(&["@alice:x"]),
                 agent_users: users.clone(),
-                permissions: Reloadable::new(PermissionSettings {
-                    timeout: Duration::from_secs(60),
-                    propose_stop_after: 3,
-                }),
-                verbosity: Reloadable::new(Verbosity::All),
-                media: Default::default(),
-                reinject_max_chars: 10_000,
-                quiet_note: None,
                 rerun_interrupted,
-                rerun_edited: false,
-                pool: pool.clone(),
-                room_tools: None,
                 handoffs: Some(handoffs.clone()),
+                ..AgentContext::for_tests(id, agent.clone(), chat.clone(), &store, pool.clone())
             })
         })
         .collect();
