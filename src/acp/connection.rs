@@ -9,7 +9,7 @@
 //! we send (`session/new`, `session/load`, `session/resume`, `session/prompt`,
 //! `session/set_mode`, `session/set_config_option`) run in their own tasks, so a long prompt
 //! never holds up a `session/cancel`. The agent's dialect is applied on the way
-//! (`sessions.rs`), and what it writes to stdout is guarded (`transport.rs`).
+//! (`sessions/`), and what it writes to stdout is guarded (`transport.rs`).
 
 use std::path::Path;
 

@@ -347,7 +347,9 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
         SessionUpdate::SessionInfoUpdate(info) => match info.title {
             MaybeUndefined::Value(title) => AgentEvent::Title(Some(title)),
             MaybeUndefined::Null => AgentEvent::Title(None),
-            MaybeUndefined::Undefined => AgentEvent::Other("session_info_update".into()),
+            MaybeUndefined::Undefined => AgentEvent::Unused {
+                kind: "session_info_update".into(),
+            },
         },
         SessionUpdate::AvailableCommandsUpdate(c) => AgentEvent::Commands(
             c.available_commands
@@ -361,8 +363,9 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
         SessionUpdate::ConfigOptionUpdate(c) => {
             AgentEvent::Options(config_options(c.config_options))
         }
-        other => AgentEvent::Other(
-            serde_json::to_value(&other)
+        SessionUpdate::UserMessageChunk(c) => AgentEvent::UserMessageChunk(text_of(c.content)),
+        other => AgentEvent::Unused {
+            kind: serde_json::to_value(&other)
                 .ok()
                 .and_then(|v| {
                     v.get("sessionUpdate")
@@ -370,7 +373,7 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
                         .map(str::to_owned)
                 })
                 .unwrap_or_else(|| "unknown".into()),
-        ),
+        },
     }
 }
 
@@ -506,6 +509,19 @@ mod tests {
             serde_json::json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}),
         );
         assert!(matches!(t, AgentEvent::ThoughtChunk(t) if t == "hmm"));
+    }
+
+    #[test]
+    fn a_replayed_prompt_and_a_title_less_info_update_are_variants_of_their_own() {
+        let prompt = update(
+            serde_json::json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "earlier"}}),
+        );
+        assert!(matches!(prompt, AgentEvent::UserMessageChunk(t) if t == "earlier"));
+        let info = update(serde_json::json!({"sessionUpdate": "session_info_update"}));
+        assert!(matches!(info, AgentEvent::Unused { kind } if kind == "session_info_update"));
+        let titled =
+            update(serde_json::json!({"sessionUpdate": "session_info_update", "title": "Fix it"}));
+        assert!(matches!(titled, AgentEvent::Title(Some(t)) if t == "Fix it"));
     }
 
     #[test]

@@ -274,8 +274,15 @@ pub enum AgentEvent {
     Permission(PermissionRequest),
     /// The agent asks the room a question (elicitation).
     Question(super::question::QuestionRequest),
-    /// An update kind this gateway does not handle; kept only for the log.
-    Other(String),
+    /// A piece of a prompt the session replays (`user_message_chunk`: a reopened session
+    /// retells its conversation); the room showed it already.
+    UserMessageChunk(String),
+    /// An update that carries nothing Sidekicks uses (a `session_info_update` without a
+    /// title, or a kind this version does not know): logged, never matched by its name.
+    Unused {
+        /// The update's kind (`sessionUpdate`), for the log.
+        kind: String,
+    },
 }
 
 /// An MCP server an agent's sessions get (`mcpServers` of `session/new`, `load`, `resume`).

@@ -602,8 +602,21 @@ impl Channel {
             (AgentEvent::MessageChunk(text), None) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, %text, "answer text outside a turn; not shown")
             }
-            (other, _) => {
-                tracing::debug!(agent = %ctx.agent_id, event = ?other, "update not shown")
+            // What shows only in a turn's view, reported when no turn runs.
+            (
+                event @ (AgentEvent::File(_)
+                | AgentEvent::ThoughtChunk(_)
+                | AgentEvent::ToolCall(_)
+                | AgentEvent::ToolCallUpdate(_)
+                | AgentEvent::Plan(_)),
+                None,
+            ) => {
+                tracing::debug!(agent = %ctx.agent_id, room = %self.key.room, ?event, "update outside a turn; not shown")
+            }
+            // A reopened session retelling a prompt the room showed already.
+            (AgentEvent::UserMessageChunk(_), _) => {}
+            (AgentEvent::Unused { kind }, _) => {
+                tracing::debug!(agent = %ctx.agent_id, kind, "update not used")
             }
         }
     }
