@@ -296,3 +296,51 @@ async fn a_restarted_homeserver_waits_for_its_port_to_be_free() {
         "the first restart lost the port, so the harness did wait"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooded_room_is_told_what_its_queue_cannot_take_and_nothing_runs_twice() {
+    let mut env = Env::start(
+        SynapseOptions::default(),
+        "[queue]\nmax_waiting = 3\n[streaming]\nedit_interval_ms = 200",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    // A turn of about ten seconds, long enough for the flood to arrive while it runs.
+    env.alice
+        .send(&room, &format!("%stream 100 20\n{}", "word ".repeat(400)))
+        .await;
+    env.first_reply(&room).await;
+    for i in 0..10 {
+        env.alice.send(&room, &format!("%say flood {i}")).await;
+    }
+    let refusals = |env: &Env| {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .filter(|m| {
+                m.notice
+                    && m.body.contains(
+                        "3 messages wait for demo agent here already, so this one was not taken",
+                    )
+            })
+            .count()
+    };
+    wait_until(PATIENCE, "seven refusals", || {
+        (refusals(&env) == 7).then_some(())
+    })
+    .await;
+    env.reply_where(&room, "the third queued answer", |t| t == "flood 2")
+        .await;
+    // The refused ones no longer wait: a restart runs nothing more.
+    env.gw.stop();
+    env.gw.start_again();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let mut answered: Vec<String> = env
+        .texts_from(&room, &env.agent)
+        .into_iter()
+        .filter(|t| t.starts_with("flood "))
+        .collect();
+    answered.sort();
+    assert_eq!(answered, vec!["flood 0", "flood 1", "flood 2"]);
+    assert_eq!(refusals(&env), 7);
+}

@@ -57,7 +57,7 @@ pub struct AcpAgent {
     /// The configured agent ID, for logs and errors.
     agent_id: String,
     /// Work for the connection task.
-    requests: mpsc::UnboundedSender<Request>,
+    requests: mpsc::Sender<Request>,
     /// Where each session's updates go.
     sessions: Arc<Mutex<Sessions>>,
     /// The commands its sessions run through us.
@@ -90,7 +90,7 @@ impl AcpAgent {
         let stderr = spawned.process.stderr.clone();
         let sessions = Arc::new(Mutex::new(Sessions::default()));
         let terminals = Terminals::new(spec, sessions.clone());
-        let (requests, requests_rx) = mpsc::unbounded_channel();
+        let (requests, requests_rx) = mpsc::channel(crate::core::queues::AGENT_REQUESTS);
         let (init_tx, init_rx) = oneshot::channel();
 
         let (broken_tx, broken) = watch::channel(None);
@@ -304,9 +304,10 @@ impl AcpAgent {
         }
     }
 
-    /// Hands a request to the connection task; fails with the exit status once it is gone.
+    /// Hands a request to the connection task (waiting while its queue is full:
+    /// `core::queues::AGENT_REQUESTS`); fails with the exit status once it is gone.
     async fn send(&self, request: Request) -> Result<(), AgentError> {
-        match self.requests.send(request) {
+        match self.requests.send(request).await {
             Ok(()) => Ok(()),
             Err(_) => Err(self.gone().await),
         }
@@ -575,7 +576,7 @@ async fn run_connection(
     transport: impl agent_client_protocol::ConnectTo<Client> + 'static,
     sessions: Arc<Mutex<Sessions>>,
     terminals: Arc<Terminals>,
-    mut requests: mpsc::UnboundedReceiver<Request>,
+    mut requests: mpsc::Receiver<Request>,
     init: oneshot::Sender<Result<InitializeResponse, agent_client_protocol::Error>>,
 ) -> Result<(), agent_client_protocol::Error> {
     // Without a network, the room tools come through the socket file.

@@ -269,7 +269,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     );
     let access = access_rules(&config.access);
     let agent_ids: Vec<String> = started.iter().map(|(a, ..)| a.id.clone()).collect();
-    let (handoffs, handed) = mpsc::unbounded_channel();
+    let (handoffs, handed) = mpsc::channel(crate::core::queues::HANDOFFS);
     let mut contexts = Vec::new();
     let mut users = Vec::new();
     let mut processes = Vec::new();
@@ -298,6 +298,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             verbosity: live.verbosity.clone(),
             media: config.media.limits(),
             reinject_max_chars: config.continuity.reinject_max_chars,
+            max_waiting: config.queue.max_waiting,
             rerun_interrupted: config.continuity.rerun_interrupted,
             rerun_edited: config.continuity.rerun_edited,
             quiet_note: (config.timeouts.quiet_turn_secs > 0)

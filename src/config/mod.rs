@@ -101,6 +101,9 @@ pub struct Config {
     /// How rooms with several agents behave.
     #[serde(default)]
     pub rooms: RoomsConfig,
+    /// How many messages may wait behind a running turn.
+    #[serde(default)]
+    pub queue: QueueConfig,
     /// What agents take of people's files (pictures, files, audio, video).
     #[serde(default)]
     pub media: MediaConfig,
@@ -371,6 +374,22 @@ impl Default for RoomsConfig {
             handoff_max_hops: 3,
             threads: crate::model::ThreadMode::Separate,
         }
+    }
+}
+
+/// Messages waiting behind a running turn.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueueConfig {
+    /// Most messages waiting behind the running turn of one conversation; past it a
+    /// message is refused with a notice and nothing runs it later, so a flooded room
+    /// cannot fill the gateway's memory or keep its agent busy for hours.
+    pub max_waiting: usize,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self { max_waiting: 1_000 }
     }
 }
 

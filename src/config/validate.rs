@@ -94,6 +94,12 @@ impl Config {
                 "must be at least 1 (turn hand-offs off with `handoff = false`)".into(),
             );
         }
+        if self.queue.max_waiting == 0 {
+            bad(
+                "queue.max_waiting".into(),
+                "must be at least 1 (0 would refuse every message sent during a turn)".into(),
+            );
+        }
         if self.permissions.propose_stop_after == 0 {
             bad(
                 "permissions.propose_stop_after".into(),

@@ -63,6 +63,9 @@ pub struct AgentContext {
     pub media: MediaLimits,
     /// Most characters of earlier conversation re-injected into a new session (0: none).
     pub reinject_max_chars: usize,
+    /// Most prompts waiting behind a running turn of one conversation (`queue.max_waiting`);
+    /// past it a prompt is refused with a notice.
+    pub max_waiting: usize,
     /// How long a turn may show nothing before the room is told how to stop it (`None`:
     /// never).
     pub quiet_note: Option<Duration>,
@@ -76,7 +79,7 @@ pub struct AgentContext {
     pub room_tools: Option<Arc<dyn crate::core::room_tools::RoomToolHost>>,
     /// Where a finished answer goes so the gateway can hand it to the agents it addresses
     /// (`None`: never).
-    pub handoffs: Option<mpsc::UnboundedSender<Handoff>>,
+    pub handoffs: Option<mpsc::Sender<Handoff>>,
 }
 
 /// An agent's finished answer, for the gateway to hand to the other agents it addresses
@@ -141,6 +144,7 @@ impl AgentContext {
             verbosity: Reloadable::new(Verbosity::All),
             media: Default::default(),
             reinject_max_chars: 10_000,
+            max_waiting: 1_000,
             quiet_note: None,
             rerun_interrupted: false,
             rerun_edited: false,

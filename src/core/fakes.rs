@@ -390,7 +390,7 @@ pub fn usual_options() -> Vec<PermissionOption> {
 
 #[derive(Default)]
 struct AgentState {
-    sessions: HashMap<String, mpsc::UnboundedSender<AgentEvent>>,
+    sessions: HashMap<String, mpsc::Sender<AgentEvent>>,
     cancels: HashMap<String, Arc<tokio::sync::Notify>>,
     prompts: Vec<(String, String)>,
     script: Option<Script>,
@@ -532,7 +532,7 @@ impl FakeAgent {
     pub fn report_mode(&self, session_id: &str, mode: &str) {
         let s = self.state.lock().unwrap();
         if let Some(tx) = s.sessions.get(session_id) {
-            let _ = tx.send(AgentEvent::ModeChanged(mode.into()));
+            let _ = tx.try_send(AgentEvent::ModeChanged(mode.into()));
         }
     }
 }
@@ -548,14 +548,14 @@ impl AgentPort for FakeAgent {
         _folder: &Arc<crate::workspace::folder::Folder>,
         _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(crate::core::queues::SESSION_UPDATES);
         let mut s = self.state.lock().unwrap();
         let id = format!("session-{}", s.sessions.len());
         s.sessions.insert(id.clone(), tx);
         s.cancels.insert(id.clone(), Arc::default());
         s.not_running = false;
         if !s.commands.is_empty() {
-            let _ = s.sessions[&id].send(AgentEvent::Commands(s.commands.clone()));
+            let _ = s.sessions[&id].try_send(AgentEvent::Commands(s.commands.clone()));
         }
         Ok(NewSession {
             id,
@@ -575,7 +575,7 @@ impl AgentPort for FakeAgent {
         _folder: &Arc<crate::workspace::folder::Folder>,
         _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(crate::core::queues::SESSION_UPDATES);
         let mut s = self.state.lock().unwrap();
         if s.reopen.is_none() || !s.sessions.contains_key(session_id) {
             return Err(AgentError::Rpc {
@@ -620,12 +620,12 @@ impl AgentPort for FakeAgent {
             Script::Chunks(chunks, every) => {
                 for c in chunks {
                     tokio::time::sleep(every).await;
-                    let _ = tx.send(AgentEvent::MessageChunk(c));
+                    let _ = tx.try_send(AgentEvent::MessageChunk(c));
                 }
                 Ok(StopReason::EndTurn.into())
             }
             Script::Exit(status) => {
-                let _ = tx.send(AgentEvent::MessageChunk("partial".into()));
+                let _ = tx.try_send(AgentEvent::MessageChunk("partial".into()));
                 self.kill_session(session_id);
                 Err(AgentError::Exited { status })
             }
@@ -634,7 +634,7 @@ impl AgentPort for FakeAgent {
                 message,
             }),
             Script::UntilCancelled => {
-                let _ = tx.send(AgentEvent::MessageChunk("working".into()));
+                let _ = tx.try_send(AgentEvent::MessageChunk("working".into()));
                 cancel.notified().await;
                 Ok(StopReason::Cancelled.into())
             }
@@ -648,9 +648,9 @@ impl AgentPort for FakeAgent {
                         raw_input: Some(serde_json::json!({"command": "ls"})),
                         ..Default::default()
                     };
-                    let _ = tx.send(AgentEvent::ToolCall(tool.clone()));
+                    let _ = tx.try_send(AgentEvent::ToolCall(tool.clone()));
                     let (reply, answer) = tokio::sync::oneshot::channel();
-                    let _ = tx.send(AgentEvent::Permission(PermissionRequest {
+                    let _ = tx.try_send(AgentEvent::Permission(PermissionRequest {
                         tool,
                         options: options.clone(),
                         reply,
@@ -667,7 +667,7 @@ impl AgentPort for FakeAgent {
                         PermissionAnswer::Cancelled => "cancelled".into(),
                     };
                     let allowed = said.starts_with("allow");
-                    let _ = tx.send(AgentEvent::ToolCallUpdate(ToolCallFields {
+                    let _ = tx.try_send(AgentEvent::ToolCallUpdate(ToolCallFields {
                         id: format!("t{i}"),
                         status: Some(if allowed {
                             ToolStatus::Completed
@@ -676,7 +676,7 @@ impl AgentPort for FakeAgent {
                         }),
                         ..Default::default()
                     }));
-                    let _ = tx.send(AgentEvent::MessageChunk(format!(
+                    let _ = tx.try_send(AgentEvent::MessageChunk(format!(
                         "{}permission: {said}",
                         if i > 0 { "\n" } else { "" }
                     )));

@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod poll;
 pub mod pool;
 pub mod question;
+pub mod queues;
 pub mod reloadable;
 pub mod room_tools;
 pub mod routing;

@@ -277,6 +277,13 @@ pub enum AgentEvent {
     /// A piece of a prompt the session replays (`user_message_chunk`: a reopened session
     /// retells its conversation); the room showed it already.
     UserMessageChunk(String),
+    /// Updates of this session were dropped: the agent sent them faster than the room took
+    /// them and its queue was full (`core::queues::SESSION_UPDATES`). What the room shows
+    /// may be incomplete.
+    Dropped {
+        /// How many.
+        count: u64,
+    },
     /// An update that carries nothing Sidekicks uses (a `session_info_update` without a
     /// title, or a kind this version does not know): logged, never matched by its name.
     Unused {
@@ -498,7 +505,7 @@ pub struct NewSession {
     /// Its modes and config options.
     pub settings: SessionSettings,
     /// Every update the agent sends for this session, in order.
-    pub events: mpsc::UnboundedReceiver<AgentEvent>,
+    pub events: mpsc::Receiver<AgentEvent>,
     /// For a session loaded or resumed: what the agent replayed of it (not shown again).
     pub replayed: Replayed,
 }

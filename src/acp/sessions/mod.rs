@@ -9,8 +9,10 @@ use std::sync::Arc;
 use crate::workspace::folder::Folder;
 
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 
 use super::dialect::{CancelledTurn, Dialect};
+use crate::core::queues;
 use crate::model::agent::{
     AgentEvent, Replayed, StopReason, ToolCallFields, ToolContent, ToolKind, ToolStatus,
 };
@@ -97,7 +99,7 @@ pub struct Sessions {
     /// How this agent deviates from canonical ACP (set once it has said who it is).
     dialect: Dialect,
     /// The queue of each registered session.
-    senders: HashMap<String, mpsc::UnboundedSender<AgentEvent>>,
+    senders: HashMap<String, Queue>,
     /// Updates that arrived before their session was registered (bounded).
     early: HashMap<String, Vec<AgentEvent>>,
     /// Per-session facts for the dialect.
@@ -176,10 +178,8 @@ impl Sessions {
             !matches!(&event, AgentEvent::ToolCall(f) | AgentEvent::ToolCallUpdate(f) if f.terminal_output.is_some()),
             "output reported beside a call's fields reaches the core as its raw output"
         );
-        match self.senders.get(session) {
-            Some(tx) => {
-                let _ = tx.send(event);
-            }
+        match self.senders.get_mut(session) {
+            Some(queue) => queue.push(session, event),
             None => {
                 let held = self.early.entry(session.to_owned()).or_default();
                 if held.len() < EARLY_EVENTS {
@@ -335,6 +335,7 @@ impl Sessions {
                     | AgentEvent::Options(_)
                     | AgentEvent::Permission(_)
                     | AgentEvent::Question(_)
+                    | AgentEvent::Dropped { .. }
                     | AgentEvent::Unused { .. } => continue,
                 };
                 match said {
@@ -380,18 +381,52 @@ impl Sessions {
 
     /// Starts delivering `session`'s updates (those held first) to the returned queue;
     /// its file requests may reach `folder`.
-    pub fn register(
-        &mut self,
-        session: &str,
-        folder: Arc<Folder>,
-    ) -> mpsc::UnboundedReceiver<AgentEvent> {
+    pub fn register(&mut self, session: &str, folder: Arc<Folder>) -> mpsc::Receiver<AgentEvent> {
         self.folders.insert(session.to_owned(), folder);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(queues::SESSION_UPDATES);
+        let mut queue = Queue { tx, dropped: 0 };
         for event in self.early.remove(session).unwrap_or_default() {
-            let _ = tx.send(event);
+            queue.push(session, event);
         }
-        self.senders.insert(session.to_owned(), tx);
+        self.senders.insert(session.to_owned(), queue);
         rx
+    }
+}
+
+/// A registered session's queue of updates (bounded: `core::queues::SESSION_UPDATES`).
+struct Queue {
+    /// Where the session's channel reads them.
+    tx: mpsc::Sender<AgentEvent>,
+    /// Updates dropped because the queue was full, not yet told to the channel.
+    dropped: u64,
+}
+
+impl Queue {
+    /// Queues `event`, or drops and counts it when the queue is full; the count goes to the
+    /// channel ([`AgentEvent::Dropped`]) before the next update that finds room. A dropped
+    /// permission request or question is answered `cancelled` (its reply is dropped), so
+    /// nothing runs unapproved.
+    fn push(&mut self, session: &str, event: AgentEvent) {
+        if self.dropped > 0 {
+            let told = AgentEvent::Dropped {
+                count: self.dropped,
+            };
+            match self.tx.try_send(told) {
+                Ok(()) => self.dropped = 0,
+                Err(TrySendError::Full(_)) => {
+                    self.dropped += 1;
+                    return;
+                }
+                Err(TrySendError::Closed(_)) => return,
+            }
+        }
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(event) {
+            tracing::warn!(
+                session,
+                "the agent sends updates faster than its room takes them; dropping them"
+            );
+            self.dropped += 1;
+        }
     }
 }
 

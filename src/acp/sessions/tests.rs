@@ -8,7 +8,7 @@ fn call(id: &str, status: ToolStatus) -> ToolCallFields {
     ToolCallFields::status_only(id, status)
 }
 
-fn drain(rx: &mut mpsc::UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {
+fn drain(rx: &mut mpsc::Receiver<AgentEvent>) -> Vec<AgentEvent> {
     let mut out = Vec::new();
     while let Ok(e) = rx.try_recv() {
         out.push(e);
@@ -21,7 +21,7 @@ fn any_folder() -> Arc<Folder> {
     Arc::new(Folder::open(&std::env::temp_dir(), Path::new("")).unwrap())
 }
 
-fn sessions(dialect: Dialect) -> (Sessions, mpsc::UnboundedReceiver<AgentEvent>) {
+fn sessions(dialect: Dialect) -> (Sessions, mpsc::Receiver<AgentEvent>) {
     let mut s = Sessions::default();
     s.set_dialect(dialect);
     let rx = s.register("s", any_folder());
@@ -238,7 +238,7 @@ fn a_permission_request_for_an_unannounced_call_is_announced_first_once() {
     }
 }
 
-fn announced_once(s: &mut Sessions, rx: &mut mpsc::UnboundedReceiver<AgentEvent>) {
+fn announced_once(s: &mut Sessions, rx: &mut mpsc::Receiver<AgentEvent>) {
     s.deliver("s", permission("c1"));
     s.deliver("s", AgentEvent::ToolCall(call("c2", ToolStatus::Pending)));
     s.deliver("s", permission("c2"));
@@ -385,4 +385,38 @@ fn empty_chunks_are_dropped_for_the_gemini_dialect() {
     s.deliver("s", AgentEvent::MessageChunk("hi".into()));
     let events = drain(&mut rx);
     assert!(matches!(&events[..], [AgentEvent::MessageChunk(t)] if t == "hi"));
+}
+
+#[test]
+fn a_full_queue_drops_updates_and_tells_their_count_before_the_next_one() {
+    let (mut s, mut rx) = sessions(ACP);
+    let said = |i: usize| AgentEvent::MessageChunk(format!("{i} "));
+    let flood = queues::SESSION_UPDATES + 10;
+    for i in 0..flood {
+        s.deliver("s", said(i));
+    }
+    let first = drain(&mut rx);
+    assert_eq!(first.len(), queues::SESSION_UPDATES, "bounded");
+    assert!(matches!(&first[0], AgentEvent::MessageChunk(t) if t == "0 "));
+    // Room again: the count of what was dropped comes first, then the update.
+    s.deliver("s", said(flood));
+    let next = drain(&mut rx);
+    assert!(
+        matches!(&next[..], [AgentEvent::Dropped { count: 10 }, AgentEvent::MessageChunk(t)] if *t == format!("{flood} ")),
+        "{next:?}"
+    );
+    // A permission request that finds no room is answered `cancelled`: nothing runs unasked.
+    for i in 0..queues::SESSION_UPDATES {
+        s.deliver("s", said(i));
+    }
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    s.deliver(
+        "s",
+        AgentEvent::Permission(PermissionRequest {
+            tool: call("t9", ToolStatus::Pending),
+            options: vec![],
+            reply,
+        }),
+    );
+    assert!(answer.blocking_recv().is_err(), "the request was dropped");
 }

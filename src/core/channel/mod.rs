@@ -103,12 +103,36 @@ pub enum ChannelInput {
     },
 }
 
+/// The next update of `session`'s agent; never, while there is no session.
+async fn next_update(session: &mut Option<Session>) -> Option<AgentEvent> {
+    match session {
+        Some(session) => session.events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl ChannelInput {
+    /// The message this input carries, if it carries one (a queue that refuses the input
+    /// answers it).
+    pub fn message(&self) -> Option<&IncomingMessage> {
+        match self {
+            Self::Prompt(message)
+            | Self::Rerun(message)
+            | Self::Resumed { message, .. }
+            | Self::Aside(message)
+            | Self::Command(_, message)
+            | Self::PollReply(message) => Some(message),
+            Self::Report(_) | Self::Changed(_) | Self::Reaction { .. } => None,
+        }
+    }
+}
+
 /// The open ACP session of this channel.
 struct Session {
     /// The agent's session ID.
     id: String,
     /// The session's updates, in the order the agent sent them.
-    events: mpsc::UnboundedReceiver<AgentEvent>,
+    events: mpsc::Receiver<AgentEvent>,
     /// Its modes and config options, kept up to date with the agent's updates.
     settings: SessionSettings,
     /// Whether it is new and the earlier conversation has not been given to it yet: its
@@ -129,7 +153,7 @@ pub struct Channel {
     /// its session, transcript and crash journal in the store.
     key: ConversationKey,
     /// Prompts, commands and stop requests, in arrival order.
-    inputs: mpsc::UnboundedReceiver<ChannelInput>,
+    inputs: mpsc::Receiver<ChannelInput>,
     /// The ACP session, opened at the first prompt.
     session: Option<Session>,
     /// Prompts waiting behind the running turn.
@@ -231,7 +255,7 @@ impl Channel {
     pub fn new(
         ctx: Arc<AgentContext>,
         key: ConversationKey,
-        inputs: mpsc::UnboundedReceiver<ChannelInput>,
+        inputs: mpsc::Receiver<ChannelInput>,
         shutdown: CancellationToken,
     ) -> Self {
         // A thread's conversation posts everything into its thread.
@@ -308,6 +332,12 @@ impl Channel {
                 Some(input) => input,
                 None => tokio::select! {
                     _ = self.shutdown.cancelled() => continue,
+                    // Between turns too, so a session's bounded queue never fills while
+                    // the room is quiet (`core::queues::SESSION_UPDATES`).
+                    Some(event) = next_update(&mut self.session) => {
+                        self.handle_event(event, None).await;
+                        continue;
+                    }
                     input = self.inputs.recv() => match input {
                         Some(input) => input,
                         None => return,
@@ -490,8 +520,19 @@ impl Channel {
         }
     }
 
-    /// Queues `message` marked ⏳ (unless it is already: `reaction`).
+    /// Queues `message` marked ⏳ (unless it is already: `reaction`); past
+    /// `queue.max_waiting` it is refused with a notice and settled instead.
     async fn mark_and_queue(&mut self, message: IncomingMessage, reaction: Option<String>) {
+        if self.queue.len() >= self.ctx.max_waiting {
+            tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, event = %message.event_id, waiting = self.queue.len(), "too many messages wait; one was refused");
+            if let Some(reaction) = &reaction {
+                let _ = self.ctx.chat.redact(self.key.room.as_str(), reaction).await;
+            }
+            let text = strings::too_many_waiting(&self.ctx.display_name, Some(self.queue.len()));
+            self.notice(text).await;
+            self.settle(&message.event_id).await;
+            return;
+        }
         let reaction = match reaction {
             Some(reaction) => Some(reaction),
             None => self.mark_queued(&message.event_id).await,

@@ -446,13 +446,15 @@ impl Channel {
         if let (Some(handoffs), Some(event_id), Ok(StopReason::EndTurn)) =
             (&ctx.handoffs, first_event, &result)
         {
-            let _ = handoffs.send(Handoff {
+            let handoff = Handoff {
                 room_id: self.key.room.clone(),
                 thread: self.key.thread.clone(),
                 from_agent: ctx.agent_id.clone(),
                 event_id: event_id.into(),
                 text: stream.text().to_owned(),
-            });
+            };
+            // Waits while the gateway's hand-off queue is full (`core::queues::HANDOFFS`).
+            let _ = handoffs.send(handoff).await;
         }
     }
 
@@ -615,6 +617,11 @@ impl Channel {
             }
             // A reopened session retelling a prompt the room showed already.
             (AgentEvent::UserMessageChunk(_), _) => {}
+            (AgentEvent::Dropped { count }, _) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, count, "updates dropped: the agent sent them faster than the room took them");
+                self.notice(strings::updates_dropped(&ctx.display_name, count))
+                    .await;
+            }
             (AgentEvent::Unused { kind }, _) => {
                 tracing::debug!(agent = %ctx.agent_id, kind, "update not used")
             }

@@ -71,7 +71,7 @@ impl Gateway {
             {
                 if self.admit(&message, allowed, None).await {
                     let input = ChannelInput::Aside(message.clone());
-                    self.send_to_channel(&message.conversation(), input);
+                    self.send_to_channel(&message.conversation(), input).await;
                 }
             }
             Determination::NotMine => {}
@@ -110,7 +110,7 @@ impl Gateway {
                 let may = |sender: &str| self.access.allows(sender) || self.admins.allows(sender);
                 if self.admit(&message, may, as_command).await {
                     let input = ChannelInput::Command(command, message.clone());
-                    self.send_to_channel(&message.conversation(), input);
+                    self.send_to_channel(&message.conversation(), input).await;
                 }
             }
             // The channel settles it once carried out.
@@ -120,7 +120,7 @@ impl Gateway {
                     .await
                 {
                     let input = ChannelInput::Command(command, message.clone());
-                    self.send_to_channel(&message.conversation(), input);
+                    self.send_to_channel(&message.conversation(), input).await;
                 }
             }
             Determination::CommandForNobody(command) => {
@@ -220,7 +220,7 @@ impl Gateway {
             }
             false => ChannelInput::PollReply(message.clone()),
         };
-        self.send_to_channel(&message.conversation(), input);
+        self.send_to_channel(&message.conversation(), input).await;
     }
 
     /// A command for one agent that names none, in a room with several and no default:
@@ -247,7 +247,8 @@ impl Gateway {
                         self.send_to_channel(
                             &key,
                             ChannelInput::Command(command.clone(), message.clone()),
-                        );
+                        )
+                        .await;
                     }
                 }
                 if !stopped {
@@ -267,10 +268,13 @@ impl Gateway {
                 }
                 match with_polls.as_slice() {
                     [] => self.notice(message, strings::NO_OPEN_POLL).await,
-                    [agent] => self.send_to_channel(
-                        &here(agent),
-                        ChannelInput::Command(command, message.clone()),
-                    ),
+                    [agent] => {
+                        self.send_to_channel(
+                            &here(agent),
+                            ChannelInput::Command(command, message.clone()),
+                        )
+                        .await
+                    }
                     _ => {
                         self.notice(message, strings::polls_of_several_agents(count))
                             .await

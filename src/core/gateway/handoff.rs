@@ -18,7 +18,7 @@ use crate::store::{PendingInput, PendingKind, now_ms};
 
 impl Gateway {
     /// Takes in the agents' finished answers until shutdown.
-    pub async fn run_handoffs(self: Arc<Self>, mut answers: mpsc::UnboundedReceiver<Handoff>) {
+    pub async fn run_handoffs(self: Arc<Self>, mut answers: mpsc::Receiver<Handoff>) {
         loop {
             let answer = tokio::select! {
                 _ = self.channels.shutting_down() => return,
@@ -113,7 +113,10 @@ impl Gateway {
                 .admit(&prompt.event_id, &key, Some(&pending))
                 .await
             {
-                Ok(true) => self.send_to_channel(&key, ChannelInput::Prompt(prompt)),
+                Ok(true) => {
+                    self.send_to_channel(&key, ChannelInput::Prompt(prompt))
+                        .await
+                }
                 Ok(false) => {
                     tracing::debug!(to = %target, event = %prompt.event_id, "answer handed on already")
                 }

@@ -262,11 +262,28 @@ impl Gateway {
             .await;
     }
 
-    /// Hands `input` to the channel of conversation `key`, starting it if needed.
-    fn send_to_channel(&self, key: &ConversationKey, input: ChannelInput) {
-        match self.agents.get(&key.agent) {
-            Some(ctx) => self.channels.send(ctx, key, input),
-            None => tracing::warn!(conversation = %key, "event for an unknown agent"),
+    /// Hands `input` to the channel of conversation `key`, starting it if needed; a message
+    /// its full queue refuses is answered with a notice and settled (nothing runs it later).
+    async fn send_to_channel(&self, key: &ConversationKey, input: ChannelInput) {
+        let Some(ctx) = self.agents.get(&key.agent) else {
+            tracing::warn!(conversation = %key, "event for an unknown agent");
+            return;
+        };
+        let Err(refused) = self.channels.send(ctx, key, input) else {
+            return;
+        };
+        let Some(message) = refused.message() else {
+            tracing::warn!(conversation = %key, "the channel's queue is full; an input was dropped");
+            return;
+        };
+        tracing::warn!(conversation = %key, event = %message.event_id, "the channel's queue is full; a message was refused");
+        self.notice(
+            message,
+            crate::render::strings::too_many_waiting(&ctx.display_name, None),
+        )
+        .await;
+        if let Err(e) = self.store.settle(&key.agent, &message.event_id).await {
+            tracing::error!(conversation = %key, error = %e, "could not record a refused message as settled");
         }
     }
 }

@@ -198,7 +198,8 @@ impl Gateway {
             && poll::parse_reply(&input.body).is_some();
         match input.kind {
             PendingKind::Rerun => {
-                self.send_to_channel(&message.conversation(), ChannelInput::Rerun(message));
+                self.send_to_channel(&message.conversation(), ChannelInput::Rerun(message))
+                    .await;
             }
             PendingKind::Prompt if !answers_old_poll => {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a prompt admitted before the restart runs now");
@@ -206,7 +207,7 @@ impl Gateway {
                     message,
                     reaction: input.queued_reaction,
                 };
-                self.send_to_channel(&conversation, resumed);
+                self.send_to_channel(&conversation, resumed).await;
             }
             PendingKind::Prompt => {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "an answer to a poll of the previous run is dropped with its poll");

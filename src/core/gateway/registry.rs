@@ -7,12 +7,14 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::core::channel::{Channel, ChannelInput, ChannelReport};
 use crate::core::context::AgentContext;
+use crate::core::queues;
 use crate::model::ids::{ConversationKey, RoomId};
 
 /// How long `!status` and `!help` wait for a channel to say how it stands.
@@ -22,7 +24,7 @@ const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
 #[derive(Default)]
 pub(super) struct Channels {
     /// The input queue of each running channel, by the conversation it holds.
-    inputs: Mutex<HashMap<ConversationKey, mpsc::UnboundedSender<ChannelInput>>>,
+    inputs: Mutex<HashMap<ConversationKey, mpsc::Sender<ChannelInput>>>,
     /// The channel tasks and the gateway's other tasks, so shutdown can wait for them.
     tasks: TaskTracker,
     /// Cancelled at shutdown; every channel watches it.
@@ -31,20 +33,31 @@ pub(super) struct Channels {
 
 impl Channels {
     /// Hands `input` to the channel of conversation `key` (whose agent `ctx` is), starting
-    /// it if it does not run (or if its task died, which only a panic does).
-    pub(super) fn send(&self, ctx: &Arc<AgentContext>, key: &ConversationKey, input: ChannelInput) {
+    /// it if it does not run (or if its task died, which only a panic does). `Err`: the
+    /// channel's queue is full ([`queues::CHANNEL_INPUTS`]); the input is given back for the
+    /// caller to refuse.
+    pub(super) fn send(
+        &self,
+        ctx: &Arc<AgentContext>,
+        key: &ConversationKey,
+        input: ChannelInput,
+    ) -> Result<(), Box<ChannelInput>> {
         let spawn = || {
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (tx, rx) = mpsc::channel(queues::CHANNEL_INPUTS);
             self.tasks
                 .spawn(Channel::new(ctx.clone(), key.clone(), rx, self.shutdown.clone()).run());
             tx
         };
         let mut inputs = self.inputs.lock().expect("channel map poisoned");
         let tx = inputs.entry(key.clone()).or_insert_with(spawn);
-        if let Err(mpsc::error::SendError(input)) = tx.send(input) {
-            tracing::error!(conversation = %key, "channel task died; starting a new one");
-            *tx = spawn();
-            let _ = tx.send(input);
+        match tx.try_send(input) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(input)) => Err(Box::new(input)),
+            Err(TrySendError::Closed(input)) => {
+                tracing::error!(conversation = %key, "channel task died; starting a new one");
+                *tx = spawn();
+                tx.try_send(input).map_err(|e| Box::new(e.into_inner()))
+            }
         }
     }
 
@@ -58,8 +71,11 @@ impl Channels {
     ) {
         let inputs = self.inputs.lock().expect("channel map poisoned");
         for (running, tx) in inputs.iter() {
-            if running.room == key.room && running.agent == key.agent {
-                let _ = tx.send(input());
+            if running.room == key.room
+                && running.agent == key.agent
+                && let Err(TrySendError::Full(_)) = tx.try_send(input())
+            {
+                tracing::warn!(conversation = %running, "the channel's queue is full; a reaction or edit was dropped");
             }
         }
     }
@@ -83,7 +99,7 @@ impl Channels {
             .lock()
             .expect("channel map poisoned")
             .get(key)?
-            .send(ChannelInput::Report(reply))
+            .try_send(ChannelInput::Report(reply))
             .ok()?;
         tokio::time::timeout(REPORT_TIMEOUT, answer)
             .await

@@ -442,6 +442,25 @@ pub fn gave_up_waiting(agent: &str, by: &str) -> String {
     format!("⏹️ Stopped by {by} before it started: {agent} was waiting for a free slot.")
 }
 
+/// A message refused because too many wait for `agent` in this conversation already
+/// (`waiting`, when known: the limit it reached).
+pub fn too_many_waiting(agent: &str, waiting: Option<usize>) -> String {
+    let how_many = match waiting {
+        Some(n) => format!("{n} messages"),
+        None => "too many messages".into(),
+    };
+    format!(
+        "⛔ {how_many} wait for {agent} here already, so this one was not taken. Send it again once the queue has gone down."
+    )
+}
+
+/// Updates of the agent were dropped because it sent them faster than the room took them.
+pub fn updates_dropped(agent: &str, count: u64) -> String {
+    format!(
+        "⚠️ {agent} sent updates faster than this room could take them: {count} were dropped, so what is shown here may be incomplete."
+    )
+}
+
 /// Answer to `!default` without a word.
 pub fn default_is(prefix: &str, default: Option<&str>) -> String {
     match default {

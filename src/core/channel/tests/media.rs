@@ -29,7 +29,7 @@ async fn channel_in(
     chat: Arc<FakeChat>,
     dir: &std::path::Path,
     adjust: impl FnOnce(&mut AgentContext),
-) -> mpsc::UnboundedSender<ChannelInput> {
+) -> mpsc::Sender<ChannelInput> {
     let dir = dir.to_owned();
     let (tx, _) = channel_adjusted(agent, chat, move |ctx| {
         ctx.workspace = crate::workspace::Workspace::new(dir);
@@ -54,7 +54,7 @@ async fn a_picture_with_a_caption_reaches_an_agent_that_takes_images_as_an_image
     chat.add_media("mxc-1", b"PNGDATA");
     let tx = channel_in(agent.clone(), chat.clone(), dir.path(), |_| {}).await;
     let m = with_media("$1", "what is wrong here?", picture("$1", "mxc-1", Some(7)));
-    tx.send(ChannelInput::Prompt(m)).unwrap();
+    tx.try_send(ChannelInput::Prompt(m)).unwrap();
     settle_until(|| !agent.prompt_blocks().is_empty()).await;
     let blocks = &agent.prompt_blocks()[0];
     let PromptBlock::Text(text) = &blocks[0] else {
@@ -83,7 +83,7 @@ async fn a_picture_without_a_question_waits_for_its_senders_next_message() {
     let chat = FakeChat::new();
     chat.add_media("mxc-1", b"PNG");
     let tx = channel_in(agent.clone(), chat.clone(), dir.path(), |_| {}).await;
-    tx.send(ChannelInput::Prompt(with_media(
+    tx.try_send(ChannelInput::Prompt(with_media(
         "$pic",
         "",
         picture("$pic", "mxc-1", None),
@@ -103,7 +103,7 @@ async fn a_picture_without_a_question_waits_for_its_senders_next_message() {
         sender: "@bob:x".into(),
         ..message("$bob", "hello")
     };
-    tx.send(ChannelInput::Prompt(bob)).unwrap();
+    tx.try_send(ChannelInput::Prompt(bob)).unwrap();
     settle_until(|| agent.prompts().len() == 1).await;
     assert!(
         !agent.prompts()[0].1.contains("Attached"),
@@ -111,7 +111,7 @@ async fn a_picture_without_a_question_waits_for_its_senders_next_message() {
         agent.prompts()
     );
     // Its sender's next message does: without an image-taking agent, as a link.
-    tx.send(ChannelInput::Prompt(message("$q", "is this right?")))
+    tx.try_send(ChannelInput::Prompt(message("$q", "is this right?")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 2).await;
     let blocks = &agent.prompt_blocks()[1];
@@ -136,7 +136,7 @@ async fn set_not_to_wait_a_picture_is_a_prompt_at_once() {
         ctx.media.wait_for_question = false
     })
     .await;
-    tx.send(ChannelInput::Prompt(with_media(
+    tx.try_send(ChannelInput::Prompt(with_media(
         "$pic",
         "",
         picture("$pic", "mxc-1", None),
@@ -159,7 +159,7 @@ async fn a_file_too_large_is_never_fetched_and_the_room_is_told() {
     .await;
     // Said to be too large: not even fetched.
     let big = with_media("$big", "look", picture("$big", "mxc-big", Some(4096)));
-    tx.send(ChannelInput::Prompt(big)).unwrap();
+    tx.try_send(ChannelInput::Prompt(big)).unwrap();
     settle_until(|| !agent.prompts().is_empty()).await;
     assert!(chat.downloads().is_empty());
     let notice = chat
@@ -176,8 +176,8 @@ async fn a_file_too_large_is_never_fetched_and_the_room_is_told() {
         body: String::new(),
         ..lies
     };
-    tx.send(ChannelInput::Prompt(lies)).unwrap();
-    tx.send(ChannelInput::Prompt(message("$q", "and this?")))
+    tx.try_send(ChannelInput::Prompt(lies)).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$q", "and this?")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 2).await;
     assert_eq!(agent.prompts()[1].1, "and this?");
@@ -194,7 +194,7 @@ async fn a_file_that_cannot_be_fetched_gets_a_notice_and_no_empty_prompt() {
     })
     .await;
     let gone = with_media("$gone", "", picture("$gone", "mxc-missing", None));
-    tx.send(ChannelInput::Prompt(gone)).unwrap();
+    tx.try_send(ChannelInput::Prompt(gone)).unwrap();
     settle_until(|| {
         chat.shown("!room")
             .iter()

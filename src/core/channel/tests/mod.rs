@@ -34,7 +34,7 @@ use crate::store::{Role, Store, TranscriptLine};
 async fn channel(
     agent: Arc<FakeAgent>,
     chat: Arc<FakeChat>,
-) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+) -> (mpsc::Sender<ChannelInput>, Store) {
     channel_with_timeout(agent, chat, Duration::from_secs(60)).await
 }
 
@@ -42,7 +42,7 @@ async fn channel_with_timeout(
     agent: Arc<FakeAgent>,
     chat: Arc<FakeChat>,
     timeout: Duration,
-) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+) -> (mpsc::Sender<ChannelInput>, Store) {
     channel_with(agent, chat, timeout, None).await
 }
 
@@ -51,7 +51,7 @@ async fn channel_with(
     chat: Arc<FakeChat>,
     timeout: Duration,
     quiet_note: Option<Duration>,
-) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+) -> (mpsc::Sender<ChannelInput>, Store) {
     channel_adjusted(agent, chat, |ctx| {
         ctx.permissions = Reloadable::new(PermissionSettings {
             timeout,
@@ -67,7 +67,7 @@ async fn channel_adjusted(
     agent: Arc<FakeAgent>,
     chat: Arc<FakeChat>,
     adjust: impl FnOnce(&mut AgentContext),
-) -> (mpsc::UnboundedSender<ChannelInput>, Store) {
+) -> (mpsc::Sender<ChannelInput>, Store) {
     let store = Store::in_memory().await.unwrap();
     let pool_port: Arc<dyn AgentPort> = agent.clone();
     let pool = Pool::new(
@@ -76,7 +76,7 @@ async fn channel_adjusted(
     );
     let mut ctx = context("demo", agent, chat, &store, pool);
     adjust(&mut ctx);
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(1_024);
     let channel = Channel::new(
         Arc::new(ctx),
         ConversationKey::new("!room", "demo"),
@@ -159,27 +159,26 @@ fn poll_of(chat: &FakeChat) -> Option<(String, String)> {
         .map(|(id, m)| (id, m.body))
 }
 
-async fn start_poll(
-    timeout: Duration,
-) -> (mpsc::UnboundedSender<ChannelInput>, Arc<FakeChat>, String) {
+async fn start_poll(timeout: Duration) -> (mpsc::Sender<ChannelInput>, Arc<FakeChat>, String) {
     start_polls(timeout, 1).await
 }
 
 async fn start_polls(
     timeout: Duration,
     times: u32,
-) -> (mpsc::UnboundedSender<ChannelInput>, Arc<FakeChat>, String) {
+) -> (mpsc::Sender<ChannelInput>, Arc<FakeChat>, String) {
     let agent = FakeAgent::new(Script::AskPermission(times));
     let chat = FakeChat::new();
     let (tx, _) = channel_with_timeout(agent, chat.clone(), timeout).await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| poll_of(&chat).is_some()).await;
     let (poll, _) = poll_of(&chat).expect("a poll was posted");
     (tx, chat, poll)
 }
 
-fn react(tx: &mpsc::UnboundedSender<ChannelInput>, by: &str, target: &str, key: &str) {
-    tx.send(ChannelInput::Reaction {
+fn react(tx: &mpsc::Sender<ChannelInput>, by: &str, target: &str, key: &str) {
+    tx.try_send(ChannelInput::Reaction {
         by: by.into(),
         target: target.into(),
         key: key.into(),

@@ -26,7 +26,7 @@ async fn a_session_that_starts_in_a_mode_that_does_not_ask_is_switched_before_it
         .with_settings(starting_in("code"));
     let chat = FakeChat::new();
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "hello")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 1).await;
     assert_eq!(mode_changes(&agent), ["ask"], "switched before the prompt");
@@ -37,7 +37,7 @@ async fn a_session_that_starts_in_a_mode_that_does_not_ask_is_switched_before_it
     assert_eq!(kept.map(|k| k.mode).as_deref(), Some("ask"));
     // `!status`: the mode says it asks.
     let (reply, answer) = oneshot::channel();
-    tx.send(ChannelInput::Report(reply)).unwrap();
+    tx.try_send(ChannelInput::Report(reply)).unwrap();
     let report = answer.await.unwrap();
     assert_eq!(report.mode.as_deref(), Some("Ask, asks before acting"));
 }
@@ -49,7 +49,7 @@ async fn an_agent_with_no_mode_known_to_ask_is_not_used_and_the_room_is_told() {
         .with_known_modes(KnownModes::UNKNOWN);
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "hello")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
     settle_until(|| !chat.shown("!room").is_empty()).await;
     assert!(agent.prompts().is_empty(), "no prompt reached the agent");
@@ -70,7 +70,7 @@ async fn modes_that_do_not_decide_asking_are_left_as_the_agent_has_them() {
         .with_known_modes(KnownModes::UNRELATED);
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "hello")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 1).await;
     assert!(mode_changes(&agent).is_empty());
@@ -81,7 +81,8 @@ async fn the_agents_own_switch_to_a_mode_that_does_not_ask_is_put_back_and_the_r
     let agent = FakeAgent::new(Script::UntilCancelled).with_settings(ask_code_and_model());
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| agent.prompts().len() == 1).await;
     let (session, _) = agent.prompts()[0].clone();
     // During the turn.
@@ -97,7 +98,7 @@ async fn the_agents_own_switch_to_a_mode_that_does_not_ask_is_put_back_and_the_r
     );
     // A switch to a mode that asks stays.
     agent.report_mode(&session, "ask");
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Stop(vec![]),
         message("$2", "!stop"),
     ))
@@ -105,7 +106,7 @@ async fn the_agents_own_switch_to_a_mode_that_does_not_ask_is_put_back_and_the_r
     settle_until(|| chat.shown("!room").iter().any(|t| t.contains("Stopped"))).await;
     // Between turns: put back before the next prompt goes out.
     agent.report_mode(&session, "code");
-    tx.send(ChannelInput::Prompt(message("$3", "again")))
+    tx.try_send(ChannelInput::Prompt(message("$3", "again")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 2).await;
     assert_eq!(mode_changes(&agent), ["ask", "ask"]);
@@ -118,7 +119,7 @@ async fn a_mode_an_admin_chose_stays_when_the_agent_confirms_it() {
     let chat = FakeChat::new();
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
     // Alice is an admin.
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Mode(vec!["code".into()]),
         message("$1", "!mode code"),
     ))
@@ -126,7 +127,7 @@ async fn a_mode_an_admin_chose_stays_when_the_agent_confirms_it() {
     settle_until(|| mode_changes(&agent) == ["code"]).await;
     let (session, _, _) = agent.changes()[0].clone();
     agent.report_mode(&session, "code");
-    tx.send(ChannelInput::Prompt(message("$2", "hello")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "hello")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 1).await;
     assert_eq!(mode_changes(&agent), ["code"], "never put back");
@@ -157,7 +158,7 @@ async fn the_conversations_mode_is_put_back_when_its_session_is_got_back_or_open
         .with_known_modes(known);
     let chat = FakeChat::new();
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Mode(vec!["plan".into()]),
         message("$1", "!mode plan"),
     ))
@@ -173,7 +174,7 @@ async fn the_conversations_mode_is_put_back_when_its_session_is_got_back_or_open
         vec![("demo".into(), "Demo".into(), pool_port)],
     );
     let ctx = context("demo", agent.clone(), chat.clone(), &store, pool);
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(1_024);
     let channel = Channel::new(
         Arc::new(ctx),
         ConversationKey::new("!room", "demo"),
@@ -181,7 +182,7 @@ async fn the_conversations_mode_is_put_back_when_its_session_is_got_back_or_open
         CancellationToken::new(),
     );
     tokio::spawn(channel.run());
-    tx.send(ChannelInput::Prompt(message("$2", "hello")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "hello")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 1).await;
     assert_eq!(mode_changes(&agent), ["ask", "plan", "plan"]);
@@ -211,7 +212,8 @@ async fn a_poll_choice_that_stops_asking_is_for_admins_only() {
         ctx.approvers = AccessList::new(&["@alice:x", "@bob:x"]);
     })
     .await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| poll_of(&chat).is_some()).await;
     let (poll, body) = poll_of(&chat).unwrap();
     assert!(

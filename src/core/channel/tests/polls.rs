@@ -56,7 +56,7 @@ async fn a_typed_reply_answers_the_poll_it_replies_to() {
     let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
     let mut answer = message("$2", "2");
     answer.reply_to = Some(poll.clone().into());
-    tx.send(ChannelInput::Prompt(answer)).unwrap();
+    tx.try_send(ChannelInput::Prompt(answer)).unwrap();
     settle_until(|| !reply_said(&chat).is_empty()).await;
     assert_eq!(reply_said(&chat), vec!["permission: allow_always"]);
 }
@@ -64,7 +64,7 @@ async fn a_typed_reply_answers_the_poll_it_replies_to() {
 #[tokio::test]
 async fn a_poll_command_without_a_reply_answers_the_only_open_poll() {
     let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Answer(Reply::Allow),
         message("$2", "!allow"),
     ))
@@ -160,7 +160,7 @@ async fn a_typed_answer_replying_to_anything_but_an_open_poll_answers_nothing() 
     let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
     let mut answer = message("$2", "!allow");
     answer.reply_to = Some("$some-old-poll".into());
-    tx.send(ChannelInput::Command(Command::Answer(Reply::Allow), answer))
+    tx.try_send(ChannelInput::Command(Command::Answer(Reply::Allow), answer))
         .unwrap();
     settle_until(|| {
         chat.shown("!room")
@@ -181,7 +181,7 @@ async fn a_typed_answer_written_before_the_open_poll_was_posted_answers_nothing(
     let written_earlier = message("$2", "!allow");
     tokio::time::sleep(Duration::from_millis(20)).await;
     let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Answer(Reply::Allow),
         written_earlier,
     ))
@@ -193,7 +193,7 @@ async fn a_typed_answer_written_before_the_open_poll_was_posted_answers_nothing(
     .await;
     assert!(reply_said(&chat).is_empty(), "the open poll is still open");
     // Written after the poll was posted, the same answer is taken.
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Answer(Reply::Allow),
         message("$3", "!allow"),
     ))
@@ -210,7 +210,8 @@ async fn with_a_power_level_asked_of_approvers_one_below_it_cannot_answer() {
         ctx.approver_min_power = Some(50);
     })
     .await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| poll_of(&chat).is_some()).await;
     let (poll, _) = poll_of(&chat).unwrap();
     // Alice approves, but has no power in the room: her answer changes nothing.

@@ -14,7 +14,7 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
         vec![("demo".into(), "Demo".into(), port)],
     );
     let ctx = Arc::new(context("demo", agent.clone(), chat.clone(), &store, pool));
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(1_024);
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(
         Channel::new(
@@ -47,7 +47,8 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
             )
             .await
             .unwrap();
-        tx.send(ChannelInput::Prompt(message(id, body))).unwrap();
+        tx.try_send(ChannelInput::Prompt(message(id, body)))
+            .unwrap();
     }
     settle_until(|| chat.log().iter().any(|s| matches!(s, Sent::React { .. }))).await;
     shutdown.cancel();
@@ -99,12 +100,12 @@ async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled
         )
         .await
         .unwrap();
-    tx.send(ChannelInput::Resumed {
+    tx.try_send(ChannelInput::Resumed {
         message: message("$1", "first"),
         reaction: Some("$old-mark".into()),
     })
     .unwrap();
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Logs(Vec::new()),
         message("$c", "!logs"),
     ))
@@ -133,9 +134,9 @@ async fn prompts_queue_behind_the_running_turn_and_run_in_order() {
     ));
     let chat = FakeChat::new();
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "first")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "first")))
         .unwrap();
-    tx.send(ChannelInput::Prompt(message("$2", "second")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "second")))
         .unwrap();
     settle_until(|| chat.shown("!room") == vec!["ab", "ab"]).await;
     let prompts = agent.prompt_texts();
@@ -160,9 +161,10 @@ async fn stop_cancels_the_turn_and_says_who_stopped_it() {
     let agent = FakeAgent::new(Script::UntilCancelled);
     let chat = FakeChat::new();
     let (tx, store) = channel(agent, chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| !chat.shown("!room").is_empty()).await;
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Stop(vec![]),
         message("$2", "!stop"),
     ))
@@ -184,9 +186,10 @@ async fn a_stop_reaction_on_the_reply_cancels_but_one_elsewhere_does_not() {
     let agent = FakeAgent::new(Script::UntilCancelled);
     let chat = FakeChat::new();
     let (tx, _) = channel(agent, chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| !chat.shown("!room").is_empty()).await;
-    tx.send(ChannelInput::Reaction {
+    tx.try_send(ChannelInput::Reaction {
         by: "@bob:x".into(),
         target: "$unrelated".into(),
         key: "🛑".into(),
@@ -198,7 +201,7 @@ async fn a_stop_reaction_on_the_reply_cancels_but_one_elsewhere_does_not() {
         Sent::Send { event_id, .. } => event_id.clone(),
         other => panic!("{other:?}"),
     };
-    tx.send(ChannelInput::Reaction {
+    tx.try_send(ChannelInput::Reaction {
         by: "@bob:x".into(),
         target: reply.into(),
         key: "🛑\u{fe0f}".into(),
@@ -218,7 +221,8 @@ async fn an_agent_error_is_shown_as_a_notice() {
     ));
     let chat = FakeChat::new();
     let (tx, _) = channel(agent, chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| !chat.shown("!room").is_empty()).await;
     let shown = chat.messages("!room");
     assert_eq!(shown.len(), 1);
@@ -237,7 +241,7 @@ async fn stop_when_idle_says_nothing_runs() {
     let agent = FakeAgent::new(Script::UntilCancelled);
     let chat = FakeChat::new();
     let (tx, _) = channel(agent, chat.clone()).await;
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Stop(vec![]),
         message("$1", "!stop"),
     ))
@@ -264,7 +268,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     let (busy_chat, chat) = (FakeChat::new(), FakeChat::new());
     let start = |id: &str, agent: &Arc<FakeAgent>, chat: &Arc<FakeChat>| {
         let ctx = context(id, agent.clone(), chat.clone(), &store, pool.clone());
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(1_024);
         let channel = Channel::new(
             Arc::new(ctx),
             ConversationKey::new("!room", id),
@@ -277,10 +281,10 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     let busy_tx = start("busy", &busy, &busy_chat);
     let tx = start("waiting", &waiting, &chat);
     busy_tx
-        .send(ChannelInput::Prompt(message("$1", "work")))
+        .try_send(ChannelInput::Prompt(message("$1", "work")))
         .unwrap();
     settle_until(|| busy.prompts().len() == 1).await;
-    tx.send(ChannelInput::Prompt(message("$2", "first")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "first")))
         .unwrap();
     settle_until(|| !chat.shown("!room").is_empty()).await;
     assert!(
@@ -290,10 +294,10 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
         chat.shown("!room")
     );
     // Still listening: a second prompt queues (⏳), a report comes back.
-    tx.send(ChannelInput::Prompt(message("$3", "second")))
+    tx.try_send(ChannelInput::Prompt(message("$3", "second")))
         .unwrap();
     let (reply, report) = oneshot::channel();
-    tx.send(ChannelInput::Report(reply)).unwrap();
+    tx.try_send(ChannelInput::Report(reply)).unwrap();
     let report = tokio::time::timeout(Duration::from_secs(2), report)
         .await
         .expect("answered while waiting")
@@ -301,7 +305,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     assert_eq!(report.queued, 1);
     assert!(report.waiting && !report.running, "{report:?}");
     // `!stop` gives the waiting prompt up; the queued one waits on.
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Stop(vec![]),
         message("$4", "!stop"),
     ))
@@ -320,7 +324,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     );
     // Once the busy turn ends, the queued prompt runs.
     busy_tx
-        .send(ChannelInput::Command(
+        .try_send(ChannelInput::Command(
             Command::Stop(vec![]),
             message("$5", "!stop"),
         ))
@@ -340,7 +344,8 @@ async fn a_quiet_turn_gets_one_note_saying_how_to_stop_it() {
         Some(Duration::from_millis(300)),
     )
     .await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| chat.shown("!room").iter().any(|b| b.starts_with("⏳"))).await;
     // One note per quiet spell, however long it lasts.
     tokio::time::sleep(Duration::from_millis(900)).await;
@@ -357,7 +362,7 @@ async fn a_quiet_turn_gets_one_note_saying_how_to_stop_it() {
     );
     assert!(notes[0].contains("!stop"), "{}", notes[0]);
     // The turn goes on: the note does not stop it.
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Stop(vec![]),
         message("$2", "!stop"),
     ))
@@ -371,7 +376,7 @@ async fn a_rerun_prompt_is_answered_without_being_recorded_twice() {
     let chat = FakeChat::new();
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
     earlier_prompt(&store, "$1", "again").await;
-    tx.send(ChannelInput::Rerun(message("$1", "again")))
+    tx.try_send(ChannelInput::Rerun(message("$1", "again")))
         .unwrap();
     settle_until(|| chat.shown("!room") == vec!["ok"]).await;
     let prompts = agent.prompts();
@@ -395,7 +400,7 @@ async fn an_answer_that_comes_at_once_sends_no_typing_notice() {
     let agent = FakeAgent::new(Script::Chunks(vec!["at once".into()], Duration::ZERO));
     let chat = FakeChat::new();
     let (tx, _store) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "hello")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
     settle_until(|| chat.shown("!room").iter().any(|t| t == "at once")).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -410,7 +415,7 @@ async fn a_slow_answer_shows_typing_without_waiting_for_it_then_takes_it_off() {
     chat.set_typing_delay(Duration::from_secs(3));
     let (tx, _store) = channel(agent.clone(), chat.clone()).await;
     let started = tokio::time::Instant::now();
-    tx.send(ChannelInput::Prompt(message("$1", "hello")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
     settle_until(|| chat.shown("!room").iter().any(|t| t == "late")).await;
     assert!(
@@ -424,4 +429,73 @@ async fn a_slow_answer_shows_typing_without_waiting_for_it_then_takes_it_off() {
         [("!room".to_owned(), true), ("!room".to_owned(), false)],
         "on, then off"
     );
+}
+
+/// Message `id` as the gateway admitted it: waiting in the store.
+fn pending(id: &str, body: &str) -> crate::store::PendingInput {
+    crate::store::PendingInput {
+        room_id: "!room".into(),
+        thread: None,
+        agent_id: "demo".into(),
+        event_id: id.into(),
+        kind: crate::store::PendingKind::Prompt,
+        sender: "@alice:x".into(),
+        body: body.into(),
+        reply_to: None,
+        sent_at: 0,
+        queued_reaction: None,
+        media: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn past_its_limit_a_waiting_message_is_refused_with_a_notice_and_settled() {
+    let agent = FakeAgent::new(Script::UntilCancelled);
+    let chat = FakeChat::new();
+    let (tx, store) =
+        channel_adjusted(agent.clone(), chat.clone(), |ctx| ctx.max_waiting = 2).await;
+    let conversation = ConversationKey::new("!room", "demo");
+    for (id, body) in [
+        ("$1", "work"),
+        ("$2", "a"),
+        ("$3", "b"),
+        ("$4", "c"),
+        ("$5", "d"),
+    ] {
+        store
+            .admit(&EventId::from(id), &conversation, Some(&pending(id, body)))
+            .await
+            .unwrap();
+        tx.try_send(ChannelInput::Prompt(message(id, body)))
+            .unwrap();
+        if id == "$1" {
+            settle_until(|| agent.prompts().len() == 1).await;
+        }
+    }
+    let refused = |chat: &FakeChat| {
+        chat.shown("!room")
+            .iter()
+            .filter(|t| {
+                t.contains("2 messages wait for Demo here already, so this one was not taken")
+            })
+            .count()
+    };
+    settle_until(|| refused(&chat) == 2).await;
+    // The two past the limit wait no more (nothing runs them after a restart); the two
+    // within it do, marked ⏳.
+    let waiting: Vec<String> = (store.pending_inputs(&AgentId::from("demo")).await.unwrap())
+        .into_iter()
+        .map(|p| p.event_id.to_string())
+        .collect();
+    assert_eq!(
+        waiting,
+        vec!["$2", "$3"],
+        "the running one is in the crash journal"
+    );
+    let marks = chat
+        .log()
+        .iter()
+        .filter(|s| matches!(s, Sent::React { .. }))
+        .count();
+    assert_eq!(marks, 2, "{:?}", chat.log());
 }

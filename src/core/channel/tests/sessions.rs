@@ -10,9 +10,9 @@ async fn a_slash_command_starts_its_prompt_and_the_conversation_waits_for_the_ne
     let chat = FakeChat::new();
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
     earlier_prompt(&store, "$0", "earlier").await;
-    tx.send(ChannelInput::Prompt(message("$1", "/compact now")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "/compact now")))
         .unwrap();
-    tx.send(ChannelInput::Prompt(message("$2", "next")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "next")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 2).await;
     let prompts = agent.prompt_texts();
@@ -44,7 +44,7 @@ async fn a_new_session_gets_the_earlier_conversation_until_a_fresh_start() {
         )
         .await
         .unwrap();
-    tx.send(ChannelInput::Prompt(message("$1", "next")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "next")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 1).await;
     let first = agent.prompts()[0].1.clone();
@@ -60,17 +60,17 @@ async fn a_new_session_gets_the_earlier_conversation_until_a_fresh_start() {
         Some("reinjected")
     );
     // The same session goes on without a preamble.
-    tx.send(ChannelInput::Prompt(message("$2", "again")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "again")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 2).await;
     assert_eq!(agent.prompts()[1].1, "again");
     // A fresh start: a new session, and nothing earlier is given to it.
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::NewConversation(vec![]),
         message("$3", "!new"),
     ))
     .unwrap();
-    tx.send(ChannelInput::Prompt(message("$4", "hello again")))
+    tx.try_send(ChannelInput::Prompt(message("$4", "hello again")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 3).await;
     let third = &agent.prompts()[2];
@@ -88,11 +88,11 @@ async fn a_session_whose_process_died_is_replaced_before_the_next_prompt() {
     let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::from_millis(10)));
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "first")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "first")))
         .unwrap();
     settle_until(|| chat.shown("!room").len() == 1).await;
     agent.kill_session(&agent.prompts()[0].0);
-    tx.send(ChannelInput::Prompt(message("$2", "second")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "second")))
         .unwrap();
     settle_until(|| chat.shown("!room").len() == 2).await;
     let (session, text) = agent.prompts()[1].clone();
@@ -108,12 +108,12 @@ async fn an_agent_that_can_load_gets_its_session_back_without_a_preamble() {
         .with_reopen(Reopen::Load);
     let chat = FakeChat::new();
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "first")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "first")))
         .unwrap();
     settle_until(|| chat.shown("!room").len() == 1).await;
     let first_session = agent.prompts()[0].0.clone();
     agent.kill_session(&first_session);
-    tx.send(ChannelInput::Prompt(message("$2", "second")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "second")))
         .unwrap();
     settle_until(|| chat.shown("!room").len() == 2).await;
     assert_eq!(agent.reopened(), vec![first_session.clone()]);
@@ -131,12 +131,12 @@ async fn an_agent_that_can_load_gets_its_session_back_without_a_preamble() {
         Some("loaded")
     );
     // After a fresh start the old session is not loaded back.
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::NewConversation(vec![]),
         message("$3", "!new"),
     ))
     .unwrap();
-    tx.send(ChannelInput::Prompt(message("$4", "third")))
+    tx.try_send(ChannelInput::Prompt(message("$4", "third")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 3).await;
     assert_ne!(agent.prompts()[2].0, first_session, "a new session");
@@ -168,7 +168,7 @@ async fn a_session_the_agent_cannot_load_is_replaced_with_re_injection() {
         )
         .await
         .unwrap();
-    tx.send(ChannelInput::Prompt(message("$1", "after")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "after")))
         .unwrap();
     settle_until(|| chat.shown("!room").len() == 1).await;
     let (session, text) = agent.prompts()[0].clone();
@@ -191,7 +191,8 @@ async fn an_agent_crash_shows_its_stderr_only_where_everyone_is_allowed() {
     let chat = FakeChat::new();
     chat.set_members(&["@alice:x", "@demo:x"]);
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| chat.shown("!room").iter().any(|b| b.starts_with("🩺"))).await;
     let shown = chat.shown("!room");
     assert!(shown.iter().any(|b| b.contains("exit code 3")), "{shown:?}");
@@ -210,7 +211,7 @@ async fn an_agent_crash_shows_its_stderr_only_where_everyone_is_allowed() {
 
     // With someone in the room who may not prompt, only a pointer to the log.
     chat.set_members(&["@alice:x", "@demo:x", "@stranger:y"]);
-    tx.send(ChannelInput::Prompt(message("$2", "again")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "again")))
         .unwrap();
     settle_until(|| {
         chat.shown("!room")

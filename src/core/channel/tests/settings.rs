@@ -16,7 +16,7 @@ async fn mode_and_model_change_in_place_and_the_last_change_asked_wins() {
         ("$5", "!mode Code", Command::Mode(vec!["Code".into()])),
         ("$6", "!mode fly", Command::Mode(vec!["fly".into()])),
     ] {
-        tx.send(ChannelInput::Command(command, message(id, body)))
+        tx.try_send(ChannelInput::Command(command, message(id, body)))
             .unwrap();
     }
     settle_until(|| chat.shown("!room").len() >= 6).await;
@@ -51,9 +51,10 @@ async fn a_mode_change_during_a_turn_is_made_and_the_answer_stays_whole() {
         .with_settings(ask_code_and_model());
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| !agent.prompts().is_empty()).await;
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Mode(vec!["code".into()]),
         message("$2", "!mode code"),
     ))
@@ -72,11 +73,12 @@ async fn a_mode_change_during_a_turn_whose_process_died_is_refused_not_a_panic()
     let agent = FakeAgent::new(Script::UntilCancelled).with_settings(ask_code_and_model());
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "go"))).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
     settle_until(|| !agent.prompts().is_empty()).await;
     let (session, _) = agent.prompts()[0].clone();
     agent.kill_session(&session);
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Mode(vec!["code".into()]),
         message("$2", "!mode code"),
     ))
@@ -92,12 +94,12 @@ async fn a_mode_change_during_a_turn_whose_process_died_is_refused_not_a_panic()
         "no session was opened to change"
     );
     // The channel still runs: the turn can be stopped and the next prompt is taken.
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Stop(vec![]),
         message("$3", "!stop"),
     ))
     .unwrap();
-    tx.send(ChannelInput::Prompt(message("$4", "again")))
+    tx.try_send(ChannelInput::Prompt(message("$4", "again")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 2).await;
 }
@@ -107,14 +109,14 @@ async fn a_change_the_agent_cannot_make_in_place_leaves_the_session_alone() {
     let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO));
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "hello")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Model(vec!["large".into()]),
         message("$2", "!model large"),
     ))
     .unwrap();
-    tx.send(ChannelInput::Prompt(message("$3", "again")))
+    tx.try_send(ChannelInput::Prompt(message("$3", "again")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 2).await;
     let shown = chat.shown("!room");
@@ -134,11 +136,11 @@ async fn a_slash_command_the_agent_does_not_offer_is_answered_not_sent() {
         .with_commands(&[("review", "Review the changes")]);
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Prompt(message("$1", "/deploy now")))
+    tx.try_send(ChannelInput::Prompt(message("$1", "/deploy now")))
         .unwrap();
-    tx.send(ChannelInput::Prompt(message("$2", "/review src")))
+    tx.try_send(ChannelInput::Prompt(message("$2", "/review src")))
         .unwrap();
-    tx.send(ChannelInput::Prompt(message("$3", "/usr/bin is odd")))
+    tx.try_send(ChannelInput::Prompt(message("$3", "/usr/bin is odd")))
         .unwrap();
     settle_until(|| agent.prompts().len() == 2).await;
     let prompts = agent.prompt_texts();
@@ -157,14 +159,14 @@ async fn logs_show_the_agents_stderr_where_everyone_may_read_it() {
     let chat = FakeChat::new();
     chat.set_members(&["@alice:x", "@demo:x"]);
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Logs(vec![]),
         message("$1", "!logs"),
     ))
     .unwrap();
     settle_until(|| chat.shown("!room").len() == 1).await;
     agent.set_stderr("loading model\nready");
-    tx.send(ChannelInput::Command(
+    tx.try_send(ChannelInput::Command(
         Command::Logs(vec![]),
         message("$2", "!logs"),
     ))

@@ -35,3 +35,60 @@ async fn only_new_messages_from_allowed_humans_become_prompts_once() {
     let prompts = agent.prompt_texts();
     assert_eq!(prompts, vec!["hello $ok"]);
 }
+
+// A current-thread runtime, and nothing awaited while the queue fills: the channel's task
+// does not run, so its queue stays full.
+#[tokio::test(flavor = "current_thread")]
+async fn a_message_a_full_channel_queue_refuses_is_answered_and_no_longer_waits() {
+    let (gw, agent, chat, store) = gateway_with(false).await;
+    let Inbound::Message(message) = msg("$flood", "@alice:x", now_ms() as u64 + 1) else {
+        unreachable!()
+    };
+    let key = message.conversation();
+    let pending = PendingInput {
+        room_id: "!r".into(),
+        thread: None,
+        agent_id: "demo".into(),
+        event_id: "$flood".into(),
+        kind: PendingKind::Prompt,
+        sender: "@alice:x".into(),
+        body: message.body.clone(),
+        reply_to: None,
+        sent_at: 0,
+        queued_reaction: None,
+        media: Vec::new(),
+    };
+    store
+        .admit(&message.event_id, &key, Some(&pending))
+        .await
+        .unwrap();
+    let ctx = gw.agents[&key.agent].clone();
+    for _ in 0..crate::core::queues::CHANNEL_INPUTS {
+        let (reply, _) = tokio::sync::oneshot::channel();
+        assert!(
+            gw.channels
+                .send(&ctx, &key, ChannelInput::Report(reply))
+                .is_ok()
+        );
+    }
+    let (reply, _) = tokio::sync::oneshot::channel();
+    assert!(
+        gw.channels
+            .send(&ctx, &key, ChannelInput::Report(reply))
+            .is_err(),
+        "bounded"
+    );
+    gw.send_to_channel(&key, ChannelInput::Prompt(message))
+        .await;
+    let shown = chat.shown("!r");
+    assert!(
+        shown
+            .iter()
+            .any(|t| t.contains("too many messages wait for Demo here already")),
+        "{shown:?}"
+    );
+    let waiting = store.pending_inputs(&AgentId::from("demo")).await.unwrap();
+    assert!(waiting.is_empty(), "settled: {waiting:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(agent.prompts().is_empty(), "never run");
+}

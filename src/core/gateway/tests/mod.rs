@@ -44,7 +44,7 @@ type TestGateway = (
     Arc<Gateway>,
     Vec<(Arc<FakeAgent>, Arc<FakeChat>)>,
     Store,
-    mpsc::UnboundedReceiver<Handoff>,
+    mpsc::Receiver<Handoff>,
 );
 
 /// A gateway with one fake agent per (ID, script); agent `x` is `@x:x`, shown as `X…`.
@@ -78,7 +78,7 @@ async fn gateway_of(
             .collect(),
     );
     let users: Vec<String> = agents.iter().map(|(id, _)| format!("@{id}:x")).collect();
-    let (handoffs, handed) = mpsc::unbounded_channel();
+    let (handoffs, handed) = mpsc::channel(1_024);
     let contexts = agents
         .iter()
         .zip(&fakes)
