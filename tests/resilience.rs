@@ -19,6 +19,9 @@ async fn the_gateway_survives_the_homeserver_going_away() {
     env.prompt_and_wait(&room, "%say after", "after").await;
     let log = env.gw.log();
     assert!(log.contains("sync failed"), "the outage was logged");
+    // With its whole cause, down to the system's refusal, not only "error sending request".
+    let failed = log.lines().find(|l| l.contains("sync failed")).unwrap();
+    assert!(failed.contains("Connection refused"), "{failed}");
     assert!(
         log.contains("homeserver reachable again"),
         "the recovery was logged"

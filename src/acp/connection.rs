@@ -84,8 +84,7 @@ impl AcpAgent {
     /// Starts the agent process, connects and runs `initialize`. Refuses an agent that
     /// answers with a protocol version other than 1.
     pub async fn start(spec: &ProcessSpec) -> Result<Arc<Self>, AgentError> {
-        let spawned = AgentProcess::spawn(spec)
-            .map_err(|e| AgentError::Failed(format!("cannot start `{}`: {e}", spec.command)))?;
+        let spawned = AgentProcess::spawn(spec).map_err(|e| AgentError::start(&spec.command, e))?;
         let exit = spawned.process.exit.clone();
         let stderr = spawned.process.stderr.clone();
         let sessions = Arc::new(Mutex::new(Sessions::default()));

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 
 use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
+use crate::model::errors::Cause;
 
 /// A message whose final content the room does not show yet, because the homeserver stayed
 /// away longer than a turn waits (`streaming.outage_patience_secs`): the outbox delivers it
@@ -42,12 +43,13 @@ pub enum ChatError {
         /// How long to wait before the next request.
         retry_after: Duration,
     },
-    /// A failure that may go away (network, 5xx).
+    /// A failure that may go away (network, 5xx); its cause, whole.
     #[error("temporary failure: {0}")]
-    Transient(String),
-    /// A failure that will not go away by retrying (forbidden, too large, bad token).
+    Transient(#[source] Cause),
+    /// A failure that will not go away by retrying (forbidden, too large, bad token); its
+    /// cause, whole.
     #[error("{0}")]
-    Permanent(String),
+    Permanent(#[source] Cause),
 }
 
 impl ChatError {

@@ -263,7 +263,7 @@ impl ChatPort for FakeChat {
         let mut s = self.state.lock().unwrap();
         s.downloads.push(source.to_owned());
         (s.media.get(source).cloned())
-            .ok_or_else(|| ChatError::Permanent(format!("M_NOT_FOUND: no file at {source}")))
+            .ok_or_else(|| ChatError::Permanent(format!("M_NOT_FOUND: no file at {source}").into()))
     }
 
     async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {

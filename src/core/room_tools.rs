@@ -7,6 +7,7 @@
 //! the room.
 
 use crate::core::framing::clean_name;
+use crate::model::errors::Cause;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -76,7 +77,7 @@ pub enum ToolError {
     },
     /// The file could not be saved in the workspace.
     #[error("the file could not be saved: {0}")]
-    NotSaved(String),
+    NotSaved(#[source] Cause),
     /// The homeserver failed.
     #[error("the homeserver failed: {0}")]
     Chat(#[from] ChatError),
@@ -128,8 +129,8 @@ impl RoomScope {
         let (folder, name) = (self.folder.clone(), file.name.clone());
         let path = tokio::task::spawn_blocking(move || media::save(&folder, &name, &data))
             .await
-            .map_err(|e| ToolError::NotSaved(e.to_string()))?
-            .map_err(|e| ToolError::NotSaved(e.to_string()))?;
+            .map_err(|e| ToolError::NotSaved(Cause::new(e)))?
+            .map_err(|e| ToolError::NotSaved(Cause::new(e)))?;
         tracing::info!(agent = %self.agent_id, room = %self.room, event = event_id, path = %path.display(), "room tools: fetched a file into the workspace");
         Ok(format!("Saved to {}", path.display()))
     }

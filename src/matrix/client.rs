@@ -16,27 +16,36 @@ use super::sender_proof::SenderTrust;
 use crate::config::AgentConfig;
 use crate::core::chat::ChatPort;
 use crate::model::Secret;
+use crate::model::errors::Cause;
+use crate::model::errors::Chain;
+
+/// Why a store that the configured passphrase does not open cannot be used, and what to do.
+const WRONG_PASSPHRASE: &str = "cannot open the store with the configured passphrase; a store \
+     made without it, or with another, must be moved away (the agent then logs in again as a \
+     new device)";
 
 /// Failures of the Matrix side that stop an agent's Matrix user.
 #[derive(Debug, thiserror::Error)]
 pub enum MatrixError {
     /// The store folder or session file could not be used.
-    #[error("Matrix state for {agent} at {path}: {message}")]
+    #[error("Matrix state for {agent} at {path}: {cause}")]
     State {
         /// Agent ID.
         agent: String,
         /// The path involved.
         path: PathBuf,
-        /// What went wrong.
-        message: String,
+        /// What went wrong, whole.
+        #[source]
+        cause: Cause,
     },
     /// The homeserver refused the login (wrong password, deactivated account…).
-    #[error("login of {user} refused by the homeserver: {message}")]
+    #[error("login of {user} refused by the homeserver: {cause}")]
     LoginRefused {
         /// The Matrix user.
         user: String,
-        /// The server's answer.
-        message: String,
+        /// The server's answer, whole.
+        #[source]
+        cause: Cause,
     },
     /// The homeserver no longer accepts our access token.
     #[error(
@@ -50,12 +59,13 @@ pub enum MatrixError {
         session_file: PathBuf,
     },
     /// Any other client failure.
-    #[error("Matrix client error for {user}: {message}")]
+    #[error("Matrix client error for {user}: {cause}")]
     Client {
         /// The Matrix user.
         user: String,
-        /// What went wrong.
-        message: String,
+        /// What went wrong, whole.
+        #[source]
+        cause: Cause,
     },
 }
 
@@ -100,17 +110,17 @@ impl MatrixAgent {
         security: &MatrixSecurity,
     ) -> Result<Self, MatrixError> {
         let dir = state_dir.join("matrix").join(&agent.id);
-        let state_err = |path: &Path, message: String| MatrixError::State {
+        let state_err = |path: &Path, cause: Cause| MatrixError::State {
             agent: agent.id.clone(),
             path: path.to_owned(),
-            message,
+            cause,
         };
-        std::fs::create_dir_all(&dir).map_err(|e| state_err(&dir, e.to_string()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| state_err(&dir, Cause::new(e)))?;
         let session_file = dir.join("session.json");
         let user = agent.matrix.user_id.clone();
-        let client_err = |e: &dyn std::fmt::Display| MatrixError::Client {
+        let client_err = |cause: Cause| MatrixError::Client {
             user: user.clone(),
-            message: e.to_string(),
+            cause,
         };
 
         let store = dir.join("store");
@@ -137,42 +147,35 @@ impl MatrixAgent {
             .await
             .map_err(|e| match passphrase {
                 // A store made without the passphrase (or with another) cannot be opened.
-                Some(_) => state_err(
-                    &store,
-                    format!(
-                        "cannot open the store with the configured passphrase ({e}); a store \
-                         made without it, or with another, must be moved away (the agent \
-                         then logs in again as a new device)"
-                    ),
-                ),
-                None => client_err(&e),
+                Some(_) => state_err(&store, format!("{WRONG_PASSPHRASE} ({e})").into()),
+                None => client_err(Cause::new(e)),
             })?;
 
         if session_file.exists() {
             let text = std::fs::read_to_string(&session_file)
-                .map_err(|e| state_err(&session_file, e.to_string()))?;
+                .map_err(|e| state_err(&session_file, Cause::new(e)))?;
             let session: MatrixSession = serde_json::from_str(&text)
-                .map_err(|e| state_err(&session_file, format!("unreadable: {e}")))?;
+                .map_err(|e| state_err(&session_file, format!("unreadable: {e}").into()))?;
             client
                 .restore_session(session)
                 .await
-                .map_err(|e| client_err(&e))?;
+                .map_err(|e| client_err(Cause::new(e)))?;
             tracing::info!(agent = %agent.id, user = %user, "Matrix session restored");
         } else {
             let password = agent
                 .matrix
                 .password()
-                .map_err(|e| state_err(&session_file, e))?;
+                .map_err(|e| state_err(&session_file, e.into()))?;
             login_with_retry(&client, &user, &password, &agent.display_name).await?;
             let session = client
                 .matrix_auth()
                 .session()
-                .ok_or_else(|| client_err(&"no session after login"))?;
+                .ok_or_else(|| client_err("no session after login".into()))?;
             write_private(
                 &session_file,
                 &serde_json::to_string(&session).expect("session serialises"),
             )
-            .map_err(|e| state_err(&session_file, e.to_string()))?;
+            .map_err(|e| state_err(&session_file, Cause::new(e)))?;
             tracing::info!(agent = %agent.id, user = %user, "logged in; session saved");
         }
 
@@ -208,7 +211,7 @@ impl MatrixAgent {
             Ok(Some(current)) if current == name => {}
             _ => {
                 if let Err(e) = account.set_display_name(Some(name)).await {
-                    tracing::warn!(agent = %self.agent_id, error = %e, "could not set the display name");
+                    tracing::warn!(agent = %self.agent_id, error = %Chain(&e), "could not set the display name");
                 }
             }
         }
@@ -230,11 +233,11 @@ async fn login_with_retry(
             .await;
         match result {
             Ok(_) => return Ok(()),
-            Err(e) => match super::errors::classify(&e) {
-                crate::core::chat::ChatError::Permanent(message) => {
+            Err(e) => match super::errors::classify(e) {
+                crate::core::chat::ChatError::Permanent(cause) => {
                     return Err(MatrixError::LoginRefused {
                         user: user.to_owned(),
-                        message,
+                        cause,
                     });
                 }
                 other => {

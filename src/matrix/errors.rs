@@ -5,12 +5,13 @@ use std::time::Duration;
 use matrix_sdk::ruma::api::error::{ErrorKind, RetryAfter};
 
 use crate::core::chat::ChatError;
+use crate::model::errors::Cause;
 
 /// Used when the server rate-limits without saying for how long.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// Classifies a matrix-sdk error: rate limit, transient (network, 5xx) or permanent.
-pub fn classify(e: &matrix_sdk::Error) -> ChatError {
+pub fn classify(e: matrix_sdk::Error) -> ChatError {
     if let Some(ErrorKind::LimitExceeded(data)) = e.client_api_error_kind() {
         let retry_after = match data.retry_after {
             Some(RetryAfter::Delay(d)) => d,
@@ -21,18 +22,19 @@ pub fn classify(e: &matrix_sdk::Error) -> ChatError {
         };
         return ChatError::RateLimited { retry_after };
     }
-    let text = e.to_string();
-    if let matrix_sdk::Error::Http(http) = e {
-        if let Some(api) = http.as_client_api_error() {
-            if api.status_code.is_server_error() {
-                return ChatError::Transient(text);
-            }
-            return ChatError::Permanent(text);
-        }
-        // Network errors, timeouts, bad gateway pages: all worth another try.
-        return ChatError::Transient(text);
+    let transient = match &e {
+        matrix_sdk::Error::Http(http) => match http.as_client_api_error() {
+            Some(api) => api.status_code.is_server_error(),
+            // Network errors, timeouts, bad gateway pages: all worth another try.
+            None => true,
+        },
+        _ => false,
+    };
+    if transient {
+        ChatError::Transient(Cause::new(e))
+    } else {
+        ChatError::Permanent(Cause::new(e))
     }
-    ChatError::Permanent(text)
 }
 
 /// Whether a sync error means our access token is no longer valid.

@@ -37,7 +37,7 @@ pub(super) async fn history(
     for _ in 0..MAX_PAGES {
         let mut options = MessagesOptions::backward().from(from.as_deref());
         options.limit = UInt::from(PAGE_SIZE);
-        let page = room.messages(options).await.map_err(|e| classify(&e))?;
+        let page = room.messages(options).await.map_err(classify)?;
         for event in &page.chunk {
             match to_inbound(agent_id, room_id, event, trust) {
                 Some(Inbound::Change(c)) => match c.change {
@@ -105,7 +105,7 @@ pub(super) async fn message(
         {
             return Ok(None);
         }
-        Err(e) => return Err(classify(&e)),
+        Err(e) => return Err(classify(e)),
     };
     Ok(to_inbound(agent_id, room.room_id().as_str(), &event, trust).and_then(listed))
 }
@@ -115,7 +115,7 @@ pub(super) async fn members(room: &Room) -> Result<Vec<RoomMember>, ChatError> {
     let members = room
         .members(RoomMemberships::JOIN | RoomMemberships::INVITE)
         .await
-        .map_err(|e| classify(&e))?;
+        .map_err(classify)?;
     Ok(members
         .iter()
         .map(|m| RoomMember {

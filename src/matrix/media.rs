@@ -21,8 +21,9 @@ use crate::model::media::{MediaKind, OutAttachment};
 /// The bytes of the file `source` names (a media source as [`super::inbound`] wrote it);
 /// an encrypted file is decrypted.
 pub(super) async fn download(client: &Client, source: &str) -> Result<Vec<u8>, ChatError> {
-    let source: MediaSource = serde_json::from_str(source)
-        .map_err(|e| ChatError::Permanent(format!("the file's source cannot be read: {e}")))?;
+    let source: MediaSource = serde_json::from_str(source).map_err(|e| {
+        ChatError::Permanent(format!("the file's source cannot be read: {e}").into())
+    })?;
     let request = MediaRequestParameters {
         source,
         format: MediaFormat::File,
@@ -31,7 +32,7 @@ pub(super) async fn download(client: &Client, source: &str) -> Result<Vec<u8>, C
         .media()
         .get_media_content(&request, false)
         .await
-        .map_err(|e| classify(&e))
+        .map_err(classify)
 }
 
 /// Uploads `file` for `room` (encrypted when the room is) and returns where it is.
@@ -43,11 +44,14 @@ pub(super) async fn upload(
     if let Ok(max) = client.load_or_fetch_max_upload_size().await
         && file.data.len() as u64 > u64::from(max)
     {
-        return Err(ChatError::Permanent(format!(
-            "{} is {} bytes, more than the homeserver takes ({max} bytes)",
-            file.name,
-            file.data.len()
-        )));
+        return Err(ChatError::Permanent(
+            format!(
+                "{} is {} bytes, more than the homeserver takes ({max} bytes)",
+                file.name,
+                file.data.len()
+            )
+            .into(),
+        ));
     }
     let encrypted = match room.latest_encryption_state().await {
         Ok(state) => state.is_encrypted(),
@@ -59,7 +63,7 @@ pub(super) async fn upload(
         let encrypted = client
             .upload_encrypted_file(&mut reader)
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(classify)?;
         return Ok(MediaSource::Encrypted(Box::new(encrypted)));
     }
     let mime: mime_guess::mime::Mime = file
@@ -70,7 +74,7 @@ pub(super) async fn upload(
         .media()
         .upload(&mime, file.data.to_vec(), None)
         .await
-        .map_err(|e| classify(&e))?;
+        .map_err(classify)?;
     Ok(MediaSource::Plain(response.content_uri))
 }
 

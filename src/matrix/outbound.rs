@@ -29,6 +29,7 @@ use super::sender_proof::SenderTrust;
 use crate::core::chat::{ChatError, ChatPort, RoomMember};
 use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
+use crate::model::errors::Chain;
 
 /// [`ChatPort`] for one agent's Matrix user.
 pub struct MatrixChat {
@@ -52,15 +53,16 @@ impl MatrixChat {
 
     fn room(&self, room_id: &str) -> Result<Room, ChatError> {
         let id = RoomId::parse(room_id)
-            .map_err(|e| ChatError::Permanent(format!("bad room ID {room_id}: {e}")))?;
+            .map_err(|e| ChatError::Permanent(format!("bad room ID {room_id}: {e}").into()))?;
         self.client
             .get_room(&id)
-            .ok_or_else(|| ChatError::Permanent(format!("not in room {room_id}")))
+            .ok_or_else(|| ChatError::Permanent(format!("not in room {room_id}").into()))
     }
 }
 
 fn event_id(id: &str) -> Result<OwnedEventId, ChatError> {
-    OwnedEventId::try_from(id).map_err(|e| ChatError::Permanent(format!("bad event ID {id}: {e}")))
+    OwnedEventId::try_from(id)
+        .map_err(|e| ChatError::Permanent(format!("bad event ID {id}: {e}").into()))
 }
 
 fn content(msg: &OutMessage) -> RoomMessageEventContentWithoutRelation {
@@ -134,7 +136,7 @@ impl ChatPort for MatrixChat {
             .with_transaction_id(OwnedTransactionId::from(txn))
             .with_request_config(once())
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(classify)?;
         Ok(response.response.event_id.to_string())
     }
 
@@ -147,7 +149,7 @@ impl ChatPort for MatrixChat {
         room.send(replacement(target, msg)?)
             .with_request_config(once())
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(classify)?;
         Ok(())
     }
 
@@ -159,7 +161,7 @@ impl ChatPort for MatrixChat {
             .send(reaction)
             .with_request_config(once())
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(classify)?;
         Ok(response.response.event_id.to_string())
     }
 
@@ -167,7 +169,7 @@ impl ChatPort for MatrixChat {
         let room = self.room(room_id)?;
         room.redact(&event_id(target)?, None, None)
             .await
-            .map_err(|e| classify(&e.into()))?;
+            .map_err(|e| classify(e.into()))?;
         Ok(())
     }
 
@@ -182,7 +184,7 @@ impl ChatPort for MatrixChat {
         // read: one query of the store (the member list fetched first if the room has none
         // yet), where the full members would load every member event, profile and the
         // power levels on the way from a message to its prompt.
-        room.sync_members().await.map_err(|e| classify(&e))?;
+        room.sync_members().await.map_err(classify)?;
         let members = self
             .client
             .state_store()
@@ -191,22 +193,22 @@ impl ChatPort for MatrixChat {
                 RoomMemberships::JOIN | RoomMemberships::INVITE,
             )
             .await
-            .map_err(|e| classify(&e.into()))?;
+            .map_err(|e| classify(e.into()))?;
         Ok(Some(members.iter().map(|id| id.to_string()).collect()))
     }
 
     async fn power_level(&self, room_id: &str, user: &str) -> Result<i64, ChatError> {
         let room = self.room(room_id)?;
         let user = <&matrix_sdk::ruma::UserId>::try_from(user)
-            .map_err(|e| ChatError::Permanent(format!("not a user ID: {e}")))?;
-        let levels = room.power_levels().await.map_err(|e| classify(&e.into()))?;
+            .map_err(|e| ChatError::Permanent(format!("not a user ID: {e}").into()))?;
+        let levels = room.power_levels().await.map_err(|e| classify(e.into()))?;
         match levels.for_user(user) {
             UserPowerLevel::Int(level) => Ok(level.into()),
             // A room creator (room version 12): above every number.
             UserPowerLevel::Infinite => Ok(i64::MAX),
-            other => Err(ChatError::Permanent(format!(
-                "a power level of an unknown kind: {other:?}"
-            ))),
+            other => Err(ChatError::Permanent(
+                format!("a power level of an unknown kind: {other:?}").into(),
+            )),
         }
     }
 
@@ -234,7 +236,7 @@ impl ChatPort for MatrixChat {
         if let Ok(room) = self.room(room_id)
             && let Err(e) = room.typing_notice(on).await
         {
-            tracing::debug!(room = room_id, error = %e, "typing notice failed");
+            tracing::debug!(room = room_id, error = %Chain(&e), "typing notice failed");
         }
     }
 
@@ -252,7 +254,7 @@ impl ChatPort for MatrixChat {
             .send_single_receipt(ReceiptType::Read, thread, event)
             .await;
         if let Err(e) = receipt {
-            tracing::debug!(room = room_id, error = %e, "read receipt failed");
+            tracing::debug!(room = room_id, error = %Chain(&e), "read receipt failed");
         }
     }
 }

@@ -15,6 +15,7 @@
 //!
 //! The key is never logged.
 
+use crate::model::errors::Chain;
 use std::path::Path;
 
 use futures::StreamExt;
@@ -105,7 +106,7 @@ impl MatrixAgent {
         let key = match read_key(&file) {
             Ok(key) => key,
             Err(e) => {
-                tracing::error!(agent = %self.agent_id, file = %file.display(), error = %e, "cannot read the recovery key file; recovery left as it is");
+                tracing::error!(agent = %self.agent_id, file = %file.display(), error = %Chain(&e), "cannot read the recovery key file; recovery left as it is");
                 return;
             }
         };
@@ -126,7 +127,7 @@ impl MatrixAgent {
                     }
                     Ok(new_key) => keep_key(agent, &file, &new_key, "recovery turned on"),
                     Err(e) => {
-                        tracing::error!(agent = %agent, error = %e, "could not turn recovery on; a lost store would lose the agent's identity");
+                        tracing::error!(agent = %agent, error = %Chain(&e), "could not turn recovery on; a lost store would lose the agent's identity");
                     }
                 }
             }
@@ -135,7 +136,7 @@ impl MatrixAgent {
                     tracing::info!(agent = %agent, "recovered the agent's identity and key backup: this device is signed again");
                 }
                 Err(e) => {
-                    tracing::error!(agent = %agent, file = %shown, error = %e, "could not recover with the key in the file (is it this account's?); this device stays unsigned");
+                    tracing::error!(agent = %agent, file = %shown, error = %Chain(&e), "could not recover with the key in the file (is it this account's?); this device stays unsigned");
                 }
             },
             Step::KeyMissing => {
@@ -149,7 +150,7 @@ impl MatrixAgent {
                     "the recovery key file did not exist: a new key is made (the old one no longer works)",
                 ),
                 Err(e) => {
-                    tracing::error!(agent = %agent, file = %shown, error = %e, "the recovery key file does not exist and a new key could not be made; a lost store could not be recovered");
+                    tracing::error!(agent = %agent, file = %shown, error = %Chain(&e), "the recovery key file does not exist and a new key could not be made; a lost store could not be recovered");
                 }
             },
         }
@@ -167,7 +168,7 @@ fn keep_key(agent: &str, file: &Path, key: &str, what: &str) {
         }
         // Next start, the file is still missing: a new key is made again.
         Err(e) => {
-            tracing::error!(agent, file = %file.display(), error = %e, "{what}, but the key could not be written to the file; a lost store could not be recovered");
+            tracing::error!(agent, file = %file.display(), error = %Chain(&e), "{what}, but the key could not be written to the file; a lost store could not be recovered");
         }
     }
 }

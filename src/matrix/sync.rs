@@ -25,6 +25,7 @@ use matrix_sdk::ruma::events::room::member::{
 use tokio_util::sync::CancellationToken;
 
 use crate::core::metrics::metrics;
+use crate::model::errors::Chain;
 
 use super::client::{MatrixAgent, MatrixError};
 use super::errors::is_unknown_token;
@@ -77,7 +78,7 @@ impl MatrixAgent {
                 Err(e) => {
                     failing_since.get_or_insert_with(std::time::Instant::now);
                     metrics().sync_failed(&self.agent_id);
-                    tracing::warn!(agent = %self.agent_id, error = %e, retry_in = ?backoff, "sync failed");
+                    tracing::warn!(agent = %self.agent_id, error = %Chain(&e), retry_in = ?backoff, "sync failed");
                     if !pause(&shutdown, &mut backoff).await {
                         return Ok(());
                     }
@@ -107,7 +108,7 @@ impl MatrixAgent {
                     // This response's events are in what the next catch-up pages back.
                     Err(e) => {
                         failing_since.get_or_insert_with(std::time::Instant::now);
-                        tracing::warn!(agent = %self.agent_id, error = %e, retry_in = ?backoff, "catching up the rooms failed");
+                        tracing::warn!(agent = %self.agent_id, error = %Chain(&e), retry_in = ?backoff, "catching up the rooms failed");
                         if !pause(&shutdown, &mut backoff).await {
                             return Ok(());
                         }
@@ -121,7 +122,7 @@ impl MatrixAgent {
                 // A gap could not be caught up (the homeserver failed while paging): every
                 // room is caught up from its newest event after the next sync.
                 Err(e) => {
-                    tracing::warn!(agent = %self.agent_id, error = %e, "taking in a sync response failed; catching up every room after the next sync");
+                    tracing::warn!(agent = %self.agent_id, error = %Chain(&e), "taking in a sync response failed; catching up every room after the next sync");
                     catch_up_all = true;
                 }
             }
@@ -180,7 +181,7 @@ async fn on_invite(
     } else {
         tokio::spawn(async move {
             if let Err(e) = room.leave().await {
-                tracing::warn!(agent = %agent_id, room = %room_id, error = %e, "could not decline the invite");
+                tracing::warn!(agent = %agent_id, room = %room_id, error = %Chain(&e), "could not decline the invite");
             }
         });
     }
@@ -242,7 +243,7 @@ async fn join_with_retry(room: Room, agent_id: String) {
                 return;
             }
             Err(e) => {
-                tracing::warn!(agent = %agent_id, room = %room.room_id(), attempt, error = %e, "join failed");
+                tracing::warn!(agent = %agent_id, room = %room.room_id(), attempt, error = %Chain(&e), "join failed");
                 tokio::time::sleep(delay).await;
                 delay *= 2;
             }

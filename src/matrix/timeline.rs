@@ -18,6 +18,7 @@ use super::inbound::{stamp, to_inbound};
 use crate::core::catch_up::{CatchUp, Stamp};
 use crate::core::gateway::Gateway;
 use crate::core::inbound::{Inbound, IncomingMessage, Unreadable};
+use crate::model::errors::Chain;
 use crate::store::{RoomPosition, now_ms};
 
 /// Events asked for per `/messages` page.
@@ -201,7 +202,7 @@ impl MatrixAgent {
                         .map(|body| remove_plain_reply_fallback(&body).to_owned());
                 }
                 Err(e) => {
-                    tracing::debug!(agent = %self.agent_id, event = %target, error = %e, "could not fetch the message replied to");
+                    tracing::debug!(agent = %self.agent_id, event = %target, error = %Chain(&e), "could not fetch the message replied to");
                 }
             }
         }

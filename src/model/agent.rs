@@ -550,13 +550,32 @@ pub enum AgentError {
     /// The agent broke the protocol (garbage on stdout) and Sidekicks stopped it.
     #[error("the agent broke the protocol: {0}")]
     Broken(String),
-    /// The agent broke the protocol or could not be started.
+    /// The agent's program could not be started.
+    #[error("cannot start `{command}`: {cause}")]
+    Start {
+        /// The program.
+        command: String,
+        /// Why, whole (the system's refusal).
+        #[source]
+        cause: super::errors::Cause,
+    },
+    /// The agent failed otherwise (in words for the room).
     #[error("{0}")]
     Failed(String),
     /// Its session is not used: it could not be put in a mode that asks before acting (in
     /// words for the room).
     #[error("{0}")]
     Unfenced(String),
+}
+
+impl AgentError {
+    /// The agent's program `command` could not be started, because of `cause`.
+    pub fn start(command: &str, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Start {
+            command: command.to_owned(),
+            cause: super::errors::Cause::new(cause),
+        }
+    }
 }
 
 /// Where an agent process stands, for `!agents` and the process pool.

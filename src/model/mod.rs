@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod commands;
 pub mod durations;
+pub mod errors;
 pub mod ids;
 pub mod media;
 pub mod message;

@@ -28,14 +28,16 @@ pub use retention::Pruned;
 pub use settings::RoomRouting;
 pub use unfinished::{CutMessage, UnfinishedTurn};
 
-/// Store failures. All are permanent from the caller's point of view: the database is local.
+use crate::model::errors::Chain;
+
+/// Store failures (each shows its whole cause chain). All are permanent from the caller's point of view: the database is local.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A query or connection failed.
-    #[error("database error: {0}")]
+    #[error("database error: {}", Chain(.0))]
     Db(#[from] sqlx::Error),
     /// A migration failed.
-    #[error("database migration failed: {0}")]
+    #[error("database migration failed: {}", Chain(.0))]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 

@@ -39,7 +39,7 @@ pub enum FolderError {
     },
     /// The system refused (permissions, a full disk…).
     #[error("{0}")]
-    Io(std::io::Error),
+    Io(#[source] std::io::Error),
 }
 
 impl From<std::io::Error> for FolderError {

@@ -39,7 +39,7 @@ const GIT_OVERRIDES: [&str; 5] = [
 pub enum WorktreeError {
     /// `git` could not be run at all.
     #[error("cannot run git: {0}")]
-    NoGit(std::io::Error),
+    NoGit(#[source] std::io::Error),
     /// `git` ran and refused; its own words.
     #[error("git {command} failed: {message}")]
     Git {

@@ -344,41 +344,46 @@ impl Channel {
                     },
                 },
             };
-            match input {
-                ChannelInput::Prompt(message) => {
-                    if let Some(message) = self.gather(message, false).await {
-                        self.queue.push_back(Queued::new(message))
-                    }
+            self.take_input(input).await;
+        }
+    }
+
+    /// Carries out one input that came while no turn runs.
+    async fn take_input(&mut self, input: ChannelInput) {
+        match input {
+            ChannelInput::Prompt(message) => {
+                if let Some(message) = self.gather(message, false).await {
+                    self.queue.push_back(Queued::new(message))
                 }
-                ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
-                ChannelInput::Aside(message) => self.hold_aside(message),
-                ChannelInput::Resumed { message, reaction } => {
-                    if let Some(message) = self.gather(message, true).await {
-                        self.queue.push_back(Queued {
-                            reaction,
-                            ..Queued::new(message)
-                        })
-                    }
-                }
-                ChannelInput::Command(Command::NewConversation(_), message) => {
-                    self.start_fresh().await;
-                    self.settle(&message.event_id).await;
-                }
-                ChannelInput::Command(command, message) => {
-                    self.drain_events(None).await;
-                    self.answer_command(&command, &message.sender, false).await;
-                    self.settle(&message.event_id).await;
-                }
-                ChannelInput::Report(reply) => {
-                    self.drain_events(None).await;
-                    let _ = reply.send(self.report(false, false));
-                }
-                ChannelInput::Changed(change) => {
-                    self.change_queued(&change).await;
-                }
-                // Polls exist only during a turn.
-                ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}
             }
+            ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
+            ChannelInput::Aside(message) => self.hold_aside(message),
+            ChannelInput::Resumed { message, reaction } => {
+                if let Some(message) = self.gather(message, true).await {
+                    self.queue.push_back(Queued {
+                        reaction,
+                        ..Queued::new(message)
+                    })
+                }
+            }
+            ChannelInput::Command(Command::NewConversation(_), message) => {
+                self.start_fresh().await;
+                self.settle(&message.event_id).await;
+            }
+            ChannelInput::Command(command, message) => {
+                self.drain_events(None).await;
+                self.answer_command(&command, &message.sender, false).await;
+                self.settle(&message.event_id).await;
+            }
+            ChannelInput::Report(reply) => {
+                self.drain_events(None).await;
+                let _ = reply.send(self.report(false, false));
+            }
+            ChannelInput::Changed(change) => {
+                self.change_queued(&change).await;
+            }
+            // Polls exist only during a turn.
+            ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}
         }
     }
 

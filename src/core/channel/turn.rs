@@ -528,6 +528,38 @@ impl Channel {
             .await;
     }
 
+    /// Opens the poll for a permission request of the running turn (`view`), after the card
+    /// of the call it concerns.
+    async fn open_poll(&mut self, request: PermissionRequest, view: &mut TurnView) {
+        let ctx = self.ctx.clone();
+        // Describe the call with everything known: what was announced, then what
+        // the request itself says (it may come first, or name an unannounced call).
+        let mut tool = view
+            .activity
+            .known_tool(&request.tool.id)
+            .cloned()
+            .unwrap_or_default();
+        tool.id = request.tool.id.clone();
+        tool.merge(request.tool.clone());
+        view.activity.tool(request.tool.clone(), false);
+        // The call's card, if due, goes up before the poll that asks about it.
+        if let Err(e) = view.activity.flush().await {
+            tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
+        }
+        view.journal.cards(&view.activity).await;
+        let switches = self.option_switches(&request, tool.kind);
+        self.approvals
+            .open(
+                &ctx,
+                self.key.room.as_str(),
+                request,
+                tool,
+                &view.prompter,
+                switches,
+            )
+            .await;
+    }
+
     /// Handles one session update, inside a turn (`view` is its display) or between turns.
     pub(super) async fn handle_event(&mut self, event: AgentEvent, view: Option<&mut TurnView>) {
         let ctx = self.ctx.clone();
@@ -538,34 +570,7 @@ impl Channel {
             (AgentEvent::ToolCall(fields), Some(view)) => view.activity.tool(fields, true),
             (AgentEvent::ToolCallUpdate(fields), Some(view)) => view.activity.tool(fields, false),
             (AgentEvent::Plan(entries), Some(view)) => view.activity.plan(&entries),
-            (AgentEvent::Permission(request), Some(view)) => {
-                // Describe the call with everything known: what was announced, then what
-                // the request itself says (it may come first, or name an unannounced call).
-                let mut tool = view
-                    .activity
-                    .known_tool(&request.tool.id)
-                    .cloned()
-                    .unwrap_or_default();
-                tool.id = request.tool.id.clone();
-                tool.merge(request.tool.clone());
-                view.activity.tool(request.tool.clone(), false);
-                // The call's card, if due, goes up before the poll that asks about it.
-                if let Err(e) = view.activity.flush().await {
-                    tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
-                }
-                view.journal.cards(&view.activity).await;
-                let switches = self.option_switches(&request, tool.kind);
-                self.approvals
-                    .open(
-                        &ctx,
-                        self.key.room.as_str(),
-                        request,
-                        tool,
-                        &view.prompter,
-                        switches,
-                    )
-                    .await;
-            }
+            (AgentEvent::Permission(request), Some(view)) => self.open_poll(request, view).await,
             (AgentEvent::Permission(request), None) => {
                 let title = request
                     .tool
