@@ -169,6 +169,12 @@ impl Command {
     }
 }
 
+/// What becomes of the command in `body` when the gateway stopped before carrying it out
+/// (its registry entry's rule); `None` where `body` is no command.
+pub fn after_crash(prefix: &str, body: &str) -> Option<registry::AfterCrash> {
+    parse(prefix, body)?.spec().map(|spec| spec.after_crash)
+}
+
 /// Parses `body` as a chat command starting with `prefix`. Returns `None` for ordinary
 /// messages, which become prompts. The words it knows are the registry's.
 pub fn parse(prefix: &str, body: &str) -> Option<Command> {
@@ -219,6 +225,29 @@ mod tests {
 
     fn w(words: &[&str]) -> Vec<String> {
         words.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_commands_that_read_and_answer_run_after_a_crash() {
+        use registry::AfterCrash::{Reported, Rerun};
+        let table = [
+            ("!status", Some(Rerun)),
+            ("!help mode", Some(Rerun)),
+            ("!agents", Some(Rerun)),
+            ("!sessions", Some(Rerun)),
+            ("!commands codex", Some(Rerun)),
+            ("!logs", Some(Rerun)),
+            ("!mode code", Some(Reported)),
+            ("!new", Some(Reported)),
+            ("!stop", Some(Reported)),
+            ("!allow", Some(Reported)),
+            ("!show tools", Some(Reported)),
+            ("!attach s1", Some(Reported)),
+            ("hello", None),
+        ];
+        for (body, rule) in table {
+            assert_eq!(after_crash("!", body), rule, "{body}");
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Every chat command, declared once: its name and aliases, whether it is about the room or
-//! one agent, who may use it, what it does during a turn, where it applies, and its help.
-//! Parsing (`core::command::parse`), the permission checks (`core::gateway::dispatch`), what
-//! a running turn does with it (`core::channel::turn_input`), `!help` (`render::strings`)
+//! one agent, who may use it, what it does during a turn, whether it runs after a crash,
+//! where it applies, and its help. Parsing (`core::command::parse`), the permission checks
+//! (`core::gateway::dispatch`), what a running turn does with it
+//! (`core::channel::turn_input`), what the next start does with it after a crash
+//! (`core::gateway::recovery`), `!help` (`render::strings`)
 //! and `docs/commands.md` (a test checks it) all read this table. A new command is an entry
 //! here, a `core::command::Command` variant and its handler.
 
@@ -92,6 +94,19 @@ pub enum DuringTurn {
     Refused,
 }
 
+/// What becomes of a command the gateway took in but had not carried out when it stopped
+/// (a crash, a kill -9): the next start finds it waiting in the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterCrash {
+    /// Carried out then: it only reads and answers, so running it late does nothing the
+    /// person did not ask for, and its answer is the one they wait for.
+    Rerun,
+    /// Not run; the room is told it was not carried out and to send it again if it still
+    /// matters: it changes something, or what it acted on (a turn, a poll) died with the
+    /// gateway.
+    Reported,
+}
+
 /// When a command applies, so that `!help` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applies {
@@ -143,6 +158,8 @@ pub struct Spec {
     pub who: Who,
     /// What it does during a turn.
     pub during_turn: DuringTurn,
+    /// What becomes of it when the gateway stopped before carrying it out.
+    pub after_crash: AfterCrash,
     /// Where it applies.
     pub applies: Applies,
     /// Its group in `!help`.
@@ -163,6 +180,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Approvers,
         during_turn: DuringTurn::StopsTheTurn,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Conversation,
         help: "stop the running turn (or react 🛑 to the answer)",
@@ -177,6 +195,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Allowed,
         during_turn: DuringTurn::Refused,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Conversation,
         help: "start a fresh conversation (the agent forgets what was said before)",
@@ -191,6 +210,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Room,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Rerun,
         applies: Applies::Always,
         group: Group::Conversation,
         help: "what the agents here are doing, and the context they use",
@@ -205,6 +225,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Conversation,
         help: "post a file of the agent's workspace here",
@@ -220,6 +241,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Rerun,
         applies: Applies::Always,
         group: Group::Conversation,
         help: "the agent's sessions in this conversation's folder",
@@ -235,6 +257,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Allowed,
         during_turn: DuringTurn::Refused,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Conversation,
         help: "continue one of those sessions here (started in an editor or a terminal)",
@@ -249,6 +272,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Worktrees,
         group: Group::Conversation,
         help: "the agent's git worktree, its branch and changes (remove: take it away)",
@@ -263,6 +287,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::SeeAllowedChangeAdmins,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Session,
         help: "the session's modes, or switch to one",
@@ -277,6 +302,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::SeeAllowedChangeAdmins,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Session,
         help: "the model choices, or pick one",
@@ -291,6 +317,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::SeeAllowedChangeAdmins,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Session,
         help: "the session's options, or set one",
@@ -305,6 +332,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Rerun,
         applies: Applies::Always,
         group: Group::Session,
         help: "the agent's own slash commands",
@@ -318,6 +346,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Rerun,
         applies: Applies::Always,
         group: Group::Session,
         help: "what the agent last wrote to stderr",
@@ -332,6 +361,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Admins,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Session,
         help: "sign the agent in",
@@ -346,6 +376,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Approvers,
         during_turn: DuringTurn::AnswersThePoll,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Approvals,
         help: "allow what a permission request asks, once (reply to it)",
@@ -360,6 +391,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Approvers,
         during_turn: DuringTurn::AnswersThePoll,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Approvals,
         help: "allow it from now on",
@@ -373,6 +405,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Approvers,
         during_turn: DuringTurn::AnswersThePoll,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Approvals,
         help: "refuse it, once",
@@ -386,6 +419,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Agent,
         who: Who::Approvers,
         during_turn: DuringTurn::AnswersThePoll,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Approvals,
         help: "refuse it from now on",
@@ -399,6 +433,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Room,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Room,
         help: "how much of the agents' work this room sees",
@@ -413,6 +448,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Room,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::SeveralAgents,
         group: Group::Room,
         help: "where messages addressed to nobody go",
@@ -427,6 +463,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Room,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::SeveralAgents,
         group: Group::Room,
         help: "whether an agent may hand work to another one here",
@@ -441,6 +478,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Room,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Room,
         help: "whether a thread is a conversation of its own",
@@ -456,6 +494,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Room,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Rerun,
         applies: Applies::Always,
         group: Group::Room,
         help: "every agent of this Sidekicks, running or not",
@@ -470,6 +509,7 @@ pub const COMMANDS: &[Spec] = &[
         scope: Scope::Room,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Rerun,
         applies: Applies::Always,
         group: Group::Room,
         help: "this text, or more about one command",

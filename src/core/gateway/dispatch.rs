@@ -139,6 +139,33 @@ impl Gateway {
         }
     }
 
+    /// Carries out a command the previous run admitted and never carried out, one the
+    /// registry says runs late (`AfterCrash::Rerun`): decided again, not admitted again
+    /// (it is), settled once answered.
+    pub(super) async fn rerun_command(self: &Arc<Self>, message: IncomingMessage) {
+        let (members, routing, addressing) = self.address(&message).await;
+        let determination = determination::determine(
+            &self.prefix,
+            &message.body,
+            &message.agent_id,
+            &members,
+            &addressing,
+            routing.default_agent.as_ref(),
+        );
+        match determination {
+            Determination::RoomCommand(command) => {
+                self.room_command(command, &message, &members, &routing)
+                    .await
+            }
+            Determination::AgentCommand(command) => {
+                let input = ChannelInput::Command(command, message.clone());
+                self.send_to_channel(&message.conversation(), input).await;
+            }
+            // Not this agent's to answer any more (the room changed): nothing to carry out.
+            _ => self.settle(&message.agent_id, &message.event_id).await,
+        }
+    }
+
     /// The room's agents and routing choices, and whom `message` addresses among them.
     pub(super) async fn address(
         &self,

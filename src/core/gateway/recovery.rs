@@ -6,6 +6,7 @@
 
 use crate::model::ids::{ConversationKey, EventId};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::Gateway;
 use crate::core::channel::ChannelInput;
@@ -14,6 +15,7 @@ use crate::core::inbound::IncomingMessage;
 use crate::core::poll;
 use crate::core::voice::{RoomVoice, txn, with_retry};
 use crate::model::OutMessage;
+use crate::model::commands::AfterCrash;
 use crate::render::strings;
 use crate::store::LogFailure;
 use crate::store::{PendingInput, PendingKind, Role, TranscriptLine, UnfinishedTurn};
@@ -21,7 +23,7 @@ use crate::store::{PendingInput, PendingKind, Role, TranscriptLine, UnfinishedTu
 impl Gateway {
     /// Marks what a previous run left unfinished (it crashed or was killed) and takes up
     /// what it had admitted but not settled. Run once at start-up, before syncing.
-    pub async fn clean_up_previous_run(&self) {
+    pub async fn clean_up_previous_run(self: &Arc<Self>) {
         // The polls still open are read before they are expired: a typed answer to one of
         // them, left waiting, is not a prompt.
         let mut open_polls = HashSet::new();
@@ -159,7 +161,7 @@ impl Gateway {
     /// never began, so it had no effect yet), a typed answer to a poll of the previous run
     /// is dropped (the poll is marked expired), and a command is reported as not carried
     /// out.
-    async fn resume_pending(&self, open_polls: &HashSet<EventId>) {
+    async fn resume_pending(self: &Arc<Self>, open_polls: &HashSet<EventId>) {
         for ctx in self.agents.values() {
             let pending = match self.store.pending_inputs(&ctx.agent_id).await {
                 Ok(pending) => pending,
@@ -177,7 +179,12 @@ impl Gateway {
         }
     }
 
-    async fn resume(&self, ctx: &AgentContext, input: PendingInput, open_polls: &HashSet<EventId>) {
+    async fn resume(
+        self: &Arc<Self>,
+        ctx: &AgentContext,
+        input: PendingInput,
+        open_polls: &HashSet<EventId>,
+    ) {
         let message = IncomingMessage {
             agent_id: input.agent_id.clone(),
             room_id: input.room_id.clone(),
@@ -212,6 +219,14 @@ impl Gateway {
             PendingKind::Prompt => {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "an answer to a poll of the previous run is dropped with its poll");
                 self.settle(&ctx.agent_id, &input.event_id).await;
+            }
+            // The registry says which commands run late (`AfterCrash`).
+            PendingKind::Command
+                if crate::core::command::after_crash(&self.prefix, &input.body)
+                    == Some(AfterCrash::Rerun) =>
+            {
+                tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart is carried out now");
+                self.rerun_command(message).await;
             }
             PendingKind::Command => {
                 tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart was never carried out");

@@ -331,6 +331,7 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         waiting("$2", PendingKind::Command, "!mode code", None),
         waiting("$3", PendingKind::Prompt, "1", Some("$poll")),
         waiting("$4", PendingKind::Prompt, "second", None),
+        waiting("$5", PendingKind::Command, "!agents", None),
     ] {
         let id = input.event_id.clone();
         assert!(
@@ -351,6 +352,17 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         .find(|m| m.body.contains("before it carried out “!mode code”"))
         .expect("the command is reported");
     assert_eq!(report.reply_to.as_deref(), Some("$2"));
+    // A command that only reads and answers is carried out late instead (`AfterCrash`).
+    assert!(
+        !said.iter().any(|m| m.body.contains("“!agents”")),
+        "{said:?}"
+    );
+    wait_for(Duration::from_secs(2), || {
+        chat.messages("!r")
+            .iter()
+            .any(|m| m.body.contains("1 agent(s)"))
+    })
+    .await;
     assert!(
         store
             .pending_inputs(&AgentId::from("demo"))
