@@ -41,14 +41,7 @@ impl Gateway {
             body: addressing.text.clone(),
             ..message
         };
-        let determination = determination::determine(
-            &self.prefix,
-            &message.body,
-            &message.agent_id,
-            &members,
-            &addressing,
-            routing.default_agent.as_ref(),
-        );
+        let determination = self.determine(&message, &members, &addressing, &routing);
         let allowed = |sender: &str| self.access.allows(sender);
         // Approvers who may not prompt may still answer polls and stop turns (as they can
         // with a 🛑 reaction).
@@ -144,14 +137,7 @@ impl Gateway {
     /// (it is), settled once answered.
     pub(super) async fn rerun_command(self: &Arc<Self>, message: IncomingMessage) {
         let (members, routing, addressing) = self.address(&message).await;
-        let determination = determination::determine(
-            &self.prefix,
-            &message.body,
-            &message.agent_id,
-            &members,
-            &addressing,
-            routing.default_agent.as_ref(),
-        );
+        let determination = self.determine(&message, &members, &addressing, &routing);
         match determination {
             Determination::RoomCommand(command) => {
                 self.room_command(command, &message, &members, &routing)
@@ -164,6 +150,25 @@ impl Gateway {
             // Not this agent's to answer any more (the room changed): nothing to carry out.
             _ => self.settle(&message.agent_id, &message.event_id).await,
         }
+    }
+
+    /// What `message` asks for, given the room's agents, whom it addresses and the room's
+    /// routing choices (`core::determination`, pure).
+    fn determine(
+        &self,
+        message: &IncomingMessage,
+        members: &[Member],
+        addressing: &Addressing,
+        routing: &RoomRouting,
+    ) -> Determination {
+        determination::determine(
+            &self.prefix,
+            &message.body,
+            &message.agent_id,
+            members,
+            addressing,
+            routing.default_agent.as_ref(),
+        )
     }
 
     /// The room's agents and routing choices, and whom `message` addresses among them.

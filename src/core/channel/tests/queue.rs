@@ -26,19 +26,7 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
         .run(),
     );
     for (id, body) in [("$1", "first"), ("$2", "second")] {
-        let pending = crate::store::PendingInput {
-            room_id: "!room".into(),
-            thread: None,
-            agent_id: "demo".into(),
-            event_id: id.into(),
-            kind: crate::store::PendingKind::Prompt,
-            sender: "@alice:x".into(),
-            body: body.into(),
-            reply_to: None,
-            sent_at: 0,
-            queued_reaction: None,
-            media: Vec::new(),
-        };
+        let pending = pending(id, body);
         store
             .admit(
                 &EventId::from(id),

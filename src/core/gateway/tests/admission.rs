@@ -45,19 +45,7 @@ async fn a_message_a_full_channel_queue_refuses_is_answered_and_no_longer_waits(
         unreachable!()
     };
     let key = message.conversation();
-    let pending = PendingInput {
-        room_id: "!r".into(),
-        thread: None,
-        agent_id: "demo".into(),
-        event_id: "$flood".into(),
-        kind: PendingKind::Prompt,
-        sender: "@alice:x".into(),
-        body: message.body.clone(),
-        reply_to: None,
-        sent_at: 0,
-        queued_reaction: None,
-        media: Vec::new(),
-    };
+    let pending = waiting("$flood", PendingKind::Prompt, &message.body, None);
     store
         .admit(&message.event_id, &key, Some(&pending))
         .await
@@ -87,8 +75,8 @@ async fn a_message_a_full_channel_queue_refuses_is_answered_and_no_longer_waits(
             .any(|t| t.contains("too many messages wait for Demo here already")),
         "{shown:?}"
     );
-    let waiting = store.pending_inputs(&AgentId::from("demo")).await.unwrap();
-    assert!(waiting.is_empty(), "settled: {waiting:?}");
+    let left = store.pending_inputs(&AgentId::from("demo")).await.unwrap();
+    assert!(left.is_empty(), "settled: {left:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(agent.prompts().is_empty(), "never run");
 }
