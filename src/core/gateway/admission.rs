@@ -62,19 +62,7 @@ impl Gateway {
             tracing::debug!(%event_id, "message from before the agent arrived; not a prompt");
             return false;
         }
-        let pending = pending.map(|kind| PendingInput {
-            room_id: room_id.clone(),
-            thread: message.thread.clone(),
-            agent_id: agent_id.clone(),
-            event_id: event_id.clone(),
-            kind,
-            sender: sender.clone(),
-            body: message.body.clone(),
-            reply_to: message.reply_to.clone(),
-            sent_at: message.timestamp_ms as i64,
-            queued_reaction: None,
-            media: message.media.clone(),
-        });
+        let pending = pending.map(|kind| pending_input(message, kind));
         match self
             .store
             .admit(event_id, &conversation, pending.as_ref())
@@ -181,5 +169,22 @@ impl Gateway {
             key: reaction.key.clone(),
         };
         self.channels.send_to_room_if_running(&conversation, input);
+    }
+}
+
+/// `message` as it waits in the store, admitted as `kind`, until it is settled.
+pub(super) fn pending_input(message: &IncomingMessage, kind: PendingKind) -> PendingInput {
+    PendingInput {
+        room_id: message.room_id.clone(),
+        thread: message.thread.clone(),
+        agent_id: message.agent_id.clone(),
+        event_id: message.event_id.clone(),
+        kind,
+        sender: message.sender.clone(),
+        body: message.body.clone(),
+        reply_to: message.reply_to.clone(),
+        sent_at: message.timestamp_ms as i64,
+        queued_reaction: None,
+        media: message.media.clone(),
     }
 }

@@ -14,7 +14,7 @@ use crate::core::context::Handoff;
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::{self, Addressed};
 use crate::render::strings;
-use crate::store::{PendingInput, PendingKind, now_ms};
+use crate::store::{PendingKind, now_ms};
 
 impl Gateway {
     /// Takes in the agents' finished answers until shutdown.
@@ -93,36 +93,29 @@ impl Gateway {
                 timestamp_ms: now_ms() as u64,
                 ..Default::default()
             };
-            // Admitted like a person's prompt: once, and durably until its turn begins.
-            let key = prompt.conversation();
-            let pending = PendingInput {
-                room_id: room.clone(),
-                thread: answer.thread.clone(),
-                agent_id: target.clone(),
-                event_id: prompt.event_id.clone(),
-                kind: PendingKind::Prompt,
-                sender: prompt.sender.clone(),
-                body: prompt.body.clone(),
-                reply_to: None,
-                sent_at: prompt.timestamp_ms as i64,
-                queued_reaction: None,
-                media: Vec::new(),
-            };
-            match self
-                .store
-                .admit(&prompt.event_id, &key, Some(&pending))
-                .await
-            {
-                Ok(true) => {
-                    self.send_to_channel(&key, ChannelInput::Prompt(prompt))
-                        .await
-                }
-                Ok(false) => {
-                    tracing::debug!(to = %target, event = %prompt.event_id, "answer handed on already")
-                }
-                Err(e) => {
-                    tracing::error!(to = %target, error = %e, "store unavailable; answer not handed on")
-                }
+            self.hand_to(prompt).await;
+        }
+    }
+
+    /// Admits `prompt`, an answer handed to another agent, like a person's prompt (once,
+    /// and durably until its turn begins), and gives it to that agent's conversation.
+    async fn hand_to(&self, prompt: IncomingMessage) {
+        let key = prompt.conversation();
+        let pending = super::admission::pending_input(&prompt, PendingKind::Prompt);
+        match self
+            .store
+            .admit(&prompt.event_id, &key, Some(&pending))
+            .await
+        {
+            Ok(true) => {
+                self.send_to_channel(&key, ChannelInput::Prompt(prompt))
+                    .await
+            }
+            Ok(false) => {
+                tracing::debug!(to = %prompt.agent_id, event = %prompt.event_id, "answer handed on already")
+            }
+            Err(e) => {
+                tracing::error!(to = %prompt.agent_id, error = %e, "store unavailable; answer not handed on")
             }
         }
     }

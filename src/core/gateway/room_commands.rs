@@ -13,7 +13,7 @@ use crate::model::agent::ProcessState;
 use crate::model::ids::{AgentId, ConversationKey, RoomId};
 use crate::model::{ThreadMode, Verbosity};
 use crate::render::strings::{self, ProcessLine, StatusLine};
-use crate::store::RoomRouting;
+use crate::store::{RoomRouting, StoreError};
 
 impl Gateway {
     /// Answers a room command carried by `message` (already admitted, and settled once
@@ -51,37 +51,15 @@ impl Gateway {
                 strings::verbosity_is(prefix, current.as_str())
             }
             Command::Show(Some(word)) => match Verbosity::parse(&word) {
-                Some(v) => match self.store.set_room_verbosity(room, v.as_str()).await {
-                    Ok(()) => strings::verbosity_set(v.as_str()),
-                    Err(e) => {
-                        tracing::error!(error = %e, "could not save the room's verbosity");
-                        strings::SETTING_NOT_SAVED.to_owned()
-                    }
-                },
+                Some(v) => saved(
+                    self.store.set_room_verbosity(room, v.as_str()).await,
+                    "the room's verbosity",
+                    strings::verbosity_set(v.as_str()),
+                ),
                 None => strings::unknown_verbosity(prefix, &word),
             },
             Command::Default(None) => strings::default_is(prefix, default_name(members, routing)),
-            Command::Default(Some(word)) => {
-                let off = matches!(word.to_lowercase().as_str(), "off" | "none" | "nobody");
-                let chosen = members.iter().find(|m| m.is_named(&word));
-                match (off, chosen) {
-                    (false, None) => {
-                        strings::no_such_agent(&word, &self.agent_lines(members, &HashMap::new()))
-                    }
-                    (_, chosen) => {
-                        let id = chosen.filter(|_| !off).map(|m| &m.agent_id);
-                        match self.store.set_default_agent(room, id).await {
-                            Ok(()) => strings::default_set(
-                                chosen.filter(|_| !off).map(|m| m.display_name.as_str()),
-                            ),
-                            Err(e) => {
-                                tracing::error!(error = %e, "could not save the default agent");
-                                strings::SETTING_NOT_SAVED.to_owned()
-                            }
-                        }
-                    }
-                }
-            }
+            Command::Default(Some(word)) => self.choose_default_agent(room, &word, members).await,
             Command::Handoff(None) => strings::handoff_is(
                 prefix,
                 self.handoff_on(routing),
@@ -90,13 +68,11 @@ impl Gateway {
             Command::Handoff(Some(word)) => match word.as_str() {
                 "on" | "off" => {
                     let on = word == "on";
-                    match self.store.set_handoff(room, on).await {
-                        Ok(()) => strings::handoff_set(on),
-                        Err(e) => {
-                            tracing::error!(error = %e, "could not save the hand-off setting");
-                            strings::SETTING_NOT_SAVED.to_owned()
-                        }
-                    }
+                    saved(
+                        self.store.set_handoff(room, on).await,
+                        "the hand-off setting",
+                        strings::handoff_set(on),
+                    )
                 }
                 _ => strings::handoff_usage(prefix),
             },
@@ -104,13 +80,11 @@ impl Gateway {
                 strings::threads_are(prefix, self.thread_mode(routing).as_str())
             }
             Command::Threads(Some(word)) => match ThreadMode::parse(&word) {
-                Some(mode) => match self.store.set_room_threads(room, mode.as_str()).await {
-                    Ok(()) => strings::threads_set(mode.as_str()),
-                    Err(e) => {
-                        tracing::error!(error = %e, "could not save the room's thread setting");
-                        strings::SETTING_NOT_SAVED.to_owned()
-                    }
-                },
+                Some(mode) => saved(
+                    self.store.set_room_threads(room, mode.as_str()).await,
+                    "the room's thread setting",
+                    strings::threads_set(mode.as_str()),
+                ),
                 None => strings::threads_usage(prefix, &word),
             },
             Command::Unknown(word) => strings::unknown_command(prefix, &word),
@@ -120,6 +94,22 @@ impl Gateway {
             }
         };
         self.answer(message, text).await;
+    }
+
+    /// `!default WORD`: the room's default agent becomes the agent named `word` (`off`:
+    /// none); the answer says so, or names the agents there are.
+    async fn choose_default_agent(&self, room: &RoomId, word: &str, members: &[Member]) -> String {
+        let off = matches!(word.to_lowercase().as_str(), "off" | "none" | "nobody");
+        let chosen = members.iter().find(|m| m.is_named(word)).filter(|_| !off);
+        if chosen.is_none() && !off {
+            return strings::no_such_agent(word, &self.agent_lines(members, &HashMap::new()));
+        }
+        let id = chosen.map(|m| &m.agent_id);
+        saved(
+            self.store.set_default_agent(room, id).await,
+            "the default agent",
+            strings::default_set(chosen.map(|m| m.display_name.as_str())),
+        )
     }
 
     /// The answer to `!help` or `!status`, from what the room's channels report.
@@ -297,4 +287,16 @@ fn default_name<'m>(members: &'m [Member], routing: &RoomRouting) -> Option<&'m 
         .iter()
         .find(|m| &m.agent_id == default)
         .map(|m| m.display_name.as_str())
+}
+
+/// The answer to a room setting whose saving returned `result`: `done` once it is saved,
+/// else the notice that nothing changed (the log says what could not be saved).
+fn saved(result: Result<(), StoreError>, what: &str, done: String) -> String {
+    match result {
+        Ok(()) => done,
+        Err(e) => {
+            tracing::error!(error = %e, "could not save {what}");
+            strings::SETTING_NOT_SAVED.to_owned()
+        }
+    }
 }
