@@ -125,6 +125,14 @@ impl Command {
         self.spec().is_some_and(|s| s.who == Who::Approvers)
     }
 
+    /// Whether the command is carried out at the next start when the gateway stopped
+    /// before carrying it out (its registry entry's `AfterCrash::Rerun`), rather than
+    /// reported as not carried out.
+    pub fn runs_after_crash(&self) -> bool {
+        self.spec()
+            .is_some_and(|s| s.after_crash == registry::AfterCrash::Rerun)
+    }
+
     /// Whether the command changes an agent's settings (`!mode code`, not `!mode`, which
     /// only shows them), or is for admins alone: admins may use it without being allowed
     /// to prompt. Read after [`Command::take_agent`].
@@ -167,12 +175,6 @@ impl Command {
         words.remove(0);
         Some(agent)
     }
-}
-
-/// What becomes of the command in `body` when the gateway stopped before carrying it out
-/// (its registry entry's rule); `None` where `body` is no command.
-pub fn after_crash(prefix: &str, body: &str) -> Option<registry::AfterCrash> {
-    parse(prefix, body)?.spec().map(|spec| spec.after_crash)
 }
 
 /// Parses `body` as a chat command starting with `prefix`. Returns `None` for ordinary
@@ -229,24 +231,23 @@ mod tests {
 
     #[test]
     fn only_commands_that_read_and_answer_run_after_a_crash() {
-        use registry::AfterCrash::{Reported, Rerun};
         let table = [
-            ("!status", Some(Rerun)),
-            ("!help mode", Some(Rerun)),
-            ("!agents", Some(Rerun)),
-            ("!sessions", Some(Rerun)),
-            ("!commands codex", Some(Rerun)),
-            ("!logs", Some(Rerun)),
-            ("!mode code", Some(Reported)),
-            ("!new", Some(Reported)),
-            ("!stop", Some(Reported)),
-            ("!allow", Some(Reported)),
-            ("!show tools", Some(Reported)),
-            ("!attach s1", Some(Reported)),
-            ("hello", None),
+            ("!status", true),
+            ("!help mode", true),
+            ("!agents", true),
+            ("!sessions", true),
+            ("!commands codex", true),
+            ("!logs", true),
+            ("!mode code", false),
+            ("!new", false),
+            ("!stop", false),
+            ("!allow", false),
+            ("!show tools", false),
+            ("!attach s1", false),
         ];
-        for (body, rule) in table {
-            assert_eq!(after_crash("!", body), rule, "{body}");
+        for (body, reruns) in table {
+            let command = parse("!", body).expect(body);
+            assert_eq!(command.runs_after_crash(), reruns, "{body}");
         }
     }
 

@@ -132,24 +132,28 @@ impl Gateway {
         }
     }
 
-    /// Carries out a command the previous run admitted and never carried out, one the
-    /// registry says runs late (`AfterCrash::Rerun`): decided again, not admitted again
-    /// (it is), settled once answered.
-    pub(super) async fn rerun_command(self: &Arc<Self>, message: IncomingMessage) {
-        let (members, routing, addressing) = self.address(&message).await;
-        let determination = self.determine(&message, &members, &addressing, &routing);
-        match determination {
-            Determination::RoomCommand(command) => {
-                self.room_command(command, &message, &members, &routing)
-                    .await
-            }
-            Determination::AgentCommand(command) => {
-                let input = ChannelInput::Command(command, message.clone());
-                self.send_to_channel(&message.conversation(), input).await;
-            }
-            // Not this agent's to answer any more (the room changed): nothing to carry out.
-            _ => self.settle(&message.agent_id, &message.event_id).await,
+    /// Carries out `command`, which `message` carried and the previous run admitted but never
+    /// carried out, one the
+    /// registry says runs late (`AfterCrash::Rerun`), for the agent it was admitted for:
+    /// who answers was decided then (from the address in front, which the stored text no
+    /// longer has), so it is not decided again, nor admitted again; settled once answered.
+    pub(super) async fn rerun_command(
+        self: &Arc<Self>,
+        mut command: Command,
+        message: IncomingMessage,
+    ) {
+        let (members, routing, _) = self.address(&message).await;
+        if !command.is_for_agents() {
+            return self
+                .room_command(command, &message, &members, &routing)
+                .await;
         }
+        // An agent's name after the command says whose it is, not what it asks.
+        command.take_agent(|word| {
+            (members.iter().find(|m| m.is_named(word))).map(|m| m.agent_id.clone())
+        });
+        let input = ChannelInput::Command(command, message.clone());
+        self.send_to_channel(&message.conversation(), input).await;
     }
 
     /// What `message` asks for, given the room's agents, whom it addresses and the room's

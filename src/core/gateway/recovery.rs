@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use super::Gateway;
 use crate::core::channel::ChannelInput;
+use crate::core::command::{Command, parse};
 use crate::core::context::AgentContext;
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll;
 use crate::core::voice::{RoomVoice, txn, with_retry};
 use crate::model::OutMessage;
-use crate::model::commands::AfterCrash;
 use crate::render::strings;
 use crate::store::LogFailure;
 use crate::store::{PendingInput, PendingKind, Role, TranscriptLine, UnfinishedTurn};
@@ -221,26 +221,31 @@ impl Gateway {
                 self.settle(&ctx.agent_id, &input.event_id).await;
             }
             // The registry says which commands run late (`AfterCrash`).
-            PendingKind::Command
-                if crate::core::command::after_crash(&self.prefix, &input.body)
-                    == Some(AfterCrash::Rerun) =>
-            {
-                tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart is carried out now");
-                self.rerun_command(message).await;
-            }
             PendingKind::Command => {
-                tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart was never carried out");
-                let text = strings::command_not_carried_out(&input.body);
-                let notice = OutMessage::notice(text)
-                    .replying_to(input.event_id.as_str())
-                    .in_thread(input.thread.as_ref().map(EventId::as_str));
-                let txn = txn("not-carried-out", &[&ctx.agent_id, &input.event_id]);
-                if let Err(e) = with_retry(|| ctx.chat.send(&input.room_id, &txn, &notice)).await {
-                    tracing::warn!(agent = %ctx.agent_id, room = %input.room_id, error = %e, "could not report the command that was not carried out");
+                match parse(&self.prefix, &input.body).filter(Command::runs_after_crash) {
+                    Some(command) => {
+                        tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart is carried out now");
+                        self.rerun_command(command, message).await;
+                    }
+                    None => self.report_not_carried_out(ctx, &input).await,
                 }
-                self.settle(&ctx.agent_id, &input.event_id).await;
             }
         }
+    }
+
+    /// Tells the room that the command of `input`, admitted by the previous run, was never
+    /// carried out, and settles it.
+    async fn report_not_carried_out(&self, ctx: &AgentContext, input: &PendingInput) {
+        tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart was never carried out");
+        let text = strings::command_not_carried_out(&input.body);
+        let notice = OutMessage::notice(text)
+            .replying_to(input.event_id.as_str())
+            .in_thread(input.thread.as_ref().map(EventId::as_str));
+        let txn = txn("not-carried-out", &[&ctx.agent_id, &input.event_id]);
+        if let Err(e) = with_retry(|| ctx.chat.send(&input.room_id, &txn, &notice)).await {
+            tracing::warn!(agent = %ctx.agent_id, room = %input.room_id, error = %e, "could not report the command that was not carried out");
+        }
+        self.settle(&ctx.agent_id, &input.event_id).await;
     }
 
     /// Marks the polls left open by a previous run as expired: their turns died with it,

@@ -22,6 +22,7 @@ use crate::store::{PendingInput, PendingKind, Store, now_ms};
 use crate::store::{Role, TranscriptLine};
 
 mod admission;
+mod recovery;
 
 async fn gateway() -> (Arc<Gateway>, Arc<FakeAgent>, Arc<FakeChat>) {
     let (gw, agent, chat, _) = gateway_with(false).await;
