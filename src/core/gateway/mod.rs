@@ -223,20 +223,15 @@ impl Gateway {
 
     /// Like [`Gateway::answer`], with `markdown` posted with its HTML.
     async fn answer_formatted(&self, message: &IncomingMessage, markdown: String) {
-        if let Some(ctx) = self.agents.get(&message.agent_id) {
-            let html = crate::render::markdown::to_html(&markdown, Default::default());
-            let thread = message.thread.as_ref().map(EventId::as_str);
-            let notice = OutMessage {
+        let html = crate::render::markdown::to_html(&markdown, Default::default());
+        self.say(
+            message,
+            OutMessage {
                 html,
                 ..OutMessage::notice(markdown)
-            };
-            RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
-                .say(
-                    &txn("answer", &[&message.agent_id, &message.event_id]),
-                    &notice.in_thread(thread),
-                )
-                .await;
-        }
+            },
+        )
+        .await;
         self.settle(&message.agent_id, &message.event_id).await;
     }
 
@@ -250,6 +245,12 @@ impl Gateway {
 
     /// Posts a notice in the message's room, as the agent that saw the message.
     async fn notice(&self, message: &IncomingMessage, text: impl Into<String>) {
+        self.say(message, OutMessage::notice(text)).await;
+    }
+
+    /// Posts `out` as the answer to `message`, in its room (and thread), as the agent that
+    /// saw the message.
+    async fn say(&self, message: &IncomingMessage, out: OutMessage) {
         let Some(ctx) = self.agents.get(&message.agent_id) else {
             return;
         };
@@ -257,7 +258,7 @@ impl Gateway {
         RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
             .say(
                 &txn("answer", &[&message.agent_id, &message.event_id]),
-                &OutMessage::notice(text).in_thread(thread),
+                &out.in_thread(thread),
             )
             .await;
     }
