@@ -105,7 +105,7 @@ def functions(path):
         if started: yield m.group(6), i + 1, j - i + 1
 def is_test_file(path):
     parts = os.path.relpath(path, root).split(os.sep)
-    return 'tests' in parts[:-1] or parts[-1] in ('tests.rs', 'fakes.rs')
+    return 'tests' in parts[:-1] or 'fakes' in parts[:-1] or parts[-1] in ('tests.rs', 'fakes.rs')
 known = {}
 listed = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'long-functions.txt')
 for line in open(listed):

@@ -15,6 +15,7 @@ use agent_client_protocol::v1::schema::{
     ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 
+use crate::model::ids::AgentId;
 use crate::workspace::folder::{Folder, FolderError, Write};
 
 /// JSON-RPC code of a file that does not exist (ACP's "resource not found").
@@ -142,7 +143,7 @@ pub fn write_text(folder: &Folder, path: &Path, content: &str) -> Result<Before,
 /// not a session of ours, or file access is off for this agent). With `missing_is_empty`
 /// (the agent's dialect says so), a file that does not exist reads as empty text.
 pub fn serve_read(
-    agent: &str,
+    agent: &AgentId,
     folder: Option<Arc<Folder>>,
     missing_is_empty: bool,
     request: ReadTextFileRequest,
@@ -161,11 +162,11 @@ pub fn serve_read(
         };
         match answer {
             Ok(text) => {
-                tracing::info!(agent, path = %path.display(), chars = text.len(), "the agent read a file through the client");
+                tracing::info!(%agent, path = %path.display(), chars = text.len(), "the agent read a file through the client");
                 let _ = responder.respond(ReadTextFileResponse::new(text));
             }
             Err(e) => {
-                tracing::info!(agent, path = %path.display(), error = %e, "refused a file read");
+                tracing::info!(%agent, path = %path.display(), error = %e, "refused a file read");
                 let _ = responder.respond_with_error(e);
             }
         }
@@ -176,7 +177,7 @@ pub fn serve_read(
 /// handed to `shown` (the path, the text before, `None` for a new file, and after) before
 /// the agent hears it was made, so its card shows the diff.
 pub fn serve_write(
-    agent: &str,
+    agent: &AgentId,
     folder: Option<Arc<Folder>>,
     request: WriteTextFileRequest,
     responder: Responder<WriteTextFileResponse>,
@@ -197,7 +198,7 @@ pub fn serve_write(
             .to_owned();
         match answer {
             Ok(before) => {
-                tracing::info!(agent, path = %path.display(), bytes = request.content.len(), "the agent wrote a file through the client");
+                tracing::info!(%agent, path = %path.display(), bytes = request.content.len(), "the agent wrote a file through the client");
                 match before {
                     Before::Nothing => shown(&shown_path, None, &request.content),
                     Before::Text(old) => shown(&shown_path, Some(old), &request.content),
@@ -206,7 +207,7 @@ pub fn serve_write(
                 let _ = responder.respond(WriteTextFileResponse::new());
             }
             Err(e) => {
-                tracing::info!(agent, path = %path.display(), error = %e, "refused a file write");
+                tracing::info!(%agent, path = %path.display(), error = %e, "refused a file write");
                 let _ = responder.respond_with_error(e);
             }
         }

@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 
 use super::sessions::Sessions;
 use crate::model::agent::AgentEvent;
+use crate::model::ids::AgentId;
 use crate::model::question::QuestionRequest;
 
 use agent_client_protocol::v1::schema::{
@@ -114,7 +115,7 @@ fn field(
 /// answer back to the agent whenever the room gives it (off the dispatch loop). A question
 /// that cannot be asked in a room is answered `cancel`.
 pub fn serve(
-    agent: &str,
+    agent: &AgentId,
     sessions: &Arc<Mutex<Sessions>>,
     request: CreateElicitationRequest,
     responder: Responder<CreateElicitationResponse>,
@@ -122,12 +123,12 @@ pub fn serve(
     let (session, question) = match question_of(&request) {
         Ok(asked) => asked,
         Err(why) => {
-            tracing::warn!(agent, why, "a question the room cannot be asked; cancelled");
+            tracing::warn!(%agent, why, "a question the room cannot be asked; cancelled");
             let _ = responder.respond(response_of(QuestionAnswer::Cancelled));
             return;
         }
     };
-    tracing::info!(agent, session, "the agent asks the room a question");
+    tracing::info!(%agent, session, "the agent asks the room a question");
     let (reply, answer) = oneshot::channel();
     let event = AgentEvent::Question(QuestionRequest { question, reply });
     sessions

@@ -24,6 +24,7 @@ use super::events;
 use super::process::ProcessSpec;
 use super::sessions::Sessions;
 use super::terminal::{Exit, Terminal};
+use crate::model::ids::AgentId;
 
 /// How often a card following a command's output is refreshed at most (the room's edit
 /// pacing coalesces further).
@@ -57,7 +58,7 @@ struct State {
 /// The terminals of one agent process.
 pub struct Terminals {
     /// The agent's ID, for logs.
-    agent_id: String,
+    agent_id: AgentId,
     /// How the agent runs, which its commands share.
     spec: ProcessSpec,
     /// Its sessions: folders, cancels, and where card updates go.

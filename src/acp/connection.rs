@@ -13,6 +13,7 @@
 
 use std::path::Path;
 
+use crate::model::ids::AgentId;
 use crate::workspace::folder::Folder;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,7 +56,7 @@ use crate::model::modes::KnownModes;
 /// A running agent speaking ACP over its stdio.
 pub struct AcpAgent {
     /// The configured agent ID, for logs and errors.
-    agent_id: String,
+    agent_id: AgentId,
     /// Work for the connection task.
     requests: mpsc::Sender<Request>,
     /// Where each session's updates go.
@@ -190,7 +191,7 @@ impl AcpAgent {
         }
         let dialect = dialect::for_agent(
             spec.dialect.as_deref(),
-            &spec.agent_id,
+            spec.agent_id.as_str(),
             info.name.as_deref(),
         );
         agent.sessions().set_dialect(dialect);

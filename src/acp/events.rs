@@ -21,6 +21,7 @@ use crate::model::agent::{
     PlanEntry, PlanStatus, SessionListing, SessionSettings, SessionTools, SlashCommand, StopReason,
     TerminalOutput, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus, TurnEnd,
 };
+use crate::model::ids::AgentId;
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
 
 /// What the agent advertised in its `initialize` answer.
@@ -54,7 +55,7 @@ pub fn with_tools(
     tools: Option<SessionTools>,
     http: bool,
     offline: bool,
-    agent: &str,
+    agent: &AgentId,
 ) -> Vec<McpServer> {
     let mut servers = configured.to_vec();
     if let Some(tools) = tools {
@@ -63,7 +64,7 @@ pub fn with_tools(
             (false, true) => (tools.http, "http"),
             (false, false) => (tools.stdio, "stdio"),
         };
-        tracing::debug!(agent, over, "the session gets the room tools");
+        tracing::debug!(%agent, over, "the session gets the room tools");
         servers.extend(mcp_servers(&[spec], http, agent));
     }
     servers
@@ -71,7 +72,7 @@ pub fn with_tools(
 
 /// The MCP servers as sessions are given them: HTTP ones only when the agent takes HTTP
 /// (`http`); one it does not is left out, with a warning in the log.
-pub fn mcp_servers(specs: &[McpServerSpec], http: bool, agent: &str) -> Vec<McpServer> {
+pub fn mcp_servers(specs: &[McpServerSpec], http: bool, agent: &AgentId) -> Vec<McpServer> {
     let pairs = |list: &[(String, crate::model::Secret)]| -> Vec<(String, String)> {
         list.iter()
             .map(|(k, v)| (k.clone(), v.expose().to_owned()))
@@ -91,7 +92,7 @@ pub fn mcp_servers(specs: &[McpServerSpec], http: bool, agent: &str) -> Vec<McpS
                     .env(pairs(env).into_iter().map(|(k, v)| EnvVariable::new(k, v)).collect()),
             )),
             McpServerSpec::Http { name, .. } if !http => {
-                tracing::warn!(agent, server = %name, "the agent does not take HTTP MCP servers; leaving this one out");
+                tracing::warn!(%agent, server = %name, "the agent does not take HTTP MCP servers; leaving this one out");
                 None
             }
             McpServerSpec::Http { name, url, headers } => Some(McpServer::Http(

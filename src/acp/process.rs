@@ -17,12 +17,13 @@ use super::lines::CappedLines;
 use super::sandbox::Sandbox;
 use crate::model::Secret;
 use crate::model::agent::McpServerSpec;
+use crate::model::ids::AgentId;
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct ProcessSpec {
     /// Agent ID, for logs.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// Program.
     pub command: String,
     /// Arguments.
@@ -510,7 +511,7 @@ pub(super) mod tests {
     /// An agent running `sh -c script`, with one variable of its own (`ONLY_THIS=yes`).
     pub(in crate::acp) fn spec(script: &str) -> ProcessSpec {
         ProcessSpec {
-            agent_id: "t".into(),
+            agent_id: AgentId::new("t"),
             command: "sh".into(),
             args: vec!["-c".into(), script.into()],
             env: BTreeMap::from([("ONLY_THIS".into(), Secret::new("yes"))]),

@@ -11,6 +11,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
 use super::lines::CappedLines;
+use crate::model::ids::AgentId;
 
 /// Lines that are not JSON-RPC an agent may write before it is stopped: a stray banner or
 /// two is forgiven, a stream of them is not.
@@ -25,7 +26,7 @@ pub const MAX_STDOUT_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// Counts an agent's stray stdout lines and says when it broke the protocol.
 pub struct Guard {
     /// The agent, for logs.
-    agent_id: String,
+    agent_id: AgentId,
     /// Values masked before a line is logged.
     secrets: Vec<String>,
     /// Stray lines so far.
@@ -37,7 +38,7 @@ pub struct Guard {
 impl Guard {
     /// A guard reporting on `broken`.
     pub fn new(
-        agent_id: String,
+        agent_id: AgentId,
         secrets: Vec<String>,
         broken: watch::Sender<Option<String>>,
     ) -> Self {

@@ -10,6 +10,8 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
+
+use crate::model::ids::AgentId;
 use tokio_util::sync::CancellationToken;
 
 use crate::core::metrics::metrics;
@@ -26,7 +28,7 @@ const METRICS_LIMITS: http_server::Limits = http_server::Limits {
 /// first sync makes the gateway ready. Returns the address bound.
 pub async fn serve(
     address: &str,
-    agents: Vec<String>,
+    agents: Vec<AgentId>,
     stop: CancellationToken,
 ) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(address).await?;
@@ -48,7 +50,7 @@ pub async fn serve(
 }
 
 /// The answer to one request.
-fn answer(request: &Request<Incoming>, agents: &[String]) -> Response<Full<Bytes>> {
+fn answer(request: &Request<Incoming>, agents: &[AgentId]) -> Response<Full<Bytes>> {
     let reply = |status: StatusCode, kind: &'static str, body: String| {
         let mut response = Response::new(Full::new(Bytes::from(body)));
         *response.status_mut() = status;
@@ -69,7 +71,7 @@ fn answer(request: &Request<Incoming>, agents: &[String]) -> Response<Full<Bytes
             metrics().encode(),
         ),
         "/health/live" => reply(StatusCode::OK, TEXT, "live\n".into()),
-        "/health/ready" => match metrics().all_synced(agents.iter().map(String::as_str)) {
+        "/health/ready" => match metrics().all_synced(agents.iter()) {
             true => reply(StatusCode::OK, TEXT, "ready\n".into()),
             false => reply(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -23,6 +23,7 @@ use crate::core::room_tools::RoomToolHost;
 use crate::core::settings_policy::SettingsPolicy;
 use crate::matrix::{MatrixAgent, MatrixSecurity};
 use crate::mcp::McpHost;
+use crate::model::ids::AgentId;
 use crate::state_dir;
 use crate::store::Store;
 use isolation::{Isolation, Probe, isolation};
@@ -77,7 +78,7 @@ fn process_spec(
     isolation: Isolation,
 ) -> ProcessSpec {
     ProcessSpec {
-        agent_id: agent.id.clone(),
+        agent_id: agent.agent_id(),
         command: agent.command.clone(),
         args: agent.args.clone(),
         env: agent.env.clone(),
@@ -263,21 +264,21 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             .iter()
             .map(|(agent, _, _, process, _)| {
                 let port: Arc<dyn AgentPort> = process.clone();
-                (agent.id.clone(), agent.display_name.clone(), port)
+                (agent.agent_id(), agent.display_name.clone(), port)
             })
             .collect(),
     );
     let access = access_rules(&config.access);
-    let agent_ids: Vec<String> = started.iter().map(|(a, ..)| a.id.clone()).collect();
+    let agent_ids: Vec<AgentId> = started.iter().map(|(a, ..)| a.agent_id()).collect();
     let (handoffs, handed) = mpsc::channel(crate::core::queues::HANDOFFS);
     let mut contexts = Vec::new();
     let mut users = Vec::new();
     let mut processes = Vec::new();
     for (agent, user, chat, process, workspace) in started {
         contexts.push(Arc::new(AgentContext {
-            agent_id: agent.id.clone().into(),
+            agent_id: agent.agent_id(),
             display_name: agent.display_name.clone(),
-            user_id: agent.matrix.user_id.clone().into(),
+            user_id: agent.user_id(),
             agent: process.clone(),
             chat,
             store: store.clone(),
@@ -289,11 +290,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             approver_min_power: config.access.approver_min_power,
             settings: settings_policy(agent),
             allowed: access.allowed.clone(),
-            agent_users: config
-                .agents
-                .iter()
-                .map(|a| a.matrix.user_id.clone())
-                .collect(),
+            agent_users: config.agents.iter().map(AgentConfig::user_id).collect(),
             permissions: live.permissions.clone(),
             verbosity: live.verbosity.clone(),
             media: config.media.limits(),

@@ -167,6 +167,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::model::ids::UserId;
 
     fn config(extra: &str) -> Config {
         let dir = std::env::temp_dir();
@@ -201,7 +202,10 @@ password = "p"
         new.access.allowed_users.push("@bob:x".into());
         assert_eq!(needs_restart(&old, &new), ["pool"]);
         apply(&old, &new, &access, &live);
-        assert!(held.allows("@bob:x"), "every holder of the list sees Bob");
+        assert!(
+            held.allows(&UserId::from("@bob:x")),
+            "every holder of the list sees Bob"
+        );
         assert!(needs_restart(&old, &old.clone()).is_empty());
     }
 

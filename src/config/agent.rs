@@ -167,6 +167,18 @@ pub struct WorktreeConfig {
 }
 
 impl AgentConfig {
+    /// Its ID as the rest of the gateway names it. `Config::problems` refuses a config
+    /// whose agent ID is not one (`AgentId::parse`), so every running agent's is.
+    pub fn agent_id(&self) -> crate::model::ids::AgentId {
+        crate::model::ids::AgentId::new(&self.id)
+    }
+
+    /// Its Matrix user as the rest of the gateway names it; `Config::problems` refuses a
+    /// config whose `matrix.user_id` is not one (`UserId::parse`).
+    pub fn user_id(&self) -> crate::model::ids::UserId {
+        crate::model::ids::UserId::new(&self.matrix.user_id)
+    }
+
     /// The folder its process works in and everything its conversations' folders are in
     /// (the whole `workspace` unless it holds `{room}`).
     pub fn workspace_root(&self) -> PathBuf {

@@ -178,12 +178,7 @@ impl Config {
         let mut users = std::collections::HashSet::new();
         for (i, a) in self.agents.iter().enumerate() {
             let k = |field: &str| format!("agents[{i}].{field}");
-            if a.id.is_empty()
-                || !a
-                    .id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
+            if crate::model::ids::AgentId::parse(&a.id).is_err() {
                 bad(
                     k("id"),
                     format!("`{}` must be letters, digits, - or _", a.id),
@@ -321,7 +316,7 @@ impl Config {
                 }
             }
             let uid = &a.matrix.user_id;
-            if !uid.starts_with('@') || !uid.contains(':') {
+            if crate::model::ids::UserId::parse(uid).is_err() {
                 bad(
                     k("matrix.user_id"),
                     format!("`{uid}` is not a Matrix user ID like `@name:example.org`"),

@@ -5,6 +5,7 @@
 use wildmatch::WildMatch;
 
 use crate::core::reloadable::Reloadable;
+use crate::model::ids::UserId;
 
 /// Allowed users, as exact IDs or glob patterns (`*` and `?`), e.g. `@*:example.org`.
 #[derive(Debug, Clone)]
@@ -52,8 +53,8 @@ impl AccessList {
     }
 
     /// Whether the list admits `user_id`.
-    pub fn allows(&self, user_id: &str) -> bool {
-        let matches = |p: &WildMatch| p.matches(user_id);
+    pub fn allows(&self, user_id: &UserId) -> bool {
+        let matches = |p: &WildMatch| p.matches(user_id.as_str());
         self.rules
             .read(|rules| rules.patterns.iter().any(matches) && !rules.deny.iter().any(matches))
     }
@@ -83,7 +84,7 @@ mod tests {
             ("@bot12:x.org", false),
         ];
         for (user, expected) in table {
-            assert_eq!(list.allows(user), expected, "{user}");
+            assert_eq!(list.allows(&UserId::from(user)), expected, "{user}");
         }
     }
 
@@ -102,7 +103,7 @@ mod tests {
             ("@bottle:team.org", true),
         ];
         for (user, expected) in table {
-            assert_eq!(list.allows(user), expected, "{user}");
+            assert_eq!(list.allows(&UserId::from(user)), expected, "{user}");
         }
     }
 
@@ -110,12 +111,15 @@ mod tests {
     fn a_replaced_list_changes_for_every_clone() {
         let list = AccessList::new(&["@alice:x"]);
         let held = list.clone();
-        assert!(!held.allows("@bob:x"));
+        assert!(!held.allows(&UserId::from("@bob:x")));
         assert!(list.replace_with(&AccessList::new(&["@alice:x", "@bob:x"])));
-        assert!(held.allows("@bob:x"), "a clone sees the new rules");
+        assert!(
+            held.allows(&UserId::from("@bob:x")),
+            "a clone sees the new rules"
+        );
         let same = AccessList::new(&["@alice:x", "@bob:x"]);
         assert!(!list.replace_with(&same), "nothing changed");
         assert!(list.replace_with(&same.clone().denying(&["@bob:x"])));
-        assert!(!held.allows("@bob:x"));
+        assert!(!held.allows(&UserId::from("@bob:x")));
     }
 }

@@ -16,7 +16,7 @@ use super::question;
 use super::voice::{RoomVoice, fresh_txn, with_retry};
 use crate::model::OutMessage;
 use crate::model::agent::{PermissionAnswer, PermissionOption, PermissionRequest, ToolCallFields};
-use crate::model::ids::EventId;
+use crate::model::ids::{EventId, RoomId, UserId};
 use crate::model::poll::{Choice, Decision};
 use crate::model::question::{Question, QuestionAnswer, QuestionRequest, Value};
 use crate::render::cards::{self, PollOutcome, PollView, QuestionView};
@@ -90,7 +90,7 @@ pub enum OnlyPoll<'a> {
     /// Polls are open, but all were posted after the answer was written.
     OnlyNewer,
     /// This one.
-    One(&'a str),
+    One(&'a EventId),
     /// This many could be meant.
     Several(usize),
 }
@@ -127,18 +127,18 @@ pub struct Approvals {
     /// Calls refused in the running turn.
     refusals: u32,
     /// The notice that proposed stopping the turn, once posted.
-    stop_proposal: Option<String>,
+    stop_proposal: Option<EventId>,
 }
 
 impl Approvals {
     /// Whether `event_id` is one of the open polls.
-    pub fn is_poll(&self, event_id: &str) -> bool {
-        self.polls.iter().any(|p| p.event_id == event_id)
+    pub fn is_poll(&self, event_id: &EventId) -> bool {
+        self.polls.iter().any(|p| &p.event_id == event_id)
     }
 
     /// Whether a 🛑 on `event_id` stops the turn: open polls and the stop proposal.
-    pub fn is_stop_target(&self, event_id: &str) -> bool {
-        self.is_poll(event_id) || self.stop_proposal.as_deref() == Some(event_id)
+    pub fn is_stop_target(&self, event_id: &EventId) -> bool {
+        self.is_poll(event_id) || self.stop_proposal.as_ref() == Some(event_id)
     }
 
     /// The poll a typed answer without a reply, written at `written_at_ms`, is for: the
@@ -160,9 +160,9 @@ impl Approvals {
     }
 
     /// Whether `event_id` is an open question answered by typing.
-    pub fn is_typed(&self, event_id: &str) -> bool {
+    pub fn is_typed(&self, event_id: &EventId) -> bool {
         self.polls.iter().any(|p| {
-            p.event_id == event_id
+            &p.event_id == event_id
                 && matches!(&p.asks, Asks::Question { question, .. } if question::typed(question))
         })
     }
@@ -192,10 +192,10 @@ impl Approvals {
     pub async fn open(
         &mut self,
         ctx: &AgentContext,
-        room: &str,
+        room: &RoomId,
         request: PermissionRequest,
         tool: ToolCallFields,
-        prompter: &str,
+        prompter: &UserId,
         switches: Vec<OptionSwitch>,
     ) {
         let mut choices = poll::choices(&request.options, strings::POLL_STOP_LABEL);
@@ -218,14 +218,14 @@ impl Approvals {
         };
         let mut content = cards::poll(&view);
         if ctx.approvers.allows(prompter) {
-            content.mentions.push(prompter.to_owned());
+            content.mentions.push(prompter.clone());
         }
         let txn = fresh_txn(&format!("poll-{}", tool.id));
         // The same transaction ID on every try: a retried post is never duplicated.
         let event_id = match with_retry(|| ctx.chat.send(room, &txn, &content)).await {
-            Ok(id) => EventId::from(id),
+            Ok(id) => id,
             Err(e) => {
-                tracing::error!(agent = %ctx.agent_id, room, error = %e, "could not post a permission poll; refusing the request");
+                tracing::error!(agent = %ctx.agent_id, room = %room, error = %e, "could not post a permission poll; refusing the request");
                 let answer = poll::expiry_option(&request.options)
                     .map_or(PermissionAnswer::Cancelled, |o| {
                         PermissionAnswer::Selected(o.id.clone())
@@ -234,7 +234,7 @@ impl Approvals {
                 return;
             }
         };
-        tracing::info!(agent = %ctx.agent_id, room, poll = %event_id, tool = %tool.id, "permission poll posted");
+        tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, tool = %tool.id, "permission poll posted");
         let asks = Asks::Permission {
             reply: request.reply,
             tool: Box::new(tool),
@@ -256,9 +256,9 @@ impl Approvals {
     pub async fn ask(
         &mut self,
         ctx: &AgentContext,
-        room: &str,
+        room: &RoomId,
         request: QuestionRequest,
-        prompter: &str,
+        prompter: &UserId,
     ) {
         let question = request.question;
         let choices = question::choices(&question, strings::POLL_STOP_LABEL);
@@ -272,18 +272,18 @@ impl Approvals {
         };
         let mut content = cards::question(&view);
         if ctx.approvers.allows(prompter) {
-            content.mentions.push(prompter.to_owned());
+            content.mentions.push(prompter.clone());
         }
         let txn = fresh_txn("question");
         let event_id = match with_retry(|| ctx.chat.send(room, &txn, &content)).await {
-            Ok(id) => EventId::from(id),
+            Ok(id) => id,
             Err(e) => {
-                tracing::error!(agent = %ctx.agent_id, room, error = %e, "could not post the agent's question; declining it");
+                tracing::error!(agent = %ctx.agent_id, room = %room, error = %e, "could not post the agent's question; declining it");
                 let _ = request.reply.send(QuestionAnswer::Declined);
                 return;
             }
         };
-        tracing::info!(agent = %ctx.agent_id, room, poll = %event_id, "question posted");
+        tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, "question posted");
         let options = choices
             .iter()
             .filter_map(|c| match &c.decision {
@@ -305,7 +305,7 @@ impl Approvals {
     async fn posted(
         &mut self,
         ctx: &AgentContext,
-        room: &str,
+        room: &RoomId,
         event_id: EventId,
         asks: Asks,
         options: Vec<PermissionOption>,
@@ -315,7 +315,7 @@ impl Approvals {
         let expired = asks.settled(&ctx.display_name, &PollOutcome::Restarted);
         let stored = StoredPoll {
             event_id: event_id.clone(),
-            room_id: room.into(),
+            room_id: room.clone(),
             body: expired.body,
             html: expired.html,
         };
@@ -343,12 +343,12 @@ impl Approvals {
     pub async fn answer_text(
         &mut self,
         ctx: &AgentContext,
-        room: &str,
-        event_id: &str,
-        by: &str,
+        room: &RoomId,
+        event_id: &EventId,
+        by: &UserId,
         text: &str,
     ) -> Typed {
-        let Some(i) = self.polls.iter().position(|p| p.event_id == event_id) else {
+        let Some(i) = self.polls.iter().position(|p| &p.event_id == event_id) else {
             return Typed::NoPoll;
         };
         let Asks::Question { question, .. } = &self.polls[i].asks else {
@@ -362,9 +362,9 @@ impl Approvals {
             Err(why) => return Typed::Unreadable(why),
         };
         let poll = self.polls.remove(i);
-        tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, "question answered");
+        tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, "question answered");
         let outcome = PollOutcome::Answered {
-            by: by.to_owned(),
+            by: by.to_string(),
             text: shown_answer(text),
         };
         settle(ctx, room, poll, Settled::Typed(fields), &outcome).await;
@@ -375,12 +375,12 @@ impl Approvals {
     pub async fn pick(
         &mut self,
         ctx: &AgentContext,
-        room: &str,
-        event_id: &str,
-        by: &str,
+        room: &RoomId,
+        event_id: &EventId,
+        by: &UserId,
         pick: impl FnOnce(&[Choice]) -> Option<&Choice>,
     ) -> Picked {
-        let Some(i) = self.polls.iter().position(|p| p.event_id == event_id) else {
+        let Some(i) = self.polls.iter().position(|p| &p.event_id == event_id) else {
             return Picked::NoPoll;
         };
         if !may_approve(ctx, room, event_id, by).await {
@@ -401,7 +401,7 @@ impl Approvals {
                     && switch.needs_admin
                     && !ctx.admins.allows(by)
                 {
-                    tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, option = %option.id, mode = %switch.mode, "refusing a poll choice that switches to a mode only admins may choose");
+                    tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, option = %option.id, mode = %switch.mode, "refusing a poll choice that switches to a mode only admins may choose");
                     return Picked::AdminOnly {
                         label: option.name,
                         mode: switch.mode.clone(),
@@ -410,9 +410,9 @@ impl Approvals {
                 let poll = self.polls.remove(i);
                 let refusal = poll::is_refusal(&option);
                 let counts = refusal && matches!(poll.asks, Asks::Permission { .. });
-                tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, option = %option.id, "poll answered");
+                tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, option = %option.id, "poll answered");
                 let outcome = PollOutcome::Chosen {
-                    by: by.to_owned(),
+                    by: by.to_string(),
                     emoji: choice.emoji,
                     label: option.name,
                     refusal,
@@ -427,12 +427,12 @@ impl Approvals {
     }
 
     /// Refuses every poll whose deadline has passed.
-    pub async fn expire_due(&mut self, ctx: &AgentContext, room: &str) {
+    pub async fn expire_due(&mut self, ctx: &AgentContext, room: &RoomId) {
         let now = Instant::now();
         while let Some(i) = self.polls.iter().position(|p| p.deadline <= now) {
             let poll = self.polls.remove(i);
             let option = poll::expiry_option(&poll.options).cloned();
-            tracing::info!(agent = %ctx.agent_id, room, poll = %poll.event_id, "permission poll expired");
+            tracing::info!(agent = %ctx.agent_id, room = %room, poll = %poll.event_id, "permission poll expired");
             let outcome = PollOutcome::Expired {
                 label: option.as_ref().map(|o| o.name.clone()),
             };
@@ -451,8 +451,8 @@ impl Approvals {
     pub async fn cancel_all(
         &mut self,
         ctx: &AgentContext,
-        room: &str,
-        outcome: impl Fn(&str) -> PollOutcome,
+        room: &RoomId,
+        outcome: impl Fn(&EventId) -> PollOutcome,
     ) {
         for poll in std::mem::take(&mut self.polls) {
             let o = outcome(&poll.event_id);
@@ -461,7 +461,7 @@ impl Approvals {
     }
 
     /// Counts a refused call; at the configured count, proposes stopping the turn.
-    async fn refused(&mut self, ctx: &AgentContext, room: &str) {
+    async fn refused(&mut self, ctx: &AgentContext, room: &RoomId) {
         self.refusals += 1;
         tracing::debug!(refusals = self.refusals, "a tool call was refused");
         if self.refusals < ctx.permissions.get().propose_stop_after || self.stop_proposal.is_some()
@@ -472,16 +472,13 @@ impl Approvals {
         let txn = fresh_txn("propose-stop");
         match ctx.chat.send(room, &txn, &OutMessage::notice(text)).await {
             Ok(id) => {
-                tracing::info!(agent = %ctx.agent_id, room, refusals = self.refusals, "proposed stopping the turn");
-                spawn_reactions(
-                    ctx,
-                    room,
-                    EventId::from(&id),
-                    vec![poll::STOP_EMOJI.to_owned()],
-                );
+                tracing::info!(agent = %ctx.agent_id, room = %room, refusals = self.refusals, "proposed stopping the turn");
+                spawn_reactions(ctx, room, id.clone(), vec![poll::STOP_EMOJI.to_owned()]);
                 self.stop_proposal = Some(id);
             }
-            Err(e) => tracing::warn!(room, error = %e, "could not propose stopping the turn"),
+            Err(e) => {
+                tracing::warn!(room = %room, error = %e, "could not propose stopping the turn")
+            }
         }
     }
 }
@@ -501,16 +498,16 @@ pub enum Typed {
 
 /// Whether `by` may answer poll `event_id` (an approver, with the power level the config
 /// asks for, if it does).
-async fn may_approve(ctx: &AgentContext, room: &str, event_id: &str, by: &str) -> bool {
+async fn may_approve(ctx: &AgentContext, room: &RoomId, event_id: &EventId, by: &UserId) -> bool {
     if !ctx.approvers.allows(by) {
-        tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, "ignoring a poll answer from someone who may not approve");
+        tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, "ignoring a poll answer from someone who may not approve");
         return false;
     }
     if let Some(min) = ctx.approver_min_power {
         // Unknown power counts as too little: an answer is never taken on doubt.
         let power = ctx.chat.power_level(room, by).await;
         if !power.as_ref().is_ok_and(|p| *p >= min) {
-            tracing::info!(agent = %ctx.agent_id, room, poll = event_id, by, ?power, min, "ignoring a poll answer from an approver without the power level the config asks for");
+            tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, ?power, min, "ignoring a poll answer from an approver without the power level the config asks for");
             return false;
         }
     }
@@ -539,7 +536,7 @@ impl Asks {
 /// Answers the agent, edits the poll to say how it ended, and forgets it in the store.
 async fn settle(
     ctx: &AgentContext,
-    room: &str,
+    room: &RoomId,
     poll: OpenPoll,
     settled: Settled,
     outcome: &PollOutcome,
@@ -554,7 +551,7 @@ async fn settle(
         PollOutcome::TurnEnded => "turn_ended",
         PollOutcome::Restarted => "restarted",
     };
-    crate::core::metrics::metrics().poll_ended(ctx.agent_id.as_str(), counted);
+    crate::core::metrics::metrics().poll_ended(&ctx.agent_id, counted);
     let delivered = match poll.asks {
         Asks::Permission { reply, .. } => reply
             .send(match settled {
@@ -583,12 +580,12 @@ async fn settle(
 }
 
 /// Puts the agent's own reactions on `event_id`, in order, in a task of their own.
-fn spawn_reactions(ctx: &AgentContext, room: &str, event_id: EventId, keys: Vec<String>) {
-    let (chat, room) = (ctx.chat.clone(), room.to_owned());
+fn spawn_reactions(ctx: &AgentContext, room: &RoomId, event_id: EventId, keys: Vec<String>) {
+    let (chat, room) = (ctx.chat.clone(), room.clone());
     tokio::spawn(async move {
         for key in keys {
             if let Err(e) = with_retry(|| chat.react(&room, &event_id, &key)).await {
-                tracing::warn!(room, error = %e, key, "could not put a reaction on a poll");
+                tracing::warn!(room = %room, error = %e, key, "could not put a reaction on a poll");
             }
         }
     });

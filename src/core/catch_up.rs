@@ -11,6 +11,8 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::model::ids::EventId;
+
 /// Events older than the position by more than this still count as new: server timestamps
 /// are not strictly ordered, and taking in an event twice is harmless (admission is unique
 /// per event), whereas skipping one is not.
@@ -38,7 +40,7 @@ impl Default for CatchUpBounds {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HandledSoFar {
     /// The newest event taken in, and its server timestamp (ms since the epoch).
-    pub last: Option<(String, i64)>,
+    pub last: Option<(EventId, i64)>,
     /// When the agent arrived in the room (ms since the epoch): earlier is history.
     pub floor: Option<i64>,
 }
@@ -47,7 +49,7 @@ pub struct HandledSoFar {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp<'a> {
     /// The event ID.
-    pub id: &'a str,
+    pub id: &'a EventId,
     /// Its server timestamp, ms since the epoch.
     pub ts: i64,
 }
@@ -96,7 +98,7 @@ pub struct CatchUp<T> {
     /// Why looking back stopped, if it did.
     reached: Reached,
     /// The events seen so far: pages may overlap, and an event counts once.
-    seen: HashSet<String>,
+    seen: HashSet<EventId>,
 }
 
 impl<T> CatchUp<T> {
@@ -125,7 +127,7 @@ impl<T> CatchUp<T> {
             if self.done() {
                 break;
             }
-            if !self.seen.insert(stamp.id.to_owned()) {
+            if !self.seen.insert(stamp.id.clone()) {
                 continue;
             }
             if let Some((id, ts)) = &self.handled.last
@@ -183,13 +185,13 @@ mod tests {
     const NOW: i64 = 100 * HOUR;
 
     /// Event `n` of a room, sent `n` minutes after `NOW - 10 h`.
-    fn event(n: i64) -> (String, i64) {
-        (format!("$e{n}"), NOW - 10 * HOUR + n * 60_000)
+    fn event(n: i64) -> (EventId, i64) {
+        (EventId::new(format!("$e{n}")), NOW - 10 * HOUR + n * 60_000)
     }
 
     /// Pages of events `from..=to`, newest first, `size` a page.
-    fn pages(from: i64, to: i64, size: usize) -> Vec<Vec<(String, i64)>> {
-        let all: Vec<(String, i64)> = (from..=to).rev().map(event).collect();
+    fn pages(from: i64, to: i64, size: usize) -> Vec<Vec<(EventId, i64)>> {
+        let all: Vec<(EventId, i64)> = (from..=to).rev().map(event).collect();
         all.chunks(size).map(|c| c.to_vec()).collect()
     }
 
@@ -198,14 +200,14 @@ mod tests {
     fn plan(
         bounds: CatchUpBounds,
         handled: HandledSoFar,
-        pages: Vec<Vec<(String, i64)>>,
+        pages: Vec<Vec<(EventId, i64)>>,
     ) -> (Plan<i64>, usize) {
         let mut planner = CatchUp::new(bounds, handled, NOW);
         let mut read = 0;
         for page in &pages {
             read += 1;
             let events = page.iter().map(|(id, ts)| {
-                let n: i64 = id[2..].parse().unwrap();
+                let n: i64 = id.as_str()[2..].parse().unwrap();
                 (Stamp { id, ts: *ts }, n)
             });
             if !planner.take(events) {
@@ -304,7 +306,7 @@ mod tests {
         // Event 42's clock ran 30 s behind event 40's: it is still taken in.
         let mut batch = pages(41, 45, 10).remove(0);
         let skewed = event(40).1 - 30_000;
-        batch.iter_mut().find(|(id, _)| id == "$e42").unwrap().1 = skewed;
+        batch.iter_mut().find(|(id, _)| *id == "$e42").unwrap().1 = skewed;
         let (plan, _) = plan(
             bounds(500, 24),
             at(40),

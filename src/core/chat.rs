@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
 use crate::model::errors::Cause;
+use crate::model::ids::{EventId, RoomId, UserId};
 
 /// A message whose final content the room does not show yet, because the homeserver stayed
 /// away longer than a turn waits (`streaming.outage_patience_secs`): the outbox delivers it
@@ -16,7 +17,7 @@ use crate::model::errors::Cause;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Undelivered {
     /// The message, if it was posted; else it is posted with `txn`.
-    pub event_id: Option<String>,
+    pub event_id: Option<EventId>,
     /// The transaction ID of its first post (a retried post is not doubled).
     pub txn: String,
     /// What it should show.
@@ -27,7 +28,7 @@ pub struct Undelivered {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoomMember {
     /// Their user ID.
-    pub user_id: String,
+    pub user_id: UserId,
     /// Their display name in the room, if they set one.
     pub display_name: Option<String>,
     /// Whether they joined (else they are invited).
@@ -59,46 +60,58 @@ impl ChatError {
     }
 }
 
-/// One agent's Matrix user, able to act in rooms. Room and event IDs are opaque strings.
+/// One agent's Matrix user, able to act in rooms. Rooms, events and users are named by
+/// their typed IDs, so one cannot be passed for another.
 #[async_trait]
 pub trait ChatPort: Send + Sync {
     /// Posts a new message; returns its event ID. `txn` makes retries idempotent.
-    async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError>;
+    async fn send(&self, room: &RoomId, txn: &str, msg: &OutMessage) -> Result<EventId, ChatError>;
     /// The bytes of a file someone sent, fetched from where the chat side said it is
     /// (`IncomingMedia::source`), decrypted where it was encrypted.
     async fn download(&self, source: &str) -> Result<Vec<u8>, ChatError>;
     /// Replaces the content of an earlier message (an `m.replace` edit).
-    async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError>;
+    async fn edit(
+        &self,
+        room: &RoomId,
+        event_id: &EventId,
+        msg: &OutMessage,
+    ) -> Result<(), ChatError>;
     /// Reacts to a message; returns the reaction's event ID.
-    async fn react(&self, room: &str, event_id: &str, key: &str) -> Result<String, ChatError>;
+    async fn react(
+        &self,
+        room: &RoomId,
+        event_id: &EventId,
+        key: &str,
+    ) -> Result<EventId, ChatError>;
     /// Removes an event of ours (e.g. the "queued" reaction once the turn starts).
-    async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError>;
+    async fn redact(&self, room: &RoomId, event_id: &EventId) -> Result<(), ChatError>;
     /// Shows or hides the typing indicator.
-    async fn typing(&self, room: &str, on: bool);
+    async fn typing(&self, room: &RoomId, on: bool);
     /// Marks `event_id` as read by this user (a read receipt, for the thread whose root is
     /// `thread` when the message is in one), so people see the agent took their message
     /// before its answer starts; a failure is only logged.
-    async fn mark_read(&self, room: &str, event_id: &str, thread: Option<&str>);
+    async fn mark_read(&self, room: &RoomId, event_id: &EventId, thread: Option<&EventId>);
     /// Who can read what is posted in `room` now or later: its joined and invited
     /// members, or `None` when anyone can (a public room, or world-readable history).
     /// Decides whether an agent's diagnostics may be shown in it.
-    async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError>;
+    async fn readers(&self, room: &RoomId) -> Result<Option<Vec<UserId>>, ChatError>;
     /// `user`'s power level in `room` (a room creator's, which is above every number, as
     /// `i64::MAX`), for rules that ask approvers for a power level.
-    async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError>;
+    async fn power_level(&self, room: &RoomId, user: &UserId) -> Result<i64, ChatError>;
     /// The room's latest messages, at most `limit`, oldest first, each showing its latest
     /// edit (by its author); redacted ones and notices are left out. For the agent's room
     /// tools, which read what was said in the room.
-    async fn history(&self, room: &str, limit: usize) -> Result<Vec<IncomingMessage>, ChatError>;
+    async fn history(&self, room: &RoomId, limit: usize)
+    -> Result<Vec<IncomingMessage>, ChatError>;
     /// The message `event_id` of `room`, or `None` when `room` has no such message (an
     /// event of another room is not found in this one).
     async fn message(
         &self,
-        room: &str,
-        event_id: &str,
+        room: &RoomId,
+        event_id: &EventId,
     ) -> Result<Option<IncomingMessage>, ChatError>;
     /// The room's joined and invited members.
-    async fn members(&self, room: &str) -> Result<Vec<RoomMember>, ChatError>;
+    async fn members(&self, room: &RoomId) -> Result<Vec<RoomMember>, ChatError>;
 }
 
 /// What a decorating chat port changes in the messages it passes on (see [`Rewriting`]).
@@ -127,7 +140,7 @@ impl<R: Rewrite> Rewriting<R> {
 
 #[async_trait]
 impl<R: Rewrite> ChatPort for Rewriting<R> {
-    async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
+    async fn send(&self, room: &RoomId, txn: &str, msg: &OutMessage) -> Result<EventId, ChatError> {
         self.inner.send(room, txn, &self.rewrite.posted(msg)).await
     }
 
@@ -135,49 +148,63 @@ impl<R: Rewrite> ChatPort for Rewriting<R> {
         self.inner.download(source).await
     }
 
-    async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {
+    async fn edit(
+        &self,
+        room: &RoomId,
+        event_id: &EventId,
+        msg: &OutMessage,
+    ) -> Result<(), ChatError> {
         self.inner
             .edit(room, event_id, &self.rewrite.edited(msg))
             .await
     }
 
-    async fn react(&self, room: &str, event_id: &str, key: &str) -> Result<String, ChatError> {
+    async fn react(
+        &self,
+        room: &RoomId,
+        event_id: &EventId,
+        key: &str,
+    ) -> Result<EventId, ChatError> {
         self.inner.react(room, event_id, key).await
     }
 
-    async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError> {
+    async fn redact(&self, room: &RoomId, event_id: &EventId) -> Result<(), ChatError> {
         self.inner.redact(room, event_id).await
     }
 
-    async fn typing(&self, room: &str, on: bool) {
+    async fn typing(&self, room: &RoomId, on: bool) {
         self.inner.typing(room, on).await
     }
 
-    async fn mark_read(&self, room: &str, event_id: &str, thread: Option<&str>) {
+    async fn mark_read(&self, room: &RoomId, event_id: &EventId, thread: Option<&EventId>) {
         self.inner.mark_read(room, event_id, thread).await
     }
 
-    async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError> {
+    async fn readers(&self, room: &RoomId) -> Result<Option<Vec<UserId>>, ChatError> {
         self.inner.readers(room).await
     }
 
-    async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError> {
+    async fn power_level(&self, room: &RoomId, user: &UserId) -> Result<i64, ChatError> {
         self.inner.power_level(room, user).await
     }
 
-    async fn history(&self, room: &str, limit: usize) -> Result<Vec<IncomingMessage>, ChatError> {
+    async fn history(
+        &self,
+        room: &RoomId,
+        limit: usize,
+    ) -> Result<Vec<IncomingMessage>, ChatError> {
         self.inner.history(room, limit).await
     }
 
     async fn message(
         &self,
-        room: &str,
-        event_id: &str,
+        room: &RoomId,
+        event_id: &EventId,
     ) -> Result<Option<IncomingMessage>, ChatError> {
         self.inner.message(room, event_id).await
     }
 
-    async fn members(&self, room: &str) -> Result<Vec<RoomMember>, ChatError> {
+    async fn members(&self, room: &RoomId) -> Result<Vec<RoomMember>, ChatError> {
         self.inner.members(room).await
     }
 }

@@ -53,7 +53,7 @@ pub struct AgentContext {
     /// them (or one of the gateway's agents).
     pub allowed: AccessList,
     /// The Matrix users of all the gateway's agents.
-    pub agent_users: Vec<String>,
+    pub agent_users: Vec<UserId>,
     /// How permission polls behave (a poll reads it when it opens; a reload changes it).
     pub permissions: Reloadable<PermissionSettings>,
     /// What a room shows of the agent's work until someone changes it with `!show` (a
@@ -118,7 +118,7 @@ impl AgentContext {
                 "demo" => "Demo".into(),
                 other => other.into(),
             },
-            user_id: format!("@{id}:x").into(),
+            user_id: UserId::new(format!("@{id}:x")),
             agent,
             chat,
             store: store.clone(),
@@ -132,7 +132,7 @@ impl AgentContext {
             }),
             command_prefix: "!".into(),
             allowed: alice(),
-            agent_users: vec![format!("@{id}:x")],
+            agent_users: vec![UserId::new(format!("@{id}:x"))],
             approvers: alice(),
             admins: alice(),
             approver_min_power: None,

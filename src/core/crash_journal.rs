@@ -5,7 +5,7 @@
 //! again under the same transaction ID gets the event the homeserver already has (or posts
 //! it now), and it is marked like any other (see `docs/continuity.md`).
 
-use crate::model::ids::{AgentId, ConversationKey};
+use crate::model::ids::{ConversationKey, EventId, RoomId, UserId};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -23,24 +23,26 @@ pub struct JournaledReplies {
     inner: Arc<dyn ChatPort>,
     /// Where the journal is kept.
     store: Store,
-    /// The agent, whose turn this is.
-    agent_id: AgentId,
+    /// The conversation whose turn this is (its thread included: the journal's rows are
+    /// the turn's).
+    key: ConversationKey,
     /// What a cut reply ends with.
     footer: &'static str,
 }
 
 impl JournaledReplies {
-    /// Journals the replies `agent_id` sends through `inner`; a cut one ends with `footer`.
+    /// Journals the replies of conversation `key` sent through `inner`; a cut one ends
+    /// with `footer`.
     pub fn new(
         inner: Arc<dyn ChatPort>,
         store: Store,
-        agent_id: AgentId,
+        key: ConversationKey,
         footer: &'static str,
     ) -> Self {
         Self {
             inner,
             store,
-            agent_id,
+            key,
             footer,
         }
     }
@@ -48,7 +50,7 @@ impl JournaledReplies {
 
 #[async_trait]
 impl ChatPort for JournaledReplies {
-    async fn send(&self, room: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
+    async fn send(&self, room: &RoomId, txn: &str, msg: &OutMessage) -> Result<EventId, ChatError> {
         // Not knowing the room's setting here, no picture: the safe side.
         let cut = ReplyStream::cut_content(&msg.body, self.footer, Default::default());
         let intent = CutMessage {
@@ -59,16 +61,12 @@ impl ChatPort for JournaledReplies {
             html: cut.html,
             notice: cut.notice,
         };
-        if let Err(e) = self
-            .store
-            .intend_cut_message(&ConversationKey::new(room, &self.agent_id), txn, &intent)
-            .await
-        {
-            tracing::error!(agent = %self.agent_id, room, error = %e, "could not record a reply message before sending it");
+        if let Err(e) = self.store.intend_cut_message(&self.key, txn, &intent).await {
+            tracing::error!(agent = %self.key.agent, room = %room, error = %e, "could not record a reply message before sending it");
         }
         let event_id = self.inner.send(room, txn, msg).await?;
         if let Err(e) = self.store.confirm_cut_message(txn, &event_id).await {
-            tracing::error!(agent = %self.agent_id, room, error = %e, "could not record a reply message as sent");
+            tracing::error!(agent = %self.key.agent, room = %room, error = %e, "could not record a reply message as sent");
         }
         Ok(event_id)
     }
@@ -77,47 +75,61 @@ impl ChatPort for JournaledReplies {
         self.inner.download(source).await
     }
 
-    async fn edit(&self, room: &str, event_id: &str, msg: &OutMessage) -> Result<(), ChatError> {
+    async fn edit(
+        &self,
+        room: &RoomId,
+        event_id: &EventId,
+        msg: &OutMessage,
+    ) -> Result<(), ChatError> {
         self.inner.edit(room, event_id, msg).await
     }
 
-    async fn react(&self, room: &str, event_id: &str, key: &str) -> Result<String, ChatError> {
+    async fn react(
+        &self,
+        room: &RoomId,
+        event_id: &EventId,
+        key: &str,
+    ) -> Result<EventId, ChatError> {
         self.inner.react(room, event_id, key).await
     }
 
-    async fn redact(&self, room: &str, event_id: &str) -> Result<(), ChatError> {
+    async fn redact(&self, room: &RoomId, event_id: &EventId) -> Result<(), ChatError> {
         self.inner.redact(room, event_id).await
     }
 
-    async fn typing(&self, room: &str, on: bool) {
+    async fn typing(&self, room: &RoomId, on: bool) {
         self.inner.typing(room, on).await
     }
 
-    async fn mark_read(&self, room: &str, event_id: &str, thread: Option<&str>) {
+    async fn mark_read(&self, room: &RoomId, event_id: &EventId, thread: Option<&EventId>) {
         self.inner.mark_read(room, event_id, thread).await
     }
 
-    async fn readers(&self, room: &str) -> Result<Option<Vec<String>>, ChatError> {
+    async fn readers(&self, room: &RoomId) -> Result<Option<Vec<UserId>>, ChatError> {
         self.inner.readers(room).await
     }
 
-    async fn power_level(&self, room: &str, user: &str) -> Result<i64, ChatError> {
+    async fn power_level(&self, room: &RoomId, user: &UserId) -> Result<i64, ChatError> {
         self.inner.power_level(room, user).await
     }
 
-    async fn history(&self, room: &str, limit: usize) -> Result<Vec<IncomingMessage>, ChatError> {
+    async fn history(
+        &self,
+        room: &RoomId,
+        limit: usize,
+    ) -> Result<Vec<IncomingMessage>, ChatError> {
         self.inner.history(room, limit).await
     }
 
     async fn message(
         &self,
-        room: &str,
-        event_id: &str,
+        room: &RoomId,
+        event_id: &EventId,
     ) -> Result<Option<IncomingMessage>, ChatError> {
         self.inner.message(room, event_id).await
     }
 
-    async fn members(&self, room: &str) -> Result<Vec<RoomMember>, ChatError> {
+    async fn members(&self, room: &RoomId) -> Result<Vec<RoomMember>, ChatError> {
         self.inner.members(room).await
     }
 }
@@ -140,14 +152,26 @@ mod tests {
             .await
             .unwrap();
         let chat = FakeChat::new();
-        let journaled = JournaledReplies::new(chat.clone(), store.clone(), "demo".into(), "⏹️ cut");
+        let journaled = JournaledReplies::new(
+            chat.clone(),
+            store.clone(),
+            ConversationKey::new("!r", "demo"),
+            "⏹️ cut",
+        );
         let id = journaled
-            .send("!r", "sk-1-0", &OutMessage::notice("partial"))
+            .send(
+                &RoomId::from("!r"),
+                "sk-1-0",
+                &OutMessage::notice("partial"),
+            )
             .await
             .unwrap();
-        let turns = store.unfinished_turns("demo").await.unwrap();
+        let turns = store.unfinished_turns(&"demo".into()).await.unwrap();
         let message = &turns[0].messages[0];
-        assert_eq!(message.event_id.as_deref(), Some(id.as_str()));
+        assert_eq!(
+            message.event_id.as_ref().map(|id| id.as_str()),
+            Some(id.as_str())
+        );
         assert_eq!(message.txn_id, None);
         assert_eq!(message.body, "partial\n\n⏹️ cut");
 
@@ -155,11 +179,11 @@ mod tests {
         chat.fail_calls(&[2]);
         assert!(
             journaled
-                .send("!r", "sk-1-1", &OutMessage::notice("more"))
+                .send(&RoomId::from("!r"), "sk-1-1", &OutMessage::notice("more"))
                 .await
                 .is_err()
         );
-        let turns = store.unfinished_turns("demo").await.unwrap();
+        let turns = store.unfinished_turns(&"demo".into()).await.unwrap();
         assert_eq!(turns[0].messages[1].txn_id.as_deref(), Some("sk-1-1"));
         assert_eq!(turns[0].messages[1].event_id, None);
     }

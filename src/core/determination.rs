@@ -103,13 +103,14 @@ pub fn determine(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ids::UserId;
     use Determination::*;
 
     fn members(ids: &[&str]) -> Vec<Member> {
         ids.iter()
             .map(|id| Member {
                 agent_id: (*id).into(),
-                user_id: format!("@{id}:x").into(),
+                user_id: UserId::new(format!("@{id}:x")),
                 display_name: id.to_uppercase(),
             })
             .collect()

@@ -118,6 +118,7 @@ impl Rewrite for MaskedChat {
 mod tests {
     use super::*;
     use crate::core::fakes::FakeChat;
+    use crate::model::ids::RoomId;
     use crate::model::media::MediaKind;
 
     fn secrets() -> Vec<String> {
@@ -154,10 +155,14 @@ mod tests {
         let chat = MaskedChat::wrap(fake.clone(), secrets());
         let mut msg = OutMessage::notice("failed with sk-live-1234567890");
         msg.html = Some("<b>sk-live-1234567890</b>".into());
-        let id = chat.send("!r", "t1", &msg).await.unwrap();
-        chat.edit("!r", &id, &OutMessage::notice("now sk-live-123"))
-            .await
-            .unwrap();
+        let id = chat.send(&RoomId::from("!r"), "t1", &msg).await.unwrap();
+        chat.edit(
+            &RoomId::from("!r"),
+            &id,
+            &OutMessage::notice("now sk-live-123"),
+        )
+        .await
+        .unwrap();
         let shown = fake.shown("!r");
         assert!(shown.iter().all(|t| !t.contains("sk-live-12")), "{shown:?}");
         assert!(shown.iter().any(|t| t.contains("[redacted]")), "{shown:?}");
@@ -168,7 +173,7 @@ mod tests {
             mimetype: "text/plain".into(),
             data: b"API_KEY=sk-live-1234567890\n".to_vec().into(),
         });
-        chat.send("!r", "t2", &output).await.unwrap();
+        chat.send(&RoomId::from("!r"), "t2", &output).await.unwrap();
         let posted = fake.messages("!r").pop().unwrap().attachment.unwrap();
         assert_eq!(&*posted.data, b"API_KEY=[redacted]\n");
     }

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::model::ids::AgentId;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -62,7 +63,7 @@ pub struct Metrics {
     /// Sync requests that failed.
     sync_errors: Family<ByAgent, Counter>,
     /// Agents whose Matrix user has synced at least once.
-    synced: Mutex<HashSet<String>>,
+    synced: Mutex<HashSet<AgentId>>,
 }
 
 /// The process's metrics.
@@ -151,7 +152,7 @@ impl Metrics {
     /// `edits` edits, `rate_limited` requests refused for speed.
     pub fn turn_ended(
         &self,
-        agent: &str,
+        agent: &AgentId,
         outcome: &str,
         posts: u32,
         edits: u32,
@@ -170,27 +171,27 @@ impl Metrics {
     }
 
     /// The first message of an answer of `agent` appeared `after` the message it answers.
-    pub fn first_answer(&self, agent: &str, after: Duration) {
+    pub fn first_answer(&self, agent: &AgentId, after: Duration) {
         (self.first_answer.get_or_create(&agent_label(agent))).observe(after.as_secs_f64());
     }
 
     /// A poll or question of `agent` ended with `outcome`.
-    pub fn poll_ended(&self, agent: &str, outcome: &str) {
+    pub fn poll_ended(&self, agent: &AgentId, outcome: &str) {
         self.polls.get_or_create(&by(agent, outcome)).inc();
     }
 
     /// `n` more prompts of `agent` wait (negative: fewer).
-    pub fn queued(&self, agent: &str, n: i64) {
+    pub fn queued(&self, agent: &AgentId, n: i64) {
         self.queued.get_or_create(&agent_label(agent)).inc_by(n);
     }
 
     /// `agent`'s process was started again after a crash.
-    pub fn agent_restarted(&self, agent: &str) {
+    pub fn agent_restarted(&self, agent: &AgentId) {
         self.restarts.get_or_create(&agent_label(agent)).inc();
     }
 
     /// `agent` took in `n` events catching up on a gap, and reported `missed` past the bound.
-    pub fn caught_up(&self, agent: &str, n: usize, missed: usize) {
+    pub fn caught_up(&self, agent: &AgentId, n: usize, missed: usize) {
         self.caught_up
             .get_or_create(&agent_label(agent))
             .inc_by(n as u64);
@@ -200,20 +201,20 @@ impl Metrics {
     }
 
     /// A sync of `agent`'s Matrix user failed.
-    pub fn sync_failed(&self, agent: &str) {
+    pub fn sync_failed(&self, agent: &AgentId) {
         self.sync_errors.get_or_create(&agent_label(agent)).inc();
     }
 
     /// `agent`'s Matrix user has synced.
-    pub fn synced(&self, agent: &str) {
+    pub fn synced(&self, agent: &AgentId) {
         self.synced
             .lock()
             .expect("synced poisoned")
-            .insert(agent.to_owned());
+            .insert(agent.clone());
     }
 
     /// Whether every one of `agents` has synced at least once.
-    pub fn all_synced<'a>(&self, mut agents: impl Iterator<Item = &'a str>) -> bool {
+    pub fn all_synced<'a>(&self, mut agents: impl Iterator<Item = &'a AgentId>) -> bool {
         let synced = self.synced.lock().expect("synced poisoned");
         agents.all(|a| synced.contains(a))
     }
@@ -233,15 +234,15 @@ fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str
     metric
 }
 
-fn agent_label(agent: &str) -> ByAgent {
+fn agent_label(agent: &AgentId) -> ByAgent {
     ByAgent {
-        agent: agent.to_owned(),
+        agent: agent.to_string(),
     }
 }
 
-fn by(agent: &str, outcome: &str) -> ByOutcome {
+fn by(agent: &AgentId, outcome: &str) -> ByOutcome {
     ByOutcome {
-        agent: agent.to_owned(),
+        agent: agent.to_string(),
         outcome: outcome.to_owned(),
     }
 }
@@ -253,14 +254,14 @@ mod tests {
     #[test]
     fn counts_are_encoded_by_agent_and_outcome() {
         let m = Metrics::new();
-        m.turn_ended("a", "end_turn", 1, 3, 1);
-        m.turn_ended("a", "end_turn", 1, 2, 0);
-        m.turn_ended("a", "cancelled", 0, 0, 0);
-        m.poll_ended("a", "answered");
-        m.queued("a", 2);
-        m.queued("a", -1);
-        m.first_answer("a", Duration::from_millis(300));
-        m.sync_failed("b");
+        m.turn_ended(&AgentId::from("a"), "end_turn", 1, 3, 1);
+        m.turn_ended(&AgentId::from("a"), "end_turn", 1, 2, 0);
+        m.turn_ended(&AgentId::from("a"), "cancelled", 0, 0, 0);
+        m.poll_ended(&AgentId::from("a"), "answered");
+        m.queued(&AgentId::from("a"), 2);
+        m.queued(&AgentId::from("a"), -1);
+        m.first_answer(&AgentId::from("a"), Duration::from_millis(300));
+        m.sync_failed(&AgentId::from("b"));
         let text = m.encode();
         for line in [
             r#"sidekicks_turns_total{agent="a",outcome="end_turn"} 2"#,
@@ -275,8 +276,8 @@ mod tests {
         ] {
             assert!(text.contains(line), "missing {line} in:\n{text}");
         }
-        assert!(!m.all_synced(["a"].into_iter()));
-        m.synced("a");
-        assert!(m.all_synced(["a"].into_iter()));
+        assert!(!m.all_synced([AgentId::from("a")].iter()));
+        m.synced(&AgentId::from("a"));
+        assert!(m.all_synced([AgentId::from("a")].iter()));
     }
 }

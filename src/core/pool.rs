@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent::AgentPort;
 use crate::model::agent::ProcessState;
+use crate::model::ids::AgentId;
 
 /// The pool's limits, from the `[pool]` config table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,14 +46,14 @@ struct Slot {
 #[derive(Default)]
 struct Slots {
     /// Every agent, by ID.
-    agents: HashMap<String, Slot>,
+    agents: HashMap<AgentId, Slot>,
     /// Agents being stopped to make room or for idleness: they still hold their slot, and
     /// nobody else picks them.
-    stopping: HashSet<String>,
+    stopping: HashSet<AgentId>,
 }
 
 impl Slots {
-    fn occupies(&self, id: &str) -> bool {
+    fn occupies(&self, id: &AgentId) -> bool {
         self.agents
             .get(id)
             .is_some_and(|s| s.leases > 0 || s.port.process_state().is_running())
@@ -73,7 +74,7 @@ pub struct Pool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentState {
     /// The agent's ID.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// Its process.
     pub process: ProcessState,
     /// Turns running on it now.
@@ -93,7 +94,7 @@ pub struct Waiting {
 /// make room. Dropping it ends the hold.
 pub struct Lease {
     pool: Arc<Pool>,
-    agent_id: String,
+    agent_id: AgentId,
 }
 
 impl Drop for Lease {
@@ -113,7 +114,7 @@ impl Pool {
     /// A pool for `agents` (ID, display name, process).
     pub fn new(
         settings: PoolSettings,
-        agents: Vec<(String, String, Arc<dyn AgentPort>)>,
+        agents: Vec<(AgentId, String, Arc<dyn AgentPort>)>,
     ) -> Arc<Self> {
         let now = Instant::now();
         let agents = agents
@@ -142,7 +143,7 @@ impl Pool {
     /// once (to tell the room) and the lease comes when a slot frees.
     pub async fn acquire(
         self: &Arc<Self>,
-        agent_id: &str,
+        agent_id: &AgentId,
         on_wait: impl AsyncFnOnce(Waiting),
     ) -> Lease {
         let mut on_wait = Some(on_wait);
@@ -155,16 +156,16 @@ impl Pool {
                 Decision::Granted => {
                     return Lease {
                         pool: self.clone(),
-                        agent_id: agent_id.to_owned(),
+                        agent_id: agent_id.clone(),
                     };
                 }
                 Decision::Evict(victim) => {
-                    tracing::info!(agent = %victim, for_agent = agent_id, "stopping the least recently used idle agent to make room");
+                    tracing::info!(agent = %victim, for_agent = %agent_id, "stopping the least recently used idle agent to make room");
                     self.stop(&victim).await;
                 }
                 Decision::Wait(waiting) => {
                     if let Some(tell) = on_wait.take() {
-                        tracing::info!(agent = agent_id, busy = ?waiting.busy, "every agent slot is busy; the turn waits");
+                        tracing::info!(agent = %agent_id, busy = ?waiting.busy, "every agent slot is busy; the turn waits");
                         tell(waiting).await;
                     }
                     freed.await;
@@ -174,14 +175,14 @@ impl Pool {
         }
     }
 
-    fn try_acquire(&self, agent_id: &str) -> Decision {
+    fn try_acquire(&self, agent_id: &AgentId) -> Decision {
         let mut slots = self.slots.lock().expect("pool lock poisoned");
         // An agent being stopped comes back once it has stopped.
         let stopping = slots.stopping.contains(agent_id);
-        let occupied: Vec<String> = slots
+        let occupied: Vec<AgentId> = slots
             .agents
             .keys()
-            .filter(|id| id.as_str() != agent_id && slots.occupies(id))
+            .filter(|id| *id != agent_id && slots.occupies(id))
             .cloned()
             .collect();
         let within_limit = self
@@ -220,7 +221,7 @@ impl Pool {
     }
 
     /// Stops `agent_id`'s process (already marked as stopping) and frees its slot.
-    async fn stop(&self, agent_id: &str) {
+    async fn stop(&self, agent_id: &AgentId) {
         let port = self
             .slots
             .lock()
@@ -258,10 +259,10 @@ impl Pool {
     }
 
     /// The agents whose process runs without a lease since `idle` ago; marks them stopping.
-    fn idle_for(&self, idle: Duration) -> Vec<String> {
+    fn idle_for(&self, idle: Duration) -> Vec<AgentId> {
         let mut slots = self.slots.lock().expect("pool lock poisoned");
         let now = Instant::now();
-        let idle: Vec<String> = slots
+        let idle: Vec<AgentId> = slots
             .agents
             .iter()
             .filter(|(id, s)| {
@@ -303,7 +304,7 @@ enum Decision {
     /// The lease is taken.
     Granted,
     /// Stop this idle agent, then look again.
-    Evict(String),
+    Evict(AgentId),
     /// Wait for a slot to free.
     Wait(Waiting),
     /// Wait, without a word, for the agent itself to finish stopping (a matter of
@@ -325,7 +326,7 @@ mod tests {
             .enumerate()
             .map(|(i, a)| {
                 let port = a.clone() as Arc<dyn AgentPort>;
-                (format!("a{i}"), format!("Agent {i}"), port)
+                (AgentId::new(format!("a{i}")), format!("Agent {i}"), port)
             })
             .collect();
         for a in &agents {
@@ -345,10 +346,10 @@ mod tests {
     #[tokio::test]
     async fn without_a_limit_every_agent_gets_a_lease_at_once() {
         let (pool, agents) = pool(None, None);
-        let _a = pool.acquire("a0", no_wait).await;
+        let _a = pool.acquire(&AgentId::from("a0"), no_wait).await;
         agents[0].set_running(true);
-        let _b = pool.acquire("a1", no_wait).await;
-        let _c = pool.acquire("a2", no_wait).await;
+        let _b = pool.acquire(&AgentId::from("a1"), no_wait).await;
+        let _c = pool.acquire(&AgentId::from("a2"), no_wait).await;
         assert_eq!(pool.states().iter().map(|s| s.turns).sum::<usize>(), 3);
     }
 
@@ -356,12 +357,12 @@ mod tests {
     async fn at_the_limit_the_least_recently_used_idle_agent_is_stopped() {
         let (pool, agents) = pool(Some(2), None);
         for id in ["a0", "a1"] {
-            drop(pool.acquire(id, no_wait).await);
+            drop(pool.acquire(&AgentId::from(id), no_wait).await);
             agents[id[1..].parse::<usize>().unwrap()].set_running(true);
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         // a0 was used first: it makes room for a2.
-        let _lease = pool.acquire("a2", no_wait).await;
+        let _lease = pool.acquire(&AgentId::from("a2"), no_wait).await;
         assert_eq!(agents[0].stops(), 1);
         assert_eq!(agents[1].stops(), 0);
     }
@@ -369,14 +370,16 @@ mod tests {
     #[tokio::test]
     async fn when_every_slot_is_busy_the_turn_waits_and_is_told_once() {
         let (pool, agents) = pool(Some(1), None);
-        let busy = pool.acquire("a0", no_wait).await;
+        let busy = pool.acquire(&AgentId::from("a0"), no_wait).await;
         agents[0].set_running(true);
         let told = Arc::new(Mutex::new(Vec::new()));
         let waiter = {
             let (pool, told) = (pool.clone(), told.clone());
             tokio::spawn(async move {
                 let _lease = pool
-                    .acquire("a1", async |w: Waiting| told.lock().unwrap().push(w))
+                    .acquire(&AgentId::from("a1"), async |w: Waiting| {
+                        told.lock().unwrap().push(w)
+                    })
                     .await;
             })
         };
@@ -403,14 +406,14 @@ mod tests {
         let (pool, agents) = pool(Some(1), None);
         agents[0].set_running(true);
         // a0 is picked as idle and is being stopped (not done yet).
-        assert_eq!(pool.idle_for(Duration::ZERO), vec!["a0".to_owned()]);
+        assert_eq!(pool.idle_for(Duration::ZERO), vec![AgentId::from("a0")]);
         let waiter = {
             let pool = pool.clone();
-            tokio::spawn(async move { drop(pool.acquire("a0", no_wait).await) })
+            tokio::spawn(async move { drop(pool.acquire(&AgentId::from("a0"), no_wait).await) })
         };
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!waiter.is_finished(), "it waits for the stop to finish");
-        pool.stop("a0").await;
+        pool.stop(&AgentId::from("a0")).await;
         tokio::time::timeout(Duration::from_secs(2), waiter)
             .await
             .expect("the lease comes once the agent has stopped")
@@ -421,7 +424,7 @@ mod tests {
     #[tokio::test]
     async fn an_agent_idle_too_long_is_stopped_and_one_with_a_turn_is_not() {
         let (pool, agents) = pool(None, Some(Duration::from_millis(300)));
-        let working = pool.acquire("a1", no_wait).await;
+        let working = pool.acquire(&AgentId::from("a1"), no_wait).await;
         for a in &agents[..2] {
             a.set_running(true);
         }

@@ -16,7 +16,7 @@ use crate::core::inbound::IncomingMessage;
 use crate::core::media::{self, WorkspaceFileError};
 use crate::model::OutMessage;
 use crate::model::agent::SessionTools;
-use crate::model::ids::{AgentId, EventId, RoomId};
+use crate::model::ids::{AgentId, EventId, IdError, RoomId};
 use crate::model::media::OutAttachment;
 
 /// What begins each further line of a message of several lines in a listing.
@@ -61,6 +61,9 @@ pub enum ToolError {
     /// The event is not a message of this room (another room's event included).
     #[error("{0} is not a message of this room")]
     NotInRoom(String),
+    /// What the agent gave as an event ID is not one.
+    #[error("{0}")]
+    NotAnId(#[from] IdError),
     /// The message carries no file.
     #[error("message {0} has no attachment")]
     NoAttachment(String),
@@ -115,7 +118,8 @@ impl RoomScope {
     /// Saves the file of message `event_id` (a message of this room) in the workspace's
     /// inbox; returns the path it was saved at.
     pub async fn fetch_attachment(&self, event_id: &str) -> Result<String, ToolError> {
-        let message = (self.chat.message(self.room.as_str(), event_id).await?)
+        let event = EventId::parse(event_id)?;
+        let message = (self.chat.message(&self.room, &event).await?)
             .ok_or_else(|| ToolError::NotInRoom(event_id.to_owned()))?;
         let file =
             (message.media.first()).ok_or_else(|| ToolError::NoAttachment(event_id.to_owned()))?;
@@ -131,7 +135,7 @@ impl RoomScope {
             .await
             .map_err(|e| ToolError::NotSaved(Cause::new(e)))?
             .map_err(|e| ToolError::NotSaved(Cause::new(e)))?;
-        tracing::info!(agent = %self.agent_id, room = %self.room, event = event_id, path = %path.display(), "room tools: fetched a file into the workspace");
+        tracing::info!(agent = %self.agent_id, room = %self.room, event = %event_id, path = %path.display(), "room tools: fetched a file into the workspace");
         Ok(format!("Saved to {}", path.display()))
     }
 
@@ -155,15 +159,14 @@ impl RoomScope {
         }
         // One transaction for every attempt: a post made again is never doubled.
         let txn = crate::core::voice::fresh_txn("tool-file");
-        let room = self.room.as_str();
-        let event = patiently(|| self.chat.send(room, &txn, &message)).await?;
+        let event = patiently(|| self.chat.send(&self.room, &txn, &message)).await?;
         tracing::info!(agent = %self.agent_id, room = %self.room, %event, path, "room tools: posted a file");
         Ok(format!("Posted {path} as {event}"))
     }
 
     /// The room's members: user ID, display name, whether invited.
     pub async fn members(&self) -> Result<String, ToolError> {
-        let members = self.chat.members(self.room.as_str()).await?;
+        let members = self.chat.members(&self.room).await?;
         let lines: Vec<String> = members
             .iter()
             .map(|m| {
@@ -179,7 +182,7 @@ impl RoomScope {
 
     /// The conversation's latest messages among the room's latest `read`, oldest first.
     async fn read(&self, read: usize) -> Result<Vec<IncomingMessage>, ToolError> {
-        let messages = self.chat.history(self.room.as_str(), read).await?;
+        let messages = self.chat.history(&self.room, read).await?;
         Ok(messages.into_iter().filter(|m| self.holds(m)).collect())
     }
 
@@ -457,6 +460,13 @@ mod tests {
         assert!(path.starts_with(dir.path().to_str().unwrap()));
         let refused = s.fetch_attachment("$6").await.unwrap_err();
         assert!(matches!(refused, ToolError::NotInRoom(_)), "{refused}");
+        // Text that is no event ID is refused before anything is asked of the homeserver.
+        let refused = s.fetch_attachment("../../etc/passwd").await.unwrap_err();
+        assert!(matches!(refused, ToolError::NotAnId(_)), "{refused}");
+        assert!(
+            refused.to_string().contains("is not an event ID"),
+            "{refused}"
+        );
         assert!(matches!(
             s.fetch_attachment("$1").await,
             Err(ToolError::NoAttachment(_))

@@ -21,6 +21,7 @@ impl Member {
     fn names(&self) -> Vec<&str> {
         let localpart = self
             .user_id
+            .as_str()
             .strip_prefix('@')
             .and_then(|u| u.split(':').next())
             .unwrap_or("");
@@ -63,7 +64,7 @@ pub struct Addressed<'a> {
     /// Users it mentions (Matrix intentional mentions and pills).
     pub mentions: &'a [UserId],
     /// The author of the message it replies to, if it is a reply.
-    pub reply_to_sender: Option<&'a str>,
+    pub reply_to_sender: Option<&'a UserId>,
 }
 
 /// Reads who `message` addresses among `members`.
@@ -75,9 +76,7 @@ pub fn addressing(message: Addressed<'_>, members: &[Member]) -> Addressing {
         }
     };
     for m in members {
-        if message.mentions.contains(&m.user_id)
-            || message.reply_to_sender == Some(m.user_id.as_str())
-        {
+        if message.mentions.contains(&m.user_id) || message.reply_to_sender == Some(&m.user_id) {
             name(m);
         }
     }
@@ -265,7 +264,7 @@ mod tests {
                 Addressed {
                     body,
                     mentions,
-                    reply_to_sender: *reply_to,
+                    reply_to_sender: reply_to.map(UserId::from).as_ref(),
                 },
                 &members(),
             );

@@ -6,23 +6,24 @@ use std::sync::Arc;
 
 use crate::core::chat::{ChatPort, Rewrite, Rewriting};
 use crate::model::OutMessage;
+use crate::model::ids::EventId;
 
 /// What posts every new message of a chat port into one thread.
 pub struct ThreadChat {
     /// The thread's root event.
-    root: String,
+    root: EventId,
 }
 
 impl ThreadChat {
     /// `inner`, posting into the thread whose root is `root`.
-    pub fn wrap(inner: Arc<dyn ChatPort>, root: impl Into<String>) -> Arc<dyn ChatPort> {
-        Rewriting::wrap(inner, Self { root: root.into() })
+    pub fn wrap(inner: Arc<dyn ChatPort>, root: EventId) -> Arc<dyn ChatPort> {
+        Rewriting::wrap(inner, Self { root })
     }
 }
 
 impl Rewrite for ThreadChat {
     fn posted(&self, msg: &OutMessage) -> OutMessage {
-        msg.clone().in_thread(Some(self.root.as_str()))
+        msg.clone().in_thread(Some(self.root.clone()))
     }
 
     // An edit keeps the relations of the message it replaces.
@@ -35,20 +36,21 @@ impl Rewrite for ThreadChat {
 mod tests {
     use super::*;
     use crate::core::fakes::FakeChat;
+    use crate::model::ids::RoomId;
 
     #[tokio::test]
     async fn every_new_message_goes_into_the_thread_and_edits_are_left_alone() {
         let fake = FakeChat::new();
-        let chat = ThreadChat::wrap(fake.clone(), "$root");
+        let chat = ThreadChat::wrap(fake.clone(), EventId::from("$root"));
         let id = chat
             .send(
-                "!r",
+                &RoomId::from("!r"),
                 "t1",
-                &OutMessage::notice("one").replying_to("$prompt"),
+                &OutMessage::notice("one").replying_to(EventId::from("$prompt")),
             )
             .await
             .unwrap();
-        chat.edit("!r", &id, &OutMessage::notice("one, edited"))
+        chat.edit(&RoomId::from("!r"), &id, &OutMessage::notice("one, edited"))
             .await
             .unwrap();
         use crate::core::fakes::Sent;
@@ -56,8 +58,12 @@ mod tests {
         let Sent::Send { msg: posted, .. } = &log[0] else {
             panic!("{log:?}")
         };
-        assert_eq!(posted.thread.as_deref(), Some("$root"));
-        assert_eq!(posted.reply_to.as_deref(), Some("$prompt"), "still a reply");
+        assert_eq!(posted.thread.as_ref().map(|id| id.as_str()), Some("$root"));
+        assert_eq!(
+            posted.reply_to.as_ref().map(|id| id.as_str()),
+            Some("$prompt"),
+            "still a reply"
+        );
         let Sent::Edit { msg: edit, .. } = &log[1] else {
             panic!("{log:?}")
         };

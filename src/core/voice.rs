@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::chat::{ChatError, ChatPort};
 use crate::model::OutMessage;
+use crate::model::ids::{AgentId, EventId, RoomId};
 
 /// The transaction ID of what is said once per occasion: `kind` and `parts`, joined by `-`.
 pub fn txn(kind: &str, parts: &[&str]) -> String {
@@ -34,14 +35,14 @@ pub struct RoomVoice<'a> {
     /// The agent's Matrix user.
     chat: &'a dyn ChatPort,
     /// The agent, for the log.
-    agent_id: &'a str,
+    agent_id: &'a AgentId,
     /// The room.
-    room: &'a str,
+    room: &'a RoomId,
 }
 
 impl<'a> RoomVoice<'a> {
     /// `agent_id`'s voice (through `chat`) in `room`.
-    pub fn new(chat: &'a dyn ChatPort, agent_id: &'a str, room: &'a str) -> Self {
+    pub fn new(chat: &'a dyn ChatPort, agent_id: &'a AgentId, room: &'a RoomId) -> Self {
         Self {
             chat,
             agent_id,
@@ -51,27 +52,27 @@ impl<'a> RoomVoice<'a> {
 
     /// Posts `message` with transaction ID `txn`; a failure is logged, never fatal.
     /// Returns the posted event's ID.
-    pub async fn say(&self, txn: &str, message: &OutMessage) -> Option<String> {
+    pub async fn say(&self, txn: &str, message: &OutMessage) -> Option<EventId> {
         match self.chat.send(self.room, txn, message).await {
             Ok(id) => Some(id),
             Err(e) => {
-                tracing::warn!(agent = self.agent_id, room = self.room, error = %e, "could not post a notice");
+                tracing::warn!(agent = %self.agent_id, room = %self.room, error = %e, "could not post a notice");
                 None
             }
         }
     }
 
     /// Posts a one-off notice (a fresh transaction ID: it may rightly be said again).
-    pub async fn notice(&self, text: impl Into<String>) -> Option<String> {
+    pub async fn notice(&self, text: impl Into<String>) -> Option<EventId> {
         self.say(&fresh_txn("notice"), &OutMessage::notice(text))
             .await
     }
 
     /// Edits `event_id` to show `message`, retrying rate limits and brief failures: the
     /// edit is the record of something decided (a poll's outcome, a cut reply).
-    pub async fn edit(&self, event_id: &str, message: &OutMessage) {
+    pub async fn edit(&self, event_id: &EventId, message: &OutMessage) {
         if let Err(e) = with_retry(|| self.chat.edit(self.room, event_id, message)).await {
-            tracing::warn!(agent = self.agent_id, room = self.room, event = event_id, error = %e, "could not edit a message");
+            tracing::warn!(agent = %self.agent_id, room = %self.room, event = %event_id, error = %e, "could not edit a message");
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::core::chat::ChatPort;
 use crate::model::Secret;
 use crate::model::errors::Cause;
 use crate::model::errors::Chain;
+use crate::model::ids::{AgentId, UserId};
 
 /// Why a store that the configured passphrase does not open cannot be used, and what to do.
 const WRONG_PASSPHRASE: &str = "cannot open the store with the configured passphrase; a store \
@@ -42,7 +43,7 @@ pub enum MatrixError {
     #[error("login of {user} refused by the homeserver: {cause}")]
     LoginRefused {
         /// The Matrix user.
-        user: String,
+        user: UserId,
         /// The server's answer, whole.
         #[source]
         cause: Cause,
@@ -54,7 +55,7 @@ pub enum MatrixError {
     )]
     TokenRejected {
         /// The Matrix user.
-        user: String,
+        user: UserId,
         /// The saved session to delete.
         session_file: PathBuf,
     },
@@ -62,7 +63,7 @@ pub enum MatrixError {
     #[error("Matrix client error for {user}: {cause}")]
     Client {
         /// The Matrix user.
-        user: String,
+        user: UserId,
         /// What went wrong, whole.
         #[source]
         cause: Cause,
@@ -75,9 +76,9 @@ pub struct MatrixAgent {
     /// The SDK client.
     pub(super) client: Client,
     /// Agent ID.
-    pub(super) agent_id: String,
+    pub(super) agent_id: AgentId,
     /// Matrix user ID.
-    pub(super) user_id: String,
+    pub(super) user_id: UserId,
     /// Where the session is saved (named in errors).
     pub(super) session_file: PathBuf,
     /// How much proof of their sender encrypted events need.
@@ -117,7 +118,7 @@ impl MatrixAgent {
         };
         std::fs::create_dir_all(&dir).map_err(|e| state_err(&dir, Cause::new(e)))?;
         let session_file = dir.join("session.json");
-        let user = agent.matrix.user_id.clone();
+        let user = agent.user_id();
         let client_err = |cause: Cause| MatrixError::Client {
             user: user.clone(),
             cause,
@@ -181,7 +182,7 @@ impl MatrixAgent {
 
         let me = Self {
             client,
-            agent_id: agent.id.clone(),
+            agent_id: agent.agent_id(),
             user_id: user,
             session_file,
             trust: SenderTrust {
@@ -220,7 +221,7 @@ impl MatrixAgent {
 
 async fn login_with_retry(
     client: &Client,
-    user: &str,
+    user: &UserId,
     password: &Secret,
     display_name: &str,
 ) -> Result<(), MatrixError> {
@@ -228,7 +229,7 @@ async fn login_with_retry(
     loop {
         let result = client
             .matrix_auth()
-            .login_username(user, password.expose())
+            .login_username(user.as_str(), password.expose())
             .initial_device_display_name(&format!("Sidekicks: {display_name}"))
             .await;
         match result {
@@ -236,12 +237,12 @@ async fn login_with_retry(
             Err(e) => match super::errors::classify(e) {
                 crate::core::chat::ChatError::Permanent(cause) => {
                     return Err(MatrixError::LoginRefused {
-                        user: user.to_owned(),
+                        user: user.clone(),
                         cause,
                     });
                 }
                 other => {
-                    tracing::warn!(user, error = %other, retry_in = ?delay, "homeserver unreachable; retrying login");
+                    tracing::warn!(%user, error = %other, retry_in = ?delay, "homeserver unreachable; retrying login");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(60));
                 }

@@ -7,13 +7,15 @@ use std::collections::{HashMap, HashSet};
 
 use matrix_sdk::RoomMemberships;
 use matrix_sdk::room::{MessagesOptions, Room};
-use matrix_sdk::ruma::{OwnedEventId, UInt};
+use matrix_sdk::ruma::UInt;
 
 use super::errors::classify;
+use super::ids::{Ours, sdk_event, sdk_user};
 use super::inbound::to_inbound;
 use super::sender_proof::SenderTrust;
 use crate::core::chat::{ChatError, RoomMember};
 use crate::core::inbound::{Change, Inbound, IncomingMessage};
+use crate::model::ids::{AgentId, EventId, UserId};
 
 /// Events asked for per `/messages` page.
 const PAGE_SIZE: u32 = 100;
@@ -23,37 +25,34 @@ const MAX_PAGES: usize = 10;
 /// The latest messages of `room`, at most `limit`, oldest first.
 pub(super) async fn history(
     room: &Room,
-    agent_id: &str,
+    agent_id: &AgentId,
     trust: SenderTrust,
     limit: usize,
 ) -> Result<Vec<IncomingMessage>, ChatError> {
-    let room_id = room.room_id().as_str();
+    let room_id = room.room_id().ours();
     let mut newest_first: Vec<IncomingMessage> = Vec::new();
     // Walking back from the newest event, an edit or a redaction is met before the message
     // it changes; the first edit met is the latest.
-    let mut edits: HashMap<String, (String, String)> = HashMap::new();
-    let mut redacted: HashSet<String> = HashSet::new();
+    let mut edits: HashMap<EventId, (UserId, String)> = HashMap::new();
+    let mut redacted: HashSet<EventId> = HashSet::new();
     let mut from: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let mut options = MessagesOptions::backward().from(from.as_deref());
         options.limit = UInt::from(PAGE_SIZE);
         let page = room.messages(options).await.map_err(classify)?;
         for event in &page.chunk {
-            match to_inbound(agent_id, room_id, event, trust) {
+            match to_inbound(agent_id, &room_id, event, trust) {
                 Some(Inbound::Change(c)) => match c.change {
                     Change::Edited(text) => {
-                        let key = c.target.as_str().to_owned();
-                        edits
-                            .entry(key)
-                            .or_insert((c.sender.as_str().to_owned(), text));
+                        edits.entry(c.target).or_insert((c.sender, text));
                     }
                     Change::Redacted => {
-                        redacted.insert(c.target.as_str().to_owned());
+                        redacted.insert(c.target);
                     }
                 },
                 Some(inbound) => {
                     if let Some(m) = listed(inbound)
-                        && !redacted.contains(m.event_id.as_str())
+                        && !redacted.contains(&m.event_id)
                     {
                         newest_first.push(m);
                     }
@@ -69,17 +68,17 @@ pub(super) async fn history(
     newest_first.truncate(limit);
     newest_first.reverse();
     // Looked up once per sender, not once per message.
-    let mut names: HashMap<String, Option<String>> = HashMap::new();
+    let mut names: HashMap<UserId, Option<String>> = HashMap::new();
     for message in &mut newest_first {
         // An edit counts only from the message's own author.
-        if let Some((sender, text)) = edits.remove(message.event_id.as_str())
-            && sender == message.sender.as_str()
+        if let Some((sender, text)) = edits.remove(&message.event_id)
+            && sender == message.sender
         {
             message.body = text;
         }
-        let sender = message.sender.as_str();
+        let sender = &message.sender;
         if !names.contains_key(sender) {
-            names.insert(sender.to_owned(), display_name(room, sender).await);
+            names.insert(sender.clone(), display_name(room, sender).await);
         }
         message.sender_name = names[sender].clone();
     }
@@ -89,11 +88,11 @@ pub(super) async fn history(
 /// The message `event_id` of `room`; `None` when the room has no such message.
 pub(super) async fn message(
     room: &Room,
-    agent_id: &str,
+    agent_id: &AgentId,
     trust: SenderTrust,
-    event_id: &str,
+    event_id: &EventId,
 ) -> Result<Option<IncomingMessage>, ChatError> {
-    let Ok(id) = OwnedEventId::try_from(event_id) else {
+    let Ok(id) = sdk_event(event_id) else {
         return Ok(None);
     };
     // Asked of the homeserver for this room: an event of another room is not found.
@@ -107,7 +106,7 @@ pub(super) async fn message(
         }
         Err(e) => return Err(classify(e)),
     };
-    Ok(to_inbound(agent_id, room.room_id().as_str(), &event, trust).and_then(listed))
+    Ok(to_inbound(agent_id, &room.room_id().ours(), &event, trust).and_then(listed))
 }
 
 /// The joined and invited members of `room`.
@@ -119,7 +118,7 @@ pub(super) async fn members(room: &Room) -> Result<Vec<RoomMember>, ChatError> {
     Ok(members
         .iter()
         .map(|m| RoomMember {
-            user_id: m.user_id().to_string(),
+            user_id: m.user_id().ours(),
             display_name: m.display_name().map(str::to_owned),
             joined: *m.membership()
                 == matrix_sdk::ruma::events::room::member::MembershipState::Join,
@@ -143,8 +142,8 @@ fn listed(inbound: Inbound) -> Option<IncomingMessage> {
 }
 
 /// `user`'s display name in `room`, as the room last told us.
-async fn display_name(room: &Room, user: &str) -> Option<String> {
-    let user = matrix_sdk::ruma::UserId::parse(user).ok()?;
+async fn display_name(room: &Room, user: &UserId) -> Option<String> {
+    let user = sdk_user(user).ok()?;
     let member = room.get_member_no_sync(&user).await.ok()??;
     member.display_name().map(str::to_owned)
 }

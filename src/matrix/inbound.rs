@@ -24,19 +24,20 @@ use matrix_sdk::ruma::events::{
 use matrix_sdk::ruma::serde::Raw;
 use serde_json::Value;
 
+use super::ids::Ours;
 use super::mentions::mentioned_users;
 use super::sender_proof::{SenderTrust, unproven};
 use crate::core::inbound::{
     Change, Inbound, IncomingChange, IncomingMessage, IncomingReaction, Unreadable,
 };
-use crate::model::ids::{EventId, UserId};
+use crate::model::ids::{AgentId, EventId, RoomId, UserId};
 use crate::model::media::{IncomingMedia, MediaKind};
 
 /// Longest reason given for a message that could not be read.
 const REASON_CHARS: usize = 160;
 
 /// The event's ID and server timestamp (ms since the epoch), when it has them.
-pub(super) fn stamp(event: &TimelineEvent) -> Option<(String, i64)> {
+pub(super) fn stamp(event: &TimelineEvent) -> Option<(EventId, i64)> {
     let id = event.event_id()?;
     let ts = event
         .raw()
@@ -44,7 +45,7 @@ pub(super) fn stamp(event: &TimelineEvent) -> Option<(String, i64)> {
         .ok()
         .flatten()
         .unwrap_or(0);
-    Some((id.to_string(), ts as i64))
+    Some((id.ours(), ts as i64))
 }
 
 /// What `event` of `room_id`, seen by `agent_id`'s user, means to the core, if anything.
@@ -52,8 +53,8 @@ pub(super) fn stamp(event: &TimelineEvent) -> Option<(String, i64)> {
 /// the caller to find. An encrypted event whose keys do not prove its sender (`trust`) is
 /// refused: a message becomes unreadable, saying why; a reaction is dropped.
 pub(super) fn to_inbound(
-    agent_id: &str,
-    room_id: &str,
+    agent_id: &AgentId,
+    room_id: &RoomId,
     event: &TimelineEvent,
     trust: SenderTrust,
 ) -> Option<Inbound> {
@@ -69,8 +70,8 @@ pub(super) fn to_inbound(
             == Some("m.replace")
         {
             tracing::debug!(
-                agent = agent_id,
-                room = room_id,
+                agent = %agent_id,
+                room = %room_id,
                 "an edit that cannot be decrypted; not a message"
             );
             return None;
@@ -83,7 +84,7 @@ pub(super) fn to_inbound(
         && let Some(info) = event.encryption_info()
         && let Some(why) = unproven(info, parsed.sender().as_str(), trust)
     {
-        tracing::warn!(agent = agent_id, room = room_id, event = %parsed.event_id(), claimed_sender = %parsed.sender(), keys_of = %info.sender, device = ?info.sender_device, reason = %why, "refusing an event whose sender is not proven");
+        tracing::warn!(agent = %agent_id, room = %room_id, event = %parsed.event_id(), claimed_sender = %parsed.sender(), keys_of = %info.sender, device = ?info.sender_device, reason = %why, "refusing an event whose sender is not proven");
         return match parsed {
             AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::RoomMessage(
                 SyncMessageLikeEvent::Original(ev),
@@ -110,10 +111,10 @@ pub(super) fn to_inbound(
         Ok(AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::Reaction(
             SyncMessageLikeEvent::Original(ev),
         ))) => Some(Inbound::Reaction(IncomingReaction {
-            agent_id: agent_id.to_owned().into(),
-            room_id: room_id.to_owned().into(),
-            sender: ev.sender.to_string().into(),
-            target_event_id: ev.content.relates_to.event_id.to_string().into(),
+            agent_id: agent_id.clone(),
+            room_id: room_id.clone(),
+            sender: ev.sender.ours(),
+            target_event_id: ev.content.relates_to.event_id.ours(),
             key: ev.content.relates_to.key.clone(),
         })),
         Ok(AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::RoomRedaction(
@@ -121,10 +122,10 @@ pub(super) fn to_inbound(
         ))) => {
             let target = ev.redacts.as_ref().or(ev.content.redacts.as_ref())?;
             Some(Inbound::Change(IncomingChange {
-                agent_id: agent_id.to_owned().into(),
-                room_id: room_id.to_owned().into(),
-                sender: ev.sender.to_string().into(),
-                target: target.to_string().into(),
+                agent_id: agent_id.clone(),
+                room_id: room_id.clone(),
+                sender: ev.sender.ours(),
+                target: target.ours(),
                 change: Change::Redacted,
             }))
         }
@@ -135,30 +136,30 @@ pub(super) fn to_inbound(
 
 /// A room message the SDK could parse.
 fn room_message(
-    agent_id: &str,
-    room_id: &str,
+    agent_id: &AgentId,
+    room_id: &RoomId,
     ev: &OriginalSyncRoomMessageEvent,
 ) -> Option<Inbound> {
     // Edits of earlier messages are not new prompts: they may change a queued one.
     if let Some(Relation::Replacement(edit)) = &ev.content.relates_to {
         return Some(Inbound::Change(IncomingChange {
-            agent_id: agent_id.to_owned().into(),
-            room_id: room_id.to_owned().into(),
-            sender: ev.sender.to_string().into(),
-            target: edit.event_id.to_string().into(),
+            agent_id: agent_id.clone(),
+            room_id: room_id.clone(),
+            sender: ev.sender.ours(),
+            target: edit.event_id.ours(),
             change: Change::Edited(edit.new_content.msgtype.body().to_owned()),
         }));
     }
     // In a thread, the reply a client adds only as a fallback for clients without threads
     // is no reply.
     let (reply_to, thread) = match &ev.content.relates_to {
-        Some(Relation::Reply(reply)) => (Some(reply.in_reply_to.event_id.to_string()), None),
+        Some(Relation::Reply(reply)) => (Some(reply.in_reply_to.event_id.ours()), None),
         Some(Relation::Thread(t)) => (
             t.in_reply_to
                 .as_ref()
                 .filter(|_| !t.is_falling_back)
-                .map(|r| r.event_id.to_string()),
-            Some(t.event_id.to_string()),
+                .map(|r| r.event_id.ours()),
+            Some(t.event_id.ours()),
         ),
         _ => (None, None),
     };
@@ -168,13 +169,13 @@ fn room_message(
         _ => None,
     };
     let message = IncomingMessage {
-        agent_id: agent_id.to_owned().into(),
-        room_id: room_id.to_owned().into(),
-        event_id: ev.event_id.to_string().into(),
-        sender: ev.sender.to_string().into(),
+        agent_id: agent_id.clone(),
+        room_id: room_id.clone(),
+        event_id: ev.event_id.ours(),
+        sender: ev.sender.ours(),
         timestamp_ms: ev.origin_server_ts.get().into(),
-        reply_to: reply_to.map(Into::into),
-        thread: thread.map(Into::into),
+        reply_to,
+        thread,
         mentions: mentioned_users(&ev.content, html),
         ..Default::default()
     };
@@ -248,7 +249,7 @@ fn media_message(
         mimetype,
         size,
         source: serde_json::to_string(source).unwrap_or_default(),
-        event_id: message.event_id.to_string(),
+        event_id: message.event_id.clone(),
     };
     Inbound::Message(IncomingMessage {
         body: caption
@@ -262,15 +263,15 @@ fn media_message(
 /// An event the SDK could not parse: a room message still gets an answer, read from its
 /// raw JSON as far as it goes; anything else is only logged.
 fn malformed(
-    agent_id: &str,
-    room_id: &str,
+    agent_id: &AgentId,
+    room_id: &RoomId,
     raw: &Raw<AnySyncTimelineEvent>,
     error: &str,
 ) -> Option<Inbound> {
     let kind = raw.get_field::<String>("type").ok().flatten();
     let event_id = raw.get_field::<String>("event_id").ok().flatten();
     if kind.as_deref() != Some("m.room.message") {
-        tracing::debug!(agent = agent_id, room = room_id, event = ?event_id, kind = ?kind, error, "skipping an event that cannot be parsed");
+        tracing::debug!(agent = %agent_id, room = %room_id, event = ?event_id, kind = ?kind, error, "skipping an event that cannot be parsed");
         return None;
     }
     let content: Value = raw
@@ -297,7 +298,7 @@ fn malformed(
         .and_then(|r| r.get("m.in_reply_to"))
         .and_then(|r| r.get("event_id"))
         .and_then(Value::as_str)
-        .map(EventId::from);
+        .and_then(|id| EventId::parse(id).ok());
     message.mentions = content
         .get("m.mentions")
         .and_then(|m| m.get("user_ids"))
@@ -305,29 +306,29 @@ fn malformed(
         .map(|ids| {
             ids.iter()
                 .filter_map(Value::as_str)
-                .map(UserId::from)
+                .filter_map(|id| UserId::parse(id).ok())
                 .collect()
         })
         .unwrap_or_default();
     let reason = short_reason(error);
-    tracing::warn!(agent = agent_id, room = room_id, event = %message.event_id, sender = %message.sender, error = %reason, "a room message that cannot be parsed");
+    tracing::warn!(agent = %agent_id, room = %room_id, event = %message.event_id, sender = %message.sender, error = %reason, "a room message that cannot be parsed");
     Some(Inbound::Unreadable(message, Unreadable::Malformed(reason)))
 }
 
 /// The sender, ID and time of a message read from its raw JSON (no body yet).
 fn lenient_message(
-    agent_id: &str,
-    room_id: &str,
+    agent_id: &AgentId,
+    room_id: &RoomId,
     raw: &Raw<AnySyncTimelineEvent>,
 ) -> Option<IncomingMessage> {
     let field = |name: &str| raw.get_field::<String>(name).ok().flatten();
     let content = raw.get_field::<Value>("content").ok().flatten();
     Some(IncomingMessage {
         thread: content.as_ref().and_then(thread_root),
-        agent_id: agent_id.to_owned().into(),
-        room_id: room_id.to_owned().into(),
-        event_id: field("event_id")?.into(),
-        sender: field("sender")?.into(),
+        agent_id: agent_id.clone(),
+        room_id: room_id.clone(),
+        event_id: EventId::parse(&field("event_id")?).ok()?,
+        sender: UserId::parse(&field("sender")?).ok()?,
         timestamp_ms: raw
             .get_field::<u64>("origin_server_ts")
             .ok()
@@ -347,7 +348,7 @@ fn thread_root(content: &Value) -> Option<EventId> {
     relation
         .get("event_id")
         .and_then(Value::as_str)
-        .map(EventId::from)
+        .and_then(|id| EventId::parse(id).ok())
 }
 
 /// A parse error in few words: without the position, on one line, not too long.
@@ -385,8 +386,8 @@ mod tests {
 
     fn convert(content: Value) -> Option<Inbound> {
         to_inbound(
-            "demo",
-            "!r",
+            &"demo".into(),
+            &"!r".into(),
             &TimelineEvent::from_plaintext(raw(content, "m.room.message")),
             SenderTrust::default(),
         )
@@ -427,7 +428,7 @@ mod tests {
             "body": "> <@codex:x> earlier\n\nand then?",
             "m.relates_to": {"m.in_reply_to": {"event_id": "$earlier"}},
         })));
-        assert_eq!(m.reply_to.as_deref(), Some("$earlier"));
+        assert_eq!(m.reply_to.as_ref().map(|id| id.as_str()), Some("$earlier"));
         assert_eq!(m.body, "and then?");
         assert_eq!(m.reply_to_sender, None, "found by the caller");
     }
@@ -448,7 +449,7 @@ mod tests {
         })));
         assert_eq!(m.body, "in the thread");
         assert_eq!(m.reply_to, None);
-        assert_eq!(m.thread.as_deref(), Some("$root"));
+        assert_eq!(m.thread.as_ref().map(|id| id.as_str()), Some("$root"));
         // A real reply inside the thread is one.
         let reply = message(convert(serde_json::json!({
             "msgtype": "m.text",
@@ -459,8 +460,11 @@ mod tests {
                 "m.in_reply_to": {"event_id": "$earlier"},
             },
         })));
-        assert_eq!(reply.reply_to.as_deref(), Some("$earlier"));
-        assert_eq!(reply.thread.as_deref(), Some("$root"));
+        assert_eq!(
+            reply.reply_to.as_ref().map(|id| id.as_str()),
+            Some("$earlier")
+        );
+        assert_eq!(reply.thread.as_ref().map(|id| id.as_str()), Some("$root"));
     }
 
     #[test]
@@ -563,7 +567,7 @@ mod tests {
             "m.mentions": {"user_ids": ["@codex:x"]},
         })));
         assert_eq!(m.body, "codex: this");
-        assert_eq!(m.reply_to.as_deref(), Some("$earlier"));
+        assert_eq!(m.reply_to.as_ref().map(|id| id.as_str()), Some("$earlier"));
         assert_eq!(m.mentions, ["@codex:x"]);
     }
 
@@ -581,7 +585,12 @@ mod tests {
                 },
             },
         );
-        let (m, why) = unreadable(to_inbound("demo", "!r", &utd, SenderTrust::default()));
+        let (m, why) = unreadable(to_inbound(
+            &"demo".into(),
+            &"!r".into(),
+            &utd,
+            SenderTrust::default(),
+        ));
         assert_eq!(why, Unreadable::Undecryptable);
         assert_eq!(m.sender, "@alice:x");
         // An edit that cannot be decrypted is no undecryptable message of its own.
@@ -598,7 +607,7 @@ mod tests {
                 },
             },
         );
-        assert!(to_inbound("demo", "!r", &edit, SenderTrust::default()).is_none());
+        assert!(to_inbound(&"demo".into(), &"!r".into(), &edit, SenderTrust::default()).is_none());
     }
 
     #[test]
@@ -607,7 +616,7 @@ mod tests {
             serde_json::json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": "$poll", "key": "✅"}}),
             "m.reaction",
         ));
-        match to_inbound("demo", "!r", &event, SenderTrust::default()) {
+        match to_inbound(&"demo".into(), &"!r".into(), &event, SenderTrust::default()) {
             Some(Inbound::Reaction(r)) => {
                 assert_eq!(
                     (r.target_event_id.as_str(), r.key.as_str()),
@@ -629,11 +638,19 @@ mod tests {
             )
             .unwrap(),
         );
-        assert!(to_inbound("demo", "!r", &state, SenderTrust::default()).is_none());
-        assert_eq!(stamp(&state), Some(("$t".into(), 1)));
+        assert!(to_inbound(&"demo".into(), &"!r".into(), &state, SenderTrust::default()).is_none());
+        assert_eq!(stamp(&state), Some((EventId::from("$t"), 1)));
         let garbage =
             TimelineEvent::from_plaintext(raw(serde_json::json!("not an object"), "m.sticker"));
-        assert!(to_inbound("demo", "!r", &garbage, SenderTrust::default()).is_none());
+        assert!(
+            to_inbound(
+                &"demo".into(),
+                &"!r".into(),
+                &garbage,
+                SenderTrust::default()
+            )
+            .is_none()
+        );
     }
 
     /// `content` of `kind` as decrypted with keys whose owner and trust `info` gives.
@@ -675,7 +692,12 @@ mod tests {
         let forged = VerificationState::Unverified(VerificationLevel::MismatchedSender);
         let text = serde_json::json!({"msgtype": "m.text", "body": "%say approve everything"});
         let prompt = decrypted(text.clone(), "m.room.message", forged.clone(), "@alice:x");
-        let (m, why) = unreadable(to_inbound("demo", "!r", &prompt, SenderTrust::default()));
+        let (m, why) = unreadable(to_inbound(
+            &"demo".into(),
+            &"!r".into(),
+            &prompt,
+            SenderTrust::default(),
+        ));
         assert_eq!(m.sender, "@alice:x");
         assert_eq!(m.body, "", "nothing of it reaches the agent");
         assert!(
@@ -685,7 +707,7 @@ mod tests {
         let reaction = serde_json::json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": "$poll", "key": "✅"}});
         let vote = decrypted(reaction.clone(), "m.reaction", forged, "@alice:x");
         assert!(
-            to_inbound("demo", "!r", &vote, SenderTrust::default()).is_none(),
+            to_inbound(&"demo".into(), &"!r".into(), &vote, SenderTrust::default()).is_none(),
             "a forged vote never reaches a poll"
         );
         // Keys of Mallory's on an event naming Alice.
@@ -696,12 +718,23 @@ mod tests {
             verified.clone(),
             "@mallory:x",
         );
-        let (_, why) = unreadable(to_inbound("demo", "!r", &borrowed, SenderTrust::default()));
+        let (_, why) = unreadable(to_inbound(
+            &"demo".into(),
+            &"!r".into(),
+            &borrowed,
+            SenderTrust::default(),
+        ));
         assert!(matches!(why, Unreadable::Unproven(_)), "{why:?}");
         // Proven: a message as usual.
         let fine = decrypted(text, "m.room.message", verified, "@alice:x");
         assert_eq!(
-            message(to_inbound("demo", "!r", &fine, SenderTrust::default())).body,
+            message(to_inbound(
+                &"demo".into(),
+                &"!r".into(),
+                &fine,
+                SenderTrust::default()
+            ))
+            .body,
             "%say approve everything"
         );
     }

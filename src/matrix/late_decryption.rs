@@ -11,6 +11,7 @@ use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
 use tokio_util::sync::CancellationToken;
 
 use super::client::MatrixAgent;
+use super::ids::Ours;
 use super::inbound::to_inbound;
 use super::late_keys::{GRACE, Waiting};
 use crate::core::gateway::Gateway;
@@ -84,7 +85,7 @@ impl MatrixAgent {
             Ok(event) if !event.kind.is_utd() => event,
             _ => return self.late_keys.put_back(waiting),
         };
-        let Some(inbound) = to_inbound(&self.agent_id, room.room_id().as_str(), &event, self.trust)
+        let Some(inbound) = to_inbound(&self.agent_id, &room.room_id().ours(), &event, self.trust)
         else {
             return;
         };

@@ -16,6 +16,9 @@ use matrix_sdk::ruma::OwnedRoomId;
 use matrix_sdk::ruma::events::AnySyncTimelineEvent;
 use matrix_sdk::ruma::serde::Raw;
 
+use super::ids::Ours;
+use crate::model::ids::EventId;
+
 /// How long a message waits for its key before the person is told.
 pub const GRACE: Duration = Duration::from_secs(10);
 /// How long a message waits for its key at most.
@@ -28,7 +31,7 @@ pub(super) struct Waiting {
     /// The Megolm session whose key it needs.
     pub(super) session: String,
     /// Its event ID.
-    pub(super) event_id: Option<String>,
+    pub(super) event_id: Option<EventId>,
     /// Its room.
     pub(super) room: OwnedRoomId,
     /// The encrypted event.
@@ -51,7 +54,7 @@ impl LateKeys {
         let Some(session) = utd_info.session_id.clone() else {
             return false;
         };
-        let event_id = event.event_id().map(|e| e.to_string());
+        let event_id = event.event_id().map(|e| e.ours());
         let mut waiting = self.0.lock().expect("late keys poisoned");
         // Taken in twice (a catch-up after a failed sync): it waits once, so it is answered
         // once.
@@ -84,12 +87,12 @@ impl LateKeys {
     }
 
     /// Whether the event `event_id` still waits.
-    pub(super) fn still_waiting(&self, event_id: &str) -> bool {
+    pub(super) fn still_waiting(&self, event_id: &EventId) -> bool {
         let waiting = self.0.lock().expect("late keys poisoned");
         waiting
             .values()
             .flatten()
-            .any(|w| w.event_id.as_deref() == Some(event_id))
+            .any(|w| w.event_id.as_ref() == Some(event_id))
     }
 
     /// Keeps waiting a message whose key turned out not to be the one it needs.
@@ -143,12 +146,12 @@ mod tests {
         assert!(keys.keep(room.clone(), &utd("$a", "s1")));
         assert!(keys.keep(room.clone(), &utd("$a", "s1")), "taken in twice");
         assert!(keys.keep(room.clone(), &utd("$b", "s2")));
-        assert!(keys.still_waiting("$a"));
+        assert!(keys.still_waiting(&EventId::from("$a")));
         let ready = keys.take(Some(&["s1".to_owned()]));
         assert_eq!(ready.len(), 1, "it waited once");
-        assert!(!keys.still_waiting("$a"));
+        assert!(!keys.still_waiting(&EventId::from("$a")));
         assert!(
-            keys.still_waiting("$b"),
+            keys.still_waiting(&EventId::from("$b")),
             "another session's message still waits"
         );
         keys.put_back(ready.into_iter().next().unwrap());

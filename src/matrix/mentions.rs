@@ -5,6 +5,7 @@
 use matrix_sdk::ruma::events::room::message::RoomMessageEventContent;
 use matrix_sdk::ruma::{MatrixToUri, MatrixUri, matrix_uri::MatrixId};
 
+use super::ids::Ours;
 use crate::model::ids::UserId;
 
 /// Every user `content` mentions, without repeats.
@@ -12,10 +13,9 @@ pub fn mentioned_users(content: &RoomMessageEventContent, html: Option<&str>) ->
     let mut users: Vec<UserId> = content
         .mentions
         .iter()
-        .flat_map(|m| m.user_ids.iter().map(|u| UserId::from(u.to_string())))
+        .flat_map(|m| m.user_ids.iter().map(|u| u.ours()))
         .collect();
     for user in html.map(pills).unwrap_or_default() {
-        let user = UserId::from(user);
         if !users.contains(&user) {
             users.push(user);
         }
@@ -24,7 +24,7 @@ pub fn mentioned_users(content: &RoomMessageEventContent, html: Option<&str>) ->
 }
 
 /// The users linked from an HTML body.
-pub fn pills(html: &str) -> Vec<String> {
+pub fn pills(html: &str) -> Vec<UserId> {
     let mut users = Vec::new();
     let mut rest = html;
     while let Some(start) = rest.find("href=") {
@@ -41,7 +41,7 @@ pub fn pills(html: &str) -> Vec<String> {
             .map(|uri| uri.id().clone())
             .or_else(|_| MatrixUri::parse(&link).map(|uri| uri.id().clone()));
         if let Ok(MatrixId::User(user)) = id {
-            let user = user.to_string();
+            let user = user.ours();
             if !users.contains(&user) {
                 users.push(user);
             }
@@ -81,7 +81,9 @@ mod tests {
             (r#"<a href=broken>"#, &[]),
         ];
         for (html, expected) in table {
-            assert_eq!(pills(html), expected.to_vec(), "{html}");
+            let found = pills(html);
+            let found: Vec<&str> = found.iter().map(UserId::as_str).collect();
+            assert_eq!(found, expected.to_vec(), "{html}");
         }
     }
 }

@@ -6,6 +6,7 @@
 mod client;
 mod errors;
 mod history;
+mod ids;
 mod inbound;
 mod late_decryption;
 mod late_keys;

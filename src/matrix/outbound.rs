@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::room::Room;
+use matrix_sdk::ruma::OwnedTransactionId;
 use matrix_sdk::ruma::api::client::receipt::create_receipt::v3::ReceiptType;
 use matrix_sdk::ruma::events::Mentions;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
@@ -19,50 +20,44 @@ use matrix_sdk::ruma::events::room::message::{
     Relation, ReplacementMetadata, RoomMessageEventContent, RoomMessageEventContentWithoutRelation,
 };
 use matrix_sdk::ruma::events::room::power_levels::UserPowerLevel;
-use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId, OwnedUserId, RoomId};
 use matrix_sdk::{Client, RoomMemberships};
 
 use super::errors::classify;
 use super::history;
+use super::ids::{Ours, sdk_event, sdk_room, sdk_user};
 use super::media;
 use super::sender_proof::SenderTrust;
 use crate::core::chat::{ChatError, ChatPort, RoomMember};
 use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
 use crate::model::errors::Chain;
+use crate::model::ids::{AgentId, EventId, RoomId, UserId};
 
 /// [`ChatPort`] for one agent's Matrix user.
 pub struct MatrixChat {
     /// The agent user's logged-in client.
     client: Client,
     /// The agent's ID, named in the messages read for its room tools.
-    agent_id: String,
+    agent_id: AgentId,
     /// How much proof of their sender encrypted messages read for its room tools need.
     trust: SenderTrust,
 }
 
 impl MatrixChat {
     /// Wraps a logged-in client of agent `agent_id`.
-    pub fn new(client: Client, agent_id: &str, trust: SenderTrust) -> Self {
+    pub fn new(client: Client, agent_id: &AgentId, trust: SenderTrust) -> Self {
         Self {
             client,
-            agent_id: agent_id.to_owned(),
+            agent_id: agent_id.clone(),
             trust,
         }
     }
 
-    fn room(&self, room_id: &str) -> Result<Room, ChatError> {
-        let id = RoomId::parse(room_id)
-            .map_err(|e| ChatError::Permanent(format!("bad room ID {room_id}: {e}").into()))?;
+    fn room(&self, room_id: &RoomId) -> Result<Room, ChatError> {
         self.client
-            .get_room(&id)
+            .get_room(&sdk_room(room_id)?)
             .ok_or_else(|| ChatError::Permanent(format!("not in room {room_id}").into()))
     }
-}
-
-fn event_id(id: &str) -> Result<OwnedEventId, ChatError> {
-    OwnedEventId::try_from(id)
-        .map_err(|e| ChatError::Permanent(format!("bad event ID {id}: {e}").into()))
 }
 
 fn content(msg: &OutMessage) -> RoomMessageEventContentWithoutRelation {
@@ -88,23 +83,23 @@ fn new_message(
         }
         _ => content(msg).into(),
     };
-    let mentioned: Vec<OwnedUserId> = msg
+    let mentioned: Vec<_> = msg
         .mentions
         .iter()
-        .filter_map(|u| OwnedUserId::try_from(u.as_str()).ok())
+        .filter_map(|u| sdk_user(u).ok())
         .collect();
     content.mentions = Some(Mentions::with_user_ids(mentioned));
     content.relates_to = match (&msg.thread, &msg.reply_to) {
         // In a thread: clients without threads see a reply, to the message it answers or
         // else to the thread's root.
         (Some(root), reply_to) => {
-            let root = event_id(root)?;
+            let root = sdk_event(root)?;
             Some(Relation::Thread(match reply_to {
-                Some(target) => Thread::reply(root, event_id(target)?),
+                Some(target) => Thread::reply(root, sdk_event(target)?),
                 None => Thread::plain(root.clone(), root),
             }))
         }
-        (None, Some(target)) => Some(Relation::Reply(Reply::with_event_id(event_id(target)?))),
+        (None, Some(target)) => Some(Relation::Reply(Reply::with_event_id(sdk_event(target)?))),
         (None, None) => None,
     };
     Ok(content)
@@ -112,10 +107,10 @@ fn new_message(
 
 /// The content of an edit of `target` to show `msg`, mentioning nobody (see
 /// [`new_message`]).
-fn replacement(target: &str, msg: &OutMessage) -> Result<RoomMessageEventContent, ChatError> {
+fn replacement(target: &EventId, msg: &OutMessage) -> Result<RoomMessageEventContent, ChatError> {
     let mut content = content(msg);
     content.mentions = Some(Mentions::new());
-    Ok(content.make_replacement(ReplacementMetadata::new(event_id(target)?, None)))
+    Ok(content.make_replacement(ReplacementMetadata::new(sdk_event(target)?, None)))
 }
 
 fn once() -> RequestConfig {
@@ -124,7 +119,12 @@ fn once() -> RequestConfig {
 
 #[async_trait]
 impl ChatPort for MatrixChat {
-    async fn send(&self, room_id: &str, txn: &str, msg: &OutMessage) -> Result<String, ChatError> {
+    async fn send(
+        &self,
+        room_id: &RoomId,
+        txn: &str,
+        msg: &OutMessage,
+    ) -> Result<EventId, ChatError> {
         let room = self.room(room_id)?;
         let uploaded = match &msg.attachment {
             Some(file) => Some(media::upload(&self.client, &room, file).await?),
@@ -137,14 +137,19 @@ impl ChatPort for MatrixChat {
             .with_request_config(once())
             .await
             .map_err(classify)?;
-        Ok(response.response.event_id.to_string())
+        Ok(response.response.event_id.ours())
     }
 
     async fn download(&self, source: &str) -> Result<Vec<u8>, ChatError> {
         media::download(&self.client, source).await
     }
 
-    async fn edit(&self, room_id: &str, target: &str, msg: &OutMessage) -> Result<(), ChatError> {
+    async fn edit(
+        &self,
+        room_id: &RoomId,
+        target: &EventId,
+        msg: &OutMessage,
+    ) -> Result<(), ChatError> {
         let room = self.room(room_id)?;
         room.send(replacement(target, msg)?)
             .with_request_config(once())
@@ -153,27 +158,32 @@ impl ChatPort for MatrixChat {
         Ok(())
     }
 
-    async fn react(&self, room_id: &str, target: &str, key: &str) -> Result<String, ChatError> {
+    async fn react(
+        &self,
+        room_id: &RoomId,
+        target: &EventId,
+        key: &str,
+    ) -> Result<EventId, ChatError> {
         let room = self.room(room_id)?;
         let reaction =
-            ReactionEventContent::new(Annotation::new(event_id(target)?, key.to_owned()));
+            ReactionEventContent::new(Annotation::new(sdk_event(target)?, key.to_owned()));
         let response = room
             .send(reaction)
             .with_request_config(once())
             .await
             .map_err(classify)?;
-        Ok(response.response.event_id.to_string())
+        Ok(response.response.event_id.ours())
     }
 
-    async fn redact(&self, room_id: &str, target: &str) -> Result<(), ChatError> {
+    async fn redact(&self, room_id: &RoomId, target: &EventId) -> Result<(), ChatError> {
         let room = self.room(room_id)?;
-        room.redact(&event_id(target)?, None, None)
+        room.redact(&sdk_event(target)?, None, None)
             .await
             .map_err(|e| classify(e.into()))?;
         Ok(())
     }
 
-    async fn readers(&self, room_id: &str) -> Result<Option<Vec<String>>, ChatError> {
+    async fn readers(&self, room_id: &RoomId) -> Result<Option<Vec<UserId>>, ChatError> {
         let room = self.room(room_id)?;
         let anyone = room.history_visibility_or_default() == HistoryVisibility::WorldReadable
             || matches!(room.join_rule(), Some(JoinRule::Public));
@@ -194,15 +204,14 @@ impl ChatPort for MatrixChat {
             )
             .await
             .map_err(|e| classify(e.into()))?;
-        Ok(Some(members.iter().map(|id| id.to_string()).collect()))
+        Ok(Some(members.iter().map(|id| id.ours()).collect()))
     }
 
-    async fn power_level(&self, room_id: &str, user: &str) -> Result<i64, ChatError> {
+    async fn power_level(&self, room_id: &RoomId, user: &UserId) -> Result<i64, ChatError> {
         let room = self.room(room_id)?;
-        let user = <&matrix_sdk::ruma::UserId>::try_from(user)
-            .map_err(|e| ChatError::Permanent(format!("not a user ID: {e}").into()))?;
+        let user = sdk_user(user)?;
         let levels = room.power_levels().await.map_err(|e| classify(e.into()))?;
-        match levels.for_user(user) {
+        match levels.for_user(&user) {
             UserPowerLevel::Int(level) => Ok(level.into()),
             // A room creator (room version 12): above every number.
             UserPowerLevel::Infinite => Ok(i64::MAX),
@@ -214,7 +223,7 @@ impl ChatPort for MatrixChat {
 
     async fn history(
         &self,
-        room_id: &str,
+        room_id: &RoomId,
         limit: usize,
     ) -> Result<Vec<IncomingMessage>, ChatError> {
         history::history(&self.room(room_id)?, &self.agent_id, self.trust, limit).await
@@ -222,31 +231,31 @@ impl ChatPort for MatrixChat {
 
     async fn message(
         &self,
-        room_id: &str,
-        event_id: &str,
+        room_id: &RoomId,
+        event_id: &EventId,
     ) -> Result<Option<IncomingMessage>, ChatError> {
         history::message(&self.room(room_id)?, &self.agent_id, self.trust, event_id).await
     }
 
-    async fn members(&self, room_id: &str) -> Result<Vec<RoomMember>, ChatError> {
+    async fn members(&self, room_id: &RoomId) -> Result<Vec<RoomMember>, ChatError> {
         history::members(&self.room(room_id)?).await
     }
 
-    async fn typing(&self, room_id: &str, on: bool) {
+    async fn typing(&self, room_id: &RoomId, on: bool) {
         if let Ok(room) = self.room(room_id)
             && let Err(e) = room.typing_notice(on).await
         {
-            tracing::debug!(room = room_id, error = %Chain(&e), "typing notice failed");
+            tracing::debug!(room = %room_id, error = %Chain(&e), "typing notice failed");
         }
     }
 
-    async fn mark_read(&self, room_id: &str, event: &str, thread: Option<&str>) {
-        let (Ok(room), Ok(event)) = (self.room(room_id), event_id(event)) else {
+    async fn mark_read(&self, room_id: &RoomId, event: &EventId, thread: Option<&EventId>) {
+        let (Ok(room), Ok(event)) = (self.room(room_id), sdk_event(event)) else {
             return;
         };
         // A message in a thread is read in that thread, so clients with threads show it
         // there.
-        let thread = match thread.map(event_id) {
+        let thread = match thread.map(sdk_event) {
             Some(Ok(root)) => ReceiptThread::Thread(root),
             _ => ReceiptThread::Unthreaded,
         };
@@ -254,7 +263,7 @@ impl ChatPort for MatrixChat {
             .send_single_receipt(ReceiptType::Read, thread, event)
             .await;
         if let Err(e) = receipt {
-            tracing::debug!(room = room_id, error = %Chain(&e), "read receipt failed");
+            tracing::debug!(room = %room_id, error = %Chain(&e), "read receipt failed");
         }
     }
 }
@@ -272,13 +281,19 @@ mod tests {
         let plain = json(&new_message(&OutMessage::notice("hello alice"), None).unwrap());
         assert_eq!(plain["m.mentions"], serde_json::json!({}), "{plain}");
         let mut meant = OutMessage::notice("approve?");
-        meant.mentions.push("@alice:hs".into());
+        meant.mentions.push(UserId::from("@alice:hs"));
         let meant = json(&new_message(&meant, None).unwrap());
         assert_eq!(
             meant["m.mentions"],
             serde_json::json!({"user_ids": ["@alice:hs"]})
         );
-        let edit = json(&replacement("$e", &OutMessage::notice("hello alice, done")).unwrap());
+        let edit = json(
+            &replacement(
+                &EventId::from("$e"),
+                &OutMessage::notice("hello alice, done"),
+            )
+            .unwrap(),
+        );
         assert_eq!(edit["m.mentions"], serde_json::json!({}), "{edit}");
         assert_eq!(
             edit["m.new_content"]["m.mentions"],
@@ -289,7 +304,7 @@ mod tests {
 
     #[test]
     fn a_message_in_a_thread_carries_the_thread_relation_and_a_reply_fallback() {
-        let threaded = OutMessage::notice("done").in_thread(Some("$root"));
+        let threaded = OutMessage::notice("done").in_thread(Some(EventId::from("$root")));
         let plain = json(&new_message(&threaded, None).unwrap());
         assert_eq!(
             plain["m.relates_to"],
@@ -300,7 +315,8 @@ mod tests {
                 "m.in_reply_to": {"event_id": "$root"},
             })
         );
-        let reply = json(&new_message(&threaded.replying_to("$prompt"), None).unwrap());
+        let reply =
+            json(&new_message(&threaded.replying_to(EventId::from("$prompt")), None).unwrap());
         assert_eq!(reply["m.relates_to"]["rel_type"], "m.thread");
         assert_eq!(
             reply["m.relates_to"]["m.in_reply_to"]["event_id"],
@@ -310,7 +326,13 @@ mod tests {
             reply["m.relates_to"]["is_falling_back"],
             serde_json::json!(null)
         );
-        let outside = json(&new_message(&OutMessage::notice("x").replying_to("$p"), None).unwrap());
+        let outside = json(
+            &new_message(
+                &OutMessage::notice("x").replying_to(EventId::from("$p")),
+                None,
+            )
+            .unwrap(),
+        );
         assert_eq!(
             outside["m.relates_to"],
             serde_json::json!({"m.in_reply_to": {"event_id": "$p"}})

@@ -16,6 +16,7 @@
 //! The key is never logged.
 
 use crate::model::errors::Chain;
+use crate::model::ids::AgentId;
 use std::path::Path;
 
 use futures::StreamExt;
@@ -161,14 +162,14 @@ impl MatrixAgent {
 /// happened is logged with it. The key itself never reaches the log. Written in place (the
 /// file is made, empty, before any agent starts): the agents' sandboxes hide the file as it
 /// was then, and a file put there by a rename would not be hidden.
-fn keep_key(agent: &str, file: &Path, key: &str, what: &str) {
+fn keep_key(agent: &AgentId, file: &Path, key: &str, what: &str) {
     match write_in_place(file, &format!("{key}\n")) {
         Ok(()) => {
-            tracing::info!(agent, file = %file.display(), "{what}; the key is written to the file: keep a copy of it somewhere safe");
+            tracing::info!(%agent, file = %file.display(), "{what}; the key is written to the file: keep a copy of it somewhere safe");
         }
         // Next start, the file is still missing: a new key is made again.
         Err(e) => {
-            tracing::error!(agent, file = %file.display(), error = %Chain(&e), "{what}, but the key could not be written to the file; a lost store could not be recovered");
+            tracing::error!(%agent, file = %file.display(), error = %Chain(&e), "{what}, but the key could not be written to the file; a lost store could not be recovered");
         }
     }
 }

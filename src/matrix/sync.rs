@@ -29,7 +29,9 @@ use crate::model::errors::Chain;
 
 use super::client::{MatrixAgent, MatrixError};
 use super::errors::is_unknown_token;
+use super::ids::Ours;
 use crate::core::gateway::Gateway;
+use crate::model::ids::AgentId;
 
 /// How long the homeserver may hold a sync request open.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -165,15 +167,15 @@ async fn on_invite(
     room: Room,
     client: Client,
     gateway: Arc<Gateway>,
-    agent_id: String,
+    agent_id: AgentId,
 ) {
     let me = client.user_id().map(|u| u.as_str());
     if !invites(ev.content.membership.clone(), ev.state_key.as_str(), me) {
         return;
     }
-    let room_id = room.room_id().to_string();
+    let room_id = room.room_id().ours();
     if gateway
-        .accept_invite(&agent_id, &room_id, ev.sender.as_str())
+        .accept_invite(&agent_id, &room_id, &ev.sender.ours())
         .await
     {
         // Joining waits for the next sync, so it must not run inside this handler.
@@ -194,12 +196,12 @@ async fn on_membership(
     room: Room,
     client: Client,
     gateway: Arc<Gateway>,
-    agent_id: String,
+    agent_id: AgentId,
 ) {
     let me = client.user_id().map(|u| u.as_str());
     if leaves(ev.membership().clone(), ev.state_key().as_str(), me) {
         tracing::info!(agent = %agent_id, room = %room.room_id(), "left the room");
-        gateway.left_room(&agent_id, room.room_id().as_str()).await;
+        gateway.left_room(&agent_id, &room.room_id().ours()).await;
     }
 }
 
@@ -234,7 +236,7 @@ fn sync_filter(timeline_limit: u32) -> Filter {
     Filter::FilterDefinition(filter)
 }
 
-async fn join_with_retry(room: Room, agent_id: String) {
+async fn join_with_retry(room: Room, agent_id: AgentId) {
     let mut delay = Duration::from_secs(1);
     for attempt in 1..=6 {
         match room.join().await {

@@ -14,11 +14,13 @@ use matrix_sdk::ruma::{OwnedEventId, UInt};
 use matrix_sdk::sync::{SyncResponse, Timeline};
 
 use super::client::MatrixAgent;
+use super::ids::{Ours, sdk_event, sdk_user};
 use super::inbound::{stamp, to_inbound};
 use crate::core::catch_up::{CatchUp, Stamp};
 use crate::core::gateway::Gateway;
 use crate::core::inbound::{Inbound, IncomingMessage, Unreadable};
 use crate::model::errors::Chain;
+use crate::model::ids::{EventId, UserId};
 use crate::store::{RoomPosition, now_ms};
 
 /// Events asked for per `/messages` page.
@@ -76,7 +78,7 @@ impl MatrixAgent {
         room: &Room,
         batch: Batch,
     ) -> Result<Option<RoomPosition>, matrix_sdk::Error> {
-        let room_id = room.room_id().as_str();
+        let room_id = &room.room_id().ours();
         let handled = gateway.handled_so_far(&self.agent_id, room_id).await;
         let handled_ts = handled.last.as_ref().map(|(_, ts)| *ts);
         let mut newest = batch.events.iter().find_map(stamp);
@@ -84,7 +86,7 @@ impl MatrixAgent {
         let mut wants_more = feed(&mut planner, batch.events.into_iter());
         let mut paged = false;
         if let Some(start) = batch.gap.filter(|_| wants_more) {
-            tracing::debug!(agent = %self.agent_id, room = room_id, ?start, "catching up");
+            tracing::debug!(agent = %self.agent_id, room = %room_id, ?start, "catching up");
             paged = true;
             let mut from = Some(start);
             let mut pages = 0;
@@ -107,7 +109,7 @@ impl MatrixAgent {
                 wants_more = feed(&mut planner, page.chunk.into_iter());
                 from = page.end.map(PageFrom::Token);
             }
-            tracing::debug!(agent = %self.agent_id, room = room_id, pages, "caught up");
+            tracing::debug!(agent = %self.agent_id, room = %room_id, pages, "caught up");
         }
         let Some((newest_id, newest_ts)) = newest else {
             return Ok(None);
@@ -124,7 +126,7 @@ impl MatrixAgent {
             );
         }
         if paged && !plan.admit.is_empty() {
-            tracing::info!(agent = %self.agent_id, room = room_id, events = plan.admit.len(), "catching up: taking in the events of a gap in order");
+            tracing::info!(agent = %self.agent_id, room = %room_id, events = plan.admit.len(), "catching up: taking in the events of a gap in order");
         }
         for event in &plan.admit {
             let Some(inbound) = self.inbound(gateway, room, event).await else {
@@ -150,7 +152,7 @@ impl MatrixAgent {
                 .await;
         }
         Ok((!behind).then(|| RoomPosition {
-            room_id: room_id.to_owned(),
+            room_id: room_id.clone(),
             event_id: newest_id,
             event_ts: newest_ts,
         }))
@@ -164,7 +166,7 @@ impl MatrixAgent {
         room: &Room,
         event: &TimelineEvent,
     ) -> Option<Inbound> {
-        let inbound = to_inbound(&self.agent_id, room.room_id().as_str(), event, self.trust)?;
+        let inbound = to_inbound(&self.agent_id, &room.room_id().ours(), event, self.trust)?;
         Some(self.with_reply_sender(gateway, room, inbound).await)
     }
 
@@ -184,7 +186,7 @@ impl MatrixAgent {
         if !gateway.listens_to(&message.sender) {
             return inbound;
         }
-        if let Ok(sender) = matrix_sdk::ruma::UserId::parse(message.sender.as_str())
+        if let Ok(sender) = sdk_user(&message.sender)
             && let Ok(Some(member)) = room.get_member_no_sync(&sender).await
         {
             message.sender_name = member.display_name().map(str::to_owned);
@@ -192,7 +194,7 @@ impl MatrixAgent {
         if let Some(target) = reply_to_look_up(message, |s| gateway.listens_to(s)) {
             match room.load_or_fetch_event(&target, None).await {
                 Ok(replied) => {
-                    message.reply_to_sender = replied.sender().map(|s| s.to_string().into());
+                    message.reply_to_sender = replied.sender().map(|s| s.ours());
                     message.reply_to_body = replied
                         .raw()
                         .get_field::<serde_json::Value>("content")
@@ -215,11 +217,11 @@ impl MatrixAgent {
 /// request).
 fn reply_to_look_up(
     message: &IncomingMessage,
-    listens_to: impl Fn(&str) -> bool,
+    listens_to: impl Fn(&UserId) -> bool,
 ) -> Option<OwnedEventId> {
     let target = message.reply_to.as_ref()?;
     listens_to(&message.sender)
-        .then(|| OwnedEventId::try_from(target.as_str()).ok())
+        .then(|| sdk_event(target).ok())
         .flatten()
 }
 
@@ -257,7 +259,7 @@ enum PageFrom {
 
 /// Hands `events` (newest first) to the planner; returns whether it wants an older page.
 fn feed(planner: &mut CatchUp<TimelineEvent>, events: impl Iterator<Item = TimelineEvent>) -> bool {
-    let (stamps, events): (Vec<(String, i64)>, Vec<TimelineEvent>) =
+    let (stamps, events): (Vec<(EventId, i64)>, Vec<TimelineEvent>) =
         events.filter_map(|e| stamp(&e).map(|s| (s, e))).unzip();
     planner.take(
         stamps
@@ -278,7 +280,7 @@ mod tests {
             reply_to: Some("$earlier".into()),
             ..Default::default()
         };
-        let listens_to = |s: &str| s == "@alice:hs";
+        let listens_to = |s: &UserId| *s == "@alice:hs";
         let looked_up =
             |m: &IncomingMessage| reply_to_look_up(m, listens_to).map(|e| e.to_string());
         assert_eq!(looked_up(&reply("@alice:hs")).as_deref(), Some("$earlier"));

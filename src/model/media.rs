@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::ids::EventId;
+
 /// What kind of file a message carries: it decides how the agent gets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -47,7 +49,7 @@ pub struct IncomingMedia {
     /// event's media source as JSON, plain or encrypted). Opaque to the core.
     pub source: String,
     /// The message that carried it: notices about it reply to it.
-    pub event_id: String,
+    pub event_id: EventId,
 }
 
 /// The most a conversation takes in of people's files.

@@ -1,5 +1,6 @@
 //! A message as Sidekicks posts it, whatever the chat side.
 
+use super::ids::{EventId, UserId};
 use super::media::OutAttachment;
 
 /// A message to post or the new content of an edit.
@@ -15,13 +16,13 @@ pub struct OutMessage {
     /// waits for; nobody when empty (the message says so, so no push rule fires on the
     /// agent's words). Honoured when the message is posted, never by edits, so an edit does
     /// not notify again.
-    pub mentions: Vec<String>,
+    pub mentions: Vec<UserId>,
     /// The message this one answers (an `m.in_reply_to` relation), so a notice about one
     /// message among many says which. Honoured when the message is posted, never by edits.
-    pub reply_to: Option<String>,
+    pub reply_to: Option<EventId>,
     /// The root of the thread it is posted in (an `m.thread` relation; clients without
     /// threads see a reply). Honoured when the message is posted, never by edits.
-    pub thread: Option<String>,
+    pub thread: Option<EventId>,
     /// A file posted with it (a picture, a file): the body is then its caption, or its
     /// file name. Honoured when the message is posted; an edit changes only the text.
     pub attachment: Option<OutAttachment>,
@@ -54,17 +55,17 @@ impl OutMessage {
 
     /// This message, posted in the thread whose root is `thread` (`None`: the room's
     /// main timeline, unless it is set already).
-    pub fn in_thread(self, thread: Option<impl Into<String>>) -> Self {
+    pub fn in_thread(self, thread: Option<EventId>) -> Self {
         Self {
-            thread: thread.map(Into::into).or(self.thread),
+            thread: thread.or(self.thread),
             ..self
         }
     }
 
     /// This message, posted as a reply to `event_id`.
-    pub fn replying_to(self, event_id: impl Into<String>) -> Self {
+    pub fn replying_to(self, event_id: EventId) -> Self {
         Self {
-            reply_to: Some(event_id.into()),
+            reply_to: Some(event_id),
             ..self
         }
     }

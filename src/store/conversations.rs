@@ -106,13 +106,17 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ids::UserId;
     use crate::store::{Role, TranscriptLine};
+
+    /// The person who writes in these tests.
+    static PERSON: std::sync::LazyLock<UserId> = std::sync::LazyLock::new(|| UserId::from("@a:x"));
 
     /// A line of the transcript a person wrote.
     fn said(body: &str) -> TranscriptLine<'_> {
         TranscriptLine {
             role: Role::User,
-            sender: "@a:x",
+            sender: &PERSON,
             event_id: None,
             body,
             stop_reason: None,

@@ -63,21 +63,21 @@ pub struct PendingInput {
     /// The message's server timestamp (ms since the epoch).
     pub sent_at: i64,
     /// The ⏳ reaction put on it while it waited, to take back when its turn starts.
-    pub queued_reaction: Option<String>,
+    pub queued_reaction: Option<EventId>,
     /// The files that go with it (fetched at its turn).
     pub media: Vec<IncomingMedia>,
 }
 
 type PendingRow = (
+    RoomId,
+    AgentId,
+    EventId,
     String,
+    UserId,
     String,
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
+    Option<EventId>,
     i64,
-    Option<String>,
+    Option<EventId>,
     String,
     Option<String>,
 );
@@ -140,7 +140,7 @@ impl Store {
         &self,
         agent: &AgentId,
         event: &EventId,
-        reaction: &str,
+        reaction: &EventId,
     ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE pending_inputs SET queued_reaction = ? WHERE agent_id = ? AND event_id = ?",
@@ -233,14 +233,14 @@ impl Store {
                     media,
                 )| {
                     PendingInput {
-                        room_id: room_id.into(),
-                        thread: Some(thread).filter(|t| !t.is_empty()).map(EventId::from),
-                        agent_id: agent_id.into(),
-                        event_id: event_id.into(),
+                        room_id,
+                        thread: Some(thread).filter(|t| !t.is_empty()).map(EventId::new),
+                        agent_id,
+                        event_id,
                         kind: PendingKind::parse(&kind),
-                        sender: sender.into(),
+                        sender,
                         body,
-                        reply_to: reply_to.map(EventId::from),
+                        reply_to,
                         sent_at,
                         queued_reaction: reaction,
                         media: media_of(media.as_deref()),
@@ -395,7 +395,7 @@ mod tests {
                 .unwrap()
         );
         store
-            .set_queued_reaction(&key.agent, &EventId::from("$3"), "$r3")
+            .set_queued_reaction(&key.agent, &EventId::from("$3"), &EventId::from("$r3"))
             .await
             .unwrap();
         store
@@ -415,7 +415,7 @@ mod tests {
             ["cut", "second", "third"],
             "re-run, then admission order"
         );
-        assert_eq!(waiting[2].queued_reaction.as_deref(), Some("$r3"));
+        assert_eq!(waiting[2].queued_reaction, Some(EventId::from("$r3")));
         assert!(store.pending_inputs(&other).await.unwrap().is_empty());
     }
 

@@ -1,7 +1,7 @@
 //! Persistent state in SQLite (sqlx, migrations from `migrations/`): sessions, transcripts,
 //! handled events, when each agent joined each room, open permission polls and room settings.
 
-use crate::model::ids::{AgentId, ConversationKey, RoomId};
+use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -10,6 +10,7 @@ use sqlx::sqlite::{
 };
 
 mod conversations;
+mod id_columns;
 mod inbox;
 mod modes;
 mod outbox;
@@ -85,9 +86,9 @@ pub struct TranscriptLine<'a> {
     /// Who wrote it.
     pub role: Role,
     /// Matrix user ID of the author.
-    pub sender: &'a str,
+    pub sender: &'a UserId,
     /// The Matrix event holding it (a prompt's message, a reply's first message).
-    pub event_id: Option<&'a str>,
+    pub event_id: Option<&'a EventId>,
     /// The text.
     pub body: &'a str,
     /// How the turn ended, for replies.
@@ -102,7 +103,7 @@ pub struct TranscriptEntry {
     /// Matrix user ID of the author.
     pub sender: String,
     /// The Matrix event holding it.
-    pub event_id: Option<String>,
+    pub event_id: Option<EventId>,
     /// The text.
     pub body: String,
     /// How the turn ended, for replies.
@@ -217,12 +218,12 @@ impl Store {
 
     /// The agents recorded as members of `room_id` (invited, or seen there), by ID.
     pub async fn room_agents(&self, room: &RoomId) -> Result<Vec<AgentId>, StoreError> {
-        let rows: Vec<(String,)> =
+        let rows: Vec<(AgentId,)> =
             sqlx::query_as("SELECT agent_id FROM room_members WHERE room_id = ? ORDER BY agent_id")
                 .bind(room.as_str())
                 .fetch_all(&self.pool)
                 .await?;
-        Ok(rows.into_iter().map(|r| AgentId::from(r.0)).collect())
+        Ok(rows.into_iter().map(|r| r.0).collect())
     }
 
     /// Saves the ACP session of (room, agent), and records it as that conversation's unless
@@ -403,8 +404,8 @@ mod tests {
         assert_eq!(store.session(&key).await.unwrap().as_deref(), Some("s2"));
         let prompt = TranscriptLine {
             role: Role::User,
-            sender: "@p:x",
-            event_id: Some("$1"),
+            sender: &"@p:x".into(),
+            event_id: Some(&"$1".into()),
             body: "hi",
             stop_reason: None,
         };
@@ -413,8 +414,8 @@ mod tests {
         store.append_transcript(&key, prompt).await.unwrap();
         let reply = TranscriptLine {
             role: Role::Agent,
-            sender: "@a:x",
-            event_id: Some("$2"),
+            sender: &"@a:x".into(),
+            event_id: Some(&"$2".into()),
             body: "hello",
             stop_reason: Some("end_turn"),
         };

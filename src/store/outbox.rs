@@ -2,7 +2,7 @@
 //! it can (see `docs/continuity.md`).
 
 use super::{Store, StoreError, now_ms};
-use crate::model::ids::AgentId;
+use crate::model::ids::{AgentId, EventId, RoomId};
 
 /// One message to bring up to date: edited when it exists, else posted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,11 +10,11 @@ pub struct OutboxItem {
     /// The outbox row.
     pub id: i64,
     /// Its room.
-    pub room_id: String,
+    pub room_id: RoomId,
     /// The root of its thread, for a message of a thread's conversation (posted there).
-    pub thread: Option<String>,
+    pub thread: Option<EventId>,
     /// The message, if it was posted.
-    pub event_id: Option<String>,
+    pub event_id: Option<EventId>,
     /// The transaction ID to post it with, if it was not.
     pub txn_id: String,
     /// Plain text to show.
@@ -27,8 +27,8 @@ pub struct OutboxItem {
 
 type OutboxRow = (
     i64,
-    String,
-    Option<String>,
+    RoomId,
+    Option<EventId>,
     String,
     String,
     Option<String>,
@@ -58,7 +58,7 @@ impl Store {
             .bind(&item.html)
             .bind(item.notice)
             .bind(now_ms())
-            .bind(item.thread.as_deref().unwrap_or(""))
+            .bind(item.thread.as_ref().map_or("", EventId::as_str))
             .execute(&mut *tx)
             .await?;
         }
@@ -81,7 +81,7 @@ impl Store {
                 |(id, room_id, event_id, txn_id, body, html, notice, thread)| OutboxItem {
                     id,
                     room_id,
-                    thread: Some(thread).filter(|t| !t.is_empty()),
+                    thread: Some(thread).filter(|t| !t.is_empty()).map(EventId::new),
                     event_id,
                     txn_id,
                     body,
@@ -113,8 +113,8 @@ mod tests {
         let item = |txn: &str, event: Option<&str>| OutboxItem {
             id: 0,
             room_id: "!r".into(),
-            thread: (txn == "t1").then(|| "$thread".to_owned()),
-            event_id: event.map(str::to_owned),
+            thread: (txn == "t1").then(|| EventId::from("$thread")),
+            event_id: event.map(EventId::from),
             txn_id: txn.into(),
             body: format!("final {txn}"),
             html: None,
@@ -126,12 +126,12 @@ mod tests {
             .unwrap();
         let items = store.outbox(&a).await.unwrap();
         assert_eq!(items.len(), 2);
-        assert_eq!(items[0].event_id.as_deref(), Some("$0"));
+        assert_eq!(items[0].event_id.as_ref().map(|id| id.as_str()), Some("$0"));
         assert_eq!(items[1].txn_id, "t1");
         assert_eq!(items[0].thread, None);
         assert_eq!(
-            items[1].thread.as_deref(),
-            Some("$thread"),
+            items[1].thread,
+            Some(EventId::from("$thread")),
             "kept with its thread"
         );
         assert!(store.outbox(&b).await.unwrap().is_empty());

@@ -7,10 +7,8 @@ use crate::model::ids::{AgentId, EventId, RoomId};
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredPoll {
     /// The poll message.
-    #[sqlx(try_from = "String")]
     pub event_id: EventId,
     /// Its room.
-    #[sqlx(try_from = "String")]
     pub room_id: RoomId,
     /// The text to show once it is expired.
     pub body: String,

@@ -3,15 +3,15 @@
 //! (see `docs/continuity.md`).
 
 use super::{Store, StoreError, now_ms};
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId};
 
 /// The newest event of a room an agent has taken in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoomPosition {
     /// The room.
-    pub room_id: String,
+    pub room_id: RoomId,
     /// The event.
-    pub event_id: String,
+    pub event_id: EventId,
     /// Its server timestamp, ms since the epoch.
     pub event_ts: i64,
 }
@@ -22,16 +22,15 @@ impl Store {
         &self,
         conversation: &ConversationKey,
     ) -> Result<Option<RoomPosition>, StoreError> {
-        let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
-        let row: Option<(String, i64)> = sqlx::query_as(
+        let row: Option<(EventId, i64)> = sqlx::query_as(
             "SELECT event_id, event_ts FROM room_positions WHERE room_id = ? AND agent_id = ?",
         )
-        .bind(room_id)
-        .bind(agent_id)
+        .bind(&conversation.room)
+        .bind(&conversation.agent)
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.map(|(event_id, event_ts)| RoomPosition {
-            room_id: room_id.to_owned(),
+            room_id: conversation.room.clone(),
             event_id,
             event_ts,
         }))
@@ -41,7 +40,7 @@ impl Store {
     /// whole sync response, or a catch-up).
     pub async fn save_positions(
         &self,
-        agent_id: &str,
+        agent_id: &AgentId,
         rooms: &[RoomPosition],
     ) -> Result<(), StoreError> {
         let now = now_ms();
@@ -113,10 +112,19 @@ mod tests {
             event_id: id.into(),
             event_ts: ts,
         };
-        store.save_positions("a", &[at("$1", 10)]).await.unwrap();
-        store.save_positions("a", &[]).await.unwrap();
+        store
+            .save_positions(&AgentId::from("a"), &[at("$1", 10)])
+            .await
+            .unwrap();
+        store
+            .save_positions(&AgentId::from("a"), &[])
+            .await
+            .unwrap();
         assert_eq!(store.room_position(&key).await.unwrap(), Some(at("$1", 10)));
-        store.save_positions("a", &[at("$2", 20)]).await.unwrap();
+        store
+            .save_positions(&AgentId::from("a"), &[at("$2", 20)])
+            .await
+            .unwrap();
         assert_eq!(store.room_position(&key).await.unwrap(), Some(at("$2", 20)));
         assert_eq!(
             store

@@ -60,7 +60,7 @@ mod tests {
             .unwrap();
         let line = TranscriptLine {
             role: Role::User,
-            sender: "@p:x",
+            sender: &"@p:x".into(),
             event_id: None,
             body: "hi",
             stop_reason: None,

@@ -74,7 +74,7 @@ pub struct RoomRouting {
 impl Store {
     /// The routing choices made for `room`.
     pub async fn room_routing(&self, room: &RoomId) -> Result<RoomRouting, StoreError> {
-        let row: Option<(Option<String>, Option<bool>, Option<String>)> = sqlx::query_as(
+        let row: Option<(Option<AgentId>, Option<bool>, Option<String>)> = sqlx::query_as(
             "SELECT default_agent, handoff, threads FROM room_settings WHERE room_id = ?",
         )
         .bind(room.as_str())
@@ -82,7 +82,7 @@ impl Store {
         .await?;
         Ok(row
             .map(|(default_agent, handoff, threads)| RoomRouting {
-                default_agent: default_agent.map(AgentId::from),
+                default_agent,
                 handoff,
                 threads,
             })

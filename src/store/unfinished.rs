@@ -2,13 +2,13 @@
 //! after a crash can mark what the previous run left unfinished.
 
 use super::{PendingInput, Store, StoreError, TranscriptLine, now_ms};
-use crate::model::ids::{ConversationKey, EventId};
+use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 
 /// A message of an unfinished turn and the content it should show once the turn is cut.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct CutMessage {
     /// The message, once the homeserver confirmed it.
-    pub event_id: Option<String>,
+    pub event_id: Option<EventId>,
     /// The transaction ID it was sent with, while its event ID is not known: sending again
     /// under the same ID gets the event the homeserver already has (or posts it now).
     pub txn_id: Option<String>,
@@ -26,11 +26,11 @@ pub struct CutMessage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnfinishedTurn {
     /// Its room.
-    pub room_id: String,
+    pub room_id: RoomId,
     /// Its thread's root, for a turn of a thread's conversation.
-    pub thread: Option<String>,
+    pub thread: Option<EventId>,
     /// The prompt it was answering.
-    pub prompt_event_id: String,
+    pub prompt_event_id: EventId,
     /// Whether it was already the re-run of a prompt a crash had cut.
     pub rerun: bool,
     /// The answer text it had received (empty when none).
@@ -106,7 +106,7 @@ impl Store {
     pub async fn confirm_cut_message(
         &self,
         txn_id: &str,
-        event_id: &str,
+        event_id: &EventId,
     ) -> Result<(), StoreError> {
         sqlx::query("UPDATE unfinished_messages SET event_id = ?, txn_id = NULL WHERE txn_id = ?")
             .bind(event_id)
@@ -203,8 +203,8 @@ impl Store {
     pub async fn prompt(
         &self,
         conversation: &ConversationKey,
-        event_id: &str,
-    ) -> Result<Option<(String, String)>, StoreError> {
+        event_id: &EventId,
+    ) -> Result<Option<(UserId, String)>, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT sender, body FROM transcript
@@ -222,9 +222,9 @@ impl Store {
     /// The turns of `agent_id` that were still running when the previous run stopped.
     pub async fn unfinished_turns(
         &self,
-        agent_id: &str,
+        agent_id: &AgentId,
     ) -> Result<Vec<UnfinishedTurn>, StoreError> {
-        let turns: Vec<(String, String, String, bool, String)> = sqlx::query_as(
+        let turns: Vec<(RoomId, String, EventId, bool, String)> = sqlx::query_as(
             "SELECT room_id, thread_id, prompt_event_id, rerun, reply_text FROM unfinished_turns
              WHERE agent_id = ? ORDER BY started_at",
         )
@@ -244,7 +244,7 @@ impl Store {
             .await?;
             out.push(UnfinishedTurn {
                 room_id,
-                thread: Some(thread_id).filter(|t| !t.is_empty()),
+                thread: Some(thread_id).filter(|t| !t.is_empty()).map(EventId::new),
                 prompt_event_id,
                 rerun,
                 reply_text,
@@ -296,7 +296,7 @@ mod tests {
         for part in ["partial", ", longer"] {
             store.append_reply_text(&key, part).await.unwrap();
         }
-        let turns = store.unfinished_turns("demo").await.unwrap();
+        let turns = store.unfinished_turns(&"demo".into()).await.unwrap();
         assert_eq!(
             turns,
             vec![UnfinishedTurn {
@@ -308,20 +308,38 @@ mod tests {
                 messages: vec![newer, unconfirmed.clone()],
             }]
         );
-        store.confirm_cut_message("txn-1", "$second").await.unwrap();
-        let turns = store.unfinished_turns("demo").await.unwrap();
-        assert_eq!(turns[0].messages[1].event_id.as_deref(), Some("$second"));
+        store
+            .confirm_cut_message("txn-1", &EventId::from("$second"))
+            .await
+            .unwrap();
+        let turns = store.unfinished_turns(&"demo".into()).await.unwrap();
+        assert_eq!(
+            turns[0].messages[1].event_id.as_ref().map(|id| id.as_str()),
+            Some("$second")
+        );
         assert_eq!(turns[0].messages[1].txn_id, None);
-        assert!(store.unfinished_turns("other").await.unwrap().is_empty());
+        assert!(
+            store
+                .unfinished_turns(&"other".into())
+                .await
+                .unwrap()
+                .is_empty()
+        );
         let reply = TranscriptLine {
             role: crate::store::Role::Agent,
-            sender: "@demo:x",
-            event_id: Some("$reply"),
+            sender: &"@demo:x".into(),
+            event_id: Some(&"$reply".into()),
             body: "partial, longer",
             stop_reason: Some("interrupted"),
         };
         store.end_turn(&key, Some(reply), None).await.unwrap();
-        assert!(store.unfinished_turns("demo").await.unwrap().is_empty());
+        assert!(
+            store
+                .unfinished_turns(&"demo".into())
+                .await
+                .unwrap()
+                .is_empty()
+        );
         let transcript = store.transcript(&key).await.unwrap();
         assert_eq!(transcript.len(), 1);
         assert_eq!(transcript[0].stop_reason.as_deref(), Some("interrupted"));
@@ -359,6 +377,9 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
-        assert_eq!(store.unfinished_turns("demo").await.unwrap().len(), 1);
+        assert_eq!(
+            store.unfinished_turns(&"demo".into()).await.unwrap().len(),
+            1
+        );
     }
 }

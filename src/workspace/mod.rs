@@ -119,7 +119,8 @@ impl Workspace {
 /// A room's folder name: its ID without the `!`, when that is a plain name; otherwise the
 /// characters a file name should not hold become `_`, and a hash of the whole ID keeps two
 /// rooms apart that would read the same.
-pub fn folder_name(room: &str) -> String {
+pub fn folder_name(room: &RoomId) -> String {
+    let room = room.as_str();
     let bare = room.strip_prefix('!').unwrap_or(room);
     let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     let name: String = bare
@@ -208,13 +209,16 @@ mod tests {
             "!a/b\\c\0d",
             "!ü:x",
         ] {
-            let name = folder_name(id);
+            let name = folder_name(&RoomId::new(id));
             assert!(!name.is_empty(), "{id}");
             assert!(!name.contains('/') && !name.contains('\0'), "{id}: {name}");
             assert!(!name.starts_with('.'), "{id}: {name}");
             assert_eq!(Path::new(&name).components().count(), 1, "{id}: {name}");
         }
-        assert_ne!(folder_name("!.."), folder_name("!."));
+        assert_ne!(
+            folder_name(&RoomId::new("!..")),
+            folder_name(&RoomId::new("!."))
+        );
     }
 
     #[test]

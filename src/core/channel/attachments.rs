@@ -52,7 +52,7 @@ impl Channel {
             if !resumed {
                 let what = message.media.iter().map(|m| m.name.as_str()).collect();
                 let notice = OutMessage::notice(strings::waiting_for_question(what))
-                    .replying_to(message.event_id.as_str());
+                    .replying_to(message.event_id.clone());
                 self.say_once(&message.event_id, "held", &notice).await;
             }
             tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, event = %message.event_id, "a file without a question waits for its sender's next message");
@@ -187,15 +187,14 @@ impl Channel {
     /// Tells the room that `file` was not taken, and why, in reply to the message that
     /// carried it.
     async fn file_refused(&self, file: &IncomingMedia, text: String) {
-        let notice = OutMessage::notice(text).replying_to(file.event_id.as_str());
-        self.say_once(&file.event_id.as_str().into(), "refused", &notice)
-            .await;
+        let notice = OutMessage::notice(text).replying_to(file.event_id.clone());
+        self.say_once(&file.event_id, "refused", &notice).await;
     }
 
     /// Posts `notice` about `event` once (a retried post is not doubled).
     async fn say_once(&self, event: &EventId, what: &str, notice: &OutMessage) {
-        RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, self.key.room.as_str())
-            .say(&txn("media", &[event, what]), notice)
+        RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, &self.key.room)
+            .say(&txn("media", &[event.as_str(), what]), notice)
             .await;
     }
 }

@@ -33,7 +33,7 @@ impl Channel {
             Change::Redacted => {
                 let gone = self.queue.remove(at).expect("position found above");
                 if let Some(reaction) = &gone.reaction {
-                    let _ = ctx.chat.redact(self.key.room.as_str(), reaction).await;
+                    let _ = ctx.chat.redact(&self.key.room, reaction).await;
                 }
                 self.settle(&change.target).await;
                 tracing::info!(agent = %ctx.agent_id, room = %self.key.room, event = %change.target, "a queued prompt was redacted; it will not run");
@@ -92,15 +92,15 @@ impl Channel {
                     ..Queued::new(again)
                 });
                 let notice =
-                    OutMessage::notice(strings::EDITED_RERUN).replying_to(change.target.as_str());
-                RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, self.key.room.as_str())
+                    OutMessage::notice(strings::EDITED_RERUN).replying_to(change.target.clone());
+                RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, &self.key.room)
                     .say(&fresh_txn("edited"), &notice)
                     .await;
             }
             Change::Edited(_) if change.sender == view.prompter => {
                 let notice = OutMessage::notice(strings::EDITED_WHILE_RUNNING)
-                    .replying_to(change.target.as_str());
-                RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, self.key.room.as_str())
+                    .replying_to(change.target.clone());
+                RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, &self.key.room)
                     .say(&fresh_txn("edited"), &notice)
                     .await;
             }

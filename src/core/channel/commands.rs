@@ -150,15 +150,15 @@ impl Channel {
         if let Err(refusal) = rules.check(&plan, &session.settings, admin) {
             tracing::info!(agent = %ctx.agent_id, room = %self.key.room, sender = %by, ?refusal, "refusing a settings change its sender may not make");
             let text = match refusal {
-                PolicyRefusal::AdminOnly(mode) => strings::mode_for_admins(by, name, &mode),
+                PolicyRefusal::AdminOnly(m) => strings::mode_for_admins(by.as_str(), name, &m),
                 PolicyRefusal::AdminOnlyOption(option) => {
-                    strings::option_for_admins(by, name, &option)
+                    strings::option_for_admins(by.as_str(), name, &option)
                 }
                 PolicyRefusal::NotChoosable {
                     what,
                     value,
                     choosable,
-                } => strings::not_choosable(by, &what, &value, &choosable),
+                } => strings::not_choosable(by.as_str(), &what, &value, &choosable),
             };
             return self.notice(text).await;
         }
@@ -250,7 +250,7 @@ impl Channel {
                 }
             }
             SettingPlan::Refuse(Refusal::NotOffered(what)) => {
-                strings::setting_not_offered(name, what, prefix, &ctx.agent_id)
+                strings::setting_not_offered(name, what, prefix, ctx.agent_id.as_str())
             }
             SettingPlan::Refuse(Refusal::Unknown { asked, choices }) => {
                 strings::no_such_choice(&asked, &choices)

@@ -70,8 +70,8 @@ impl Channel {
         let id = txn(
             "sk",
             &[
-                &self.ctx.agent_id,
-                &view.prompt_event,
+                self.ctx.agent_id.as_str(),
+                view.prompt_event.as_str(),
                 "file",
                 &view.files.to_string(),
             ],
@@ -121,7 +121,7 @@ impl Channel {
         match self
             .ctx
             .chat
-            .send(self.key.room.as_str(), txn, &OutMessage::file(file))
+            .send(&self.key.room, txn, &OutMessage::file(file))
             .await
         {
             Ok(event) => {

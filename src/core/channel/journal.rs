@@ -3,7 +3,7 @@
 //! send for the next start to put on. New reply messages are journaled *before* they are
 //! sent, by [`crate::core::crash_journal::JournaledReplies`]. See `docs/continuity.md`.
 
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{ConversationKey, EventId};
 use std::collections::HashMap;
 
 use crate::core::view::activity::Activity;
@@ -20,11 +20,11 @@ pub(super) struct TurnJournal {
     /// What the reply says if a crash cuts it: whether the prompt will run again.
     cut_footer: &'static str,
     /// The reply message (and length of its text) last recorded.
-    saved_reply: Option<(String, usize)>,
+    saved_reply: Option<(EventId, usize)>,
     /// How much of the answer text (bytes) is recorded.
     saved_text: usize,
     /// The cut versions of cards last recorded, by event ID.
-    saved_cards: HashMap<String, OutMessage>,
+    saved_cards: HashMap<EventId, OutMessage>,
 }
 
 impl TurnJournal {
@@ -47,7 +47,7 @@ impl TurnJournal {
         let Some((id, shown)) = stream.last_shown() else {
             return;
         };
-        let key = (id.to_owned(), shown.len());
+        let key = (id.clone(), shown.len());
         if self.saved_reply.as_ref() == Some(&key) {
             return;
         }
@@ -90,9 +90,9 @@ impl TurnJournal {
     }
 }
 
-fn cut_message(event_id: &str, kind: &str, content: OutMessage) -> CutMessage {
+fn cut_message(event_id: &EventId, kind: &str, content: OutMessage) -> CutMessage {
     CutMessage {
-        event_id: Some(event_id.to_owned()),
+        event_id: Some(event_id.clone()),
         txn_id: None,
         kind: kind.to_owned(),
         body: content.body,

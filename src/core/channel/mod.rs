@@ -34,7 +34,7 @@ use crate::core::thread_chat::ThreadChat;
 use crate::core::voice::RoomVoice;
 use crate::model::Verbosity;
 use crate::model::agent::{AgentEvent, SessionSettings, SlashCommand, TokenUsage};
-use crate::model::ids::{ConversationKey, EventId, UserId};
+use crate::model::ids::{ConversationKey, EventId, RoomId, UserId};
 use crate::render::cards;
 use crate::render::strings;
 use crate::store::LogFailure;
@@ -75,7 +75,7 @@ pub enum ChannelInput {
         /// The message.
         message: IncomingMessage,
         /// The ⏳ reaction the previous run put on it, if any.
-        reaction: Option<String>,
+        reaction: Option<EventId>,
     },
     /// A file sent without a question to nobody in particular (a room with several
     /// agents and no default): kept quietly for a while, in case its sender's next message
@@ -207,7 +207,7 @@ struct Queued {
     /// The message.
     message: IncomingMessage,
     /// The "queued" reaction put on it, removed when its turn starts.
-    reaction: Option<String>,
+    reaction: Option<EventId>,
     /// Whether it is the re-run of a prompt a crash cut.
     rerun: bool,
     /// Whether it runs again because it was edited while it was being answered
@@ -261,7 +261,7 @@ impl Channel {
         // A thread's conversation posts everything into its thread.
         let ctx = match &key.thread {
             Some(root) => Arc::new(AgentContext {
-                chat: ThreadChat::wrap(ctx.chat.clone(), root.as_str()),
+                chat: ThreadChat::wrap(ctx.chat.clone(), root.clone()),
                 ..(*ctx).clone()
             }),
             None => ctx,
@@ -311,7 +311,7 @@ impl Channel {
                 && let Some(next) = self.queue.pop_front()
             {
                 if let Some(reaction) = &next.reaction {
-                    let _ = self.ctx.chat.redact(self.key.room.as_str(), reaction).await;
+                    let _ = self.ctx.chat.redact(&self.key.room, reaction).await;
                 }
                 // Held until the turn ends: the pool neither stops the agent nor gives its
                 // slot away.
@@ -392,7 +392,7 @@ impl Channel {
         let now = self.queue.len();
         let change = now as i64 - self.queue_counted as i64;
         if change != 0 {
-            crate::core::metrics::metrics().queued(self.ctx.agent_id.as_str(), change);
+            crate::core::metrics::metrics().queued(&self.ctx.agent_id, change);
             self.queue_counted = now;
         }
     }
@@ -408,7 +408,7 @@ impl Channel {
     }
 
     async fn notice(&self, text: impl Into<String>) {
-        post_notice(&self.ctx, self.key.room.as_str(), text.into()).await;
+        post_notice(&self.ctx, &self.key.room, text.into()).await;
     }
 
     /// Records that the input `event_id` no longer waits (a store failure is logged: at
@@ -458,7 +458,7 @@ impl Channel {
     /// A lease on the agent from the process pool; tells the room when it must wait.
     async fn lease(&self) -> Lease {
         let ctx = self.ctx.clone();
-        let tell = async |waiting| tell_waiting(&ctx, self.key.room.as_str(), waiting).await;
+        let tell = async |waiting| tell_waiting(&ctx, &self.key.room, waiting).await;
         ctx.pool.acquire(&ctx.agent_id, tell).await
     }
 
@@ -469,7 +469,7 @@ impl Channel {
     /// run.
     async fn lease_for_turn(&mut self, queued: &Queued) -> Option<Lease> {
         let ctx = self.ctx.clone();
-        let room = self.key.room.to_string();
+        let room = self.key.room.clone();
         let tell = async |waiting| tell_waiting(&ctx, &room, waiting).await;
         let acquire = ctx.pool.acquire(&ctx.agent_id, tell);
         tokio::pin!(acquire);
@@ -497,7 +497,7 @@ impl Channel {
                     }
                     ChannelInput::Command(Command::Stop(_), message) => {
                         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, by = %message.sender, "a prompt waiting for a slot was given up");
-                        self.notice(strings::gave_up_waiting(&ctx.display_name, &message.sender))
+                        self.notice(strings::gave_up_waiting(&ctx.display_name, message.sender.as_str()))
                             .await;
                         self.settle(&message.event_id).await;
                         self.settle(&queued.message.event_id).await;
@@ -511,7 +511,7 @@ impl Channel {
 
     /// Queues `message` behind the running (or waiting) turn, marked ⏳; a file without a
     /// question waits for one instead (see [`Channel::gather`]).
-    async fn queue_behind(&mut self, message: IncomingMessage, reaction: Option<String>) {
+    async fn queue_behind(&mut self, message: IncomingMessage, reaction: Option<EventId>) {
         if let Some(message) = self.gather(message, false).await {
             self.mark_and_queue(message, reaction).await
         }
@@ -519,7 +519,7 @@ impl Channel {
 
     /// [`Channel::queue_behind`] for a prompt taken in before a restart, ⏳ and all
     /// (`reaction`, put on by the run before).
-    async fn queue_behind_resumed(&mut self, message: IncomingMessage, reaction: Option<String>) {
+    async fn queue_behind_resumed(&mut self, message: IncomingMessage, reaction: Option<EventId>) {
         if let Some(message) = self.gather(message, true).await {
             self.mark_and_queue(message, reaction).await
         }
@@ -527,11 +527,11 @@ impl Channel {
 
     /// Queues `message` marked ⏳ (unless it is already: `reaction`); past
     /// `queue.max_waiting` it is refused with a notice and settled instead.
-    async fn mark_and_queue(&mut self, message: IncomingMessage, reaction: Option<String>) {
+    async fn mark_and_queue(&mut self, message: IncomingMessage, reaction: Option<EventId>) {
         if self.queue.len() >= self.ctx.max_waiting {
             tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, event = %message.event_id, waiting = self.queue.len(), "too many messages wait; one was refused");
             if let Some(reaction) = &reaction {
-                let _ = self.ctx.chat.redact(self.key.room.as_str(), reaction).await;
+                let _ = self.ctx.chat.redact(&self.key.room, reaction).await;
             }
             let text = strings::too_many_waiting(&self.ctx.display_name, Some(self.queue.len()));
             self.notice(text).await;
@@ -550,11 +550,11 @@ impl Channel {
 
     /// Puts the ⏳ reaction on a waiting message and remembers it with the message, so it
     /// is taken back when its turn starts, even after a restart.
-    async fn mark_queued(&self, event_id: &EventId) -> Option<String> {
+    async fn mark_queued(&self, event_id: &EventId) -> Option<EventId> {
         let reaction = match self
             .ctx
             .chat
-            .react(self.key.room.as_str(), event_id, strings::QUEUED_REACTION)
+            .react(&self.key.room, event_id, strings::QUEUED_REACTION)
             .await
         {
             Ok(id) => id,
@@ -576,13 +576,13 @@ impl Channel {
 }
 
 /// Tells the room that a turn must wait for a slot of the process pool.
-async fn tell_waiting(ctx: &AgentContext, room: &str, waiting: Waiting) {
+async fn tell_waiting(ctx: &AgentContext, room: &RoomId, waiting: Waiting) {
     let text = strings::waiting_for_slot(&ctx.display_name, waiting.max_running, &waiting.busy);
     post_notice(ctx, room, text).await;
 }
 
 /// Posts a one-off notice in `room` as the agent; a failure is logged, never fatal.
-async fn post_notice(ctx: &AgentContext, room: &str, text: String) {
+async fn post_notice(ctx: &AgentContext, room: &RoomId, text: String) {
     RoomVoice::new(&*ctx.chat, &ctx.agent_id, room)
         .notice(text)
         .await;

@@ -176,7 +176,7 @@ impl Channel {
             }
             return;
         }
-        let private = match ctx.chat.readers(self.key.room.as_str()).await {
+        let private = match ctx.chat.readers(&self.key.room).await {
             Ok(Some(readers)) => readers
                 .iter()
                 .all(|m| ctx.allowed.allows(m) || ctx.agent_users.contains(m)),
@@ -190,7 +190,7 @@ impl Channel {
             true => cards::stderr_tail(&ctx.display_name, &tail),
             false => OutMessage::notice(strings::stderr_in_log(&ctx.display_name)),
         };
-        RoomVoice::new(&*ctx.chat, &ctx.agent_id, self.key.room.as_str())
+        RoomVoice::new(&*ctx.chat, &ctx.agent_id, &self.key.room)
             .say(&fresh_txn("stderr"), &message)
             .await;
     }
@@ -208,7 +208,7 @@ impl Channel {
     pub(super) async fn restore_conversation(
         &self,
         message: &IncomingMessage,
-        opened_at: &str,
+        opened_at: &EventId,
     ) -> String {
         let ctx = &self.ctx;
         let entries = match ctx.store.conversation(&self.key).await {
@@ -222,7 +222,7 @@ impl Channel {
         // the message being answered, recorded just before; it goes last, as written).
         let before = entries
             .iter()
-            .position(|e| e.event_id.as_deref() == Some(opened_at))
+            .position(|e| e.event_id.as_ref() == Some(opened_at))
             .unwrap_or(entries.len());
         let Some(preamble) = continuity::preamble(
             &entries[..before],

@@ -71,6 +71,18 @@ pub(super) struct TurnControl {
 }
 
 impl Channel {
+    /// The prefix of the transaction IDs of the answer to `message`: retries of a request
+    /// reuse its transaction ID; a re-run (`rerun`) and an edited prompt's answer
+    /// (`edited`) are new answers.
+    fn reply_txn_prefix(&self, message: &IncomingMessage, rerun: bool, edited: bool) -> String {
+        let (agent, event) = (self.ctx.agent_id.as_str(), message.event_id.as_str());
+        match (rerun, edited) {
+            (true, _) => txn("sk", &[agent, event, "rerun"]),
+            (false, true) => txn("sk", &[agent, event, &edition_tag(&message.body)]),
+            (false, false) => txn("sk", &[agent, event]),
+        }
+    }
+
     /// Records one transcript line; a store failure is logged, never fatal to the turn.
     pub(super) async fn record(&self, line: TranscriptLine<'_>) {
         let ctx = &self.ctx;
@@ -160,13 +172,7 @@ impl Channel {
             return;
         }
 
-        // Retries of a request reuse its transaction ID; a re-run is a new answer.
-        let edition = edition_tag(&message.body);
-        let txn_prefix = match (rerun, edited) {
-            (true, _) => txn("sk", &[&self.ctx.agent_id, &message.event_id, "rerun"]),
-            (false, true) => txn("sk", &[&self.ctx.agent_id, &message.event_id, &edition]),
-            (false, false) => txn("sk", &[&self.ctx.agent_id, &message.event_id]),
-        };
+        let txn_prefix = self.reply_txn_prefix(&message, rerun, edited);
         let verbosity = self.verbosity().await;
         // A prompt is re-run after a crash at most once.
         let cut_footer = match self.ctx.rerun_interrupted && !rerun {
@@ -177,19 +183,19 @@ impl Channel {
         let replies = JournaledReplies::new(
             self.ctx.chat.clone(),
             self.ctx.store.clone(),
-            self.ctx.agent_id.clone(),
+            self.key.clone(),
             cut_footer,
         );
         let mut view = TurnView {
             stream: ReplyStream::new(
                 Arc::new(replies),
-                self.key.room.to_string(),
+                self.key.room.clone(),
                 txn_prefix.clone(),
                 self.ctx.stream.get(),
             ),
             activity: Activity::new(
                 self.ctx.chat.clone(),
-                self.key.room.to_string(),
+                self.key.room.clone(),
                 verbosity,
                 txn_prefix,
                 self.ctx.stream.get(),
@@ -211,7 +217,7 @@ impl Channel {
         // that takes a while (see [`TYPING_AFTER`]).
         let typing_sent = Arc::new(AtomicBool::new(false));
         let typing = {
-            let (chat, room) = (self.ctx.chat.clone(), self.key.room.to_string());
+            let (chat, room) = (self.ctx.chat.clone(), self.key.room.clone());
             let sent = typing_sent.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(TYPING_AFTER).await;
@@ -232,7 +238,7 @@ impl Channel {
         }
         let _ = typing.await;
         if typing_sent.load(Ordering::SeqCst) {
-            self.ctx.chat.typing(self.key.room.as_str(), false).await;
+            self.ctx.chat.typing(&self.key.room, false).await;
         }
     }
 
@@ -306,15 +312,15 @@ impl Channel {
                     }
                     view.journal.cards(&view.activity).await;
                 }
-                _ = sleep_until_opt(poll_deadline) => self.approvals.expire_due(&ctx, self.key.room.as_str()).await,
-                _ = typing.tick() => ctx.chat.typing(self.key.room.as_str(), true).await,
+                _ = sleep_until_opt(poll_deadline) => self.approvals.expire_due(&ctx, &self.key.room).await,
+                _ = typing.tick() => ctx.chat.typing(&self.key.room, true).await,
                 _ = self.shutdown.cancelled(), if control.shutdown_deadline.is_none() => {
                     tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "shutting down: cancelling the turn");
                     control.shutdown_deadline = Some(tokio::time::Instant::now() + SHUTDOWN_CANCEL_GRACE);
                     if let Err(e) = ctx.agent.cancel(&session_id).await {
                         tracing::warn!(error = %e, "session/cancel failed");
                     }
-                    self.approvals.cancel_all(&ctx, self.key.room.as_str(), |_| PollOutcome::TurnStopped).await;
+                    self.approvals.cancel_all(&ctx, &self.key.room, |_| PollOutcome::TurnStopped).await;
                 }
                 // An agent that ignores the cancel does not hold the shutdown up.
                 _ = sleep_until_opt(control.shutdown_deadline) => break Ok(StopReason::Cancelled.into()),
@@ -324,7 +330,7 @@ impl Channel {
         self.drain_events(Some(view)).await;
         // A poll still open now belongs to a turn the agent has ended.
         self.approvals
-            .cancel_all(&ctx, self.key.room.as_str(), |_| PollOutcome::TurnEnded)
+            .cancel_all(&ctx, &self.key.room, |_| PollOutcome::TurnEnded)
             .await;
         result
     }
@@ -342,7 +348,7 @@ impl Channel {
             mut activity,
             ..
         } = view;
-        let stopped_by = control.stopped_by.as_deref();
+        let stopped_by = control.stopped_by.as_ref().map(UserId::as_str);
         if let Ok(TurnEnd {
             usage: Some(usage), ..
         }) = &result
@@ -412,7 +418,7 @@ impl Channel {
         let stats = stream.stats();
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, prompt = %view.prompt_event, stop = stop_label, ?stats, "turn ended");
         let metrics = crate::core::metrics::metrics();
-        let agent = ctx.agent_id.as_str();
+        let agent = &ctx.agent_id;
         metrics.turn_ended(
             agent,
             stop_label,
@@ -431,7 +437,7 @@ impl Channel {
         let reply = TranscriptLine {
             role: Role::Agent,
             sender: &ctx.user_id,
-            event_id: first_event.as_deref(),
+            event_id: first_event.as_ref(),
             body: stream.text(),
             stop_reason: Some(stop_label),
         };
@@ -450,7 +456,7 @@ impl Channel {
                 room_id: self.key.room.clone(),
                 thread: self.key.thread.clone(),
                 from_agent: ctx.agent_id.clone(),
-                event_id: event_id.into(),
+                event_id,
                 text: stream.text().to_owned(),
             };
             // Waits while the gateway's hand-off queue is full (`core::queues::HANDOFFS`).
@@ -464,7 +470,8 @@ impl Channel {
         let several = self.several_people_here().await;
         let frame = Frame {
             author: several.then_some((message.sender_name.as_deref(), message.sender.as_str())),
-            replying_to: (message.reply_to_sender.as_deref()).zip(message.reply_to_body.as_deref()),
+            replying_to: (message.reply_to_sender.as_ref().map(UserId::as_str))
+                .zip(message.reply_to_body.as_deref()),
         };
         framing::frame(&frame, &message.body)
     }
@@ -474,7 +481,7 @@ impl Channel {
     /// wrote each message all the same.
     async fn several_people_here(&self) -> bool {
         let ctx = &self.ctx;
-        match ctx.chat.readers(self.key.room.as_str()).await {
+        match ctx.chat.readers(&self.key.room).await {
             Ok(Some(readers)) => {
                 let people = readers
                     .iter()
@@ -524,7 +531,7 @@ impl Channel {
             tracing::warn!(error = %e, "session/cancel failed");
         }
         self.approvals
-            .cancel_all(&ctx, self.key.room.as_str(), |_| PollOutcome::TurnStopped)
+            .cancel_all(&ctx, &self.key.room, |_| PollOutcome::TurnStopped)
             .await;
     }
 
@@ -551,7 +558,7 @@ impl Channel {
         self.approvals
             .open(
                 &ctx,
-                self.key.room.as_str(),
+                &self.key.room,
                 request,
                 tool,
                 &view.prompter,
@@ -597,7 +604,7 @@ impl Channel {
                     tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
                 }
                 self.approvals
-                    .ask(&ctx, self.key.room.as_str(), request, &view.prompter)
+                    .ask(&ctx, &self.key.room, request, &view.prompter)
                     .await;
             }
             // Nobody is there to answer: the agent hears the question was cancelled.
@@ -658,8 +665,8 @@ fn outbox_items(key: &ConversationKey, undelivered: Vec<Undelivered>) -> Vec<Out
         .into_iter()
         .map(|u| OutboxItem {
             id: 0,
-            room_id: key.room.to_string(),
-            thread: key.thread.as_ref().map(ToString::to_string),
+            room_id: key.room.clone(),
+            thread: key.thread.clone(),
             event_id: u.event_id,
             txn_id: u.txn,
             body: u.content.body,

@@ -9,7 +9,7 @@ use crate::core::approvals::{OnlyPoll, Picked, Typed};
 use crate::core::command::Command;
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll::{self, Reply};
-use crate::model::ids::UserId;
+use crate::model::ids::{EventId, UserId};
 use crate::render::cards::PollOutcome;
 use crate::render::strings;
 
@@ -18,21 +18,21 @@ impl Channel {
     pub(super) async fn answer_poll(
         &mut self,
         reply: &Reply,
-        target: Option<&str>,
-        by: &str,
+        target: Option<&EventId>,
+        by: &UserId,
         written_at_ms: u64,
     ) -> Picked {
         // A reply names its poll; one that is not open any more is never taken for another
         // (that could approve a tool nobody looked at). Without a reply, the only open poll
         // posted before the answer was written.
         let target = match target {
-            Some(t) if self.approvals.is_poll(t) => t.to_owned(),
+            Some(t) if self.approvals.is_poll(t) => t.clone(),
             Some(_) => {
                 self.notice(strings::POLL_NOT_OPEN).await;
                 return Picked::NoPoll;
             }
             None => match self.approvals.only_poll_before(written_at_ms) {
-                OnlyPoll::One(only) => only.to_owned(),
+                OnlyPoll::One(only) => only.clone(),
                 OnlyPoll::None => {
                     self.notice(strings::NO_OPEN_POLL).await;
                     return Picked::NoPoll;
@@ -50,28 +50,23 @@ impl Channel {
         let ctx = self.ctx.clone();
         let picked = self
             .approvals
-            .pick(&ctx, self.key.room.as_str(), &target, by, |c| {
-                poll::pick(c, reply)
-            })
+            .pick(&ctx, &self.key.room, &target, by, |c| poll::pick(c, reply))
             .await;
         self.after_pick(&picked, by).await;
         picked
     }
 
     /// What the room hears after a pick, and the mode a picked choice switched to.
-    pub(super) async fn after_pick(&mut self, picked: &Picked, by: &str) {
+    pub(super) async fn after_pick(&mut self, picked: &Picked, by: &UserId) {
         match picked {
-            Picked::NotApprover => self.notice(strings::not_an_approver(by)).await,
+            Picked::NotApprover => self.notice(strings::not_an_approver(by.as_str())).await,
             Picked::NoSuchChoice => self.notice(strings::NO_SUCH_CHOICE).await,
             Picked::NoPoll => self.notice(strings::NO_OPEN_POLL).await,
             Picked::AdminOnly { label, mode } => {
-                self.notice(strings::choice_for_admins(by, label, mode))
+                self.notice(strings::choice_for_admins(by.as_str(), label, mode))
                     .await
             }
-            Picked::Answered(Some(mode)) => {
-                self.mode_chosen_in_poll(mode.clone(), &UserId::from(by))
-                    .await
-            }
+            Picked::Answered(Some(mode)) => self.mode_chosen_in_poll(mode.clone(), by).await,
             Picked::Answered(None) | Picked::Stop => {}
         }
     }
@@ -81,7 +76,7 @@ impl Channel {
     pub(super) async fn stop_turn(
         &mut self,
         by: UserId,
-        from_poll: Option<&str>,
+        from_poll: Option<&EventId>,
         session_id: &str,
         control: &mut TurnControl,
     ) {
@@ -96,7 +91,7 @@ impl Channel {
         // ACP: after `session/cancel` the client answers its open permission requests
         // `cancelled`.
         self.approvals
-            .cancel_all(&ctx, self.key.room.as_str(), |event| {
+            .cancel_all(&ctx, &self.key.room, |event| {
                 if Some(event) == from_poll {
                     PollOutcome::Stopped { by: by.to_string() }
                 } else {
@@ -108,16 +103,19 @@ impl Channel {
     }
 
     /// `message` replies to question `target` with its typed answer.
-    async fn answer_question(&mut self, target: &str, message: &IncomingMessage) {
+    async fn answer_question(&mut self, target: &EventId, message: &IncomingMessage) {
         let ctx = self.ctx.clone();
-        let room = self.key.room.as_str().to_owned();
+        let room = self.key.room.clone();
         let typed = self
             .approvals
             .answer_text(&ctx, &room, target, &message.sender, &message.body)
             .await;
         match typed {
             Typed::Answered => {}
-            Typed::NotApprover => self.notice(strings::not_an_approver(&message.sender)).await,
+            Typed::NotApprover => {
+                self.notice(strings::not_an_approver(message.sender.as_str()))
+                    .await
+            }
             Typed::Unreadable(why) => self.notice(strings::unreadable_answer(&why)).await,
             Typed::NoPoll => self.notice(strings::POLL_NOT_OPEN).await,
         }
@@ -127,7 +125,7 @@ impl Channel {
     pub(super) fn poll_reply(&self, message: &IncomingMessage) -> Option<Reply> {
         message
             .reply_to
-            .as_deref()
+            .as_ref()
             .filter(|t| self.approvals.is_poll(t))
             .and_then(|_| poll::parse_reply(&message.body))
     }
@@ -140,14 +138,14 @@ impl Channel {
         session_id: &str,
         control: &mut TurnControl,
     ) {
-        let target = message.reply_to.as_deref();
+        let target = message.reply_to.as_ref();
         let written_at = message.timestamp_ms;
         if self
             .answer_poll(reply, target, &message.sender, written_at)
             .await
             == Picked::Stop
         {
-            self.stop_turn(message.sender, target, session_id, control)
+            self.stop_turn(message.sender.clone(), target, session_id, control)
                 .await;
         }
     }
@@ -221,17 +219,17 @@ impl Channel {
             }
             ChannelInput::Reaction { by, target, key } => {
                 if poll::is_stop_key(&key)
-                    && (view.stream.event_ids().iter().any(|e| e == target.as_str())
+                    && (view.stream.event_ids().contains(&target)
                         || self.approvals.is_stop_target(&target))
                 {
-                    let from_poll = self.approvals.is_poll(&target).then_some(target.as_str());
+                    let from_poll = self.approvals.is_poll(&target).then_some(&target);
                     self.stop_turn(by.clone(), from_poll, session_id, control)
                         .await;
                 } else if self.approvals.is_poll(&target) {
                     let ctx = self.ctx.clone();
                     let picked = self
                         .approvals
-                        .pick(&ctx, self.key.room.as_str(), &target, &by, |c| {
+                        .pick(&ctx, &self.key.room, &target, &by, |c| {
                             poll::by_reaction(c, &key)
                         })
                         .await;

@@ -25,7 +25,7 @@ impl Gateway {
     /// Whether anything `sender` writes can matter: they may prompt or approve, and are no
     /// agent of ours. The chat side asks before it spends a request on their message (such
     /// as fetching the message it replies to).
-    pub fn listens_to(&self, sender: &str) -> bool {
+    pub fn listens_to(&self, sender: &UserId) -> bool {
         !self.agent_users.contains(sender)
             && (self.access.allows(sender) || self.approvers.allows(sender))
     }
@@ -33,7 +33,7 @@ impl Gateway {
     pub(super) async fn admit(
         &self,
         message: &IncomingMessage,
-        trusted: impl Fn(&str) -> bool,
+        trusted: impl Fn(&UserId) -> bool,
         pending: Option<PendingKind>,
     ) -> bool {
         let IncomingMessage {
@@ -74,14 +74,11 @@ impl Gateway {
                 // a moment later (see [`RECEIPT_AFTER`]). A message that opens its own
                 // thread is read where it is: in the main timeline.
                 if let Some(ctx) = self.agents.get(agent_id) {
-                    let (chat, room, event) =
-                        (ctx.chat.clone(), room_id.to_string(), event_id.to_string());
-                    let thread = (message.thread.as_ref())
-                        .filter(|root| *root != event_id)
-                        .map(ToString::to_string);
+                    let (chat, room, event) = (ctx.chat.clone(), room_id.clone(), event_id.clone());
+                    let thread = (message.thread.clone()).filter(|root| root != event_id);
                     self.channels.spawn(async move {
                         tokio::time::sleep(RECEIPT_AFTER).await;
-                        chat.mark_read(&room, &event, thread.as_deref()).await
+                        chat.mark_read(&room, &event, thread.as_ref()).await
                     });
                 }
                 true
@@ -121,16 +118,16 @@ impl Gateway {
             return;
         };
         let text = match &why {
-            Unreadable::Undecryptable => strings::undecryptable(&message.sender),
+            Unreadable::Undecryptable => strings::undecryptable(message.sender.as_str()),
             Unreadable::Unsupported(kind) => strings::unsupported_message(kind),
             Unreadable::Malformed(what) => strings::unreadable_message(what),
-            Unreadable::Unproven(why) => strings::unproven_sender(&message.sender, why),
+            Unreadable::Unproven(why) => strings::unproven_sender(message.sender.as_str(), why),
         };
         let notice = OutMessage::notice(text)
-            .replying_to(message.event_id.as_str())
-            .in_thread(message.thread.as_ref().map(EventId::as_str));
+            .replying_to(message.event_id.clone())
+            .in_thread(message.thread.clone());
         RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
-            .say(&txn("unreadable", &[&message.event_id]), &notice)
+            .say(&txn("unreadable", &[message.event_id.as_str()]), &notice)
             .await;
     }
 

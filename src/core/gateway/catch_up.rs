@@ -8,7 +8,7 @@ use crate::core::inbound::{Inbound, IncomingMessage};
 use crate::core::routing;
 use crate::core::voice::{RoomVoice, txn};
 use crate::model::OutMessage;
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{AgentId, ConversationKey, RoomId};
 use crate::render::strings;
 use crate::store::RoomPosition;
 
@@ -21,19 +21,19 @@ impl Gateway {
     /// Where `agent_id`'s handling of `room_id` stood: the newest event taken in, and when
     /// the agent arrived. A store failure is logged and counts as knowing nothing (the
     /// catch-up then goes as far as its bound; admission keeps it from doubling anything).
-    pub async fn handled_so_far(&self, agent_id: &str, room_id: &str) -> HandledSoFar {
+    pub async fn handled_so_far(&self, agent_id: &AgentId, room_id: &RoomId) -> HandledSoFar {
         let key = ConversationKey::new(room_id, agent_id);
         let last = match self.store.room_position(&key).await {
             Ok(position) => position.map(|p| (p.event_id, p.event_ts)),
             Err(e) => {
-                tracing::error!(agent = agent_id, room = room_id, error = %e, "could not read where the room's handling stood");
+                tracing::error!(agent = %agent_id, room = %room_id, error = %e, "could not read where the room's handling stood");
                 None
             }
         };
         let mut floor = match self.store.member_floor(&key).await {
             Ok(floor) => floor,
             Err(e) => {
-                tracing::error!(agent = agent_id, room = room_id, error = %e, "could not read when the agent arrived");
+                tracing::error!(agent = %agent_id, room = %room_id, error = %e, "could not read when the agent arrived");
                 None
             }
         };
@@ -49,9 +49,9 @@ impl Gateway {
 
     /// Records the newest event of each room `agent_id` took in (a whole sync response,
     /// or a catch-up): the next catch-up stops there.
-    pub async fn taken_in(&self, agent_id: &str, rooms: &[RoomPosition]) {
+    pub async fn taken_in(&self, agent_id: &AgentId, rooms: &[RoomPosition]) {
         if let Err(e) = self.store.save_positions(agent_id, rooms).await {
-            tracing::error!(agent = agent_id, error = %e, "could not record where the rooms' handling stands; the next catch-up goes further back");
+            tracing::error!(agent = %agent_id, error = %e, "could not record where the rooms' handling stands; the next catch-up goes further back");
         }
     }
 
@@ -61,8 +61,8 @@ impl Gateway {
     /// answered later (a stale sync response may bring it again).
     pub async fn report_missed(
         &self,
-        agent_id: &str,
-        room_id: &str,
+        agent_id: &AgentId,
+        room_id: &RoomId,
         missed: Vec<Inbound>,
         more: bool,
     ) {
@@ -78,13 +78,13 @@ impl Gateway {
             }
             match self.store.admit(&message.event_id, &key, None).await {
                 Ok(true) => {
-                    tracing::info!(agent = agent_id, room = room_id, event = %message.event_id, "a message from while the agent was away lies past the catch-up bound; not answered");
+                    tracing::info!(agent = %agent_id, room = %room_id, event = %message.event_id, "a message from while the agent was away lies past the catch-up bound; not answered");
                     count += 1;
                     newest = Some(message.event_id.clone());
                 }
                 Ok(false) => {}
                 Err(e) => {
-                    tracing::error!(agent = agent_id, error = %e, "store unavailable; a message past the catch-up bound is not reported")
+                    tracing::error!(agent = %agent_id, error = %e, "store unavailable; a message past the catch-up bound is not reported")
                 }
             }
         }
@@ -95,8 +95,8 @@ impl Gateway {
             return;
         };
         tracing::warn!(
-            agent = agent_id,
-            room = room_id,
+            agent = %agent_id,
+            room = %room_id,
             count,
             more,
             "messages from while the agent was away were not answered: past the catch-up bound"
@@ -110,7 +110,7 @@ impl Gateway {
         );
         RoomVoice::new(&*ctx.chat, agent_id, room_id)
             .say(
-                &txn("missed", &[agent_id, &newest]),
+                &txn("missed", &[agent_id.as_str(), newest.as_str()]),
                 &OutMessage::notice(text),
             )
             .await;

@@ -42,12 +42,12 @@ impl Gateway {
             ..message
         };
         let determination = self.determine(&message, &members, &addressing, &routing);
-        let allowed = |sender: &str| self.access.allows(sender);
+        let allowed = |sender: &UserId| self.access.allows(sender);
         // Approvers who may not prompt may still answer polls and stop turns (as they can
         // with a 🛑 reaction).
         let approver_may = |command: &Command| {
             let for_approvers = command.for_approvers();
-            move |sender: &str| {
+            move |sender: &UserId| {
                 self.access.allows(sender) || (for_approvers && self.approvers.allows(sender))
             }
         };
@@ -100,7 +100,7 @@ impl Gateway {
             // Admins may change settings without being allowed to prompt; what someone who
             // is not an admin may choose, the channel decides (`settings_policy`).
             Determination::AgentCommand(command) if command.changes_settings() => {
-                let may = |sender: &str| self.access.allows(sender) || self.admins.allows(sender);
+                let may = |who: &UserId| self.access.allows(who) || self.admins.allows(who);
                 if self.admit(&message, may, as_command).await {
                     let input = ChannelInput::Command(command, message.clone());
                     self.send_to_channel(&message.conversation(), input).await;
@@ -186,7 +186,7 @@ impl Gateway {
             Addressed {
                 body: &message.body,
                 mentions: &message.mentions,
-                reply_to_sender: message.reply_to_sender.as_deref(),
+                reply_to_sender: message.reply_to_sender.as_ref(),
             },
             &members,
         );
@@ -233,7 +233,7 @@ impl Gateway {
         // Approvers who may not prompt can still answer polls with a reply, which the
         // channel takes only as a poll answer.
         let answers_poll = message.reply_to.is_some();
-        let trusted = |sender: &str| {
+        let trusted = |sender: &UserId| {
             self.access.allows(sender) || (answers_poll && self.approvers.allows(sender))
         };
         // A prompt waits durably until its turn begins; a poll answer from someone who may
@@ -296,7 +296,7 @@ impl Gateway {
                 let mut count = 0;
                 for m in members {
                     let polls = self.store.open_polls(&m.agent_id).await.unwrap_or_default();
-                    let here = polls.iter().filter(|p| p.room_id == room.as_str()).count();
+                    let here = polls.iter().filter(|p| &p.room_id == room).count();
                     if here > 0 {
                         with_polls.push(m.agent_id.clone());
                         count += here;

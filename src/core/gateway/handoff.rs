@@ -3,7 +3,7 @@
 //! `rooms.handoff_max_hops` times per message from a person so two agents cannot keep
 //! answering each other.
 
-use crate::model::ids::AgentId;
+use crate::model::ids::{AgentId, EventId};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -73,7 +73,7 @@ impl Gateway {
                     agent_id: answer.from_agent.clone(),
                     room_id: room.clone(),
                     thread: answer.thread.clone(),
-                    event_id: format!("{}-handoff-limit", answer.event_id).into(),
+                    event_id: EventId::new(format!("{}-handoff-limit", answer.event_id)),
                     ..Default::default()
                 };
                 self.notice(&message, strings::handoff_limit(max)).await;

@@ -155,20 +155,25 @@ impl Gateway {
 
     /// Whether `inviter` may bring `agent_id` into `room_id`. On yes, the room's history up
     /// to now is marked as not for this agent.
-    pub async fn accept_invite(&self, agent_id: &str, room_id: &str, inviter: &str) -> bool {
+    pub async fn accept_invite(
+        &self,
+        agent_id: &AgentId,
+        room_id: &RoomId,
+        inviter: &UserId,
+    ) -> bool {
         if !self.access.allows(inviter) {
             tracing::warn!(
-                agent = agent_id,
-                room = room_id,
-                inviter,
+                agent = %agent_id,
+                room = %room_id,
+                %inviter,
                 "declining an invite from a user who is not allowed"
             );
             return false;
         }
         tracing::info!(
-            agent = agent_id,
-            room = room_id,
-            inviter,
+            agent = %agent_id,
+            room = %room_id,
+            %inviter,
             "accepting invite"
         );
         if let Err(e) = self
@@ -182,7 +187,7 @@ impl Gateway {
     }
 
     /// Notes that the agent left or was removed from a room.
-    pub async fn left_room(&self, agent_id: &str, room_id: &str) {
+    pub async fn left_room(&self, agent_id: &AgentId, room_id: &RoomId) {
         let key = ConversationKey::new(room_id, agent_id);
         if let Err(e) = self.store.forget_member(&key).await {
             tracing::error!(error = %e, "could not record leaving the room");
@@ -254,11 +259,13 @@ impl Gateway {
         let Some(ctx) = self.agents.get(&message.agent_id) else {
             return;
         };
-        let thread = message.thread.as_ref().map(EventId::as_str);
         RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id)
             .say(
-                &txn("answer", &[&message.agent_id, &message.event_id]),
-                &out.in_thread(thread),
+                &txn(
+                    "answer",
+                    &[message.agent_id.as_str(), message.event_id.as_str()],
+                ),
+                &out.in_thread(message.thread.clone()),
             )
             .await;
     }

@@ -91,13 +91,13 @@ impl Gateway {
         // A prompt is run again at most once: a second crash may be its doing.
         let rerun = ctx.rerun_interrupted && !turn.rerun;
         if !turn.messages.iter().any(|m| m.kind == "reply") {
-            let txn = txn("interrupted", &[&turn.prompt_event_id]);
+            let txn = txn("interrupted", &[turn.prompt_event_id.as_str()]);
             let notice = OutMessage::notice(match rerun {
                 true => strings::INTERRUPTED_BEFORE_ANSWER_RERUN,
                 false => strings::INTERRUPTED_BEFORE_ANSWER,
             })
-            .replying_to(&turn.prompt_event_id)
-            .in_thread(turn.thread.as_deref());
+            .replying_to(turn.prompt_event_id.clone())
+            .in_thread(turn.thread.clone());
             if let Err(e) = with_retry(|| ctx.chat.send(&turn.room_id, &txn, &notice)).await {
                 tracing::warn!(error = %e, "could not report the interrupted turn");
             }
@@ -132,12 +132,12 @@ impl Gateway {
             Ok(Some((sender, body))) => {
                 tracing::info!(agent = %ctx.agent_id, room = %room_id, prompt = %event_id, "running the interrupted prompt again");
                 Some(PendingInput {
-                    room_id: room_id.clone().into(),
-                    thread: turn.thread.clone().map(EventId::from),
+                    room_id: room_id.clone(),
+                    thread: turn.thread.clone(),
                     agent_id: ctx.agent_id.clone(),
-                    event_id: event_id.clone().into(),
+                    event_id: event_id.clone(),
                     kind: PendingKind::Rerun,
-                    sender: sender.into(),
+                    sender,
                     body,
                     reply_to: None,
                     sent_at: 0,
@@ -239,9 +239,12 @@ impl Gateway {
         tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart was never carried out");
         let text = strings::command_not_carried_out(&input.body);
         let notice = OutMessage::notice(text)
-            .replying_to(input.event_id.as_str())
-            .in_thread(input.thread.as_ref().map(EventId::as_str));
-        let txn = txn("not-carried-out", &[&ctx.agent_id, &input.event_id]);
+            .replying_to(input.event_id.clone())
+            .in_thread(input.thread.clone());
+        let txn = txn(
+            "not-carried-out",
+            &[ctx.agent_id.as_str(), input.event_id.as_str()],
+        );
         if let Err(e) = with_retry(|| ctx.chat.send(&input.room_id, &txn, &notice)).await {
             tracing::warn!(agent = %ctx.agent_id, room = %input.room_id, error = %e, "could not report the command that was not carried out");
         }
@@ -284,6 +287,5 @@ impl Gateway {
 
 /// The conversation a cut turn belonged to.
 fn turn_key(ctx: &AgentContext, turn: &UnfinishedTurn) -> ConversationKey {
-    ConversationKey::new(turn.room_id.as_str(), ctx.agent_id.clone())
-        .in_thread(turn.thread.clone().map(EventId::from))
+    ConversationKey::new(turn.room_id.clone(), ctx.agent_id.clone()).in_thread(turn.thread.clone())
 }

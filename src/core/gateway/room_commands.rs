@@ -136,7 +136,7 @@ impl Gateway {
                 worktrees: (members.iter())
                     .filter_map(|m| self.agents.get(&m.agent_id))
                     .any(|ctx| ctx.workspace.worktrees().is_some()),
-                admin: self.admins.allows(message.sender.as_str()),
+                admin: self.admins.allows(&message.sender),
             };
             return strings::help(
                 &self.prefix,
@@ -181,7 +181,7 @@ impl Gateway {
                 let root = key.thread_id();
                 threads.push(strings::thread_status(
                     &member.display_name,
-                    &strings::event_link(&message.room_id, root),
+                    &strings::event_link(message.room_id.as_str(), root),
                     report.running,
                     report.queued,
                 ));
@@ -250,7 +250,7 @@ impl Gateway {
             self.pool.settings().max_running,
         )];
         for state in states {
-            let Some(ctx) = self.agents.get(state.agent_id.as_str()) else {
+            let Some(ctx) = self.agents.get(&state.agent_id) else {
                 continue;
             };
             let (process, sessions, uptime) = match state.process {
@@ -264,12 +264,10 @@ impl Gateway {
                 ProcessState::Stopped => (ProcessLine::Stopped, 0, None),
                 ProcessState::Crashed { status } => (ProcessLine::Crashed(status), 0, None),
             };
-            let here = members
-                .iter()
-                .any(|m| m.agent_id == state.agent_id.as_str());
+            let here = members.iter().any(|m| m.agent_id == state.agent_id);
             lines.push(strings::agent_line(
                 &ctx.display_name,
-                &ctx.agent_id,
+                ctx.agent_id.as_str(),
                 &process,
                 sessions,
                 uptime,

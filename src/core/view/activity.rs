@@ -16,6 +16,7 @@ use crate::core::view::live::{LiveMessage, Paced, send_everything};
 use crate::core::view::stream::StreamSettings;
 use crate::model::OutMessage;
 use crate::model::agent::{PlanEntry, ToolCallFields, ToolStatus};
+use crate::model::ids::{EventId, RoomId};
 use crate::render::cards::{self, CardStatus};
 
 use crate::model::Verbosity;
@@ -85,7 +86,7 @@ pub struct Activity {
     /// Where to send.
     chat: Arc<dyn ChatPort>,
     /// The room.
-    room: String,
+    room: RoomId,
     /// What the room shows.
     verbosity: Verbosity,
     /// Prefix of transaction IDs, unique per turn.
@@ -110,7 +111,7 @@ impl Activity {
     /// The activity of a turn in `room` whose transaction IDs start with `txn_prefix`.
     pub fn new(
         chat: Arc<dyn ChatPort>,
-        room: String,
+        room: RoomId,
         verbosity: Verbosity,
         txn_prefix: String,
         settings: StreamSettings,
@@ -222,12 +223,12 @@ impl Activity {
 
     /// For every message posted so far, what it should show if the turn is cut now: open
     /// cards cancelled, thoughts folded.
-    pub fn cut_versions(&self) -> Vec<(String, OutMessage)> {
+    pub fn cut_versions(&self) -> Vec<(EventId, OutMessage)> {
         let mut out = Vec::new();
         if let Some(t) = &self.thinking
             && let Some(id) = t.message.event_id()
         {
-            out.push((id.to_owned(), t.folded()));
+            out.push((id.clone(), t.folded()));
         }
         for card in &self.cards {
             let Some(id) = card.message.as_ref().and_then(|m| m.event_id()) else {
@@ -237,7 +238,7 @@ impl Activity {
                 true => CardStatus::Cancelled,
                 false => card.status(),
             };
-            out.push((id.to_owned(), cards::tool_card(&card.fields, status)));
+            out.push((id.clone(), cards::tool_card(&card.fields, status)));
         }
         out
     }
@@ -313,10 +314,10 @@ impl Activity {
                 mimetype: "text/plain".into(),
                 data: output.into_bytes().into(),
             };
-            let msg = OutMessage::file(file).replying_to(card_event);
+            let msg = OutMessage::file(file).replying_to(card_event.clone());
             let txn = format!("{}-output-{n}", self.txn_prefix);
             if let Err(e) = chat.send(&room, &txn, &msg).await {
-                tracing::warn!(room, error = %e, "could not attach a tool call's output");
+                tracing::warn!(room = %room, error = %e, "could not attach a tool call's output");
             }
             card.output_attached = true;
         }
@@ -431,7 +432,11 @@ mod tests {
             Sent::Send { event_id, msg, .. } if msg.body.contains("run long") => Some(event_id),
             _ => None,
         });
-        assert_eq!(files[0].reply_to, card, "attached to its card");
+        assert_eq!(
+            files[0].reply_to,
+            card.map(EventId::new),
+            "attached to its card"
+        );
     }
 
     #[tokio::test]

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use crate::core::chat::{ChatError, ChatPort, Undelivered};
 use crate::model::OutMessage;
+use crate::model::ids::{EventId, RoomId};
 
 /// Something that sends paced requests: a streamed reply, or a turn's cards.
 pub(crate) trait Paced {
@@ -54,7 +55,7 @@ pub struct LiveMessage {
     /// Transaction ID of the first post, so a retried post is not duplicated.
     txn: String,
     /// Its event ID once posted.
-    event_id: Option<String>,
+    event_id: Option<EventId>,
     /// What the room shows now.
     shown: Option<OutMessage>,
     /// What it should show.
@@ -79,7 +80,7 @@ impl LiveMessage {
     }
 
     /// A message that exists already (restored from the store) and shows `content`.
-    pub fn posted(event_id: String, content: OutMessage) -> Self {
+    pub fn posted(event_id: EventId, content: OutMessage) -> Self {
         Self {
             txn: String::new(),
             event_id: Some(event_id),
@@ -105,8 +106,8 @@ impl LiveMessage {
     }
 
     /// Its event ID, once posted.
-    pub fn event_id(&self) -> Option<&str> {
-        self.event_id.as_deref()
+    pub fn event_id(&self) -> Option<&EventId> {
+        self.event_id.as_ref()
     }
 
     /// What it should show.
@@ -138,7 +139,7 @@ impl LiveMessage {
     }
 
     /// Posts or edits it to show the latest content. A refused request leaves it dirty.
-    pub async fn flush(&mut self, chat: &dyn ChatPort, room: &str) -> Result<(), ChatError> {
+    pub async fn flush(&mut self, chat: &dyn ChatPort, room: &RoomId) -> Result<(), ChatError> {
         if !self.is_dirty() {
             return Ok(());
         }
@@ -170,12 +171,12 @@ mod tests {
         let mut m = LiveMessage::new("t".into(), OutMessage::notice("a"));
         let interval = Duration::from_secs(1);
         assert!(m.due_at(interval, 5, false).unwrap() <= Instant::now());
-        m.flush(&*chat, "!r").await.unwrap();
+        m.flush(&*chat, &RoomId::from("!r")).await.unwrap();
         assert!(m.due_at(interval, 5, false).is_none(), "nothing changed");
         m.set(OutMessage::notice("b"));
         let due = m.due_at(interval, 5, false).unwrap();
         assert!(due > Instant::now(), "an edit waits for the interval");
-        m.flush(&*chat, "!r").await.unwrap();
+        m.flush(&*chat, &RoomId::from("!r")).await.unwrap();
         assert_eq!(chat.shown("!r"), vec!["b"]);
     }
 
@@ -183,9 +184,9 @@ mod tests {
     async fn past_the_edit_cap_only_the_last_edit_goes_out() {
         let chat = FakeChat::new();
         let mut m = LiveMessage::new("t".into(), OutMessage::notice("0"));
-        m.flush(&*chat, "!r").await.unwrap();
+        m.flush(&*chat, &RoomId::from("!r")).await.unwrap();
         m.set(OutMessage::notice("1"));
-        m.flush(&*chat, "!r").await.unwrap();
+        m.flush(&*chat, &RoomId::from("!r")).await.unwrap();
         m.set(OutMessage::notice("2"));
         assert!(m.due_at(Duration::ZERO, 1, false).is_none());
         assert!(m.due_at(Duration::ZERO, 1, true).is_some());

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use crate::core::chat::{ChatError, ChatPort, Undelivered};
 use crate::core::view::live::{Paced, send_everything};
 use crate::model::OutMessage;
+use crate::model::ids::{EventId, RoomId};
 use crate::render::{markdown, strings};
 
 /// Most bytes of body + HTML we put in one event, keeping clear of Matrix's 64 KiB limit
@@ -92,7 +93,7 @@ pub struct StreamStats {
 #[derive(Debug)]
 struct Posted {
     /// Its event ID, the target of edits.
-    event_id: String,
+    event_id: EventId,
     /// The text it shows now.
     shown: String,
     /// Edits it has received.
@@ -104,7 +105,7 @@ pub struct ReplyStream {
     /// Where to send.
     chat: Arc<dyn ChatPort>,
     /// The room.
-    room: String,
+    room: RoomId,
     /// Prefix of transaction IDs, unique per reply, so a retried send is not duplicated.
     txn_prefix: String,
     /// Pacing rules.
@@ -131,13 +132,13 @@ impl ReplyStream {
     /// A reply that has not sent anything yet.
     pub fn new(
         chat: Arc<dyn ChatPort>,
-        room: impl Into<String>,
+        room: RoomId,
         txn_prefix: impl Into<String>,
         settings: StreamSettings,
     ) -> Self {
         Self {
             chat,
-            room: room.into(),
+            room,
             txn_prefix: txn_prefix.into(),
             settings,
             text: String::new(),
@@ -192,15 +193,13 @@ impl ReplyStream {
     }
 
     /// Event IDs of the messages posted so far.
-    pub fn event_ids(&self) -> Vec<String> {
+    pub fn event_ids(&self) -> Vec<EventId> {
         self.posted.iter().map(|p| p.event_id.clone()).collect()
     }
 
     /// The last message posted and the text the room shows in it: what a cut turn leaves.
-    pub fn last_shown(&self) -> Option<(&str, &str)> {
-        self.posted
-            .last()
-            .map(|p| (p.event_id.as_str(), p.shown.as_str()))
+    pub fn last_shown(&self) -> Option<(&EventId, &str)> {
+        self.posted.last().map(|p| (&p.event_id, p.shown.as_str()))
     }
 
     /// The content of a reply message that was cut after `shown`: the text, then `footer`,
@@ -481,7 +480,7 @@ mod tests {
             max_reply_bytes: 5_000,
             ..settings()
         };
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t-cap", capped);
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t-cap", capped);
         for _ in 0..1_000 {
             s.push("0123456789");
         }
@@ -501,7 +500,7 @@ mod tests {
         // A multi-byte character is never split at the cap.
         let mut s = ReplyStream::new(
             FakeChat::new(),
-            "!r",
+            "!r".into(),
             "t-cap2",
             StreamSettings {
                 max_reply_bytes: 5_001,
@@ -515,7 +514,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn edits_are_coalesced_to_one_per_interval_and_the_last_holds_everything() {
         let chat = FakeChat::new();
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t1", settings());
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t1", settings());
         let parts = chunks(50);
         drive(&mut s, &parts, Duration::from_millis(100)).await;
         s.finish(None).await.unwrap();
@@ -538,7 +537,7 @@ mod tests {
     async fn the_first_text_is_sent_at_once() {
         let chat = FakeChat::new();
         let start = Instant::now();
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
         s.push("hello");
         assert_eq!(s.next_flush_at(), Some(start));
         s.flush().await.unwrap();
@@ -550,7 +549,7 @@ mod tests {
         let chat = FakeChat::new();
         // The 2nd and 3rd requests are refused with a 5 s retry_after.
         chat.rate_limit_calls(&[2, 3], Duration::from_secs(5));
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
         let parts = chunks(40);
         drive(&mut s, &parts, Duration::from_millis(250)).await;
         s.finish(None).await.unwrap();
@@ -569,7 +568,7 @@ mod tests {
         let chat = FakeChat::new();
         let mut settings = settings();
         settings.max_edits = 2;
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings);
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings);
         let parts = chunks(100);
         drive(&mut s, &parts, Duration::from_millis(200)).await;
         assert_eq!(s.stats().edits, 2);
@@ -585,7 +584,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_long_reply_continues_in_new_messages() {
         let chat = FakeChat::new();
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
         let parts: Vec<String> = (0..300)
             .map(|i| format!("line {i} of the answer\n"))
             .collect();
@@ -601,7 +600,7 @@ mod tests {
     async fn transient_failures_are_retried_until_the_final_content_is_shown() {
         let chat = FakeChat::new();
         chat.fail_calls(&[2, 3]);
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
         s.push("a");
         s.flush().await.unwrap();
         s.push("b");
@@ -615,7 +614,7 @@ mod tests {
         // A minute and a half of refused connections (one attempt every 2 s) after the
         // first post.
         chat.fail_calls(&(2..=46).collect::<Vec<u32>>());
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
         s.push("a");
         s.flush().await.unwrap();
         s.push("b");
@@ -629,7 +628,7 @@ mod tests {
     async fn an_outage_longer_than_the_limit_gives_up() {
         let chat = FakeChat::new();
         chat.fail_calls(&(2..=1000).collect::<Vec<u32>>());
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t", settings());
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
         s.push("a");
         s.flush().await.unwrap();
         s.push("b");
@@ -645,7 +644,10 @@ mod tests {
         let left = s.undelivered();
         assert_eq!(left.len(), 1, "{left:?}");
         assert_eq!(left[0].content.body, "ab");
-        assert_eq!(left[0].event_id.as_deref(), Some(s.event_ids()[0].as_str()));
+        assert_eq!(
+            left[0].event_id.as_ref().map(|id| id.as_str()),
+            Some(s.event_ids()[0].as_str())
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -656,7 +658,7 @@ mod tests {
             patience: Duration::from_secs(5),
             ..settings()
         };
-        let mut s = ReplyStream::new(chat.clone(), "!r", "t-never", quick);
+        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t-never", quick);
         s.push("never posted");
         assert!(s.finish(Some("⏹️ Stopped.".into())).await.is_err());
         let left = s.undelivered();
@@ -695,7 +697,7 @@ mod tests {
         for chunk_size in [1, 7, 64, 5_000] {
             let mut stream = ReplyStream::new(
                 FakeChat::new(),
-                "!r",
+                "!r".into(),
                 "t",
                 StreamSettings {
                     interval: Duration::from_secs(1),

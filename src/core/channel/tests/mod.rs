@@ -112,8 +112,8 @@ async fn earlier_prompt(store: &Store, id: &str, body: &str) {
             &ConversationKey::new("!room", "demo"),
             TranscriptLine {
                 role: Role::User,
-                sender: "@alice:x",
-                event_id: Some(id),
+                sender: &"@alice:x".into(),
+                event_id: Some(&EventId::from(id)),
                 body,
                 stop_reason: None,
             },

@@ -1,6 +1,7 @@
 //! Permission polls answered by reaction or typed reply, expiry, refusals.
 
 use super::*;
+use crate::model::ids::{EventId, UserId};
 
 #[tokio::test]
 async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
@@ -20,7 +21,7 @@ async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
     });
     assert_eq!(
         mentions,
-        Some(vec!["@alice:x".to_string()]),
+        Some(vec![UserId::from("@alice:x")]),
         "the prompter, an approver, is notified"
     );
     react(&tx, "@mallory:x", &poll, "✅");
@@ -55,7 +56,7 @@ async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
 async fn a_typed_reply_answers_the_poll_it_replies_to() {
     let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
     let mut answer = message("$2", "2");
-    answer.reply_to = Some(poll.clone().into());
+    answer.reply_to = Some(EventId::new(poll.clone()));
     tx.try_send(ChannelInput::Prompt(answer)).unwrap();
     settle_until(|| !reply_said(&chat).is_empty()).await;
     assert_eq!(reply_said(&chat), vec!["permission: allow_always"]);

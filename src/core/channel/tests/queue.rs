@@ -191,7 +191,7 @@ async fn a_stop_reaction_on_the_reply_cancels_but_one_elsewhere_does_not() {
     };
     tx.try_send(ChannelInput::Reaction {
         by: "@bob:x".into(),
-        target: reply.into(),
+        target: EventId::new(reply),
         key: "🛑\u{fe0f}".into(),
     })
     .unwrap();
@@ -244,7 +244,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     let busy = FakeAgent::new(Script::UntilCancelled);
     let waiting = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO));
     waiting.set_running(false);
-    let ports: Vec<(String, String, Arc<dyn AgentPort>)> = vec![
+    let ports: Vec<(AgentId, String, Arc<dyn AgentPort>)> = vec![
         ("busy".into(), "busy".into(), busy.clone()),
         ("waiting".into(), "waiting".into(), waiting.clone()),
     ];

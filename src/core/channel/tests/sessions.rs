@@ -36,7 +36,7 @@ async fn a_new_session_gets_the_earlier_conversation_until_a_fresh_start() {
             &ConversationKey::new("!room", "demo"),
             TranscriptLine {
                 role: Role::Agent,
-                sender: "@demo:x",
+                sender: &"@demo:x".into(),
                 event_id: None,
                 body: "earlier answer",
                 stop_reason: Some("end_turn"),
@@ -160,7 +160,7 @@ async fn a_session_the_agent_cannot_load_is_replaced_with_re_injection() {
             &ConversationKey::new("!room", "demo"),
             TranscriptLine {
                 role: Role::User,
-                sender: "@a:x",
+                sender: &"@a:x".into(),
                 event_id: None,
                 body: "before",
                 stop_reason: None,

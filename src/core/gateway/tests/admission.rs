@@ -7,7 +7,10 @@ use crate::core::fakes::Sent;
 #[tokio::test]
 async fn an_answer_that_comes_at_once_is_posted_before_the_read_receipt() {
     let (gw, _agent, chat) = gateway().await;
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
     gw.handle(msg("$1", "@alice:x", now_ms() as u64 + 1)).await;
     wait_for(Duration::from_secs(5), || {
         chat.log().iter().any(|s| matches!(s, Sent::Read { .. }))
@@ -24,7 +27,10 @@ async fn an_answer_that_comes_at_once_is_posted_before_the_read_receipt() {
 #[tokio::test]
 async fn only_new_messages_from_allowed_humans_become_prompts_once() {
     let (gw, agent, _) = gateway().await;
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
     let now = now_ms() as u64;
     gw.handle(msg("$old", "@alice:x", now - 60_000)).await;
     gw.handle(msg("$stranger", "@mallory:x", now + 1)).await;

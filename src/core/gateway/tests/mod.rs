@@ -1,7 +1,7 @@
 //! Unit tests of the gateway, with fake agents and a fake chat.
 
 use super::*;
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{AgentId, ConversationKey, UserId};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use crate::store::{Role, TranscriptLine};
 
 mod admission;
 mod recovery;
+mod several_agents;
 
 async fn gateway() -> (Arc<Gateway>, Arc<FakeAgent>, Arc<FakeChat>) {
     let (gw, agent, chat, _) = gateway_with(false).await;
@@ -74,11 +75,14 @@ async fn gateway_of(
             .zip(&fakes)
             .map(|((id, _), (agent, _))| {
                 let port: Arc<dyn AgentPort> = agent.clone();
-                (id.to_string(), name(id), port)
+                (AgentId::from(*id), name(id), port)
             })
             .collect(),
     );
-    let users: Vec<String> = agents.iter().map(|(id, _)| format!("@{id}:x")).collect();
+    let users: Vec<UserId> = agents
+        .iter()
+        .map(|(id, _)| UserId::new(format!("@{id}:x")))
+        .collect();
     let (handoffs, handed) = mpsc::channel(1_024);
     let contexts = agents
         .iter()
@@ -140,7 +144,10 @@ fn msg(id: &str, sender: &str, ts: u64) -> Inbound {
 #[tokio::test]
 async fn an_undecryptable_message_is_reported_once_and_never_prompted() {
     let (gw, agent, chat) = gateway().await;
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
     let Inbound::Message(m) = msg("$utd", "@alice:x", now_ms() as u64 + 1) else {
         unreachable!()
     };
@@ -158,14 +165,23 @@ async fn an_undecryptable_message_is_reported_once_and_never_prompted() {
 #[tokio::test]
 async fn invites_from_strangers_are_declined() {
     let (gw, _, _) = gateway().await;
-    assert!(!gw.accept_invite("demo", "!r", "@mallory:x").await);
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        !gw.accept_invite(&"demo".into(), &"!r".into(), &"@mallory:x".into())
+            .await
+    );
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
 }
 
 #[tokio::test]
 async fn an_approver_who_may_not_prompt_can_only_answer_polls() {
     let (gw, agent, chat) = gateway().await;
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
     let now = now_ms() as u64 + 1;
     gw.handle(msg("$prompt", "@boss:x", now)).await;
     let Inbound::Message(mut answer) = msg("$answer", "@boss:x", now) else {
@@ -188,7 +204,10 @@ async fn an_approver_who_may_not_prompt_can_stop_a_turn() {
     )
     .await;
     let (agent, chat) = fakes.remove(0);
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
     let now = now_ms() as u64 + 1;
     gw.handle(msg("$prompt", "@alice:x", now)).await;
     settle().await;
@@ -210,7 +229,10 @@ async fn an_approver_who_may_not_prompt_can_stop_a_turn() {
 async fn people_choose_settings_within_the_policy_and_admins_choose_anything() {
     let (gw, agent, chat) = gateway().await;
     let agent = agent.with_settings(crate::core::fakes::ask_code_and_model());
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
     let now = now_ms() as u64 + 1;
     let command = |id: &str, sender: &str, body: &str| {
         let Inbound::Message(mut m) = msg(id, sender, now) else {
@@ -263,8 +285,8 @@ async fn a_prompt_cut_by_a_crash_is_rerun_once_when_configured() {
                 &ConversationKey::new("!r", "demo"),
                 TranscriptLine {
                     role: Role::User,
-                    sender: "@alice:x",
-                    event_id: Some("$p"),
+                    sender: &"@alice:x".into(),
+                    event_id: Some(&"$p".into()),
                     body: "build it",
                     stop_reason: None,
                 },
@@ -352,7 +374,7 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         .iter()
         .find(|m| m.body.contains("before it carried out “!mode code”"))
         .expect("the command is reported");
-    assert_eq!(report.reply_to.as_deref(), Some("$2"));
+    assert_eq!(report.reply_to.as_ref().map(|id| id.as_str()), Some("$2"));
     // A command that only reads and answers is carried out late instead (`AfterCrash`).
     assert!(
         !said.iter().any(|m| m.body.contains("“!agents”")),
@@ -383,7 +405,10 @@ async fn a_prompt_is_waiting_in_the_store_until_its_turn_begins() {
     let (gw, mut agents, store, _) =
         gateway_of(&[("demo", script)], false, RoomRules::default()).await;
     let (agent, _) = agents.remove(0);
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
     let now = now_ms() as u64 + 1;
     gw.handle(msg("$1", "@alice:x", now)).await;
     gw.handle(msg("$2", "@alice:x", now)).await;
@@ -397,7 +422,10 @@ async fn a_prompt_is_waiting_in_the_store_until_its_turn_begins() {
         .map(|p| p.event_id)
         .collect();
     assert_eq!(waiting, ["$2"]);
-    assert_eq!(store.unfinished_turns("demo").await.unwrap().len(), 1);
+    assert_eq!(
+        store.unfinished_turns(&"demo".into()).await.unwrap().len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -443,15 +471,20 @@ async fn the_outbox_delivers_in_order_once_the_homeserver_answers() {
 #[tokio::test]
 async fn messages_past_the_catch_up_bound_are_reported_once_and_never_answered() {
     let (gw, agent, chat) = gateway().await;
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
     let now = now_ms() as u64 + 1;
     let missed: Vec<Inbound> = ["$1", "$2"]
         .iter()
         .map(|id| msg(id, "@alice:x", now))
         .chain([msg("$3", "@mallory:x", now)])
         .collect();
-    gw.report_missed("demo", "!r", missed.clone(), false).await;
-    gw.report_missed("demo", "!r", missed.clone(), false).await;
+    gw.report_missed(&"demo".into(), &"!r".into(), missed.clone(), false)
+        .await;
+    gw.report_missed(&"demo".into(), &"!r".into(), missed.clone(), false)
+        .await;
     let shown = chat.shown("!r");
     assert_eq!(shown.len(), 1, "reported once: {shown:?}");
     assert!(
@@ -469,7 +502,10 @@ async fn messages_past_the_catch_up_bound_are_reported_once_and_never_answered()
 #[tokio::test]
 async fn messages_without_text_are_not_prompted() {
     let (gw, agent, _) = gateway().await;
-    assert!(gw.accept_invite("demo", "!r", "@alice:x").await);
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
     for (id, body) in [("$1", ""), ("$2", "  \n\t "), ("$3", "real")] {
         let Inbound::Message(mut m) = msg(id, "@alice:x", now_ms() as u64 + 1) else {
             unreachable!()
@@ -491,7 +527,12 @@ async fn gateway_in_room(
 ) -> TestGateway {
     let built = gateway_of(agents, rerun_interrupted, rules).await;
     for (id, _) in agents {
-        assert!(built.0.accept_invite(id, "!r", "@alice:x").await);
+        assert!(
+            built
+                .0
+                .accept_invite(&(*id).into(), &"!r".into(), &"@alice:x".into())
+                .await
+        );
     }
     built
 }
@@ -525,246 +566,4 @@ async fn settle() {
 fn two_agents() -> [(&'static str, Script); 2] {
     let ok = || Script::Chunks(vec!["ok".into()], Duration::from_millis(5));
     [("claude", ok()), ("codex", ok())]
-}
-
-#[tokio::test]
-async fn messages_go_to_the_agents_they_address_and_nobody_else() {
-    let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
-    let agents = ["claude", "codex"];
-    let body = |text: &'static str| move |m: &mut IncomingMessage| m.body = text.into();
-    to_all(&gw, &agents, "$1", body("nobody in particular")).await;
-    to_all(&gw, &agents, "$2", body("codex: only you")).await;
-    to_all(&gw, &agents, "$3", |m| {
-        m.body = "Claude look".into();
-        m.mentions = vec!["@claude:x".into()];
-    })
-    .await;
-    to_all(&gw, &agents, "$4", |m| {
-        m.body = "and then?".into();
-        m.reply_to = Some("$earlier".into());
-        m.reply_to_sender = Some("@codex:x".into());
-    })
-    .await;
-    to_all(&gw, &agents, "$5", body("@claude @codex both of you")).await;
-    settle().await;
-    assert_eq!(
-        fakes[0].0.prompt_texts(),
-        vec!["Claude look", "both of you"]
-    );
-    assert_eq!(
-        fakes[1].0.prompt_texts(),
-        vec!["only you", "and then?", "both of you"]
-    );
-}
-
-#[tokio::test]
-async fn unaddressed_messages_go_to_the_default_agent_or_the_only_one() {
-    let (gw, fakes, store, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
-    let agents = ["claude", "codex"];
-    to_all(&gw, &agents, "$1", |m| m.body = "!default codex".into()).await;
-    settle().await;
-    assert_eq!(
-        store
-            .room_routing(&RoomId::from("!r"))
-            .await
-            .unwrap()
-            .default_agent
-            .as_deref(),
-        Some("codex")
-    );
-    to_all(&gw, &agents, "$2", |m| m.body = "to the default".into()).await;
-    // With one agent left, every message goes to it.
-    gw.left_room("codex", "!r").await;
-    to_all(&gw, &["claude"], "$3", |m| {
-        m.body = "to the only one".into()
-    })
-    .await;
-    settle().await;
-    assert_eq!(fakes[1].0.prompt_texts(), vec!["to the default"]);
-    assert_eq!(fakes[0].0.prompt_texts(), vec!["to the only one"]);
-    let said: Vec<String> = fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect();
-    assert_eq!(
-        said.iter().filter(|t| t.contains("go to Codex")).count(),
-        1,
-        "the room command is answered once: {said:?}"
-    );
-}
-
-#[tokio::test]
-async fn commands_for_one_agent_reach_only_it_and_unnamed_ones_ask_which() {
-    let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
-    let agents = ["claude", "codex"];
-    to_all(&gw, &agents, "$1", |m| m.body = "!new codex".into()).await;
-    to_all(&gw, &agents, "$2", |m| m.body = "!new".into()).await;
-    to_all(&gw, &agents, "$3", |m| m.body = "!status".into()).await;
-    settle().await;
-    let claude = fakes[0].1.shown("!r");
-    let codex = fakes[1].1.shown("!r");
-    assert!(codex.iter().any(|t| t.contains("Fresh start")), "{codex:?}");
-    assert!(
-        !claude.iter().any(|t| t.contains("Fresh start")),
-        "{claude:?}"
-    );
-    // The responder (first agent by ID) asks which agent `!new` is for, and answers
-    // `!status` once for both.
-    assert!(
-        claude
-            .iter()
-            .any(|t| t.contains("!new claude or !new codex")),
-        "{claude:?}"
-    );
-    let status: Vec<&String> = claude
-        .iter()
-        .chain(codex.iter())
-        .filter(|t| t.contains("no session yet"))
-        .collect();
-    assert_eq!(status.len(), 1, "{status:?}");
-    assert!(status[0].contains("Claude: idle") && status[0].contains("Codex: idle"));
-}
-
-#[tokio::test]
-async fn an_unnamed_stop_stops_every_turn_running_in_the_room() {
-    let (gw, fakes, _, _) = gateway_in_room(
-        &[
-            ("claude", Script::UntilCancelled),
-            ("codex", Script::UntilCancelled),
-        ],
-        false,
-        RoomRules::default(),
-    )
-    .await;
-    let agents = ["claude", "codex"];
-    to_all(&gw, &agents, "$1", |m| m.body = "claude: work".into()).await;
-    settle().await;
-    to_all(&gw, &agents, "$2", |m| m.body = "!stop".into()).await;
-    settle().await;
-    let claude = fakes[0].1.shown("!r");
-    assert!(
-        claude.iter().any(|t| t.contains("Stopped by @alice:x")),
-        "{claude:?}"
-    );
-    assert!(
-        fakes[1].1.shown("!r").is_empty(),
-        "codex had nothing to stop"
-    );
-}
-
-#[tokio::test]
-async fn hand_offs_between_agents_stop_at_the_hop_limit() {
-    let say = |text: &str| Script::Chunks(vec![text.into()], Duration::from_millis(5));
-    let rules = RoomRules {
-        handoff: true,
-        handoff_max_hops: 3,
-        ..RoomRules::default()
-    };
-    let (gw, fakes, _, handed) = gateway_in_room(
-        &[
-            ("claude", say("codex: ping")),
-            ("codex", say("@claude pong")),
-        ],
-        false,
-        rules,
-    )
-    .await;
-    tokio::spawn(gw.clone().run_handoffs(handed));
-    let agents = ["claude", "codex"];
-    to_all(&gw, &agents, "$1", |m| m.body = "claude: start".into()).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    // start → claude; claude → codex (1); codex → claude (2); claude → codex (3); stop.
-    assert_eq!(
-        fakes[0].0.prompt_texts().len(),
-        2,
-        "{:?}",
-        fakes[0].0.prompt_texts()
-    );
-    assert_eq!(
-        fakes[1].0.prompt_texts().len(),
-        2,
-        "{:?}",
-        fakes[1].0.prompt_texts()
-    );
-    assert_eq!(
-        fakes[1].0.prompt_texts()[0],
-        "Claude (another agent in this room) hands this to you:\n\nping"
-    );
-    let said: Vec<String> = fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect();
-    assert_eq!(
-        said.iter()
-            .filter(|t| t.contains("the most allowed"))
-            .count(),
-        1,
-        "{said:?}"
-    );
-    // A person's message starts the count over.
-    to_all(&gw, &agents, "$2", |m| m.body = "codex: again".into()).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(
-        fakes[1].0.prompt_texts().len(),
-        4,
-        "{:?}",
-        fakes[1].0.prompt_texts()
-    );
-}
-
-#[tokio::test]
-async fn without_hand_offs_an_agent_addressing_another_prompts_nothing() {
-    let say = |text: &str| Script::Chunks(vec![text.into()], Duration::from_millis(5));
-    let (gw, fakes, _, handed) = gateway_in_room(
-        &[("claude", say("codex: ping")), ("codex", say("pong"))],
-        false,
-        RoomRules::default(),
-    )
-    .await;
-    tokio::spawn(gw.clone().run_handoffs(handed));
-    to_all(&gw, &["claude", "codex"], "$1", |m| {
-        m.body = "claude: start".into()
-    })
-    .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(fakes[0].0.prompts().len(), 1);
-    assert!(fakes[1].0.prompts().is_empty());
-}
-
-#[tokio::test]
-async fn unsupported_kinds_are_answered_by_the_agents_they_are_for_only() {
-    let (gw, fakes, _, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
-    let image = |agent: &str, id: &str, reply_to_codex: bool| {
-        let mut m = copy_for(agent, id, "");
-        if reply_to_codex {
-            m.reply_to = Some("$earlier".into());
-            m.reply_to_sender = Some("@codex:x".into());
-        }
-        Inbound::Unreadable(m, Unreadable::Unsupported("m.location".into()))
-    };
-    for agent in ["claude", "codex"] {
-        gw.handle(image(agent, "$1", false)).await;
-        gw.handle(image(agent, "$2", true)).await;
-    }
-    settle().await;
-    assert!(
-        fakes[0].1.shown("!r").is_empty(),
-        "{:?}",
-        fakes[0].1.shown("!r")
-    );
-    let codex = fakes[1].1.shown("!r");
-    assert_eq!(codex.len(), 1, "{codex:?}");
-    assert!(
-        codex[0].contains("cannot read location messages"),
-        "{codex:?}"
-    );
-}
-
-#[tokio::test]
-async fn a_command_naming_no_agent_here_changes_nothing_and_says_so() {
-    let script = Script::Chunks(vec!["ok".into()], Duration::ZERO);
-    let (gw, fakes, _, _) = gateway_in_room(&[("demo", script)], false, RoomRules::default()).await;
-    to_all(&gw, &["demo"], "$1", |m| m.body = "!new ghost".into()).await;
-    settle().await;
-    let shown = fakes[0].1.shown("!r");
-    assert_eq!(shown.len(), 1, "{shown:?}");
-    assert!(
-        shown[0].contains("No agent here is called “ghost”"),
-        "{shown:?}"
-    );
-    assert!(!shown[0].contains("Fresh start"));
 }
