@@ -3,6 +3,7 @@
 //! when edited, the room is told the answer is to the text as it was (or, with
 //! `continuity.rerun_edited`, the answer stops and the new text runs).
 
+use super::queue::Edit;
 use super::turn::{TurnControl, TurnView};
 use super::*;
 use crate::core::inbound::{Change, IncomingMessage};
@@ -15,15 +16,16 @@ impl Channel {
     /// author replaces its text (kept for a restart too); a redaction takes it out of the
     /// queue, its ⏳ taken back. Returns whether the message was queued here.
     pub(super) async fn change_queued(&mut self, change: &IncomingChange) -> bool {
-        let Some(at) = (self.queue.iter()).position(|q| q.message.event_id == change.target) else {
+        if !self.queue.holds(&change.target) {
             return false;
-        };
+        }
         let ctx = self.ctx.clone();
         match &change.change {
             // Only the author may change what they asked (Matrix ignores other edits too).
-            Change::Edited(_) if self.queue[at].message.sender != change.sender => {}
             Change::Edited(text) => {
-                self.queue[at].message.body = text.clone();
+                if self.queue.edit(&change.target, &change.sender, text) != Edit::Done {
+                    return true;
+                }
                 (ctx.store
                     .update_pending_body(&ctx.agent_id, &change.target, text)
                     .await)
@@ -31,7 +33,10 @@ impl Channel {
                 tracing::info!(agent = %ctx.agent_id, room = %self.key.room, event = %change.target, "a queued prompt was edited; it runs with its new text");
             }
             Change::Redacted => {
-                let gone = self.queue.remove(at).expect("position found above");
+                let gone = self
+                    .queue
+                    .take(&change.target)
+                    .expect("it waits, seen above");
                 if let Some(reaction) = &gone.reaction {
                     let _ = ctx.chat.redact(&self.key.room, reaction).await;
                 }

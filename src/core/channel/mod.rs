@@ -11,6 +11,7 @@ mod commands;
 mod files_out;
 mod journal;
 mod modes;
+mod queue;
 mod session;
 mod turn;
 mod turn_input;
@@ -38,6 +39,7 @@ use crate::model::ids::{ConversationKey, EventId, RoomId, UserId};
 use crate::render::cards;
 use crate::render::strings;
 use crate::store::LogFailure;
+use queue::{Queue, Queued};
 
 /// What a channel tells `!status` and `!help` about itself.
 #[derive(Debug, Clone, Default)]
@@ -157,7 +159,7 @@ pub struct Channel {
     /// The ACP session, opened at the first prompt.
     session: Option<Session>,
     /// Prompts waiting behind the running turn.
-    queue: VecDeque<Queued>,
+    queue: Queue,
     /// Inputs that came while a turn waited for a slot and must wait until it has run.
     deferred: VecDeque<ChannelInput>,
     /// The agent's slash commands, as last advertised (listed by `!help`).
@@ -172,8 +174,6 @@ pub struct Channel {
     held: Vec<attachments::Held>,
     /// The session's title, as the agent last gave it.
     title: Option<String>,
-    /// How many queued prompts this channel counts in the queue metric now.
-    queue_counted: usize,
     /// The mode this conversation keeps (as last read from or written to the store).
     kept_mode: Option<crate::model::modes::KeptMode>,
     /// Set during a turn when the session went to a mode that does not ask and could not
@@ -198,37 +198,6 @@ impl Session {
             fresh: false,
             first_prompt: None,
             tools,
-        }
-    }
-}
-
-/// A prompt waiting for its turn.
-struct Queued {
-    /// The message.
-    message: IncomingMessage,
-    /// The "queued" reaction put on it, removed when its turn starts.
-    reaction: Option<EventId>,
-    /// Whether it is the re-run of a prompt a crash cut.
-    rerun: bool,
-    /// Whether it runs again because it was edited while it was being answered
-    /// (`continuity.rerun_edited`): its answer is a new one.
-    edited: bool,
-}
-
-impl Queued {
-    fn new(message: IncomingMessage) -> Self {
-        Self {
-            message,
-            reaction: None,
-            rerun: false,
-            edited: false,
-        }
-    }
-
-    fn rerun(message: IncomingMessage) -> Self {
-        Self {
-            rerun: true,
-            ..Self::new(message)
         }
     }
 }
@@ -266,12 +235,13 @@ impl Channel {
             }),
             None => ctx,
         };
+        let queue = Queue::new(ctx.agent_id.clone(), ctx.max_waiting);
         Self {
             key,
             ctx,
             inputs,
             session: None,
-            queue: VecDeque::new(),
+            queue,
             deferred: VecDeque::new(),
             commands: Vec::new(),
             shutdown,
@@ -279,7 +249,6 @@ impl Channel {
             usage: Usage::default(),
             held: Vec::new(),
             title: None,
-            queue_counted: 0,
             kept_mode: None,
             unfenced_turn: false,
             folder: None,
@@ -299,16 +268,16 @@ impl Channel {
     /// Runs until the input queue is closed or the gateway shuts down.
     pub async fn run(mut self) {
         loop {
-            self.count_queue();
+            self.queue.count();
             if self.shutdown.is_cancelled() {
                 self.abandon_queue().await;
-                self.count_queue();
+                self.queue.count();
                 return;
             }
             // What came while the last turn waited for a slot goes before the next turn.
             let deferred = self.deferred.pop_front();
             if deferred.is_none()
-                && let Some(next) = self.queue.pop_front()
+                && let Some(next) = self.queue.next()
             {
                 if let Some(reaction) = &next.reaction {
                     let _ = self.ctx.chat.redact(&self.key.room, reaction).await;
@@ -322,7 +291,7 @@ impl Channel {
                     // Answered, one way or another: a turn that began settled it already;
                     // one refused before (an unknown slash command, no session) is here. One
                     // queued again (edited while it ran) waits on.
-                    if !self.queue.iter().any(|q| q.message.event_id == event_id) {
+                    if !self.queue.holds(&event_id) {
                         self.settle(&event_id).await;
                     }
                 }
@@ -360,10 +329,7 @@ impl Channel {
             ChannelInput::Aside(message) => self.hold_aside(message),
             ChannelInput::Resumed { message, reaction } => {
                 if let Some(message) = self.gather(message, true).await {
-                    self.queue.push_back(Queued {
-                        reaction,
-                        ..Queued::new(message)
-                    })
+                    self.queue.push_back(Queued::marked(message, reaction))
                 }
             }
             ChannelInput::Command(Command::NewConversation(_), message) => {
@@ -384,16 +350,6 @@ impl Channel {
             }
             // Polls exist only during a turn.
             ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}
-        }
-    }
-
-    /// Brings the queue metric up to date with this channel's queue.
-    pub(super) fn count_queue(&mut self) {
-        let now = self.queue.len();
-        let change = now as i64 - self.queue_counted as i64;
-        if change != 0 {
-            crate::core::metrics::metrics().queued(&self.ctx.agent_id, change);
-            self.queue_counted = now;
         }
     }
 
@@ -528,7 +484,7 @@ impl Channel {
     /// Queues `message` marked ⏳ (unless it is already: `reaction`); past
     /// `queue.max_waiting` it is refused with a notice and settled instead.
     async fn mark_and_queue(&mut self, message: IncomingMessage, reaction: Option<EventId>) {
-        if self.queue.len() >= self.ctx.max_waiting {
+        if self.queue.is_full() {
             tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, event = %message.event_id, waiting = self.queue.len(), "too many messages wait; one was refused");
             if let Some(reaction) = &reaction {
                 let _ = self.ctx.chat.redact(&self.key.room, reaction).await;
@@ -542,10 +498,7 @@ impl Channel {
             Some(reaction) => Some(reaction),
             None => self.mark_queued(&message.event_id).await,
         };
-        self.queue.push_back(Queued {
-            reaction,
-            ..Queued::new(message)
-        });
+        self.queue.push_back(Queued::marked(message, reaction));
     }
 
     /// Puts the ⏳ reaction on a waiting message and remembers it with the message, so it

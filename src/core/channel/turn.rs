@@ -292,7 +292,7 @@ impl Channel {
                 }
                 Some(input) = self.inputs.recv() => {
                     self.handle_input_during_turn(input, &session_id, view, control).await;
-                    self.count_queue();
+                    self.queue.count();
                 }
                 _ = sleep_until_opt(quiet_at) => {
                     quiet_noted = true;
