@@ -205,10 +205,7 @@ mod tests {
             Edit::NotTheAuthor
         );
         assert_eq!(queue.edit(&one, &"@a:x".into(), "fixed"), Edit::Done);
-        assert_eq!(
-            queue.edit(&"$9".into(), &"@a:x".into(), "x"),
-            Edit::NotHere
-        );
+        assert_eq!(queue.edit(&"$9".into(), &"@a:x".into(), "x"), Edit::NotHere);
         assert!(queue.holds(&two));
         assert_eq!(queue.take(&two).unwrap().message.event_id, two);
         assert!(!queue.holds(&two) && queue.take(&two).is_none());

@@ -26,8 +26,7 @@ impl Gateway {
     /// agent of ours. The chat side asks before it spends a request on their message (such
     /// as fetching the message it replies to).
     pub fn listens_to(&self, sender: &UserId) -> bool {
-        !self.agent_users.contains(sender)
-            && (self.access.allows(sender) || self.approvers.allows(sender))
+        self.people.listens_to(sender)
     }
 
     pub(super) async fn admit(
@@ -43,7 +42,7 @@ impl Gateway {
             sender,
             ..
         } = message;
-        if self.agent_users.contains(sender) {
+        if self.people.is_agent(sender) {
             return false;
         }
         if !trusted(sender) {
@@ -108,7 +107,7 @@ impl Gateway {
             }
         }
         if !self
-            .admit(&message, |sender| self.access.allows(sender), None)
+            .admit(&message, |sender| self.people.may_prompt(sender), None)
             .await
         {
             return;
@@ -135,7 +134,7 @@ impl Gateway {
     /// know whether it concerns a message of theirs: queued, or being answered. Only from
     /// people the gateway listens to.
     pub(super) fn handle_change(&self, change: IncomingChange) {
-        if self.agent_users.contains(&change.sender) || !self.listens_to(&change.sender) {
+        if !self.people.listens_to(&change.sender) {
             return;
         }
         let conversation = change.conversation();
@@ -147,13 +146,10 @@ impl Gateway {
     /// The agents' own reactions (the choices pre-put on polls) never count, and a 🛑 only
     /// from someone who may stop turns; who may answer a poll is checked by the channel.
     pub(super) fn handle_reaction(&self, reaction: IncomingReaction) {
-        if self.agent_users.contains(&reaction.sender) {
+        if self.people.is_agent(&reaction.sender) {
             return;
         }
-        if poll::is_stop_key(&reaction.key)
-            && !self.access.allows(&reaction.sender)
-            && !self.approvers.allows(&reaction.sender)
-        {
+        if poll::is_stop_key(&reaction.key) && !self.people.may_stop(&reaction.sender) {
             tracing::info!(agent = %reaction.agent_id, room = %reaction.room_id, sender = %reaction.sender, "ignoring a stop reaction from a user who is not allowed");
             return;
         }

@@ -120,7 +120,7 @@ impl Gateway {
     /// within the bound: from an allowed person, after the agent arrived, not taken in
     /// already, with something in it, and for this agent.
     async fn would_have_answered(&self, inbound: &Inbound, message: &IncomingMessage) -> bool {
-        if self.agent_users.contains(&message.sender) || !self.access.allows(&message.sender) {
+        if self.people.is_agent(&message.sender) || !self.people.may_prompt(&message.sender) {
             return false;
         }
         if matches!(inbound, Inbound::Message(m) if m.body.trim().is_empty() && m.media.is_empty())

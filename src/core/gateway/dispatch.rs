@@ -42,13 +42,13 @@ impl Gateway {
             ..message
         };
         let determination = self.determine(&message, &members, &addressing, &routing);
-        let allowed = |sender: &UserId| self.access.allows(sender);
+        let allowed = |sender: &UserId| self.people.may_prompt(sender);
         // Approvers who may not prompt may still answer polls and stop turns (as they can
         // with a 🛑 reaction).
         let approver_may = |command: &Command| {
             let for_approvers = command.for_approvers();
             move |sender: &UserId| {
-                self.access.allows(sender) || (for_approvers && self.approvers.allows(sender))
+                self.people.may_prompt(sender) || (for_approvers && self.people.may_approve(sender))
             }
         };
         let as_command = Some(PendingKind::Command);
@@ -100,7 +100,7 @@ impl Gateway {
             // Admins may change settings without being allowed to prompt; what someone who
             // is not an admin may choose, the channel decides (`settings_policy`).
             Determination::AgentCommand(command) if command.changes_settings() => {
-                let may = |who: &UserId| self.access.allows(who) || self.admins.allows(who);
+                let may = |who: &UserId| self.people.may_prompt(who) || self.people.is_admin(who);
                 if self.admit(&message, may, as_command).await {
                     let input = ChannelInput::Command(command, message.clone());
                     self.send_to_channel(&message.conversation(), input).await;
@@ -234,11 +234,11 @@ impl Gateway {
         // channel takes only as a poll answer.
         let answers_poll = message.reply_to.is_some();
         let trusted = |sender: &UserId| {
-            self.access.allows(sender) || (answers_poll && self.approvers.allows(sender))
+            self.people.may_prompt(sender) || (answers_poll && self.people.may_approve(sender))
         };
         // A prompt waits durably until its turn begins; a poll answer from someone who may
         // not prompt is answered at once or not at all (its poll dies with a restart).
-        let prompts = self.access.allows(&message.sender);
+        let prompts = self.people.may_prompt(&message.sender);
         if !self
             .admit(&message, trusted, prompts.then_some(PendingKind::Prompt))
             .await

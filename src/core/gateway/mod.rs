@@ -12,6 +12,7 @@ mod catch_up;
 mod dispatch;
 mod handoff;
 mod outbox;
+mod people;
 mod recovery;
 mod registry;
 mod room_commands;
@@ -20,7 +21,7 @@ mod room_commands;
 mod tests;
 
 use crate::model::ids::ConversationKey;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::core::access::AccessList;
@@ -33,6 +34,7 @@ use crate::core::voice::{RoomVoice, txn};
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
 use crate::model::{OutMessage, ThreadMode};
 use crate::store::{LogFailure, Store, now_ms};
+use people::People;
 use registry::Channels;
 
 /// How rooms with several agents behave, from the `[rooms]` config table.
@@ -92,14 +94,8 @@ impl Default for GatewaySettings {
 pub struct Gateway {
     /// Per-agent context, by agent ID.
     agents: HashMap<AgentId, Arc<AgentContext>>,
-    /// The Matrix users of all agents: their messages are never prompts.
-    agent_users: HashSet<UserId>,
-    /// Who may invite, prompt and stop.
-    access: AccessList,
-    /// Who may answer permission polls (and so also stop a turn from one).
-    approvers: AccessList,
-    /// Who may change an agent's mode, model and options.
-    admins: AccessList,
+    /// Who the gateway listens to, and for what.
+    people: People,
     /// The database.
     store: Store,
     /// Chat command prefix.
@@ -128,14 +124,16 @@ impl Gateway {
         settings: GatewaySettings,
     ) -> Self {
         Self {
-            agent_users: agents.iter().map(|a| a.user_id.clone()).collect(),
+            people: People::new(
+                agents.iter().map(|a| a.user_id.clone()).collect(),
+                access.allowed,
+                access.approvers,
+                access.admins,
+            ),
             agents: agents
                 .into_iter()
                 .map(|a| (a.agent_id.clone(), a))
                 .collect(),
-            access: access.allowed,
-            approvers: access.approvers,
-            admins: access.admins,
             store,
             prefix: settings.prefix,
             channels: Channels::default(),
@@ -161,7 +159,7 @@ impl Gateway {
         room_id: &RoomId,
         inviter: &UserId,
     ) -> bool {
-        if !self.access.allows(inviter) {
+        if !self.people.may_prompt(inviter) {
             tracing::warn!(
                 agent = %agent_id,
                 room = %room_id,

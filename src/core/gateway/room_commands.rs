@@ -136,7 +136,7 @@ impl Gateway {
                 worktrees: (members.iter())
                     .filter_map(|m| self.agents.get(&m.agent_id))
                     .any(|ctx| ctx.workspace.worktrees().is_some()),
-                admin: self.admins.allows(&message.sender),
+                admin: self.people.is_admin(&message.sender),
             };
             return strings::help(
                 &self.prefix,
