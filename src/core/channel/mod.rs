@@ -15,6 +15,7 @@ mod queue;
 mod session;
 mod turn;
 mod turn_input;
+mod typing;
 mod worktree;
 
 #[cfg(test)]

@@ -2,11 +2,11 @@
 //! recorded. See `docs/turns.md`.
 
 use super::journal::TurnJournal;
+use super::typing::Typing;
 use super::*;
 use crate::core::context::Handoff;
 use crate::core::voice::txn;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::core::chat::Undelivered;
@@ -99,37 +99,13 @@ impl Channel {
         // A slash command the agent does not offer is answered here instead of being sent;
         // the agent's list is known once its session is open.
         let slash = routing::slash_command(&message.body).filter(|_| !rerun);
-        if let Some(command) = slash {
-            if !self.open_session().await {
-                return;
-            }
-            self.await_commands().await;
-            if !self.commands.is_empty() && !self.commands.iter().any(|c| c.name == command) {
-                tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, command, "a slash command the agent does not offer");
-                let several = self.several_agents_here().await;
-                self.notice(strings::unknown_slash(&self.agent_line(), command, several))
-                    .await;
-                return;
-            }
+        if let Some(command) = slash
+            && !self.agent_offers(command).await
+        {
+            return;
         }
         if !rerun {
-            // The transcript names the files that came with it: a conversation re-injected
-            // later still knows they were sent.
-            let mut body = message.body.clone();
-            for file in &message.media {
-                if !body.is_empty() {
-                    body.push('\n');
-                }
-                body.push_str(&media::transcript_note(file));
-            }
-            self.record(TranscriptLine {
-                role: Role::User,
-                sender: &message.sender,
-                event_id: Some(&message.event_id),
-                body: &body,
-                stop_reason: None,
-            })
-            .await;
+            self.record_prompt(&message).await;
         }
         if !self.open_session().await {
             return;
@@ -172,7 +148,65 @@ impl Channel {
             return;
         }
 
-        let txn_prefix = self.reply_txn_prefix(&message, rerun, edited);
+        let mut view = self.turn_view(&message, rerun, edited).await;
+        self.ctx
+            .store
+            .begin_turn(&self.key, &message.event_id, rerun)
+            .await
+            .or_log("could not record the turn; a crash would leave it unmarked");
+        self.approvals.new_turn();
+        let mut control = TurnControl::default();
+        let typing = Typing::after(TYPING_AFTER, self.ctx.chat.clone(), self.key.room.clone());
+        let result = self.drive(prompt, &mut view, &mut control).await;
+        self.finish_turn(result, view, control).await;
+        // A session that left the asking modes for good is not used again.
+        if std::mem::take(&mut self.unfenced_turn) {
+            self.leave_session().await;
+        }
+        typing.done().await;
+    }
+
+    /// Whether the agent offers slash `command` (a session opened for it to say); one it
+    /// does not is answered here instead of being sent.
+    async fn agent_offers(&mut self, command: &str) -> bool {
+        if !self.open_session().await {
+            return false;
+        }
+        self.await_commands().await;
+        if self.commands.is_empty() || self.commands.iter().any(|c| c.name == command) {
+            return true;
+        }
+        tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, command, "a slash command the agent does not offer");
+        let several = self.several_agents_here().await;
+        self.notice(strings::unknown_slash(&self.agent_line(), command, several))
+            .await;
+        false
+    }
+
+    /// Records `message` in the transcript, naming the files that came with it: a
+    /// conversation re-injected later still knows they were sent.
+    async fn record_prompt(&self, message: &IncomingMessage) {
+        let mut body = message.body.clone();
+        for file in &message.media {
+            if !body.is_empty() {
+                body.push('\n');
+            }
+            body.push_str(&media::transcript_note(file));
+        }
+        self.record(TranscriptLine {
+            role: Role::User,
+            sender: &message.sender,
+            event_id: Some(&message.event_id),
+            body: &body,
+            stop_reason: None,
+        })
+        .await;
+    }
+
+    /// What the turn answering `message` shows and records: its reply, its cards and
+    /// plan, and its crash journal.
+    async fn turn_view(&self, message: &IncomingMessage, rerun: bool, edited: bool) -> TurnView {
+        let txn_prefix = self.reply_txn_prefix(message, rerun, edited);
         let verbosity = self.verbosity().await;
         // A prompt is re-run after a crash at most once.
         let cut_footer = match self.ctx.rerun_interrupted && !rerun {
@@ -186,7 +220,7 @@ impl Channel {
             self.key.clone(),
             cut_footer,
         );
-        let mut view = TurnView {
+        TurnView {
             stream: ReplyStream::new(
                 Arc::new(replies),
                 self.key.room.clone(),
@@ -205,40 +239,6 @@ impl Channel {
             prompt_event: message.event_id.clone(),
             journal: TurnJournal::new(self.ctx.store.clone(), self.key.clone(), cut_footer),
             files: 0,
-        };
-        self.ctx
-            .store
-            .begin_turn(&self.key, &message.event_id, rerun)
-            .await
-            .or_log("could not record the turn; a crash would leave it unmarked");
-        self.approvals.new_turn();
-        let mut control = TurnControl::default();
-        // The typing notice goes beside the prompt, never before it, and only for a turn
-        // that takes a while (see [`TYPING_AFTER`]).
-        let typing_sent = Arc::new(AtomicBool::new(false));
-        let typing = {
-            let (chat, room) = (self.ctx.chat.clone(), self.key.room.clone());
-            let sent = typing_sent.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(TYPING_AFTER).await;
-                sent.store(true, Ordering::SeqCst);
-                chat.typing(&room, true).await
-            })
-        };
-        let result = self.drive(prompt, &mut view, &mut control).await;
-        self.finish_turn(result, view, control).await;
-        // A session that left the asking modes for good is not used again.
-        if std::mem::take(&mut self.unfenced_turn) {
-            self.leave_session().await;
-        }
-        // Taken off after the answer is complete, and only once it was put on: one that is
-        // going out is waited for, one not due yet is dropped.
-        if !typing_sent.load(Ordering::SeqCst) {
-            typing.abort();
-        }
-        let _ = typing.await;
-        if typing_sent.load(Ordering::SeqCst) {
-            self.ctx.chat.typing(&self.key.room, false).await;
         }
     }
 
