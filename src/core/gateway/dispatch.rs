@@ -15,6 +15,19 @@ use crate::model::ThreadMode;
 use crate::render::strings;
 use crate::store::{PendingKind, RoomRouting};
 
+/// A message once decided, with what the decision read of its room.
+struct Decided {
+    /// The message, its addresses taken off (and out of its thread where the room is one
+    /// conversation).
+    message: IncomingMessage,
+    /// The room's agents, as the agent that saw the message knows them.
+    members: Vec<Member>,
+    /// The room's routing settings.
+    routing: RoomRouting,
+    /// How the room treats threads.
+    thread_mode: ThreadMode,
+}
+
 impl Gateway {
     /// A room message: decided (`core::determination`, pure), then carried out here.
     pub(super) async fn handle_message(self: &Arc<Self>, message: IncomingMessage) {
@@ -42,30 +55,41 @@ impl Gateway {
             ..message
         };
         let determination = self.determine(&message, &members, &addressing, &routing);
-        let allowed = |sender: &UserId| self.people.may_prompt(sender);
-        // Approvers who may not prompt may still answer polls and stop turns (as they can
-        // with a 🛑 reaction).
-        let approver_may = |command: &Command| {
-            let for_approvers = command.for_approvers();
-            move |sender: &UserId| {
-                self.people.may_prompt(sender) || (for_approvers && self.people.may_approve(sender))
-            }
+        let aside = !message.media.is_empty()
+            && message.body.trim().is_empty()
+            && routing::targets(&addressing, &members, routing.default_agent.as_ref()).is_empty();
+        let decided = Decided {
+            message,
+            members,
+            routing,
+            thread_mode,
         };
+        self.carry_out(determination, decided, aside).await;
+    }
+
+    /// Carries out what was decided for a message (`aside`: a file without a question that
+    /// addresses no agent of the room).
+    async fn carry_out(
+        self: &Arc<Self>,
+        determination: Determination,
+        decided: Decided,
+        aside: bool,
+    ) {
+        let Decided {
+            message,
+            members,
+            routing,
+            thread_mode,
+        } = decided;
+        let allowed = |sender: &UserId| self.people.may_prompt(sender);
         let as_command = Some(PendingKind::Command);
         match determination {
             // A file without a question, in a room where it addresses no agent: people
             // often paste a screenshot, then ask an agent about it. Each agent keeps it
             // quietly for a while (it may be for people only: nobody is told).
-            Determination::NotMine
-                if !message.media.is_empty()
-                    && message.body.trim().is_empty()
-                    && routing::targets(&addressing, &members, routing.default_agent.as_ref())
-                        .is_empty() =>
-            {
-                if self.admit(&message, allowed, None).await {
-                    let input = ChannelInput::Aside(message.clone());
-                    self.send_to_channel(&message.conversation(), input).await;
-                }
+            Determination::NotMine if aside => {
+                let input = ChannelInput::Aside(message.clone());
+                self.admit_and_send(&message, allowed, None, input).await;
             }
             Determination::NotMine => {}
             // Where each message of the main timeline opens its own thread, the prompt is
@@ -77,11 +101,17 @@ impl Gateway {
                 }
                 _ => self.prompt(message).await,
             },
-            Determination::SlashNeedsAgent(slash) => {
+            Determination::SlashNeedsAgent(_) | Determination::NoSuchAgent(_) => {
                 if self.admit(&message, allowed, as_command).await {
                     let lines = self.agent_lines(&members, &HashMap::new());
-                    self.answer(&message, strings::slash_needs_agent(&slash, &lines))
-                        .await;
+                    let text = match &determination {
+                        Determination::SlashNeedsAgent(slash) => {
+                            strings::slash_needs_agent(slash, &lines)
+                        }
+                        Determination::NoSuchAgent(word) => strings::no_such_agent(word, &lines),
+                        _ => unreachable!("matched above"),
+                    };
+                    self.answer(&message, text).await;
                 }
             }
             Determination::RoomCommand(command) => {
@@ -90,35 +120,15 @@ impl Gateway {
                         .await
                 }
             }
-            Determination::NoSuchAgent(word) => {
-                if self.admit(&message, allowed, as_command).await {
-                    let lines = self.agent_lines(&members, &HashMap::new());
-                    self.answer(&message, strings::no_such_agent(&word, &lines))
-                        .await;
-                }
-            }
-            // Admins may change settings without being allowed to prompt; what someone who
-            // is not an admin may choose, the channel decides (`settings_policy`).
-            Determination::AgentCommand(command) if command.changes_settings() => {
-                let may = |who: &UserId| self.people.may_prompt(who) || self.people.is_admin(who);
-                if self.admit(&message, may, as_command).await {
-                    let input = ChannelInput::Command(command, message.clone());
-                    self.send_to_channel(&message.conversation(), input).await;
-                }
-            }
             // The channel settles it once carried out.
             Determination::AgentCommand(command) => {
-                if self
-                    .admit(&message, approver_may(&command), as_command)
-                    .await
-                {
-                    let input = ChannelInput::Command(command, message.clone());
-                    self.send_to_channel(&message.conversation(), input).await;
-                }
+                let may = self.may_give(&command);
+                let input = ChannelInput::Command(command, message.clone());
+                self.admit_and_send(&message, may, as_command, input).await;
             }
             Determination::CommandForNobody(command) => {
                 if self
-                    .admit(&message, approver_may(&command), as_command)
+                    .admit(&message, self.may_give(&command), as_command)
                     .await
                 {
                     // It may wait for the channels' reports: not on the chat side's time.
@@ -129,6 +139,33 @@ impl Gateway {
                     });
                 }
             }
+        }
+    }
+
+    /// Who may give `command`: whoever may prompt; admins too for a command that changes
+    /// settings (what someone who is not an admin may choose, the channel decides:
+    /// `settings_policy`); approvers too for one approvers may use (they may answer polls
+    /// and stop turns without being allowed to prompt, as with a 🛑 reaction).
+    fn may_give(&self, command: &Command) -> impl Fn(&UserId) -> bool + '_ {
+        let (settings, for_approvers) = (command.changes_settings(), command.for_approvers());
+        move |who: &UserId| {
+            self.people.may_prompt(who)
+                || (settings && self.people.is_admin(who))
+                || (!settings && for_approvers && self.people.may_approve(who))
+        }
+    }
+
+    /// Admits `message` for those `may` send it (waiting in the store as `kind`, if any),
+    /// then hands `input` to its conversation's channel.
+    async fn admit_and_send(
+        &self,
+        message: &IncomingMessage,
+        may: impl Fn(&UserId) -> bool,
+        kind: Option<PendingKind>,
+        input: ChannelInput,
+    ) {
+        if self.admit(message, may, kind).await {
+            self.send_to_channel(&message.conversation(), input).await;
         }
     }
 
