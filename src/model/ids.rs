@@ -1,7 +1,8 @@
 //! Typed IDs, so a room ID cannot be passed where an agent ID is wanted. Text becomes an ID
-//! in one of two ways: [`parse`](RoomId::parse) where it comes from outside (the config, a
-//! command someone typed, an agent's tool call), which checks its form; or `new` where it
-//! is already known to be one (the Matrix SDK's own typed IDs, a row the gateway stored).
+//! in one of two ways: [`parse`](RoomId::parse) where it comes from outside (the config, an
+//! agent's tool call, an event's raw JSON, anything read with serde), which checks its form;
+//! or `new` where it is already known to be one (the Matrix SDK's own typed IDs, a row the
+//! gateway stored).
 //! An ID reads as text only through `as_str` or `Display`, and never compares with text, so
 //! two kinds never mix by accident. Beyond its sigil an ID is opaque: a room ID of room
 //! version 12 has no `:server` part.
