@@ -348,7 +348,6 @@ impl Channel {
             mut activity,
             ..
         } = view;
-        let stopped_by = control.stopped_by.as_ref().map(UserId::as_str);
         if let Ok(TurnEnd {
             usage: Some(usage), ..
         }) = &result
@@ -356,7 +355,97 @@ impl Channel {
             self.usage.tokens = Some(*usage);
         }
         let result = result.map(|end| end.reason);
-        let (stop_label, ending) = match &result {
+        let (stop_label, ending) = self.ending(&result, &control);
+        // A session dies with its process: the next message opens a new one (which starts
+        // the agent again) and gets the conversation back.
+        let died = matches!(
+            result,
+            Err(AgentError::Exited { .. } | AgentError::Broken(_))
+        );
+        if died {
+            self.drop_session();
+        }
+        let cancelled = matches!(result, Ok(StopReason::Cancelled));
+        if let Err(e) = activity.finish(cancelled).await {
+            tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "could not close the tool cards");
+            if e.is_retryable() {
+                self.to_outbox(activity.undelivered()).await;
+            }
+        }
+        let stopped_by = control.stopped_by.as_ref().map(UserId::as_str);
+        self.end_reply(&mut stream, &result, ending, stopped_by)
+            .await;
+        self.count_turn(
+            &stream,
+            &view.prompt_event,
+            view.message.timestamp_ms,
+            stop_label,
+        );
+        // The turn is over and its reply recorded in one go: a crash now leaves no cut turn
+        // to mark, and no reply missing from the conversation.
+        let first_event = stream.event_ids().into_iter().next();
+        let reply = TranscriptLine {
+            role: Role::Agent,
+            sender: &ctx.user_id,
+            event_id: first_event.as_ref(),
+            body: stream.text(),
+            stop_reason: Some(stop_label),
+        };
+        ctx.store
+            .end_turn(&self.key, Some(reply), None)
+            .await
+            .or_log("could not record the end of the turn");
+        if died {
+            self.show_stderr(false).await;
+        }
+        // A complete answer may address other agents of the room: the gateway decides.
+        if let (Some(event_id), Ok(StopReason::EndTurn)) = (first_event, &result) {
+            self.hand_on(event_id, stream.text()).await;
+        }
+    }
+
+    /// Ends the reply with `ending` (and the usage line, where the room shows everything),
+    /// or, when the agent said nothing, says how the turn ended in a notice of its own.
+    async fn end_reply(
+        &mut self,
+        stream: &mut ReplyStream,
+        result: &Result<StopReason, AgentError>,
+        ending: Option<String>,
+        stopped_by: Option<&str>,
+    ) {
+        let ctx = self.ctx.clone();
+        if stream.text().is_empty() {
+            let text = match (result, ending) {
+                (Ok(reason), None) => strings::empty_reply(&ctx.display_name, reason, stopped_by),
+                (_, ending) => ending.unwrap_or_default(),
+            };
+            self.notice(text).await;
+            return;
+        }
+        let usage = match self.verbosity().await {
+            Verbosity::All => self.usage.line(),
+            _ => None,
+        };
+        let footer: Vec<String> = ending.into_iter().chain(usage).collect();
+        let footer = (!footer.is_empty()).then(|| footer.join("\n\n"));
+        if let Err(e) = stream.finish(footer).await {
+            tracing::error!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "could not deliver the final reply");
+            if e.is_retryable() {
+                self.to_outbox(stream.undelivered()).await;
+            }
+        }
+    }
+
+    /// How the turn ended, for the log and the metrics, and the line the room is told (if
+    /// any): a stop, a shutdown, or the agent's failure in its words.
+    fn ending(
+        &self,
+        result: &Result<StopReason, AgentError>,
+        control: &TurnControl,
+    ) -> (&'static str, Option<String>) {
+        let ctx = &self.ctx;
+        let stopped_by = control.stopped_by.as_ref().map(UserId::as_str);
+        match result {
             Ok(reason) if control.shutdown_deadline.is_some() => (
                 stop_reason_label(reason),
                 Some(strings::STOPPED_AT_SHUTDOWN.to_owned()),
@@ -378,45 +467,15 @@ impl Channel {
                 };
                 ("error", Some(text))
             }
-        };
-        // A session dies with its process: the next message opens a new one (which starts
-        // the agent again) and gets the conversation back.
-        let died = matches!(
-            result,
-            Err(AgentError::Exited { .. } | AgentError::Broken(_))
-        );
-        if died {
-            self.drop_session();
         }
-        let cancelled = matches!(result, Ok(StopReason::Cancelled));
-        if let Err(e) = activity.finish(cancelled).await {
-            tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "could not close the tool cards");
-            if e.is_retryable() {
-                self.to_outbox(activity.undelivered()).await;
-            }
-        }
-        if stream.text().is_empty() {
-            let text = match (&result, ending) {
-                (Ok(reason), None) => strings::empty_reply(&ctx.display_name, reason, stopped_by),
-                (_, ending) => ending.unwrap_or_default(),
-            };
-            self.notice(text).await;
-        } else {
-            let usage = match self.verbosity().await {
-                Verbosity::All => self.usage.line(),
-                _ => None,
-            };
-            let footer: Vec<String> = ending.into_iter().chain(usage).collect();
-            let footer = (!footer.is_empty()).then(|| footer.join("\n\n"));
-            if let Err(e) = stream.finish(footer).await {
-                tracing::error!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "could not deliver the final reply");
-                if e.is_retryable() {
-                    self.to_outbox(stream.undelivered()).await;
-                }
-            }
-        }
-        let stats = stream.stats();
-        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, prompt = %view.prompt_event, stop = stop_label, ?stats, "turn ended");
+    }
+
+    /// The ended turn in the log and the metrics: how it ended, how its answer was
+    /// posted, and how long after the prompt `prompt` was sent (`sent_ms`, the
+    /// homeserver's clock) its first post came.
+    fn count_turn(&self, stream: &ReplyStream, prompt: &EventId, sent_ms: u64, stop_label: &str) {
+        let (ctx, stats) = (&self.ctx, stream.stats());
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, prompt = %prompt, stop = stop_label, ?stats, "turn ended");
         let metrics = crate::core::metrics::metrics();
         let agent = &ctx.agent_id;
         metrics.turn_ended(
@@ -426,42 +485,27 @@ impl Channel {
             stats.edits,
             stats.rate_limited,
         );
-        // From the prompt being sent (the homeserver's clock) to the answer's first post.
-        let sent = std::time::UNIX_EPOCH + Duration::from_millis(view.message.timestamp_ms);
+        let sent = std::time::UNIX_EPOCH + Duration::from_millis(sent_ms);
         if let Some(after) = stats.first_post.and_then(|at| at.duration_since(sent).ok()) {
             metrics.first_answer(agent, after);
         }
-        // The turn is over and its reply recorded in one go: a crash now leaves no cut turn
-        // to mark, and no reply missing from the conversation.
-        let first_event = stream.event_ids().into_iter().next();
-        let reply = TranscriptLine {
-            role: Role::Agent,
-            sender: &ctx.user_id,
-            event_id: first_event.as_ref(),
-            body: stream.text(),
-            stop_reason: Some(stop_label),
+    }
+
+    /// Hands the complete answer `text` (first posted as `event_id`) to the gateway, which
+    /// decides whether it addresses another agent of the room.
+    async fn hand_on(&self, event_id: EventId, text: &str) {
+        let Some(handoffs) = &self.ctx.handoffs else {
+            return;
         };
-        ctx.store
-            .end_turn(&self.key, Some(reply), None)
-            .await
-            .or_log("could not record the end of the turn");
-        if died {
-            self.show_stderr(false).await;
-        }
-        // A complete answer may address other agents of the room: the gateway decides.
-        if let (Some(handoffs), Some(event_id), Ok(StopReason::EndTurn)) =
-            (&ctx.handoffs, first_event, &result)
-        {
-            let handoff = Handoff {
-                room_id: self.key.room.clone(),
-                thread: self.key.thread.clone(),
-                from_agent: ctx.agent_id.clone(),
-                event_id,
-                text: stream.text().to_owned(),
-            };
-            // Waits while the gateway's hand-off queue is full (`core::queues::HANDOFFS`).
-            let _ = handoffs.send(handoff).await;
-        }
+        let handoff = Handoff {
+            room_id: self.key.room.clone(),
+            thread: self.key.thread.clone(),
+            from_agent: self.ctx.agent_id.clone(),
+            event_id,
+            text: text.to_owned(),
+        };
+        // Waits while the gateway's hand-off queue is full (`core::queues::HANDOFFS`).
+        let _ = handoffs.send(handoff).await;
     }
 
     /// `message`'s text as the agent gets it: who wrote it where several people may prompt,
