@@ -234,7 +234,7 @@ impl Store {
                 )| {
                     PendingInput {
                         room_id,
-                        thread: Some(thread).filter(|t| !t.is_empty()).map(EventId::new),
+                        thread: super::thread_of(thread),
                         agent_id,
                         event_id,
                         kind: PendingKind::parse(&kind),
@@ -284,7 +284,7 @@ pub(super) async fn insert_pending(
     .bind(p.sent_at)
     .bind(&p.queued_reaction)
     .bind(now_ms())
-    .bind(p.thread.as_ref().map_or("", EventId::as_str))
+    .bind(super::thread_column(p.thread.as_ref()))
     .bind(media_column(&p.media))
     .execute(&mut **tx)
     .await?;

@@ -62,6 +62,18 @@ impl<T> LogFailure<T> for Result<T, StoreError> {
     }
 }
 
+/// The `thread_id` column of a row of `thread` (as [`ConversationKey::thread_id`]): `""`
+/// for the room's main timeline, as the column is part of unique keys, where NULL would
+/// match nothing.
+fn thread_column(thread: Option<&EventId>) -> &str {
+    thread.map_or("", EventId::as_str)
+}
+
+/// The thread a `thread_id` column holds (none for the main timeline's `""`).
+fn thread_of(column: String) -> Option<EventId> {
+    Some(column).filter(|t| !t.is_empty()).map(EventId::new)
+}
+
 /// Who wrote a transcript entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

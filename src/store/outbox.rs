@@ -58,7 +58,7 @@ impl Store {
             .bind(&item.html)
             .bind(item.notice)
             .bind(now_ms())
-            .bind(item.thread.as_ref().map_or("", EventId::as_str))
+            .bind(super::thread_column(item.thread.as_ref()))
             .execute(&mut *tx)
             .await?;
         }
@@ -81,7 +81,7 @@ impl Store {
                 |(id, room_id, event_id, txn_id, body, html, notice, thread)| OutboxItem {
                     id,
                     room_id,
-                    thread: Some(thread).filter(|t| !t.is_empty()).map(EventId::new),
+                    thread: super::thread_of(thread),
                     event_id,
                     txn_id,
                     body,

@@ -244,7 +244,7 @@ impl Store {
             .await?;
             out.push(UnfinishedTurn {
                 room_id,
-                thread: Some(thread_id).filter(|t| !t.is_empty()).map(EventId::new),
+                thread: super::thread_of(thread_id),
                 prompt_event_id,
                 rerun,
                 reply_text,
