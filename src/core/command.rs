@@ -1,6 +1,8 @@
-//! Chat commands typed by people (`!stop`, `!help`), parsed into an enum by one pure
-//! function so the dispatch code never looks at raw text. See `docs/commands.md`.
+//! Chat commands typed by people (`!stop`, `!help`), parsed by one pure function so the
+//! dispatch code never looks at raw text. See `docs/commands.md`.
 //!
+//! A command is its registry entry and the words typed after it: nothing about one command
+//! is written here, so a new command is its entry in the registry and its handler.
 //! Commands that act on one agent take its name as an optional first word (`!new claude`);
 //! the parser keeps every word, and the gateway, which knows the room's agents, takes the
 //! name off ([`Command::take_agent`]).
@@ -10,105 +12,70 @@
 pub use crate::model::commands as registry;
 
 use super::poll::Reply;
-use registry::{DuringTurn, Kind, Scope, Spec, Who};
+use registry::{AfterCrash, DuringTurn, Kind, Scope, Spec, Who};
 
-/// A chat command.
+/// A chat command as typed: a word after the prefix, and the words after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Show what the gateway understands here, or more about one command (`!help mode`).
-    Help(Option<String>),
-    /// List the gateway's agents with their state, sessions and uptime.
-    Agents,
-    /// Show this room's agents, running turns, queued messages and usage.
-    Status,
-    /// Show or set what the room sees of the agents' work (`!show tools`).
-    Show(Option<String>),
-    /// Show, set or clear (`off`) the agent that unaddressed messages go to.
-    Default(Option<String>),
-    /// Show or set (`on`/`off`) whether agents may hand work to each other.
-    Handoff(Option<String>),
-    /// Show or set how the room's threads map onto conversations (`separate`, `new`, `one`).
-    Threads(Option<String>),
-    /// Stop the running turn (`session/cancel`).
-    Stop(Vec<String>),
-    /// Answer a permission poll (`!allow`, `!always`, `!deny`, `!reject`), best as a reply
-    /// to the poll.
-    Answer(Reply),
-    /// Start a new conversation: a new session without the earlier transcript (`!new`).
-    NewConversation(Vec<String>),
-    /// Show the last lines the agent wrote to stderr (allowed users only).
-    Logs(Vec<String>),
-    /// List the agent's own slash commands.
-    Commands(Vec<String>),
-    /// Show the session's modes, or switch to one (`session/set_mode`).
-    Mode(Vec<String>),
-    /// Show the model choices, or pick one (the config option of category `model`).
-    Model(Vec<String>),
-    /// Show the session's config options, or set one (`session/set_config_option`).
-    Set(Vec<String>),
-    /// Show the conversation's git worktree, or remove it (`!worktree remove`).
-    Worktree(Vec<String>),
-    /// Post a file of the conversation's workspace (`!file PATH`).
-    File(Vec<String>),
-    /// List the agent's sessions of this conversation's folder (`session/list`).
-    Sessions(Vec<String>),
-    /// Continue one of the agent's sessions in this conversation (`!attach ID`).
-    Attach(Vec<String>),
-    /// Sign the agent in with one of the methods it offers (`!login ID`; admins only).
-    Login(Vec<String>),
-    /// A word after the prefix that is no command we know.
-    Unknown(String),
+pub struct Command {
+    /// Its registry entry; `None` for a word that is no command we know (answered with
+    /// a pointer to `!help`).
+    spec: Option<&'static Spec>,
+    /// Its name (an alias typed stands for it), or the word typed, lowercased, that is no
+    /// command.
+    word: String,
+    /// The words after it, as typed (an agent's name first, until
+    /// [`Command::take_agent`] takes it off).
+    words: Vec<String>,
 }
 
 impl Command {
-    /// Its entry in the registry; `None` for a word that is no command.
-    pub fn spec(&self) -> Option<&'static Spec> {
-        let kind = match self {
-            Command::Help(_) => Kind::Help,
-            Command::Agents => Kind::Agents,
-            Command::Status => Kind::Status,
-            Command::Show(_) => Kind::Show,
-            Command::Default(_) => Kind::Default,
-            Command::Handoff(_) => Kind::Handoff,
-            Command::Threads(_) => Kind::Threads,
-            Command::Stop(_) => Kind::Stop,
-            Command::Answer(Reply::Allow) => Kind::Allow,
-            Command::Answer(Reply::Always) => Kind::Always,
-            Command::Answer(Reply::Deny) => Kind::Deny,
-            Command::Answer(Reply::Reject) => Kind::Reject,
-            // Answers no typed command makes (a number, an emoji) follow the answers' rules.
-            Command::Answer(Reply::Number(_) | Reply::Emoji(_)) => Kind::Allow,
-            Command::NewConversation(_) => Kind::New,
-            Command::Logs(_) => Kind::Logs,
-            Command::Commands(_) => Kind::Commands,
-            Command::Mode(_) => Kind::Mode,
-            Command::Model(_) => Kind::Model,
-            Command::Set(_) => Kind::Set,
-            Command::Worktree(_) => Kind::Worktree,
-            Command::File(_) => Kind::File,
-            Command::Sessions(_) => Kind::Sessions,
-            Command::Attach(_) => Kind::Attach,
-            Command::Login(_) => Kind::Login,
-            Command::Unknown(_) => return None,
-        };
-        Some(registry::spec(kind))
+    /// `kind` with `words` after it, as if typed by its name.
+    pub fn new(kind: Kind, words: &[&str]) -> Self {
+        let spec = registry::spec(kind);
+        Self {
+            spec: Some(spec),
+            word: spec.name.to_owned(),
+            words: words.iter().map(|w| w.to_string()).collect(),
+        }
     }
 
-    /// The words after the command of one that acts on an agent, to take its name from.
-    fn words_mut(&mut self) -> Option<&mut Vec<String>> {
-        match self {
-            Command::Stop(w)
-            | Command::NewConversation(w)
-            | Command::Logs(w)
-            | Command::Commands(w)
-            | Command::Mode(w)
-            | Command::Model(w)
-            | Command::Set(w)
-            | Command::Worktree(w)
-            | Command::File(w)
-            | Command::Sessions(w)
-            | Command::Attach(w)
-            | Command::Login(w) => Some(w),
+    /// Its entry in the registry; `None` for a word that is no command.
+    pub fn spec(&self) -> Option<&'static Spec> {
+        self.spec
+    }
+
+    /// Which command it is; `None` for a word that is no command.
+    pub fn kind(&self) -> Option<Kind> {
+        self.spec.map(|s| s.kind)
+    }
+
+    /// Its name, or the word typed (lowercased) that is no command.
+    pub fn word(&self) -> &str {
+        &self.word
+    }
+
+    /// The words after the command, as typed.
+    pub fn words(&self) -> &[String] {
+        &self.words
+    }
+
+    /// The `n`th word after the command, as typed.
+    pub fn arg(&self, n: usize) -> Option<&str> {
+        self.words.get(n).map(String::as_str)
+    }
+
+    /// The first word after the command, lowercased (a setting's value: `!show Tools`).
+    pub fn choice(&self) -> Option<String> {
+        self.arg(0).map(str::to_lowercase)
+    }
+
+    /// The poll answer a command such as `!allow` gives.
+    pub fn reply(&self) -> Option<Reply> {
+        match self.kind()? {
+            Kind::Allow => Some(Reply::Allow),
+            Kind::Always => Some(Reply::Always),
+            Kind::Deny => Some(Reply::Deny),
+            Kind::Reject => Some(Reply::Reject),
             _ => None,
         }
     }
@@ -116,63 +83,58 @@ impl Command {
     /// Whether the command acts on agents (and so goes to their channels) rather than on
     /// the room (and so is answered once, for all of them).
     pub fn is_for_agents(&self) -> bool {
-        self.spec().is_some_and(|s| s.scope == Scope::Agent)
+        self.spec.is_some_and(|s| s.scope == Scope::Agent)
     }
 
     /// Whether approvers who may not prompt may use it (as they may answer and stop with a
     /// reaction).
     pub fn for_approvers(&self) -> bool {
-        self.spec().is_some_and(|s| s.who == Who::Approvers)
+        self.spec.is_some_and(|s| s.who == Who::Approvers)
     }
 
     /// Whether the command is carried out at the next start when the gateway stopped
     /// before carrying it out (its registry entry's `AfterCrash::Rerun`), rather than
     /// reported as not carried out.
     pub fn runs_after_crash(&self) -> bool {
-        self.spec()
-            .is_some_and(|s| s.after_crash == registry::AfterCrash::Rerun)
+        self.spec
+            .is_some_and(|s| s.after_crash == AfterCrash::Rerun)
     }
 
     /// Whether the command changes an agent's settings (`!mode code`, not `!mode`, which
     /// only shows them), or is for admins alone: admins may use it without being allowed
     /// to prompt. Read after [`Command::take_agent`].
     pub fn changes_settings(&self) -> bool {
-        let has_words = self.clone().words_mut().is_some_and(|w| !w.is_empty());
-        match self.spec().map(|s| s.who) {
+        match self.spec.map(|s| s.who) {
             Some(Who::Admins) => true,
-            Some(Who::SeeAllowedChangeAdmins) => has_words,
+            Some(Who::SeeAllowedChangeAdmins) => self.is_for_agents() && !self.words.is_empty(),
             _ => false,
         }
     }
 
     /// What it does while the conversation's turn runs.
     pub fn during_turn(&self) -> DuringTurn {
-        self.spec().map_or(DuringTurn::AtOnce, |s| s.during_turn)
+        self.spec.map_or(DuringTurn::AtOnce, |s| s.during_turn)
     }
 
-    /// The word left after a command that takes none but an agent's name (`!new ghost`
-    /// where no agent is called `ghost`), once [`Command::take_agent`] has run.
+    /// The word left after a command for an agent that takes none but the agent's name
+    /// (`!new ghost` where no agent is called `ghost`), once [`Command::take_agent`] has
+    /// run.
     pub fn stray_word(&self) -> Option<&str> {
-        let takes_none = self.spec().is_some_and(|s| s.args.is_empty());
-        match self {
-            Command::Stop(w)
-            | Command::NewConversation(w)
-            | Command::Logs(w)
-            | Command::Sessions(w)
-            | Command::Commands(w)
-                if takes_none =>
-            {
-                w.first().map(String::as_str)
-            }
-            _ => None,
-        }
+        let takes_none = self.is_for_agents() && self.spec.is_some_and(|s| s.args.is_empty());
+        self.words
+            .first()
+            .map(String::as_str)
+            .filter(|_| takes_none)
     }
 
-    /// Takes the first word off when `is_agent` says it names an agent; returns it.
+    /// Takes the first word off a command for an agent when `is_agent` says it names one;
+    /// returns it.
     pub fn take_agent<T>(&mut self, is_agent: impl Fn(&str) -> Option<T>) -> Option<T> {
-        let words = self.words_mut()?;
-        let agent = is_agent(words.first()?)?;
-        words.remove(0);
+        if !self.is_for_agents() {
+            return None;
+        }
+        let agent = is_agent(self.words.first()?)?;
+        self.words.remove(0);
         Some(agent)
     }
 }
@@ -185,48 +147,27 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
     if word.is_empty() || rest.starts_with(char::is_whitespace) {
         return None;
     }
-    let words: Vec<String> = rest[word.len()..]
+    let mut words: Vec<String> = rest[word.len()..]
         .split_whitespace()
         .map(str::to_owned)
         .collect();
-    let first = words.first().map(|w| w.to_lowercase());
     let word = word.to_lowercase();
-    let Some(spec) = registry::find(&word) else {
-        return Some(Command::Unknown(word));
-    };
-    Some(match spec.kind {
-        Kind::Help => Command::Help(first),
-        Kind::Agents => Command::Agents,
-        Kind::Status => Command::Status,
-        Kind::Show => Command::Show(first),
-        Kind::Default => Command::Default(words.first().cloned()),
-        Kind::Handoff => Command::Handoff(first),
-        Kind::Threads => Command::Threads(first),
-        Kind::Stop => Command::Stop(words),
-        Kind::Allow => Command::Answer(Reply::Allow),
-        Kind::Always => Command::Answer(Reply::Always),
-        Kind::Deny => Command::Answer(Reply::Deny),
-        Kind::Reject => Command::Answer(Reply::Reject),
-        Kind::New => Command::NewConversation(words),
-        Kind::Logs => Command::Logs(words),
-        Kind::Commands => Command::Commands(words),
-        Kind::Mode => Command::Mode(words),
-        Kind::Model => Command::Model(words),
-        Kind::Set => Command::Set(words),
-        Kind::Worktree => Command::Worktree(words),
-        Kind::File => Command::File(words),
-        Kind::Sessions => Command::Sessions(words),
-        Kind::Attach => Command::Attach(words),
-        Kind::Login => Command::Login(words),
-    })
+    let spec = registry::find(&word);
+    let word = spec.map_or(word, |s| s.name.to_owned());
+    // An answer (`!allow`) takes no words: it answers the poll it replies to, or the
+    // only one open.
+    if spec.is_some_and(|s| s.during_turn == DuringTurn::AnswersThePoll) {
+        words.clear();
+    }
+    Some(Command { spec, word, words })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn w(words: &[&str]) -> Vec<String> {
-        words.iter().map(|s| s.to_string()).collect()
+    fn c(kind: Kind, words: &[&str]) -> Command {
+        Command::new(kind, words)
     }
 
     #[test]
@@ -254,84 +195,56 @@ mod tests {
     #[test]
     fn parse_table() {
         let table: &[(&str, &str, Option<Command>)] = &[
-            ("!", "!stop", Some(Command::Stop(vec![]))),
-            ("!", "  !STOP  ", Some(Command::Stop(vec![]))),
-            ("!", "!cancel claude", Some(Command::Stop(w(&["claude"])))),
-            ("!", "!help", Some(Command::Help(None))),
-            ("!", "!help Mode", Some(Command::Help(Some("mode".into())))),
-            ("!", "!?", Some(Command::Help(None))),
-            ("!", "!agents", Some(Command::Agents)),
-            ("!", "!status", Some(Command::Status)),
-            ("!", "!threads", Some(Command::Threads(None))),
-            (
-                "!",
-                "!threads New",
-                Some(Command::Threads(Some("new".into()))),
-            ),
-            ("!", "!allow", Some(Command::Answer(Reply::Allow))),
-            ("!", "!Always", Some(Command::Answer(Reply::Always))),
-            ("!", "!deny", Some(Command::Answer(Reply::Deny))),
-            ("!", "!reject", Some(Command::Answer(Reply::Reject))),
-            ("!", "!show", Some(Command::Show(None))),
-            (
-                "!",
-                "!show Tools",
-                Some(Command::Show(Some("tools".into()))),
-            ),
-            ("!", "!new", Some(Command::NewConversation(vec![]))),
-            (
-                "!",
-                "!reset codex",
-                Some(Command::NewConversation(w(&["codex"]))),
-            ),
-            ("!", "!default", Some(Command::Default(None))),
-            (
-                "!",
-                "!default Codex",
-                Some(Command::Default(Some("Codex".into()))),
-            ),
-            (
-                "!",
-                "!handoff ON",
-                Some(Command::Handoff(Some("on".into()))),
-            ),
-            ("!", "!logs", Some(Command::Logs(vec![]))),
-            ("!", "!stderr claude", Some(Command::Logs(w(&["claude"])))),
-            ("!", "!commands", Some(Command::Commands(vec![]))),
-            ("!", "!mode plan", Some(Command::Mode(w(&["plan"])))),
+            ("!", "!stop", Some(c(Kind::Stop, &[]))),
+            ("!", "  !STOP  ", Some(c(Kind::Stop, &[]))),
+            ("!", "!cancel claude", Some(c(Kind::Stop, &["claude"]))),
+            ("!", "!help", Some(c(Kind::Help, &[]))),
+            ("!", "!help Mode", Some(c(Kind::Help, &["Mode"]))),
+            ("!", "!?", Some(c(Kind::Help, &[]))),
+            ("!", "!agents", Some(c(Kind::Agents, &[]))),
+            ("!", "!status", Some(c(Kind::Status, &[]))),
+            ("!", "!threads", Some(c(Kind::Threads, &[]))),
+            ("!", "!threads New", Some(c(Kind::Threads, &["New"]))),
+            ("!", "!allow", Some(c(Kind::Allow, &[]))),
+            ("!", "!Always", Some(c(Kind::Always, &[]))),
+            ("!", "!deny", Some(c(Kind::Deny, &[]))),
+            ("!", "!reject", Some(c(Kind::Reject, &[]))),
+            ("!", "!allow claude", Some(c(Kind::Allow, &[]))),
+            ("!", "!show", Some(c(Kind::Show, &[]))),
+            ("!", "!show Tools", Some(c(Kind::Show, &["Tools"]))),
+            ("!", "!new", Some(c(Kind::New, &[]))),
+            ("!", "!reset codex", Some(c(Kind::New, &["codex"]))),
+            ("!", "!default", Some(c(Kind::Default, &[]))),
+            ("!", "!default Codex", Some(c(Kind::Default, &["Codex"]))),
+            ("!", "!handoff ON", Some(c(Kind::Handoff, &["ON"]))),
+            ("!", "!logs", Some(c(Kind::Logs, &[]))),
+            ("!", "!stderr claude", Some(c(Kind::Logs, &["claude"]))),
+            ("!", "!commands", Some(c(Kind::Commands, &[]))),
+            ("!", "!mode plan", Some(c(Kind::Mode, &["plan"]))),
             (
                 "!",
                 "!mode claude plan",
-                Some(Command::Mode(w(&["claude", "plan"]))),
+                Some(c(Kind::Mode, &["claude", "plan"])),
             ),
-            ("!", "!model Large", Some(Command::Model(w(&["Large"])))),
-            ("!", "!set", Some(Command::Set(vec![]))),
+            ("!", "!model Large", Some(c(Kind::Model, &["Large"]))),
+            ("!", "!set", Some(c(Kind::Set, &[]))),
             (
                 "!",
                 "!set effort high",
-                Some(Command::Set(w(&["effort", "high"]))),
+                Some(c(Kind::Set, &["effort", "high"])),
             ),
-            ("!", "!options", Some(Command::Set(vec![]))),
-            ("!", "!worktree", Some(Command::Worktree(vec![]))),
+            ("!", "!options", Some(c(Kind::Set, &[]))),
+            ("!", "!worktree", Some(c(Kind::Worktree, &[]))),
             (
                 "!",
                 "!file src/main.rs",
-                Some(Command::File(w(&["src/main.rs"]))),
+                Some(c(Kind::File, &["src/main.rs"])),
             ),
-            (
-                "!",
-                "!FILE a b.txt",
-                Some(Command::File(w(&["a", "b.txt"]))),
-            ),
+            ("!", "!FILE a b.txt", Some(c(Kind::File, &["a", "b.txt"]))),
             (
                 "!",
                 "!worktree claude remove",
-                Some(Command::Worktree(w(&["claude", "remove"]))),
-            ),
-            (
-                "!",
-                "!frobnicate x",
-                Some(Command::Unknown("frobnicate".into())),
+                Some(c(Kind::Worktree, &["claude", "remove"])),
             ),
             ("!", "stop", None),
             ("!", "please !stop", None),
@@ -339,12 +252,20 @@ mod tests {
             ("!", "!", None),
             ("!", "", None),
             ("!", "/stop", None),
-            ("sk:", "sk:stop", Some(Command::Stop(vec![]))),
+            ("sk:", "sk:stop", Some(c(Kind::Stop, &[]))),
             ("sk:", "!stop", None),
         ];
         for (prefix, body, expected) in table {
             assert_eq!(&parse(prefix, body), expected, "{prefix:?} {body:?}");
         }
+        let unknown = parse("!", "!Frobnicate x").expect("a command, of no kind");
+        assert_eq!((unknown.kind(), unknown.word()), (None, "frobnicate"));
+        assert_eq!(
+            parse("!", "!help Mode").unwrap().choice().as_deref(),
+            Some("mode")
+        );
+        assert_eq!(parse("!", "!deny").unwrap().reply(), Some(Reply::Deny));
+        assert_eq!(parse("!", "!mode").unwrap().reply(), None);
     }
 
     #[test]
@@ -352,44 +273,63 @@ mod tests {
         let is_agent = |w: &str| (w == "claude").then(|| "claude".to_owned());
         let table: &[(Command, Option<&str>, Command)] = &[
             (
-                Command::Mode(w(&["claude", "plan"])),
+                c(Kind::Mode, &["claude", "plan"]),
                 Some("claude"),
-                Command::Mode(w(&["plan"])),
+                c(Kind::Mode, &["plan"]),
             ),
+            (c(Kind::Mode, &["plan"]), None, c(Kind::Mode, &["plan"])),
             (
-                Command::Mode(w(&["plan"])),
-                None,
-                Command::Mode(w(&["plan"])),
-            ),
-            (
-                Command::Stop(w(&["claude"])),
+                c(Kind::Stop, &["claude"]),
                 Some("claude"),
-                Command::Stop(vec![]),
+                c(Kind::Stop, &[]),
             ),
-            (Command::Stop(vec![]), None, Command::Stop(vec![])),
-            (Command::Help(None), None, Command::Help(None)),
+            (c(Kind::Stop, &[]), None, c(Kind::Stop, &[])),
+            (c(Kind::Help, &[]), None, c(Kind::Help, &[])),
             (
-                Command::Default(Some("claude".into())),
+                c(Kind::Default, &["claude"]),
                 None,
-                Command::Default(Some("claude".into())),
+                c(Kind::Default, &["claude"]),
             ),
         ];
         for (command, agent, rest) in table {
-            let mut c = command.clone();
-            assert_eq!(c.take_agent(is_agent).as_deref(), *agent, "{command:?}");
-            assert_eq!(&c, rest, "{command:?}");
+            let mut taken = command.clone();
+            assert_eq!(taken.take_agent(is_agent).as_deref(), *agent, "{command:?}");
+            assert_eq!(&taken, rest, "{command:?}");
         }
-        assert_eq!(Command::Stop(w(&["ghost"])).stray_word(), Some("ghost"));
+        assert_eq!(c(Kind::Stop, &["ghost"]).stray_word(), Some("ghost"));
         assert_eq!(
-            Command::Mode(w(&["plan"])).stray_word(),
+            c(Kind::Mode, &["plan"]).stray_word(),
             None,
             "a mode, not a name"
         );
-        assert_eq!(Command::NewConversation(vec![]).stray_word(), None);
-        assert!(Command::Stop(vec![]).is_for_agents());
-        assert!(Command::Answer(Reply::Allow).is_for_agents());
-        assert!(!Command::Status.is_for_agents());
-        assert!(!Command::Default(None).is_for_agents());
+        assert_eq!(c(Kind::New, &[]).stray_word(), None);
+        assert_eq!(
+            c(Kind::Default, &["ghost"]).stray_word(),
+            None,
+            "the room's"
+        );
+        assert!(c(Kind::Stop, &[]).is_for_agents());
+        assert!(c(Kind::Allow, &[]).is_for_agents());
+        assert!(!c(Kind::Status, &[]).is_for_agents());
+        assert!(!c(Kind::Default, &[]).is_for_agents());
+        assert!(!parse("!", "!what").unwrap().is_for_agents());
+    }
+
+    #[test]
+    fn what_changes_settings() {
+        let table = [
+            ("!mode", false),
+            ("!mode plan", true),
+            ("!set effort high", true),
+            ("!model", false),
+            ("!login", true),
+            ("!show tools", false),
+            ("!stop", false),
+        ];
+        for (body, changes) in table {
+            let command = parse("!", body).expect(body);
+            assert_eq!(command.changes_settings(), changes, "{body}");
+        }
     }
 
     proptest::proptest! {

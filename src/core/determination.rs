@@ -103,6 +103,7 @@ pub fn determine(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::command::registry::Kind;
     use crate::model::ids::UserId;
     use Determination::*;
 
@@ -180,7 +181,7 @@ mod tests {
                 &two,
                 nobody.clone(),
                 None,
-                RoomCommand(Command::Help(None)),
+                RoomCommand(Command::new(Kind::Help, &[])),
             ),
             ("!help", "codex", &two, nobody.clone(), None, NotMine),
             (
@@ -189,7 +190,7 @@ mod tests {
                 &two,
                 named(&["codex"]),
                 None,
-                RoomCommand(Command::Help(None)),
+                RoomCommand(Command::new(Kind::Help, &[])),
             ),
             (
                 "!stop",
@@ -197,7 +198,7 @@ mod tests {
                 &one,
                 nobody.clone(),
                 None,
-                AgentCommand(Command::Stop(vec![])),
+                AgentCommand(Command::new(Kind::Stop, &[])),
             ),
             (
                 "!stop codex",
@@ -205,7 +206,7 @@ mod tests {
                 &two,
                 nobody.clone(),
                 None,
-                AgentCommand(Command::Stop(vec![])),
+                AgentCommand(Command::new(Kind::Stop, &[])),
             ),
             ("!stop codex", "claude", &two, nobody.clone(), None, NotMine),
             (
@@ -223,7 +224,7 @@ mod tests {
                 &two,
                 nobody.clone(),
                 None,
-                CommandForNobody(Command::Stop(vec![])),
+                CommandForNobody(Command::new(Kind::Stop, &[])),
             ),
             ("!stop", "codex", &two, nobody.clone(), None, NotMine),
             (
@@ -232,7 +233,7 @@ mod tests {
                 &two,
                 nobody.clone(),
                 Some("codex"),
-                AgentCommand(Command::Stop(vec![])),
+                AgentCommand(Command::new(Kind::Stop, &[])),
             ),
         ];
         for (body, me, room, addressing, default, expected) in table {

@@ -5,7 +5,9 @@
 //! (`core::channel::turn_input`), what the next start does with it after a crash
 //! (`core::gateway::recovery`), `!help` (`render::strings`)
 //! and `docs/commands.md` (a test checks it) all read this table. A new command is an entry
-//! here, a `core::command::Command` variant and its handler.
+//! here (its `Kind` and its `Spec`) and its handler, which the compiler asks for: the
+//! channel's `answer_command` (one agent) or the gateway's `room_command` (the room) match
+//! on every kind.
 
 /// Which command an entry declares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -142,7 +144,7 @@ impl Group {
 }
 
 /// One chat command.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Spec {
     /// Which one.
     pub kind: Kind,

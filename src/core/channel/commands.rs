@@ -4,6 +4,7 @@ use super::*;
 use std::time::Duration;
 
 use crate::core::command::Command;
+use crate::core::command::registry::Kind;
 use crate::core::pool::Lease;
 use crate::core::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown};
 use crate::core::settings_policy::{PolicyRefusal, mode_option};
@@ -20,13 +21,16 @@ impl Channel {
     /// Answers a command for this agent that does not act on the running turn (those are
     /// handled in [`Channel::handle_input_during_turn`]); room commands are the gateway's.
     pub(super) async fn answer_command(&mut self, command: &Command, by: &UserId, running: bool) {
-        let text = match command {
-            Command::Stop(_) => strings::NOTHING_TO_STOP.to_owned(),
-            Command::Answer(_) => strings::NO_OPEN_POLL.to_owned(),
+        let (first, second) = (command.arg(0), command.arg(1));
+        let text = match command.kind() {
+            Some(Kind::Stop) => strings::NOTHING_TO_STOP.to_owned(),
+            Some(Kind::Allow | Kind::Always | Kind::Deny | Kind::Reject) => {
+                strings::NO_OPEN_POLL.to_owned()
+            }
             // Only reaches here during a turn: a session cannot change under it.
-            Command::NewConversation(_) => strings::FRESH_START_WHILE_RUNNING.to_owned(),
-            Command::Logs(_) => return self.show_stderr(true).await,
-            Command::Commands(_) => {
+            Some(Kind::New) => strings::FRESH_START_WHILE_RUNNING.to_owned(),
+            Some(Kind::Logs) => return self.show_stderr(true).await,
+            Some(Kind::Commands) => {
                 let Some(_lease) = self.session_for_command().await else {
                     return;
                 };
@@ -36,43 +40,35 @@ impl Channel {
                 }
                 strings::agent_commands(&self.agent_line(), self.several_agents_here().await)
             }
-            Command::Mode(words) => {
-                let request = SettingRequest::Mode(words.first().cloned());
+            Some(Kind::Mode) => {
+                let request = SettingRequest::Mode(first.map(str::to_owned));
                 return self.change_setting(request, by, running).await;
             }
-            Command::Model(words) => {
-                let request = SettingRequest::Model(words.first().cloned());
+            Some(Kind::Model) => {
+                let request = SettingRequest::Model(first.map(str::to_owned));
                 return self.change_setting(request, by, running).await;
             }
-            Command::Set(words) => {
-                let request = SettingRequest::Option(words.first().cloned(), words.get(1).cloned());
+            Some(Kind::Set) => {
+                let (option, value) = (first.map(str::to_owned), second.map(str::to_owned));
+                let request = SettingRequest::Option(option, value);
                 return self.change_setting(request, by, running).await;
             }
-            Command::File(words) => return self.file_command(&words.join(" ")).await,
-            Command::Sessions(_) => return self.sessions_command().await,
-            Command::Login(words) => {
-                return self
-                    .login_command(words.first().map(String::as_str), by)
-                    .await;
-            }
-            Command::Attach(words) => {
-                return self
-                    .attach_command(words.first().map(String::as_str), running)
-                    .await;
-            }
-            Command::Worktree(words) => {
-                return self
-                    .worktree_command(words.first().map(String::as_str), running)
-                    .await;
-            }
-            Command::Help(_)
-            | Command::Agents
-            | Command::Status
-            | Command::Show(_)
-            | Command::Default(_)
-            | Command::Handoff(_)
-            | Command::Threads(_)
-            | Command::Unknown(_) => {
+            Some(Kind::File) => return self.file_command(&command.words().join(" ")).await,
+            Some(Kind::Sessions) => return self.sessions_command().await,
+            Some(Kind::Login) => return self.login_command(first, by).await,
+            Some(Kind::Attach) => return self.attach_command(first, running).await,
+            Some(Kind::Worktree) => return self.worktree_command(first, running).await,
+            // The room's commands are the gateway's (`Gateway::room_command`).
+            None
+            | Some(
+                Kind::Help
+                | Kind::Agents
+                | Kind::Status
+                | Kind::Show
+                | Kind::Default
+                | Kind::Handoff
+                | Kind::Threads,
+            ) => {
                 tracing::warn!(agent = %self.ctx.agent_id, ?command, "a room command reached a channel; the gateway answers those");
                 return;
             }

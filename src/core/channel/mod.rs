@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::approvals::Approvals;
 use crate::core::command::Command;
+use crate::core::command::registry::{DuringTurn, Kind};
 use crate::core::context::AgentContext;
 use crate::core::inbound::{IncomingChange, IncomingMessage};
 use crate::core::pool::{Lease, Waiting};
@@ -333,7 +334,7 @@ impl Channel {
                     self.queue.push_back(Queued::marked(message, reaction))
                 }
             }
-            ChannelInput::Command(Command::NewConversation(_), message) => {
+            ChannelInput::Command(command, message) if command.kind() == Some(Kind::New) => {
                 self.start_fresh().await;
                 self.settle(&message.event_id).await;
             }
@@ -452,7 +453,9 @@ impl Channel {
                     ChannelInput::Report(reply) => {
                         let _ = reply.send(self.report(false, true));
                     }
-                    ChannelInput::Command(Command::Stop(_), message) => {
+                    ChannelInput::Command(command, message)
+                        if command.during_turn() == DuringTurn::StopsTheTurn =>
+                    {
                         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, by = %message.sender, "a prompt waiting for a slot was given up");
                         self.notice(strings::gave_up_waiting(&ctx.display_name, message.sender.as_str()))
                             .await;

@@ -6,7 +6,6 @@ use super::*;
 use crate::core::command::registry::DuringTurn;
 
 use crate::core::approvals::{OnlyPoll, Picked, Typed};
-use crate::core::command::Command;
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll::{self, Reply};
 use crate::model::ids::{EventId, UserId};
@@ -204,16 +203,16 @@ impl Channel {
             ChannelInput::Command(command, message) => {
                 let event_id = message.event_id.clone();
                 // What each command does during a turn is the registry's.
-                match (command.during_turn(), command) {
+                match (command.during_turn(), command.reply()) {
                     (DuringTurn::StopsTheTurn, _) => {
                         self.stop_turn(message.sender, None, session_id, control)
                             .await
                     }
-                    (DuringTurn::AnswersThePoll, Command::Answer(reply)) => {
+                    (DuringTurn::AnswersThePoll, Some(reply)) => {
                         self.answer_typed(&reply, message, session_id, control)
                             .await
                     }
-                    (_, other) => self.answer_command(&other, &message.sender, true).await,
+                    _ => self.answer_command(&command, &message.sender, true).await,
                 }
                 self.settle(&event_id).await;
             }

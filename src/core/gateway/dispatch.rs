@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::core::channel::{ChannelInput, ChannelReport};
 use crate::core::command::Command;
+use crate::core::command::registry::DuringTurn;
 use crate::core::determination::{self, Determination};
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::{self, Addressed, Addressing, Member};
@@ -310,8 +311,8 @@ impl Gateway {
         let here = |agent: &AgentId| {
             ConversationKey::new(room.clone(), agent.clone()).in_thread(message.thread.clone())
         };
-        match &command {
-            Command::Stop(_) => {
+        match command.during_turn() {
+            DuringTurn::StopsTheTurn => {
                 let mut stopped = false;
                 for m in members {
                     let key = here(&m.agent_id);
@@ -328,7 +329,7 @@ impl Gateway {
                     self.notice(message, strings::NOTHING_TO_STOP).await;
                 }
             }
-            Command::Answer(_) => {
+            DuringTurn::AnswersThePoll => {
                 let mut with_polls = Vec::new();
                 let mut count = 0;
                 for m in members {
@@ -354,7 +355,7 @@ impl Gateway {
                     }
                 }
             }
-            _ => {
+            DuringTurn::AtOnce | DuringTurn::Refused => {
                 let word = message
                     .body
                     .trim()

@@ -1,7 +1,7 @@
 //! Chat commands about the room rather than one agent: help, status, the agent list, what
 //! the room shows, its default agent and hand-offs. One agent of the room answers them.
 
-use crate::core::command::registry::Audience;
+use crate::core::command::registry::{Audience, Kind};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -27,46 +27,52 @@ impl Gateway {
         members: &[Member],
         routing: &RoomRouting,
     ) {
-        if matches!(command, Command::Help(_) | Command::Status) {
-            let this = self.clone();
-            let (message, members, routing) = (message.clone(), members.to_vec(), routing.clone());
-            self.channels.spawn(async move {
-                let text = this
-                    .room_report(&command, &message, &members, &routing)
-                    .await;
-                match command {
-                    // Written in Markdown: posted with its HTML.
-                    Command::Help(_) => this.answer_formatted(&message, text).await,
-                    _ => this.answer(&message, text).await,
-                }
-            });
-            return;
-        }
         let room = &message.room_id;
         let prefix = &self.prefix;
-        let text = match command {
-            Command::Agents => self.agent_list(members),
-            Command::Show(None) => {
-                let current = self.room_verbosity(room).await;
-                strings::verbosity_is(prefix, current.as_str())
+        let text = match command.kind() {
+            None => strings::unknown_command(prefix, command.word()),
+            Some(kind @ (Kind::Help | Kind::Status)) => {
+                let this = self.clone();
+                let (message, members, routing) =
+                    (message.clone(), members.to_vec(), routing.clone());
+                self.channels.spawn(async move {
+                    let text = this
+                        .room_report(&command, &message, &members, &routing)
+                        .await;
+                    match kind {
+                        // Written in Markdown: posted with its HTML.
+                        Kind::Help => this.answer_formatted(&message, text).await,
+                        _ => this.answer(&message, text).await,
+                    }
+                });
+                return;
             }
-            Command::Show(Some(word)) => match Verbosity::parse(&word) {
-                Some(v) => saved(
-                    self.store.set_room_verbosity(room, v.as_str()).await,
-                    "the room's verbosity",
-                    strings::verbosity_set(v.as_str()),
-                ),
-                None => strings::unknown_verbosity(prefix, &word),
+            Some(Kind::Agents) => self.agent_list(members),
+            Some(Kind::Show) => match command.choice() {
+                None => {
+                    let current = self.room_verbosity(room).await;
+                    strings::verbosity_is(prefix, current.as_str())
+                }
+                Some(word) => match Verbosity::parse(&word) {
+                    Some(v) => saved(
+                        self.store.set_room_verbosity(room, v.as_str()).await,
+                        "the room's verbosity",
+                        strings::verbosity_set(v.as_str()),
+                    ),
+                    None => strings::unknown_verbosity(prefix, &word),
+                },
             },
-            Command::Default(None) => strings::default_is(prefix, default_name(members, routing)),
-            Command::Default(Some(word)) => self.choose_default_agent(room, &word, members).await,
-            Command::Handoff(None) => strings::handoff_is(
-                prefix,
-                self.handoff_on(routing),
-                self.rules.handoff_max_hops,
-            ),
-            Command::Handoff(Some(word)) => match word.as_str() {
-                "on" | "off" => {
+            Some(Kind::Default) => match command.arg(0) {
+                None => strings::default_is(prefix, default_name(members, routing)),
+                Some(word) => self.choose_default_agent(room, word, members).await,
+            },
+            Some(Kind::Handoff) => match command.choice().as_deref() {
+                None => strings::handoff_is(
+                    prefix,
+                    self.handoff_on(routing),
+                    self.rules.handoff_max_hops,
+                ),
+                Some(word @ ("on" | "off")) => {
                     let on = word == "on";
                     saved(
                         self.store.set_handoff(room, on).await,
@@ -74,22 +80,39 @@ impl Gateway {
                         strings::handoff_set(on),
                     )
                 }
-                _ => strings::handoff_usage(prefix),
+                Some(_) => strings::handoff_usage(prefix),
             },
-            Command::Threads(None) => {
-                strings::threads_are(prefix, self.thread_mode(routing).as_str())
-            }
-            Command::Threads(Some(word)) => match ThreadMode::parse(&word) {
-                Some(mode) => saved(
-                    self.store.set_room_threads(room, mode.as_str()).await,
-                    "the room's thread setting",
-                    strings::threads_set(mode.as_str()),
-                ),
-                None => strings::threads_usage(prefix, &word),
+            Some(Kind::Threads) => match command.choice() {
+                None => strings::threads_are(prefix, self.thread_mode(routing).as_str()),
+                Some(word) => match ThreadMode::parse(&word) {
+                    Some(mode) => saved(
+                        self.store.set_room_threads(room, mode.as_str()).await,
+                        "the room's thread setting",
+                        strings::threads_set(mode.as_str()),
+                    ),
+                    None => strings::threads_usage(prefix, &word),
+                },
             },
-            Command::Unknown(word) => strings::unknown_command(prefix, &word),
-            other => {
-                tracing::warn!(command = ?other, "not a room command");
+            // Commands for one agent are its channel's (`Channel::answer_command`).
+            Some(
+                Kind::Stop
+                | Kind::Allow
+                | Kind::Always
+                | Kind::Deny
+                | Kind::Reject
+                | Kind::New
+                | Kind::Logs
+                | Kind::Commands
+                | Kind::Mode
+                | Kind::Model
+                | Kind::Set
+                | Kind::Worktree
+                | Kind::File
+                | Kind::Sessions
+                | Kind::Attach
+                | Kind::Login,
+            ) => {
+                tracing::warn!(?command, "not a room command");
                 return;
             }
         };
@@ -125,11 +148,12 @@ impl Gateway {
             ConversationKey::new(message.room_id.clone(), agent.clone())
                 .in_thread(message.thread.clone())
         };
-        if let Command::Help(Some(word)) = command {
-            return strings::help_for(&self.prefix, word);
+        let help = command.kind() == Some(Kind::Help);
+        if let Some(word) = command.choice().filter(|_| help) {
+            return strings::help_for(&self.prefix, &word);
         }
         let reports = self.reports(members, here).await;
-        if let Command::Help(None) = command {
+        if help {
             let lines = self.agent_lines(members, &reports);
             let audience = Audience {
                 several_agents: members.len() > 1,

@@ -23,7 +23,6 @@ use crate::core::continuity;
 use crate::core::fakes::{FakeAgent, FakeChat, Script, Sent};
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll::PermissionSettings;
-use crate::core::poll::Reply;
 use crate::core::pool::Pool;
 use crate::core::pool::PoolSettings;
 use crate::core::reloadable::Reloadable;

@@ -1,6 +1,7 @@
 //! The queue, stop requests and how a turn ends.
 
 use super::*;
+use crate::core::command::registry::Kind;
 use crate::model::ids::{AgentId, ConversationKey, EventId};
 
 #[tokio::test]
@@ -94,7 +95,7 @@ async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled
     })
     .unwrap();
     tx.try_send(ChannelInput::Command(
-        Command::Logs(Vec::new()),
+        Command::new(Kind::Logs, &[]),
         message("$c", "!logs"),
     ))
     .unwrap();
@@ -153,7 +154,7 @@ async fn stop_cancels_the_turn_and_says_who_stopped_it() {
         .unwrap();
     settle_until(|| !chat.shown("!room").is_empty()).await;
     tx.try_send(ChannelInput::Command(
-        Command::Stop(vec![]),
+        Command::new(Kind::Stop, &[]),
         message("$2", "!stop"),
     ))
     .unwrap();
@@ -230,7 +231,7 @@ async fn stop_when_idle_says_nothing_runs() {
     let chat = FakeChat::new();
     let (tx, _) = channel(agent, chat.clone()).await;
     tx.try_send(ChannelInput::Command(
-        Command::Stop(vec![]),
+        Command::new(Kind::Stop, &[]),
         message("$1", "!stop"),
     ))
     .unwrap();
@@ -294,7 +295,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     assert!(report.waiting && !report.running, "{report:?}");
     // `!stop` gives the waiting prompt up; the queued one waits on.
     tx.try_send(ChannelInput::Command(
-        Command::Stop(vec![]),
+        Command::new(Kind::Stop, &[]),
         message("$4", "!stop"),
     ))
     .unwrap();
@@ -313,7 +314,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     // Once the busy turn ends, the queued prompt runs.
     busy_tx
         .try_send(ChannelInput::Command(
-            Command::Stop(vec![]),
+            Command::new(Kind::Stop, &[]),
             message("$5", "!stop"),
         ))
         .unwrap();
@@ -351,7 +352,7 @@ async fn a_quiet_turn_gets_one_note_saying_how_to_stop_it() {
     assert!(notes[0].contains("!stop"), "{}", notes[0]);
     // The turn goes on: the note does not stop it.
     tx.try_send(ChannelInput::Command(
-        Command::Stop(vec![]),
+        Command::new(Kind::Stop, &[]),
         message("$2", "!stop"),
     ))
     .unwrap();

@@ -1,6 +1,7 @@
 //! `!mode`, `!model`, `!set`, unknown slash commands and `!logs`.
 
 use super::*;
+use crate::core::command::registry::Kind;
 
 #[tokio::test]
 async fn mode_and_model_change_in_place_and_the_last_change_asked_wins() {
@@ -9,12 +10,12 @@ async fn mode_and_model_change_in_place_and_the_last_change_asked_wins() {
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
     for (id, body, command) in [
-        ("$1", "!mode", Command::Mode(vec![])),
-        ("$2", "!mode code", Command::Mode(vec!["code".into()])),
-        ("$3", "!model large", Command::Model(vec!["large".into()])),
-        ("$4", "!mode ask", Command::Mode(vec!["ask".into()])),
-        ("$5", "!mode Code", Command::Mode(vec!["Code".into()])),
-        ("$6", "!mode fly", Command::Mode(vec!["fly".into()])),
+        ("$1", "!mode", Command::new(Kind::Mode, &[])),
+        ("$2", "!mode code", Command::new(Kind::Mode, &["code"])),
+        ("$3", "!model large", Command::new(Kind::Model, &["large"])),
+        ("$4", "!mode ask", Command::new(Kind::Mode, &["ask"])),
+        ("$5", "!mode Code", Command::new(Kind::Mode, &["Code"])),
+        ("$6", "!mode fly", Command::new(Kind::Mode, &["fly"])),
     ] {
         tx.try_send(ChannelInput::Command(command, message(id, body)))
             .unwrap();
@@ -55,7 +56,7 @@ async fn a_mode_change_during_a_turn_is_made_and_the_answer_stays_whole() {
         .unwrap();
     settle_until(|| !agent.prompts().is_empty()).await;
     tx.try_send(ChannelInput::Command(
-        Command::Mode(vec!["code".into()]),
+        Command::new(Kind::Mode, &["code"]),
         message("$2", "!mode code"),
     ))
     .unwrap();
@@ -79,7 +80,7 @@ async fn a_mode_change_during_a_turn_whose_process_died_is_refused_not_a_panic()
     let (session, _) = agent.prompts()[0].clone();
     agent.kill_session(&session);
     tx.try_send(ChannelInput::Command(
-        Command::Mode(vec!["code".into()]),
+        Command::new(Kind::Mode, &["code"]),
         message("$2", "!mode code"),
     ))
     .unwrap();
@@ -95,7 +96,7 @@ async fn a_mode_change_during_a_turn_whose_process_died_is_refused_not_a_panic()
     );
     // The channel still runs: the turn can be stopped and the next prompt is taken.
     tx.try_send(ChannelInput::Command(
-        Command::Stop(vec![]),
+        Command::new(Kind::Stop, &[]),
         message("$3", "!stop"),
     ))
     .unwrap();
@@ -112,7 +113,7 @@ async fn a_change_the_agent_cannot_make_in_place_leaves_the_session_alone() {
     tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
     tx.try_send(ChannelInput::Command(
-        Command::Model(vec!["large".into()]),
+        Command::new(Kind::Model, &["large"]),
         message("$2", "!model large"),
     ))
     .unwrap();
@@ -160,14 +161,14 @@ async fn logs_show_the_agents_stderr_where_everyone_may_read_it() {
     chat.set_members(&["@alice:x", "@demo:x"]);
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
     tx.try_send(ChannelInput::Command(
-        Command::Logs(vec![]),
+        Command::new(Kind::Logs, &[]),
         message("$1", "!logs"),
     ))
     .unwrap();
     settle_until(|| chat.shown("!room").len() == 1).await;
     agent.set_stderr("loading model\nready");
     tx.try_send(ChannelInput::Command(
-        Command::Logs(vec![]),
+        Command::new(Kind::Logs, &[]),
         message("$2", "!logs"),
     ))
     .unwrap();
