@@ -48,51 +48,10 @@ impl Gateway {
                 return;
             }
             Some(Kind::Agents) => self.agent_list(members),
-            Some(Kind::Show) => match command.choice() {
-                None => {
-                    let current = self.room_verbosity(room).await;
-                    strings::verbosity_is(prefix, current.as_str())
-                }
-                Some(word) => match Verbosity::parse(&word) {
-                    Some(v) => saved(
-                        self.store.set_room_verbosity(room, v.as_str()).await,
-                        "the room's verbosity",
-                        strings::verbosity_set(v.as_str()),
-                    ),
-                    None => strings::unknown_verbosity(prefix, &word),
-                },
-            },
-            Some(Kind::Default) => match command.arg(0) {
-                None => strings::default_is(prefix, default_name(members, routing)),
-                Some(word) => self.choose_default_agent(room, word, members).await,
-            },
-            Some(Kind::Handoff) => match command.choice().as_deref() {
-                None => strings::handoff_is(
-                    prefix,
-                    self.handoff_on(routing),
-                    self.rules.handoff_max_hops,
-                ),
-                Some(word @ ("on" | "off")) => {
-                    let on = word == "on";
-                    saved(
-                        self.store.set_handoff(room, on).await,
-                        "the hand-off setting",
-                        strings::handoff_set(on),
-                    )
-                }
-                Some(_) => strings::handoff_usage(prefix),
-            },
-            Some(Kind::Threads) => match command.choice() {
-                None => strings::threads_are(prefix, self.thread_mode(routing).as_str()),
-                Some(word) => match ThreadMode::parse(&word) {
-                    Some(mode) => saved(
-                        self.store.set_room_threads(room, mode.as_str()).await,
-                        "the room's thread setting",
-                        strings::threads_set(mode.as_str()),
-                    ),
-                    None => strings::threads_usage(prefix, &word),
-                },
-            },
+            Some(kind @ (Kind::Show | Kind::Default | Kind::Handoff | Kind::Threads)) => {
+                self.room_setting(kind, &command, room, members, routing)
+                    .await
+            }
             // Commands for one agent are its channel's (`Channel::answer_command`).
             Some(
                 Kind::Stop
@@ -117,6 +76,67 @@ impl Gateway {
             }
         };
         self.answer(message, text).await;
+    }
+
+    /// Shows or changes one of the room's settings (`!show`, `!default`, `!handoff`,
+    /// `!threads`): the answer says what it is, what it became, or how to use the command.
+    async fn room_setting(
+        &self,
+        kind: Kind,
+        command: &Command,
+        room: &RoomId,
+        members: &[Member],
+        routing: &RoomRouting,
+    ) -> String {
+        let prefix = &self.prefix;
+        match kind {
+            Kind::Show => match command.choice() {
+                None => {
+                    let current = self.room_verbosity(room).await;
+                    strings::verbosity_is(prefix, current.as_str())
+                }
+                Some(word) => match Verbosity::parse(&word) {
+                    Some(v) => saved(
+                        self.store.set_room_verbosity(room, v.as_str()).await,
+                        "the room's verbosity",
+                        strings::verbosity_set(v.as_str()),
+                    ),
+                    None => strings::unknown_verbosity(prefix, &word),
+                },
+            },
+            Kind::Default => match command.arg(0) {
+                None => strings::default_is(prefix, default_name(members, routing)),
+                Some(word) => self.choose_default_agent(room, word, members).await,
+            },
+            Kind::Handoff => match command.choice().as_deref() {
+                None => strings::handoff_is(
+                    prefix,
+                    self.handoff_on(routing),
+                    self.rules.handoff_max_hops,
+                ),
+                Some(word @ ("on" | "off")) => {
+                    let on = word == "on";
+                    saved(
+                        self.store.set_handoff(room, on).await,
+                        "the hand-off setting",
+                        strings::handoff_set(on),
+                    )
+                }
+                Some(_) => strings::handoff_usage(prefix),
+            },
+            Kind::Threads => match command.choice() {
+                None => strings::threads_are(prefix, self.thread_mode(routing).as_str()),
+                Some(word) => match ThreadMode::parse(&word) {
+                    Some(mode) => saved(
+                        self.store.set_room_threads(room, mode.as_str()).await,
+                        "the room's thread setting",
+                        strings::threads_set(mode.as_str()),
+                    ),
+                    None => strings::threads_usage(prefix, &word),
+                },
+            },
+            _ => strings::unknown_command(prefix, command.word()),
+        }
     }
 
     /// `!default WORD`: the room's default agent becomes the agent named `word` (`off`:
@@ -194,28 +214,33 @@ impl Gateway {
         }
         // Asked in the main timeline: the room's thread conversations too.
         if message.thread.is_none() {
-            let mut threads = Vec::new();
-            for key in self.channels.thread_conversations(&message.room_id) {
-                let (Some(report), Some(member)) = (
-                    self.channels.report(&key).await,
-                    members.iter().find(|m| m.agent_id == key.agent),
-                ) else {
-                    continue;
-                };
-                let root = key.thread_id();
-                threads.push(strings::thread_status(
-                    &member.display_name,
-                    &strings::event_link(message.room_id.as_str(), root),
-                    report.running,
-                    report.queued,
-                ));
-            }
-            if !threads.is_empty() {
-                parts.push(strings::threads_heading(threads.len()));
-                parts.push(threads.join("\n"));
-            }
+            parts.extend(self.thread_statuses(&message.room_id, members).await);
         }
         parts.join("\n\n")
+    }
+
+    /// The status lines of the room's thread conversations under their heading (none when
+    /// the room has no thread conversation).
+    async fn thread_statuses(&self, room: &RoomId, members: &[Member]) -> Vec<String> {
+        let mut threads = Vec::new();
+        for key in self.channels.thread_conversations(room) {
+            let (Some(report), Some(member)) = (
+                self.channels.report(&key).await,
+                members.iter().find(|m| m.agent_id == key.agent),
+            ) else {
+                continue;
+            };
+            threads.push(strings::thread_status(
+                &member.display_name,
+                &strings::event_link(room.as_str(), key.thread_id()),
+                report.running,
+                report.queued,
+            ));
+        }
+        if threads.is_empty() {
+            return Vec::new();
+        }
+        vec![strings::threads_heading(threads.len()), threads.join("\n")]
     }
 
     /// How the room's threads map onto conversations, as chosen with `!threads` or
