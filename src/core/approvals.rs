@@ -119,7 +119,8 @@ pub enum Picked {
     NoPoll,
 }
 
-/// The open polls of one channel and the refusals of the running turn.
+/// The open polls and questions of one running turn, and its refusals (a turn starts
+/// with none: `Default`).
 #[derive(Default)]
 pub struct Approvals {
     /// Open polls, oldest first.
@@ -175,12 +176,6 @@ impl Approvals {
     /// When the next poll expires.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.polls.iter().map(|p| p.deadline).min()
-    }
-
-    /// Starts a new turn's count of refusals.
-    pub fn new_turn(&mut self) {
-        self.refusals = 0;
-        self.stop_proposal = None;
     }
 
     /// Posts a poll for `request`, described with `tool` (what the agent announced about

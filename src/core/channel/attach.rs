@@ -2,7 +2,9 @@
 //! one up here (a session started in an editor or a terminal continues in the room); and
 //! `!login`, signing the agent in.
 
-use super::*;
+use super::Channel;
+use crate::render::strings;
+use crate::store::LogFailure;
 
 use crate::model::agent::SessionListing;
 use crate::model::ids::UserId;
@@ -13,7 +15,7 @@ impl Channel {
         let Some(Listed { listed, others, .. }) = self.listed_sessions().await else {
             return;
         };
-        let current = self.session.as_ref().map(|s| s.id.as_str());
+        let current = self.slot.id();
         let text = strings::sessions_list(
             &self.ctx.display_name,
             &listed,
@@ -61,7 +63,7 @@ impl Channel {
             self.notice(strings::cannot_attach(&ctx.display_name)).await;
             return;
         };
-        if self.session.as_ref().is_some_and(|s| s.id == found.id) {
+        if self.slot.id() == Some(found.id.as_str()) {
             self.notice(strings::attached_already(id)).await;
             return;
         }
@@ -86,7 +88,7 @@ impl Channel {
                 (ctx.store.set_continuity(&self.key, how.continuity()).await)
                     .or_log("could not record how the session continued");
                 let replayed = session.replayed;
-                self.session = Some(Session::reopened(session, tools));
+                self.slot.put_reopened(session, tools);
                 // In the conversation's mode, as any session of it: not the one it had where
                 // it was started.
                 if let Err(e) = self.fence_session().await {

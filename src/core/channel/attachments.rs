@@ -2,7 +2,10 @@
 //! next message; at a prompt's turn its files are fetched, saved in the conversation's
 //! inbox and given to the agent the way it takes them (`core::media`).
 
-use super::*;
+use super::Channel;
+use crate::core::voice::RoomVoice;
+use crate::model::ids::EventId;
+use crate::store::LogFailure;
 
 use crate::core::inbound::IncomingMessage;
 use crate::core::media::{self, Received};
@@ -11,29 +14,11 @@ use crate::model::OutMessage;
 use crate::model::media::{IncomingMedia, PromptBlock};
 use crate::render::strings;
 
-/// How long a file sent to nobody in particular waits for a question to this agent.
-const ASIDE_KEEP: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// A message whose files wait for their sender's next message.
-pub(super) struct Held {
-    /// The message (its text empty).
-    message: IncomingMessage,
-    /// Whether it was sent to nobody in particular: nobody was told it waits, and it waits
-    /// only [`ASIDE_KEEP`].
-    aside: bool,
-    /// Since when it waits.
-    since: tokio::time::Instant,
-}
-
 impl Channel {
     /// Keeps a file sent to nobody in particular, quietly (see [`ChannelInput::Aside`]).
     pub(super) fn hold_aside(&mut self, message: IncomingMessage) {
         tracing::debug!(agent = %self.ctx.agent_id, room = %self.key.room, event = %message.event_id, "a file sent to nobody in particular is kept for a while");
-        self.held.push(Held {
-            message,
-            aside: true,
-            since: tokio::time::Instant::now(),
-        });
+        self.held.hold(message, true);
     }
 
     /// A prompt on its way into the queue. A picture (or any file) without a caption waits
@@ -56,21 +41,11 @@ impl Channel {
                 self.say_once(&message.event_id, "held", &notice).await;
             }
             tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, event = %message.event_id, "a file without a question waits for its sender's next message");
-            self.held.push(Held {
-                message,
-                aside: false,
-                since: tokio::time::Instant::now(),
-            });
+            self.held.hold(message, false);
             return None;
         }
         // Files sent to nobody in particular are forgotten after a while.
-        self.held
-            .retain(|held| !held.aside || held.since.elapsed() < ASIDE_KEEP);
-        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
-            .into_iter()
-            .partition(|held| held.message.sender == message.sender);
-        self.held = others;
-        let mine: Vec<IncomingMessage> = mine.into_iter().map(|held| held.message).collect();
+        let mine = self.held.take_for(&message.sender);
         if mine.is_empty() {
             return Some(message);
         }

@@ -3,12 +3,16 @@
 //! when edited, the room is told the answer is to the text as it was (or, with
 //! `continuity.rerun_edited`, the answer stops and the new text runs).
 
-use super::queue::Edit;
-use super::turn::{TurnControl, TurnView};
-use super::*;
+use super::Channel;
+use super::queue::{Edit, Queued};
+use super::running_turn::RunningTurn;
+use crate::core::inbound::IncomingChange;
 use crate::core::inbound::{Change, IncomingMessage};
+use crate::core::voice::RoomVoice;
 use crate::core::voice::fresh_txn;
 use crate::model::OutMessage;
+use crate::render::strings;
+use crate::store::LogFailure;
 use crate::store::{PendingInput, PendingKind};
 
 impl Channel {
@@ -53,25 +57,22 @@ impl Channel {
     pub(super) async fn change_during_turn(
         &mut self,
         change: IncomingChange,
-        session_id: &str,
-        view: &TurnView,
-        control: &mut TurnControl,
+        turn: &mut RunningTurn,
     ) {
-        if self.change_queued(&change).await || change.target != view.prompt_event {
+        if self.change_queued(&change).await || &change.target != turn.prompt_event() {
             return;
         }
         match change.change {
             Change::Redacted => {
                 tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, event = %change.target, "the prompt being answered was redacted; stopping the turn");
-                self.stop_turn(change.sender, None, session_id, control)
-                    .await;
+                self.stop_turn(change.sender, None, turn).await;
             }
             // Where edits re-run: the answer stops and the new text runs next.
-            Change::Edited(text) if change.sender == view.prompter && self.ctx.rerun_edited => {
+            Change::Edited(text) if &change.sender == turn.prompter() && self.ctx.rerun_edited => {
                 tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, event = %change.target, "the prompt being answered was edited; stopping the turn to run the new text");
                 let again = IncomingMessage {
                     body: text,
-                    ..view.message.clone()
+                    ..turn.prompt().clone()
                 };
                 // Kept for a restart like any waiting prompt.
                 let ctx = &self.ctx;
@@ -90,8 +91,7 @@ impl Channel {
                 };
                 (ctx.store.requeue(&pending).await)
                     .or_log("could not keep the edited prompt for a restart");
-                self.stop_turn(change.sender, None, session_id, control)
-                    .await;
+                self.stop_turn(change.sender, None, turn).await;
                 self.queue.push_front(Queued {
                     edited: true,
                     ..Queued::new(again)
@@ -102,7 +102,7 @@ impl Channel {
                     .say(&fresh_txn("edited"), &notice)
                     .await;
             }
-            Change::Edited(_) if change.sender == view.prompter => {
+            Change::Edited(_) if &change.sender == turn.prompter() => {
                 let notice = OutMessage::notice(strings::EDITED_WHILE_RUNNING)
                     .replying_to(change.target.clone());
                 RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, &self.key.room)

@@ -1,6 +1,6 @@
 //! Chat commands a channel carries out itself: `!commands`, `!mode`, `!model`, `!set`, `!logs`.
 
-use super::*;
+use super::Channel;
 use std::time::Duration;
 
 use crate::core::command::Command;
@@ -8,7 +8,7 @@ use crate::core::command::registry::Kind;
 use crate::core::pool::Lease;
 use crate::core::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown};
 use crate::core::settings_policy::{PolicyRefusal, mode_option};
-use crate::model::agent::{ConfigChoice, ConfigValue};
+use crate::model::agent::{ConfigChoice, ConfigOption, ConfigValue, SessionSettings};
 use crate::model::ids::UserId;
 use crate::render::strings;
 use crate::render::strings::ModeNote;
@@ -88,17 +88,17 @@ impl Channel {
     /// The agent's command list arrives just after `session/new`: waits a moment for it
     /// when the session is new and the list is still empty.
     pub(super) async fn await_commands(&mut self) {
-        let fresh = self.session.as_ref().is_some_and(|s| s.fresh);
+        let fresh = self.slot.is_fresh();
         self.drain_events(None).await;
-        if !fresh || !self.commands.is_empty() {
+        if !fresh || !self.reported.commands().is_empty() {
             return;
         }
         let deadline = tokio::time::Instant::now() + COMMANDS_GRACE;
-        while self.commands.is_empty() {
-            let Some(session) = self.session.as_mut() else {
+        while self.reported.commands().is_empty() {
+            if !self.slot.is_open() {
                 return;
-            };
-            match tokio::time::timeout_at(deadline, session.events.recv()).await {
+            }
+            match tokio::time::timeout_at(deadline, self.slot.next_update()).await {
                 Ok(Some(event)) => self.handle_event(event, None).await,
                 Ok(None) | Err(_) => return,
             }
@@ -118,10 +118,7 @@ impl Channel {
     ) {
         // During a turn the turn's session is the one to change: it is never replaced here,
         // even if its process just died (the turn ends with that error by itself).
-        let session_gone = self
-            .session
-            .as_ref()
-            .is_none_or(|s| !self.ctx.agent.session_alive(&s.id));
+        let session_gone = (self.slot.id()).is_none_or(|id| !self.ctx.agent.session_alive(id));
         if running && session_gone {
             self.notice(strings::settings_session_gone(&self.ctx.display_name))
                 .await;
@@ -134,50 +131,74 @@ impl Channel {
             // Updates since the last turn may have changed the settings.
             self.drain_events(None).await;
         }
-        let ctx = self.ctx.clone();
-        let prefix = &ctx.command_prefix;
-        let name = &ctx.display_name;
-        let rules = self.mode_rules();
-        let Some(session) = self.session.as_ref() else {
+        let Some(settings) = self.slot.settings().cloned() else {
             return;
         };
-        let plan = session_settings::plan(&session.settings, &request);
-        let admin = ctx.admins.allows(by);
-        if let Err(refusal) = rules.check(&plan, &session.settings, admin) {
-            tracing::info!(agent = %ctx.agent_id, room = %self.key.room, sender = %by, ?refusal, "refusing a settings change its sender may not make");
-            let text = match refusal {
-                PolicyRefusal::AdminOnly(m) => strings::mode_for_admins(by.as_str(), name, &m),
-                PolicyRefusal::AdminOnlyOption(option) => {
-                    strings::option_for_admins(by.as_str(), name, &option)
-                }
-                PolicyRefusal::NotChoosable {
-                    what,
-                    value,
-                    choosable,
-                } => strings::not_choosable(by.as_str(), &what, &value, &choosable),
-            };
-            return self.notice(text).await;
+        let plan = session_settings::plan(&settings, &request);
+        let admin = self.ctx.admins.allows(by);
+        if let Err(refusal) = self.mode_rules().check(&plan, &settings, admin) {
+            return self.refuse_setting(refusal, by).await;
         }
-        let is_mode_option =
-            |option: &str| mode_option(&session.settings).is_some_and(|o| o.id == option);
+        let (ctx, who) = (self.ctx.clone(), (by, admin));
+        let (name, prefix) = (&ctx.display_name, &ctx.command_prefix);
         let text = match plan {
-            SettingPlan::Show(Shown::Modes(modes, current)) => {
-                let noted: Vec<(String, String, ModeNote)> = modes
-                    .into_iter()
+            SettingPlan::Show(shown) => self.shown_settings(shown, &request),
+            SettingPlan::SetMode(mode) => self.set_mode_for(mode, who).await,
+            SettingPlan::SetOption(option, value) => {
+                let is_mode_option = mode_option(&settings).is_some_and(|o| o.id == option);
+                match self
+                    .set_option_for(option, value, is_mode_option, who)
+                    .await
+                {
+                    Some(text) => text,
+                    None => return,
+                }
+            }
+            SettingPlan::Refuse(Refusal::NotOffered(what)) => {
+                strings::setting_not_offered(name, what, prefix, ctx.agent_id.as_str())
+            }
+            SettingPlan::Refuse(Refusal::Unknown { asked, choices }) => {
+                strings::no_such_choice(&asked, &choices)
+            }
+        };
+        self.notice(text).await;
+    }
+
+    /// Tells `by` why the settings policy refuses them the change they asked for.
+    async fn refuse_setting(&self, refusal: PolicyRefusal, by: &UserId) {
+        let name = &self.ctx.display_name;
+        tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, sender = %by, ?refusal, "refusing a settings change its sender may not make");
+        let text = match refusal {
+            PolicyRefusal::AdminOnly(m) => strings::mode_for_admins(by.as_str(), name, &m),
+            PolicyRefusal::AdminOnlyOption(option) => {
+                strings::option_for_admins(by.as_str(), name, &option)
+            }
+            PolicyRefusal::NotChoosable {
+                what,
+                value,
+                choosable,
+            } => strings::not_choosable(by.as_str(), &what, &value, &choosable),
+        };
+        self.notice(text).await;
+    }
+
+    /// What `!mode`, `!model` or `!set` without a value shows: the choices there are, and
+    /// how to make one (`request` is what was asked).
+    fn shown_settings(&self, shown: Shown, request: &SettingRequest) -> String {
+        let (name, prefix) = (&self.ctx.display_name, &self.ctx.command_prefix);
+        match shown {
+            Shown::Modes(modes, current) => {
+                let noted: Vec<(String, String, ModeNote)> = (modes.into_iter())
                     .map(|(id, label)| {
                         let note = self.mode_note(&id);
                         (id, label, note)
                     })
                     .collect();
-                strings::mode_choices(
-                    name,
-                    current.as_deref(),
-                    &noted,
-                    &format!("{prefix}mode NAME"),
-                )
+                let how = format!("{prefix}mode NAME");
+                strings::mode_choices(name, current.as_deref(), &noted, &how)
             }
-            SettingPlan::Show(Shown::Option(option)) => {
-                let how = match &request {
+            Shown::Option(option) => {
+                let how = match request {
                     SettingRequest::Model(_) => format!("{prefix}model NAME"),
                     SettingRequest::Mode(_) => format!("{prefix}mode NAME"),
                     SettingRequest::Option(..) => format!("{prefix}set {} VALUE", option.id),
@@ -197,67 +218,70 @@ impl Channel {
                     ),
                 }
             }
-            SettingPlan::Show(Shown::Options(options)) => {
-                let lines: Vec<(String, String, String)> = options
-                    .iter()
+            Shown::Options(options) => {
+                let lines: Vec<(String, String, String)> = (options.iter())
                     .map(|o| (o.id.clone(), o.name.clone(), option_value(o)))
                     .collect();
                 strings::options(name, &lines, prefix)
             }
-            SettingPlan::SetMode(mode) => match ctx.agent.set_mode(&session.id, &mode).await {
-                Ok(()) => {
-                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %mode, by = %by, admin, "mode switched");
-                    if let Some(session) = self.session.as_mut() {
-                        session.settings.current_mode = Some(mode.clone());
-                    }
-                    self.mode_chosen(mode.clone(), by).await;
-                    strings::mode_changed(name, &self.mode_label(&mode), self.mode_note(&mode))
+        }
+    }
+
+    /// Switches the session to `mode` for `by` (`admin`: whether they are one); the
+    /// answer says what became of it.
+    async fn set_mode_for(&mut self, mode: String, (by, admin): (&UserId, bool)) -> String {
+        let ctx = self.ctx.clone();
+        let name = &ctx.display_name;
+        let session = self.slot.id().unwrap_or_default().to_owned();
+        match ctx.agent.set_mode(&session, &mode).await {
+            Ok(()) => {
+                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %mode, by = %by, admin, "mode switched");
+                if let Some(settings) = self.slot.settings_mut() {
+                    settings.current_mode = Some(mode.clone());
                 }
-                Err(e) => strings::setting_failed(name, &e.to_string()),
-            },
-            SettingPlan::SetOption(option, value) => {
-                let picked_mode = match (&value, is_mode_option(&option)) {
-                    (ConfigChoice::Value(mode), true) => Some(mode.clone()),
-                    _ => None,
-                };
-                match ctx.agent.set_option(&session.id, &option, value).await {
-                    Ok(options) => {
-                        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %option, by = %by, admin, "config option changed");
-                        let Some(session) = self.session.as_mut() else {
-                            return;
-                        };
-                        session.settings.options = options;
-                        if let Some(mode) = picked_mode {
-                            self.mode_chosen(mode, by).await;
-                        }
-                        let Some(session) = self.session.as_ref() else {
-                            return;
-                        };
-                        match session.settings.options.iter().find(|o| o.id == option) {
-                            Some(o) => strings::setting_changed(
-                                name,
-                                &o.name.to_lowercase(),
-                                &option_value(o),
-                            ),
-                            None => strings::setting_changed(name, &option, "changed"),
-                        }
-                    }
-                    Err(e) => strings::setting_failed(name, &e.to_string()),
-                }
+                self.mode_chosen(mode.clone(), by).await;
+                strings::mode_changed(name, &self.mode_label(&mode), self.mode_note(&mode))
             }
-            SettingPlan::Refuse(Refusal::NotOffered(what)) => {
-                strings::setting_not_offered(name, what, prefix, ctx.agent_id.as_str())
-            }
-            SettingPlan::Refuse(Refusal::Unknown { asked, choices }) => {
-                strings::no_such_choice(&asked, &choices)
-            }
+            Err(e) => strings::setting_failed(name, &e.to_string()),
+        }
+    }
+
+    /// Sets config option `option` to `value` for `by` (`admin`: whether they are one); a
+    /// change of the mode option (`is_mode_option`) is a mode the conversation keeps. The
+    /// answer says what became of it (`None`: the session is gone, nothing to say).
+    async fn set_option_for(
+        &mut self,
+        option: String,
+        value: ConfigChoice,
+        is_mode_option: bool,
+        (by, admin): (&UserId, bool),
+    ) -> Option<String> {
+        let ctx = self.ctx.clone();
+        let name = &ctx.display_name;
+        let picked_mode = match (&value, is_mode_option) {
+            (ConfigChoice::Value(mode), true) => Some(mode.clone()),
+            _ => None,
         };
-        self.notice(text).await;
+        let session = self.slot.id().unwrap_or_default().to_owned();
+        let options = match ctx.agent.set_option(&session, &option, value).await {
+            Ok(options) => options,
+            Err(e) => return Some(strings::setting_failed(name, &e.to_string())),
+        };
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %option, by = %by, admin, "config option changed");
+        self.slot.settings_mut()?.options = options;
+        if let Some(mode) = picked_mode {
+            self.mode_chosen(mode, by).await;
+        }
+        let settings: &SessionSettings = self.slot.settings()?;
+        Some(match settings.options.iter().find(|o| o.id == option) {
+            Some(o) => strings::setting_changed(name, &o.name.to_lowercase(), &option_value(o)),
+            None => strings::setting_changed(name, &option, "changed"),
+        })
     }
 }
 
 /// A config option's value as people read it.
-fn option_value(option: &crate::model::agent::ConfigOption) -> String {
+fn option_value(option: &ConfigOption) -> String {
     match &option.value {
         ConfigValue::Choice { current, choices } => choices
             .iter()
@@ -268,6 +292,7 @@ fn option_value(option: &crate::model::agent::ConfigOption) -> String {
     }
 }
 
+/// A toggle as people read it.
 fn on_off(on: bool) -> String {
     match on {
         true => "on".to_owned(),

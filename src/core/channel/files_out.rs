@@ -2,8 +2,8 @@
 //! workspace, a file's content) posted as pictures and files under the answer, and the
 //! workspace files people ask for with `!file`.
 
-use super::turn::TurnView;
-use super::*;
+use super::Channel;
+use super::running_turn::RunningTurn;
 
 use crate::core::media::{self, WorkspaceFileError};
 use crate::core::voice::txn;
@@ -15,7 +15,7 @@ impl Channel {
     /// Posts a file of the agent's answer under the answer (the text so far goes up first,
     /// so the file comes after what introduces it). A link outside the workspace stays a
     /// link in the text; a file that cannot be posted gets a notice.
-    pub(super) async fn post_answer_file(&mut self, file: AnswerFile, view: &mut TurnView) {
+    pub(super) async fn post_answer_file(&mut self, file: AnswerFile, turn: &mut RunningTurn) {
         let folder = self.prepare_folder().await;
         let max = self.ctx.media.max_bytes;
         let attachment = match file {
@@ -46,7 +46,7 @@ impl Channel {
                     }
                     // Not ours to post: the link stays in the answer as a link.
                     Err(WorkspaceFileError::Outside) | Err(WorkspaceFileError::Missing) => {
-                        view.stream.push(&format!("[{name}]({uri})"));
+                        turn.push_text(&format!("[{name}]({uri})"));
                         return;
                     }
                     Err(why) => {
@@ -63,19 +63,12 @@ impl Channel {
                 .await;
             return;
         }
-        if let Err(e) = view.stream.flush().await {
+        if let Err(e) = turn.flush_reply().await {
             tracing::debug!(room = %self.key.room, error = %e, "edit deferred");
         }
-        view.files += 1;
-        let id = txn(
-            "sk",
-            &[
-                self.ctx.agent_id.as_str(),
-                view.prompt_event.as_str(),
-                "file",
-                &view.files.to_string(),
-            ],
-        );
+        let number = turn.next_file().to_string();
+        let (agent, prompt) = (self.ctx.agent_id.as_str(), turn.prompt_event().as_str());
+        let id = txn("sk", &[agent, prompt, "file", &number]);
         self.post_file(&id, attachment).await;
     }
 

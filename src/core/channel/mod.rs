@@ -9,10 +9,16 @@ mod attachments;
 mod changes;
 mod commands;
 mod files_out;
+mod folder;
+mod held;
 mod journal;
+mod mode_keeper;
 mod modes;
 mod queue;
+mod reported;
+mod running_turn;
 mod session;
+mod slot;
 mod turn;
 mod turn_input;
 mod typing;
@@ -27,7 +33,6 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::core::approvals::Approvals;
 use crate::core::command::Command;
 use crate::core::command::registry::{DuringTurn, Kind};
 use crate::core::context::AgentContext;
@@ -36,12 +41,17 @@ use crate::core::pool::{Lease, Waiting};
 use crate::core::thread_chat::ThreadChat;
 use crate::core::voice::RoomVoice;
 use crate::model::Verbosity;
-use crate::model::agent::{AgentEvent, SessionSettings, SlashCommand, TokenUsage};
+use crate::model::agent::SlashCommand;
 use crate::model::ids::{ConversationKey, EventId, RoomId, UserId};
-use crate::render::cards;
 use crate::render::strings;
 use crate::store::LogFailure;
+use folder::FolderSlot;
+use held::HeldFiles;
+use mode_keeper::ModeKeeper;
 use queue::{Queue, Queued};
+use reported::Reported;
+use running_turn::RunningTurn;
+use slot::SessionSlot;
 
 /// What a channel tells `!status` and `!help` about itself.
 #[derive(Debug, Clone, Default)]
@@ -107,14 +117,6 @@ pub enum ChannelInput {
     },
 }
 
-/// The next update of `session`'s agent; never, while there is no session.
-async fn next_update(session: &mut Option<Session>) -> Option<AgentEvent> {
-    match session {
-        Some(session) => session.events.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
 impl ChannelInput {
     /// The message this input carries, if it carries one (a queue that refuses the input
     /// answers it).
@@ -131,25 +133,8 @@ impl ChannelInput {
     }
 }
 
-/// The open ACP session of this channel.
-struct Session {
-    /// The agent's session ID.
-    id: String,
-    /// The session's updates, in the order the agent sent them.
-    events: mpsc::Receiver<AgentEvent>,
-    /// Its modes and config options, kept up to date with the agent's updates.
-    settings: SessionSettings,
-    /// Whether it is new and the earlier conversation has not been given to it yet: its
-    /// first ordinary prompt carries it (a command may open the session before any
-    /// prompt, and a slash command must start its prompt).
-    fresh: bool,
-    /// The first prompt it was sent: what came before it is the earlier conversation.
-    first_prompt: Option<EventId>,
-    /// The room tools opened to it (closed when the session is left).
-    tools: Option<crate::core::room_tools::Grant>,
-}
-
-/// One (room, agent) pair.
+/// One (room, agent) pair: the task that answers its conversation, made of parts that each
+/// own one job behind their methods.
 pub struct Channel {
     /// What is shared by all rooms of this agent.
     ctx: Arc<AgentContext>,
@@ -158,67 +143,22 @@ pub struct Channel {
     key: ConversationKey,
     /// Prompts, commands and stop requests, in arrival order.
     inputs: mpsc::Receiver<ChannelInput>,
-    /// The ACP session, opened at the first prompt.
-    session: Option<Session>,
+    /// Fires when the gateway shuts down: the running turn is stopped and marked.
+    shutdown: CancellationToken,
     /// Prompts waiting behind the running turn.
     queue: Queue,
     /// Inputs that came while a turn waited for a slot and must wait until it has run.
     deferred: VecDeque<ChannelInput>,
-    /// The agent's slash commands, as last advertised (listed by `!help`).
-    commands: Vec<SlashCommand>,
-    /// Fires when the gateway shuts down: the running turn is stopped and marked.
-    shutdown: CancellationToken,
-    /// Open permission polls and the running turn's refusals.
-    approvals: Approvals,
-    /// What the agent last reported about usage.
-    usage: Usage,
+    /// The ACP session, opened at the first prompt.
+    slot: SessionSlot,
+    /// What the agent last reported: its slash commands, the session's title, usage.
+    reported: Reported,
     /// Files sent without a question, waiting for their sender's next message.
-    held: Vec<attachments::Held>,
-    /// The session's title, as the agent last gave it.
-    title: Option<String>,
-    /// The mode this conversation keeps (as last read from or written to the store).
-    kept_mode: Option<crate::model::modes::KeptMode>,
-    /// Set during a turn when the session went to a mode that does not ask and could not
-    /// be put back: the turn is stopped and the session left.
-    unfenced_turn: bool,
-    /// The conversation's folder, held open once it was first needed (its sessions work in
-    /// it; every file of theirs the gateway touches is opened beneath it).
-    folder: Option<Arc<crate::workspace::folder::Folder>>,
-}
-
-impl Session {
-    /// A session the agent got back (loaded, resumed, attached): it remembers its
-    /// conversation, so nothing is re-injected.
-    fn reopened(
-        session: crate::model::agent::NewSession,
-        tools: Option<crate::core::room_tools::Grant>,
-    ) -> Self {
-        Self {
-            id: session.id,
-            events: session.events,
-            settings: session.settings,
-            fresh: false,
-            first_prompt: None,
-            tools,
-        }
-    }
-}
-
-/// Usage as the agent reported it for this channel's session.
-#[derive(Default)]
-struct Usage {
-    /// Context window: tokens used and window size (0 when not known yet).
-    context: Option<(u64, u64)>,
-    /// Token counts from the last prompt result.
-    tokens: Option<TokenUsage>,
-    /// What the session has cost so far, when the agent says.
-    cost: Option<crate::model::agent::Cost>,
-}
-
-impl Usage {
-    fn line(&self) -> Option<String> {
-        cards::usage_line(self.context, self.tokens.as_ref(), self.cost.as_ref())
-    }
+    held: HeldFiles,
+    /// The conversation's folder, held open once it was first needed.
+    folder: FolderSlot,
+    /// The mode this conversation keeps, and whether the running turn lost its session.
+    modes: ModeKeeper,
 }
 
 impl Channel {
@@ -242,18 +182,14 @@ impl Channel {
             key,
             ctx,
             inputs,
-            session: None,
+            shutdown,
             queue,
             deferred: VecDeque::new(),
-            commands: Vec::new(),
-            shutdown,
-            approvals: Approvals::default(),
-            usage: Usage::default(),
-            held: Vec::new(),
-            title: None,
-            kept_mode: None,
-            unfenced_turn: false,
-            folder: None,
+            slot: SessionSlot::default(),
+            reported: Reported::default(),
+            held: HeldFiles::default(),
+            folder: FolderSlot::default(),
+            modes: ModeKeeper::default(),
         }
     }
 
@@ -305,7 +241,7 @@ impl Channel {
                     _ = self.shutdown.cancelled() => continue,
                     // Between turns too, so a session's bounded queue never fills while
                     // the room is quiet (`core::queues::SESSION_UPDATES`).
-                    Some(event) = next_update(&mut self.session) => {
+                    Some(event) = self.slot.next_update() => {
                         self.handle_event(event, None).await;
                         continue;
                     }
@@ -345,7 +281,7 @@ impl Channel {
             }
             ChannelInput::Report(reply) => {
                 self.drain_events(None).await;
-                let _ = reply.send(self.report(false, false));
+                let _ = reply.send(self.report(None, false));
             }
             ChannelInput::Changed(change) => {
                 self.change_queued(&change).await;
@@ -377,22 +313,21 @@ impl Channel {
         }
     }
 
-    /// How the channel stands, for `!status` and `!help`; `waiting`: a turn waits for a
-    /// slot of the process pool.
-    fn report(&self, running: bool, waiting: bool) -> ChannelReport {
-        let settings = self.session.as_ref().map(|s| &s.settings);
+    /// How the channel stands, for `!status` and `!help`: `turn` is the running turn, if
+    /// one runs; `waiting`: a turn waits for a slot of the process pool.
+    fn report(&self, turn: Option<&RunningTurn>, waiting: bool) -> ChannelReport {
         ChannelReport {
-            running,
+            running: turn.is_some(),
             waiting,
             queued: self.queue.len(),
-            polls: self.approvals.open_count(),
-            has_session: self.session.is_some(),
-            mode: settings
+            polls: turn.map_or(0, |turn| turn.approvals().open_count()),
+            has_session: self.slot.is_open(),
+            mode: (self.slot.settings())
                 .and_then(crate::core::settings_policy::current_mode)
                 .map(|mode| strings::mode_status(&self.mode_label(&mode), self.mode_note(&mode))),
-            usage: self.usage.line(),
-            title: self.title.clone(),
-            commands: self.commands.clone(),
+            usage: self.reported.usage_line(),
+            title: self.reported.title().map(str::to_owned),
+            commands: self.reported.commands().to_vec(),
         }
     }
 
@@ -401,7 +336,7 @@ impl Channel {
         strings::AgentLine {
             name: self.ctx.display_name.clone(),
             id: self.ctx.agent_id.to_string(),
-            commands: self.commands.clone(),
+            commands: self.reported.commands().to_vec(),
         }
     }
 
@@ -451,7 +386,7 @@ impl Channel {
                     }
                     ChannelInput::Rerun(message) => self.queue.push_back(Queued::rerun(message)),
                     ChannelInput::Report(reply) => {
-                        let _ = reply.send(self.report(false, true));
+                        let _ = reply.send(self.report(None, true));
                     }
                     ChannelInput::Command(command, message)
                         if command.during_turn() == DuringTurn::StopsTheTurn =>

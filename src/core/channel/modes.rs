@@ -4,14 +4,16 @@
 //! and put back whenever the agent switches itself to a mode no admin chose. The rules are
 //! pure (`core/settings_policy`); this is where the channel carries them out.
 
-use super::*;
-
+use super::Channel;
 use crate::core::approvals::OptionSwitch;
 use crate::core::settings_policy::{
     Asking, ModeRules, ModeVerdict, Unfenced, current_mode, mode_option, offered_modes,
 };
-use crate::model::agent::{AgentError, ConfigChoice, ConfigOption, PermissionRequest, ToolKind};
-use crate::model::modes::KeptMode;
+use crate::model::agent::{
+    AgentError, ConfigChoice, ConfigOption, ConfigValue, PermissionRequest, SessionSettings,
+    ToolKind,
+};
+use crate::model::ids::UserId;
 use crate::render::strings::{self, ModeNote};
 
 impl Channel {
@@ -25,19 +27,16 @@ impl Channel {
     /// asks, so it must not be used (the words say why, for the room).
     pub(super) async fn fence_session(&mut self) -> Result<(), AgentError> {
         let rules = self.mode_rules();
-        let kept = (self.ctx.store.kept_mode(&self.key).await)
-            .or_log("could not read the conversation's mode")
-            .flatten();
-        self.kept_mode = kept.clone();
-        let Some(session) = self.session.as_ref() else {
+        let kept = self.modes.load(&self.ctx.store, &self.key).await;
+        let (Some(settings), Some(id)) = (self.slot.settings(), self.slot.id()) else {
             return Ok(());
         };
         // A session got back without the modes it had (its agent left them out of the
         // answer): its conversation's mode is put back all the same, where it takes it.
         if let Some(kept) = &kept
-            && offered_modes(&session.settings).is_empty()
+            && offered_modes(settings).is_empty()
         {
-            let (agent, id) = (self.ctx.agent.clone(), session.id.clone());
+            let (agent, id) = (self.ctx.agent.clone(), id.to_owned());
             match agent.set_mode(&id, &kept.mode).await {
                 Ok(()) => {
                     tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %kept.mode, "a session got back without its modes was put in its conversation's mode")
@@ -49,12 +48,12 @@ impl Channel {
             return Ok(());
         }
         let target = rules
-            .target(&session.settings, kept.as_ref())
+            .target(settings, kept.as_ref())
             .map_err(|why| AgentError::Unfenced(unfenced_words(&why)))?;
         let Some(target) = target else {
             return Ok(());
         };
-        let current = current_mode(&session.settings);
+        let current = current_mode(settings);
         if !current
             .as_deref()
             .is_some_and(|c| c.eq_ignore_ascii_case(&target))
@@ -76,11 +75,7 @@ impl Channel {
     /// chose. `false`: it is not and could not be put back (the room was told, the session
     /// left); the prompt must not go.
     pub(super) async fn mode_allows_prompt(&mut self) -> bool {
-        let Some(current) = self
-            .session
-            .as_ref()
-            .and_then(|s| current_mode(&s.settings))
-        else {
+        let Some(current) = self.slot.settings().and_then(current_mode) else {
             return true;
         };
         self.judge_mode(&current, false).await
@@ -90,25 +85,21 @@ impl Channel {
     /// changed): kept when it asks or an admin chose it, else put back. `running`: during a
     /// turn, which is stopped if the mode cannot be put back.
     pub(super) async fn on_mode_report(&mut self, mode: String, running: bool) {
-        if let Some(session) = self.session.as_mut() {
-            if session.settings.modes.is_empty() {
-                set_mode_option(&mut session.settings.options, &mode);
-            } else {
-                session.settings.current_mode = Some(mode.clone());
-            }
+        if let Some(settings) = self.slot.settings_mut() {
+            record_mode(settings, &mode);
         }
         self.judge_mode(&mode, running).await;
     }
 
     /// The agent's config options changed: a changed mode option is a mode report.
     pub(super) async fn on_options(&mut self, options: Vec<ConfigOption>, running: bool) {
-        let Some(session) = self.session.as_mut() else {
+        let Some(settings) = self.slot.settings_mut() else {
             return;
         };
-        let before = current_mode(&session.settings);
-        session.settings.options = options;
-        let after = current_mode(&session.settings);
-        if session.settings.modes.is_empty()
+        let before = current_mode(settings);
+        settings.options = options;
+        let after = current_mode(settings);
+        if settings.modes.is_empty()
             && let Some(mode) = after.filter(|a| Some(a) != before.as_ref())
         {
             self.judge_mode(&mode, running).await;
@@ -119,13 +110,9 @@ impl Channel {
     /// ask): the session is in `mode` now, and the conversation keeps it.
     pub(super) async fn mode_chosen_in_poll(&mut self, mode: String, by: &UserId) {
         let by_admin = self.ctx.admins.allows(by);
-        if let Some(session) = self.session.as_mut() {
-            // Some agents switch without telling the client (Gemini CLI's auto-edit).
-            if session.settings.modes.is_empty() {
-                set_mode_option(&mut session.settings.options, &mode);
-            } else {
-                session.settings.current_mode = Some(mode.clone());
-            }
+        // Some agents switch without telling the client (Gemini CLI's auto-edit).
+        if let Some(settings) = self.slot.settings_mut() {
+            record_mode(settings, &mode);
         }
         tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, %mode, by = %by, by_admin, "a poll choice switched the mode");
         self.keep_mode(mode, by_admin).await;
@@ -139,16 +126,16 @@ impl Channel {
         kind: Option<ToolKind>,
     ) -> Vec<OptionSwitch> {
         let rules = self.mode_rules();
-        let Some(session) = self.session.as_ref() else {
+        let Some(settings) = self.slot.settings() else {
             return Vec::new();
         };
-        if !rules.fences(&session.settings) {
+        if !rules.fences(settings) {
             return Vec::new();
         }
         (request.options.iter())
             .filter_map(|o| {
-                let mode = rules.implied_mode(&o.id, kind, &session.settings)?;
-                let needs_admin = rules.option_needs_admin(&o.id, kind, &session.settings);
+                let mode = rules.implied_mode(&o.id, kind, settings)?;
+                let needs_admin = rules.option_needs_admin(&o.id, kind, settings);
                 Some(OptionSwitch {
                     option: o.id.clone(),
                     mode,
@@ -171,9 +158,8 @@ impl Channel {
             Asking::Asks => ModeNote::Asks,
             Asking::NotByMode => ModeNote::NotByMode,
             Asking::DoesNotAsk => {
-                let settings = self.session.as_ref().map(|s| &s.settings);
-                let allowed = settings.is_some_and(|s| {
-                    rules.on_report(mode, self.kept_mode.as_ref(), s) == ModeVerdict::Stays
+                let allowed = self.slot.settings().is_some_and(|s| {
+                    rules.on_report(mode, self.modes.kept(), s) == ModeVerdict::Stays
                 });
                 match allowed {
                     true => ModeNote::ActsUnasked,
@@ -187,19 +173,17 @@ impl Channel {
     /// and leaves the session when that fails. `true`: the session may be used.
     async fn judge_mode(&mut self, mode: &str, running: bool) -> bool {
         let rules = self.mode_rules();
-        let Some(session) = self.session.as_ref() else {
+        let Some(settings) = self.slot.settings() else {
             return true;
         };
-        let verdict = rules.on_report(mode, self.kept_mode.as_ref(), &session.settings);
+        let verdict = rules.on_report(mode, self.modes.kept(), settings);
+        let fences = rules.fences(settings);
         let name = &self.ctx.display_name.clone();
         let label = |s: &Self, m: &str| s.mode_label(m);
         match verdict {
             ModeVerdict::Stays => {
-                if rules.fences(&session.settings) {
-                    let by_admin = self
-                        .kept_mode
-                        .as_ref()
-                        .is_some_and(|k| k.by_admin && k.mode.eq_ignore_ascii_case(mode));
+                if fences {
+                    let by_admin = self.modes.chosen_by_admin(mode);
                     self.keep_mode(mode.to_owned(), by_admin).await;
                 }
                 true
@@ -237,7 +221,7 @@ impl Channel {
             .await;
         match running {
             // The turn's loop cancels the prompt, then leaves the session.
-            true => self.unfenced_turn = true,
+            true => self.modes.lose_turn(),
             false => self.leave_session().await,
         }
     }
@@ -245,8 +229,8 @@ impl Channel {
     /// Leaves the session for good (the agent may free it): the next message opens a new
     /// one, put in the asking mode from the start.
     pub(super) async fn leave_session(&mut self) {
-        if let Some(session) = &self.session {
-            self.ctx.agent.close_session(&session.id).await;
+        if let Some(id) = self.slot.id() {
+            self.ctx.agent.close_session(id).await;
         }
         self.drop_session();
     }
@@ -254,50 +238,57 @@ impl Channel {
     /// Switches the session to `mode`, the way the agent offers modes.
     async fn switch_mode(&mut self, mode: &str) -> Result<(), AgentError> {
         let agent = self.ctx.agent.clone();
-        let Some(session) = self.session.as_mut() else {
+        let Some(id) = self.slot.id().map(str::to_owned) else {
             return Ok(());
         };
-        if !session.settings.modes.is_empty() {
-            agent.set_mode(&session.id, mode).await?;
-            session.settings.current_mode = Some(mode.to_owned());
-            set_mode_option(&mut session.settings.options, mode);
+        let Some(settings) = self.slot.settings_mut() else {
+            return Ok(());
+        };
+        if !settings.modes.is_empty() {
+            agent.set_mode(&id, mode).await?;
+            settings.current_mode = Some(mode.to_owned());
+            set_mode_option(&mut settings.options, mode);
             return Ok(());
         }
-        let Some(option) = mode_option(&session.settings).map(|o| o.id.clone()) else {
+        let Some(option) = mode_option(settings).map(|o| o.id.clone()) else {
             return Ok(());
         };
         let choice = ConfigChoice::Value(mode.to_owned());
-        session.settings.options = agent.set_option(&session.id, &option, choice).await?;
+        settings.options = agent.set_option(&id, &option, choice).await?;
         Ok(())
     }
 
     /// Records `mode` as the conversation's, in memory and in the store.
     async fn keep_mode(&mut self, mode: String, by_admin: bool) {
-        let kept = KeptMode { mode, by_admin };
-        if self.kept_mode.as_ref() == Some(&kept) {
-            return;
-        }
-        (self.ctx.store.keep_mode(&self.key, &kept).await)
-            .or_log("could not record the conversation's mode");
-        self.kept_mode = Some(kept);
+        (self.modes)
+            .keep(&self.ctx.store, &self.key, mode, by_admin)
+            .await;
     }
 
     /// A mode as people read it: its name, else its ID.
     pub(super) fn mode_label(&self, mode: &str) -> String {
-        let settings = self.session.as_ref().map(|s| &s.settings);
-        let named = settings.and_then(|s| {
+        let named = self.slot.settings().and_then(|s| {
             (s.modes.iter())
                 .find(|(id, _)| id.eq_ignore_ascii_case(mode))
                 .map(|(_, name)| name.clone())
                 .or_else(|| match mode_option(s).map(|o| &o.value) {
-                    Some(crate::model::agent::ConfigValue::Choice { choices, .. }) => (choices
-                        .iter())
-                    .find(|(id, _)| id.eq_ignore_ascii_case(mode))
-                    .map(|(_, name)| name.clone()),
+                    Some(ConfigValue::Choice { choices, .. }) => (choices.iter())
+                        .find(|(id, _)| id.eq_ignore_ascii_case(mode))
+                        .map(|(_, name)| name.clone()),
                     _ => None,
                 })
         });
         named.unwrap_or_else(|| mode.to_owned())
+    }
+}
+
+/// Records that the session is in `mode` now: its current mode, or its mode option's
+/// value where it offers modes only as an option.
+fn record_mode(settings: &mut SessionSettings, mode: &str) {
+    if settings.modes.is_empty() {
+        set_mode_option(&mut settings.options, mode);
+    } else {
+        settings.current_mode = Some(mode.to_owned());
     }
 }
 
@@ -306,7 +297,7 @@ impl Channel {
 fn set_mode_option(options: &mut [ConfigOption], mode: &str) {
     for option in options.iter_mut() {
         if option.category.as_deref() == Some("mode")
-            && let crate::model::agent::ConfigValue::Choice { current, choices } = &mut option.value
+            && let ConfigValue::Choice { current, choices } = &mut option.value
             && choices.iter().any(|(id, _)| id.eq_ignore_ascii_case(mode))
         {
             *current = mode.to_owned();

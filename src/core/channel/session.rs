@@ -1,8 +1,8 @@
 //! The channel's session slot: getting the last session back, opening a new one, the
 //! earlier conversation for a new session, `!new`, and the agent's stderr after a failure.
 
-use super::*;
-use crate::core::voice::fresh_txn;
+use super::Channel;
+use crate::core::voice::{RoomVoice, fresh_txn};
 use crate::store::LogFailure;
 
 use crate::core::continuity;
@@ -10,6 +10,7 @@ use crate::core::inbound::IncomingMessage;
 use crate::core::room_tools::{Grant, RoomScope};
 use crate::model::OutMessage;
 use crate::model::agent::AgentError;
+use crate::model::ids::EventId;
 use crate::render::cards;
 use crate::render::strings;
 use crate::workspace::folder::Folder;
@@ -18,10 +19,9 @@ use std::sync::Arc;
 impl Channel {
     /// Leaves the channel's session, if one is open: the agent forgets it too.
     pub(super) fn drop_session(&mut self) {
-        if let Some(session) = self.session.take() {
-            self.ctx.agent.forget_session(&session.id);
-            // Its room tools close with it: the token it was given stops working.
-            drop(session.tools);
+        // Its room tools close with it: the token it was given stops working.
+        if let Some(id) = self.slot.take() {
+            self.ctx.agent.forget_session(&id);
         }
     }
 
@@ -29,7 +29,7 @@ impl Channel {
     /// agent can (`session/load` or `session/resume`: it remembers the conversation), else
     /// opens a new one (marked `fresh`: its first prompt carries the conversation).
     pub(super) async fn ensure_session(&mut self) -> Result<(), AgentError> {
-        if self.session.is_some() {
+        if self.slot.is_open() {
             return Ok(());
         }
         let ctx = self.ctx.clone();
@@ -48,7 +48,7 @@ impl Channel {
                         .set_continuity(&self.key, how.continuity())
                         .await
                         .or_log("could not record how the session continued");
-                    self.session = Some(Session::reopened(session, tools));
+                    self.slot.put_reopened(session, tools);
                     return self.fenced_or_left().await;
                 }
                 Err(e) => {
@@ -65,14 +65,7 @@ impl Channel {
             .await
             .or_log("could not save the session");
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %new.id, "session opened");
-        self.session = Some(Session {
-            id: new.id,
-            events: new.events,
-            settings: new.settings,
-            fresh: true,
-            first_prompt: None,
-            tools,
-        });
+        self.slot.put_new(new, tools);
         self.fenced_or_left().await
     }
 
@@ -106,35 +99,25 @@ impl Channel {
     /// worktree mode by `git`, off the async threads): every file of the conversation the
     /// gateway reads or writes is opened beneath it.
     pub(super) async fn prepare_folder(&mut self) -> Result<Arc<Folder>, AgentError> {
-        if let Some(folder) = &self.folder {
-            return Ok(folder.clone());
-        }
-        let (workspace, room) = (self.ctx.workspace.clone(), self.key.room.clone());
-        let made = tokio::task::spawn_blocking(move || workspace.prepare(&room))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|made| made.map_err(|e| e.to_string()));
-        let folder = made.map_err(|why| {
+        let opened = self.folder.open(&self.ctx.workspace, &self.key.room).await;
+        opened.map_err(|why| {
             let folder = self.ctx.workspace.for_room(&self.key.room);
             tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, folder = %folder.display(), error = %why, "the conversation's folder cannot be used");
             AgentError::Failed(strings::workspace_unusable(
                 &folder.display().to_string(),
                 &why,
             ))
-        })?;
-        let folder = Arc::new(folder);
-        self.folder = Some(folder.clone());
-        Ok(folder)
+        })
     }
 
     /// Makes sure a live session is open; says why in the room when none can be.
     pub(super) async fn open_session(&mut self) -> bool {
         // A session whose process died (a crash during another room's turn, or stopped by
         // the pool) cannot answer: open a new one rather than lose a message to it.
-        if let Some(session) = &self.session
-            && !self.ctx.agent.session_alive(&session.id)
+        if let Some(session) = self.slot.id()
+            && !self.ctx.agent.session_alive(session)
         {
-            tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, session = %session.id, "the session's process has stopped; opening a session again");
+            tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, session, "the session's process has stopped; opening a session again");
             self.drop_session();
         }
         match self.ensure_session().await {
@@ -249,8 +232,8 @@ impl Channel {
         }
         self.drain_events(None).await;
         // The agent may free what it holds for the old session.
-        if let Some(old) = &self.session {
-            ctx.agent.close_session(&old.id).await;
+        if let Some(old) = self.slot.id() {
+            ctx.agent.close_session(old).await;
         }
         self.drop_session();
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "fresh conversation requested");

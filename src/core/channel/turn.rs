@@ -1,13 +1,16 @@
 //! One turn: the prompt sent, the agent's updates shown as they come, the ending shown and
 //! recorded. See `docs/turns.md`.
 
+use super::Channel;
 use super::journal::TurnJournal;
+use super::running_turn::{Ended, RunningTurn};
 use super::typing::Typing;
-use super::*;
 use crate::core::context::Handoff;
 use crate::core::voice::txn;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::core::chat::Undelivered;
 use crate::core::crash_journal::JournaledReplies;
@@ -22,7 +25,7 @@ use crate::model::agent::{
     AgentError, AgentEvent, PermissionAnswer, PermissionKind, PermissionRequest, StopReason,
     TurnEnd,
 };
-use crate::model::ids::{EventId, UserId};
+use crate::model::ids::{ConversationKey, EventId, UserId};
 use crate::model::media::PromptBlock;
 use crate::render::cards::PollOutcome;
 use crate::render::strings;
@@ -39,36 +42,6 @@ const TYPING_REFRESH: Duration = Duration::from_secs(3);
 /// needs none, and one sent just before the answer would cost the person's client an extra
 /// sync (it wakes for the notice, then syncs again for the answer).
 const TYPING_AFTER: Duration = Duration::from_millis(500);
-
-/// What a running turn shows: the streamed reply and the work around it.
-pub(super) struct TurnView {
-    /// The answer.
-    pub(super) stream: ReplyStream,
-    /// Tool cards, plan and thinking.
-    pub(super) activity: Activity,
-    /// Who sent the prompt: notified when a poll waits for them.
-    pub(super) prompter: UserId,
-    /// The prompt, to run again when its author edits it (`continuity.rerun_edited`).
-    pub(super) message: IncomingMessage,
-    /// The prompt's event, for the log.
-    pub(super) prompt_event: EventId,
-    /// What the turn has recorded for a crash so far.
-    pub(super) journal: TurnJournal,
-    /// How many files of the answer were posted (numbers their transaction IDs).
-    pub(super) files: u32,
-}
-
-/// State of the running turn that inputs may change.
-#[derive(Default)]
-pub(super) struct TurnControl {
-    /// Who asked to stop, once someone did.
-    pub(super) stopped_by: Option<UserId>,
-    /// Set when the gateway shuts down during the turn: by then the turn must end.
-    pub(super) shutdown_deadline: Option<tokio::time::Instant>,
-    /// Set once the turn was stopped because its session went to a mode that does not
-    /// ask and could not be put back.
-    pub(super) mode_stopped: bool,
-}
 
 impl Channel {
     /// The prefix of the transaction IDs of the answer to `message`: retries of a request
@@ -112,15 +85,7 @@ impl Channel {
         }
         // A slash command must start the prompt for the agent to run it: the earlier
         // conversation goes with the next ordinary prompt instead.
-        let mut opened_at = None;
-        if let Some(session) = self.session.as_mut() {
-            let first = session
-                .first_prompt
-                .get_or_insert_with(|| message.event_id.clone());
-            if slash.is_none() && std::mem::replace(&mut session.fresh, false) {
-                opened_at = Some(first.clone());
-            }
-        }
+        let opened_at = self.slot.begin_prompt(&message.event_id, slash.is_none());
         // A slash command must stay first: it is sent as written.
         let framed = match slash {
             Some(_) => message.clone(),
@@ -148,19 +113,17 @@ impl Channel {
             return;
         }
 
-        let mut view = self.turn_view(&message, rerun, edited).await;
+        let mut turn = self.begin_turn(&message, rerun, edited).await;
         self.ctx
             .store
             .begin_turn(&self.key, &message.event_id, rerun)
             .await
             .or_log("could not record the turn; a crash would leave it unmarked");
-        self.approvals.new_turn();
-        let mut control = TurnControl::default();
         let typing = Typing::after(TYPING_AFTER, self.ctx.chat.clone(), self.key.room.clone());
-        let result = self.drive(prompt, &mut view, &mut control).await;
-        self.finish_turn(result, view, control).await;
+        let result = self.drive(prompt, &mut turn).await;
+        self.finish_turn(result, turn).await;
         // A session that left the asking modes for good is not used again.
-        if std::mem::take(&mut self.unfenced_turn) {
+        if self.modes.take_lost() {
             self.leave_session().await;
         }
         typing.done().await;
@@ -173,7 +136,7 @@ impl Channel {
             return false;
         }
         self.await_commands().await;
-        if self.commands.is_empty() || self.commands.iter().any(|c| c.name == command) {
+        if self.reported.may_offer(command) {
             return true;
         }
         tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, command, "a slash command the agent does not offer");
@@ -203,9 +166,14 @@ impl Channel {
         .await;
     }
 
-    /// What the turn answering `message` shows and records: its reply, its cards and
-    /// plan, and its crash journal.
-    async fn turn_view(&self, message: &IncomingMessage, rerun: bool, edited: bool) -> TurnView {
+    /// The turn answering `message` in the open session: what it shows and records (its
+    /// reply, its cards and plan, and its crash journal), its polls none yet.
+    async fn begin_turn(
+        &self,
+        message: &IncomingMessage,
+        rerun: bool,
+        edited: bool,
+    ) -> RunningTurn {
         let txn_prefix = self.reply_txn_prefix(message, rerun, edited);
         let verbosity = self.verbosity().await;
         // A prompt is re-run after a crash at most once.
@@ -220,26 +188,24 @@ impl Channel {
             self.key.clone(),
             cut_footer,
         );
-        TurnView {
-            stream: ReplyStream::new(
-                Arc::new(replies),
-                self.key.room.clone(),
-                txn_prefix.clone(),
-                self.ctx.stream.get(),
-            ),
-            activity: Activity::new(
-                self.ctx.chat.clone(),
-                self.key.room.clone(),
-                verbosity,
-                txn_prefix,
-                self.ctx.stream.get(),
-            ),
-            prompter: message.sender.clone(),
-            message: message.clone(),
-            prompt_event: message.event_id.clone(),
-            journal: TurnJournal::new(self.ctx.store.clone(), self.key.clone(), cut_footer),
-            files: 0,
-        }
+        let stream = ReplyStream::new(
+            Arc::new(replies),
+            self.key.room.clone(),
+            txn_prefix.clone(),
+            self.ctx.stream.get(),
+        );
+        let activity = Activity::new(
+            self.ctx.chat.clone(),
+            self.key.room.clone(),
+            verbosity,
+            txn_prefix,
+            self.ctx.stream.get(),
+        );
+        let journal = TurnJournal::new(self.ctx.store.clone(), self.key.clone(), cut_footer);
+        // No session (the agent's update just left it): the prompt goes nowhere, and the
+        // turn ends with the agent's error.
+        let session = self.slot.id().unwrap_or_default().to_owned();
+        RunningTurn::new(session, message.clone(), stream, activity, journal)
     }
 
     /// Sends the prompt and handles everything that happens until the agent answers it:
@@ -247,115 +213,129 @@ impl Channel {
     pub(super) async fn drive(
         &mut self,
         prompt: Vec<PromptBlock>,
-        view: &mut TurnView,
-        control: &mut TurnControl,
+        turn: &mut RunningTurn,
     ) -> Result<TurnEnd, AgentError> {
         let ctx = self.ctx.clone();
-        let session_id = self
-            .session
-            .as_ref()
-            .map(|s| s.id.clone())
-            .unwrap_or_default();
         let mut typing = tokio::time::interval(TYPING_REFRESH);
         typing.reset();
-        let prompt = ctx.agent.prompt(&session_id, prompt);
+        let session = turn.session().to_owned();
+        let prompt = ctx.agent.prompt(&session, prompt);
         tokio::pin!(prompt);
         // When the agent last showed something; a quiet turn gets one note per quiet spell.
-        let mut last_activity = tokio::time::Instant::now();
+        let mut last_activity = Instant::now();
         let mut quiet_noted = false;
         let result = loop {
-            let flush_at = view.stream.next_flush_at();
-            let activity_at = view.activity.next_flush_at();
-            let poll_deadline = self.approvals.next_deadline();
+            let (reply_due, cards_due) = (turn.reply_due(), turn.cards_due());
+            let poll_deadline = turn.approvals().next_deadline();
             // While a poll waits, the agent waits for people: that is not quiet.
-            if self.approvals.open_count() > 0 {
-                last_activity = tokio::time::Instant::now();
+            if turn.approvals().open_count() > 0 {
+                last_activity = Instant::now();
             }
-            let quiet_at = ctx
-                .quiet_note
+            let quiet_at = (ctx.quiet_note)
                 .filter(|_| !quiet_noted)
                 .map(|after| last_activity + after);
-            let Some(session) = self.session.as_mut() else {
+            if !self.slot.is_open() {
                 // Only a command could take the session away; the prompt still answers.
                 break prompt.await;
-            };
-            let events = &mut session.events;
+            }
             tokio::select! {
                 result = &mut prompt => break result,
-                Some(event) = events.recv() => {
-                    last_activity = tokio::time::Instant::now();
+                Some(event) = self.slot.next_update() => {
+                    last_activity = Instant::now();
                     quiet_noted = false;
-                    self.handle_event(event, Some(&mut *view)).await;
-                    if self.unfenced_turn && !control.mode_stopped {
-                        self.stop_unfenced_turn(&session_id, control).await;
+                    self.handle_event(event, Some(&mut *turn)).await;
+                    if self.modes.turn_lost() && turn.stop_for_mode() {
+                        self.stop_lost_turn(turn).await;
                     }
                 }
                 Some(input) = self.inputs.recv() => {
-                    self.handle_input_during_turn(input, &session_id, view, control).await;
+                    self.handle_input_during_turn(input, turn).await;
                     self.queue.count();
                 }
                 _ = sleep_until_opt(quiet_at) => {
                     quiet_noted = true;
-                    let quiet = ctx.quiet_note.unwrap_or_default();
-                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, quiet_secs = quiet.as_secs(), "the turn has been quiet; telling the room how to stop it");
-                    self.notice(strings::quiet_turn(&ctx.display_name, quiet, &ctx.command_prefix)).await;
+                    self.note_quiet_turn().await;
                 }
-                _ = sleep_until_opt(flush_at) => {
-                    if let Err(e) = view.stream.flush().await {
+                _ = sleep_until_opt(reply_due) => {
+                    if let Err(e) = turn.flush_reply().await {
                         tracing::debug!(room = %self.key.room, error = %e, "edit deferred");
                     }
-                    view.journal.reply(&view.stream).await;
                 }
-                _ = sleep_until_opt(activity_at) => {
-                    if let Err(e) = view.activity.flush().await {
+                _ = sleep_until_opt(cards_due) => {
+                    if let Err(e) = turn.flush_cards().await {
                         tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
                     }
-                    view.journal.cards(&view.activity).await;
                 }
-                _ = sleep_until_opt(poll_deadline) => self.approvals.expire_due(&ctx, &self.key.room).await,
+                _ = sleep_until_opt(poll_deadline) => {
+                    turn.approvals_mut().expire_due(&ctx, &self.key.room).await
+                }
                 _ = typing.tick() => ctx.chat.typing(&self.key.room, true).await,
-                _ = self.shutdown.cancelled(), if control.shutdown_deadline.is_none() => {
-                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "shutting down: cancelling the turn");
-                    control.shutdown_deadline = Some(tokio::time::Instant::now() + SHUTDOWN_CANCEL_GRACE);
-                    if let Err(e) = ctx.agent.cancel(&session_id).await {
-                        tracing::warn!(error = %e, "session/cancel failed");
-                    }
-                    self.approvals.cancel_all(&ctx, &self.key.room, |_| PollOutcome::TurnStopped).await;
+                _ = self.shutdown.cancelled(), if !turn.shutting_down() => {
+                    self.cancel_at_shutdown(turn).await;
                 }
                 // An agent that ignores the cancel does not hold the shutdown up.
-                _ = sleep_until_opt(control.shutdown_deadline) => break Ok(StopReason::Cancelled.into()),
+                _ = sleep_until_opt(turn.shutdown_deadline()) => break Ok(StopReason::Cancelled.into()),
             }
         };
         // Every update sent before the response is already queued: take them in.
-        self.drain_events(Some(view)).await;
+        self.drain_events(Some(turn)).await;
         // A poll still open now belongs to a turn the agent has ended.
-        self.approvals
+        (turn.approvals_mut())
             .cancel_all(&ctx, &self.key.room, |_| PollOutcome::TurnEnded)
             .await;
         result
+    }
+
+    /// Tells the room that the turn has been quiet for a while, and how to stop it.
+    async fn note_quiet_turn(&self) {
+        let ctx = &self.ctx;
+        let quiet = ctx.quiet_note.unwrap_or_default();
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, quiet_secs = quiet.as_secs(), "the turn has been quiet; telling the room how to stop it");
+        self.notice(strings::quiet_turn(
+            &ctx.display_name,
+            quiet,
+            &ctx.command_prefix,
+        ))
+        .await;
+    }
+
+    /// The gateway shuts down during the turn: `session/cancel`, every open poll withdrawn,
+    /// and the turn given [`SHUTDOWN_CANCEL_GRACE`] to end.
+    async fn cancel_at_shutdown(&mut self, turn: &mut RunningTurn) {
+        let ctx = &self.ctx;
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "shutting down: cancelling the turn");
+        turn.shut_down(SHUTDOWN_CANCEL_GRACE);
+        if let Err(e) = ctx.agent.cancel(turn.session()).await {
+            tracing::warn!(error = %e, "session/cancel failed");
+        }
+        (turn.approvals_mut())
+            .cancel_all(ctx, &self.key.room, |_| PollOutcome::TurnStopped)
+            .await;
     }
 
     /// Shows how the turn ended (final edit, footer or notice) and records the reply.
     pub(super) async fn finish_turn(
         &mut self,
         result: Result<TurnEnd, AgentError>,
-        view: TurnView,
-        control: TurnControl,
+        turn: RunningTurn,
     ) {
         let ctx = self.ctx.clone();
-        let TurnView {
-            mut stream,
-            mut activity,
-            ..
-        } = view;
         if let Ok(TurnEnd {
             usage: Some(usage), ..
         }) = &result
         {
-            self.usage.tokens = Some(*usage);
+            self.reported.tokens(*usage);
         }
         let result = result.map(|end| end.reason);
-        let (stop_label, ending) = self.ending(&result, &control);
+        let ended = turn.end();
+        let (stop_label, ending) = self.ending(&result, &ended);
+        let Ended {
+            prompt,
+            mut stream,
+            mut activity,
+            stopped_by,
+            ..
+        } = ended;
         // A session dies with its process: the next message opens a new one (which starts
         // the agent again) and gets the conversation back.
         let died = matches!(
@@ -372,15 +352,10 @@ impl Channel {
                 self.to_outbox(activity.undelivered()).await;
             }
         }
-        let stopped_by = control.stopped_by.as_ref().map(UserId::as_str);
+        let stopped_by = stopped_by.as_ref().map(UserId::as_str);
         self.end_reply(&mut stream, &result, ending, stopped_by)
             .await;
-        self.count_turn(
-            &stream,
-            &view.prompt_event,
-            view.message.timestamp_ms,
-            stop_label,
-        );
+        self.count_turn(&stream, &prompt.event_id, prompt.timestamp_ms, stop_label);
         // The turn is over and its reply recorded in one go: a crash now leaves no cut turn
         // to mark, and no reply missing from the conversation.
         let first_event = stream.event_ids().into_iter().next();
@@ -423,7 +398,7 @@ impl Channel {
             return;
         }
         let usage = match self.verbosity().await {
-            Verbosity::All => self.usage.line(),
+            Verbosity::All => self.reported.usage_line(),
             _ => None,
         };
         let footer: Vec<String> = ending.into_iter().chain(usage).collect();
@@ -441,12 +416,12 @@ impl Channel {
     fn ending(
         &self,
         result: &Result<StopReason, AgentError>,
-        control: &TurnControl,
+        ended: &Ended,
     ) -> (&'static str, Option<String>) {
         let ctx = &self.ctx;
-        let stopped_by = control.stopped_by.as_ref().map(UserId::as_str);
+        let stopped_by = ended.stopped_by.as_ref().map(UserId::as_str);
         match result {
-            Ok(reason) if control.shutdown_deadline.is_some() => (
+            Ok(reason) if ended.at_shutdown => (
                 stop_reason_label(reason),
                 Some(strings::STOPPED_AT_SHUTDOWN.to_owned()),
             ),
@@ -560,68 +535,63 @@ impl Channel {
 
     /// Takes in every update already queued for the session; `view` is the running turn's,
     /// if a turn runs.
-    pub(super) async fn drain_events(&mut self, mut view: Option<&mut TurnView>) {
-        while let Some(event) = self.session.as_mut().and_then(|s| s.events.try_recv().ok()) {
-            self.handle_event(event, view.as_deref_mut()).await;
+    pub(super) async fn drain_events(&mut self, mut turn: Option<&mut RunningTurn>) {
+        while let Some(event) = self.slot.queued_update() {
+            self.handle_event(event, turn.as_deref_mut()).await;
         }
     }
 
     /// Stops the turn whose session went to a mode that does not ask and could not be put
     /// back: `session/cancel`, every open poll withdrawn (the room was told why).
-    async fn stop_unfenced_turn(&mut self, session_id: &str, control: &mut TurnControl) {
-        control.mode_stopped = true;
-        let ctx = self.ctx.clone();
-        if let Err(e) = ctx.agent.cancel(session_id).await {
+    async fn stop_lost_turn(&mut self, turn: &mut RunningTurn) {
+        let ctx = &self.ctx;
+        if let Err(e) = ctx.agent.cancel(turn.session()).await {
             tracing::warn!(error = %e, "session/cancel failed");
         }
-        self.approvals
-            .cancel_all(&ctx, &self.key.room, |_| PollOutcome::TurnStopped)
+        (turn.approvals_mut())
+            .cancel_all(ctx, &self.key.room, |_| PollOutcome::TurnStopped)
             .await;
     }
 
-    /// Opens the poll for a permission request of the running turn (`view`), after the card
-    /// of the call it concerns.
-    async fn open_poll(&mut self, request: PermissionRequest, view: &mut TurnView) {
-        let ctx = self.ctx.clone();
+    /// Opens the poll for a permission request of the running turn, after the card of the
+    /// call it concerns.
+    async fn open_poll(&mut self, request: PermissionRequest, turn: &mut RunningTurn) {
         // Describe the call with everything known: what was announced, then what
         // the request itself says (it may come first, or name an unannounced call).
-        let mut tool = view
-            .activity
-            .known_tool(&request.tool.id)
-            .cloned()
-            .unwrap_or_default();
+        let mut tool = (turn.known_tool(&request.tool.id).cloned()).unwrap_or_default();
         tool.id = request.tool.id.clone();
         tool.merge(request.tool.clone());
-        view.activity.tool(request.tool.clone(), false);
+        turn.tool(request.tool.clone(), false);
         // The call's card, if due, goes up before the poll that asks about it.
-        if let Err(e) = view.activity.flush().await {
+        if let Err(e) = turn.flush_cards().await {
             tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
         }
-        view.journal.cards(&view.activity).await;
         let switches = self.option_switches(&request, tool.kind);
-        self.approvals
+        let prompter = turn.prompter().clone();
+        (turn.approvals_mut())
             .open(
-                &ctx,
+                &self.ctx,
                 &self.key.room,
                 request,
                 tool,
-                &view.prompter,
+                &prompter,
                 switches,
             )
             .await;
     }
 
-    /// Handles one session update, inside a turn (`view` is its display) or between turns.
-    pub(super) async fn handle_event(&mut self, event: AgentEvent, view: Option<&mut TurnView>) {
+    /// Handles one session update, inside a turn (`turn` is the running one) or between
+    /// turns.
+    pub(super) async fn handle_event(&mut self, event: AgentEvent, turn: Option<&mut RunningTurn>) {
         let ctx = self.ctx.clone();
-        match (event, view) {
-            (AgentEvent::MessageChunk(text), Some(view)) => view.stream.push(&text),
-            (AgentEvent::File(file), Some(view)) => self.post_answer_file(file, view).await,
-            (AgentEvent::ThoughtChunk(text), Some(view)) => view.activity.thought(&text),
-            (AgentEvent::ToolCall(fields), Some(view)) => view.activity.tool(fields, true),
-            (AgentEvent::ToolCallUpdate(fields), Some(view)) => view.activity.tool(fields, false),
-            (AgentEvent::Plan(entries), Some(view)) => view.activity.plan(&entries),
-            (AgentEvent::Permission(request), Some(view)) => self.open_poll(request, view).await,
+        match (event, turn) {
+            (AgentEvent::MessageChunk(text), Some(turn)) => turn.push_text(&text),
+            (AgentEvent::File(file), Some(turn)) => self.post_answer_file(file, turn).await,
+            (AgentEvent::ThoughtChunk(text), Some(turn)) => turn.thought(&text),
+            (AgentEvent::ToolCall(fields), Some(turn)) => turn.tool(fields, true),
+            (AgentEvent::ToolCallUpdate(fields), Some(turn)) => turn.tool(fields, false),
+            (AgentEvent::Plan(entries), Some(turn)) => turn.plan(&entries),
+            (AgentEvent::Permission(request), Some(turn)) => self.open_poll(request, turn).await,
             (AgentEvent::Permission(request), None) => {
                 let title = request
                     .tool
@@ -631,24 +601,20 @@ impl Channel {
                 refuse_permission(request);
                 self.notice(strings::permission_outside_turn(&title)).await;
             }
-            (AgentEvent::Commands(list), _) => self.commands = list,
-            (AgentEvent::ModeChanged(mode), view) => {
-                self.on_mode_report(mode, view.is_some()).await
+            (AgentEvent::Commands(list), _) => self.reported.set_commands(list),
+            (AgentEvent::ModeChanged(mode), turn) => {
+                self.on_mode_report(mode, turn.is_some()).await
             }
-            (AgentEvent::Options(options), view) => self.on_options(options, view.is_some()).await,
-            (AgentEvent::Usage { used, size, cost }, _) => {
-                self.usage.context = Some((used, size));
-                if cost.is_some() {
-                    self.usage.cost = cost;
-                }
-            }
-            (AgentEvent::Question(request), Some(view)) => {
+            (AgentEvent::Options(options), turn) => self.on_options(options, turn.is_some()).await,
+            (AgentEvent::Usage { used, size, cost }, _) => self.reported.context(used, size, cost),
+            (AgentEvent::Question(request), Some(turn)) => {
                 // The card of the call it concerns, if any, goes up first.
-                if let Err(e) = view.activity.flush().await {
+                if let Err(e) = turn.flush_cards().await {
                     tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
                 }
-                self.approvals
-                    .ask(&ctx, &self.key.room, request, &view.prompter)
+                let prompter = turn.prompter().clone();
+                (turn.approvals_mut())
+                    .ask(&ctx, &self.key.room, request, &prompter)
                     .await;
             }
             // Nobody is there to answer: the agent hears the question was cancelled.
@@ -656,7 +622,7 @@ impl Channel {
                 tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "a question outside any turn; cancelled");
                 drop(request);
             }
-            (AgentEvent::Title(title), _) => self.title = title,
+            (AgentEvent::Title(title), _) => self.reported.set_title(title),
             (AgentEvent::MessageChunk(text), None) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, %text, "answer text outside a turn; not shown")
             }
@@ -740,7 +706,8 @@ fn edition_tag(body: &str) -> String {
     format!("edit{:x}", hasher.finish())
 }
 
-async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+/// Sleeps until `at`; forever when there is nothing to wait for.
+async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

@@ -1,11 +1,12 @@
 //! What reaches a channel while its turn runs: stop requests, poll answers (typed or by
 //! reaction), new prompts (queued) and commands.
 
-use super::turn::{TurnControl, TurnView};
-use super::*;
+use super::queue::Queued;
+use super::running_turn::RunningTurn;
+use super::{Channel, ChannelInput};
 use crate::core::command::registry::DuringTurn;
 
-use crate::core::approvals::{OnlyPoll, Picked, Typed};
+use crate::core::approvals::{Approvals, OnlyPoll, Picked, Typed};
 use crate::core::inbound::IncomingMessage;
 use crate::core::poll::{self, Reply};
 use crate::model::ids::{EventId, UserId};
@@ -13,9 +14,11 @@ use crate::render::cards::PollOutcome;
 use crate::render::strings;
 
 impl Channel {
-    /// A typed answer to a poll: `target` is the poll replied to, if any.
+    /// A typed answer to a poll of the running turn: `target` is the poll replied to, if
+    /// any.
     pub(super) async fn answer_poll(
         &mut self,
+        turn: &mut RunningTurn,
         reply: &Reply,
         target: Option<&EventId>,
         by: &UserId,
@@ -25,12 +28,12 @@ impl Channel {
         // (that could approve a tool nobody looked at). Without a reply, the only open poll
         // posted before the answer was written.
         let target = match target {
-            Some(t) if self.approvals.is_poll(t) => t.clone(),
+            Some(t) if turn.approvals().is_poll(t) => t.clone(),
             Some(_) => {
                 self.notice(strings::POLL_NOT_OPEN).await;
                 return Picked::NoPoll;
             }
-            None => match self.approvals.only_poll_before(written_at_ms) {
+            None => match turn.approvals().only_poll_before(written_at_ms) {
                 OnlyPoll::One(only) => only.clone(),
                 OnlyPoll::None => {
                     self.notice(strings::NO_OPEN_POLL).await;
@@ -46,10 +49,10 @@ impl Channel {
                 }
             },
         };
-        let ctx = self.ctx.clone();
-        let picked = self
-            .approvals
-            .pick(&ctx, &self.key.room, &target, by, |c| poll::pick(c, reply))
+        let picked = (turn.approvals_mut())
+            .pick(&self.ctx, &self.key.room, &target, by, |c| {
+                poll::pick(c, reply)
+            })
             .await;
         self.after_pick(&picked, by).await;
         picked
@@ -76,21 +79,20 @@ impl Channel {
         &mut self,
         by: UserId,
         from_poll: Option<&EventId>,
-        session_id: &str,
-        control: &mut TurnControl,
+        turn: &mut RunningTurn,
     ) {
-        if control.stopped_by.is_some() {
+        if turn.is_stopped() {
             return;
         }
         tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, by = %by, "cancelling the turn");
-        let ctx = self.ctx.clone();
-        if let Err(e) = ctx.agent.cancel(session_id).await {
+        let ctx = &self.ctx;
+        if let Err(e) = ctx.agent.cancel(turn.session()).await {
             tracing::warn!(error = %e, "session/cancel failed");
         }
         // ACP: after `session/cancel` the client answers its open permission requests
         // `cancelled`.
-        self.approvals
-            .cancel_all(&ctx, &self.key.room, |event| {
+        (turn.approvals_mut())
+            .cancel_all(ctx, &self.key.room, |event| {
                 if Some(event) == from_poll {
                     PollOutcome::Stopped { by: by.to_string() }
                 } else {
@@ -98,16 +100,24 @@ impl Channel {
                 }
             })
             .await;
-        control.stopped_by = Some(by);
+        turn.stop(by);
     }
 
-    /// `message` replies to question `target` with its typed answer.
-    async fn answer_question(&mut self, target: &EventId, message: &IncomingMessage) {
-        let ctx = self.ctx.clone();
-        let room = self.key.room.clone();
-        let typed = self
-            .approvals
-            .answer_text(&ctx, &room, target, &message.sender, &message.body)
+    /// `message` replies to question `target` of the running turn with its typed answer.
+    async fn answer_question(
+        &mut self,
+        turn: &mut RunningTurn,
+        target: &EventId,
+        message: &IncomingMessage,
+    ) {
+        let typed = (turn.approvals_mut())
+            .answer_text(
+                &self.ctx,
+                &self.key.room,
+                target,
+                &message.sender,
+                &message.body,
+            )
             .await;
         match typed {
             Typed::Answered => {}
@@ -120,41 +130,29 @@ impl Channel {
         }
     }
 
-    /// The poll answer a message holds: a bare number or emoji replying to an open poll.
-    pub(super) fn poll_reply(&self, message: &IncomingMessage) -> Option<Reply> {
-        message
-            .reply_to
-            .as_ref()
-            .filter(|t| self.approvals.is_poll(t))
-            .and_then(|_| poll::parse_reply(&message.body))
-    }
-
     /// A typed poll answer carried by `message`; the Stop choice stops the turn.
     pub(super) async fn answer_typed(
         &mut self,
         reply: &Reply,
         message: IncomingMessage,
-        session_id: &str,
-        control: &mut TurnControl,
+        turn: &mut RunningTurn,
     ) {
         let target = message.reply_to.as_ref();
         let written_at = message.timestamp_ms;
         if self
-            .answer_poll(reply, target, &message.sender, written_at)
+            .answer_poll(turn, reply, target, &message.sender, written_at)
             .await
             == Picked::Stop
         {
-            self.stop_turn(message.sender.clone(), target, session_id, control)
-                .await;
+            self.stop_turn(message.sender.clone(), target, turn).await;
         }
     }
 
+    /// Carries out one input that came while `turn` runs.
     pub(super) async fn handle_input_during_turn(
         &mut self,
         input: ChannelInput,
-        session_id: &str,
-        view: &TurnView,
-        control: &mut TurnControl,
+        turn: &mut RunningTurn,
     ) {
         match input {
             // Sent at start-up, before any turn; should one come later, it waits its turn.
@@ -166,18 +164,17 @@ impl Channel {
             ChannelInput::Prompt(message) => {
                 // A reply to a question that wants a typed answer is the answer.
                 if let Some(target) = message.reply_to.clone()
-                    && self.approvals.is_typed(&target)
+                    && turn.approvals().is_typed(&target)
                 {
                     let event_id = message.event_id.clone();
-                    self.answer_question(&target, &message).await;
+                    self.answer_question(turn, &target, &message).await;
                     self.settle(&event_id).await;
                     return;
                 }
                 // A bare number or emoji replying to a poll answers it.
-                if let Some(reply) = self.poll_reply(&message) {
+                if let Some(reply) = poll_reply(turn.approvals(), &message) {
                     let event_id = message.event_id.clone();
-                    self.answer_typed(&reply, message, session_id, control)
-                        .await;
+                    self.answer_typed(&reply, message, turn).await;
                     self.settle(&event_id).await;
                     return;
                 }
@@ -185,32 +182,26 @@ impl Channel {
             }
             ChannelInput::PollReply(message) => {
                 if let Some(target) = message.reply_to.clone()
-                    && self.approvals.is_typed(&target)
+                    && turn.approvals().is_typed(&target)
                 {
-                    self.answer_question(&target, &message).await;
-                } else if let Some(reply) = self.poll_reply(&message) {
-                    self.answer_typed(&reply, message, session_id, control)
-                        .await;
+                    self.answer_question(turn, &target, &message).await;
+                } else if let Some(reply) = poll_reply(turn.approvals(), &message) {
+                    self.answer_typed(&reply, message, turn).await;
                 }
             }
             ChannelInput::Report(reply) => {
-                let _ = reply.send(self.report(true, false));
+                let _ = reply.send(self.report(Some(turn), false));
             }
-            ChannelInput::Changed(change) => {
-                self.change_during_turn(change, session_id, view, control)
-                    .await
-            }
+            ChannelInput::Changed(change) => self.change_during_turn(change, turn).await,
             ChannelInput::Command(command, message) => {
                 let event_id = message.event_id.clone();
                 // What each command does during a turn is the registry's.
                 match (command.during_turn(), command.reply()) {
                     (DuringTurn::StopsTheTurn, _) => {
-                        self.stop_turn(message.sender, None, session_id, control)
-                            .await
+                        self.stop_turn(message.sender, None, turn).await
                     }
                     (DuringTurn::AnswersThePoll, Some(reply)) => {
-                        self.answer_typed(&reply, message, session_id, control)
-                            .await
+                        self.answer_typed(&reply, message, turn).await
                     }
                     _ => self.answer_command(&command, &message.sender, true).await,
                 }
@@ -218,17 +209,13 @@ impl Channel {
             }
             ChannelInput::Reaction { by, target, key } => {
                 if poll::is_stop_key(&key)
-                    && (view.stream.event_ids().contains(&target)
-                        || self.approvals.is_stop_target(&target))
+                    && (turn.answers_with(&target) || turn.approvals().is_stop_target(&target))
                 {
-                    let from_poll = self.approvals.is_poll(&target).then_some(&target);
-                    self.stop_turn(by.clone(), from_poll, session_id, control)
-                        .await;
-                } else if self.approvals.is_poll(&target) {
-                    let ctx = self.ctx.clone();
-                    let picked = self
-                        .approvals
-                        .pick(&ctx, &self.key.room, &target, &by, |c| {
+                    let from_poll = turn.approvals().is_poll(&target).then_some(&target);
+                    self.stop_turn(by.clone(), from_poll, turn).await;
+                } else if turn.approvals().is_poll(&target) {
+                    let picked = (turn.approvals_mut())
+                        .pick(&self.ctx, &self.key.room, &target, &by, |c| {
                             poll::by_reaction(c, &key)
                         })
                         .await;
@@ -238,10 +225,18 @@ impl Channel {
                         self.after_pick(&picked, &by).await;
                     }
                     if picked == Picked::Stop {
-                        self.stop_turn(by, Some(&target), session_id, control).await;
+                        self.stop_turn(by, Some(&target), turn).await;
                     }
                 }
             }
         }
     }
+}
+
+/// The poll answer a message holds: a bare number or emoji replying to one of `approvals`'
+/// open polls.
+fn poll_reply(approvals: &Approvals, message: &IncomingMessage) -> Option<Reply> {
+    (message.reply_to.as_ref())
+        .filter(|t| approvals.is_poll(t))
+        .and_then(|_| poll::parse_reply(&message.body))
 }

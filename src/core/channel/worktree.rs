@@ -1,6 +1,6 @@
 //! `!worktree`: the conversation's git worktree in worktree mode, shown or removed.
 
-use super::*;
+use super::Channel;
 use crate::render::strings;
 
 impl Channel {
@@ -38,7 +38,7 @@ impl Channel {
                             self.drain_events(None).await;
                             self.drop_session();
                             // Its folder is gone: the next message makes and opens it again.
-                            self.folder = None;
+                            self.folder.forget();
                             strings::worktree_removed(&name, &branch)
                         }
                         Err(e) => strings::worktree_failed(&e),

@@ -1,0 +1,226 @@
+//! One running turn, a part of its own: what it shows (the reply, the tool cards, the
+//! plan) with its crash journal, its open polls and questions, the prompt it answers, and
+//! what the room's inputs did to it (a stop, the gateway's shutdown, a mode the session
+//! was lost to). It lives from the prompt to the end of the turn; the channel drives it
+//! (`turn.rs`, `turn_input.rs`).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::journal::TurnJournal;
+use crate::core::approvals::Approvals;
+use crate::core::chat::ChatError;
+use crate::core::inbound::IncomingMessage;
+use crate::core::view::activity::Activity;
+use crate::core::view::stream::ReplyStream;
+use crate::model::agent::{PlanEntry, ToolCallFields};
+use crate::model::ids::{EventId, UserId};
+
+/// The running turn.
+pub(super) struct RunningTurn {
+    /// The session the prompt went to: stops and cancels are for it.
+    session: String,
+    /// The prompt: its author is notified when a poll waits for them, and it runs again
+    /// when they edit it (`continuity.rerun_edited`).
+    prompt: IncomingMessage,
+    /// The answer.
+    stream: ReplyStream,
+    /// Tool cards, plan and thinking.
+    activity: Activity,
+    /// What the turn has recorded for a crash so far.
+    journal: TurnJournal,
+    /// Its open permission polls and questions, and the refusals so far.
+    approvals: Approvals,
+    /// How many files of the answer were posted (numbers their transaction IDs).
+    files: u32,
+    /// Who asked to stop, once someone did.
+    stopped_by: Option<UserId>,
+    /// Set when the gateway shuts down during the turn: by then the turn must end.
+    shutdown_deadline: Option<Instant>,
+    /// Set once the turn was stopped because its session went to a mode that does not ask
+    /// and could not be put back.
+    lost_mode: bool,
+}
+
+/// What is left of a turn once it ended: what it showed, to finish.
+pub(super) struct Ended {
+    /// The prompt it answered.
+    pub(super) prompt: IncomingMessage,
+    /// The answer.
+    pub(super) stream: ReplyStream,
+    /// Tool cards, plan and thinking.
+    pub(super) activity: Activity,
+    /// Who stopped it, if someone did.
+    pub(super) stopped_by: Option<UserId>,
+    /// Whether the gateway's shutdown ended it.
+    pub(super) at_shutdown: bool,
+}
+
+impl RunningTurn {
+    /// The turn answering `prompt` in `session`, shown by `stream` and `activity`,
+    /// journaled by `journal`.
+    pub(super) fn new(
+        session: String,
+        prompt: IncomingMessage,
+        stream: ReplyStream,
+        activity: Activity,
+        journal: TurnJournal,
+    ) -> Self {
+        Self {
+            session,
+            prompt,
+            stream,
+            activity,
+            journal,
+            approvals: Approvals::default(),
+            files: 0,
+            stopped_by: None,
+            shutdown_deadline: None,
+            lost_mode: false,
+        }
+    }
+
+    /// The session the prompt went to.
+    pub(super) fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The prompt being answered.
+    pub(super) fn prompt(&self) -> &IncomingMessage {
+        &self.prompt
+    }
+
+    /// Who sent the prompt.
+    pub(super) fn prompter(&self) -> &UserId {
+        &self.prompt.sender
+    }
+
+    /// The prompt's event.
+    pub(super) fn prompt_event(&self) -> &EventId {
+        &self.prompt.event_id
+    }
+
+    /// Its open polls and questions.
+    pub(super) fn approvals(&self) -> &Approvals {
+        &self.approvals
+    }
+
+    /// Its open polls and questions, to open, answer or close one.
+    pub(super) fn approvals_mut(&mut self) -> &mut Approvals {
+        &mut self.approvals
+    }
+
+    /// More of the answer's text.
+    pub(super) fn push_text(&mut self, text: &str) {
+        self.stream.push(text);
+    }
+
+    /// More of the agent's thinking.
+    pub(super) fn thought(&mut self, text: &str) {
+        self.activity.thought(text);
+    }
+
+    /// A tool call announced (`announced`) or updated.
+    pub(super) fn tool(&mut self, fields: ToolCallFields, announced: bool) {
+        self.activity.tool(fields, announced);
+    }
+
+    /// What is known of tool call `id` so far.
+    pub(super) fn known_tool(&self, id: &str) -> Option<&ToolCallFields> {
+        self.activity.known_tool(id)
+    }
+
+    /// The agent's plan, as it stands now.
+    pub(super) fn plan(&mut self, entries: &[PlanEntry]) {
+        self.activity.plan(entries);
+    }
+
+    /// Whether `event` is a message of the answer (a 🛑 on it stops the turn).
+    pub(super) fn answers_with(&self, event: &EventId) -> bool {
+        self.stream.event_ids().contains(event)
+    }
+
+    /// When the answer's next edit is due, if one is.
+    pub(super) fn reply_due(&self) -> Option<Instant> {
+        self.stream.next_flush_at()
+    }
+
+    /// When the cards' next edit is due, if one is.
+    pub(super) fn cards_due(&mut self) -> Option<Instant> {
+        self.activity.next_flush_at()
+    }
+
+    /// Posts the answer so far, then journals what it shows (whether the post went
+    /// through or not: the journal records what was shown).
+    pub(super) async fn flush_reply(&mut self) -> Result<(), ChatError> {
+        let sent = self.stream.flush().await;
+        self.journal.reply(&self.stream).await;
+        sent
+    }
+
+    /// Posts the cards' changes, then journals what they show.
+    pub(super) async fn flush_cards(&mut self) -> Result<(), ChatError> {
+        let sent = self.activity.flush().await;
+        self.journal.cards(&self.activity).await;
+        sent
+    }
+
+    /// The number of the answer's next file.
+    pub(super) fn next_file(&mut self) -> u32 {
+        self.files += 1;
+        self.files
+    }
+
+    /// Records that `by` stopped the turn; `false` when someone did already.
+    pub(super) fn stop(&mut self, by: UserId) -> bool {
+        if self.stopped_by.is_some() {
+            return false;
+        }
+        self.stopped_by = Some(by);
+        true
+    }
+
+    /// Whether someone stopped the turn.
+    pub(super) fn is_stopped(&self) -> bool {
+        self.stopped_by.is_some()
+    }
+
+    /// The gateway shuts down: the turn must end within `grace`. `false` when it was told
+    /// already.
+    pub(super) fn shut_down(&mut self, grace: Duration) -> bool {
+        if self.shutdown_deadline.is_some() {
+            return false;
+        }
+        self.shutdown_deadline = Some(Instant::now() + grace);
+        true
+    }
+
+    /// Whether the gateway's shutdown began during the turn.
+    pub(super) fn shutting_down(&self) -> bool {
+        self.shutdown_deadline.is_some()
+    }
+
+    /// When the turn must have ended, the gateway shutting down.
+    pub(super) fn shutdown_deadline(&self) -> Option<Instant> {
+        self.shutdown_deadline
+    }
+
+    /// Records that the turn is stopped for the mode its session was lost to; `false` when
+    /// it was already.
+    pub(super) fn stop_for_mode(&mut self) -> bool {
+        !std::mem::replace(&mut self.lost_mode, true)
+    }
+
+    /// What the room still needs of the turn, now that it ended: its open polls closed
+    /// (the channel did), what it showed.
+    pub(super) fn end(self) -> Ended {
+        Ended {
+            prompt: self.prompt,
+            stream: self.stream,
+            activity: self.activity,
+            stopped_by: self.stopped_by,
+            at_shutdown: self.shutdown_deadline.is_some(),
+        }
+    }
+}
