@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks the shape docs/architecture.md promises: no import cycle between top-level modules
 of src/ or between its files (test code counted too), no source file over 800 lines, and no
-function over 80 lines outside tests. The functions that were longer when the rule came are
+function over 80 lines outside tests, and no `use super::*` outside tests (a production file
+imports what it uses by name, so no part reaches another's private items unseen). The functions that were longer when the rule came are
 listed in scripts/long-functions.txt with their length then: each may only get shorter, and
 must leave the list once it is within 80 lines.
 Usage: scripts/check-layout.py [src]; exits 1 and names what is wrong."""
@@ -123,6 +124,11 @@ for m, p in sorted(mods.items()):
             bad += 1; print(f'too long: {p}:{first} fn {name} has {length} lines (at most {MAX_FN})')
         elif length > was:
             bad += 1; print(f'grew: {p}:{first} fn {name} has {length} lines, {was} in scripts/long-functions.txt (it may only get shorter)')
+for m, p in sorted(mods.items()):
+    if is_test_file(p): continue
+    for n, line in enumerate(open(p), 1):
+        if line.startswith('use super::*'):
+            bad += 1; print(f'glob import: {p}:{n} `use super::*` outside a test module (import each item by name)')
 for (rel, name) in sorted(set(known) - seen):
     bad += 1; print(f'within {MAX_FN} lines now: remove `{rel} {name}` from scripts/long-functions.txt')
 sys.exit(1 if bad else 0)

@@ -1,6 +1,9 @@
 //! Checking a parsed config: every problem named by the key that holds it.
 
-use super::*;
+use std::path::Path;
+use std::time::Duration;
+
+use super::{Config, Problem, SandboxMode};
 
 impl Config {
     /// Every problem in the config; empty when it is usable.

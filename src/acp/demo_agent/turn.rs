@@ -1,6 +1,6 @@
 //! One prompt answered by the demo agent: the demo turn, or the `%` lines of a script.
 
-use super::*;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,6 +14,8 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdateFields, ToolKind, Usage, UsageUpdate, WriteTextFileRequest,
 };
 use agent_client_protocol::{Client, UntypedMessage};
+
+use super::{Cancel, Exchange, State, content, write_raw_stdout};
 
 /// One prompt being answered.
 pub(super) struct Turn {

@@ -1,13 +1,14 @@
 //! The checks every event passes before an agent acts on it, and the events that are no
 //! prompt: messages the agent cannot read, reactions.
 
-use super::*;
-
+use super::Gateway;
 use crate::core::channel::ChannelInput;
 use crate::core::inbound::{IncomingChange, IncomingMessage, IncomingReaction, Unreadable};
 use crate::core::poll;
 use crate::core::routing;
+use crate::core::voice::{RoomVoice, txn};
 use crate::model::OutMessage;
+use crate::model::ids::UserId;
 use crate::render::strings;
 use crate::store::{PendingInput, PendingKind, now_ms};
 

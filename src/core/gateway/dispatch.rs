@@ -2,10 +2,10 @@
 //! (`core::determination`, on top of `core::routing` and `core::command`); this file admits
 //! the message and hands it to a channel, answers it, or runs a room command.
 
-use super::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::Gateway;
 use crate::core::channel::{ChannelInput, ChannelReport};
 use crate::core::command::Command;
 use crate::core::command::registry::DuringTurn;
@@ -13,6 +13,7 @@ use crate::core::determination::{self, Determination};
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::{self, Addressed, Addressing, Member};
 use crate::model::ThreadMode;
+use crate::model::ids::{AgentId, ConversationKey, RoomId, UserId};
 use crate::render::strings;
 use crate::store::{PendingKind, RoomRouting};
 
