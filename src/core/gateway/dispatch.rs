@@ -287,10 +287,7 @@ impl Gateway {
         let input = match prompts {
             true => {
                 // A person spoke: agents may hand work to each other again.
-                self.hops
-                    .lock()
-                    .expect("hops poisoned")
-                    .remove(&message.room_id);
+                self.hops.person_wrote(&message.room_id);
                 ChannelInput::Prompt(message.clone())
             }
             false => ChannelInput::PollReply(message.clone()),

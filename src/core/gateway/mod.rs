@@ -22,7 +22,7 @@ mod tests;
 
 use crate::model::ids::ConversationKey;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::core::access::AccessList;
 use crate::core::catch_up::CatchUpBounds;
@@ -34,6 +34,7 @@ use crate::core::voice::{RoomVoice, txn};
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
 use crate::model::{OutMessage, ThreadMode};
 use crate::store::{LogFailure, Store, now_ms};
+use handoff::Hops;
 use people::People;
 use registry::Channels;
 
@@ -108,8 +109,8 @@ pub struct Gateway {
     rules: RoomRules,
     /// How far back a room's timeline is caught up after a gap.
     catch_up: CatchUpBounds,
-    /// Hand-offs since the last message from a person, by room.
-    hops: Mutex<HashMap<RoomId, u32>>,
+    /// Hand-offs since the last message from a person, by room, and their limit.
+    hops: Hops,
     /// Wakes the outbox when the homeserver answers again.
     outbox_wake: tokio::sync::Notify,
 }
@@ -138,9 +139,9 @@ impl Gateway {
             prefix: settings.prefix,
             channels: Channels::default(),
             pool,
+            hops: Hops::new(settings.rules.handoff_max_hops),
             rules: settings.rules,
             catch_up: settings.catch_up,
-            hops: Mutex::default(),
             outbox_wake: tokio::sync::Notify::new(),
         }
     }
