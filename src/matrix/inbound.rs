@@ -60,24 +60,7 @@ pub(super) fn to_inbound(
 ) -> Option<Inbound> {
     let raw = event.raw();
     if event.kind.is_utd() {
-        // An edit whose keys did not come is no message of its own (its relation stays in
-        // the clear): the message it edits was reported if it could not be read.
-        let content = raw.get_field::<Value>("content").ok().flatten();
-        let relation = content.as_ref().and_then(|c| c.get("m.relates_to"));
-        if relation
-            .and_then(|r| r.get("rel_type"))
-            .and_then(Value::as_str)
-            == Some("m.replace")
-        {
-            tracing::debug!(
-                agent = %agent_id,
-                room = %room_id,
-                "an edit that cannot be decrypted; not a message"
-            );
-            return None;
-        }
-        let message = lenient_message(agent_id, room_id, raw)?;
-        return Some(Inbound::Unreadable(message, Unreadable::Undecryptable));
+        return undecryptable(agent_id, room_id, raw);
     }
     let parsed = raw.deserialize();
     if let Ok(parsed) = &parsed
@@ -134,6 +117,32 @@ pub(super) fn to_inbound(
     }
 }
 
+/// What an event that could not be decrypted means: a message the agent cannot read, said
+/// so; an edit whose keys did not come is no message of its own (its relation stays in the
+/// clear): the message it edits was reported if it could not be read.
+fn undecryptable(
+    agent_id: &AgentId,
+    room_id: &RoomId,
+    raw: &Raw<AnySyncTimelineEvent>,
+) -> Option<Inbound> {
+    let content = raw.get_field::<Value>("content").ok().flatten();
+    let relation = content.as_ref().and_then(|c| c.get("m.relates_to"));
+    if relation
+        .and_then(|r| r.get("rel_type"))
+        .and_then(Value::as_str)
+        == Some("m.replace")
+    {
+        tracing::debug!(
+            agent = %agent_id,
+            room = %room_id,
+            "an edit that cannot be decrypted; not a message"
+        );
+        return None;
+    }
+    let message = lenient_message(agent_id, room_id, raw)?;
+    Some(Inbound::Unreadable(message, Unreadable::Undecryptable))
+}
+
 /// A room message the SDK could parse.
 fn room_message(
     agent_id: &AgentId,
@@ -150,24 +159,8 @@ fn room_message(
             change: Change::Edited(edit.new_content.msgtype.body().to_owned()),
         }));
     }
-    // In a thread, the reply a client adds only as a fallback for clients without threads
-    // is no reply.
-    let (reply_to, thread) = match &ev.content.relates_to {
-        Some(Relation::Reply(reply)) => (Some(reply.in_reply_to.event_id.ours()), None),
-        Some(Relation::Thread(t)) => (
-            t.in_reply_to
-                .as_ref()
-                .filter(|_| !t.is_falling_back)
-                .map(|r| r.event_id.ours()),
-            Some(t.event_id.ours()),
-        ),
-        _ => (None, None),
-    };
-    let html = match &ev.content.msgtype {
-        MessageType::Text(t) => t.formatted.as_ref().map(|f| f.body.as_str()),
-        MessageType::Emote(e) => e.formatted.as_ref().map(|f| f.body.as_str()),
-        _ => None,
-    };
+    let (reply_to, thread) = reply_and_thread(&ev.content.relates_to);
+    let html = formatted_body(&ev.content.msgtype);
     let message = IncomingMessage {
         agent_id: agent_id.clone(),
         room_id: room_id.clone(),
@@ -227,6 +220,31 @@ fn room_message(
         ),
         other => Inbound::Unreadable(message, Unreadable::Unsupported(other.msgtype().to_owned())),
     })
+}
+
+/// The message a message replies to and the thread it is in. In a thread, the reply a
+/// client adds only as a fallback for clients without threads is no reply.
+fn reply_and_thread<C>(relates_to: &Option<Relation<C>>) -> (Option<EventId>, Option<EventId>) {
+    match relates_to {
+        Some(Relation::Reply(reply)) => (Some(reply.in_reply_to.event_id.ours()), None),
+        Some(Relation::Thread(t)) => (
+            t.in_reply_to
+                .as_ref()
+                .filter(|_| !t.is_falling_back)
+                .map(|r| r.event_id.ours()),
+            Some(t.event_id.ours()),
+        ),
+        _ => (None, None),
+    }
+}
+
+/// A text or emote message's HTML body, if it has one (where its mentions are links).
+fn formatted_body(msgtype: &MessageType) -> Option<&str> {
+    match msgtype {
+        MessageType::Text(t) => t.formatted.as_ref().map(|f| f.body.as_str()),
+        MessageType::Emote(e) => e.formatted.as_ref().map(|f| f.body.as_str()),
+        _ => None,
+    }
 }
 
 /// A message carrying a file: its caption (if it has one) is its text, the file goes with

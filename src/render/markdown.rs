@@ -59,14 +59,53 @@ fn is_safe_link(url: &str) -> bool {
     })
 }
 
+/// An open link or image in `defuse`: what its end becomes (`None`: dropped), and the
+/// address to show as its text if it turns out to have none (a picture made a link).
+type Opened<'a> = (Option<TagEnd>, Option<CowStr<'a>>);
+
+/// What a picture's start becomes: a Matrix picture `pictures` shows stays one; another
+/// picture with a safe address becomes a link to it (unless it is inside a link: a link
+/// in a link is no HTML); a Matrix picture not shown becomes its description and then its
+/// address as text (nothing fetches it); an unsafe one, its description only.
+fn picture<'a>(
+    link_type: LinkType,
+    dest_url: CowStr<'a>,
+    title: CowStr<'a>,
+    id: CowStr<'a>,
+    pictures: Pictures,
+    inside_link: bool,
+) -> (Opened<'a>, Option<Event<'a>>) {
+    let matrix = dest_url.starts_with("mxc://");
+    if matrix && pictures == Pictures::Matrix {
+        let start = Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        };
+        ((Some(TagEnd::Image), None), Some(Event::Start(start)))
+    } else if is_safe_link(&dest_url) && !inside_link {
+        let opened = (Some(TagEnd::Link), Some(dest_url.clone()));
+        let start = Tag::Link {
+            link_type: LinkType::Inline,
+            dest_url,
+            title,
+            id,
+        };
+        (opened, Some(Event::Start(start)))
+    } else if matrix {
+        ((None, Some(dest_url)), None)
+    } else {
+        ((None, None), None)
+    }
+}
+
 /// `events` with raw HTML turned into text, unsafe links into their text, and pictures
 /// that `pictures` does not show into links (or their text and address).
 fn defuse<'a>(events: impl Iterator<Item = Event<'a>>, pictures: Pictures) -> Vec<Event<'a>> {
     let mut out = Vec::new();
-    // For each open link or image (an image may sit inside a link): what its end becomes
-    // (`None`: dropped), and the address to show as its text if it turns out to have none
-    // (a picture made a link).
-    let mut open: Vec<(Option<TagEnd>, Option<CowStr<'a>>)> = Vec::new();
+    // The links and images open now (an image may sit inside a link).
+    let mut open: Vec<Opened<'a>> = Vec::new();
     for event in events {
         match event {
             Event::Html(raw) | Event::InlineHtml(raw) => out.push(Event::Text(raw)),
@@ -93,31 +132,10 @@ fn defuse<'a>(events: impl Iterator<Item = Event<'a>>, pictures: Pictures) -> Ve
                 title,
                 id,
             }) => {
-                let matrix = dest_url.starts_with("mxc://");
-                if matrix && pictures == Pictures::Matrix {
-                    open.push((Some(TagEnd::Image), None));
-                    out.push(Event::Start(Tag::Image {
-                        link_type,
-                        dest_url,
-                        title,
-                        id,
-                    }));
-                } else if is_safe_link(&dest_url) && open.is_empty() {
-                    open.push((Some(TagEnd::Link), Some(dest_url.clone())));
-                    out.push(Event::Start(Tag::Link {
-                        link_type: LinkType::Inline,
-                        dest_url,
-                        title,
-                        id,
-                    }));
-                } else if matrix {
-                    // Its description, then its address as text: nothing fetches it.
-                    open.push((None, Some(dest_url)));
-                } else {
-                    // Unsafe, or inside a link (a link in a link is no HTML): the
-                    // description is enough.
-                    open.push((None, None));
-                }
+                let inside_link = !open.is_empty();
+                let (what, start) = picture(link_type, dest_url, title, id, pictures, inside_link);
+                open.push(what);
+                out.extend(start);
             }
             Event::End(TagEnd::Link | TagEnd::Image) => {
                 let (end, url) = open.pop().unwrap_or((None, None));

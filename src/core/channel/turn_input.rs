@@ -4,6 +4,7 @@
 use super::queue::Queued;
 use super::running_turn::RunningTurn;
 use super::{Channel, ChannelInput};
+use crate::core::command::Command;
 use crate::core::command::registry::DuringTurn;
 
 use crate::core::approvals::{Approvals, OnlyPoll, Picked, Typed};
@@ -161,25 +162,7 @@ impl Channel {
             ChannelInput::Resumed { message, reaction } => {
                 self.queue_behind_resumed(message, reaction).await
             }
-            ChannelInput::Prompt(message) => {
-                // A reply to a question that wants a typed answer is the answer.
-                if let Some(target) = message.reply_to.clone()
-                    && turn.approvals().is_typed(&target)
-                {
-                    let event_id = message.event_id.clone();
-                    self.answer_question(turn, &target, &message).await;
-                    self.settle(&event_id).await;
-                    return;
-                }
-                // A bare number or emoji replying to a poll answers it.
-                if let Some(reply) = poll_reply(turn.approvals(), &message) {
-                    let event_id = message.event_id.clone();
-                    self.answer_typed(&reply, message, turn).await;
-                    self.settle(&event_id).await;
-                    return;
-                }
-                self.queue_behind(message, None).await;
-            }
+            ChannelInput::Prompt(message) => self.prompt_during_turn(message, turn).await,
             ChannelInput::PollReply(message) => {
                 if let Some(target) = message.reply_to.clone()
                     && turn.approvals().is_typed(&target)
@@ -194,40 +177,81 @@ impl Channel {
             }
             ChannelInput::Changed(change) => self.change_during_turn(change, turn).await,
             ChannelInput::Command(command, message) => {
-                let event_id = message.event_id.clone();
-                // What each command does during a turn is the registry's.
-                match (command.during_turn(), command.reply()) {
-                    (DuringTurn::StopsTheTurn, _) => {
-                        self.stop_turn(message.sender, None, turn).await
-                    }
-                    (DuringTurn::AnswersThePoll, Some(reply)) => {
-                        self.answer_typed(&reply, message, turn).await
-                    }
-                    _ => self.answer_command(&command, &message.sender, true).await,
-                }
-                self.settle(&event_id).await;
+                self.command_during_turn(command, message, turn).await
             }
             ChannelInput::Reaction { by, target, key } => {
-                if poll::is_stop_key(&key)
-                    && (turn.answers_with(&target) || turn.approvals().is_stop_target(&target))
-                {
-                    let from_poll = turn.approvals().is_poll(&target).then_some(&target);
-                    self.stop_turn(by.clone(), from_poll, turn).await;
-                } else if turn.approvals().is_poll(&target) {
-                    let picked = (turn.approvals_mut())
-                        .pick(&self.ctx, &self.key.room, &target, &by, |c| {
-                            poll::by_reaction(c, &key)
-                        })
-                        .await;
-                    // Other reactions (someone who may not approve, an emoji of no choice)
-                    // change nothing, silently.
-                    if matches!(picked, Picked::AdminOnly { .. } | Picked::Answered(Some(_))) {
-                        self.after_pick(&picked, &by).await;
-                    }
-                    if picked == Picked::Stop {
-                        self.stop_turn(by, Some(&target), turn).await;
-                    }
-                }
+                self.reaction_during_turn(by, target, key, turn).await
+            }
+        }
+    }
+
+    /// A person's message while a turn runs: the typed answer to the question it replies
+    /// to, the answer to the poll it replies to, or else a prompt that waits its turn.
+    async fn prompt_during_turn(&mut self, message: IncomingMessage, turn: &mut RunningTurn) {
+        // A reply to a question that wants a typed answer is the answer.
+        if let Some(target) = message.reply_to.clone()
+            && turn.approvals().is_typed(&target)
+        {
+            let event_id = message.event_id.clone();
+            self.answer_question(turn, &target, &message).await;
+            self.settle(&event_id).await;
+            return;
+        }
+        // A bare number or emoji replying to a poll answers it.
+        if let Some(reply) = poll_reply(turn.approvals(), &message) {
+            let event_id = message.event_id.clone();
+            self.answer_typed(&reply, message, turn).await;
+            self.settle(&event_id).await;
+            return;
+        }
+        self.queue_behind(message, None).await;
+    }
+
+    /// A command while a turn runs: what each does then is the registry's (stop the turn,
+    /// answer its poll, or be answered beside it).
+    async fn command_during_turn(
+        &mut self,
+        command: Command,
+        message: IncomingMessage,
+        turn: &mut RunningTurn,
+    ) {
+        let event_id = message.event_id.clone();
+        match (command.during_turn(), command.reply()) {
+            (DuringTurn::StopsTheTurn, _) => self.stop_turn(message.sender, None, turn).await,
+            (DuringTurn::AnswersThePoll, Some(reply)) => {
+                self.answer_typed(&reply, message, turn).await
+            }
+            _ => self.answer_command(&command, &message.sender, true).await,
+        }
+        self.settle(&event_id).await;
+    }
+
+    /// A reaction while a turn runs: 🛑 on the answer or a poll stops the turn, a choice's
+    /// emoji on a poll answers it. Other reactions (someone who may not approve, an emoji
+    /// of no choice) change nothing, silently.
+    async fn reaction_during_turn(
+        &mut self,
+        by: UserId,
+        target: EventId,
+        key: String,
+        turn: &mut RunningTurn,
+    ) {
+        if poll::is_stop_key(&key)
+            && (turn.answers_with(&target) || turn.approvals().is_stop_target(&target))
+        {
+            let from_poll = turn.approvals().is_poll(&target).then_some(&target);
+            self.stop_turn(by, from_poll, turn).await;
+        } else if turn.approvals().is_poll(&target) {
+            let picked = (turn.approvals_mut())
+                .pick(&self.ctx, &self.key.room, &target, &by, |c| {
+                    poll::by_reaction(c, &key)
+                })
+                .await;
+            if matches!(picked, Picked::AdminOnly { .. } | Picked::Answered(Some(_))) {
+                self.after_pick(&picked, &by).await;
+            }
+            if picked == Picked::Stop {
+                self.stop_turn(by, Some(&target), turn).await;
             }
         }
     }
