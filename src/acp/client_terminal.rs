@@ -12,9 +12,9 @@ use std::time::Duration;
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
-    Content, ContentBlock, CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest,
-    KillTerminalResponse, ReleaseTerminalRequest, ReleaseTerminalResponse, SessionUpdate,
-    TerminalExitStatus, TerminalOutputRequest, TerminalOutputResponse, TextContent,
+    Content, ContentBlock, CreateTerminalRequest, CreateTerminalResponse, EnvVariable,
+    KillTerminalRequest, KillTerminalResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
+    SessionUpdate, TerminalExitStatus, TerminalOutputRequest, TerminalOutputResponse, TextContent,
     ToolCallContent, ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
 };
@@ -67,6 +67,30 @@ pub struct Terminals {
     state: Mutex<State>,
     /// Whether the agent may run commands through us at all (`agents[].terminals`).
     enabled: bool,
+}
+
+/// The environment a command asked for, checked: set inside the sandbox only, so a
+/// variable the loader reads (`LD_PRELOAD`…) is refused outright, as is a NUL character or
+/// more than the sandbox's inner environment holds.
+fn requested_env(asked: &[EnvVariable]) -> Result<Vec<(String, String)>, Error> {
+    let env: Vec<(String, String)> = asked
+        .iter()
+        .map(|v| (v.name.clone(), v.value.clone()))
+        .collect();
+    for (name, value) in &env {
+        super::process::requested_variable(name).map_err(refused)?;
+        if value.contains('\0') {
+            return Err(refused(format!("`{name}` holds a NUL character")));
+        }
+    }
+    let size: usize = env.iter().map(|(k, v)| k.len() + v.len() + 12).sum();
+    if size > super::process::MAX_INNER_ENV {
+        return Err(refused(format!(
+            "the environment asked for is over {} bytes",
+            super::process::MAX_INNER_ENV
+        )));
+    }
+    Ok(env)
 }
 
 /// The error an agent gets for a terminal request refused.
@@ -135,25 +159,7 @@ impl Terminals {
                 "at most {PER_SESSION} terminals per session: release one first"
             )));
         }
-        // Set inside the sandbox only; the loader's variables are refused outright.
-        let env: Vec<(String, String)> = request
-            .env
-            .iter()
-            .map(|v| (v.name.clone(), v.value.clone()))
-            .collect();
-        for (name, value) in &env {
-            super::process::requested_variable(name).map_err(refused)?;
-            if value.contains('\0') {
-                return Err(refused(format!("`{name}` holds a NUL character")));
-            }
-        }
-        let size: usize = env.iter().map(|(k, v)| k.len() + v.len() + 12).sum();
-        if size > super::process::MAX_INNER_ENV {
-            return Err(refused(format!(
-                "the environment asked for is over {} bytes",
-                super::process::MAX_INNER_ENV
-            )));
-        }
+        let env = requested_env(&request.env)?;
         let limit = request
             .output_byte_limit
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX));

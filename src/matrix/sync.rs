@@ -22,6 +22,7 @@ use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
 use matrix_sdk::ruma::events::room::member::{
     MembershipState, StrippedRoomMemberEvent, SyncRoomMemberEvent,
 };
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::core::metrics::metrics;
@@ -37,6 +38,8 @@ use crate::model::ids::AgentId;
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest wait between two attempts while the homeserver fails.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// The wait after a first failure.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 
 impl MatrixAgent {
     /// Runs this user's sync loop until `shutdown` is cancelled; a sync returns at most
@@ -49,17 +52,11 @@ impl MatrixAgent {
         timeline_limit: u32,
         shutdown: CancellationToken,
     ) -> Result<(), MatrixError> {
-        self.install_handlers(gateway.clone());
-        tokio::spawn(
-            self.clone()
-                .retry_late_keys(gateway.clone(), shutdown.clone()),
-        );
-        tokio::spawn(self.clone().keep_recoverable(shutdown.clone()));
+        self.start_side_tasks(&gateway, &shutdown);
         let settings = SyncSettings::default()
             .timeout(SYNC_TIMEOUT)
             .filter(sync_filter(timeline_limit));
-        let mut backoff = Duration::from_secs(1);
-        let mut failing_since: Option<std::time::Instant> = None;
+        let mut retry = Retry::default();
         // Whether every joined room must be caught up: at start, and after a sync response
         // could not be taken in whole. It is done right after a sync, which brings the room
         // keys sent meanwhile, so what it pages back can be decrypted; that sync does not
@@ -78,17 +75,16 @@ impl MatrixAgent {
                 Ok(response) => response,
                 Err(e) if is_unknown_token(&e) => return Err(self.token_rejected()),
                 Err(e) => {
-                    failing_since.get_or_insert_with(std::time::Instant::now);
                     metrics().sync_failed(&self.agent_id);
-                    tracing::warn!(agent = %self.agent_id, error = %Chain(&e), retry_in = ?backoff, "sync failed");
-                    if !pause(&shutdown, &mut backoff).await {
+                    tracing::warn!(agent = %self.agent_id, error = %Chain(&e), retry_in = ?retry.backoff, "sync failed");
+                    if !retry.after_failure(&shutdown).await {
                         return Ok(());
                     }
                     continue;
                 }
             };
-            if let Some(since) = failing_since.take() {
-                tracing::info!(agent = %self.agent_id, down_for = ?since.elapsed(), "homeserver reachable again");
+            if let Some(down_for) = retry.reached() {
+                tracing::info!(agent = %self.agent_id, ?down_for, "homeserver reachable again");
                 gateway.homeserver_back();
             }
             if catch_up_all {
@@ -101,7 +97,7 @@ impl MatrixAgent {
                     // it has not taken in.
                     Ok(()) => {
                         catch_up_all = false;
-                        backoff = Duration::from_secs(1);
+                        retry.succeeded();
                         // Synced, and every room caught up: ready.
                         metrics().synced(&self.agent_id);
                         continue;
@@ -109,16 +105,15 @@ impl MatrixAgent {
                     Err(e) if is_unknown_token(&e) => return Err(self.token_rejected()),
                     // This response's events are in what the next catch-up pages back.
                     Err(e) => {
-                        failing_since.get_or_insert_with(std::time::Instant::now);
-                        tracing::warn!(agent = %self.agent_id, error = %Chain(&e), retry_in = ?backoff, "catching up the rooms failed");
-                        if !pause(&shutdown, &mut backoff).await {
+                        tracing::warn!(agent = %self.agent_id, error = %Chain(&e), retry_in = ?retry.backoff, "catching up the rooms failed");
+                        if !retry.after_failure(&shutdown).await {
                             return Ok(());
                         }
                         continue;
                     }
                 }
             }
-            backoff = Duration::from_secs(1);
+            retry.succeeded();
             match self.take_in(&gateway, &response).await {
                 Ok(positions) => gateway.taken_in(&self.agent_id, &positions).await,
                 // A gap could not be caught up (the homeserver failed while paging): every
@@ -129,6 +124,17 @@ impl MatrixAgent {
                 }
             }
         }
+    }
+
+    /// What runs beside the sync loop until `shutdown`: the event handlers, the retries of
+    /// messages whose keys came late, and keeping the agent recoverable.
+    fn start_side_tasks(&self, gateway: &Arc<Gateway>, shutdown: &CancellationToken) {
+        self.install_handlers(gateway.clone());
+        tokio::spawn(
+            self.clone()
+                .retry_late_keys(gateway.clone(), shutdown.clone()),
+        );
+        tokio::spawn(self.clone().keep_recoverable(shutdown.clone()));
     }
 
     /// The homeserver no longer accepts this user's access token: said in the log, and
@@ -215,13 +221,45 @@ fn leaves(membership: MembershipState, state_key: &str, me: Option<&str>) -> boo
     me == Some(state_key) && matches!(membership, MembershipState::Leave | MembershipState::Ban)
 }
 
-/// Waits out `backoff` (doubling it for next time); `false` when shutdown came first.
-async fn pause(shutdown: &CancellationToken, backoff: &mut Duration) -> bool {
-    let wait = *backoff;
-    *backoff = (*backoff * 2).min(MAX_BACKOFF);
-    tokio::select! {
-        _ = shutdown.cancelled() => false,
-        _ = tokio::time::sleep(wait) => true,
+/// The sync loop's retries: how long it waits after the next failure, and since when the
+/// homeserver has been failing (for the log line when it answers again).
+struct Retry {
+    /// The wait after the next failure: doubled after each, up to `MAX_BACKOFF`.
+    backoff: Duration,
+    /// When the failures began, if the last request failed.
+    failing_since: Option<Instant>,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self {
+            backoff: FIRST_BACKOFF,
+            failing_since: None,
+        }
+    }
+}
+
+impl Retry {
+    /// A request failed: waits out the back-off (doubling it for next time); `false`
+    /// when shutdown came first.
+    async fn after_failure(&mut self, shutdown: &CancellationToken) -> bool {
+        self.failing_since.get_or_insert_with(Instant::now);
+        let wait = self.backoff;
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        tokio::select! {
+            _ = shutdown.cancelled() => false,
+            _ = tokio::time::sleep(wait) => true,
+        }
+    }
+
+    /// The homeserver answered: how long it had been failing, if it had.
+    fn reached(&mut self) -> Option<Duration> {
+        self.failing_since.take().map(|since| since.elapsed())
+    }
+
+    /// A round went through: the next failure waits the shortest time again.
+    fn succeeded(&mut self) {
+        self.backoff = FIRST_BACKOFF;
     }
 }
 
@@ -256,6 +294,33 @@ async fn join_with_retry(room: Room, agent_id: AgentId) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_back_off_doubling_up_to_the_cap_and_start_over_after_a_success() {
+        let shutdown = CancellationToken::new();
+        let mut retry = Retry::default();
+        assert_eq!(retry.reached(), None, "nothing failed yet");
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            let before = Instant::now();
+            assert!(retry.after_failure(&shutdown).await);
+            waits.push(before.elapsed().as_secs());
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert!(
+            retry
+                .reached()
+                .is_some_and(|d| d >= Duration::from_secs(183))
+        );
+        assert_eq!(retry.reached(), None, "the outage is reported once");
+        retry.succeeded();
+        assert_eq!(retry.backoff, FIRST_BACKOFF);
+        shutdown.cancel();
+        assert!(
+            !retry.after_failure(&shutdown).await,
+            "shutdown ends the wait"
+        );
+    }
 
     #[test]
     fn only_an_invite_of_this_user_is_one() {

@@ -83,32 +83,12 @@ impl MatrixAgent {
         let handled_ts = handled.last.as_ref().map(|(_, ts)| *ts);
         let mut newest = batch.events.iter().find_map(stamp);
         let mut planner = CatchUp::new(gateway.catch_up_bounds(), handled, now_ms());
-        let mut wants_more = feed(&mut planner, batch.events.into_iter());
+        let wants_more = feed(&mut planner, batch.events.into_iter());
         let mut paged = false;
         if let Some(start) = batch.gap.filter(|_| wants_more) {
             tracing::debug!(agent = %self.agent_id, room = %room_id, ?start, "catching up");
             paged = true;
-            let mut from = Some(start);
-            let mut pages = 0;
-            while wants_more {
-                let Some(start) = from.take() else {
-                    planner.end_of_history();
-                    break;
-                };
-                let mut options = MessagesOptions::backward();
-                options.limit = UInt::from(PAGE_SIZE);
-                match &start {
-                    PageFrom::Token(token) => options = options.from(Some(token.as_str())),
-                    PageFrom::End => options.limit = UInt::from(FIRST_PAGE_FROM_END),
-                }
-                let page = room.messages(options).await?;
-                pages += 1;
-                if newest.is_none() {
-                    newest = page.chunk.iter().find_map(stamp);
-                }
-                wants_more = feed(&mut planner, page.chunk.into_iter());
-                from = page.end.map(PageFrom::Token);
-            }
+            let pages = page_back(room, start, &mut planner, &mut newest).await?;
             tracing::debug!(agent = %self.agent_id, room = %room_id, pages, "caught up");
         }
         let Some((newest_id, newest_ts)) = newest else {
@@ -255,6 +235,40 @@ enum PageFrom {
     End,
     /// A pagination token (a sync's `prev_batch`, a page's `end`).
     Token(String),
+}
+
+/// Pages back through `room`'s timeline from `start` until `planner` has what it wants or
+/// history ends, noting the newest event seen if `newest` has none yet; returns how many
+/// pages it took.
+async fn page_back(
+    room: &Room,
+    start: PageFrom,
+    planner: &mut CatchUp<TimelineEvent>,
+    newest: &mut Option<(EventId, i64)>,
+) -> Result<u32, matrix_sdk::Error> {
+    let mut from = Some(start);
+    let mut pages = 0;
+    loop {
+        let Some(start) = from.take() else {
+            planner.end_of_history();
+            return Ok(pages);
+        };
+        let mut options = MessagesOptions::backward();
+        options.limit = UInt::from(PAGE_SIZE);
+        match &start {
+            PageFrom::Token(token) => options = options.from(Some(token.as_str())),
+            PageFrom::End => options.limit = UInt::from(FIRST_PAGE_FROM_END),
+        }
+        let page = room.messages(options).await?;
+        pages += 1;
+        if newest.is_none() {
+            *newest = page.chunk.iter().find_map(stamp);
+        }
+        if !feed(planner, page.chunk.into_iter()) {
+            return Ok(pages);
+        }
+        from = page.end.map(PageFrom::Token);
+    }
 }
 
 /// Hands `events` (newest first) to the planner; returns whether it wants an older page.

@@ -632,33 +632,14 @@ impl Turn {
         let allowed = matches!(&response.outcome,
             RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == "allow");
         let listing = if allowed {
-            let mut names: Vec<String> = std::fs::read_dir(".")
-                .map(|d| {
-                    d.filter_map(|e| e.ok())
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .collect()
-                })
-                .unwrap_or_default();
-            names.sort();
-            names.truncate(10);
+            let names = workspace_names();
             self.set_status(
                 &id,
                 ToolCallUpdateFields::new()
                     .status(ToolCallStatus::Completed)
                     .content(vec![names.join("\n").into()]),
             )?;
-            if names.is_empty() {
-                "The workspace is empty.".to_owned()
-            } else {
-                format!(
-                    "The workspace holds: {}.",
-                    names
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            }
+            workspace_sentence(&names)
         } else {
             self.set_status(
                 &id,
@@ -694,6 +675,29 @@ impl Turn {
         self.plan(&steps, steps.len())?;
         Ok(StopReason::EndTurn)
     }
+}
+
+/// The first ten names in the workspace (the demo's `ls`), sorted.
+fn workspace_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(".")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names.truncate(10);
+    names
+}
+
+/// What the demo's answer says of the workspace's `names`.
+fn workspace_sentence(names: &[String]) -> String {
+    if names.is_empty() {
+        return "The workspace is empty.".to_owned();
+    }
+    let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    format!("The workspace holds: {}.", names.join(", "))
 }
 
 /// An `execute` tool call `id` for `title` (`bash: ls` runs `ls`).
