@@ -10,28 +10,28 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::{AcpAgent, ProcessSpec, SupervisedAgent};
+use crate::acp::{ProcessSpec, SupervisedAgent};
 use crate::config::{AccessConfig, AgentConfig, Config, TimeoutsConfig};
 use crate::core::access::AccessList;
 use crate::core::agent::AgentPort;
 use crate::core::catch_up::CatchUpBounds;
-use crate::core::context::AgentContext;
+use crate::core::context::{AgentContext, Handoff};
 use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
-use crate::core::masking::MaskedChat;
 use crate::core::pool::{Pool, PoolSettings};
 use crate::core::room_tools::RoomToolHost;
 use crate::core::settings_policy::SettingsPolicy;
-use crate::matrix::{MatrixAgent, MatrixSecurity};
+use crate::matrix::{MatrixError, MatrixSecurity};
 use crate::mcp::McpHost;
 use crate::model::ids::AgentId;
 use crate::state_dir;
 use crate::store::Store;
-use isolation::{Isolation, Probe, isolation};
+use isolation::Isolation;
 
 mod check;
 mod isolation;
 mod metrics_http;
 mod reload;
+mod start;
 
 pub use check::check_from_file;
 
@@ -168,131 +168,105 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     // Shared by every agent: a reload (SIGHUP) changes them everywhere.
     let live = reload::LiveSettings::from_config(&config);
 
-    let pool_settings = PoolSettings {
-        max_running: (config.pool.max_running > 0).then_some(config.pool.max_running),
-        idle_stop: (config.pool.idle_stop_secs > 0)
-            .then(|| Duration::from_secs(config.pool.idle_stop_secs)),
-    };
-    let mut started = Vec::new();
-    let mut problems = Vec::new();
-    let mut probe = Probe::default();
-    let security = MatrixSecurity {
-        store_passphrase: config
-            .matrix
-            .store_passphrase()
-            .map_err(|e| anyhow::anyhow!("matrix.store_passphrase: {e}"))?,
-        require_cross_signed: config.matrix.require_cross_signed,
-        require_verified_identity: config.matrix.require_verified_identity,
-    };
+    let security = matrix_security(&config)?;
     // Served before any agent starts: an agent without network gets their socket file bound
     // into its sandbox.
     let room_tools = start_room_tools(&config).await;
-    // Every secret file exists, and every agent's home, before any agent starts: each
-    // sandbox hides them as they are then (a recovery key written on the first start, the
-    // other agents' homes).
-    for file in config
-        .agents
-        .iter()
-        .filter_map(|a| a.matrix.recovery_key_file.as_ref())
-    {
-        if let Err(e) = state_dir::reserve_private_file(file) {
-            tracing::warn!(file = %file.display(), error = %e, "could not make the recovery key file before the agents start");
-        }
-    }
-    let isolations: Vec<_> = (config.agents.iter())
-        .map(|agent| isolation(&config, agent, &mut probe))
-        .collect();
-    // One agent that cannot start (bad password, broken command) does not stop the others.
-    // Agents beyond the pool's limit start at their first prompt.
-    for (agent, isolation) in config.agents.iter().zip(isolations) {
-        // Decided before logging in: an agent that cannot run as configured is skipped.
-        let isolation = match isolation {
-            Ok(isolation) => isolation,
-            Err(e) => {
-                tracing::error!(agent = %agent.id, error = %e, "the agent cannot run as configured; agent skipped");
-                problems.push(format!("{}: {e}", agent.id));
-                continue;
-            }
-        };
-        let user = match MatrixAgent::connect(
-            &config.matrix.homeserver,
-            &config.state_dir,
-            agent,
-            &security,
-        )
-        .await
-        {
-            Ok(user) => user,
-            Err(e) => {
-                tracing::error!(agent = %agent.id, error = %e, "the agent's Matrix user could not log in; agent skipped");
-                problems.push(format!("{}: {e}", agent.id));
-                continue;
-            }
-        };
-        match isolation.sandbox {
-            Some(_) => tracing::info!(agent = %agent.id, "sandbox: {}", isolation.summary),
-            None => tracing::warn!(agent = %agent.id, "sandbox: {}", isolation.summary),
-        }
-        let spec = process_spec(agent, &config.timeouts, isolation);
-        let workspace = workspace(agent, &spec);
-        // What it posts is masked with the same values its stderr is.
-        let chat = MaskedChat::wrap(user.chat(), spec.secret_values());
-        let eager = pool_settings
-            .max_running
-            .is_none_or(|max| started.len() < max);
-        let process = match eager {
-            false => SupervisedAgent::new(spec, None),
-            true => match AcpAgent::start(&spec).await {
-                Ok(p) => SupervisedAgent::new(spec, Some(p)),
-                Err(e) => {
-                    tracing::error!(agent = %agent.id, error = %e, "the agent process did not start; agent skipped");
-                    problems.push(format!("{}: {e}", agent.id));
-                    continue;
-                }
-            },
-        };
-        started.push((agent, user, chat, process, workspace));
-    }
-    if started.is_empty() {
-        anyhow::bail!("no agent could be started: {}", problems.join("; "));
-    }
+    let pool_settings = pool_settings(&config);
+    let started = start::start_agents(&config, &security, pool_settings.max_running).await?;
     // The Matrix users have written their sessions and stores by now.
     private()?;
-    let pool = Pool::new(
-        pool_settings,
-        started
-            .iter()
-            .map(|(agent, _, _, process, _)| {
-                let port: Arc<dyn AgentPort> = process.clone();
-                (agent.agent_id(), agent.display_name.clone(), port)
-            })
-            .collect(),
-    );
+    let pool = pool(pool_settings, &started);
     let access = access_rules(&config.access);
-    let agent_ids: Vec<AgentId> = started.iter().map(|(a, ..)| a.agent_id()).collect();
+    let agent_ids: Vec<AgentId> = started.iter().map(|a| a.config.agent_id()).collect();
     let (handoffs, handed) = mpsc::channel(crate::core::queues::HANDOFFS);
-    let mut contexts = Vec::new();
-    let mut users = Vec::new();
-    let mut processes = Vec::new();
-    for (agent, user, chat, process, workspace) in started {
-        contexts.push(Arc::new(AgentContext {
-            agent_id: agent.agent_id(),
-            display_name: agent.display_name.clone(),
-            user_id: agent.user_id(),
-            agent: process.clone(),
-            chat,
-            store: store.clone(),
-            workspace,
-            stream: live.stream.clone(),
+    let shared = Shared {
+        config: &config,
+        store: &store,
+        live: &live,
+        access: &access,
+        pool: &pool,
+        room_tools: &room_tools,
+        handoffs: &handoffs,
+    };
+    let contexts = started.iter().map(|agent| shared.context(agent)).collect();
+    let (users, processes): (Vec<_>, Vec<_>) = (started.into_iter())
+        .map(|agent| (agent.user, agent.process))
+        .unzip();
+    // Shared with everything that holds them: a reload (SIGHUP) changes them everywhere.
+    reload::watch(hangups, &config, &access, live, shutdown.child_token());
+    let gateway = Arc::new(Gateway::new(
+        contexts,
+        access,
+        store.clone(),
+        pool.clone(),
+        gateway_settings(&config),
+    ));
+    gateway.clean_up_previous_run().await;
+    let helpers = start_helpers(&gateway, handed, &pool, store, &config);
+
+    let timeline_limit = config.continuity.sync_timeline_limit;
+    let tasks = (users.into_iter())
+        .map(|user| {
+            let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
+            async move { user.run(gateway, timeline_limit, shutdown).await }
+        })
+        .collect();
+    if let Some(listen) = &config.metrics.listen
+        && let Err(e) = metrics_http::serve(listen, agent_ids, helpers.clone()).await
+    {
+        tracing::error!(address = %listen, error = %e, "metrics and health cannot be served");
+    }
+    tracing::info!(agents = processes.len(), "Sidekicks is running");
+    let failures = supervise(tasks).await;
+    shut_down(&gateway, helpers, processes).await;
+    match failures.is_empty() {
+        true => Ok(()),
+        false => Err(anyhow::anyhow!(failures.join("; "))),
+    }
+}
+
+/// What every agent's context shares: the store, the settings a reload changes, the access
+/// lists, the pool, the room tools and the hand-off queue.
+struct Shared<'a> {
+    /// The config the agents were started from.
+    config: &'a Config,
+    /// The database.
+    store: &'a Store,
+    /// `[streaming]`, `[permissions]`, `[display] show`, as a reload leaves them.
+    live: &'a reload::LiveSettings,
+    /// Who may prompt, approve and administer.
+    access: &'a AccessRules,
+    /// The agent process pool.
+    pool: &'a Arc<Pool>,
+    /// The room tools' host, if any agent has them.
+    room_tools: &'a Option<Arc<dyn RoomToolHost>>,
+    /// Where finished answers go to be handed to other agents.
+    handoffs: &'a mpsc::Sender<Handoff>,
+}
+
+impl Shared<'_> {
+    /// The context every channel of `agent` shares.
+    fn context(&self, agent: &start::StartedAgent) -> Arc<AgentContext> {
+        let (config, access) = (self.config, self.access);
+        Arc::new(AgentContext {
+            agent_id: agent.config.agent_id(),
+            display_name: agent.config.display_name.clone(),
+            user_id: agent.config.user_id(),
+            agent: agent.process.clone(),
+            chat: agent.chat.clone(),
+            store: self.store.clone(),
+            workspace: agent.workspace.clone(),
+            stream: self.live.stream.clone(),
             command_prefix: config.commands.prefix.clone(),
             approvers: access.approvers.clone(),
             admins: access.admins.clone(),
             approver_min_power: config.access.approver_min_power,
-            settings: settings_policy(agent),
+            settings: settings_policy(agent.config),
             allowed: access.allowed.clone(),
             agent_users: config.agents.iter().map(AgentConfig::user_id).collect(),
-            permissions: live.permissions.clone(),
-            verbosity: live.verbosity.clone(),
+            permissions: self.live.permissions.clone(),
+            verbosity: self.live.verbosity.clone(),
             media: config.media.limits(),
             reinject_max_chars: config.continuity.reinject_max_chars,
             max_waiting: config.queue.max_waiting,
@@ -300,71 +274,107 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             rerun_edited: config.continuity.rerun_edited,
             quiet_note: (config.timeouts.quiet_turn_secs > 0)
                 .then(|| Duration::from_secs(config.timeouts.quiet_turn_secs)),
-            pool: pool.clone(),
-            room_tools: room_tools.clone().filter(|_| agent.room_tools),
-            handoffs: Some(handoffs.clone()),
-        }));
-        users.push(user);
-        processes.push(process);
+            pool: self.pool.clone(),
+            room_tools: self.room_tools.clone().filter(|_| agent.config.room_tools),
+            handoffs: Some(self.handoffs.clone()),
+        })
     }
-    // Shared with everything that holds them: a reload (SIGHUP) changes them everywhere.
-    if let (Some(path), Some(hangups)) = (&config.source, hangups) {
-        let stop = shutdown.child_token();
-        reload::watch(
-            hangups,
-            path.clone(),
-            config.clone(),
-            access.clone(),
-            live,
-            stop,
-        );
+}
+
+/// How the agents' Matrix users guard their keys and whom they believe (`[matrix]`).
+fn matrix_security(config: &Config) -> Result<MatrixSecurity> {
+    Ok(MatrixSecurity {
+        store_passphrase: config
+            .matrix
+            .store_passphrase()
+            .map_err(|e| anyhow::anyhow!("matrix.store_passphrase: {e}"))?,
+        require_cross_signed: config.matrix.require_cross_signed,
+        require_verified_identity: config.matrix.require_verified_identity,
+    })
+}
+
+/// The pool of the agents that started.
+fn pool(settings: PoolSettings, started: &[start::StartedAgent]) -> Arc<Pool> {
+    let agents = (started.iter())
+        .map(|agent| {
+            let port: Arc<dyn AgentPort> = agent.process.clone();
+            let name = agent.config.display_name.clone();
+            (agent.config.agent_id(), name, port)
+        })
+        .collect();
+    Pool::new(settings, agents)
+}
+
+/// `[pool]` as the pool takes it (0 meaning no limit, never).
+fn pool_settings(config: &Config) -> PoolSettings {
+    PoolSettings {
+        max_running: (config.pool.max_running > 0).then_some(config.pool.max_running),
+        idle_stop: (config.pool.idle_stop_secs > 0)
+            .then(|| Duration::from_secs(config.pool.idle_stop_secs)),
     }
-    let gateway = Arc::new(Gateway::new(
-        contexts,
-        access,
-        store.clone(),
-        pool.clone(),
-        GatewaySettings {
-            prefix: config.commands.prefix.clone(),
-            rules: RoomRules {
-                handoff: config.rooms.handoff,
-                handoff_max_hops: config.rooms.handoff_max_hops,
-                threads: config.rooms.threads,
-            },
-            catch_up: CatchUpBounds {
-                max_events: config.continuity.catch_up_max_events,
-                max_age: Duration::from_secs(config.continuity.catch_up_max_hours * 3600),
-            },
+}
+
+/// The gateway's settings in `config`: the command prefix, `[rooms]`, the catch-up bounds.
+fn gateway_settings(config: &Config) -> GatewaySettings {
+    GatewaySettings {
+        prefix: config.commands.prefix.clone(),
+        rules: RoomRules {
+            handoff: config.rooms.handoff,
+            handoff_max_hops: config.rooms.handoff_max_hops,
+            threads: config.rooms.threads,
         },
-    ));
-    gateway.clean_up_previous_run().await;
+        catch_up: CatchUpBounds {
+            max_events: config.continuity.catch_up_max_events,
+            max_age: Duration::from_secs(config.continuity.catch_up_max_hours * 3600),
+        },
+    }
+}
+
+/// How long what is pruned is kept (`[retention]`).
+fn retention(config: &Config) -> Retention {
+    Retention {
+        handled: config
+            .retention
+            .handled(config.continuity.catch_up_max_hours),
+        transcript: config.retention.transcript(),
+    }
+}
+
+/// Starts the gateway's helper tasks: hand-offs from `handed` and the outbox (until the
+/// gateway shuts down), the pool's idle stops and the store's pruning (until the token
+/// returned is cancelled).
+fn start_helpers(
+    gateway: &Arc<Gateway>,
+    handed: mpsc::Receiver<Handoff>,
+    pool: &Arc<Pool>,
+    store: Store,
+    config: &Config,
+) -> CancellationToken {
     let helpers = CancellationToken::new();
     tokio::spawn(gateway.clone().run_handoffs(handed));
     tokio::spawn(gateway.clone().run_outbox());
     tokio::spawn(pool.clone().run_idle_stops(helpers.clone()));
-    tokio::spawn(run_retention(
-        store,
-        Retention {
-            handled: config
-                .retention
-                .handled(config.continuity.catch_up_max_hours),
-            transcript: config.retention.transcript(),
-        },
-        helpers.clone(),
-    ));
+    tokio::spawn(run_retention(store, retention(config), helpers.clone()));
+    helpers
+}
 
-    let mut tasks = JoinSet::new();
-    let timeline_limit = config.continuity.sync_timeline_limit;
-    for user in users {
-        let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
-        tasks.spawn(async move { user.run(gateway, timeline_limit, shutdown).await });
+/// Stops in order once the sync loops ended: turns still running are cancelled and
+/// marked in their rooms before the helpers and then the agents stop.
+async fn shut_down(
+    gateway: &Gateway,
+    helpers: CancellationToken,
+    processes: Vec<Arc<SupervisedAgent>>,
+) {
+    gateway.shutdown(Duration::from_secs(10)).await;
+    helpers.cancel();
+    for process in processes {
+        process.shutdown().await;
     }
-    if let Some(listen) = &config.metrics.listen
-        && let Err(e) = metrics_http::serve(listen, agent_ids, helpers.clone()).await
-    {
-        tracing::error!(address = %listen, error = %e, "metrics and health cannot be served");
-    }
-    tracing::info!(agents = processes.len(), "Sidekicks is running");
+    tracing::info!("stopped");
+}
+
+/// Waits for every agent user's sync loop to end; returns why those that failed did.
+async fn supervise(mut tasks: JoinSet<Result<(), MatrixError>>) -> Vec<String> {
     let mut failures = Vec::new();
     while let Some(result) = tasks.join_next().await {
         match result {
@@ -379,17 +389,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             }
         }
     }
-    // Turns still running are cancelled and marked in their rooms before the agents stop.
-    gateway.shutdown(Duration::from_secs(10)).await;
-    helpers.cancel();
-    for process in processes {
-        process.shutdown().await;
-    }
-    tracing::info!("stopped");
-    match failures.is_empty() {
-        true => Ok(()),
-        false => Err(anyhow::anyhow!(failures.join("; "))),
-    }
+    failures
 }
 
 /// The access lists `access` configures, each less the users it denies.

@@ -5,8 +5,6 @@
 //! is compared with the running config and logged as needing a restart. A config that does
 //! not load is refused with its problems, and the running settings stay.
 
-use std::path::PathBuf;
-
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
@@ -68,19 +66,22 @@ pub(super) fn hangups() -> Option<Signal> {
     }
 }
 
-/// Reloads the config from `path` at every SIGHUP (`hangups`) until `stop`; `running` is
-/// the config the gateway started with, `access` the lists it acts on and `live` the other
-/// settings a reload changes.
+/// Reloads the config from the file it was read from at every SIGHUP (`hangups`) until
+/// `stop`; `running` is the config the gateway started with, `access` the lists it acts on
+/// and `live` the other settings a reload changes. Nothing is reloaded when the config was
+/// read from no file or SIGHUP could not be taken.
 pub(super) fn watch(
-    mut hangups: Signal,
-    path: PathBuf,
-    running: Config,
-    access: AccessRules,
+    hangups: Option<Signal>,
+    running: &Config,
+    access: &AccessRules,
     live: LiveSettings,
     stop: CancellationToken,
 ) {
+    let (Some(path), Some(mut hangups)) = (running.source.clone(), hangups) else {
+        return;
+    };
+    let (mut running, access) = (running.clone(), access.clone());
     tokio::spawn(async move {
-        let mut running = running;
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
