@@ -21,34 +21,30 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ClientCapabilities, CloseSessionRequest,
-    CreateElicitationRequest, CreateTerminalRequest, ElicitationCapabilities,
+    ClientCapabilities, CreateElicitationRequest, CreateTerminalRequest, ElicitationCapabilities,
     ElicitationFormCapabilities, ElicitationUrlCapabilities, FileSystemCapabilities,
-    Implementation, InitializeRequest, InitializeResponse, KillTerminalRequest,
-    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, NewSessionResponse,
-    PermissionOptionKind, PromptRequest, ReadTextFileRequest, ReleaseTerminalRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    ResumeSessionRequest, SelectedPermissionOutcome, SessionNotification,
-    SetSessionConfigOptionRequest, SetSessionModeRequest, TerminalOutputRequest,
-    WaitForTerminalExitRequest, WriteTextFileRequest,
+    Implementation, InitializeRequest, InitializeResponse, KillTerminalRequest, NewSessionResponse,
+    ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionRequest, SessionNotification,
+    TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::client_fs;
+use super::client_permission;
 use super::client_question;
 use super::client_terminal::{self, Terminals};
 use super::dialect::{self, Dialect};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
-use super::requests::Request;
+use super::requests::{McpOffer, Request};
 use super::sessions::Sessions;
 use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
-    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession,
-    PermissionAnswer, ProcessState, Reopen, SessionListing, SessionTools, StopReason, TurnEnd,
+    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession, ProcessState,
+    Reopen, SessionListing, SessionTools, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
@@ -102,13 +98,7 @@ impl AcpAgent {
         let transport = transport::lines(spawned.stdin, spawned.stdout, guard);
         // An agent that broke the protocol is stopped: its requests fail at once instead
         // of waiting for answers that will not come.
-        let kill = spawned.process.killer();
-        let mut watch_broken = broken.clone();
-        tokio::spawn(async move {
-            if watch_broken.wait_for(|b| b.is_some()).await.is_ok() {
-                kill();
-            }
-        });
+        stop_when_broken(spawned.process.killer(), broken.clone());
         let connection = run_connection(
             spec.clone(),
             transport,
@@ -117,29 +107,13 @@ impl AcpAgent {
             requests_rx,
             init_tx,
         );
-        let agent_id = spec.agent_id.clone();
-        let conn_exit = exit.clone();
-        let orphans = terminals.clone();
-        tokio::spawn(async move {
-            let ended = connection.await;
-            // Nobody can ask for their output any more: the agent's commands go with it.
-            orphans.end_all();
-            match ended {
-                Ok(()) => tracing::info!(agent = %agent_id, "ACP connection closed"),
-                Err(e) if conn_exit.borrow().is_some() => {
-                    tracing::info!(agent = %agent_id, error = %e, "ACP connection ended with the process")
-                }
-                // The process lives on but cannot be talked to: stop it, so waiting requests
-                // fail and the next message starts it afresh.
-                Err(e) => {
-                    tracing::error!(agent = %agent_id, error = %e, "ACP connection failed; stopping the agent");
-                    transport::declare_broken(
-                        &broken_tx,
-                        format!("the connection to it failed ({e})"),
-                    );
-                }
-            }
-        });
+        let ended = Ended {
+            agent_id: spec.agent_id.clone(),
+            exit: exit.clone(),
+            terminals: terminals.clone(),
+            broken: broken_tx,
+        };
+        tokio::spawn(async move { ended.after(connection.await) });
 
         let agent = Self {
             agent_id: spec.agent_id.clone(),
@@ -160,29 +134,12 @@ impl AcpAgent {
             .await
         {
             Ok(response) => response,
-            // An agent that dies before it answers usually said why on stderr.
-            Err(AgentError::Exited { status }) => {
-                agent.shutdown().await;
-                let tail = agent.stderr.last(5);
-                let said = tail.lines().rev().find(|l| !l.trim().is_empty());
-                let status = match said {
-                    Some(line) => format!("{status}: {}", line.trim()),
-                    None => status,
-                };
-                return Err(AgentError::Exited { status });
-            }
             Err(e) => {
                 agent.shutdown().await;
-                return Err(e);
+                return Err(agent.with_last_words(e));
             }
         };
-        let mut info = events::agent_info(&response);
-        // A terminal sign-in runs the agent's own command with the method's arguments.
-        for method in &mut info.auth_methods {
-            if let Some(args) = &mut method.terminal {
-                *args = format!("{} {args}", spec.command).trim().to_owned();
-            }
-        }
+        let info = sign_in_commands(events::agent_info(&response), &spec.command);
         if response.protocol_version != ProtocolVersion::V1 {
             agent.shutdown().await;
             return Err(AgentError::UnsupportedVersion(
@@ -201,6 +158,21 @@ impl AcpAgent {
             dialect,
             ..agent
         }))
+    }
+
+    /// `error`, with the last line the agent wrote on stderr when it is an exit: an agent
+    /// that dies before it answers usually said why there.
+    fn with_last_words(&self, error: AgentError) -> AgentError {
+        let AgentError::Exited { status } = error else {
+            return error;
+        };
+        let tail = self.stderr.last(5);
+        let said = tail.lines().rev().find(|l| !l.trim().is_empty());
+        let status = match said {
+            Some(line) => format!("{status}: {}", line.trim()),
+            None => status,
+        };
+        AgentError::Exited { status }
     }
 
     /// The process's exit status, once it has ended.
@@ -567,6 +539,59 @@ impl AgentPort for AcpAgent {
     }
 }
 
+/// `info` with each terminal sign-in as the command it runs: the agent's own `command`
+/// with the method's arguments.
+fn sign_in_commands(mut info: AgentInfo, command: &str) -> AgentInfo {
+    for method in &mut info.auth_methods {
+        if let Some(args) = &mut method.terminal {
+            *args = format!("{command} {args}").trim().to_owned();
+        }
+    }
+    info
+}
+
+/// Kills the agent's process group (`kill`) once `broken` says it broke the protocol.
+fn stop_when_broken(kill: impl Fn() + Send + 'static, mut broken: watch::Receiver<Option<String>>) {
+    tokio::spawn(async move {
+        if broken.wait_for(|b| b.is_some()).await.is_ok() {
+            kill();
+        }
+    });
+}
+
+/// What is done when an agent's connection ends.
+struct Ended {
+    /// The agent, for the log.
+    agent_id: AgentId,
+    /// The process's exit status, once it has ended.
+    exit: watch::Receiver<Option<String>>,
+    /// The commands it started through the client.
+    terminals: Arc<Terminals>,
+    /// Where the agent is declared broken.
+    broken: watch::Sender<Option<String>>,
+}
+
+impl Ended {
+    /// The connection ended with `ended`: the agent's commands go with it (nobody can ask
+    /// for their output any more), and a process that lives on but cannot be talked to is
+    /// stopped, so waiting requests fail and the next message starts it afresh.
+    fn after(self, ended: Result<(), agent_client_protocol::Error>) {
+        let agent_id = &self.agent_id;
+        self.terminals.end_all();
+        match ended {
+            Ok(()) => tracing::info!(agent = %agent_id, "ACP connection closed"),
+            Err(e) if self.exit.borrow().is_some() => {
+                tracing::info!(agent = %agent_id, error = %e, "ACP connection ended with the process")
+            }
+            Err(e) => {
+                tracing::error!(agent = %agent_id, error = %e, "ACP connection failed; stopping the agent");
+                let reason = format!("the connection to it failed ({e})");
+                transport::declare_broken(&self.broken, reason);
+            }
+        }
+    }
+}
+
 /// Most pages of `session/list` read for one `!sessions`.
 const LIST_PAGES: usize = 5;
 
@@ -610,16 +635,55 @@ async fn run_connection(
     Client
         .v1()
         .name("sidekicks")
-        .on_receive_request(async move |r: CreateElicitationRequest, responder, _cx| { client_question::serve(&question_agent, &question_sessions, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
-        .on_receive_request(async move |r: CreateTerminalRequest, responder, _cx| { client_terminal::serve_create(&create_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
-        .on_receive_request(async move |r: TerminalOutputRequest, responder, _cx| { client_terminal::serve_output(&output_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
-        .on_receive_request(async move |r: WaitForTerminalExitRequest, responder, _cx| { client_terminal::serve_wait(&wait_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
-        .on_receive_request(async move |r: KillTerminalRequest, responder, _cx| { client_terminal::serve_kill(&kill_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
-        .on_receive_request(async move |r: ReleaseTerminalRequest, responder, _cx| { client_terminal::serve_release(&release_t, r, responder); Ok(()) }, agent_client_protocol::on_receive_request!())
+        .on_receive_request(
+            async move |r: CreateElicitationRequest, responder, _cx| {
+                client_question::serve(&question_agent, &question_sessions, r, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: CreateTerminalRequest, responder, _cx| {
+                client_terminal::serve_create(&create_t, r, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: TerminalOutputRequest, responder, _cx| {
+                client_terminal::serve_output(&output_t, r, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: WaitForTerminalExitRequest, responder, _cx| {
+                client_terminal::serve_wait(&wait_t, r, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: KillTerminalRequest, responder, _cx| {
+                client_terminal::serve_kill(&kill_t, r, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: ReleaseTerminalRequest, responder, _cx| {
+                client_terminal::serve_release(&release_t, r, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_request(
             async move |request: ReadTextFileRequest, responder, _cx| {
                 let root = folder(&read_sessions, &request.session_id.0);
-                let empty = read_sessions.lock().expect("sessions poisoned").missing_file_reads_empty();
+                let empty = read_sessions
+                    .lock()
+                    .expect("sessions poisoned")
+                    .missing_file_reads_empty();
                 client_fs::serve_read(&read_agent, root, empty, request, responder);
                 Ok(())
             },
@@ -631,7 +695,10 @@ async fn run_connection(
                 let root = folder(&write_sessions, &session);
                 let cards = write_sessions.clone();
                 let shown = move |path: &Path, old: Option<String>, new: &str| {
-                    cards.lock().expect("sessions poisoned").show_write(&session, path, old, new);
+                    cards
+                        .lock()
+                        .expect("sessions poisoned")
+                        .show_write(&session, path, old, new);
                 };
                 client_fs::serve_write(&write_agent, root, request, responder, shown);
                 Ok(())
@@ -639,149 +706,92 @@ async fn run_connection(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: RequestPermissionRequest, responder, _cx| {
-                let session = request.session_id.0.to_string();
-                let (reply, answer) = oneshot::channel();
-                let event = events::permission_request(&request, reply);
-                permission_sessions.lock().expect("sessions poisoned").deliver(&session, event);
-                // Wait for the person outside the dispatch loop, so other messages and
-                // cancellations keep flowing while the question is open.
-                let refusals: Vec<String> = request
-                    .options
-                    .iter()
-                    .filter(|o| matches!(o.kind, PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways))
-                    .map(|o| o.option_id.0.to_string())
-                    .collect();
-                let answered = permission_sessions.clone();
-                let tool = request.tool_call.tool_call_id.0.to_string();
-                tokio::spawn(async move {
-                    let outcome = match answer.await {
-                        Ok(PermissionAnswer::Selected(id)) => {
-                            let refused = refusals.contains(&id);
-                            answered.lock().expect("sessions poisoned").answered(&session, &tool, refused);
-                            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
-                        }
-                        Ok(PermissionAnswer::Cancelled) | Err(_) => RequestPermissionOutcome::Cancelled,
-                    };
-                    let _ = responder.respond(RequestPermissionResponse::new(outcome));
-                });
+            async move |r: RequestPermissionRequest, responder, _cx| {
+                client_permission::serve(&permission_sessions, r, responder);
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
             async move |message: UntypedMessage, _cx| {
-                if message.method != "session/update" {
-                    tracing::debug!(agent = %notify_agent, method = %message.method, "ignoring notification");
-                    return Ok(());
-                }
-                // Parsed here rather than by the SDK, so an update kind we do not know is
-                // skipped instead of tearing the connection down.
-                match serde_json::from_value::<SessionNotification>(message.params.clone()) {
-                    Ok(mut n) => {
-                        embed_t.embed(&n.session_id.0, &mut n.update);
-                        let event = events::session_update(n.update);
-                        notify_sessions.lock().expect("sessions poisoned").deliver(&n.session_id.0, event);
-                    }
-                    Err(_) => {
-                        let kind = message.params.pointer("/update/sessionUpdate").and_then(|v| v.as_str()).unwrap_or("?");
-                        tracing::debug!(agent = %notify_agent, kind, "ignoring an update kind this version does not know");
-                    }
-                }
+                deliver_update(&notify_agent, &notify_sessions, &embed_t, message);
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            let questions = ElicitationCapabilities::new().form(ElicitationFormCapabilities::new()).url(ElicitationUrlCapabilities::new());
-            let files = FileSystemCapabilities::new().read_text_file(file_access).write_text_file(file_access);
-            let initialize = InitializeRequest::new(ProtocolVersion::V1)
-                .client_capabilities(ClientCapabilities::new().fs(files).terminal(terminal_access).elicitation(questions))
-                .client_info(Implementation::new("sidekicks", env!("CARGO_PKG_VERSION")).title("Sidekicks".to_string()));
+            let initialize = initialize_request(file_access, terminal_access);
             let response = cx.send_request(initialize).block_task().await;
             let ok = response.is_ok();
             // HTTP MCP servers only for agents that take them; every agent takes stdio ones.
-            let http = response.as_ref().is_ok_and(|r| r.agent_capabilities.mcp_capabilities.http);
+            let http = response
+                .as_ref()
+                .is_ok_and(|r| r.agent_capabilities.mcp_capabilities.http);
             let mcp = events::mcp_servers(&mcp_servers, http, &agent_id);
             let _ = init.send(response);
             if !ok {
                 return Ok(());
             }
+            let tools = McpOffer {
+                servers: mcp,
+                http,
+                offline,
+                agent_id: &agent_id,
+            };
             while let Some(request) = requests.recv().await {
-                match request {
-                    Request::NewSession { cwd, tools, reply } => {
-                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http, offline, &agent_id));
-                        tokio::spawn(async move {
-                            let _ = reply.send(cx.send_request(NewSessionRequest::new(cwd).mcp_servers(mcp)).block_task().await);
-                        });
-                    }
-                    Request::Reopen { how, session, cwd, tools, reply } => {
-                        let (cx, mcp) = (cx.clone(), events::with_tools(&mcp, tools, http, offline, &agent_id));
-                        tokio::spawn(async move {
-                            let id = session.clone();
-                            let settings = match how {
-                                Reopen::Load => cx
-                                    .send_request(LoadSessionRequest::new(session, cwd).mcp_servers(mcp))
-                                    .block_task()
-                                    .await
-                                    .map(|r| (r.modes, r.config_options)),
-                                Reopen::Resume => cx
-                                    .send_request(ResumeSessionRequest::new(session, cwd).mcp_servers(mcp))
-                                    .block_task()
-                                    .await
-                                    .map(|r| (r.modes, r.config_options)),
-                            };
-                            let _ = reply.send(settings.map(|(modes, options)| NewSessionResponse::new(id).modes(modes).config_options(options)));
-                        });
-                    }
-                    Request::Prompt { session, blocks, reply } => {
-                        let cx = cx.clone();
-                        tokio::spawn(async move {
-                            let prompt = PromptRequest::new(session, blocks);
-                            let _ = reply.send(cx.send_request(prompt).block_task().await);
-                        });
-                    }
-                    Request::SetMode { session, mode, reply } => {
-                        let cx = cx.clone();
-                        tokio::spawn(async move {
-                            let request = SetSessionModeRequest::new(session, mode);
-                            let _ = reply.send(cx.send_request(request).block_task().await.map(|_| ()));
-                        });
-                    }
-                    Request::SetOption { session, option, value, reply } => {
-                        let cx = cx.clone();
-                        tokio::spawn(async move {
-                            let request = SetSessionConfigOptionRequest::new(session, option, value);
-                            let _ = reply.send(cx.send_request(request).block_task().await.map(|r| r.config_options));
-                        });
-                    }
-                    Request::List { cwd, cursor, reply } => {
-                        let cx = cx.clone();
-                        tokio::spawn(async move {
-                            let request = ListSessionsRequest::new().cwd(cwd).cursor(cursor);
-                            let _ = reply.send(cx.send_request(request).block_task().await);
-                        });
-                    }
-                    Request::Authenticate { method, reply } => {
-                        let cx = cx.clone();
-                        tokio::spawn(async move {
-                            let _ = reply.send(cx.send_request(AuthenticateRequest::new(method)).block_task().await.map(|_| ()));
-                        });
-                    }
-                    Request::Close { session, reply } => {
-                        let cx = cx.clone();
-                        tokio::spawn(async move {
-                            let _ = reply.send(cx.send_request(CloseSessionRequest::new(session)).block_task().await.map(|_| ()));
-                        });
-                    }
-                    Request::Cancel { session } => {
-                        if let Err(e) = cx.send_notification(CancelNotification::new(session)) {
-                            tracing::warn!(agent = %agent_id, error = %e, "could not send session/cancel");
-                        }
-                    }
-                }
+                request.send(&cx, &tools);
             }
             Ok(())
         })
         .await
+}
+
+/// `initialize`: who Sidekicks is and what it offers the agent: questions (forms and
+/// links), its files when `file_access`, terminals when `terminal_access`.
+fn initialize_request(file_access: bool, terminal_access: bool) -> InitializeRequest {
+    let questions = ElicitationCapabilities::new()
+        .form(ElicitationFormCapabilities::new())
+        .url(ElicitationUrlCapabilities::new());
+    let files = FileSystemCapabilities::new()
+        .read_text_file(file_access)
+        .write_text_file(file_access);
+    let capabilities = ClientCapabilities::new()
+        .fs(files)
+        .terminal(terminal_access)
+        .elicitation(questions);
+    InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(capabilities)
+        .client_info(
+            Implementation::new("sidekicks", env!("CARGO_PKG_VERSION"))
+                .title("Sidekicks".to_string()),
+        )
+}
+
+/// A notification from the agent: a `session/update` goes to its session's queue (with the
+/// terminals it shows embedded); anything else is skipped. Parsed here rather than by the
+/// SDK, so an update kind this version does not know is skipped instead of tearing the
+/// connection down.
+fn deliver_update(
+    agent: &AgentId,
+    sessions: &Mutex<Sessions>,
+    terminals: &Terminals,
+    message: UntypedMessage,
+) {
+    if message.method != "session/update" {
+        tracing::debug!(agent = %agent, method = %message.method, "ignoring notification");
+        return;
+    }
+    match serde_json::from_value::<SessionNotification>(message.params.clone()) {
+        Ok(mut n) => {
+            terminals.embed(&n.session_id.0, &mut n.update);
+            let event = events::session_update(n.update);
+            (sessions.lock().expect("sessions poisoned")).deliver(&n.session_id.0, event);
+        }
+        Err(_) => {
+            let kind = (message.params.pointer("/update/sessionUpdate"))
+                .and_then(|v| v.as_str())
+                .unwrap_or("?");
+            tracing::debug!(agent = %agent, kind, "ignoring an update kind this version does not know");
+        }
+    }
 }

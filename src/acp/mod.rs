@@ -2,6 +2,7 @@
 //! speaks the protocol with them and hands the core our own types (`crate::core::agent`).
 
 mod client_fs;
+mod client_permission;
 mod client_question;
 mod client_terminal;
 mod connection;

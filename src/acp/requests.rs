@@ -1,15 +1,23 @@
 //! The work an [`AcpAgent`](super::AcpAgent) hands the task that owns the SDK connection:
-//! one variant per request it makes of the agent, each with where its answer goes.
+//! one variant per request it makes of the agent, each with where its answer goes, and how
+//! that task sends each (`Request::send`, never waiting for an answer itself).
 
+use std::future::Future;
 use std::path::PathBuf;
 
+use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ListSessionsResponse, NewSessionResponse, PromptResponse, SessionConfigOption,
-    SessionConfigOptionValue,
+    AuthenticateRequest, CancelNotification, CloseSessionRequest, ContentBlock,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, SessionConfigOption,
+    SessionConfigOptionValue, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
+use agent_client_protocol::{Agent, Error};
 use tokio::sync::oneshot;
 
+use super::events;
 use crate::model::agent::{Reopen, SessionTools};
+use crate::model::ids::AgentId;
 
 /// Work for the task that owns the SDK connection.
 pub(super) enum Request {
@@ -92,4 +100,143 @@ pub(super) enum Request {
         /// The session whose turn to stop.
         session: String,
     },
+}
+
+/// The MCP servers a new or reopened session is offered, and what decides which.
+pub(super) struct McpOffer<'a> {
+    /// The configured servers, as the agent takes them.
+    pub(super) servers: Vec<McpServer>,
+    /// Whether the agent takes HTTP servers.
+    pub(super) http: bool,
+    /// Whether the agent has no network (the room tools then come through their socket).
+    pub(super) offline: bool,
+    /// The agent, for the log.
+    pub(super) agent_id: &'a AgentId,
+}
+
+impl McpOffer<'_> {
+    /// The servers for one session, with the room tools `tools` opened to it, if any.
+    fn with(&self, tools: Option<SessionTools>) -> Vec<McpServer> {
+        events::with_tools(&self.servers, tools, self.http, self.offline, self.agent_id)
+    }
+}
+
+impl Request {
+    /// Sends this request to the agent over `cx`, offering new and reopened sessions
+    /// `offer`'s MCP servers. Each answer is awaited in a task of its own, so the
+    /// connection's loop never waits for one.
+    pub(super) fn send(self, cx: &ConnectionTo<Agent>, offer: &McpOffer) {
+        let cx = cx.clone();
+        match self {
+            Request::NewSession { cwd, tools, reply } => {
+                let request = NewSessionRequest::new(cwd).mcp_servers(offer.with(tools));
+                answer(
+                    reply,
+                    async move { cx.send_request(request).block_task().await },
+                )
+            }
+            Request::Reopen {
+                how,
+                session,
+                cwd,
+                tools,
+                reply,
+            } => answer(reply, reopen(cx, how, session, cwd, offer.with(tools))),
+            Request::Prompt {
+                session,
+                blocks,
+                reply,
+            } => {
+                let request = PromptRequest::new(session, blocks);
+                answer(
+                    reply,
+                    async move { cx.send_request(request).block_task().await },
+                )
+            }
+            Request::SetMode {
+                session,
+                mode,
+                reply,
+            } => {
+                let request = SetSessionModeRequest::new(session, mode);
+                answer(reply, async move {
+                    cx.send_request(request).block_task().await.map(|_| ())
+                })
+            }
+            Request::SetOption {
+                session,
+                option,
+                value,
+                reply,
+            } => {
+                let request = SetSessionConfigOptionRequest::new(session, option, value);
+                answer(reply, async move {
+                    let response = cx.send_request(request).block_task().await;
+                    response.map(|r| r.config_options)
+                })
+            }
+            Request::List { cwd, cursor, reply } => {
+                let request = ListSessionsRequest::new().cwd(cwd).cursor(cursor);
+                answer(
+                    reply,
+                    async move { cx.send_request(request).block_task().await },
+                )
+            }
+            Request::Authenticate { method, reply } => {
+                let request = AuthenticateRequest::new(method);
+                answer(reply, async move {
+                    cx.send_request(request).block_task().await.map(|_| ())
+                })
+            }
+            Request::Close { session, reply } => {
+                let request = CloseSessionRequest::new(session);
+                answer(reply, async move {
+                    cx.send_request(request).block_task().await.map(|_| ())
+                })
+            }
+            Request::Cancel { session } => {
+                if let Err(e) = cx.send_notification(CancelNotification::new(session)) {
+                    tracing::warn!(agent = %offer.agent_id, error = %e, "could not send session/cancel");
+                }
+            }
+        }
+    }
+}
+
+/// Awaits `answered` in a task of its own and sends what it gives to `reply` (whose asker
+/// may have given up: then it is dropped).
+fn answer<T: Send + 'static>(
+    reply: oneshot::Sender<Result<T, Error>>,
+    answered: impl Future<Output = Result<T, Error>> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let _ = reply.send(answered.await);
+    });
+}
+
+/// `session/load` or `session/resume` (`how`) of `session`, answered in the new-session
+/// shape: only its settings matter.
+async fn reopen(
+    cx: ConnectionTo<Agent>,
+    how: Reopen,
+    session: String,
+    cwd: PathBuf,
+    mcp: Vec<McpServer>,
+) -> Result<NewSessionResponse, Error> {
+    let id = session.clone();
+    let (modes, options) = match how {
+        Reopen::Load => {
+            let request = LoadSessionRequest::new(session, cwd).mcp_servers(mcp);
+            let response = cx.send_request(request).block_task().await?;
+            (response.modes, response.config_options)
+        }
+        Reopen::Resume => {
+            let request = ResumeSessionRequest::new(session, cwd).mcp_servers(mcp);
+            let response = cx.send_request(request).block_task().await?;
+            (response.modes, response.config_options)
+        }
+    };
+    Ok(NewSessionResponse::new(id)
+        .modes(modes)
+        .config_options(options))
 }
