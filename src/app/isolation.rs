@@ -79,6 +79,27 @@ pub fn isolation(
     });
     state_dir::create_private(&home)
         .map_err(|e| format!("cannot create the agent's home {}: {e}", home.display()))?;
+    let sandbox = sandbox(config, agent, &home)?;
+    Ok(Isolation {
+        sandbox: Some(sandbox),
+        home: Some(home.clone()),
+        summary: format!(
+            "bubblewrap: writes only to its workspace and {}; the state folder, the config, \
+             password files and the keys in the gateway's home are hidden; network: {}",
+            home.display(),
+            match agent.sandbox.network {
+                crate::acp::Network::Host => "the host's",
+                crate::acp::Network::None => "none (loopback only)",
+            }
+        ),
+    })
+}
+
+/// The bubblewrap sandbox `agent` runs in, with `home` as its home: it writes only to its
+/// workspace, its home, the repository's git folder in worktree mode and what the config
+/// adds; it reads its program's folder and what the config adds; the room tools' socket
+/// is bound in when it has no network.
+fn sandbox(config: &Config, agent: &AgentConfig, home: &Path) -> Result<Sandbox, String> {
     // In worktree mode the agent commits: it writes to the repository's git folder.
     let git_folder = match agent.worktrees() {
         Some(w) => Some(w.git_folder().map_err(|e| {
@@ -90,10 +111,10 @@ pub fn isolation(
         None => None,
     };
     let program = Sandbox::locate(&config.sandbox.bwrap)?;
-    let sandbox = Sandbox {
+    Ok(Sandbox {
         program,
         hide: hidden(config, agent),
-        read_write: [agent.workspace_root(), home.clone()]
+        read_write: [agent.workspace_root(), home.to_owned()]
             .into_iter()
             .chain(git_folder)
             .chain(agent.sandbox.read_write.iter().cloned())
@@ -114,19 +135,6 @@ pub fn isolation(
             )],
             _ => vec![],
         },
-    };
-    Ok(Isolation {
-        sandbox: Some(sandbox),
-        home: Some(home.clone()),
-        summary: format!(
-            "bubblewrap: writes only to its workspace and {}; the state folder, the config, \
-             password files and the keys in the gateway's home are hidden; network: {}",
-            home.display(),
-            match agent.sandbox.network {
-                crate::acp::Network::Host => "the host's",
-                crate::acp::Network::None => "none (loopback only)",
-            }
-        ),
     })
 }
 

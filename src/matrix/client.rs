@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use matrix_sdk::Client;
 use matrix_sdk::authentication::matrix::MatrixSession;
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::encryption::{BackupDownloadStrategy, EncryptionSettings};
+use matrix_sdk::{Client, ClientBuildError};
 
 use super::late_keys::LateKeys;
 use super::outbound::MatrixChat;
@@ -100,6 +100,34 @@ pub struct MatrixSecurity {
     pub require_verified_identity: bool,
 }
 
+/// The agent's Matrix client, its state in `store` (encrypted with `passphrase`, if any).
+async fn build_client(
+    homeserver: &str,
+    store: &Path,
+    passphrase: Option<&str>,
+) -> Result<Client, ClientBuildError> {
+    Client::builder()
+        .homeserver_url(homeserver)
+        .sqlite_store(store, passphrase)
+        .request_config(
+            RequestConfig::new()
+                .retry_limit(3)
+                .timeout(Duration::from_secs(60)),
+        )
+        // Sign the agent's device with its own cross-signing identity: clients that only
+        // share room keys with signed devices (Element's "exclude insecure devices") then
+        // still let the agent read encrypted rooms.
+        // With recovery, a message whose room key this device lacks is looked up in the key
+        // backup.
+        .with_encryption_settings(EncryptionSettings {
+            auto_enable_cross_signing: true,
+            backup_download_strategy: BackupDownloadStrategy::AfterDecryptionFailure,
+            ..Default::default()
+        })
+        .build()
+        .await
+}
+
 impl MatrixAgent {
     /// Logs in `agent`'s Matrix user, restoring the saved session when there is one. Waits
     /// (with back-off) while the homeserver cannot be reached; fails at once when the login
@@ -126,25 +154,7 @@ impl MatrixAgent {
 
         let store = dir.join("store");
         let passphrase = security.store_passphrase.as_ref().map(Secret::expose);
-        let client = Client::builder()
-            .homeserver_url(homeserver)
-            .sqlite_store(&store, passphrase)
-            .request_config(
-                RequestConfig::new()
-                    .retry_limit(3)
-                    .timeout(Duration::from_secs(60)),
-            )
-            // Sign the agent's device with its own cross-signing identity: clients that only
-            // share room keys with signed devices (Element's "exclude insecure devices")
-            // then still let the agent read encrypted rooms.
-            // With recovery, a message whose room key this device lacks is looked up in the
-            // key backup.
-            .with_encryption_settings(EncryptionSettings {
-                auto_enable_cross_signing: true,
-                backup_download_strategy: BackupDownloadStrategy::AfterDecryptionFailure,
-                ..Default::default()
-            })
-            .build()
+        let client = build_client(homeserver, &store, passphrase)
             .await
             .map_err(|e| match passphrase {
                 // A store made without the passphrase (or with another) cannot be opened.
