@@ -1,6 +1,6 @@
 //! Every queue between two tasks is bounded, so a flooded room or a flooding agent cannot
 //! grow the gateway's memory without end. Each queue's size and what happens when it is
-//! full are stated here, once (see `docs/architecture.md`, "Queues").
+//! full are stated here, once (see `docs/turns.md`, "Queues").
 
 /// Inputs waiting for one conversation's channel to take them (the channel takes them
 /// while a turn runs, too, so this fills only while it is busy elsewhere: opening a

@@ -1,8 +1,12 @@
-//! One (room, agent) pair: its ACP session, its queue of prompts and the turn that runs.
+//! One conversation (room × thread × agent): its ACP session, its queue of prompts and the
+//! turn that runs.
 //!
-//! Each pair has one task ([`Channel::run`]) fed by an unbounded queue of [`ChannelInput`]s,
-//! so prompts are answered strictly in order and a stop request reaches the running turn
-//! without waiting behind it. See `docs/turns.md`.
+//! Each conversation has one task ([`Channel::run`]) fed by a bounded queue of
+//! [`ChannelInput`]s (its size and what happens when it is full: `core::queues`), so
+//! prompts are answered strictly in order and a stop request reaches the running turn
+//! without waiting behind it. The channel's state is in parts of their own, each behind its
+//! methods (`queue`, `slot`, `running_turn`, `reported`, `held`, `folder`,
+//! `mode_keeper`). See `docs/turns.md`.
 
 mod attach;
 mod attachments;
