@@ -12,7 +12,7 @@ use super::process_spec;
 use crate::acp::AcpAgent;
 use crate::config::{AgentConfig, Config};
 use crate::core::agent::AgentPort;
-use crate::model::agent::{AgentEvent, Reopen};
+use crate::model::agent::{AgentEvent, AgentInfo, NewSession, Reopen};
 
 /// `sidekicks check`: validates the config, starts each agent, opens a session and prints
 /// what the agent advertises. Does not touch Matrix. An agent fails the check when it cannot
@@ -46,6 +46,108 @@ pub async fn check_from_file(path: &Path, strict: bool) -> Result<()> {
     Ok(())
 }
 
+/// What the agent told of itself at `initialize`, a line each, with what the gateway makes
+/// of it (`info`; `dialect` is the one the gateway applies).
+fn agent_lines(
+    agent: &AgentConfig,
+    info: &AgentInfo,
+    dialect: &str,
+) -> Result<String, std::fmt::Error> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    writeln!(out, "  protocol version: {}", info.protocol_version)?;
+    writeln!(
+        out,
+        "  agent: {} {} {}",
+        info.name.as_deref().unwrap_or("(unnamed)"),
+        info.version.as_deref().unwrap_or(""),
+        info.title
+            .as_ref()
+            .map(|t| format!("({t})"))
+            .unwrap_or_default()
+    )?;
+    writeln!(
+        out,
+        "  loadSession: {}",
+        if info.load_session { "yes" } else { "no" }
+    )?;
+    writeln!(
+        out,
+        "  session resume: {}",
+        if info.resume_session { "yes" } else { "no" }
+    )?;
+    writeln!(out, "  dialect: {dialect}")?;
+    writeln!(
+        out,
+        "  after a restart, conversations continue by: {}",
+        match Reopen::for_agent(info) {
+            Some(how) => how.continuity(),
+            None => "re-injection into a new session",
+        }
+    )?;
+    writeln!(
+        out,
+        "  prompt content besides text: {}",
+        none_or_list(&info.prompt_capabilities.names())
+    )?;
+    let methods: Vec<String> = [
+        (info.load_session, "load"),
+        (info.resume_session, "resume"),
+        (info.close_session, "close"),
+        (info.list_sessions, "list"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| name.to_owned())
+    .collect();
+    writeln!(out, "  session methods: {}", none_or_list(&methods))?;
+    let servers: Vec<String> = (agent.mcp_servers.iter())
+        .map(|m| match (&m.url, info.mcp_http) {
+            (None, _) => format!("{} (stdio)", m.name),
+            (Some(_), true) => format!("{} (http)", m.name),
+            (Some(_), false) => format!(
+                "{} (http: left out, the agent does not take HTTP MCP)",
+                m.name
+            ),
+        })
+        .collect();
+    writeln!(out, "  mcp servers: {}", none_or_list(&servers))?;
+    let offline = agent.sandbox.network == crate::acp::Network::None;
+    let room_tools = match (agent.room_tools, offline, info.mcp_http) {
+        (false, ..) => "off",
+        (true, true, _) => "on, over stdio through the socket file (no network)",
+        (true, false, true) => "on, over http",
+        (true, false, false) => "on, over stdio",
+    };
+    writeln!(out, "  room tools: {room_tools}")?;
+    let methods: Vec<String> = (info.auth_methods.iter())
+        .map(|m| format!("{} ({})", m.name, m.id))
+        .collect();
+    writeln!(out, "  auth methods: {}", none_or_list(&methods))?;
+    Ok(out)
+}
+
+/// The slash commands `session` offers, as `/name`: their list arrives just after
+/// `session/new` (none after a second and a half).
+async fn slash_commands(session: &mut NewSession) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
+    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, session.events.recv()).await {
+        if let AgentEvent::Commands(list) = event {
+            return list.into_iter().map(|c| format!("/{}", c.name)).collect();
+        }
+    }
+    Vec::new()
+}
+
+/// `items` joined with commas, or "none".
+fn none_or_list(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
 async fn check_agent(
     config: &Config,
     agent: &AgentConfig,
@@ -71,82 +173,7 @@ async fn check_agent(
     }
     let process = AcpAgent::start(&process_spec(agent, &config.timeouts, isolation)).await?;
     let info = process.info().clone();
-    let none = |v: &[String]| {
-        if v.is_empty() {
-            "none".to_owned()
-        } else {
-            v.join(", ")
-        }
-    };
-    writeln!(out, "  protocol version: {}", info.protocol_version)?;
-    writeln!(
-        out,
-        "  agent: {} {} {}",
-        info.name.as_deref().unwrap_or("(unnamed)"),
-        info.version.as_deref().unwrap_or(""),
-        info.title
-            .as_ref()
-            .map(|t| format!("({t})"))
-            .unwrap_or_default()
-    )?;
-    writeln!(
-        out,
-        "  loadSession: {}",
-        if info.load_session { "yes" } else { "no" }
-    )?;
-    writeln!(
-        out,
-        "  session resume: {}",
-        if info.resume_session { "yes" } else { "no" }
-    )?;
-    writeln!(out, "  dialect: {}", process.dialect())?;
-    writeln!(
-        out,
-        "  after a restart, conversations continue by: {}",
-        match Reopen::for_agent(&info) {
-            Some(how) => how.continuity(),
-            None => "re-injection into a new session",
-        }
-    )?;
-    writeln!(
-        out,
-        "  prompt content besides text: {}",
-        none(&info.prompt_capabilities.names())
-    )?;
-    let methods: Vec<String> = [
-        (info.load_session, "load"),
-        (info.resume_session, "resume"),
-        (info.close_session, "close"),
-        (info.list_sessions, "list"),
-    ]
-    .into_iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, name)| name.to_owned())
-    .collect();
-    writeln!(out, "  session methods: {}", none(&methods))?;
-    let servers: Vec<String> = (agent.mcp_servers.iter())
-        .map(|m| match (&m.url, info.mcp_http) {
-            (None, _) => format!("{} (stdio)", m.name),
-            (Some(_), true) => format!("{} (http)", m.name),
-            (Some(_), false) => format!(
-                "{} (http: left out, the agent does not take HTTP MCP)",
-                m.name
-            ),
-        })
-        .collect();
-    writeln!(out, "  mcp servers: {}", none(&servers))?;
-    let offline = agent.sandbox.network == crate::acp::Network::None;
-    let room_tools = match (agent.room_tools, offline, info.mcp_http) {
-        (false, ..) => "off",
-        (true, true, _) => "on, over stdio through the socket file (no network)",
-        (true, false, true) => "on, over http",
-        (true, false, false) => "on, over stdio",
-    };
-    writeln!(out, "  room tools: {room_tools}")?;
-    let methods: Vec<String> = (info.auth_methods.iter())
-        .map(|m| format!("{} ({})", m.name, m.id))
-        .collect();
-    writeln!(out, "  auth methods: {}", none(&methods))?;
+    out.push_str(&agent_lines(agent, &info, process.dialect())?);
     let folder = crate::workspace::folder::Folder::open(&agent.workspace_root(), Path::new(""))
         .map_err(|e| anyhow::anyhow!("the workspace cannot be opened: {e}"))?;
     let session = process
@@ -167,19 +194,9 @@ async fn check_agent(
                     None => o.id.clone(),
                 })
                 .collect();
-            writeln!(out, "  config options: {}", none(&options))?;
-            // The command list arrives just after `session/new`.
-            let mut commands = Vec::new();
-            let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
-            while let Ok(Some(event)) =
-                tokio::time::timeout_at(deadline, session.events.recv()).await
-            {
-                if let AgentEvent::Commands(list) = event {
-                    commands = list.into_iter().map(|c| format!("/{}", c.name)).collect();
-                    break;
-                }
-            }
-            writeln!(out, "  slash commands: {}", none(&commands))?;
+            writeln!(out, "  config options: {}", none_or_list(&options))?;
+            let commands = slash_commands(&mut session).await;
+            writeln!(out, "  slash commands: {}", none_or_list(&commands))?;
             match (modes.unfenced, strict && !modes.new_modes.is_empty()) {
                 (Some(why), _) => Err(anyhow::anyhow!(
                     "{out}  the gateway would not use this agent: {why}"
