@@ -142,11 +142,17 @@ async fn an_approvers_reaction_answers_with_its_option_and_a_non_approvers_does_
         t.contains("permission: allow")
     })
     .await;
-    let settled = poll_shows(&env, &poll_id, "Allowed by").await;
-    assert!(
-        settled.ends_with("✅ Allowed by @alice:localhost: Allow"),
-        "{settled}"
-    );
+    let settled = poll_shows(&env, &poll_id, "chosen by").await;
+    // Who chose is named as people see them, not by user ID, and the choice said once.
+    assert!(settled.ends_with("✅ Allow, chosen by alice"), "{settled}");
+    // The agent's own reactions are withdrawn: the answered poll shows only Alice's ✅.
+    wait_until(PATIENCE, "the agent's reactions withdrawn", || {
+        let reactions = env.alice.reactions_on(&poll_id);
+        let agents: Vec<_> = reactions.iter().filter(|r| r.sender == env.agent).collect();
+        (agents.len() == 5 && agents.iter().all(|r| env.alice.is_redacted(&r.event_id)))
+            .then_some(())
+    })
+    .await;
     // The tool call ran: its card ends completed, with its output.
     let card = env
         .reply_where(&room, "the completed tool card", |t| {
@@ -211,7 +217,7 @@ async fn the_reject_emoji_sends_reject_always_and_the_work_is_shown() {
     poll_shows(
         &env,
         &poll_id,
-        "❌ Refused by @alice:localhost: Never allow in this session",
+        "❌ Never allow in this session, chosen by alice",
     )
     .await;
     // Cards end in a final state: the refused call failed, the one left open is closed.
@@ -306,7 +312,7 @@ async fn refusals_lead_to_a_stop_proposal_and_stop_on_a_poll_cancels_the_turn() 
         "permission: reject\npermission: reject\npermission: cancelled\n\n\
          ⏹️ Stopped by @alice:localhost."
     );
-    poll_shows(&env, &third, "🛑 @alice:localhost stopped the turn.").await;
+    poll_shows(&env, &third, "🛑 alice stopped the turn.").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -511,7 +517,7 @@ async fn an_approver_below_the_power_level_asked_cannot_answer_a_poll() {
     .await;
     assert!(still_open(&env, &poll_id), "the poll is still open");
     env.alice.react(&room, &poll_id, "✅").await;
-    poll_shows(&env, &poll_id, "Allowed by @alice:localhost").await;
+    poll_shows(&env, &poll_id, "✅ Allow, chosen by alice").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -649,7 +655,7 @@ async fn the_agents_question_with_choices_is_a_poll_only_approvers_answer() {
         })
         .await;
     assert_eq!(said.trim(), r#"elicitation: accept {"choice":"green"}"#);
-    poll_shows(&env, &asked, "2️⃣ Answered by @alice:localhost: green").await;
+    poll_shows(&env, &asked, "2️⃣ Answered by alice: green").await;
 
     // Yes or no, declined.
     env.alice.send(&room, "%ask-yes Deploy now?").await;
@@ -657,7 +663,7 @@ async fn the_agents_question_with_choices_is_a_poll_only_approvers_answer() {
     env.alice.react(&room, &asked, "❌").await;
     env.reply_where(&room, "the decline", |t| t.contains("elicitation: decline"))
         .await;
-    poll_shows(&env, &asked, "❌ Declined by @alice:localhost.").await;
+    poll_shows(&env, &asked, "❌ Declined by alice.").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -698,7 +704,7 @@ async fn the_agents_form_is_answered_by_a_typed_reply_read_into_its_fields() {
     poll_shows(
         &env,
         &asked,
-        "✍️ Answered by @alice:localhost: name: Ada Lovelace count: 3",
+        "✍️ Answered by alice: name: Ada Lovelace count: 3",
     )
     .await;
 

@@ -88,7 +88,7 @@ async fn a_poll_gets_through_and_is_settled_under_default_rate_limits() {
     wait_until(PATIENCE * 2, "the settled poll", || {
         env.alice
             .current_text(&poll.event_id)
-            .filter(|t| t.ends_with("✅ Allowed by @alice:localhost: Allow"))
+            .filter(|t| t.ends_with("✅ Allow, chosen by alice"))
     })
     .await;
     wait_until(PATIENCE * 2, "every card in its final state", || {

@@ -265,7 +265,7 @@ async fn claude_code_leaving_plan_mode_for_one_that_does_not_ask_takes_an_admin(
     // Approving the plan and going on asking is his to choose.
     bob.react(&bobs_room, &asked, "✅").await;
     real.reply_where(&room, "the plan's approval", |t| {
-        t.contains("Allowed by") && t.contains("manually approve edits")
+        t.contains("chosen by") && t.contains("manually approve edits")
     })
     .await;
     bob.send(&bobs_room, "!status").await;

@@ -677,7 +677,7 @@ async fn in_worktree_mode_each_room_works_on_a_branch_of_its_own_and_removing_ke
     let status = env.notice_containing(&first, "on branch").await.body;
     assert!(status.contains(&format!("`{branch_a}`")), "{status}");
     assert!(
-        status.contains("1 file(s) with uncommitted changes"),
+        status.contains("1 file with uncommitted changes"),
         "{status}"
     );
 

@@ -343,3 +343,25 @@ async fn help_lists_the_chat_commands_and_the_agents_own_slash_commands() {
     env.alice.send(&room, "!status").await;
     env.notice_containing(&room, "idle").await;
 }
+
+/// A turn that showed its work (a tool card, a plan) and wrote no answer ends without a
+/// notice that reads like a failure; a turn that showed nothing at all still says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_only_showed_its_work_gets_no_empty_reply_notice() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%tool ls\n%plan Look; Answer").await;
+    env.reply_where(&room, "the finished tool card", |t| t.contains("ran ls"))
+        .await;
+    // The conversation answers in order: once the next prompt is answered, the first turn
+    // has ended.
+    env.prompt_and_wait(&room, "%say next", "next").await;
+    let texts = env.texts_from(&room, &env.agent);
+    assert!(
+        !texts.iter().any(|t| t.contains("finished without a reply")),
+        "{texts:?}"
+    );
+    env.alice.send(&room, "%sleep 10").await;
+    env.notice_containing(&room, "(The agent finished without a reply.)")
+        .await;
+}

@@ -7,9 +7,12 @@
 //! goes on, and is answered whenever a reaction, a typed reply, the deadline or the end of
 //! the turn comes first. See `docs/permissions.md`.
 
+use std::sync::{Arc, Mutex};
+
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::chat::ChatPort;
 use super::context::AgentContext;
 use super::poll;
 use super::question;
@@ -69,6 +72,9 @@ struct OpenPoll {
     posted_at_ms: u64,
     /// Its options that also switch the session's mode.
     switches: Vec<OptionSwitch>,
+    /// The agent's own reactions on it (a choice's emoji each), withdrawn once it is
+    /// settled: an answered poll shows only the answer.
+    reactions: OwnReactions,
 }
 
 /// A permission option that also switches the session's mode when it is chosen.
@@ -326,11 +332,15 @@ impl Approvals {
             deadline: Instant::now() + ctx.permissions.get().timeout,
             posted_at_ms: crate::store::now_ms().max(0) as u64,
             switches,
+            reactions: OwnReactions::default(),
         });
         // Pre-reacting takes one request per choice and may wait on rate limits: it runs
         // beside the turn, which meanwhile keeps taking updates and answers.
         let keys: Vec<String> = choices.into_iter().map(|c| c.emoji).collect();
-        spawn_reactions(ctx, room, event_id, keys);
+        let reactions = spawn_reactions(ctx, room, event_id, keys);
+        if let Some(poll) = self.polls.last_mut() {
+            poll.reactions = reactions;
+        }
     }
 
     /// `by` typed `text` in reply to question `event_id`: answered when they may approve
@@ -359,7 +369,7 @@ impl Approvals {
         let poll = self.polls.remove(i);
         tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, "question answered");
         let outcome = PollOutcome::Answered {
-            by: by.to_string(),
+            by: ctx.name_in(room, by).await,
             text: shown_answer(text),
         };
         settle(ctx, room, poll, Settled::Typed(fields), &outcome).await;
@@ -407,7 +417,7 @@ impl Approvals {
                 let counts = refusal && matches!(poll.asks, Asks::Permission { .. });
                 tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, option = %option.id, "poll answered");
                 let outcome = PollOutcome::Chosen {
-                    by: by.to_string(),
+                    by: ctx.name_in(room, by).await,
                     emoji: choice.emoji,
                     label: option.name,
                     refusal,
@@ -568,20 +578,83 @@ async fn settle(
     RoomVoice::new(&*ctx.chat, &ctx.agent_id, room)
         .edit(&poll.event_id, &content)
         .await;
+    poll.reactions.withdraw(ctx, room);
     ctx.store
         .forget_poll(&poll.event_id)
         .await
         .or_log("could not forget a settled poll");
 }
 
-/// Puts the agent's own reactions on `event_id`, in order, in a task of their own.
-fn spawn_reactions(ctx: &AgentContext, room: &RoomId, event_id: EventId, keys: Vec<String>) {
+/// The agent's own reactions on a poll, as they are posted: withdrawn (redacted) once the
+/// poll is settled, including any still being posted then.
+#[derive(Clone, Default)]
+struct OwnReactions(Arc<Mutex<Reactions>>);
+
+/// The state behind [`OwnReactions`].
+#[derive(Default)]
+struct Reactions {
+    /// The reactions posted and not withdrawn.
+    posted: Vec<EventId>,
+    /// Whether they were withdrawn: one posted after that is withdrawn at once.
+    withdrawn: bool,
+}
+
+impl OwnReactions {
+    /// Notes reaction `id`, just posted; `false` when the poll is settled already and it
+    /// must go at once.
+    fn posted(&self, id: EventId) -> bool {
+        let mut reactions = self.0.lock().expect("reactions poisoned");
+        if !reactions.withdrawn {
+            reactions.posted.push(id);
+        }
+        !reactions.withdrawn
+    }
+
+    /// Withdraws every reaction posted so far, and any posted later, in a task of its own
+    /// (one request each, off the answer's path).
+    fn withdraw(&self, ctx: &AgentContext, room: &RoomId) {
+        let ids = {
+            let mut reactions = self.0.lock().expect("reactions poisoned");
+            reactions.withdrawn = true;
+            std::mem::take(&mut reactions.posted)
+        };
+        let (chat, room) = (ctx.chat.clone(), room.clone());
+        tokio::spawn(async move {
+            for id in ids {
+                redact_reaction(&*chat, &room, &id).await;
+            }
+        });
+    }
+}
+
+/// Takes back one of the agent's reactions.
+async fn redact_reaction(chat: &dyn ChatPort, room: &RoomId, id: &EventId) {
+    if let Err(e) = with_retry(|| chat.redact(room, id)).await {
+        tracing::warn!(room = %room, error = %e, "could not withdraw a reaction from a settled poll");
+    }
+}
+
+/// Puts the agent's own reactions on `event_id`, in order, in a task of their own; returns
+/// them as they are posted.
+fn spawn_reactions(
+    ctx: &AgentContext,
+    room: &RoomId,
+    event_id: EventId,
+    keys: Vec<String>,
+) -> OwnReactions {
     let (chat, room) = (ctx.chat.clone(), room.clone());
+    let reactions = OwnReactions::default();
+    let noted = reactions.clone();
     tokio::spawn(async move {
         for key in keys {
-            if let Err(e) = with_retry(|| chat.react(&room, &event_id, &key)).await {
-                tracing::warn!(room = %room, error = %e, key, "could not put a reaction on a poll");
+            match with_retry(|| chat.react(&room, &event_id, &key)).await {
+                Ok(id) if !noted.posted(id.clone()) => redact_reaction(&*chat, &room, &id).await,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(room = %room, error = %e, key, "could not put a reaction on a poll")
+                }
             }
         }
     });
+    reactions
 }

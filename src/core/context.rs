@@ -98,6 +98,25 @@ pub struct Handoff {
     pub text: String,
 }
 
+impl AgentContext {
+    /// What `user` is called in `room`, for a line people read: their display name there,
+    /// or their user ID when they have none or the room's members cannot be read.
+    pub async fn name_in(&self, room: &RoomId, user: &UserId) -> String {
+        let members = match self.chat.members(room).await {
+            Ok(members) => members,
+            Err(e) => {
+                tracing::debug!(room = %room, error = %e, "room members unreadable; naming by user ID");
+                return user.to_string();
+            }
+        };
+        (members.into_iter())
+            .find(|m| &m.user_id == user)
+            .and_then(|m| m.display_name)
+            .filter(|name| !name.trim().is_empty())
+            .unwrap_or_else(|| user.to_string())
+    }
+}
+
 #[cfg(test)]
 impl AgentContext {
     /// The context unit tests start from: agent `id` (`@id:x`, shown as `Demo` for `demo`,

@@ -371,7 +371,7 @@ mod tests {
             },
         );
         assert!(settled.body.starts_with("🔐 Demo asked"));
-        assert!(settled.body.ends_with("✅ Allowed by @alice:x: Allow"));
+        assert!(settled.body.ends_with("✅ Allow, chosen by @alice:x"));
         assert!(!settled.body.contains("1. ✅"));
     }
 

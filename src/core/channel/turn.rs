@@ -353,7 +353,8 @@ impl Channel {
             }
         }
         let stopped_by = stopped_by.as_ref().map(UserId::as_str);
-        self.end_reply(&mut stream, &result, ending, stopped_by)
+        let showed_work = activity.showed_work();
+        self.end_reply(&mut stream, &result, ending, stopped_by, showed_work)
             .await;
         self.count_turn(&stream, &prompt.event_id, prompt.timestamp_ms, stop_label);
         // The turn is over and its reply recorded in one go: a crash now leaves no cut turn
@@ -380,21 +381,27 @@ impl Channel {
     }
 
     /// Ends the reply with `ending` (and the usage line, where the room shows everything),
-    /// or, when the agent said nothing, says how the turn ended in a notice of its own.
+    /// or, when the agent said nothing, says how the turn ended in a notice of its own (none
+    /// for a turn that ended normally after showing its work: its cards are its answer).
     async fn end_reply(
         &mut self,
         stream: &mut ReplyStream,
         result: &Result<StopReason, AgentError>,
         ending: Option<String>,
         stopped_by: Option<&str>,
+        showed_work: bool,
     ) {
         let ctx = self.ctx.clone();
         if stream.text().is_empty() {
             let text = match (result, ending) {
-                (Ok(reason), None) => strings::empty_reply(&ctx.display_name, reason, stopped_by),
-                (_, ending) => ending.unwrap_or_default(),
+                (Ok(reason), None) => {
+                    strings::empty_reply(&ctx.display_name, reason, stopped_by, showed_work)
+                }
+                (_, ending) => ending,
             };
-            self.notice(text).await;
+            if let Some(text) = text {
+                self.notice(text).await;
+            }
             return;
         }
         let usage = match self.verbosity().await {

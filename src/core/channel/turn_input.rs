@@ -90,12 +90,16 @@ impl Channel {
         if let Err(e) = ctx.agent.cancel(turn.session()).await {
             tracing::warn!(error = %e, "session/cancel failed");
         }
+        let name = match from_poll {
+            Some(_) => ctx.name_in(&self.key.room, &by).await,
+            None => by.to_string(),
+        };
         // ACP: after `session/cancel` the client answers its open permission requests
         // `cancelled`.
         (turn.approvals_mut())
             .cancel_all(ctx, &self.key.room, |event| {
                 if Some(event) == from_poll {
-                    PollOutcome::Stopped { by: by.to_string() }
+                    PollOutcome::Stopped { by: name.clone() }
                 } else {
                     PollOutcome::TurnStopped
                 }

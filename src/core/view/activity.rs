@@ -131,6 +131,13 @@ impl Activity {
         }
     }
 
+    /// Whether the turn showed its work in the room: a tool card or a plan was posted.
+    pub fn showed_work(&self) -> bool {
+        let posted = |m: &LiveMessage| m.event_id().is_some();
+        self.plan.as_ref().is_some_and(posted)
+            || (self.cards.iter()).any(|c| c.message.as_ref().is_some_and(posted))
+    }
+
     /// A tool call was announced or changed.
     pub fn tool(&mut self, fields: ToolCallFields, announced: bool) {
         let i = match self.index.get(&fields.id) {

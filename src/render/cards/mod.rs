@@ -542,14 +542,8 @@ pub enum PollOutcome {
 pub fn poll_outcome(outcome: &PollOutcome) -> String {
     match outcome {
         PollOutcome::Chosen {
-            by,
-            emoji,
-            label,
-            refusal,
-        } => {
-            let verb = if *refusal { "Refused" } else { "Allowed" };
-            format!("{emoji} {verb} by {by}: {label}")
-        }
+            by, emoji, label, ..
+        } => format!("{emoji} {label}, chosen by {by}"),
         PollOutcome::Stopped { by } => format!("🛑 {by} stopped the turn."),
         PollOutcome::Expired { label: Some(label) } => {
             format!("⌛ Nobody answered in time, so it was refused: {label}")

@@ -1,11 +1,13 @@
 //! Every sentence Sidekicks says in a room, in one place.
 
+mod counts;
 mod help;
 mod media;
 mod modes;
 mod threads;
 mod worktree;
 
+pub use counts::*;
 pub use help::*;
 pub use media::*;
 pub use modes::*;
@@ -64,8 +66,8 @@ message. Send it again to retry.";
 /// next start.
 pub fn queue_kept_at_shutdown(count: usize) -> String {
     format!(
-        "⏸️ Sidekicks is shutting down: {count} queued message(s) will be answered when it is \
-         back."
+        "⏸️ Sidekicks is shutting down: {} will be answered when it is back.",
+        number(count, "queued message", "queued messages")
     )
 }
 
@@ -112,10 +114,17 @@ pub fn reply_cut(max_bytes: usize) -> String {
     )
 }
 
-/// Shown when a turn ends without any answer text.
-pub fn empty_reply(agent: &str, reason: &StopReason, stopped_by: Option<&str>) -> String {
+/// Shown when a turn ends without any answer text: why it ended, if it did not end
+/// normally; else, a note that there is no reply, unless the turn `showed_work` (a tool
+/// card, a plan): that is its answer, and a note would read like a failure.
+pub fn empty_reply(
+    agent: &str,
+    reason: &StopReason,
+    stopped_by: Option<&str>,
+    showed_work: bool,
+) -> Option<String> {
     stop_footer(agent, reason, stopped_by)
-        .unwrap_or_else(|| "(The agent finished without a reply.)".into())
+        .or_else(|| (!showed_work).then(|| "(The agent finished without a reply.)".into()))
 }
 
 /// Shown when the prompt ended with an error from the agent.
@@ -343,8 +352,9 @@ pub fn status(line: &StatusLine<'_>) -> String {
         "no session yet"
     };
     let mut text = format!(
-        "{}: {state}, {} message(s) queued, {session}",
-        line.agent, line.queued
+        "{}: {state}, {} queued, {session}",
+        line.agent,
+        count(line.queued, "message", "messages")
     );
     if let Some(mode) = line.mode {
         text.push_str(&format!(" (mode: {mode})"));
@@ -355,8 +365,9 @@ pub fn status(line: &StatusLine<'_>) -> String {
     text.push('.');
     if line.polls > 0 {
         text.push_str(&format!(
-            " {} permission request(s) wait for an answer.",
-            line.polls
+            " {} {} for an answer.",
+            number(line.polls, "permission request", "permission requests"),
+            agree(line.polls, "waits", "wait")
         ));
     }
     if let Some(usage) = line.usage {
@@ -405,7 +416,8 @@ pub fn agent_line(
     };
     let mut text = format!("• {name} (`{id}`): {state}");
     if let Some(uptime) = uptime {
-        text.push_str(&format!(", {sessions} session(s), up {}", duration(uptime)));
+        let sessions = number(sessions, "session", "sessions");
+        text.push_str(&format!(", {sessions}, up {}", duration(uptime)));
     }
     if here {
         text.push_str(", in this room");
@@ -416,15 +428,21 @@ pub fn agent_line(
 /// Heading of `!agents`; `limit` is the pool's limit of running agents, if any.
 pub fn agents_heading(count: usize, limit: Option<usize>) -> String {
     match limit {
-        Some(max) => format!("{count} agent(s), at most {max} running at once:"),
-        None => format!("{count} agent(s):"),
+        Some(max) => format!(
+            "{}, at most {max} running at once:",
+            number(count, "agent", "agents")
+        ),
+        None => format!("{}:", number(count, "agent", "agents")),
     }
 }
 
 /// Posted when a prompt waits for a free agent slot.
 pub fn waiting_for_slot(agent: &str, max: usize, busy: &[String]) -> String {
     format!(
-        "⏳ {agent} waits for a free slot: at most {max} agent(s) run at once, and {} busy.          Your message runs as soon as one is free.",
+        "⏳ {agent} waits for a free slot: at most {} {} at once, and {} busy. Your message \
+         runs as soon as one is free.",
+        number(max, "agent", "agents"),
+        agree(max, "runs", "run"),
         match busy {
             [] => "every slot is".to_owned(),
             [one] => format!("{one} is"),
@@ -517,8 +535,13 @@ pub fn handoff_usage(prefix: &str) -> String {
 
 /// Posted once when agents reached the hand-off limit for one person's message.
 pub fn handoff_limit(max_hops: u32) -> String {
+    let times = match max_hops {
+        1 => "once".to_owned(),
+        n => format!("{n} times"),
+    };
     format!(
-        "🔁 The agents handed work to each other {max_hops} time(s) since the last message from          a person, the most allowed: the last answer was not handed on."
+        "🔁 The agents handed work to each other {times} since the last message from a person, \
+         the most allowed: the last answer was not handed on."
     )
 }
 

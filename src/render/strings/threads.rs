@@ -44,7 +44,8 @@ pub fn threads_heading(count: usize) -> String {
 /// One conversation in a thread, for `!status` in the main timeline.
 pub fn thread_status(agent: &str, link: &str, running: bool, queued: usize) -> String {
     let state = if running { "working on a turn" } else { "idle" };
-    format!("• {agent} in the thread {link}: {state}, {queued} message(s) queued")
+    let queued = super::count(queued, "message", "messages");
+    format!("• {agent} in the thread {link}: {state}, {queued} queued")
 }
 
 /// Answer to `!attach` during a turn.

@@ -20,13 +20,18 @@ pub fn worktree_status(
     status: &crate::workspace::WorktreeStatus,
 ) -> String {
     let ahead = match status.commits_ahead {
-        Some(n) => format!(", {n} commit(s) ahead of its base"),
+        Some(n) => format!(
+            ", {} ahead of its base",
+            super::number(n, "commit", "commits")
+        ),
         None => String::new(),
     };
     format!(
-        "🌿 {agent} works in {folder} on branch `{}`: {} file(s) with uncommitted changes{ahead}; \
+        "🌿 {agent} works in {folder} on branch `{}`: {} with uncommitted changes{ahead}; \
          last commit: {}.",
-        status.branch, status.changed_files, status.last_commit
+        status.branch,
+        super::count(status.changed_files, "file", "files"),
+        status.last_commit
     )
 }
 

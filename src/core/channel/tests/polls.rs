@@ -36,9 +36,18 @@ async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
     assert_eq!(reply_said(&chat), vec!["permission: never"]);
     let (_, body) = poll_of(&chat).unwrap();
     assert!(
-        body.ends_with("❌ Refused by @alice:x: Never allow bash in this session"),
+        body.ends_with("❌ Never allow bash in this session, chosen by @alice:x"),
         "{body}"
     );
+    // The agent's own reactions are withdrawn: the answered poll shows only the answer.
+    let reaction = format!("$react-{poll}");
+    let withdrawn = || {
+        (chat.log().into_iter())
+            .filter(|s| matches!(s, Sent::Redact { event_id, .. } if *event_id == reaction))
+            .count()
+    };
+    settle_until(|| withdrawn() == 5).await;
+    assert_eq!(withdrawn(), 5, "each of the five reactions");
     // A later reaction on the settled poll changes nothing.
     react(&tx, "@alice:x", &poll, "✅");
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -77,7 +86,7 @@ async fn a_poll_command_without_a_reply_answers_the_only_open_poll() {
         poll_of(&chat)
             .unwrap()
             .1
-            .ends_with("✅ Allowed by @alice:x: Allow")
+            .ends_with("✅ Allow, chosen by @alice:x")
     );
 }
 

@@ -49,7 +49,7 @@ async fn at_shutdown_queued_prompts_stay_waiting_for_the_next_start() {
     assert!(
         shown
             .iter()
-            .any(|t| t.contains("1 queued message(s) will be answered when it is back")),
+            .any(|t| t.contains("1 queued message will be answered when it is back")),
         "{shown:?}"
     );
     let waiting = store.pending_inputs(&AgentId::from("demo")).await.unwrap();
@@ -278,7 +278,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     settle_until(|| !chat.shown("!room").is_empty()).await;
     assert!(
         chat.shown("!room")[0]
-            .contains("waits for a free slot: at most 1 agent(s) run at once, and busy is busy"),
+            .contains("waits for a free slot: at most 1 agent runs at once, and busy is busy"),
         "{:?}",
         chat.shown("!room")
     );

@@ -380,12 +380,13 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         !said.iter().any(|m| m.body.contains("“!agents”")),
         "{said:?}"
     );
-    wait_for(Duration::from_secs(2), || {
+    let answered = || {
         chat.messages("!r")
             .iter()
-            .any(|m| m.body.contains("1 agent(s)"))
-    })
-    .await;
+            .any(|m| m.body.contains("1 agent:"))
+    };
+    wait_for(Duration::from_secs(2), answered).await;
+    assert!(answered(), "!agents is answered late");
     assert!(
         store
             .pending_inputs(&AgentId::from("demo"))

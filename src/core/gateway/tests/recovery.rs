@@ -25,7 +25,7 @@ async fn a_command_run_after_a_crash_is_carried_out_by_the_agent_it_was_taken_in
     let codex = &fakes[1].1;
     wait_for(Duration::from_secs(2), || codex.shown("!r").len() >= 2).await;
     let shown = codex.shown("!r");
-    assert!(shown.iter().any(|t| t.contains("2 agent(s)")), "{shown:?}");
+    assert!(shown.iter().any(|t| t.contains("2 agents")), "{shown:?}");
     assert!(
         !shown.iter().any(|t| t.contains("before it carried out")),
         "{shown:?}"
