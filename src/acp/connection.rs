@@ -152,7 +152,8 @@ impl AcpAgent {
             info.name.as_deref(),
         );
         agent.sessions().set_dialect(dialect);
-        tracing::info!(agent = %spec.agent_id, name = ?info.name, version = ?info.version, dialect = %dialect.name, "agent initialised");
+        let (name, version) = (info.name.as_deref(), info.version.as_deref());
+        tracing::info!(agent = %spec.agent_id, name = name.unwrap_or("(unnamed)"), version = version.unwrap_or("(none)"), dialect = %dialect.name, "agent initialised");
         Ok(Arc::new(Self {
             info,
             dialect,

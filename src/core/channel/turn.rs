@@ -457,7 +457,22 @@ impl Channel {
     /// homeserver's clock) its first post came.
     fn count_turn(&self, stream: &ReplyStream, prompt: &EventId, sent_ms: u64, stop_label: &str) {
         let (ctx, stats) = (&self.ctx, stream.stats());
-        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, prompt = %prompt, stop = stop_label, ?stats, "turn ended");
+        let sent = std::time::UNIX_EPOCH + Duration::from_millis(sent_ms);
+        let first_answer = stats.first_post.and_then(|at| at.duration_since(sent).ok());
+        // Each figure a field of its own, as people and log collectors read them.
+        let first_answer_ms = first_answer.map_or(-1, |d| d.as_millis() as i64);
+        tracing::info!(
+            agent = %ctx.agent_id,
+            room = %self.key.room,
+            prompt = %prompt,
+            stop = stop_label,
+            sends = stats.sends,
+            edits = stats.edits,
+            rate_limited = stats.rate_limited,
+            failures = stats.failures,
+            first_answer_ms,
+            "turn ended"
+        );
         let metrics = crate::core::metrics::metrics();
         let agent = &ctx.agent_id;
         metrics.turn_ended(
@@ -467,8 +482,7 @@ impl Channel {
             stats.edits,
             stats.rate_limited,
         );
-        let sent = std::time::UNIX_EPOCH + Duration::from_millis(sent_ms);
-        if let Some(after) = stats.first_post.and_then(|at| at.duration_since(sent).ok()) {
+        if let Some(after) = first_answer {
             metrics.first_answer(agent, after);
         }
     }
