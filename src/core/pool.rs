@@ -165,7 +165,7 @@ impl Pool {
                 }
                 Decision::Wait(waiting) => {
                     if let Some(tell) = on_wait.take() {
-                        tracing::info!(agent = %agent_id, busy = ?waiting.busy, "every agent slot is busy; the turn waits");
+                        tracing::info!(agent = %agent_id, busy = %waiting.busy.join(", "), "every agent slot is busy; the turn waits");
                         tell(waiting).await;
                     }
                     freed.await;

@@ -69,7 +69,7 @@ impl Channel {
                 | Kind::Handoff
                 | Kind::Threads,
             ) => {
-                tracing::warn!(agent = %self.ctx.agent_id, ?command, "a room command reached a channel; the gateway answers those");
+                tracing::warn!(agent = %self.ctx.agent_id, command = command.word(), "a room command reached a channel; the gateway answers those");
                 return;
             }
         };

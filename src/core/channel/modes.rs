@@ -64,7 +64,7 @@ impl Channel {
                     &e.to_string(),
                 )));
             }
-            tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, from = ?current, to = %target, asking = ?rules.asking(&target), "session put in its conversation's mode");
+            tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, from = current.as_deref().unwrap_or("(none)"), to = %target, "session put in its conversation's mode");
         }
         let by_admin = kept.is_some_and(|k| k.by_admin && k.mode.eq_ignore_ascii_case(&target));
         self.keep_mode(target, by_admin).await;
