@@ -41,7 +41,7 @@ mod tests {
     }
 
     #[test]
-    fn no_sentence_counts_with_a_parenthesised_plural() {
+    fn status_and_other_sentences_count_in_words_and_status_speaks_of_usage() {
         let line = |queued, polls| StatusLine {
             agent: "demo",
             running: false,
@@ -54,6 +54,10 @@ mod tests {
             title: None,
         };
         let one = status(&line(1, 1));
+        assert!(
+            one.ends_with("📊 No usage reported by the agent yet."),
+            "{one}"
+        );
         assert!(one.contains("1 message queued"), "{one}");
         assert!(one.contains("1 permission request waits"), "{one}");
         let none = status(&line(0, 2));

@@ -370,9 +370,14 @@ pub fn status(line: &StatusLine<'_>) -> String {
             agree(line.polls, "waits", "wait")
         ));
     }
-    if let Some(usage) = line.usage {
-        text.push('\n');
-        text.push_str(usage);
+    match line.usage {
+        Some(usage) => {
+            text.push('\n');
+            text.push_str(usage);
+        }
+        // What `!help` promises is said even when there is none to show.
+        None if line.has_session => text.push_str("\n📊 No usage reported by the agent yet."),
+        None => {}
     }
     text
 }
