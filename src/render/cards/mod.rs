@@ -196,6 +196,25 @@ fn command(tool: &ToolCallFields) -> Option<String> {
     }
 }
 
+/// What a tool's input says to people, when it speaks to them: a confirmation's `message`
+/// (pi's `confirm`), after its `title` unless that is the card's title already. Shown as
+/// text, cut like any input, instead of as JSON.
+fn input_message(tool: &ToolCallFields) -> Option<String> {
+    let input = tool.raw_input.as_ref()?.as_object()?;
+    let message = input.get("message")?.as_str()?.trim();
+    if message.is_empty() {
+        return None;
+    }
+    let title = (input.get("title").and_then(serde_json::Value::as_str))
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && Some(*t) != tool.title.as_deref().map(str::trim));
+    let text = match title {
+        Some(title) => format!("{title}: {message}"),
+        None => message.to_owned(),
+    };
+    Some(cut_chars(&text, RAW_INPUT_CHARS))
+}
+
 /// A unified diff of one file change, cut to `max_lines` lines.
 fn diff_lines(old: Option<&str>, new: &str) -> Vec<String> {
     let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new);
@@ -345,7 +364,12 @@ fn describe(out: &mut Both, tool: &ToolCallFields, diffs_shown: DiffsShown) {
         }
     }
     let has_command = command(tool).is_some();
-    if !has_command && diffs.is_empty() {
+    if !has_command
+        && diffs.is_empty()
+        && let Some(message) = input_message(tool)
+    {
+        out.line(&message, false);
+    } else if !has_command && diffs.is_empty() {
         let summary = tool
             .raw_input
             .as_ref()

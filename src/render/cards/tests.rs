@@ -178,6 +178,31 @@ fn raw_input_is_summarised_when_there_is_no_command_or_diff() {
 }
 
 #[test]
+fn a_confirmation_shows_its_message_as_text_not_json() {
+    let tool = ToolCallFields {
+        id: "t".into(),
+        title: Some("confirm".into()),
+        kind: Some(ToolKind::Other),
+        raw_input: Some(serde_json::json!({
+            "title": "Delete the branch?",
+            "message": "This removes `old-work` for good."
+        })),
+        ..Default::default()
+    };
+    let body = tool_card(&tool, CardStatus::Reported(ToolStatus::Pending)).body;
+    assert!(
+        body.ends_with("Delete the branch?: This removes `old-work` for good."),
+        "{body}"
+    );
+    assert!(!body.contains('{'), "no JSON: {body}");
+    // The poll that asks for it, too.
+    let outcome = PollOutcome::TurnEnded;
+    let poll = poll_settled("pi", &tool, &outcome).body;
+    assert!(poll.contains("Delete the branch?: This removes"), "{poll}");
+    assert!(!poll.contains('{'), "no JSON: {poll}");
+}
+
+#[test]
 fn a_plan_is_a_checklist() {
     let entries = vec![
         PlanEntry {
