@@ -137,7 +137,7 @@ impl ChannelInput {
     }
 }
 
-/// One (room, agent) pair: the task that answers its conversation, made of parts that each
+/// One conversation (room × thread × agent): the task that answers it, made of parts that each
 /// own one job behind their methods.
 pub struct Channel {
     /// What is shared by all rooms of this agent.

@@ -305,12 +305,7 @@ impl Channel {
         let ctx = &self.ctx;
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "shutting down: cancelling the turn");
         turn.shut_down(SHUTDOWN_CANCEL_GRACE);
-        if let Err(e) = ctx.agent.cancel(turn.session()).await {
-            tracing::warn!(error = %e, "session/cancel failed");
-        }
-        (turn.approvals_mut())
-            .cancel_all(ctx, &self.key.room, |_| PollOutcome::TurnStopped)
-            .await;
+        self.cancel_prompt(turn, |_| PollOutcome::TurnStopped).await;
     }
 
     /// Shows how the turn ended (final edit, footer or notice) and records the reply.
@@ -565,12 +560,22 @@ impl Channel {
     /// Stops the turn whose session went to a mode that does not ask and could not be put
     /// back: `session/cancel`, every open poll withdrawn (the room was told why).
     async fn stop_lost_turn(&mut self, turn: &mut RunningTurn) {
+        self.cancel_prompt(turn, |_| PollOutcome::TurnStopped).await;
+    }
+
+    /// Cancels the turn's prompt (`session/cancel`) and then, as ACP asks, answers each of
+    /// its open polls `cancelled`, closing each with what `outcome` says of it.
+    pub(super) async fn cancel_prompt(
+        &self,
+        turn: &mut RunningTurn,
+        outcome: impl Fn(&EventId) -> PollOutcome,
+    ) {
         let ctx = &self.ctx;
         if let Err(e) = ctx.agent.cancel(turn.session()).await {
             tracing::warn!(error = %e, "session/cancel failed");
         }
         (turn.approvals_mut())
-            .cancel_all(ctx, &self.key.room, |_| PollOutcome::TurnStopped)
+            .cancel_all(ctx, &self.key.room, outcome)
             .await;
     }
 

@@ -86,25 +86,16 @@ impl Channel {
             return;
         }
         tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, by = %by, "cancelling the turn");
-        let ctx = &self.ctx;
-        if let Err(e) = ctx.agent.cancel(turn.session()).await {
-            tracing::warn!(error = %e, "session/cancel failed");
-        }
+        // Who stopped it, as the poll they stopped it from will say (a local read).
         let name = match from_poll {
-            Some(_) => ctx.name_in(&self.key.room, &by).await,
+            Some(_) => self.ctx.name_in(&self.key.room, &by).await,
             None => by.to_string(),
         };
-        // ACP: after `session/cancel` the client answers its open permission requests
-        // `cancelled`.
-        (turn.approvals_mut())
-            .cancel_all(ctx, &self.key.room, |event| {
-                if Some(event) == from_poll {
-                    PollOutcome::Stopped { by: name.clone() }
-                } else {
-                    PollOutcome::TurnStopped
-                }
-            })
-            .await;
+        self.cancel_prompt(turn, |event| match Some(event) == from_poll {
+            true => PollOutcome::Stopped { by: name.clone() },
+            false => PollOutcome::TurnStopped,
+        })
+        .await;
         turn.stop(by);
     }
 

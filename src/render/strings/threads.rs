@@ -140,18 +140,14 @@ pub fn attached(
         .as_deref()
         .map(|t| format!(" ({t})"))
         .unwrap_or_default();
-    let count = |n: usize, one: &str, many: &str| match n {
-        1 => format!("1 {one}"),
-        n => format!("{n} {many}"),
-    };
     let summary = if replayed == Default::default() {
         String::new()
     } else {
         format!(
             " ({}, {}, {})",
-            count(replayed.prompts, "message", "messages"),
-            count(replayed.answers, "answer", "answers"),
-            count(replayed.tool_calls, "tool call", "tool calls")
+            super::number(replayed.prompts, "message", "messages"),
+            super::number(replayed.answers, "answer", "answers"),
+            super::number(replayed.tool_calls, "tool call", "tool calls")
         )
     };
     format!(
