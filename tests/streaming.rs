@@ -365,3 +365,66 @@ async fn a_turn_that_only_showed_its_work_gets_no_empty_reply_notice() {
     env.notice_containing(&room, "(The agent finished without a reply.)")
         .await;
 }
+
+/// Waits until `reply` has an edit without the live marker; returns the live flags of the
+/// message and of each of its edits, in order.
+async fn live_flags_once_done(env: &Env, room: &matrix_sdk::room::Room, reply: &str) -> Vec<bool> {
+    wait_until(PATIENCE, "the edit that completes the answer", || {
+        let edits = env.alice.edits_of(reply);
+        edits.last().filter(|last| !last.live)?;
+        let original = env
+            .alice
+            .messages_from(room, &env.agent)
+            .into_iter()
+            .find(|m| m.event_id == reply)?;
+        Some(
+            std::iter::once(original.live)
+                .chain(edits.iter().map(|e| e.live))
+                .collect(),
+        )
+    })
+    .await
+}
+
+/// MSC4357: a streamed answer carries the live marker from its first post through every
+/// edit but the last, in an encrypted room too; a room whose
+/// `org.matrix.msc4357.live_messaging` state turns live messages off gets none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_is_marked_live_until_its_last_edit() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 300",
+    )
+    .await;
+    let room = env.room_with_agent(true).await;
+    let text = answer_text();
+    let reply = env
+        .prompt_and_wait(&room, &format!("%stream 30 20\n{text}"), &text)
+        .await;
+    let flags = live_flags_once_done(&env, &room, &reply).await;
+    assert!(flags.len() >= 3, "{flags:?}");
+    assert!(flags[..flags.len() - 1].iter().all(|l| *l), "{flags:?}");
+    // Nothing brings the marker back once the answer is complete.
+    env.prompt_and_wait(&room, "%say next", "next").await;
+    let edits = env.alice.edits_of(&reply);
+    assert!(!edits.last().unwrap().live, "{flags:?}");
+    assert_eq!(edits.len(), flags.len() - 1, "no edit after the last");
+
+    room.send_state_event_raw(
+        "org.matrix.msc4357.live_messaging",
+        "",
+        serde_json::json!({"enabled": false}),
+    )
+    .await
+    .unwrap();
+    let plain = env
+        .prompt_and_wait(&room, &format!("%stream 30 20\n{text}"), &text)
+        .await;
+    let original = env.alice.messages_from(&room, &env.agent);
+    let original = original.iter().find(|m| m.event_id == plain).unwrap();
+    let edits = env.alice.edits_of(&plain);
+    assert!(
+        !original.live && !edits.is_empty() && edits.iter().all(|e| !e.live),
+        "live messages are off in this room"
+    );
+}

@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use matrix_sdk::config::RequestConfig;
+use matrix_sdk::deserialized_responses::RawAnySyncOrStrippedState;
 use matrix_sdk::room::Room;
 use matrix_sdk::ruma::OwnedTransactionId;
 use matrix_sdk::ruma::api::client::receipt::create_receipt::v3::ReceiptType;
@@ -113,6 +114,59 @@ fn replacement(target: &EventId, msg: &OutMessage) -> Result<RoomMessageEventCon
     Ok(content.make_replacement(ReplacementMetadata::new(sdk_event(target)?, None)))
 }
 
+/// The type of the events a message and its edits are.
+const MESSAGE: &str = "m.room.message";
+/// The unstable key of MSC4357's marker on a message still being written.
+const LIVE_MARKER: &str = "org.matrix.msc4357.live";
+/// The unstable type of MSC4357's room state that turns live messages off in a room.
+const LIVE_MESSAGING_STATE: &str = "org.matrix.msc4357.live_messaging";
+
+/// `content` as JSON, with the live marker when `live`: on the event itself and, for an
+/// edit, in `m.new_content`, where clients read what the message shows now.
+fn marked(content: &RoomMessageEventContent, live: bool) -> Result<serde_json::Value, ChatError> {
+    let mut json = serde_json::to_value(content)
+        .map_err(|e| ChatError::Permanent(format!("a message that is not JSON: {e}").into()))?;
+    if live {
+        let marker = serde_json::Value::Object(serde_json::Map::new());
+        if let Some(new) = json
+            .get_mut("m.new_content")
+            .and_then(|v| v.as_object_mut())
+        {
+            new.insert(LIVE_MARKER.to_owned(), marker.clone());
+        }
+        if let Some(top) = json.as_object_mut() {
+            top.insert(LIVE_MARKER.to_owned(), marker);
+        }
+    }
+    Ok(json)
+}
+
+/// Whether `room` lets messages carry the live marker: yes unless its
+/// `org.matrix.msc4357.live_messaging` state says `enabled: false`.
+async fn live_allowed(room: &Room) -> bool {
+    #[derive(serde::Deserialize)]
+    struct State {
+        content: Enabled,
+    }
+    #[derive(serde::Deserialize)]
+    struct Enabled {
+        enabled: Option<bool>,
+    }
+    let state = room
+        .get_state_event(LIVE_MESSAGING_STATE.into(), "")
+        .await
+        .ok()
+        .flatten();
+    let enabled = match state {
+        Some(RawAnySyncOrStrippedState::Sync(raw)) => raw
+            .deserialize_as_unchecked::<State>()
+            .ok()
+            .and_then(|s| s.content.enabled),
+        _ => None,
+    };
+    enabled != Some(false)
+}
+
 fn once() -> RequestConfig {
     RequestConfig::new().disable_retry()
 }
@@ -130,10 +184,12 @@ impl ChatPort for MatrixChat {
             Some(file) => Some(media::upload(&self.client, &room, file).await?),
             None => None,
         };
-        let content = new_message(msg, uploaded)?;
+        let live = msg.live && live_allowed(&room).await;
+        let content = marked(&new_message(msg, uploaded)?, live)?;
+        let txn = OwnedTransactionId::from(txn);
         let response = room
-            .send(content)
-            .with_transaction_id(OwnedTransactionId::from(txn))
+            .send_raw(MESSAGE, content)
+            .with_transaction_id(&txn)
             .with_request_config(once())
             .await
             .map_err(classify)?;
@@ -151,7 +207,8 @@ impl ChatPort for MatrixChat {
         msg: &OutMessage,
     ) -> Result<(), ChatError> {
         let room = self.room(room_id)?;
-        room.send(replacement(target, msg)?)
+        let live = msg.live && live_allowed(&room).await;
+        room.send_raw(MESSAGE, marked(&replacement(target, msg)?, live)?)
             .with_request_config(once())
             .await
             .map_err(classify)?;
@@ -337,5 +394,24 @@ mod tests {
             outside["m.relates_to"],
             serde_json::json!({"m.in_reply_to": {"event_id": "$p"}})
         );
+    }
+
+    #[test]
+    fn a_live_message_and_its_edits_carry_the_marker_where_clients_read_it() {
+        let live = OutMessage {
+            live: true,
+            ..OutMessage::notice("hal")
+        };
+        let posted = marked(&new_message(&live, None).unwrap(), true).unwrap();
+        assert_eq!(posted[LIVE_MARKER], serde_json::json!({}), "{posted}");
+        let edit = marked(&replacement(&EventId::from("$e"), &live).unwrap(), true).unwrap();
+        assert_eq!(edit[LIVE_MARKER], serde_json::json!({}), "{edit}");
+        assert_eq!(edit["m.new_content"][LIVE_MARKER], serde_json::json!({}));
+        assert_eq!(edit["m.new_content"]["body"], "hal");
+        let done = OutMessage::notice("hello");
+        let last = marked(&replacement(&EventId::from("$e"), &done).unwrap(), false).unwrap();
+        assert!(last.get(LIVE_MARKER).is_none(), "{last}");
+        assert!(last["m.new_content"].get(LIVE_MARKER).is_none(), "{last}");
+        assert_eq!(last["m.relates_to"]["rel_type"], "m.replace");
     }
 }

@@ -26,6 +26,10 @@ pub struct OutMessage {
     /// A file posted with it (a picture, a file): the body is then its caption, or its
     /// file name. Honoured when the message is posted; an edit changes only the text.
     pub attachment: Option<OutAttachment>,
+    /// Whether the message is still being written (an answer streaming in): posted and
+    /// edited with the MSC4357 live marker, so clients can show it as in progress and
+    /// notify once it is done. The edit that completes a message sends it without.
+    pub live: bool,
 }
 
 impl OutMessage {
@@ -40,6 +44,7 @@ impl OutMessage {
             reply_to: None,
             thread: None,
             attachment: None,
+            live: false,
         }
     }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use matrix_sdk::config::SyncSettings;
 use matrix_sdk::deserialized_responses::EncryptionInfo;
 use matrix_sdk::encryption::EncryptionSettings;
+use matrix_sdk::event_handler::RawEvent;
 use matrix_sdk::room::Room;
 use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
 use matrix_sdk::ruma::events::relation::Annotation;
@@ -60,6 +61,8 @@ pub struct Seen {
     /// For a picture or a file: its message type (`m.image`, `m.file`), its file name and
     /// where it is.
     pub media: Option<(String, String, MediaSource)>,
+    /// Whether it carries MSC4357's live marker (for an edit: in its new content).
+    pub live: bool,
 }
 
 /// A reaction the person's client saw.
@@ -81,6 +84,18 @@ struct Log {
     reactions: Vec<SeenReaction>,
     redacted: HashSet<String>,
     typing: HashSet<String>,
+}
+
+/// Whether a message event carries MSC4357's live marker where clients read it: in the
+/// new content of an edit, else in its own content.
+fn live_marker(raw: &RawEvent) -> bool {
+    const MARKER: &str = "org.matrix.msc4357.live";
+    let event: serde_json::Value = serde_json::from_str(raw.get()).unwrap_or_default();
+    let content = &event["content"];
+    match content.get("m.new_content") {
+        Some(new) => new.get(MARKER).is_some(),
+        None => content.get(MARKER).is_some(),
+    }
 }
 
 /// A logged-in person, syncing in the background.
@@ -164,9 +179,13 @@ impl Person {
 
         let l = log.clone();
         client.add_event_handler(
-            move |ev: OriginalSyncRoomMessageEvent, room: Room, enc: Option<EncryptionInfo>| {
+            move |ev: OriginalSyncRoomMessageEvent,
+                  room: Room,
+                  enc: Option<EncryptionInfo>,
+                  raw: RawEvent| {
                 let l = l.clone();
                 async move {
+                    let live = live_marker(&raw);
                     let (notice, html) = match &ev.content.msgtype {
                         MessageType::Notice(n) => {
                             (true, n.formatted.as_ref().map(|f| f.body.clone()))
@@ -218,6 +237,7 @@ impl Person {
                             }
                             _ => None,
                         },
+                        live,
                     };
                     if let Some(Relation::Replacement(r)) = &ev.content.relates_to {
                         seen.replaces = Some((

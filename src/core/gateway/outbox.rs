@@ -57,6 +57,7 @@ impl Gateway {
                     reply_to: None,
                     thread: item.thread.clone(),
                     attachment: None,
+                    live: false,
                 };
                 let result = match &item.event_id {
                     Some(event_id) => ctx.chat.edit(&item.room_id, event_id, &content).await,

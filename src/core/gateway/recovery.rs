@@ -68,6 +68,7 @@ impl Gateway {
                 reply_to: None,
                 thread: turn.thread.clone(),
                 attachment: None,
+                live: false,
             };
             let event_id = match (&m.event_id, &m.txn_id) {
                 (Some(id), _) => id.clone(),
@@ -272,6 +273,7 @@ impl Gateway {
                     reply_to: None,
                     thread: None,
                     attachment: None,
+                    live: false,
                 };
                 RoomVoice::new(&*ctx.chat, &ctx.agent_id, &poll.room_id)
                     .edit(&poll.event_id, &content)

@@ -167,6 +167,7 @@ impl Both {
             reply_to: None,
             thread: None,
             attachment: None,
+            live: false,
         }
     }
 }
@@ -479,6 +480,7 @@ pub fn plan(entries: &[PlanEntry]) -> OutMessage {
         reply_to: None,
         thread: None,
         attachment: None,
+        live: false,
     }
 }
 
@@ -500,6 +502,7 @@ pub fn thinking(elapsed: Option<Duration>, thoughts: &str) -> OutMessage {
                 reply_to: None,
                 thread: None,
                 attachment: None,
+                live: false,
             }
         }
     }
@@ -520,6 +523,7 @@ pub fn stderr_tail(agent: &str, tail: &str) -> OutMessage {
         reply_to: None,
         thread: None,
         attachment: None,
+        live: false,
     }
 }
 

@@ -55,6 +55,11 @@ pub struct StreamSettings {
         with = "crate::model::durations::secs"
     )]
     pub patience: Duration,
+    /// Whether a message still streaming carries the MSC4357 live marker until its last
+    /// edit (`live_marker`), so clients that know it show it as in progress and notify once
+    /// it is done.
+    #[serde(rename = "live_marker")]
+    pub live: bool,
     /// Which of the agent's Markdown pictures are shown: set from `[display] pictures`.
     #[serde(skip)]
     pub pictures: markdown::Pictures,
@@ -68,6 +73,7 @@ impl Default for StreamSettings {
             max_bytes: 12_000,
             max_reply_bytes: 1_000_000,
             patience: Duration::from_secs(300),
+            live: true,
             pictures: markdown::Pictures::default(),
         }
     }
@@ -98,6 +104,8 @@ struct Posted {
     shown: String,
     /// Edits it has received.
     edits: u32,
+    /// Whether it carries the live marker now: its last edit must drop it.
+    live: bool,
 }
 
 /// The state of one streamed reply.
@@ -218,7 +226,20 @@ impl ReplyStream {
         &self.stats
     }
 
+    /// Whether message `index` of a reply whose last message is `last` is still being
+    /// written: only the last one, until the turn ends.
+    fn live_at(&self, index: usize, last: usize) -> bool {
+        self.settings.live && index == last && !self.finishing
+    }
+
+    /// The last message's index.
+    fn last_index(&self) -> usize {
+        self.cuts.len()
+    }
+
     /// The next request to make, if any: (message index, the text it should show).
+    /// A message that shows its text but still carries the live marker it should no
+    /// longer carry needs one more edit.
     ///
     /// Runs on every loop of a turn, so it borrows the text instead of copying it (only a
     /// footer, at the end, makes a new string): message boundaries come from `cuts`,
@@ -241,7 +262,7 @@ impl ReplyStream {
                 return None;
             }
             match self.posted.get(i) {
-                Some(p) if p.shown == *want => continue,
+                Some(p) if p.shown == *want && p.live == self.live_at(i, last) => continue,
                 // An open (last) message stops receiving intermediate edits at the cap.
                 Some(p) if i == last && !self.finishing && p.edits >= self.settings.max_edits => {
                     return None;
@@ -267,7 +288,11 @@ impl ReplyStream {
         let Some((index, text)) = self.next_request().map(|(i, t)| (i, t.into_owned())) else {
             return Ok(());
         };
-        let message = to_message(&text, self.settings.pictures);
+        let live = self.live_at(index, self.last_index());
+        let message = OutMessage {
+            live,
+            ..to_message(&text, self.settings.pictures)
+        };
         let result = match self.posted.get(index) {
             None => {
                 let txn = format!("{}-{index}", self.txn_prefix);
@@ -283,6 +308,7 @@ impl ReplyStream {
                             event_id,
                             shown: text,
                             edits: 0,
+                            live,
                         });
                     })
             }
@@ -296,6 +322,7 @@ impl ReplyStream {
                         let p = &mut self.posted[index];
                         p.shown = text;
                         p.edits += 1;
+                        p.live = live;
                     })
             }
         };
@@ -342,7 +369,7 @@ impl ReplyStream {
                 continue;
             }
             let posted = self.posted.get(i);
-            if posted.is_some_and(|p| p.shown == want) {
+            if posted.is_some_and(|p| p.shown == want && !p.live) {
                 continue;
             }
             out.push(Undelivered {
@@ -383,6 +410,7 @@ fn to_message(text: &str, pictures: markdown::Pictures) -> OutMessage {
         reply_to: None,
         thread: None,
         attachment: None,
+        live: false,
     }
 }
 
@@ -437,303 +465,4 @@ fn choose_cut(s: &str, max_bytes: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::fakes::{FakeChat, Sent};
-
-    fn settings() -> StreamSettings {
-        StreamSettings {
-            interval: Duration::from_secs(1),
-            max_edits: 100,
-            max_bytes: 2_000,
-            patience: crate::core::view::live::MAX_OUTAGE,
-            ..Default::default()
-        }
-    }
-
-    /// Feeds `chunks` one every `every`, flushing as the worker does.
-    async fn drive(stream: &mut ReplyStream, chunks: &[String], every: Duration) {
-        for chunk in chunks {
-            stream.push(chunk);
-            let until = Instant::now() + every;
-            loop {
-                match stream.next_flush_at() {
-                    Some(at) if at <= until => {
-                        tokio::time::sleep_until(at).await;
-                        let _ = stream.flush().await;
-                    }
-                    _ => break,
-                }
-            }
-            tokio::time::sleep_until(until).await;
-        }
-    }
-
-    fn chunks(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("word{i} ")).collect()
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_reply_past_its_size_cap_is_cut_with_a_line_and_the_rest_dropped() {
-        let chat = FakeChat::new();
-        let capped = StreamSettings {
-            max_reply_bytes: 5_000,
-            ..settings()
-        };
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t-cap", capped);
-        for _ in 0..1_000 {
-            s.push("0123456789");
-        }
-        assert!(s.text().starts_with(&"0123456789".repeat(500)));
-        assert!(
-            s.text().ends_with("The rest was dropped."),
-            "{}",
-            &s.text()[4_990..]
-        );
-        assert!(s.text().len() < 5_000 + 200, "nothing kept past the cap");
-        s.finish(None).await.unwrap();
-        let shown = chat.shown("!r").concat();
-        assert!(
-            shown.contains("✂️ The answer was cut here: it passed 5 KB"),
-            "{shown}"
-        );
-        // A multi-byte character is never split at the cap.
-        let mut s = ReplyStream::new(
-            FakeChat::new(),
-            "!r".into(),
-            "t-cap2",
-            StreamSettings {
-                max_reply_bytes: 5_001,
-                ..settings()
-            },
-        );
-        s.push(&"é".repeat(3_000));
-        assert!(s.text().starts_with(&"é".repeat(2_500)));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn edits_are_coalesced_to_one_per_interval_and_the_last_holds_everything() {
-        let chat = FakeChat::new();
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t1", settings());
-        let parts = chunks(50);
-        drive(&mut s, &parts, Duration::from_millis(100)).await;
-        s.finish(None).await.unwrap();
-        let log = chat.log();
-        // 50 chunks over 5 s at one request per second: about 6 requests, not 50.
-        assert!(
-            log.len() <= 7 && log.len() >= 3,
-            "{} requests: {log:?}",
-            log.len()
-        );
-        assert!(matches!(log[0], Sent::Send { .. }));
-        assert_eq!(chat.shown("!r"), vec![parts.concat()]);
-        let times = chat.times();
-        for pair in times.windows(2) {
-            assert!(pair[1] - pair[0] >= Duration::from_secs(1), "{times:?}");
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_first_text_is_sent_at_once() {
-        let chat = FakeChat::new();
-        let start = Instant::now();
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
-        s.push("hello");
-        assert_eq!(s.next_flush_at(), Some(start));
-        s.flush().await.unwrap();
-        assert_eq!(chat.shown("!r"), vec!["hello".to_string()]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_rate_limit_folds_pending_text_into_the_next_edit() {
-        let chat = FakeChat::new();
-        // The 2nd and 3rd requests are refused with a 5 s retry_after.
-        chat.rate_limit_calls(&[2, 3], Duration::from_secs(5));
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
-        let parts = chunks(40);
-        drive(&mut s, &parts, Duration::from_millis(250)).await;
-        s.finish(None).await.unwrap();
-        assert_eq!(chat.shown("!r"), vec![parts.concat()]);
-        assert_eq!(s.stats().rate_limited, 2);
-        assert_eq!(s.stats().sends, 1, "no duplicate message");
-        // Nothing was sent in the 5 s after a refusal.
-        let log = chat.attempt_times();
-        let refused = log[1];
-        assert!(log[2] - refused >= Duration::from_secs(5));
-        assert!(log[3] - log[2] >= Duration::from_secs(5));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_edit_cap_stops_intermediate_edits_but_not_the_final_one() {
-        let chat = FakeChat::new();
-        let mut settings = settings();
-        settings.max_edits = 2;
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings);
-        let parts = chunks(100);
-        drive(&mut s, &parts, Duration::from_millis(200)).await;
-        assert_eq!(s.stats().edits, 2);
-        s.finish(Some("⏹️ Stopped.".into())).await.unwrap();
-        assert_eq!(s.stats().edits, 3);
-        assert_eq!(
-            chat.shown("!r"),
-            // The footer follows the text after one blank line, whatever whitespace ended it.
-            vec![format!("{}\n\n⏹️ Stopped.", parts.concat().trim_end())]
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_long_reply_continues_in_new_messages() {
-        let chat = FakeChat::new();
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
-        let parts: Vec<String> = (0..300)
-            .map(|i| format!("line {i} of the answer\n"))
-            .collect();
-        drive(&mut s, &parts, Duration::from_millis(20)).await;
-        s.finish(None).await.unwrap();
-        let shown = chat.shown("!r");
-        assert!(shown.len() >= 3, "{} messages", shown.len());
-        assert!(shown.iter().all(|m| m.len() <= 2_000));
-        assert_eq!(shown.concat(), parts.concat());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn transient_failures_are_retried_until_the_final_content_is_shown() {
-        let chat = FakeChat::new();
-        chat.fail_calls(&[2, 3]);
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
-        s.push("a");
-        s.flush().await.unwrap();
-        s.push("b");
-        s.finish(None).await.unwrap();
-        assert_eq!(chat.shown("!r"), vec!["ab".to_string()]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_final_content_waits_out_a_homeserver_outage_of_minutes() {
-        let chat = FakeChat::new();
-        // A minute and a half of refused connections (one attempt every 2 s) after the
-        // first post.
-        chat.fail_calls(&(2..=46).collect::<Vec<u32>>());
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
-        s.push("a");
-        s.flush().await.unwrap();
-        s.push("b");
-        let started = Instant::now();
-        s.finish(None).await.unwrap();
-        assert!(started.elapsed() >= Duration::from_secs(88));
-        assert_eq!(chat.shown("!r"), vec!["ab".to_string()]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_outage_longer_than_the_limit_gives_up() {
-        let chat = FakeChat::new();
-        chat.fail_calls(&(2..=1000).collect::<Vec<u32>>());
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t", settings());
-        s.push("a");
-        s.flush().await.unwrap();
-        s.push("b");
-        let started = Instant::now();
-        assert!(s.finish(None).await.is_err());
-        let waited = started.elapsed();
-        assert!(waited >= settings().patience, "{waited:?}");
-        assert!(
-            waited < settings().patience + Duration::from_secs(10),
-            "{waited:?}"
-        );
-        // What is left for the outbox: the posted message's final text, as an edit.
-        let left = s.undelivered();
-        assert_eq!(left.len(), 1, "{left:?}");
-        assert_eq!(left[0].content.body, "ab");
-        assert_eq!(
-            left[0].event_id.as_ref().map(|id| id.as_str()),
-            Some(s.event_ids()[0].as_str())
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn messages_never_posted_are_left_to_post_under_their_transaction_id() {
-        let chat = FakeChat::new();
-        chat.fail_calls(&(1..=1000).collect::<Vec<u32>>());
-        let quick = StreamSettings {
-            patience: Duration::from_secs(5),
-            ..settings()
-        };
-        let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t-never", quick);
-        s.push("never posted");
-        assert!(s.finish(Some("⏹️ Stopped.".into())).await.is_err());
-        let left = s.undelivered();
-        assert_eq!(left.len(), 1, "{left:?}");
-        assert_eq!(left[0].event_id, None);
-        assert_eq!(left[0].txn, "t-never-0");
-        assert_eq!(left[0].content.body, "never posted\n\n⏹️ Stopped.");
-    }
-
-    #[test]
-    fn split_keeps_text_and_prefers_boundaries_outside_code() {
-        let text = format!(
-            "{}\n\n```\n{}\n```\n{}",
-            "a".repeat(500),
-            "code line\n".repeat(100),
-            "tail ".repeat(200)
-        );
-        let parts = split_reply(&text, 1_000);
-        assert_eq!(parts.concat(), text);
-        assert!(parts.iter().all(|p| p.len() <= 1_000));
-        assert_eq!(parts[0], format!("{}\n\n", "a".repeat(500)));
-        // Stable: the first part does not move when more text arrives.
-        let longer = format!("{text} and more");
-        assert_eq!(split_reply(&longer, 1_000)[0], parts[0]);
-    }
-
-    #[test]
-    fn boundaries_found_while_streaming_match_splitting_the_whole_text() {
-        let text: String = (0..400)
-            .map(|i| match i % 7 {
-                0 => "```\ncode\n".to_owned(),
-                3 => "\n".to_owned(),
-                _ => format!("line {i} with some words ü\n"),
-            })
-            .collect();
-        for chunk_size in [1, 7, 64, 5_000] {
-            let mut stream = ReplyStream::new(
-                FakeChat::new(),
-                "!r".into(),
-                "t",
-                StreamSettings {
-                    interval: Duration::from_secs(1),
-                    max_edits: 10,
-                    max_bytes: 1_000,
-                    patience: crate::core::view::live::MAX_OUTAGE,
-                    ..Default::default()
-                },
-            );
-            let chars: Vec<char> = text.chars().collect();
-            for chunk in chars.chunks(chunk_size) {
-                stream.push(&chunk.iter().collect::<String>());
-            }
-            let mut parts = Vec::new();
-            let mut start = 0;
-            for &cut in stream.cuts.iter().chain([text.len()].iter()) {
-                parts.push(&text[start..cut]);
-                start = cut;
-            }
-            assert_eq!(parts, split_reply(&text, 1_000), "chunks of {chunk_size}");
-        }
-    }
-
-    #[test]
-    fn split_handles_text_without_breaks_and_multibyte_characters() {
-        let text = "é".repeat(1_500);
-        let parts = split_reply(&text, 1_001);
-        assert_eq!(parts.concat(), text);
-        assert!(parts.iter().all(|p| p.len() <= 1_001));
-    }
-
-    #[test]
-    fn oversized_html_is_dropped_rather_than_sending_an_invalid_event() {
-        let text = "<".repeat(10_000);
-        let msg = to_message(&text, Default::default());
-        assert_eq!(msg.html, None);
-        assert_eq!(msg.body, text);
-    }
-}
+mod tests;
