@@ -193,6 +193,19 @@ async fn the_demo_turn_shows_its_work_and_asks_before_looking() {
         .reply_where(&room, "the permission poll", |t| t.starts_with("🔐"))
         .await;
     assert!(poll.contains("1. ✅ Allow\n2. ❌ Reject\n3. 🛑"), "{poll}");
+    // What the poll is for was said before it, in the answer's message, posted above it.
+    let said = env
+        .reply_where(&room, "the reason for the poll", |t| {
+            t.starts_with("Before I answer, I would like to look at the workspace")
+        })
+        .await;
+    assert!(said.contains("react ✅ on the poll below"), "{said}");
+    let posted: Vec<String> = (env.alice.messages_from(&room, &env.agent).into_iter())
+        .map(|m| m.body)
+        .collect();
+    let reason = posted.iter().position(|b| b.starts_with("Before I answer"));
+    let asked = posted.iter().position(|b| b.starts_with("🔐"));
+    assert!(reason.is_some() && reason < asked, "{posted:?}");
     // Only the typed answers this poll takes.
     assert!(
         poll.contains("Reply to this message with !allow, !deny or a number."),
@@ -222,10 +235,17 @@ async fn the_demo_turn_shows_its_work_and_asks_before_looking() {
         text.contains("Ask me something **slowly**"),
         "an example people can stop: {text}"
     );
-    env.reply_where(&room, "the listing's card", |t| {
-        t.starts_with("✅ 💻 bash: ls · completed")
-    })
-    .await;
+    // One message for the call: the poll became its card, with the answer under it.
+    let card = env
+        .reply_where(&room, "the listing's card", |t| {
+            t.starts_with("✅ 💻 bash: ls · completed")
+        })
+        .await;
+    assert!(card.ends_with("✅ Allow, chosen by alice"), "{card}");
+    let about_ls = (env.alice.messages_from(&room, &env.agent).into_iter())
+        .filter(|m| m.body.contains("bash: ls"))
+        .count();
+    assert_eq!(about_ls, 1, "the card and the poll are one message");
     env.reply_where(&room, "the folded thinking", |t| {
         t.starts_with("💭 Thought for")
     })
@@ -251,7 +271,7 @@ async fn the_demo_answers_slowly_when_asked_so_people_can_try_stopping_it() {
             .find(|m| {
                 env.alice
                     .current_text(&m.event_id)
-                    .is_some_and(|t| t.starts_with("## Hello"))
+                    .is_some_and(|t| t.contains("## Hello"))
             })
             .map(|m| m.event_id)
     })

@@ -125,12 +125,26 @@ pub enum Picked {
     NoPoll,
 }
 
+/// A permission poll that was settled, for the card of the call it asked about: the poll
+/// stood in for the card, whose message it now becomes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettledCall {
+    /// The tool call it asked about.
+    pub tool: String,
+    /// Its message, or `None` when it could not be posted.
+    pub message: Option<EventId>,
+    /// How it ended, in a line (from [`cards::poll_outcome`]).
+    pub decision: String,
+}
+
 /// The open polls and questions of one running turn, and its refusals (a turn starts
 /// with none: `Default`).
 #[derive(Default)]
 pub struct Approvals {
     /// Open polls, oldest first.
     polls: Vec<OpenPoll>,
+    /// Permission polls settled since the turn's view last took them.
+    settled: Vec<SettledCall>,
     /// Calls refused in the running turn.
     refusals: u32,
     /// The notice that proposed stopping the turn, once posted.
@@ -138,6 +152,11 @@ pub struct Approvals {
 }
 
 impl Approvals {
+    /// The permission polls settled since the last call, for the turn's cards.
+    pub fn take_settled(&mut self) -> Vec<SettledCall> {
+        std::mem::take(&mut self.settled)
+    }
+
     /// Whether `event_id` is one of the open polls.
     pub fn is_poll(&self, event_id: &EventId) -> bool {
         self.polls.iter().any(|p| &p.event_id == event_id)
@@ -227,11 +246,18 @@ impl Approvals {
             Ok(id) => id,
             Err(e) => {
                 tracing::error!(agent = %ctx.agent_id, room = %room, error = %e, "could not post a permission poll; refusing the request");
-                let answer = poll::expiry_option(&request.options)
-                    .map_or(PermissionAnswer::Cancelled, |o| {
-                        PermissionAnswer::Selected(o.id.clone())
-                    });
+                let option = poll::expiry_option(&request.options);
+                let answer = option.map_or(PermissionAnswer::Cancelled, |o| {
+                    PermissionAnswer::Selected(o.id.clone())
+                });
                 let _ = request.reply.send(answer);
+                self.settled.push(SettledCall {
+                    tool: tool.id.clone(),
+                    message: None,
+                    decision: cards::poll_outcome(&PollOutcome::Expired {
+                        label: option.map(|o| o.name.clone()),
+                    }),
+                });
                 return;
             }
         };
@@ -422,7 +448,8 @@ impl Approvals {
                     label: option.name,
                     refusal,
                 };
-                settle(ctx, room, poll, Settled::Option(option.id), &outcome).await;
+                let call = settle(ctx, room, poll, Settled::Option(option.id), &outcome).await;
+                self.settled.extend(call);
                 if counts {
                     self.refused(ctx, room).await;
                 }
@@ -444,7 +471,8 @@ impl Approvals {
             // Without any refusal offered, withdrawing the request is the only answer left.
             let answer = option.map_or(Settled::Cancelled, |o| Settled::Option(o.id));
             let counts = matches!(poll.asks, Asks::Permission { .. });
-            settle(ctx, room, poll, answer, &outcome).await;
+            let call = settle(ctx, room, poll, answer, &outcome).await;
+            self.settled.extend(call);
             if counts {
                 self.refused(ctx, room).await;
             }
@@ -461,7 +489,8 @@ impl Approvals {
     ) {
         for poll in std::mem::take(&mut self.polls) {
             let o = outcome(&poll.event_id);
-            settle(ctx, room, poll, Settled::Cancelled, &o).await;
+            let call = settle(ctx, room, poll, Settled::Cancelled, &o).await;
+            self.settled.extend(call);
         }
     }
 
@@ -539,14 +568,23 @@ impl Asks {
 }
 
 /// Answers the agent, edits the poll to say how it ended, and forgets it in the store.
+/// A permission poll is returned as settled, for the card of its call.
 async fn settle(
     ctx: &AgentContext,
     room: &RoomId,
     poll: OpenPoll,
     settled: Settled,
     outcome: &PollOutcome,
-) {
+) -> Option<SettledCall> {
     let content = poll.asks.settled(&ctx.display_name, outcome);
+    let call = match &poll.asks {
+        Asks::Permission { tool, .. } => Some(SettledCall {
+            tool: tool.id.clone(),
+            message: Some(poll.event_id.clone()),
+            decision: cards::poll_outcome(outcome),
+        }),
+        Asks::Question { .. } => None,
+    };
     let counted = match outcome {
         PollOutcome::Chosen { refusal: false, .. } => "allowed",
         PollOutcome::Chosen { refusal: true, .. } => "refused",
@@ -583,6 +621,7 @@ async fn settle(
         .forget_poll(&poll.event_id)
         .await
         .or_log("could not forget a settled poll");
+    call
 }
 
 /// The agent's own reactions on a poll, as they are posted: withdrawn (redacted) once the

@@ -617,6 +617,8 @@ impl Turn {
         self.think("Reading the request and planning a short answer.")?;
         let steps = ["Read the message", "Look at the workspace", "Answer"];
         self.plan(&steps, 1)?;
+        // A newcomer is told what the poll is for before it asks.
+        self.say(DEMO_ASKS)?;
         let id = self.tool_id();
         let call = execute(&id, "bash: ls");
         self.update(SessionUpdate::ToolCall(call.clone()))?;
@@ -676,6 +678,12 @@ impl Turn {
         Ok(StopReason::EndTurn)
     }
 }
+
+/// What the demo says before its poll: what it asks for, how to answer, and that it waits.
+const DEMO_ASKS: &str = "Before I answer, I would like to look at the workspace (`ls`). \
+    Sidekicks asks you before any tool of mine runs: react ✅ on the poll below to let me, \
+    or ❌ to refuse. Until someone answers I wait, and your next messages wait their \
+    turn.\n\n";
 
 /// The first ten names in the workspace (the demo's `ls`), sorted.
 fn workspace_names() -> Vec<String> {

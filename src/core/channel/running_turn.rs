@@ -146,8 +146,23 @@ impl RunningTurn {
         self.stream.next_flush_at()
     }
 
+    /// A poll opens about call `id`; `true` when it stands in for the call's card (see
+    /// [`Activity::poll_opened`]).
+    pub(super) fn poll_opened(&mut self, id: &str) -> bool {
+        self.activity.poll_opened(id)
+    }
+
+    /// Hands the permission polls settled since the last call to the cards: a poll that
+    /// stood in for its call's card becomes that card.
+    fn settle_cards(&mut self) {
+        for call in self.approvals.take_settled() {
+            (self.activity).poll_settled(&call.tool, call.message, call.decision);
+        }
+    }
+
     /// When the cards' next edit is due, if one is.
     pub(super) fn cards_due(&mut self) -> Option<Instant> {
+        self.settle_cards();
         self.activity.next_flush_at()
     }
 
@@ -161,6 +176,7 @@ impl RunningTurn {
 
     /// Posts the cards' changes, then journals what they show.
     pub(super) async fn flush_cards(&mut self) -> Result<(), ChatError> {
+        self.settle_cards();
         let sent = self.activity.flush().await;
         self.journal.cards(&self.activity).await;
         sent
@@ -214,7 +230,8 @@ impl RunningTurn {
 
     /// What the room still needs of the turn, now that it ended: its open polls closed
     /// (the channel did), what it showed.
-    pub(super) fn end(self) -> Ended {
+    pub(super) fn end(mut self) -> Ended {
+        self.settle_cards();
         Ended {
             prompt: self.prompt,
             stream: self.stream,

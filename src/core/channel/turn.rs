@@ -588,8 +588,15 @@ impl Channel {
         tool.id = request.tool.id.clone();
         tool.merge(request.tool.clone());
         turn.tool(request.tool.clone(), false);
-        // The call's card, if due, goes up before the poll that asks about it.
-        if let Err(e) = turn.flush_cards().await {
+        // What the agent said so far goes up first: often why it asks.
+        if let Err(e) = turn.flush_reply().await {
+            tracing::debug!(room = %self.key.room, error = %e, "reply update deferred");
+        }
+        // The poll stands in for the call's card unless that is posted already; then the
+        // card, if due, goes up before the poll that asks about it.
+        if !turn.poll_opened(&tool.id)
+            && let Err(e) = turn.flush_cards().await
+        {
             tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
         }
         let switches = self.option_switches(&request, tool.kind);

@@ -22,6 +22,11 @@ use crate::render::cards::{self, CardStatus};
 use crate::model::Verbosity;
 use crate::model::media::{MediaKind, OutAttachment};
 
+/// How long the card of a call announced but not running waits before it is posted: a
+/// permission request for the call that comes meanwhile (agents ask right after they
+/// announce) makes the poll the call's only message.
+const CARD_HOLD: Duration = Duration::from_millis(700);
+
 /// One tool call of the turn.
 struct Card {
     /// Everything the agent said about it so far.
@@ -33,6 +38,20 @@ struct Card {
     /// Whether its whole output was attached to its card (once it ended and the card shows
     /// only the end of it).
     output_attached: bool,
+    /// Where the poll asking about the call stands: a poll that came before the card was
+    /// posted takes the card's place, so the call has one message.
+    poll: CardPoll,
+}
+
+/// A call's poll, as far as its card is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CardPoll {
+    /// No poll stands in for the card.
+    None,
+    /// The poll is open and is the call's message: no card is posted meanwhile.
+    Open,
+    /// The poll was settled and its message became the card, which shows how it ended.
+    Decided(String),
 }
 
 impl Card {
@@ -50,8 +69,17 @@ impl Card {
         ))
     }
 
+    /// The card as it should show with `status`.
+    fn content(&self, status: CardStatus) -> OutMessage {
+        let decision = match &self.poll {
+            CardPoll::Decided(line) => Some(line.as_str()),
+            _ => None,
+        };
+        cards::tool_card_decided(&self.fields, status, decision)
+    }
+
     fn render(&mut self) {
-        let content = cards::tool_card(&self.fields, self.status());
+        let content = self.content(self.status());
         if let Some(m) = &mut self.message {
             m.set(content);
         }
@@ -152,6 +180,7 @@ impl Activity {
                     closed: None,
                     message: None,
                     output_attached: false,
+                    poll: CardPoll::None,
                 });
                 self.cards.len() - 1
             }
@@ -163,14 +192,62 @@ impl Activity {
             card.fields.status,
             Some(ToolStatus::InProgress | ToolStatus::Completed | ToolStatus::Failed)
         );
-        if card.message.is_none() && self.verbosity.cards() && (announced || running) {
+        let waits_for_poll = card.poll == CardPoll::Open;
+        let shown = self.verbosity.cards() && (announced || running);
+        if card.message.is_none() && !waits_for_poll && shown {
             let txn = format!("{}-tool-{i}", self.txn_prefix);
-            card.message = Some(LiveMessage::new(
-                txn,
-                cards::tool_card(&card.fields, card.status()),
-            ));
+            let content = card.content(card.status());
+            // A call announced but not running may be about to ask: its card waits a
+            // moment, so that a poll that comes meanwhile is the call's only message.
+            card.message = Some(match running {
+                true => LiveMessage::new(txn, content),
+                false => LiveMessage::held(txn, content, Instant::now() + CARD_HOLD),
+            });
+        }
+        if running && let Some(m) = &mut card.message {
+            m.release();
         }
         card.render();
+    }
+
+    /// A poll opens about call `id`: if the call's card is not posted yet, the poll takes
+    /// its place (no card is posted while it is open) and `true` is returned.
+    pub fn poll_opened(&mut self, id: &str) -> bool {
+        let Some(&i) = self.index.get(id) else {
+            return false;
+        };
+        let card = &mut self.cards[i];
+        if card
+            .message
+            .as_ref()
+            .is_some_and(|m| m.event_id().is_some())
+        {
+            return false;
+        }
+        card.message = None;
+        card.poll = CardPoll::Open;
+        true
+    }
+
+    /// The poll about call `id`, message `event_id`, was settled (`decision` says how):
+    /// where it stood in for the card, its message becomes the card from the next edit
+    /// on. The poll could not be posted (`event_id` is `None`): the card is posted alone.
+    pub fn poll_settled(&mut self, id: &str, event_id: Option<EventId>, decision: String) {
+        let Some(&i) = self.index.get(id) else {
+            return;
+        };
+        let (verbosity, txn) = (self.verbosity, format!("{}-tool-{i}", self.txn_prefix));
+        let card = &mut self.cards[i];
+        if card.poll != CardPoll::Open {
+            return;
+        }
+        card.poll = CardPoll::Decided(decision);
+        let content = card.content(card.status());
+        card.message = match (verbosity.cards(), event_id) {
+            (false, _) => None,
+            (true, Some(event_id)) => Some(LiveMessage::adopt(event_id, content)),
+            (true, None) => Some(LiveMessage::new(txn, content)),
+        };
     }
 
     /// Everything known about tool call `id`, if it was mentioned in this turn.
@@ -245,7 +322,7 @@ impl Activity {
                 true => CardStatus::Cancelled,
                 false => card.status(),
             };
-            out.push((id.clone(), cards::tool_card(&card.fields, status)));
+            out.push((id.clone(), card.content(status)));
         }
         out
     }
@@ -342,6 +419,9 @@ impl Activity {
                     CardStatus::Unknown
                 });
                 card.render();
+            }
+            if let Some(m) = &mut card.message {
+                m.release();
             }
         }
         if let Some(t) = &mut self.thinking {
@@ -464,15 +544,16 @@ mod tests {
             false,
         );
         settle(&mut a).await;
+        // The call that runs is shown at once; the one only announced a moment later.
         assert_eq!(
             chat.shown("!r"),
             vec![
+                "🔄 💻 run b · in progress".to_string(),
                 "✅ 💻 run a · completed".to_string(),
-                "🔄 💻 run b · in progress".to_string()
             ]
         );
         a.finish(true).await.unwrap();
-        assert_eq!(chat.shown("!r")[1], "⏹️ 💻 run b · cancelled");
+        assert_eq!(chat.shown("!r")[0], "⏹️ 💻 run b · cancelled");
     }
 
     #[tokio::test]
@@ -529,5 +610,79 @@ mod tests {
             assert_eq!(Verbosity::parse(v.as_str()), Some(v));
         }
         assert_eq!(Verbosity::parse("loud"), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_poll_that_comes_before_the_card_is_posted_stands_in_for_it() {
+        let chat = FakeChat::new();
+        let mut a = activity(&chat, Verbosity::All);
+        a.tool(call("p", Some(ToolStatus::Pending)), true);
+        assert!(
+            a.poll_opened("p"),
+            "the card was held back: the poll takes its place"
+        );
+        // Nothing is posted for the call while its poll is open, whatever it reports.
+        a.tool(call("p", Some(ToolStatus::Pending)), false);
+        tokio::time::sleep(CARD_HOLD * 2).await;
+        settle(&mut a).await;
+        assert!(chat.log().is_empty(), "{:?}", chat.log());
+        // Settled, the poll's message becomes the card, with the answer under it.
+        let poll = chat
+            .send(&"!r".into(), "poll", &OutMessage::notice("🔐 run p?"))
+            .await;
+        a.poll_settled("p", Some(poll.unwrap()), "✅ Allow, chosen by alice".into());
+        a.tool(call("p", Some(ToolStatus::Completed)), false);
+        settle(&mut a).await;
+        assert_eq!(
+            chat.shown("!r"),
+            vec!["✅ 💻 run p · completed\n✅ Allow, chosen by alice".to_string()]
+        );
+        assert!(a.showed_work());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_card_posted_before_the_poll_stays_the_calls_card() {
+        let chat = FakeChat::new();
+        let mut a = activity(&chat, Verbosity::All);
+        a.tool(call("p", Some(ToolStatus::Pending)), true);
+        tokio::time::sleep(CARD_HOLD).await;
+        settle(&mut a).await;
+        assert_eq!(chat.shown("!r"), vec!["🕓 💻 run p · pending"]);
+        assert!(!a.poll_opened("p"));
+        a.poll_settled("p", Some(EventId::from("$poll")), "✅ Allow".into());
+        a.tool(call("p", Some(ToolStatus::Completed)), false);
+        settle(&mut a).await;
+        assert_eq!(chat.shown("!r"), vec!["✅ 💻 run p · completed"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_runs_is_shown_at_once_and_one_only_announced_after_a_moment() {
+        let chat = FakeChat::new();
+        let mut a = activity(&chat, Verbosity::All);
+        a.tool(call("p", Some(ToolStatus::Pending)), true);
+        settle_now(&mut a).await;
+        assert!(chat.log().is_empty(), "held back a moment");
+        a.tool(call("p", Some(ToolStatus::InProgress)), false);
+        settle_now(&mut a).await;
+        assert_eq!(chat.shown("!r"), vec!["🔄 💻 run p · in progress"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn in_a_room_without_cards_a_settled_poll_stays_a_poll() {
+        let chat = FakeChat::new();
+        let mut a = activity(&chat, Verbosity::Answer);
+        a.tool(call("p", Some(ToolStatus::Pending)), true);
+        assert!(a.poll_opened("p"));
+        a.poll_settled("p", Some(EventId::from("$poll")), "✅ Allow".into());
+        a.tool(call("p", Some(ToolStatus::Completed)), false);
+        settle(&mut a).await;
+        assert!(chat.log().is_empty(), "{:?}", chat.log());
+    }
+
+    /// Sends what is due now, without waiting for anything held.
+    async fn settle_now(a: &mut Activity) {
+        while a.next_flush_at().is_some_and(|at| at <= Instant::now()) {
+            a.flush().await.unwrap();
+        }
     }
 }

@@ -64,6 +64,9 @@ pub struct LiveMessage {
     last_request: Option<Instant>,
     /// Intermediate edits sent so far.
     edits: u32,
+    /// Not posted before this instant (a card that waits to see whether a poll will stand
+    /// in for it).
+    held_until: Option<Instant>,
 }
 
 impl LiveMessage {
@@ -76,6 +79,29 @@ impl LiveMessage {
             want: content,
             last_request: None,
             edits: 0,
+            held_until: None,
+        }
+    }
+
+    /// A message to be posted with `content`, not before `until`.
+    pub fn held(txn: String, content: OutMessage, until: Instant) -> Self {
+        Self {
+            held_until: Some(until),
+            ..Self::new(txn, content)
+        }
+    }
+
+    /// Lets a held message be posted at once.
+    pub fn release(&mut self) {
+        self.held_until = None;
+    }
+
+    /// Takes over `event_id`, a message posted for something else (a poll), to show
+    /// `content` from its next edit on.
+    pub fn adopt(event_id: EventId, content: OutMessage) -> Self {
+        Self {
+            event_id: Some(event_id),
+            ..Self::new(String::new(), content)
         }
     }
 
@@ -88,6 +114,7 @@ impl LiveMessage {
             want: content,
             last_request: None,
             edits: 0,
+            held_until: None,
         }
     }
 
@@ -134,7 +161,7 @@ impl LiveMessage {
         }
         Some(match self.last_request {
             Some(at) if self.event_id.is_some() => at + interval,
-            _ => Instant::now(),
+            _ => self.held_until.unwrap_or_else(Instant::now),
         })
     }
 

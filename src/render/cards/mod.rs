@@ -384,6 +384,17 @@ fn describe(out: &mut Both, tool: &ToolCallFields, diffs_shown: DiffsShown) {
 
 /// A tool card: status, kind and title, what it does, and an excerpt of its output.
 pub fn tool_card(tool: &ToolCallFields, status: CardStatus) -> OutMessage {
+    tool_card_decided(tool, status, None)
+}
+
+/// A tool card that stands where the poll asking about its call was: the card, then how
+/// the poll ended (`decision`, from [`poll_outcome`]), so one message tells the call's
+/// whole story.
+pub fn tool_card_decided(
+    tool: &ToolCallFields,
+    status: CardStatus,
+    decision: Option<&str>,
+) -> OutMessage {
     let (icon, word) = status.icon_and_word();
     let kind = tool.kind.unwrap_or_default();
     let mut out = Both::default();
@@ -402,6 +413,9 @@ pub fn tool_card(tool: &ToolCallFields, status: CardStatus) -> OutMessage {
     describe(&mut out, tool, DiffsShown::Cut(CARD_EXCERPT_LINES));
     if let Some(output) = output_of(tool) {
         out.block(&tail_lines(&output, CARD_EXCERPT_LINES), None);
+    }
+    if let Some(decision) = decision {
+        out.line(decision, true);
     }
     out.into_message(true)
 }

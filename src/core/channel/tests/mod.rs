@@ -144,17 +144,19 @@ async fn settle_until(done: impl Fn() -> bool) {
 /// The event ID and current body of the poll message in `room`.
 fn poll_of(chat: &FakeChat) -> Option<(String, String)> {
     let shown = chat.messages("!room");
-    let ids: Vec<String> = chat
-        .log()
-        .into_iter()
-        .filter_map(|s| match s {
-            Sent::Send { event_id, .. } => Some(event_id),
-            _ => None,
-        })
-        .collect();
-    ids.into_iter()
-        .zip(shown)
-        .find(|(_, m)| m.body.starts_with("🔐"))
+    let log = chat.log();
+    // The poll is found by what it was posted as: once settled, it may have become its
+    // call's card.
+    let poll = log.iter().find_map(|s| match s {
+        Sent::Send { event_id, msg, .. } if msg.body.starts_with("🔐") => Some(event_id.clone()),
+        _ => None,
+    })?;
+    let ids = log.into_iter().filter_map(|s| match s {
+        Sent::Send { event_id, .. } => Some(event_id),
+        _ => None,
+    });
+    ids.zip(shown)
+        .find(|(id, _)| *id == poll)
         .map(|(id, m)| (id, m.body))
 }
 

@@ -238,3 +238,19 @@ async fn with_a_power_level_asked_of_approvers_one_below_it_cannot_answer() {
     settle_until(|| !reply_said(&chat).is_empty()).await;
     assert_eq!(reply_said(&chat), vec!["permission: allow"]);
 }
+
+/// A call announced and asked about at once has one message: the poll, which becomes the
+/// call's card once answered, with the answer under it.
+#[tokio::test]
+async fn a_call_that_asks_as_it_is_announced_has_one_message() {
+    let (tx, chat, poll) = start_poll(Duration::from_secs(60)).await;
+    react(&tx, "@alice:x", &poll, "✅");
+    settle_until(|| !reply_said(&chat).is_empty()).await;
+    settle_until(|| (poll_of(&chat).unwrap().1).starts_with("✅ 💻 bash: ls · completed")).await;
+    let (_, card) = poll_of(&chat).unwrap();
+    assert!(card.ends_with("✅ Allow, chosen by @alice:x"), "{card}");
+    let about_ls = (chat.log().into_iter())
+        .filter(|s| matches!(s, Sent::Send { msg, .. } if msg.body.contains("bash: ls")))
+        .count();
+    assert_eq!(about_ls, 1, "{:?}", chat.shown("!room"));
+}
