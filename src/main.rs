@@ -71,6 +71,10 @@ enum Cmd {
         /// Advertise taking MCP servers over HTTP (`mcpCapabilities.http`).
         #[arg(long)]
         mcp_http: bool,
+        /// Do not advertise steering (`_session/steering`): messages sent during a turn
+        /// then wait for the next one.
+        #[arg(long)]
+        no_steering: bool,
     },
     /// Connect an agent to its session's room tools over stdio (agents run this as the
     /// session's MCP server; it reads the gateway's address and the session's token from
@@ -105,6 +109,7 @@ async fn main() -> std::process::ExitCode {
             prompt_capabilities,
             auth,
             mcp_http,
+            no_steering,
         } => sidekicks::acp::demo_agent::run_stdio(sidekicks::acp::demo_agent::DemoOptions {
             sessions,
             resume,
@@ -119,6 +124,7 @@ async fn main() -> std::process::ExitCode {
             },
             auth,
             mcp_http,
+            steering: !no_steering,
         })
         .await
         .map_err(anyhow::Error::from),

@@ -437,3 +437,36 @@ async fn an_agent_writing_odd_stderr_keeps_running_and_its_turn_ends() {
         log.len()
     );
 }
+
+/// A message steered into a turn that a crash then cuts is answered after the restart, once:
+/// its input waited in the store until the turn that answers it would have ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_steered_into_a_turn_cut_by_a_crash_is_answered_after_the_restart() {
+    let mut env = Env::start_with_demo_args(
+        SynapseOptions::default(),
+        "[queue]\nmode = \"steer\"",
+        LOGGING_PROMPTS,
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%say working\n%sleep 30000").await;
+    env.reply_where(&room, "the running turn", |t| t == "working")
+        .await;
+    let steered = env.alice.send(&room, "%say steered in").await;
+    wait_until(PATIENCE, "the steered mark", || {
+        (env.alice.reactions_on(&steered).into_iter()).find(|r| r.key == "↪️")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.gw.kill();
+    env.gw.start_again();
+    let expected = [
+        "working\n\n⏹️ Interrupted: Sidekicks stopped before this answer was complete. Send your message again to retry.",
+        "steered in",
+    ];
+    let got = wait_for_answers(&env, &room, expected.len()).await;
+    assert_eq!(got, expected);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(answers(&env, &room), expected, "each once");
+    assert_prompted_once_each(&env);
+}

@@ -448,3 +448,111 @@ async fn a_streamed_answer_is_marked_live_until_its_last_edit() {
         "live messages are off in this room"
     );
 }
+
+/// The texts the agent's messages in `room` show now, in order.
+fn shown(env: &Env, room: &matrix_sdk::room::Room) -> Vec<String> {
+    (env.alice.messages_from(room, &env.agent).into_iter())
+        .filter_map(|m| env.alice.current_text(&m.event_id))
+        .collect()
+}
+
+/// `!queue steer`: a message written while the agent works joins the running turn (↪️)
+/// and is answered in it, in one reply; the setting is the room's, and shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_written_mid_turn_is_steered_in_and_answered_in_the_same_turn() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 200",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "!queue steer").await;
+    env.notice_containing(&room, "join the running turn").await;
+    env.alice.send(&room, "!queue").await;
+    env.notice_containing(&room, "works here: steer").await;
+    env.alice.send(&room, "%say working\n%sleep 4000").await;
+    env.reply_where(&room, "the running turn", |t| t == "working")
+        .await;
+    let added = env.alice.send(&room, "and check the tests too").await;
+    wait_until(PATIENCE, "the steered mark", || {
+        (env.alice.reactions_on(&added).into_iter())
+            .find(|r| r.key == "↪️" && r.sender == env.agent)
+    })
+    .await;
+    let reply = env
+        .reply_where(&room, "the steered message answered", |t| {
+            t.contains("↪️ You added: and check the tests too")
+        })
+        .await;
+    assert!(reply.starts_with("working"), "{reply}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let answers: Vec<String> = (shown(&env, &room).into_iter())
+        .filter(|t| !t.contains("join the running turn") && !t.contains("works here"))
+        .collect();
+    assert_eq!(answers, vec![reply], "one turn, one answer");
+    assert!(
+        (env.alice.reactions_on(&added).iter()).all(|r| r.key != "⏳"),
+        "it never waited"
+    );
+}
+
+/// Steering set in the config, with an agent that does not offer it: the message waits
+/// its turn as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_steering_from_the_agent_a_mid_turn_message_waits_its_turn() {
+    let env = Env::start_with_demo_args(
+        SynapseOptions::default(),
+        "[queue]\nmode = \"steer\"",
+        &["--no-steering"],
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%say working\n%sleep 3000").await;
+    env.reply_where(&room, "the running turn", |t| t == "working")
+        .await;
+    let second = env.alice.send(&room, "%say second").await;
+    wait_until(PATIENCE, "the queued mark", || {
+        (env.alice.reactions_on(&second).into_iter()).find(|r| r.key == "⏳")
+    })
+    .await;
+    env.reply_where(&room, "the second answer", |t| t == "second")
+        .await;
+}
+
+/// `!queue interrupt`: a message written while the agent works cuts the running answer,
+/// which says so, and is answered at once, the agent told its previous answer was cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupting_message_cuts_the_turn_and_is_answered_next() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 200",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "!queue interrupt").await;
+    env.notice_containing(&room, "stop the running turn").await;
+    let long: String = (0..200).map(|i| format!("word{i} ")).collect();
+    env.alice
+        .send(&room, &format!("%stream 100 5\n{long}"))
+        .await;
+    env.reply_where(&room, "the long answer to start", |t| {
+        t.starts_with("word0")
+    })
+    .await;
+    env.alice.send(&room, "%echo").await;
+    let cut = env
+        .reply_where(&room, "the cut answer", |t| {
+            t.contains("✂️ Cut by a new message from")
+        })
+        .await;
+    assert!(!cut.contains("word199"), "{cut}");
+    let next = env
+        .reply_where(&room, "the interrupting message answered", |t| {
+            t.contains("%echo")
+        })
+        .await;
+    assert!(
+        next.contains("This message interrupted your previous answer"),
+        "{next}"
+    );
+}

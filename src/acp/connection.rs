@@ -21,11 +21,9 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ClientCapabilities, CreateElicitationRequest, CreateTerminalRequest, ElicitationCapabilities,
-    ElicitationFormCapabilities, ElicitationUrlCapabilities, FileSystemCapabilities,
-    Implementation, InitializeRequest, InitializeResponse, KillTerminalRequest, NewSessionResponse,
-    ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionRequest, SessionNotification,
-    TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
+    CreateElicitationRequest, CreateTerminalRequest, InitializeResponse, KillTerminalRequest,
+    NewSessionResponse, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionRequest,
+    SessionNotification, TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
@@ -38,13 +36,13 @@ use super::client_terminal::{self, Terminals};
 use super::dialect::{self, Dialect};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
-use super::requests::{McpOffer, Request};
+use super::requests::{McpOffer, Request, initialize_request};
 use super::sessions::Sessions;
 use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
     AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession, ProcessState,
-    Reopen, SessionListing, SessionTools, StopReason, TurnEnd,
+    Reopen, SessionListing, SessionTools, Steered, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
@@ -475,6 +473,30 @@ impl AgentPort for AcpAgent {
         }
     }
 
+    fn steers(&self) -> bool {
+        self.info.steering
+    }
+
+    async fn steer(
+        &self,
+        session_id: &str,
+        blocks: Vec<PromptBlock>,
+    ) -> Result<Steered, AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::Steer {
+            session: session_id.to_owned(),
+            blocks: blocks.into_iter().map(events::prompt_block).collect(),
+            reply,
+        })
+        .await?;
+        let answer = (self.wait("_session/steering", Some(self.session_timeout), rx)).await?;
+        events::steered(&answer).ok_or_else(|| {
+            AgentError::Failed(format!(
+                "an answer to _session/steering of no known outcome: {answer}"
+            ))
+        })
+    }
+
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
         self.sessions().cancel_requested(session_id);
         self.terminals.stop_session(session_id);
@@ -745,27 +767,6 @@ async fn run_connection(
             Ok(())
         })
         .await
-}
-
-/// `initialize`: who Sidekicks is and what it offers the agent: questions (forms and
-/// links), its files when `file_access`, terminals when `terminal_access`.
-fn initialize_request(file_access: bool, terminal_access: bool) -> InitializeRequest {
-    let questions = ElicitationCapabilities::new()
-        .form(ElicitationFormCapabilities::new())
-        .url(ElicitationUrlCapabilities::new());
-    let files = FileSystemCapabilities::new()
-        .read_text_file(file_access)
-        .write_text_file(file_access);
-    let capabilities = ClientCapabilities::new()
-        .fs(files)
-        .terminal(terminal_access)
-        .elicitation(questions);
-    InitializeRequest::new(ProtocolVersion::V1)
-        .client_capabilities(capabilities)
-        .client_info(
-            Implementation::new("sidekicks", env!("CARGO_PKG_VERSION"))
-                .title("Sidekicks".to_string()),
-        )
 }
 
 /// A notification from the agent: a `session/update` goes to its session's queue (with the

@@ -18,8 +18,9 @@ use tokio::sync::oneshot;
 use crate::model::agent::{
     AgentEvent, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, ConfigValue, Cost,
     McpServerSpec, PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest,
-    PlanEntry, PlanStatus, SessionListing, SessionSettings, SessionTools, SlashCommand, StopReason,
-    TerminalOutput, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus, TurnEnd,
+    PlanEntry, PlanStatus, SessionListing, SessionSettings, SessionTools, SlashCommand, Steered,
+    StopReason, TerminalOutput, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
+    TurnEnd,
 };
 use crate::model::ids::AgentId;
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
@@ -44,6 +45,24 @@ pub fn agent_info(r: &InitializeResponse) -> AgentInfo {
         mcp_http: caps.mcp_capabilities.http,
         prompt_capabilities: prompt,
         auth_methods: r.auth_methods.iter().map(auth_method).collect(),
+        steering: (r.meta.as_ref())
+            .and_then(|m| m.get("steering"))
+            .and_then(|s| s.get("supported"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
+    }
+}
+
+/// What an agent's answer to `_session/steering` says became of the message: `None` for
+/// an answer that is not one of the contract's.
+pub fn steered(answer: &serde_json::Value) -> Option<Steered> {
+    match answer.get("outcome")?.as_str()? {
+        "injected" => Some(Steered::Injected),
+        // Asked for `promptRequired`; an adapter that started a turn of its own anyway
+        // took the message all the same.
+        "startedNewTurn" => Some(Steered::Injected),
+        "promptRequired" => Some(Steered::NoTurn),
+        _ => None,
     }
 }
 
@@ -498,6 +517,26 @@ mod tests {
         let n: SessionNotification =
             serde_json::from_value(serde_json::json!({"sessionId": "s", "update": json})).unwrap();
         session_update(n.update)
+    }
+
+    #[test]
+    fn steering_is_read_from_the_initialize_meta_and_its_outcomes_from_the_answer() {
+        let init = |meta: serde_json::Value| {
+            let r: InitializeResponse = serde_json::from_value(serde_json::json!({
+                "protocolVersion": 1, "agentCapabilities": {}, "_meta": meta,
+            }))
+            .unwrap();
+            agent_info(&r).steering
+        };
+        assert!(init(serde_json::json!({"steering": {"supported": true}})));
+        assert!(!init(serde_json::json!({"steering": {"supported": false}})));
+        assert!(!init(serde_json::json!({})));
+        let outcome = |o: &str| steered(&serde_json::json!({"outcome": o}));
+        assert_eq!(outcome("injected"), Some(Steered::Injected));
+        assert_eq!(outcome("startedNewTurn"), Some(Steered::Injected));
+        assert_eq!(outcome("promptRequired"), Some(Steered::NoTurn));
+        assert_eq!(outcome("queued"), None);
+        assert_eq!(steered(&serde_json::json!({})), None);
     }
 
     #[test]

@@ -1,18 +1,26 @@
 //! The work an [`AcpAgent`](super::AcpAgent) hands the task that owns the SDK connection:
 //! one variant per request it makes of the agent, each with where its answer goes, and how
-//! that task sends each (`Request::send`, never waiting for an answer itself).
+//! that task sends each (`Request::send`, never waiting for an answer itself); and the
+//! `initialize` request that opens the connection.
 
 use std::future::Future;
 use std::path::PathBuf;
 
+use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, CloseSessionRequest, ContentBlock,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest,
-    NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, SessionConfigOption,
+    AuthenticateRequest, CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
+    ElicitationCapabilities, ElicitationFormCapabilities, ElicitationUrlCapabilities,
+    FileSystemCapabilities, Implementation, InitializeRequest, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest, NewSessionResponse,
+    PromptRequest, PromptResponse, ResumeSessionRequest, SessionConfigOption,
     SessionConfigOptionValue, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
-use agent_client_protocol::{Agent, Error};
+use agent_client_protocol::{Agent, Error, UntypedMessage};
+
+/// The method that steers a message into a running turn (the contract of Claude's
+/// adapter, `@agentclientprotocol/claude-agent-acp`).
+const STEER_METHOD: &str = "_session/steering";
 use tokio::sync::oneshot;
 
 use super::events;
@@ -94,6 +102,16 @@ pub(super) enum Request {
         session: String,
         /// Where the answer goes.
         reply: oneshot::Sender<Result<(), agent_client_protocol::Error>>,
+    },
+    /// `_session/steering`: a message into the running turn, asking for `promptRequired`
+    /// when none runs.
+    Steer {
+        /// The session.
+        session: String,
+        /// The message's content blocks.
+        blocks: Vec<ContentBlock>,
+        /// Where the answer goes, as the agent gave it.
+        reply: oneshot::Sender<Result<serde_json::Value, agent_client_protocol::Error>>,
     },
     /// `session/cancel` (a notification: no answer).
     Cancel {
@@ -194,11 +212,12 @@ impl Request {
                     cx.send_request(request).block_task().await.map(|_| ())
                 })
             }
-            Request::Cancel { session } => {
-                if let Err(e) = cx.send_notification(CancelNotification::new(session)) {
-                    tracing::warn!(agent = %offer.agent_id, error = %e, "could not send session/cancel");
-                }
-            }
+            Request::Steer {
+                session,
+                blocks,
+                reply,
+            } => answer(reply, steer(cx, session, blocks)),
+            Request::Cancel { session } => cancel(&cx, session, offer.agent_id),
         }
     }
 }
@@ -212,6 +231,30 @@ fn answer<T: Send + 'static>(
     tokio::spawn(async move {
         let _ = reply.send(answered.await);
     });
+}
+
+/// `session/cancel` of `session`'s turn (a notification: a failure is only logged).
+fn cancel(cx: &ConnectionTo<Agent>, session: String, agent: &AgentId) {
+    if let Err(e) = cx.send_notification(CancelNotification::new(session)) {
+        tracing::warn!(agent = %agent, error = %e, "could not send session/cancel");
+    }
+}
+
+/// `_session/steering` of `blocks` into `session`'s running turn, asking for
+/// `promptRequired` (not a turn started by the agent) when none runs: the gateway owns
+/// what happens to a message no turn took.
+async fn steer(
+    cx: ConnectionTo<Agent>,
+    session: String,
+    blocks: Vec<ContentBlock>,
+) -> Result<serde_json::Value, Error> {
+    let params = serde_json::json!({
+        "sessionId": session,
+        "prompt": blocks,
+        "_meta": {"steering": {"idleBehavior": "promptRequired"}},
+    });
+    let request = UntypedMessage::new(STEER_METHOD, params)?;
+    cx.send_request(request).block_task().await
 }
 
 /// `session/load` or `session/resume` (`how`) of `session`, answered in the new-session
@@ -239,4 +282,25 @@ async fn reopen(
     Ok(NewSessionResponse::new(id)
         .modes(modes)
         .config_options(options))
+}
+
+/// `initialize`: who Sidekicks is and what it offers the agent: questions (forms and
+/// links), its files when `file_access`, terminals when `terminal_access`.
+pub(super) fn initialize_request(file_access: bool, terminal_access: bool) -> InitializeRequest {
+    let questions = ElicitationCapabilities::new()
+        .form(ElicitationFormCapabilities::new())
+        .url(ElicitationUrlCapabilities::new());
+    let files = FileSystemCapabilities::new()
+        .read_text_file(file_access)
+        .write_text_file(file_access);
+    let capabilities = ClientCapabilities::new()
+        .fs(files)
+        .terminal(terminal_access)
+        .elicitation(questions);
+    InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(capabilities)
+        .client_info(
+            Implementation::new("sidekicks", env!("CARGO_PKG_VERSION"))
+                .title("Sidekicks".to_string()),
+        )
 }

@@ -18,7 +18,7 @@ use super::connection::AcpAgent;
 use super::process::ProcessSpec;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
-    AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, TurnEnd,
+    AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, Steered, TurnEnd,
 };
 use crate::model::agent::{AuthMethodInfo, SessionListing, SessionTools};
 use crate::model::media::{PromptBlock, PromptSupport};
@@ -244,6 +244,19 @@ impl AgentPort for SupervisedAgent {
         blocks: Vec<PromptBlock>,
     ) -> Result<TurnEnd, AgentError> {
         self.owner(session_id)?.prompt(session_id, blocks).await
+    }
+
+    fn steers(&self) -> bool {
+        // Known once the agent has started (a turn runs only on a started agent).
+        self.current().is_some_and(|c| c.steers())
+    }
+
+    async fn steer(
+        &self,
+        session_id: &str,
+        blocks: Vec<PromptBlock>,
+    ) -> Result<Steered, AgentError> {
+        self.owner(session_id)?.steer(session_id, blocks).await
     }
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {

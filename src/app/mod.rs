@@ -270,6 +270,7 @@ impl Shared<'_> {
             media: config.media.limits(),
             reinject_max_chars: config.continuity.reinject_max_chars,
             max_waiting: config.queue.max_waiting,
+            queue_mode: config.queue.mode,
             rerun_interrupted: config.continuity.rerun_interrupted,
             rerun_edited: config.continuity.rerun_edited,
             quiet_note: (config.timeouts.quiet_turn_secs > 0)

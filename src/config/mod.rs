@@ -385,11 +385,18 @@ pub struct QueueConfig {
     /// message is refused with a notice and nothing runs it later, so a flooded room
     /// cannot fill the gateway's memory or keep its agent busy for hours.
     pub max_waiting: usize,
+    /// What a message written while the agent works does where a room has not chosen with
+    /// `!queue`: `queue` (it waits its turn), `steer` (it joins the running turn where the
+    /// agent offers steering) or `interrupt` (it stops the turn and is answered at once).
+    pub mode: crate::model::QueueMode,
 }
 
 impl Default for QueueConfig {
     fn default() -> Self {
-        Self { max_waiting: 1_000 }
+        Self {
+            max_waiting: 1_000,
+            mode: crate::model::QueueMode::Queue,
+        }
     }
 }
 

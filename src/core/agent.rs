@@ -60,6 +60,17 @@ pub trait AgentPort: Send + Sync {
     /// Frees session `session_id` on the agent's side (`session/close`, where the agent
     /// offers it; nothing otherwise): its conversation was reset. A failure is only logged.
     async fn close_session(&self, _session_id: &str) {}
+    /// Whether the agent takes a message into a running turn ([`AgentPort::steer`]), as it
+    /// advertised; `false` until it has started. No default: a wrapper that forgot to pass
+    /// it on would quietly turn steering off.
+    fn steers(&self) -> bool;
+    /// Sends `blocks` into the turn running in `session_id` (`_session/steering`): the
+    /// turn answers them. [`Steered::NoTurn`] when no turn runs there any more.
+    async fn steer(
+        &self,
+        session_id: &str,
+        blocks: Vec<PromptBlock>,
+    ) -> Result<Steered, AgentError>;
     /// Asks the agent to stop the running turn (`session/cancel`).
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError>;
     /// The last lines the agent wrote to stderr, for diagnostics.

@@ -66,6 +66,9 @@ pub struct AgentContext {
     /// Most prompts waiting behind a running turn of one conversation (`queue.max_waiting`);
     /// past it a prompt is refused with a notice.
     pub max_waiting: usize,
+    /// What a message written while the agent works does where the room has not chosen
+    /// with `!queue` (`queue.mode`).
+    pub queue_mode: crate::model::QueueMode,
     /// How long a turn may show nothing before the room is told how to stop it (`None`:
     /// never).
     pub quiet_note: Option<Duration>,
@@ -164,6 +167,7 @@ impl AgentContext {
             media: Default::default(),
             reinject_max_chars: 10_000,
             max_waiting: 1_000,
+            queue_mode: crate::model::QueueMode::Queue,
             quiet_note: None,
             rerun_interrupted: false,
             rerun_edited: false,

@@ -398,6 +398,19 @@ pub struct AgentInfo {
     pub prompt_capabilities: super::media::PromptSupport,
     /// Names of the authentication methods it offers.
     pub auth_methods: Vec<AuthMethodInfo>,
+    /// Whether it takes a message into the turn that is running (`_session/steering`,
+    /// advertised as `_meta.steering.supported`, as Claude's adapter does).
+    pub steering: bool,
+}
+
+/// What became of a message steered into a running turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steered {
+    /// It joined the running turn, which answers it.
+    Injected,
+    /// The session had no turn running (it ended meanwhile): the message is a prompt of
+    /// its own.
+    NoTurn,
 }
 
 /// One of an agent's sessions, as `session/list` describes it (for `!sessions`).

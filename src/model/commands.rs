@@ -26,6 +26,8 @@ pub enum Kind {
     Handoff,
     /// `!threads [separate|new|one]`.
     Threads,
+    /// `!queue [queue|steer|interrupt]`.
+    Queue,
     /// `!stop`.
     Stop,
     /// `!allow`.
@@ -487,6 +489,22 @@ pub const COMMANDS: &[Spec] = &[
         details: "separate: each thread is a conversation of its own; new: each message of \
                   the main timeline opens one; one: threads are part of the room's \
                   conversation.",
+    },
+    Spec {
+        kind: Kind::Queue,
+        name: "queue",
+        aliases: &[],
+        args: "[queue|steer|interrupt]",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Room,
+        help: "what a message written while the agent works does",
+        details: "queue: it waits its turn (⏳); steer: it joins the running turn (↪️) where \
+                  the agent offers that, else it waits; interrupt: it stops the running turn \
+                  and is answered at once.",
     },
     Spec {
         kind: Kind::Agents,

@@ -12,11 +12,13 @@ pub mod message;
 pub mod modes;
 pub mod poll;
 pub mod question;
+pub mod queue_mode;
 pub mod secret;
 pub mod thread_mode;
 pub mod verbosity;
 
 pub use message::OutMessage;
+pub use queue_mode::QueueMode;
 pub use secret::Secret;
 pub use thread_mode::ThreadMode;
 pub use verbosity::Verbosity;

@@ -407,7 +407,7 @@ mod tests {
             kind: PendingKind::Rerun,
             ..prompt("$0", "cut")
         };
-        store.end_turn(&key, None, Some(&rerun)).await.unwrap();
+        store.end_turn(&key, None, Some(&rerun), &[]).await.unwrap();
         let waiting = store.pending_inputs(&key.agent).await.unwrap();
         let bodies: Vec<&str> = waiting.iter().map(|p| p.body.as_str()).collect();
         assert_eq!(

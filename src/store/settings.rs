@@ -26,6 +26,29 @@ impl Store {
         .await
     }
 
+    /// What a message written during a turn does in `room`, as `!queue` chose, if it did
+    /// (as its word).
+    pub async fn room_queue_mode(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
+        let row: Option<(Option<String>,)> =
+            sqlx::query_as("SELECT queue_mode FROM room_settings WHERE room_id = ?")
+                .bind(room.as_str())
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.and_then(|r| r.0))
+    }
+
+    /// Records what a message written during a turn does in `room`.
+    pub async fn set_room_queue_mode(&self, room: &RoomId, word: &str) -> Result<(), StoreError> {
+        self.set_room_setting(
+            "INSERT INTO room_settings (room_id, queue_mode, updated_at) VALUES (?, ?, ?)
+             ON CONFLICT (room_id) DO UPDATE SET queue_mode = excluded.queue_mode,
+             updated_at = excluded.updated_at",
+            room.as_str(),
+            word,
+        )
+        .await
+    }
+
     /// Records how `room`'s threads map onto conversations.
     pub async fn set_room_threads(&self, room: &RoomId, word: &str) -> Result<(), StoreError> {
         self.set_room_setting(
@@ -121,6 +144,23 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_room_queue_mode_is_remembered_beside_its_other_settings() {
+        let store = Store::in_memory().await.unwrap();
+        let room = RoomId::from("!r");
+        assert_eq!(store.room_queue_mode(&room).await.unwrap(), None);
+        store.set_room_verbosity(&room, "tools").await.unwrap();
+        store.set_room_queue_mode(&room, "steer").await.unwrap();
+        assert_eq!(
+            store.room_queue_mode(&room).await.unwrap().as_deref(),
+            Some("steer")
+        );
+        assert_eq!(
+            store.room_verbosity(&room).await.unwrap().as_deref(),
+            Some("tools")
+        );
+    }
 
     #[tokio::test]
     async fn a_room_verbosity_is_remembered_and_replaced() {

@@ -166,13 +166,16 @@ impl Store {
     }
 
     /// Forgets the turn of (room, agent) and its messages (it ended, or was marked as cut),
-    /// records `reply` in the transcript and queues `rerun` (its prompt, to run again), all
-    /// in one transaction: a crash leaves either the unfinished turn or what replaced it.
+    /// records `reply` in the transcript, queues `rerun` (its prompt, to run again) and
+    /// settles the inputs `answered` besides its prompt (messages steered into it), all in
+    /// one transaction: a crash leaves either the unfinished turn, with those inputs still
+    /// waiting, or what replaced it.
     pub async fn end_turn(
         &self,
         conversation: &ConversationKey,
         reply: Option<TranscriptLine<'_>>,
         rerun: Option<&PendingInput>,
+        answered: &[EventId],
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let thread_id = conversation.thread_id();
@@ -193,6 +196,13 @@ impl Store {
         }
         if let Some(pending) = rerun {
             super::inbox::insert_pending(&mut tx, pending).await?;
+        }
+        for event in answered {
+            sqlx::query("DELETE FROM pending_inputs WHERE agent_id = ? AND event_id = ?")
+                .bind(agent_id)
+                .bind(event.as_str())
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -332,7 +342,7 @@ mod tests {
             body: "partial, longer",
             stop_reason: Some("interrupted"),
         };
-        store.end_turn(&key, Some(reply), None).await.unwrap();
+        store.end_turn(&key, Some(reply), None, &[]).await.unwrap();
         assert!(
             store
                 .unfinished_turns(&"demo".into())

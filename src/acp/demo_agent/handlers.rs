@@ -148,6 +148,7 @@ impl State {
             .or_default()
             .clone();
         cancel.flag.store(false, Ordering::SeqCst);
+        *cancel.steered.lock().unwrap() = Some(Vec::new());
         let text: String = req
             .prompt
             .iter()
@@ -187,11 +188,13 @@ impl State {
                 mcp,
             };
             let result = turn.run(&text).await;
+            let (result, steered) = turn.answer_steered(result);
             let answer = std::mem::take(&mut *turn.said.lock().unwrap());
+            let prompt = std::iter::once(text).chain(steered).collect::<Vec<_>>();
             state.remember(
                 &turn.session,
                 Exchange {
-                    prompt: text,
+                    prompt: prompt.join("\n"),
                     answer,
                 },
             );
@@ -266,6 +269,25 @@ impl State {
         if let Some(c) = self.sessions.lock().unwrap().get(session) {
             c.flag.store(true, Ordering::SeqCst);
             c.notify.notify_waiters();
+        }
+    }
+
+    /// `_session/steering` (the contract of Claude's adapter): the prompt's text joins the
+    /// turn running in the session, answered at its end (`injected`); an idle session
+    /// answers `promptRequired`, as a client that opts into it asks.
+    pub(super) fn steer(&self, params: &serde_json::Value) -> serde_json::Value {
+        let session = params["sessionId"].as_str().unwrap_or_default();
+        let text: Vec<&str> = (params["prompt"].as_array().into_iter().flatten())
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        let cancel = self.sessions.lock().unwrap().get(session).cloned();
+        let mut steered = cancel.as_ref().map(|c| c.steered.lock().unwrap());
+        match steered.as_deref_mut() {
+            Some(Some(running)) => {
+                running.push(text.join("\n"));
+                serde_json::json!({"outcome": "injected"})
+            }
+            _ => serde_json::json!({"outcome": "promptRequired", "reason": "noRunningTurn"}),
         }
     }
 }

@@ -80,6 +80,9 @@
 //! content in prompts (`promptCapabilities`); by default, text and links only.
 //! With `--prompt-log FILE` it appends every prompt it receives to FILE (one JSON string a
 //! line), so a test can tell whether a message reached it twice.
+//! It advertises steering (`_meta.steering.supported`) and takes `_session/steering` into
+//! a running turn, answered at its end (`↪️ You added: …`); an idle session answers
+//! `promptRequired`. `--no-steering` turns this off.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -90,6 +93,7 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
     AuthenticateResponse, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
@@ -101,7 +105,7 @@ use agent_client_protocol::v1::schema::{
     SessionMode, SessionModeState, SessionNotification, SessionResumeCapabilities, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
-use agent_client_protocol::{Client, Stdio};
+use agent_client_protocol::{Client, Stdio, UntypedMessage};
 use tokio::sync::Notify;
 
 use crate::model::media::PromptSupport;
@@ -113,6 +117,9 @@ struct Cancel {
     flag: AtomicBool,
     /// Wakes a turn that is sleeping or hanging.
     notify: Notify,
+    /// While a turn runs, the messages steered into it (`_session/steering`), answered at
+    /// its end; `None` while the session is idle.
+    steered: Mutex<Option<Vec<String>>>,
 }
 
 /// One exchange of a session's conversation, as the agent remembers it.
@@ -352,6 +359,9 @@ pub struct DemoOptions {
     pub auth: bool,
     /// Whether it takes MCP servers over HTTP (`mcpCapabilities.http`).
     pub mcp_http: bool,
+    /// Whether it advertises steering (`_meta.steering.supported`) and takes messages into
+    /// a running turn (`_session/steering`).
+    pub steering: bool,
 }
 
 /// Runs the demo agent on stdin/stdout until the client goes away. With
@@ -363,43 +373,8 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             agent_client_protocol::Error::internal_error().data(format!("{}: {e}", dir.display()))
         })?;
     }
-    // Every demo agent can close sessions; kept ones can be loaded or resumed.
-    let sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
-    // Kept sessions can be listed.
-    let sessions = match options.sessions {
-        Some(_) => sessions.list(SessionListCapabilities::new()),
-        None => sessions,
-    };
-    let capabilities = match (&options.sessions, options.resume) {
-        (None, _) => AgentCapabilities::new().session_capabilities(sessions),
-        (Some(_), false) => AgentCapabilities::new()
-            .load_session(true)
-            .session_capabilities(sessions),
-        (Some(_), true) => AgentCapabilities::new()
-            .session_capabilities(sessions.resume(SessionResumeCapabilities::new())),
-    };
-    let support = options.prompt_support;
-    let capabilities = capabilities
-        .mcp_capabilities(McpCapabilities::new().http(options.mcp_http))
-        .prompt_capabilities(
-            PromptCapabilities::new()
-                .image(support.image)
-                .audio(support.audio)
-                .embedded_context(support.embedded_context),
-        );
-    let auth_methods = match options.auth {
-        true => vec![
-            AuthMethod::Agent(
-                AuthMethodAgent::new("demo-login", "Demo sign-in")
-                    .description("Signs the demo agent in at once".to_string()),
-            ),
-            AuthMethod::Terminal(
-                AuthMethodTerminal::new("demo-terminal", "Sign in in a terminal")
-                    .args(vec!["demo-agent".into(), "--login".into()]),
-            ),
-        ],
-        false => Vec::new(),
-    };
+    let capabilities = capabilities(&options);
+    let auth_methods = auth_methods(options.auth);
     let modes: Vec<(String, String)> = match options.modes.is_empty() {
         true => (MODES.iter())
             .map(|(id, name)| (id.to_string(), name.to_string()))
@@ -422,8 +397,9 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
     });
     // Each handler owns a handle on the state; the work is in `handlers.rs`.
     let s = || state.clone();
-    let (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10) =
-        (s(), s(), s(), s(), s(), s(), s(), s(), s(), s(), s());
+    let (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11) =
+        (s(), s(), s(), s(), s(), s(), s(), s(), s(), s(), s(), s());
+    let steering = options.steering;
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
@@ -431,7 +407,8 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             async move |req: InitializeRequest, responder, _cx| {
                 *s0.client.lock().unwrap() = content::client_line(&req);
                 responder.respond(
-                    initialize_response(capabilities.clone()).auth_methods(auth_methods.clone()),
+                    initialize_response(capabilities.clone(), steering)
+                        .auth_methods(auth_methods.clone()),
                 )
             },
             agent_client_protocol::on_receive_request!(),
@@ -504,14 +481,76 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             },
             agent_client_protocol::on_receive_notification!(),
         )
+        // Last: it takes any method the typed handlers above did not.
+        .on_receive_request(
+            async move |req: UntypedMessage, responder: Responder<serde_json::Value>, _cx| match req
+                .method
+                .as_str()
+            {
+                "_session/steering" if steering => responder.respond(s11.steer(&req.params)),
+                _ => responder.respond_with_error(agent_client_protocol::Error::method_not_found()),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_to(Stdio::new())
         .await
 }
 
-/// The answer to `initialize`: the protocol version, `capabilities` and who the agent is.
-fn initialize_response(capabilities: AgentCapabilities) -> InitializeResponse {
+/// What the demo agent advertises at `initialize`, as `options` ask.
+fn capabilities(options: &DemoOptions) -> AgentCapabilities {
+    // Every demo agent can close sessions; kept ones can be loaded or resumed.
+    let sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
+    // Kept sessions can be listed.
+    let sessions = match options.sessions {
+        Some(_) => sessions.list(SessionListCapabilities::new()),
+        None => sessions,
+    };
+    let capabilities = match (&options.sessions, options.resume) {
+        (None, _) => AgentCapabilities::new().session_capabilities(sessions),
+        (Some(_), false) => AgentCapabilities::new()
+            .load_session(true)
+            .session_capabilities(sessions),
+        (Some(_), true) => AgentCapabilities::new()
+            .session_capabilities(sessions.resume(SessionResumeCapabilities::new())),
+    };
+    let support = options.prompt_support;
+    capabilities
+        .mcp_capabilities(McpCapabilities::new().http(options.mcp_http))
+        .prompt_capabilities(
+            PromptCapabilities::new()
+                .image(support.image)
+                .audio(support.audio)
+                .embedded_context(support.embedded_context),
+        )
+}
+
+/// The sign-in methods offered with `--auth` (none without).
+fn auth_methods(auth: bool) -> Vec<AuthMethod> {
+    match auth {
+        true => vec![
+            AuthMethod::Agent(
+                AuthMethodAgent::new("demo-login", "Demo sign-in")
+                    .description("Signs the demo agent in at once".to_string()),
+            ),
+            AuthMethod::Terminal(
+                AuthMethodTerminal::new("demo-terminal", "Sign in in a terminal")
+                    .args(vec!["demo-agent".into(), "--login".into()]),
+            ),
+        ],
+        false => Vec::new(),
+    }
+}
+
+/// The answer to `initialize`: the protocol version, `capabilities`, whether it takes
+/// steering (in `_meta`, as Claude's adapter says so) and who the agent is.
+fn initialize_response(capabilities: AgentCapabilities, steering: bool) -> InitializeResponse {
+    let mut meta = serde_json::Map::new();
+    if steering {
+        meta.insert("steering".into(), serde_json::json!({"supported": true}));
+    }
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(capabilities)
+        .meta(meta)
         .agent_info(
             Implementation::new("sidekicks-demo-agent", env!("CARGO_PKG_VERSION"))
                 .title("Sidekicks demo agent".to_string()),

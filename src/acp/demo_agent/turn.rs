@@ -100,6 +100,22 @@ impl Turn {
         self.cancelled()
     }
 
+    /// Ends the turn's taking of steered messages (from now on the session is idle and
+    /// steering asks for a prompt) and, after a turn that ended normally, answers each of
+    /// them; returns the turn's result and the messages.
+    pub(super) fn answer_steered(&self, result: TurnResult) -> (TurnResult, Vec<String>) {
+        let steered = (self.cancel.steered.lock().unwrap().take()).unwrap_or_default();
+        let mut result = result;
+        if matches!(result, Ok(StopReason::EndTurn)) {
+            for added in &steered {
+                if let Err(e) = self.say(&format!("\n\n↪️ You added: {added}")) {
+                    result = Err(e);
+                }
+            }
+        }
+        (result, steered)
+    }
+
     pub(super) async fn run(&self, text: &str) -> TurnResult {
         if let Some(command) = text.trim_start().strip_prefix('/') {
             let name = command.split_whitespace().next().unwrap_or("");

@@ -67,7 +67,8 @@ impl Channel {
                 | Kind::Show
                 | Kind::Default
                 | Kind::Handoff
-                | Kind::Threads,
+                | Kind::Threads
+                | Kind::Queue,
             ) => {
                 tracing::warn!(agent = %self.ctx.agent_id, command = command.word(), "a room command reached a channel; the gateway answers those");
                 return;

@@ -27,6 +27,7 @@ mod turn;
 mod turn_input;
 mod typing;
 mod worktree;
+mod written_during_turn;
 
 #[cfg(test)]
 mod tests;
@@ -228,7 +229,7 @@ impl Channel {
                 // slot away.
                 if let Some(lease) = self.lease_for_turn(&next).await {
                     let event_id = next.message.event_id.clone();
-                    self.run_turn(next.message, next.rerun, next.edited).await;
+                    self.run_turn(next).await;
                     drop(lease);
                     // Answered, one way or another: a turn that began settled it already;
                     // one refused before (an unknown slash command, no session) is here. One
@@ -378,8 +379,7 @@ impl Channel {
                     self.queue.push_front(Queued {
                         message: queued.message.clone(),
                         reaction: None,
-                        rerun: queued.rerun,
-                        edited: queued.edited,
+                        ..*queued
                     });
                     return None;
                 }

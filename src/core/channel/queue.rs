@@ -18,6 +18,9 @@ pub(super) struct Queued {
     /// Whether it runs again because it was edited while it was being answered
     /// (`continuity.rerun_edited`): its answer is a new one.
     pub(super) edited: bool,
+    /// Whether it stopped the turn before it (`!queue interrupt`): the agent is told its
+    /// previous answer was cut.
+    pub(super) interrupting: bool,
 }
 
 impl Queued {
@@ -28,6 +31,7 @@ impl Queued {
             reaction: None,
             rerun: false,
             edited: false,
+            interrupting: false,
         }
     }
 

@@ -41,6 +41,11 @@ pub(super) struct RunningTurn {
     /// Set once the turn was stopped because its session went to a mode that does not ask
     /// and could not be put back.
     lost_mode: bool,
+    /// The messages steered into it (`!queue steer`): answered by it, their inputs settled
+    /// when it ends (a crash before leaves them to be answered after the restart).
+    steered: Vec<EventId>,
+    /// Set when a message written during it stopped it (`!queue interrupt`).
+    cut: bool,
 }
 
 /// What is left of a turn once it ended: what it showed, to finish.
@@ -55,6 +60,10 @@ pub(super) struct Ended {
     pub(super) stopped_by: Option<UserId>,
     /// Whether the gateway's shutdown ended it.
     pub(super) at_shutdown: bool,
+    /// The messages steered into it, to settle with its end.
+    pub(super) steered: Vec<EventId>,
+    /// Whether a message written during it stopped it.
+    pub(super) cut: bool,
 }
 
 impl RunningTurn {
@@ -78,6 +87,8 @@ impl RunningTurn {
             stopped_by: None,
             shutdown_deadline: None,
             lost_mode: false,
+            steered: Vec::new(),
+            cut: false,
         }
     }
 
@@ -197,6 +208,18 @@ impl RunningTurn {
         true
     }
 
+    /// Records that message `event_id` was steered into the turn: it answers it.
+    pub(super) fn steered_in(&mut self, event_id: EventId) {
+        self.steered.push(event_id);
+    }
+
+    /// Records that `by` stopped the turn by writing a message (`!queue interrupt`);
+    /// `false` when someone stopped it already.
+    pub(super) fn cut_by(&mut self, by: UserId) -> bool {
+        self.cut = self.stop(by);
+        self.cut
+    }
+
     /// Whether someone stopped the turn.
     pub(super) fn is_stopped(&self) -> bool {
         self.stopped_by.is_some()
@@ -238,6 +261,8 @@ impl RunningTurn {
             activity: self.activity,
             stopped_by: self.stopped_by,
             at_shutdown: self.shutdown_deadline.is_some(),
+            steered: self.steered,
+            cut: self.cut,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::Channel;
 use super::journal::TurnJournal;
+use super::queue::Queued;
 use super::running_turn::{Ended, RunningTurn};
 use super::typing::Typing;
 use crate::core::context::Handoff;
@@ -67,8 +68,16 @@ impl Channel {
     /// Runs one prompt to its end: streams the reply, honours stop requests, queues the
     /// prompts that arrive meanwhile and records the transcript (`rerun`: the prompt's
     /// first run was cut by a crash; it is recorded already; `edited`: it runs again with
-    /// the text its author edited it to while it was answered).
-    pub(super) async fn run_turn(&mut self, message: IncomingMessage, rerun: bool, edited: bool) {
+    /// the text its author edited it to while it was answered; `interrupting`: it cut the
+    /// turn before it, and the agent is told so).
+    pub(super) async fn run_turn(&mut self, queued: Queued) {
+        let Queued {
+            message,
+            rerun,
+            edited,
+            interrupting,
+            ..
+        } = queued;
         // A slash command the agent does not offer is answered here instead of being sent;
         // the agent's list is known once its session is open.
         let slash = routing::slash_command(&message.body).filter(|_| !rerun);
@@ -90,7 +99,14 @@ impl Channel {
         let framed = match slash {
             Some(_) => message.clone(),
             None => IncomingMessage {
-                body: self.framed(&message).await,
+                body: match interrupting {
+                    true => format!(
+                        "{}\n\n{}",
+                        strings::INTERRUPTED_BY_NEXT,
+                        self.framed(&message).await
+                    ),
+                    false => self.framed(&message).await,
+                },
                 ..message.clone()
             },
         };
@@ -148,7 +164,7 @@ impl Channel {
 
     /// Records `message` in the transcript, naming the files that came with it: a
     /// conversation re-injected later still knows they were sent.
-    async fn record_prompt(&self, message: &IncomingMessage) {
+    pub(super) async fn record_prompt(&self, message: &IncomingMessage) {
         let mut body = message.body.clone();
         for file in &message.media {
             if !body.is_empty() {
@@ -329,6 +345,7 @@ impl Channel {
             mut stream,
             mut activity,
             stopped_by,
+            steered,
             ..
         } = ended;
         // A session dies with its process: the next message opens a new one (which starts
@@ -363,7 +380,7 @@ impl Channel {
             stop_reason: Some(stop_label),
         };
         ctx.store
-            .end_turn(&self.key, Some(reply), None)
+            .end_turn(&self.key, Some(reply), None, &steered)
             .await
             .or_log("could not record the end of the turn");
         if died {
@@ -426,6 +443,10 @@ impl Channel {
             Ok(reason) if ended.at_shutdown => (
                 stop_reason_label(reason),
                 Some(strings::STOPPED_AT_SHUTDOWN.to_owned()),
+            ),
+            Ok(reason @ StopReason::Cancelled) if ended.cut => (
+                stop_reason_label(reason),
+                Some(strings::cut_by_message(stopped_by.unwrap_or_default())),
             ),
             Ok(reason) => (
                 stop_reason_label(reason),
@@ -501,7 +522,7 @@ impl Channel {
 
     /// `message`'s text as the agent gets it: who wrote it where several people may prompt,
     /// and a quote of the message it replies to (`core::framing`).
-    async fn framed(&self, message: &IncomingMessage) -> String {
+    pub(super) async fn framed(&self, message: &IncomingMessage) -> String {
         let several = self.several_people_here().await;
         let frame = Frame {
             author: several.then_some((message.sender_name.as_deref(), message.sender.as_str())),

@@ -199,7 +199,7 @@ impl Channel {
             self.settle(&event_id).await;
             return;
         }
-        self.queue_behind(message, None).await;
+        self.written_during_turn(message, turn).await;
     }
 
     /// A command while a turn runs: what each does then is the registry's (stop the turn,

@@ -11,7 +11,7 @@ use crate::core::agent::AgentPort;
 use crate::model::agent::{
     AgentError, AgentEvent, ConfigChoice, ConfigOption, ConfigValue, NewSession, PermissionAnswer,
     PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen, SessionSettings,
-    SessionTools, SlashCommand, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
+    SessionTools, SlashCommand, Steered, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
@@ -84,6 +84,10 @@ struct AgentState {
     known_modes: Option<KnownModes>,
     /// The options its permission requests offer (`None`: [`usual_options`]).
     options: Option<Vec<PermissionOption>>,
+    /// Whether it takes messages into a running turn.
+    steering: bool,
+    /// The messages steered into its turns: (session, text).
+    steered: Vec<(String, String)>,
 }
 
 /// What the fake agent's "dialect" knows by default, as the demo agent's does: `ask` asks
@@ -120,6 +124,17 @@ impl FakeAgent {
     pub fn with_reopen(self: Arc<Self>, how: Reopen) -> Arc<Self> {
         self.state.lock().unwrap().reopen = Some(how);
         self
+    }
+
+    /// Makes the agent take messages into its running turns (`_session/steering`).
+    pub fn with_steering(self: Arc<Self>) -> Arc<Self> {
+        self.state.lock().unwrap().steering = true;
+        self
+    }
+
+    /// The messages steered into its turns: (session, text), in order.
+    pub fn steered(&self) -> Vec<(String, String)> {
+        self.state.lock().unwrap().steered.clone()
     }
 
     /// Sets what the agent "wrote to stderr".
@@ -352,6 +367,21 @@ impl AgentPort for FakeAgent {
                 Ok(StopReason::EndTurn.into())
             }
         }
+    }
+
+    fn steers(&self) -> bool {
+        self.state.lock().unwrap().steering
+    }
+
+    async fn steer(
+        &self,
+        session_id: &str,
+        blocks: Vec<PromptBlock>,
+    ) -> Result<Steered, AgentError> {
+        let mut s = self.state.lock().unwrap();
+        s.steered
+            .push((session_id.into(), PromptBlock::text_of(&blocks)));
+        Ok(Steered::Injected)
     }
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {

@@ -121,7 +121,7 @@ impl Gateway {
         // Marked, recorded and (when configured) queued again in one go: the next step
         // takes the queued prompt up with everything else that waits.
         self.store
-            .end_turn(&turn_key(ctx, &turn), said, again.as_ref())
+            .end_turn(&turn_key(ctx, &turn), said, again.as_ref(), &[])
             .await
             .or_log("could not forget the unfinished turn");
     }

@@ -11,9 +11,9 @@ use crate::core::inbound::IncomingMessage;
 use crate::core::routing::Member;
 use crate::model::agent::ProcessState;
 use crate::model::ids::{AgentId, ConversationKey, RoomId};
-use crate::model::{ThreadMode, Verbosity};
+use crate::model::{QueueMode, ThreadMode, Verbosity};
 use crate::render::strings::{self, ProcessLine, StatusLine};
-use crate::store::{RoomRouting, StoreError};
+use crate::store::{LogFailure, RoomRouting, StoreError};
 
 impl Gateway {
     /// Answers a room command carried by `message` (already admitted, and settled once
@@ -48,7 +48,9 @@ impl Gateway {
                 return;
             }
             Some(Kind::Agents) => self.agent_list(members),
-            Some(kind @ (Kind::Show | Kind::Default | Kind::Handoff | Kind::Threads)) => {
+            Some(
+                kind @ (Kind::Show | Kind::Default | Kind::Handoff | Kind::Threads | Kind::Queue),
+            ) => {
                 self.room_setting(kind, &command, room, members, routing)
                     .await
             }
@@ -133,6 +135,17 @@ impl Gateway {
                         strings::threads_set(mode.as_str()),
                     ),
                     None => strings::threads_usage(prefix, &word),
+                },
+            },
+            Kind::Queue => match command.choice() {
+                None => strings::queue_mode_is(prefix, self.room_queue_mode(room).await.as_str()),
+                Some(word) => match QueueMode::parse(&word) {
+                    Some(mode) => saved(
+                        self.store.set_room_queue_mode(room, mode.as_str()).await,
+                        "the room's queue setting",
+                        strings::queue_mode_set(mode),
+                    ),
+                    None => strings::queue_mode_usage(prefix, &word),
                 },
             },
             _ => strings::unknown_command(prefix, command.word()),
@@ -249,6 +262,21 @@ impl Gateway {
         (routing.threads.as_deref())
             .and_then(ThreadMode::parse)
             .unwrap_or(self.rules.threads)
+    }
+
+    /// What a message written during a turn does in the room, as chosen with `!queue` or
+    /// configured.
+    async fn room_queue_mode(&self, room_id: &RoomId) -> QueueMode {
+        let configured = (self.agents.values().next())
+            .map(|ctx| ctx.queue_mode)
+            .unwrap_or_default();
+        let stored = (self.store.room_queue_mode(room_id).await)
+            .or_log("could not read the room's settings")
+            .flatten();
+        stored
+            .as_deref()
+            .and_then(QueueMode::parse)
+            .unwrap_or(configured)
     }
 
     /// What the room shows, as chosen with `!show` or configured.

@@ -4,6 +4,7 @@ mod counts;
 mod help;
 mod media;
 mod modes;
+mod queue;
 mod threads;
 mod worktree;
 
@@ -11,6 +12,7 @@ pub use counts::*;
 pub use help::*;
 pub use media::*;
 pub use modes::*;
+pub use queue::*;
 pub use threads::*;
 pub use worktree::*;
 
