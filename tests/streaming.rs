@@ -556,3 +556,29 @@ async fn an_interrupting_message_cuts_the_turn_and_is_answered_next() {
         "{next}"
     );
 }
+
+/// `!reactions on`: the agent marks a message 👀 when it takes it, then ✅ once answered,
+/// the 👀 taken back; a stopped turn's message ends 🛑.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_status_reactions_on_a_message_shows_where_it_stands() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "!reactions on").await;
+    env.notice_containing(&room, "mark your messages here")
+        .await;
+    let asked = env.alice.send(&room, "%say hi").await;
+    let mark = |key: &'static str, event: &str| {
+        (env.alice.reactions_on(event).into_iter()).find(|r| r.key == key && r.sender == env.agent)
+    };
+    let taken = wait_until(PATIENCE, "the taken mark", || mark("👀", &asked)).await;
+    wait_until(PATIENCE, "the answered mark", || mark("✅", &asked)).await;
+    wait_until(PATIENCE, "the taken mark to go", || {
+        env.alice.is_redacted(&taken.event_id).then_some(())
+    })
+    .await;
+    let long = env.alice.send(&room, "%say working\n%sleep 30000").await;
+    env.reply_where(&room, "the running turn", |t| t == "working")
+        .await;
+    env.alice.send(&room, "!stop").await;
+    wait_until(PATIENCE, "the stopped mark", || mark("🛑", &long)).await;
+}

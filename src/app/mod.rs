@@ -271,6 +271,7 @@ impl Shared<'_> {
             reinject_max_chars: config.continuity.reinject_max_chars,
             max_waiting: config.queue.max_waiting,
             queue_mode: config.queue.mode,
+            status_reactions: config.display.status_reactions,
             rerun_interrupted: config.continuity.rerun_interrupted,
             rerun_edited: config.continuity.rerun_edited,
             quiet_note: (config.timeouts.quiet_turn_secs > 0)

@@ -449,6 +449,10 @@ pub struct DisplayConfig {
     /// becomes its description and address, so nothing is fetched without a click) or
     /// `matrix` (those already on a Matrix server, `mxc://`).
     pub pictures: crate::render::markdown::Pictures,
+    /// Whether agents mark people's messages with status reactions (👀 taken, then ✅
+    /// answered, ❌ failed or 🛑 stopped) where a room has not chosen with `!reactions`.
+    /// A waiting message is marked ⏳ either way.
+    pub status_reactions: bool,
 }
 
 /// Chat command settings.

@@ -69,6 +69,9 @@ pub struct AgentContext {
     /// What a message written while the agent works does where the room has not chosen
     /// with `!queue` (`queue.mode`).
     pub queue_mode: crate::model::QueueMode,
+    /// Whether people's messages are marked with status reactions where the room has not
+    /// chosen with `!reactions` (`display.status_reactions`).
+    pub status_reactions: bool,
     /// How long a turn may show nothing before the room is told how to stop it (`None`:
     /// never).
     pub quiet_note: Option<Duration>,
@@ -168,6 +171,7 @@ impl AgentContext {
             reinject_max_chars: 10_000,
             max_waiting: 1_000,
             queue_mode: crate::model::QueueMode::Queue,
+            status_reactions: false,
             quiet_note: None,
             rerun_interrupted: false,
             rerun_edited: false,

@@ -28,6 +28,8 @@ pub enum Kind {
     Threads,
     /// `!queue [queue|steer|interrupt]`.
     Queue,
+    /// `!reactions [on|off]`.
+    Reactions,
     /// `!stop`.
     Stop,
     /// `!allow`.
@@ -505,6 +507,21 @@ pub const COMMANDS: &[Spec] = &[
         details: "queue: it waits its turn (⏳); steer: it joins the running turn (↪️) where \
                   the agent offers that, else it waits; interrupt: it stops the running turn \
                   and is answered at once.",
+    },
+    Spec {
+        kind: Kind::Reactions,
+        name: "reactions",
+        aliases: &[],
+        args: "[on|off]",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Room,
+        help: "whether agents mark your messages as they take and answer them",
+        details: "on: 👀 when a message is taken, then ✅ answered, ❌ failed or 🛑 stopped, \
+                  each replacing the last; off: only ⏳ while a message waits.",
     },
     Spec {
         kind: Kind::Agents,

@@ -49,6 +49,33 @@ impl Store {
         .await
     }
 
+    /// Whether agents mark people's messages in `room` with status reactions, as
+    /// `!reactions` chose, if it did.
+    pub async fn room_status_reactions(&self, room: &RoomId) -> Result<Option<bool>, StoreError> {
+        let row: Option<(Option<bool>,)> =
+            sqlx::query_as("SELECT status_reactions FROM room_settings WHERE room_id = ?")
+                .bind(room.as_str())
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.and_then(|r| r.0))
+    }
+
+    /// Records whether agents mark people's messages in `room` with status reactions.
+    pub async fn set_room_status_reactions(
+        &self,
+        room: &RoomId,
+        on: bool,
+    ) -> Result<(), StoreError> {
+        self.set_room_setting(
+            "INSERT INTO room_settings (room_id, status_reactions, updated_at) VALUES (?, ?, ?)
+             ON CONFLICT (room_id) DO UPDATE SET status_reactions = excluded.status_reactions,
+             updated_at = excluded.updated_at",
+            room.as_str(),
+            on,
+        )
+        .await
+    }
+
     /// Records how `room`'s threads map onto conversations.
     pub async fn set_room_threads(&self, room: &RoomId, word: &str) -> Result<(), StoreError> {
         self.set_room_setting(
@@ -152,6 +179,12 @@ mod tests {
         assert_eq!(store.room_queue_mode(&room).await.unwrap(), None);
         store.set_room_verbosity(&room, "tools").await.unwrap();
         store.set_room_queue_mode(&room, "steer").await.unwrap();
+        assert_eq!(store.room_status_reactions(&room).await.unwrap(), None);
+        store.set_room_status_reactions(&room, true).await.unwrap();
+        assert_eq!(
+            store.room_status_reactions(&room).await.unwrap(),
+            Some(true)
+        );
         assert_eq!(
             store.room_queue_mode(&room).await.unwrap().as_deref(),
             Some("steer")

@@ -318,8 +318,8 @@ impl Env {
         .await
     }
 
-    /// Sends `prompt` and waits for the agent's reply message to show `expected`; returns
-    /// the reply's event ID.
+    /// Sends `prompt` and waits for the agent's reply message to show `expected`, complete
+    /// (its live marker dropped: its turn has ended); returns the reply's event ID.
     pub async fn prompt_and_wait(
         &self,
         room: &matrix_sdk::room::Room,
@@ -333,7 +333,10 @@ impl Env {
                 .messages_from(room, &self.agent)
                 .into_iter()
                 .skip(before)
-                .find(|m| self.alice.current_text(&m.event_id).as_deref() == Some(expected))
+                .find(|m| {
+                    self.alice.current_text(&m.event_id).as_deref() == Some(expected)
+                        && !self.alice.is_live(&m.event_id)
+                })
                 .map(|m| m.event_id)
         })
         .await

@@ -534,6 +534,16 @@ impl Person {
             .map(|m| m.body.clone())
     }
 
+    /// Whether `event_id` is still being written: the live marker (MSC4357) is on its
+    /// last edit, or on itself while it has none.
+    pub fn is_live(&self, event_id: &str) -> bool {
+        if let Some(last) = self.edits_of(event_id).last() {
+            return last.live;
+        }
+        let log = self.log.lock().unwrap();
+        (log.messages.iter()).any(|m| m.event_id == event_id && m.live)
+    }
+
     /// The HTML `event_id` shows now (its last edit's, if edited), if any.
     pub fn current_html(&self, event_id: &str) -> Option<String> {
         if let Some(last) = self.edits_of(event_id).last() {

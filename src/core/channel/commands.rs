@@ -68,7 +68,8 @@ impl Channel {
                 | Kind::Default
                 | Kind::Handoff
                 | Kind::Threads
-                | Kind::Queue,
+                | Kind::Queue
+                | Kind::Reactions,
             ) => {
                 tracing::warn!(agent = %self.ctx.agent_id, command = command.word(), "a room command reached a channel; the gateway answers those");
                 return;

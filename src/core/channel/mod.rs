@@ -23,6 +23,7 @@ mod reported;
 mod running_turn;
 mod session;
 mod slot;
+mod status_marks;
 mod turn;
 mod turn_input;
 mod typing;

@@ -5,6 +5,7 @@ use super::Channel;
 use super::journal::TurnJournal;
 use super::queue::Queued;
 use super::running_turn::{Ended, RunningTurn};
+use super::status_marks::Outcome;
 use super::typing::Typing;
 use crate::core::context::Handoff;
 use crate::core::voice::txn;
@@ -136,8 +137,13 @@ impl Channel {
             .await
             .or_log("could not record the turn; a crash would leave it unmarked");
         let typing = Typing::after(TYPING_AFTER, self.ctx.chat.clone(), self.key.room.clone());
+        let marks = self.mark_taken(&message.event_id).await;
         let result = self.drive(prompt, &mut turn).await;
+        let outcome = Outcome::of(&result);
         self.finish_turn(result, turn).await;
+        if let Some(marks) = marks {
+            marks.ended(outcome);
+        }
         // A session that left the asking modes for good is not used again.
         if self.modes.take_lost() {
             self.leave_session().await;

@@ -49,7 +49,12 @@ impl Gateway {
             }
             Some(Kind::Agents) => self.agent_list(members),
             Some(
-                kind @ (Kind::Show | Kind::Default | Kind::Handoff | Kind::Threads | Kind::Queue),
+                kind @ (Kind::Show
+                | Kind::Default
+                | Kind::Handoff
+                | Kind::Threads
+                | Kind::Queue
+                | Kind::Reactions),
             ) => {
                 self.room_setting(kind, &command, room, members, routing)
                     .await
@@ -137,17 +142,8 @@ impl Gateway {
                     None => strings::threads_usage(prefix, &word),
                 },
             },
-            Kind::Queue => match command.choice() {
-                None => strings::queue_mode_is(prefix, self.room_queue_mode(room).await.as_str()),
-                Some(word) => match QueueMode::parse(&word) {
-                    Some(mode) => saved(
-                        self.store.set_room_queue_mode(room, mode.as_str()).await,
-                        "the room's queue setting",
-                        strings::queue_mode_set(mode),
-                    ),
-                    None => strings::queue_mode_usage(prefix, &word),
-                },
-            },
+            Kind::Queue => self.queue_setting(command, room).await,
+            Kind::Reactions => self.reactions_setting(command, room).await,
             _ => strings::unknown_command(prefix, command.word()),
         }
     }
@@ -264,6 +260,39 @@ impl Gateway {
             .unwrap_or(self.rules.threads)
     }
 
+    /// `!queue`: what a message written during a turn does here, or the change to it.
+    async fn queue_setting(&self, command: &Command, room: &RoomId) -> String {
+        let prefix = &self.prefix;
+        match command.choice() {
+            None => strings::queue_mode_is(prefix, self.room_queue_mode(room).await.as_str()),
+            Some(word) => match QueueMode::parse(&word) {
+                Some(mode) => saved(
+                    self.store.set_room_queue_mode(room, mode.as_str()).await,
+                    "the room's queue setting",
+                    strings::queue_mode_set(mode),
+                ),
+                None => strings::queue_mode_usage(prefix, &word),
+            },
+        }
+    }
+
+    /// `!reactions`: whether agents mark people's messages here, or the change to it.
+    async fn reactions_setting(&self, command: &Command, room: &RoomId) -> String {
+        let prefix = &self.prefix;
+        match command.choice().as_deref() {
+            None => strings::status_reactions_are(prefix, self.room_status_reactions(room).await),
+            Some(word @ ("on" | "off")) => {
+                let on = word == "on";
+                saved(
+                    self.store.set_room_status_reactions(room, on).await,
+                    "the room's reactions setting",
+                    strings::status_reactions_set(on),
+                )
+            }
+            Some(_) => strings::status_reactions_usage(prefix),
+        }
+    }
+
     /// What a message written during a turn does in the room, as chosen with `!queue` or
     /// configured.
     async fn room_queue_mode(&self, room_id: &RoomId) -> QueueMode {
@@ -276,6 +305,16 @@ impl Gateway {
         stored
             .as_deref()
             .and_then(QueueMode::parse)
+            .unwrap_or(configured)
+    }
+
+    /// Whether agents mark people's messages here, as chosen with `!reactions` or
+    /// configured.
+    async fn room_status_reactions(&self, room_id: &RoomId) -> bool {
+        let configured = (self.agents.values().next()).is_some_and(|ctx| ctx.status_reactions);
+        (self.store.room_status_reactions(room_id).await)
+            .or_log("could not read the room's settings")
+            .flatten()
             .unwrap_or(configured)
     }
 

@@ -5,6 +5,7 @@ mod help;
 mod media;
 mod modes;
 mod queue;
+mod status_marks;
 mod threads;
 mod worktree;
 
@@ -13,6 +14,7 @@ pub use help::*;
 pub use media::*;
 pub use modes::*;
 pub use queue::*;
+pub use status_marks::*;
 pub use threads::*;
 pub use worktree::*;
 

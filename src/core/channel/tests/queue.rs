@@ -488,3 +488,68 @@ async fn past_its_limit_a_waiting_message_is_refused_with_a_notice_and_settled()
         .count();
     assert_eq!(marks, 2, "{:?}", chat.log());
 }
+
+/// The reactions the agent put on `event`, in order.
+fn reactions_on(chat: &FakeChat, event: &str) -> Vec<String> {
+    (chat.log().into_iter())
+        .filter_map(|s| match s {
+            Sent::React { event_id, key, .. } if event_id == event => Some(key),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn with_status_reactions_on_a_prompt_is_marked_taken_then_answered_or_stopped() {
+    let agent = FakeAgent::new(Script::Chunks(vec!["hi".into()], Duration::from_millis(50)));
+    let chat = FakeChat::new();
+    let (tx, store) = channel(agent.clone(), chat.clone()).await;
+    let room = crate::model::ids::RoomId::from("!room");
+    (store.set_room_status_reactions(&room, true).await).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| reactions_on(&chat, "$1").len() == 2).await;
+    assert_eq!(reactions_on(&chat, "$1"), vec!["👀", "✅"]);
+    settle_until(|| (chat.log().iter()).any(|s| matches!(s, Sent::Redact { .. }))).await;
+    assert!(
+        (chat.log().iter())
+            .any(|s| matches!(s, Sent::Redact { event_id, .. } if event_id == "$react-$1")),
+        "the 👀 is taken back: {:?}",
+        chat.log()
+    );
+    // Off: nothing but the answer.
+    (store.set_room_status_reactions(&room, false).await).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$2", "again")))
+        .unwrap();
+    settle_until(|| chat.shown("!room").len() == 2).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(reactions_on(&chat, "$2").is_empty(), "{:?}", chat.log());
+}
+
+#[tokio::test]
+async fn a_stopped_or_failed_turn_marks_its_prompt_so() {
+    let agent = FakeAgent::new(Script::UntilCancelled);
+    let chat = FakeChat::new();
+    let (tx, store) = channel(agent.clone(), chat.clone()).await;
+    let room = crate::model::ids::RoomId::from("!room");
+    (store.set_room_status_reactions(&room, true).await).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "long")))
+        .unwrap();
+    settle_until(|| reactions_on(&chat, "$1") == ["👀"]).await;
+    tx.try_send(ChannelInput::Command(
+        Command::new(Kind::Stop, &[]),
+        message("$s", "!stop"),
+    ))
+    .unwrap();
+    settle_until(|| reactions_on(&chat, "$1").len() == 2).await;
+    assert_eq!(reactions_on(&chat, "$1"), vec!["👀", "🛑"]);
+
+    let failing = FakeAgent::new(Script::Error("boom".into()));
+    let chat = FakeChat::new();
+    let (tx, store) = channel(failing, chat.clone()).await;
+    (store.set_room_status_reactions(&room, true).await).unwrap();
+    tx.try_send(ChannelInput::Prompt(message("$1", "go")))
+        .unwrap();
+    settle_until(|| reactions_on(&chat, "$1").len() == 2).await;
+    assert_eq!(reactions_on(&chat, "$1"), vec!["👀", "❌"]);
+}

@@ -132,6 +132,10 @@ pub struct ReplyStream {
     capped: bool,
     /// Nothing is sent before this instant (interval or rate limit).
     not_before: Instant,
+    /// Nothing at all is sent before this instant (a rate limit, or a failure's back-off):
+    /// the edit that only drops the live marker at the end waits for this, not for the
+    /// interval, so a short answer's turn does not end an interval late.
+    retry_at: Instant,
     /// Counters.
     stats: StreamStats,
 }
@@ -156,6 +160,7 @@ impl ReplyStream {
             posted: Vec::new(),
             capped: false,
             not_before: Instant::now(),
+            retry_at: Instant::now(),
             stats: StreamStats::default(),
         }
     }
@@ -273,21 +278,35 @@ impl ReplyStream {
         None
     }
 
+    /// Whether showing `text` in message `index` only drops its live marker (at the end):
+    /// the room shows the text already.
+    fn only_unmarks(&self, index: usize, text: &str) -> bool {
+        self.finishing && (self.posted.get(index)).is_some_and(|p| p.live && p.shown == text)
+    }
+
     /// When the next request is due, or `None` when nothing needs sending.
     pub fn next_flush_at(&self) -> Option<Instant> {
-        self.next_request().map(|_| self.not_before)
+        self.next_request()
+            .map(|(index, text)| match self.only_unmarks(index, &text) {
+                true => self.retry_at,
+                false => self.not_before,
+            })
     }
 
     /// Makes at most one request (send or edit), if one is due. A refused request leaves
     /// the text pending for the next call.
     pub async fn flush(&mut self) -> Result<(), ChatError> {
         let now = Instant::now();
-        if now < self.not_before {
-            return Ok(());
-        }
         let Some((index, text)) = self.next_request().map(|(i, t)| (i, t.into_owned())) else {
             return Ok(());
         };
+        let due = match self.only_unmarks(index, &text) {
+            true => self.retry_at,
+            false => self.not_before,
+        };
+        if now < due {
+            return Ok(());
+        }
         let live = self.live_at(index, self.last_index());
         let message = OutMessage {
             live,
@@ -332,10 +351,12 @@ impl ReplyStream {
             Err(ChatError::RateLimited { retry_after }) => {
                 self.stats.rate_limited += 1;
                 self.not_before = now + (*retry_after).max(self.settings.interval);
+                self.retry_at = now + *retry_after;
             }
             Err(_) => {
                 self.stats.failures += 1;
                 self.not_before = now + self.settings.interval.max(Duration::from_secs(2));
+                self.retry_at = self.not_before;
             }
         }
         result

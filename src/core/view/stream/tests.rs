@@ -89,9 +89,20 @@ async fn edits_are_coalesced_to_one_per_interval_and_the_last_holds_everything()
     );
     assert!(matches!(log[0], Sent::Send { .. }));
     assert_eq!(chat.shown("!r"), vec![parts.concat()]);
+    // One request per interval, but for the last: it only drops the live marker of a
+    // message that shows everything already, at once.
     let times = chat.times();
-    for pair in times.windows(2) {
+    let (paced, last) = times.split_at(times.len() - 1);
+    for pair in paced.windows(2) {
         assert!(pair[1] - pair[0] >= Duration::from_secs(1), "{times:?}");
+    }
+    if last[0] - paced[paced.len() - 1] < Duration::from_secs(1) {
+        let flags = live_flags(&log);
+        assert_eq!(flags[flags.len() - 2..], [true, false], "{log:?}");
+        let Sent::Edit { msg, .. } = &log[log.len() - 1] else {
+            panic!("{log:?}")
+        };
+        assert_eq!(msg.body, parts.concat(), "the text did not change");
     }
 }
 
@@ -421,4 +432,34 @@ async fn a_message_left_live_by_an_outage_is_left_for_the_outbox_without_the_mar
     assert_eq!(left.len(), 1, "{left:?}");
     assert_eq!(left[0].content.body, "shown whole");
     assert!(!left[0].content.live);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_edit_that_only_drops_the_marker_does_not_wait_an_interval() {
+    let chat = FakeChat::new();
+    let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t-live7", settings());
+    s.push("short");
+    s.flush().await.unwrap();
+    let started = Instant::now();
+    s.finish(None).await.unwrap();
+    assert!(
+        started.elapsed() < settings().interval,
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(live_flags(&chat.log()), vec![true, false]);
+    // A rate limit is still waited out.
+    let chat = FakeChat::new();
+    chat.rate_limit_calls(&[2], Duration::from_secs(3));
+    let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t-live8", settings());
+    s.push("short");
+    s.flush().await.unwrap();
+    let started = Instant::now();
+    s.finish(None).await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(chat.shown("!r"), vec!["short".to_string()]);
 }
