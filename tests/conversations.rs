@@ -390,3 +390,57 @@ async fn where_edits_rerun_an_edited_running_prompt_stops_and_runs_its_new_text(
         "{old}"
     );
 }
+
+/// `!fork`: a new thread whose conversation starts as a copy of this one. The fork's thread
+/// sees the earlier conversation; the original goes on without the fork's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_starts_as_a_copy_and_the_original_does_not_see_it() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say the answer is 42", "the answer is 42")
+        .await;
+    env.alice.send(&room, "!fork other approach").await;
+    let (root, _) = agent_message(&env, &room, "the fork's root", |t| {
+        t.starts_with("🍴 Fork “other approach”, started by alice")
+    })
+    .await;
+    assert_eq!(root.thread, None, "a message of the main timeline");
+    let (started, _) = agent_message(&env, &room, "the fork's first message", |t| {
+        t.contains("starts with the conversation so far (2 messages)")
+    })
+    .await;
+    assert_eq!(started.thread.as_deref(), Some(root.event_id.as_str()));
+
+    // In the fork: the earlier conversation comes with the first message.
+    env.alice
+        .send_in_thread(&room, &root.event_id, "%say fork only\n%echo")
+        .await;
+    let (forked, echoed) = agent_message(&env, &room, "the fork's answer", |t| {
+        t.starts_with("fork only")
+    })
+    .await;
+    assert_eq!(forked.thread.as_deref(), Some(root.event_id.as_str()));
+    assert!(echoed.contains("> %say the answer is 42"), "{echoed}");
+    assert!(echoed.contains("> the answer is 42"), "{echoed}");
+
+    // The original conversation goes on in its own session, without the fork's words.
+    env.alice.send(&room, "%history").await;
+    let (_, history) = agent_message(&env, &room, "the original's history", |t| {
+        t.contains("earlier prompts")
+    })
+    .await;
+    assert!(history.contains("%say the answer is 42"), "{history}");
+    assert!(!history.contains("fork only"), "{history}");
+}
+
+/// Where threads are part of the room's conversation, a fork is refused with the way out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_needs_threads_of_their_own() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "!threads one").await;
+    env.notice_containing(&room, "threads here: one").await;
+    env.alice.send(&room, "!fork").await;
+    env.notice_containing(&room, "!threads separate first")
+        .await;
+}

@@ -63,12 +63,13 @@ async fn a_poll_gets_through_and_is_settled_under_default_rate_limits() {
     )
     .await;
     let room = env.room_with_agent(false).await;
-    // Three tool cards (a post and two edits each) spend the burst before the poll (which
+    // Six tool cards (a post and an edit or two each) spend the burst before the poll (which
     // becomes the call's card once answered) and its five reactions arrive.
     env.alice
         .send(
             &room,
-            "%tool bash: a\n%tool bash: b\n%tool bash: c\n%permission bash: ls\n%say done",
+            "%tool bash: a\n%tool bash: b\n%tool bash: c\n%tool bash: d\n%tool bash: e\n\
+             %tool bash: f\n%permission bash: ls\n%say done",
         )
         .await;
     let poll = wait_until(PATIENCE * 2, "the poll", || {
@@ -102,7 +103,7 @@ async fn a_poll_gets_through_and_is_settled_under_default_rate_limits() {
             .filter(|m| m.body.contains("💻"))
             .filter_map(|m| env.alice.current_text(&m.event_id))
             .collect();
-        (cards.len() == 4 && cards.iter().all(|c| c.starts_with("✅"))).then_some(cards)
+        (cards.len() == 7 && cards.iter().all(|c| c.starts_with("✅"))).then_some(cards)
     })
     .await;
     assert!(

@@ -30,6 +30,8 @@ pub enum Kind {
     Queue,
     /// `!reactions [on|off]`.
     Reactions,
+    /// `!fork [NAME]`.
+    Fork,
     /// `!stop`.
     Stop,
     /// `!allow`.
@@ -207,6 +209,22 @@ pub const COMMANDS: &[Spec] = &[
         help: "start a fresh conversation (the agent forgets what was said before)",
         details: "The next message opens a new session without the earlier transcript; the \
                   conversation's mode is forgotten too.",
+    },
+    Spec {
+        kind: Kind::Fork,
+        name: "fork",
+        aliases: &[],
+        args: "[NAME]",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Conversation,
+        help: "try another approach from here, in a thread that starts as a copy of this \
+               conversation",
+        details: "A new thread, named NAME if given, whose conversation with each agent of the \
+                  room starts as a copy of this one; the original goes on untouched.",
     },
     Spec {
         kind: Kind::Status,

@@ -25,6 +25,34 @@ impl Store {
         .await?)
     }
 
+    /// Copies the conversation `from` (what [`Store::conversation`] gives) into the
+    /// conversation `to`, a fork's new thread; returns how many lines were copied.
+    pub async fn copy_conversation(
+        &self,
+        from: &ConversationKey,
+        to: &ConversationKey,
+    ) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO transcript
+             (room_id, agent_id, thread_id, role, sender, event_id, body, stop_reason, created_at)
+             SELECT ?4, ?5, ?6, role, sender, event_id, body, stop_reason, created_at
+             FROM transcript
+             WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3 AND id > COALESCE(
+                 (SELECT after_id FROM conversation_starts
+                  WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3), 0)
+             ORDER BY id",
+        )
+        .bind(from.room.as_str())
+        .bind(from.agent.as_str())
+        .bind(from.thread_id())
+        .bind(to.room.as_str())
+        .bind(to.agent.as_str())
+        .bind(to.thread_id())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Starts a fresh conversation for (room, agent): what the transcript holds so far is
     /// never re-injected again, the saved session is forgotten so it is not loaded back
     /// either, and so is the mode it kept (the next session starts in the initial mode).
@@ -149,6 +177,41 @@ mod tests {
                 .await
                 .unwrap()
                 .is_empty()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_fork_copies_the_conversation_since_its_start_and_nothing_flows_back() {
+        let room = ConversationKey::new("!r", "demo");
+        let fork = room
+            .clone()
+            .in_thread(Some(crate::model::ids::EventId::from("$root")));
+        let store = Store::in_memory().await.unwrap();
+        store
+            .append_transcript(&room, said("before"))
+            .await
+            .unwrap();
+        store.start_conversation(&room).await.unwrap();
+        store.append_transcript(&room, said("one")).await.unwrap();
+        store.append_transcript(&room, said("two")).await.unwrap();
+        assert_eq!(store.copy_conversation(&room, &fork).await.unwrap(), 2);
+        let bodies = |v: Vec<TranscriptEntry>| v.into_iter().map(|e| e.body).collect::<Vec<_>>();
+        assert_eq!(
+            bodies(store.conversation(&fork).await.unwrap()),
+            ["one", "two"]
+        );
+        store
+            .append_transcript(&fork, said("fork only"))
+            .await
+            .unwrap();
+        store.append_transcript(&room, said("three")).await.unwrap();
+        assert_eq!(
+            bodies(store.conversation(&room).await.unwrap()),
+            ["one", "two", "three"]
+        );
+        assert_eq!(
+            bodies(store.conversation(&fork).await.unwrap()),
+            ["one", "two", "fork only"]
         );
     }
 

@@ -69,7 +69,8 @@ impl Channel {
                 | Kind::Handoff
                 | Kind::Threads
                 | Kind::Queue
-                | Kind::Reactions,
+                | Kind::Reactions
+                | Kind::Fork,
             ) => {
                 tracing::warn!(agent = %self.ctx.agent_id, command = command.word(), "a room command reached a channel; the gateway answers those");
                 return;

@@ -10,6 +10,7 @@
 mod admission;
 mod catch_up;
 mod dispatch;
+mod fork;
 mod handoff;
 mod outbox;
 mod people;

@@ -48,6 +48,13 @@ impl Gateway {
                 return;
             }
             Some(Kind::Agents) => self.agent_list(members),
+            Some(Kind::Fork) => match self.fork(&command, message, members, routing).await {
+                Some(text) => text,
+                None => {
+                    self.settle(&message.agent_id, &message.event_id).await;
+                    return;
+                }
+            },
             Some(
                 kind @ (Kind::Show
                 | Kind::Default

@@ -230,3 +230,40 @@ pub fn signed_in(agent: &str, method: &str) -> String {
 pub fn sign_in_failed(agent: &str, method: &str, why: &str) -> String {
     format!("🔑 Signing {agent} in with {method} failed: {why}")
 }
+
+/// Answer to `!fork` where threads are part of the room's conversation.
+pub fn fork_needs_threads(prefix: &str) -> String {
+    format!(
+        "A fork is a thread of its own, but threads here are part of the room's conversation. \
+         Set {prefix}threads separate first."
+    )
+}
+
+/// Said when the fork's thread could not be started.
+pub const FORK_FAILED: &str = "The fork could not be started: its first message could not be \
+     posted. Try again in a moment.";
+
+/// The root of a fork's thread: what it is, named `name` (if given) by `by`.
+pub fn fork_root(name: &str, by: &str) -> String {
+    let name = match name.trim() {
+        "" => String::new(),
+        name => format!(" “{name}”"),
+    };
+    format!(
+        "🍴 Fork{name}, started by {by}: the conversation so far, copied into this message's \
+         thread. Write in the thread to try another approach from here; the original goes on \
+         untouched."
+    )
+}
+
+/// The first message in a fork's thread: how much of the conversation it starts with.
+pub fn fork_started(copied: u64) -> String {
+    match copied {
+        0 => "This fork starts empty: nothing had been said yet.".to_owned(),
+        n => format!(
+            "This thread starts with the conversation so far ({}); the agents get it with \
+             the first message written here.",
+            super::count(n as usize, "message", "messages")
+        ),
+    }
+}

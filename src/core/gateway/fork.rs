@@ -1,0 +1,57 @@
+//! `!fork [NAME]`: "try another approach from here". A new thread, rooted at a message that
+//! says what it is, whose conversation starts, for every agent of the room, as a copy of the
+//! conversation `!fork` was written in; the original goes on untouched. The copy is the
+//! transcript: the thread's first message opens a new session that gets it back the way a
+//! session lost to a restart does (`docs/conversations.md`, "Forks").
+
+use super::Gateway;
+use crate::core::command::Command;
+use crate::core::inbound::IncomingMessage;
+use crate::core::routing::Member;
+use crate::core::voice::{RoomVoice, txn};
+use crate::model::OutMessage;
+use crate::model::ThreadMode;
+use crate::model::ids::ConversationKey;
+use crate::render::strings;
+use crate::store::{LogFailure, RoomRouting};
+
+impl Gateway {
+    /// Forks the conversation `message` was written in into a new thread, for each agent of
+    /// the room (`members`). Returns what to answer where `!fork` was written: `None` when
+    /// the fork's own messages say it all.
+    pub(super) async fn fork(
+        &self,
+        command: &Command,
+        message: &IncomingMessage,
+        members: &[Member],
+        routing: &RoomRouting,
+    ) -> Option<String> {
+        if self.thread_mode(routing) == ThreadMode::One {
+            return Some(strings::fork_needs_threads(&self.prefix));
+        }
+        let ctx = self.agents.get(&message.agent_id)?;
+        let name = command.words().join(" ");
+        let voice = RoomVoice::new(&*ctx.chat, &message.agent_id, &message.room_id);
+        let by = (message.sender_name.as_deref()).unwrap_or(message.sender.as_str());
+        let root =
+            OutMessage::notice(strings::fork_root(&name, by)).replying_to(message.event_id.clone());
+        let key = [message.agent_id.as_str(), message.event_id.as_str()];
+        let Some(root) = voice.say(&txn("fork", &key), &root).await else {
+            return Some(strings::FORK_FAILED.to_owned());
+        };
+        let mut copied = 0;
+        for member in members {
+            let conversation =
+                ConversationKey::new(message.room_id.clone(), member.agent_id.clone());
+            let from = conversation.clone().in_thread(message.thread.clone());
+            let to = conversation.in_thread(Some(root.clone()));
+            copied += (self.store.copy_conversation(&from, &to).await)
+                .or_log("could not copy a conversation into its fork")
+                .unwrap_or(0);
+        }
+        tracing::info!(room = %message.room_id, root = %root, by = %message.sender, copied, "a conversation was forked into a thread");
+        let started = OutMessage::notice(strings::fork_started(copied)).in_thread(Some(root));
+        voice.say(&txn("fork-started", &key), &started).await;
+        None
+    }
+}
