@@ -416,7 +416,7 @@ async fn a_fork_starts_as_a_copy_and_the_original_does_not_see_it() {
         .send_in_thread(&room, &root.event_id, "%say fork only\n%echo")
         .await;
     let (forked, echoed) = agent_message(&env, &room, "the fork's answer", |t| {
-        t.starts_with("fork only")
+        t.starts_with("fork only") && t.ends_with("%echo")
     })
     .await;
     assert_eq!(forked.thread.as_deref(), Some(root.event_id.as_str()));

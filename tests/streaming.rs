@@ -566,7 +566,8 @@ async fn with_status_reactions_on_a_message_shows_where_it_stands() {
     env.alice.send(&room, "!reactions on").await;
     env.notice_containing(&room, "mark your messages here")
         .await;
-    let asked = env.alice.send(&room, "%say hi").await;
+    // Long enough for the 👀 to be seen before it is taken back.
+    let asked = env.alice.send(&room, "%sleep 2000\n%say hi").await;
     let mark = |key: &'static str, event: &str| {
         (env.alice.reactions_on(event).into_iter()).find(|r| r.key == key && r.sender == env.agent)
     };
