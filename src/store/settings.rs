@@ -6,12 +6,11 @@ use crate::model::ids::{AgentId, RoomId};
 impl Store {
     /// The verbosity chosen for `room` with `!show`, if any (as its word).
     pub async fn room_verbosity(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
-        let row: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT verbosity FROM room_settings WHERE room_id = ?")
-                .bind(room.as_str())
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.and_then(|r| r.0))
+        self.room_setting(
+            "SELECT verbosity FROM room_settings WHERE room_id = ?",
+            room,
+        )
+        .await
     }
 
     /// Records the verbosity chosen for `room`.
@@ -29,12 +28,11 @@ impl Store {
     /// What a message written during a turn does in `room`, as `!queue` chose, if it did
     /// (as its word).
     pub async fn room_queue_mode(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
-        let row: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT queue_mode FROM room_settings WHERE room_id = ?")
-                .bind(room.as_str())
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.and_then(|r| r.0))
+        self.room_setting(
+            "SELECT queue_mode FROM room_settings WHERE room_id = ?",
+            room,
+        )
+        .await
     }
 
     /// Records what a message written during a turn does in `room`.
@@ -52,12 +50,11 @@ impl Store {
     /// Whether agents mark people's messages in `room` with status reactions, as
     /// `!reactions` chose, if it did.
     pub async fn room_status_reactions(&self, room: &RoomId) -> Result<Option<bool>, StoreError> {
-        let row: Option<(Option<bool>,)> =
-            sqlx::query_as("SELECT status_reactions FROM room_settings WHERE room_id = ?")
-                .bind(room.as_str())
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.and_then(|r| r.0))
+        self.room_setting(
+            "SELECT status_reactions FROM room_settings WHERE room_id = ?",
+            room,
+        )
+        .await
     }
 
     /// Records whether agents mark people's messages in `room` with status reactions.
@@ -86,6 +83,23 @@ impl Store {
             word,
         )
         .await
+    }
+
+    /// Runs `select`, the query of one column of `room`'s settings; `None` when the room
+    /// has no settings or that one is not set.
+    async fn room_setting<T>(
+        &self,
+        select: &'static str,
+        room: &RoomId,
+    ) -> Result<Option<T>, StoreError>
+    where
+        T: Send + Unpin + for<'r> sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+    {
+        let row: Option<(Option<T>,)> = sqlx::query_as(select)
+            .bind(room.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.and_then(|r| r.0))
     }
 
     /// Runs `upsert`, the statement that sets one column of `room`'s settings to

@@ -6,19 +6,7 @@ use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId};
 
 /// Admits `id` as a waiting prompt (as the gateway does) and hands it to the channel.
 async fn send(store: &Store, tx: &mpsc::Sender<ChannelInput>, id: &str, body: &str) {
-    let pending = crate::store::PendingInput {
-        room_id: "!room".into(),
-        thread: None,
-        agent_id: "demo".into(),
-        event_id: id.into(),
-        kind: crate::store::PendingKind::Prompt,
-        sender: "@alice:x".into(),
-        body: body.into(),
-        reply_to: None,
-        sent_at: 0,
-        queued_reaction: None,
-        media: Vec::new(),
-    };
+    let pending = pending(id, body);
     let key = ConversationKey::new("!room", "demo");
     (store.admit(&EventId::from(id), &key, Some(&pending)).await).unwrap();
     tx.try_send(ChannelInput::Prompt(message(id, body)))

@@ -135,6 +135,23 @@ fn message(id: &str, body: &str) -> IncomingMessage {
     }
 }
 
+/// Prompt `id` (`body`, by Alice) as the store keeps it while it waits.
+pub(super) fn pending(id: &str, body: &str) -> crate::store::PendingInput {
+    crate::store::PendingInput {
+        room_id: "!room".into(),
+        thread: None,
+        agent_id: "demo".into(),
+        event_id: id.into(),
+        kind: crate::store::PendingKind::Prompt,
+        sender: "@alice:x".into(),
+        body: body.into(),
+        reply_to: None,
+        sent_at: 0,
+        queued_reaction: None,
+        media: Vec::new(),
+    }
+}
+
 /// Waits until `done` holds, or 10 s.
 async fn settle_until(done: impl Fn() -> bool) {
     crate::core::fakes::wait_for(Duration::from_secs(10), done).await;

@@ -421,21 +421,6 @@ async fn a_slow_answer_shows_typing_without_waiting_for_it_then_takes_it_off() {
 }
 
 /// Message `id` as the gateway admitted it: waiting in the store.
-fn pending(id: &str, body: &str) -> crate::store::PendingInput {
-    crate::store::PendingInput {
-        room_id: "!room".into(),
-        thread: None,
-        agent_id: "demo".into(),
-        event_id: id.into(),
-        kind: crate::store::PendingKind::Prompt,
-        sender: "@alice:x".into(),
-        body: body.into(),
-        reply_to: None,
-        sent_at: 0,
-        queued_reaction: None,
-        media: Vec::new(),
-    }
-}
 
 #[tokio::test]
 async fn past_its_limit_a_waiting_message_is_refused_with_a_notice_and_settled() {
