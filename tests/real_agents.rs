@@ -611,3 +611,76 @@ fn every_mode_of_the_pinned_agents_is_known_and_their_sessions_are_put_in_one_th
         );
     }
 }
+
+/// `!queue steer` with Claude's adapter, which advertises steering: a message written while
+/// Claude works is taken into the running turn (↪️), the model gets it in that turn, and
+/// its answer comes in the same reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_takes_a_steered_message_into_its_running_turn() {
+    let model = ModelServer::start().await;
+    let env = claude(&model).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "!queue steer").await;
+    env.notice_containing(&room, "join the running turn").await;
+    env.alice.send(&room, "SLOW").await;
+    env.reply_where(&room, "the slow answer", |t| t.contains("tick 3"))
+        .await;
+    let added = env.alice.send(&room, "Say hello too").await;
+    wait_until(PATIENCE, "the steered mark", || {
+        (env.alice.reactions_on(&added).into_iter()).find(|r| r.key == "↪️")
+    })
+    .await;
+    let reply = env
+        .reply_where(&room, "the steered message answered", |t| {
+            t.contains("Hello from the script model.")
+        })
+        .await;
+    assert!(
+        reply.starts_with("tick 1"),
+        "one reply for the turn: {reply}"
+    );
+    let steered = (model.requests().iter()).any(|r| r.to_string().contains("Say hello too"));
+    assert!(steered, "the model got the steered message");
+}
+
+/// `!fork` with Claude Code: the fork's thread starts with the conversation so far; what is
+/// said in the fork stays out of the original.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_in_a_fork_knows_the_earlier_conversation_and_the_original_not_the_forks() {
+    let model = ModelServer::start().await;
+    let env = claude(&model).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "NOTE: the sky is green").await;
+    env.reply_where(&room, "the first answer", |t| {
+        t.contains("Hello from the script model.")
+    })
+    .await;
+    env.alice.send(&room, "!fork").await;
+    let root = wait_until(PATIENCE, "the fork's root", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .find(|m| m.body.starts_with("🍴 Fork"))
+    })
+    .await;
+    env.alice
+        .send_in_thread(&room, &root.event_id, "NOTE: the grass is blue\nRECALL")
+        .await;
+    // What Claude remembers, in the fork's thread (`Some`) or the main timeline (`None`).
+    let remembered = |thread: Option<&str>| {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .filter(|m| m.thread.as_deref() == thread)
+            .filter_map(|m| env.alice.current_text(&m.event_id))
+            .find(|t| t.contains("I remember"))
+    };
+    let forked = wait_until(PATIENCE, "what Claude remembers in the fork", || {
+        remembered(Some(&root.event_id))
+    })
+    .await;
+    assert!(forked.contains("the sky is green"), "{forked}");
+    env.alice.send(&room, "RECALL").await;
+    let original = wait_until(PATIENCE, "what Claude remembers in the original", || {
+        remembered(None)
+    })
+    .await;
+    assert!(original.contains("the sky is green"), "{original}");
+    assert!(!original.contains("the grass is blue"), "{original}");
+}
