@@ -542,7 +542,7 @@ async fn an_interrupting_message_cuts_the_turn_and_is_answered_next() {
     env.alice.send(&room, "%echo").await;
     let cut = env
         .reply_where(&room, "the cut answer", |t| {
-            t.contains("✂️ Cut by a new message from")
+            t.contains("✂️ Cut by a new message from alice.")
         })
         .await;
     assert!(!cut.contains("word199"), "{cut}");

@@ -44,8 +44,9 @@ pub(super) struct RunningTurn {
     /// The messages steered into it (`!queue steer`): answered by it, their inputs settled
     /// when it ends (a crash before leaves them to be answered after the restart).
     steered: Vec<EventId>,
-    /// Set when a message written during it stopped it (`!queue interrupt`).
-    cut: bool,
+    /// Who stopped it by writing a message during it (`!queue interrupt`), as the room
+    /// names them.
+    cut: Option<String>,
 }
 
 /// What is left of a turn once it ended: what it showed, to finish.
@@ -62,8 +63,8 @@ pub(super) struct Ended {
     pub(super) at_shutdown: bool,
     /// The messages steered into it, to settle with its end.
     pub(super) steered: Vec<EventId>,
-    /// Whether a message written during it stopped it.
-    pub(super) cut: bool,
+    /// Who stopped it by writing a message during it, as the room names them.
+    pub(super) cut: Option<String>,
 }
 
 impl RunningTurn {
@@ -88,7 +89,7 @@ impl RunningTurn {
             shutdown_deadline: None,
             lost_mode: false,
             steered: Vec::new(),
-            cut: false,
+            cut: None,
         }
     }
 
@@ -213,11 +214,14 @@ impl RunningTurn {
         self.steered.push(event_id);
     }
 
-    /// Records that `by` stopped the turn by writing a message (`!queue interrupt`);
-    /// `false` when someone stopped it already.
-    pub(super) fn cut_by(&mut self, by: UserId) -> bool {
-        self.cut = self.stop(by);
-        self.cut
+    /// Records that `by`, named `name` in the room, stopped the turn by writing a message
+    /// (`!queue interrupt`); `false` when someone stopped it already.
+    pub(super) fn cut_by(&mut self, by: UserId, name: String) -> bool {
+        let first = self.stop(by);
+        if first {
+            self.cut = Some(name);
+        }
+        first
     }
 
     /// Whether someone stopped the turn.

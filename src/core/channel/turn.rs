@@ -450,9 +450,9 @@ impl Channel {
                 stop_reason_label(reason),
                 Some(strings::STOPPED_AT_SHUTDOWN.to_owned()),
             ),
-            Ok(reason @ StopReason::Cancelled) if ended.cut => (
+            Ok(reason @ StopReason::Cancelled) if let Some(name) = &ended.cut => (
                 stop_reason_label(reason),
-                Some(strings::cut_by_message(stopped_by.unwrap_or_default())),
+                Some(strings::cut_by_message(name)),
             ),
             Ok(reason) => (
                 stop_reason_label(reason),

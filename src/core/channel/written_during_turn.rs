@@ -91,6 +91,7 @@ impl Channel {
             return;
         };
         let by = message.sender.clone();
+        let name = (message.sender_name.clone()).unwrap_or_else(|| by.to_string());
         tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, by = %by, "a new message interrupts the running turn");
         self.queue.push_front(Queued {
             interrupting: !turn.is_stopped(),
@@ -101,6 +102,6 @@ impl Channel {
         }
         self.cancel_prompt(turn, |_| crate::render::cards::PollOutcome::TurnStopped)
             .await;
-        turn.cut_by(by);
+        turn.cut_by(by, name);
     }
 }
