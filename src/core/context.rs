@@ -13,10 +13,10 @@ use crate::core::pool::Pool;
 use crate::core::reloadable::Reloadable;
 use crate::core::settings_policy::SettingsPolicy;
 use crate::core::view::stream::StreamSettings;
-use crate::model::Verbosity;
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
 use crate::model::media::MediaLimits;
-use crate::store::Store;
+use crate::model::{QueueMode, Verbosity};
+use crate::store::{LogFailure, Store};
 use crate::workspace::Workspace;
 
 /// Everything a channel needs that is the same for all rooms of one agent.
@@ -105,6 +105,26 @@ pub struct Handoff {
 }
 
 impl AgentContext {
+    /// What a message written during a turn does in `room`: as chosen with `!queue` (read
+    /// each time: any agent of the room may change it), else configured.
+    pub async fn queue_mode_in(&self, room: &RoomId) -> QueueMode {
+        let stored = (self.store.room_queue_mode(room).await)
+            .or_log("could not read the room's settings")
+            .flatten();
+        (stored.as_deref())
+            .and_then(QueueMode::parse)
+            .unwrap_or(self.queue_mode)
+    }
+
+    /// Whether people's messages in `room` get status reactions: as chosen with
+    /// `!reactions` (read each time), else configured.
+    pub async fn status_reactions_in(&self, room: &RoomId) -> bool {
+        (self.store.room_status_reactions(room).await)
+            .or_log("could not read the room's settings")
+            .flatten()
+            .unwrap_or(self.status_reactions)
+    }
+
     /// What `user` is called in `room`, for a line people read: their display name there,
     /// or their user ID when they have none or the room's members cannot be read.
     pub async fn name_in(&self, room: &RoomId, user: &UserId) -> String {

@@ -13,17 +13,13 @@ use crate::core::chat::ChatPort;
 use crate::model::agent::{AgentError, StopReason, TurnEnd};
 use crate::model::ids::{EventId, RoomId};
 use crate::render::strings;
-use crate::store::LogFailure;
 
 impl Channel {
     /// Marks `prompt` 👀 where the room has status reactions on (as chosen with
     /// `!reactions`, read at each turn, or configured); `None` where it has them off.
     pub(super) async fn mark_taken(&self, prompt: &EventId) -> Option<StatusMarks> {
         let ctx = &self.ctx;
-        let on = (ctx.store.room_status_reactions(&self.key.room).await)
-            .or_log("could not read the room's settings")
-            .flatten()
-            .unwrap_or(ctx.status_reactions);
+        let on = ctx.status_reactions_in(&self.key.room).await;
         on.then(|| StatusMarks::taken(ctx.chat.clone(), self.key.room.clone(), prompt.clone()))
     }
 }

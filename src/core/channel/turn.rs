@@ -99,17 +99,16 @@ impl Channel {
         // A slash command must stay first: it is sent as written.
         let framed = match slash {
             Some(_) => message.clone(),
-            None => IncomingMessage {
-                body: match interrupting {
-                    true => format!(
-                        "{}\n\n{}",
-                        strings::INTERRUPTED_BY_NEXT,
-                        self.framed(&message).await
-                    ),
-                    false => self.framed(&message).await,
-                },
-                ..message.clone()
-            },
+            None => {
+                let body = self.framed(&message).await;
+                IncomingMessage {
+                    body: match interrupting {
+                        true => format!("{}\n\n{body}", strings::INTERRUPTED_BY_NEXT),
+                        false => body,
+                    },
+                    ..message.clone()
+                }
+            }
         };
         // Its files, fetched and saved; when none could be taken and there is no text,
         // there is nothing to ask (the room was told why).

@@ -15,7 +15,6 @@ use crate::model::QueueMode;
 use crate::model::agent::Steered;
 use crate::model::media::PromptBlock;
 use crate::render::strings;
-use crate::store::LogFailure;
 
 impl Channel {
     /// What the room's queue setting makes of `message`, a prompt written while `turn`
@@ -25,21 +24,11 @@ impl Channel {
         message: IncomingMessage,
         turn: &mut RunningTurn,
     ) {
-        match self.queue_mode().await {
+        match self.ctx.queue_mode_in(&self.key.room).await {
             QueueMode::Queue => self.queue_behind(message, None).await,
             QueueMode::Steer => self.steer_in(message, turn).await,
             QueueMode::Interrupt => self.interrupt_with(message, turn).await,
         }
-    }
-
-    /// What a message written during a turn does here, as chosen with `!queue` (read at
-    /// each message: the gateway changes it for every agent of the room) or configured.
-    async fn queue_mode(&self) -> QueueMode {
-        let stored = (self.ctx.store.room_queue_mode(&self.key.room).await)
-            .or_log("could not read the room's settings")
-            .flatten()
-            .and_then(|word| QueueMode::parse(&word));
-        stored.unwrap_or(self.ctx.queue_mode)
     }
 
     /// Sends `message` into the running turn where the agent takes it; else it waits its

@@ -13,7 +13,7 @@ use crate::model::agent::ProcessState;
 use crate::model::ids::{AgentId, ConversationKey, RoomId};
 use crate::model::{QueueMode, ThreadMode, Verbosity};
 use crate::render::strings::{self, ProcessLine, StatusLine};
-use crate::store::{LogFailure, RoomRouting, StoreError};
+use crate::store::{RoomRouting, StoreError};
 
 impl Gateway {
     /// Answers a room command carried by `message` (already admitted, and settled once
@@ -300,29 +300,21 @@ impl Gateway {
         }
     }
 
-    /// What a message written during a turn does in the room, as chosen with `!queue` or
-    /// configured.
+    /// What a message written during a turn does in the room (the setting and its default
+    /// are the same for every agent: any one answers).
     async fn room_queue_mode(&self, room_id: &RoomId) -> QueueMode {
-        let configured = (self.agents.values().next())
-            .map(|ctx| ctx.queue_mode)
-            .unwrap_or_default();
-        let stored = (self.store.room_queue_mode(room_id).await)
-            .or_log("could not read the room's settings")
-            .flatten();
-        stored
-            .as_deref()
-            .and_then(QueueMode::parse)
-            .unwrap_or(configured)
+        match self.agents.values().next() {
+            Some(ctx) => ctx.queue_mode_in(room_id).await,
+            None => QueueMode::default(),
+        }
     }
 
-    /// Whether agents mark people's messages here, as chosen with `!reactions` or
-    /// configured.
+    /// Whether agents mark people's messages in the room (the same for every agent).
     async fn room_status_reactions(&self, room_id: &RoomId) -> bool {
-        let configured = (self.agents.values().next()).is_some_and(|ctx| ctx.status_reactions);
-        (self.store.room_status_reactions(room_id).await)
-            .or_log("could not read the room's settings")
-            .flatten()
-            .unwrap_or(configured)
+        match self.agents.values().next() {
+            Some(ctx) => ctx.status_reactions_in(room_id).await,
+            None => false,
+        }
     }
 
     /// What the room shows, as chosen with `!show` or configured.
