@@ -62,6 +62,7 @@ pub fn steered(answer: &serde_json::Value) -> Option<Steered> {
         // took the message all the same.
         "startedNewTurn" => Some(Steered::Injected),
         "promptRequired" => Some(Steered::NoTurn),
+        "failed" => Some(Steered::Failed),
         _ => None,
     }
 }
@@ -535,6 +536,7 @@ mod tests {
         assert_eq!(outcome("injected"), Some(Steered::Injected));
         assert_eq!(outcome("startedNewTurn"), Some(Steered::Injected));
         assert_eq!(outcome("promptRequired"), Some(Steered::NoTurn));
+        assert_eq!(outcome("failed"), Some(Steered::Failed));
         assert_eq!(outcome("queued"), None);
         assert_eq!(steered(&serde_json::json!({})), None);
     }

@@ -411,6 +411,9 @@ pub enum Steered {
     /// The session had no turn running (it ended meanwhile): the message is a prompt of
     /// its own.
     NoTurn,
+    /// The agent tried and could not (Codex's adapter answers `failed`): the message is a
+    /// prompt of its own.
+    Failed,
 }
 
 /// One of an agent's sessions, as `session/list` describes it (for `!sessions`).

@@ -66,6 +66,10 @@ impl Channel {
                 tracing::debug!(agent = %ctx.agent_id, room = %self.key.room, "no turn to steer into any more; the message waits its turn");
                 self.queue_behind(message, None).await
             }
+            Ok(Steered::Failed) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, "the agent could not take a message into its turn; it waits its turn");
+                self.queue_behind(message, None).await
+            }
             Err(e) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, error = %e, "the agent did not take a message into its turn; it waits its turn");
                 self.queue_behind(message, None).await

@@ -84,8 +84,9 @@ struct AgentState {
     known_modes: Option<KnownModes>,
     /// The options its permission requests offer (`None`: [`usual_options`]).
     options: Option<Vec<PermissionOption>>,
-    /// Whether it takes messages into a running turn.
-    steering: bool,
+    /// Whether it takes messages into a running turn, and what it answers when asked to
+    /// (`None`: it does not steer).
+    steering: Option<Steered>,
     /// The messages steered into its turns: (session, text).
     steered: Vec<(String, String)>,
 }
@@ -128,7 +129,12 @@ impl FakeAgent {
 
     /// Makes the agent take messages into its running turns (`_session/steering`).
     pub fn with_steering(self: Arc<Self>) -> Arc<Self> {
-        self.state.lock().unwrap().steering = true;
+        self.with_steering_answer(Steered::Injected)
+    }
+
+    /// Makes the agent advertise steering and answer every steered message `answer`.
+    pub fn with_steering_answer(self: Arc<Self>, answer: Steered) -> Arc<Self> {
+        self.state.lock().unwrap().steering = Some(answer);
         self
     }
 
@@ -370,7 +376,7 @@ impl AgentPort for FakeAgent {
     }
 
     fn steers(&self) -> bool {
-        self.state.lock().unwrap().steering
+        self.state.lock().unwrap().steering.is_some()
     }
 
     async fn steer(
@@ -381,7 +387,8 @@ impl AgentPort for FakeAgent {
         let mut s = self.state.lock().unwrap();
         s.steered
             .push((session_id.into(), PromptBlock::text_of(&blocks)));
-        Ok(Steered::Injected)
+        s.steering
+            .ok_or_else(|| AgentError::Failed("no steering".into()))
     }
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {

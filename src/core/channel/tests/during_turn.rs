@@ -2,6 +2,7 @@
 //! the turn, or cutting it.
 
 use super::*;
+use crate::model::agent::Steered;
 use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId};
 
 /// Admits `id` as a waiting prompt (as the gateway does) and hands it to the channel.
@@ -65,6 +66,39 @@ async fn a_steered_message_joins_the_turn_and_is_settled_only_when_the_turn_ends
     let bodies: Vec<&str> = lines.iter().map(|l| l.body.as_str()).collect();
     assert_eq!(&bodies[..2], ["go", "and the tests"], "{bodies:?}");
     assert_eq!(agent.prompts().len(), 1, "one turn");
+}
+
+#[tokio::test]
+async fn a_message_the_agent_could_not_steer_in_waits_its_turn() {
+    for answer in [Steered::Failed, Steered::NoTurn] {
+        let agent = FakeAgent::new(Script::AskPermission(1)).with_steering_answer(answer);
+        let chat = FakeChat::new();
+        let (tx, store) = channel(agent.clone(), chat.clone()).await;
+        (store
+            .set_room_queue_mode(&RoomId::from("!room"), "steer")
+            .await)
+            .unwrap();
+        send(&store, &tx, "$1", "go").await;
+        settle_until(|| poll_of(&chat).is_some()).await;
+        send(&store, &tx, "$2", "and the tests").await;
+        settle_until(|| {
+            (chat.log().iter()).any(|s| matches!(s, Sent::React { event_id, key, .. } if event_id == "$2" && key == "⏳"))
+        })
+        .await;
+        assert_eq!(agent.steered().len(), 1, "{answer:?}: it was asked");
+        assert!(
+            (chat.log().iter()).any(|s| matches!(s, Sent::React { event_id, key, .. } if event_id == "$2" && key == "⏳")),
+            "{answer:?}: queued"
+        );
+        let (poll, _) = poll_of(&chat).unwrap();
+        react(&tx, "@alice:x", &poll, "✅");
+        settle_until(|| agent.prompts().len() == 2).await;
+        assert_eq!(
+            agent.prompts()[1].1,
+            "and the tests",
+            "{answer:?}: answered next"
+        );
+    }
 }
 
 #[tokio::test]
