@@ -59,6 +59,8 @@ enum Settled {
 struct OpenPoll {
     /// The poll message.
     event_id: EventId,
+    /// How it was posted, so it is closed the same way.
+    shape: Shape,
     /// What it asks and where the answer goes.
     asks: Asks,
     /// The options its choices stand for.
@@ -75,6 +77,29 @@ struct OpenPoll {
     /// The agent's own reactions on it (a choice's emoji each), withdrawn once it is
     /// settled: an answered poll shows only the answer.
     reactions: OwnReactions,
+}
+
+/// How a poll was posted.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// A native poll (MSC3381): ended, not edited, once settled.
+    native: bool,
+    /// Its choices were pre-put as reactions, and are withdrawn once it is settled.
+    reacts: bool,
+}
+
+/// A poll just posted, with what it offers.
+struct PostedPoll {
+    /// Its message.
+    event_id: EventId,
+    /// How it was posted.
+    shape: Shape,
+    /// The options its choices stand for.
+    options: Vec<PermissionOption>,
+    /// Its choices.
+    choices: Vec<Choice>,
+    /// Its options that also switch the session's mode.
+    switches: Vec<OptionSwitch>,
 }
 
 /// A permission option that also switches the session's mode when it is chosen.
@@ -218,16 +243,13 @@ impl Approvals {
         prompter: &UserId,
         switches: Vec<OptionSwitch>,
     ) {
-        let mut choices = poll::choices(&request.options, strings::POLL_STOP_LABEL);
-        for choice in &mut choices {
-            if let Decision::Select(option) = &choice.decision
-                && switches
-                    .iter()
-                    .any(|s| s.needs_admin && s.option == option.id)
-            {
-                choice.label = format!("{} ({})", choice.label, strings::ADMINS_ONLY_CHOICE);
-            }
-        }
+        let choices = labelled_choices(&request.options, &switches);
+        let style = ctx.permissions.get().poll;
+        // A native poll holds at most so many answers; more choices are asked the usual way.
+        let shape = Shape {
+            native: style.is_native() && choices.len() <= poll::MAX_NATIVE_ANSWERS,
+            reacts: style.reacts() || choices.len() > poll::MAX_NATIVE_ANSWERS,
+        };
         let view = PollView {
             agent: &ctx.display_name,
             tool: &tool,
@@ -236,13 +258,24 @@ impl Approvals {
             prefix: &ctx.command_prefix,
             timeout: ctx.permissions.get().timeout,
         };
-        let mut content = cards::poll(&view);
+        let mut content = match shape.native {
+            true => cards::native_poll(&view, shape.reacts),
+            false => cards::poll(&view),
+        };
         if ctx.approvers.allows(prompter) {
             content.mentions.push(prompter.clone());
         }
         let txn = fresh_txn(&format!("poll-{}", tool.id));
+        let answers = shape.native.then(|| poll::native_answers(&choices));
         // The same transaction ID on every try: a retried post is never duplicated.
-        let event_id = match with_retry(|| ctx.chat.send(room, &txn, &content)).await {
+        let sent = with_retry(|| async {
+            match &answers {
+                Some(answers) => ctx.chat.send_poll(room, &txn, &content, answers).await,
+                None => ctx.chat.send(room, &txn, &content).await,
+            }
+        })
+        .await;
+        let event_id = match sent {
             Ok(id) => id,
             Err(e) => {
                 tracing::error!(agent = %ctx.agent_id, room = %room, error = %e, "could not post a permission poll; refusing the request");
@@ -261,21 +294,19 @@ impl Approvals {
                 return;
             }
         };
-        tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, tool = %tool.id, "permission poll posted");
+        tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, tool = %tool.id, native = shape.native, "permission poll posted");
         let asks = Asks::Permission {
             reply: request.reply,
             tool: Box::new(tool),
         };
-        self.posted(
-            ctx,
-            room,
+        let posted = PostedPoll {
             event_id,
-            asks,
-            request.options,
+            shape,
+            options: request.options,
             choices,
             switches,
-        )
-        .await;
+        };
+        self.posted(ctx, room, asks, posted).await;
     }
 
     /// Asks the agent's question with a poll: its choices to pick from, or a typed reply.
@@ -322,51 +353,61 @@ impl Approvals {
             reply: request.reply,
             question,
         };
-        self.posted(ctx, room, event_id, asks, options, choices, Vec::new())
-            .await;
+        let posted = PostedPoll {
+            event_id,
+            shape: Shape {
+                native: false,
+                reacts: true,
+            },
+            options,
+            choices,
+            switches: Vec::new(),
+        };
+        self.posted(ctx, room, asks, posted).await;
     }
 
     /// Keeps a posted poll open (in memory, and in the store so a restart can close it)
-    /// and pre-reacts with its choices.
-    #[allow(clippy::too_many_arguments)]
-    async fn posted(
-        &mut self,
-        ctx: &AgentContext,
-        room: &RoomId,
-        event_id: EventId,
-        asks: Asks,
-        options: Vec<PermissionOption>,
-        choices: Vec<Choice>,
-        switches: Vec<OptionSwitch>,
-    ) {
-        let expired = asks.settled(&ctx.display_name, &PollOutcome::Restarted);
+    /// and pre-reacts with its choices where it is answered by reactions.
+    async fn posted(&mut self, ctx: &AgentContext, room: &RoomId, asks: Asks, posted: PostedPoll) {
+        let PostedPoll {
+            event_id,
+            shape,
+            options,
+            choices,
+            switches,
+        } = posted;
+        let expired = asks.closing(shape, &ctx.display_name, &PollOutcome::Restarted);
         let stored = StoredPoll {
             event_id: event_id.clone(),
             room_id: room.clone(),
             body: expired.body,
             html: expired.html,
+            native: shape.native,
         };
         ctx.store
             .save_poll(&ctx.agent_id, &stored)
             .await
             .or_log("could not record the poll; a restart will leave it open");
+        // Pre-reacting takes one request per choice and may wait on rate limits: it runs
+        // beside the turn, which meanwhile keeps taking updates and answers.
+        let reactions = match shape.reacts {
+            true => {
+                let keys: Vec<String> = choices.iter().map(|c| c.emoji.clone()).collect();
+                spawn_reactions(ctx, room, event_id.clone(), keys)
+            }
+            false => OwnReactions::default(),
+        };
         self.polls.push(OpenPoll {
-            event_id: event_id.clone(),
+            event_id,
+            shape,
             asks,
             options,
-            choices: choices.clone(),
+            choices,
             deadline: Instant::now() + ctx.permissions.get().timeout,
             posted_at_ms: crate::store::now_ms().max(0) as u64,
             switches,
-            reactions: OwnReactions::default(),
+            reactions,
         });
-        // Pre-reacting takes one request per choice and may wait on rate limits: it runs
-        // beside the turn, which meanwhile keeps taking updates and answers.
-        let keys: Vec<String> = choices.into_iter().map(|c| c.emoji).collect();
-        let reactions = spawn_reactions(ctx, room, event_id, keys);
-        if let Some(poll) = self.polls.last_mut() {
-            poll.reactions = reactions;
-        }
     }
 
     /// `by` typed `text` in reply to question `event_id`: answered when they may approve
@@ -558,13 +599,31 @@ fn shown_answer(text: &str) -> String {
 }
 
 impl Asks {
-    /// The poll's message once settled with `outcome`.
-    fn settled(&self, agent: &str, outcome: &PollOutcome) -> OutMessage {
+    /// What closes the poll, posted as `shape`, once settled with `outcome`: the message it
+    /// is edited to, or the native poll's end.
+    fn closing(&self, shape: Shape, agent: &str, outcome: &PollOutcome) -> OutMessage {
         match self {
+            _ if shape.native => cards::poll_ended(outcome),
             Asks::Permission { tool, .. } => cards::poll_settled(agent, tool, outcome),
             Asks::Question { question, .. } => cards::question_settled(agent, question, outcome),
         }
     }
+}
+
+/// The poll's choices for the agent's `options`, those that switch to a mode only admins
+/// may choose saying so.
+fn labelled_choices(options: &[PermissionOption], switches: &[OptionSwitch]) -> Vec<Choice> {
+    let mut choices = poll::choices(options, strings::POLL_STOP_LABEL);
+    for choice in &mut choices {
+        if let Decision::Select(option) = &choice.decision
+            && switches
+                .iter()
+                .any(|s| s.needs_admin && s.option == option.id)
+        {
+            choice.label = format!("{} ({})", choice.label, strings::ADMINS_ONLY_CHOICE);
+        }
+    }
+    choices
 }
 
 /// Answers the agent, edits the poll to say how it ended, and forgets it in the store.
@@ -576,11 +635,12 @@ async fn settle(
     settled: Settled,
     outcome: &PollOutcome,
 ) -> Option<SettledCall> {
-    let content = poll.asks.settled(&ctx.display_name, outcome);
+    let content = poll.asks.closing(poll.shape, &ctx.display_name, outcome);
     let call = match &poll.asks {
         Asks::Permission { tool, .. } => Some(SettledCall {
             tool: tool.id.clone(),
-            message: Some(poll.event_id.clone()),
+            // A native poll cannot become the call's card: the card is posted after it.
+            message: (!poll.shape.native).then(|| poll.event_id.clone()),
             decision: cards::poll_outcome(outcome),
         }),
         Asks::Question { .. } => None,
@@ -613,15 +673,28 @@ async fn settle(
     if !delivered {
         tracing::debug!(poll = %poll.event_id, "the agent no longer waits for this answer");
     }
-    RoomVoice::new(&*ctx.chat, &ctx.agent_id, room)
-        .edit(&poll.event_id, &content)
-        .await;
+    match poll.shape.native {
+        true => end_poll(ctx, room, &poll.event_id, &content).await,
+        false => {
+            RoomVoice::new(&*ctx.chat, &ctx.agent_id, room)
+                .edit(&poll.event_id, &content)
+                .await
+        }
+    }
     poll.reactions.withdraw(ctx, room);
     ctx.store
         .forget_poll(&poll.event_id)
         .await
         .or_log("could not forget a settled poll");
     call
+}
+
+/// Ends native poll `poll` saying `content`; a failure is only logged (the answer
+/// reached the agent already).
+pub async fn end_poll(ctx: &AgentContext, room: &RoomId, poll: &EventId, content: &OutMessage) {
+    if let Err(e) = with_retry(|| ctx.chat.end_poll(room, poll, content)).await {
+        tracing::warn!(agent = %ctx.agent_id, room = %room, poll = %poll, error = %e, "could not end a native poll");
+    }
 }
 
 /// The agent's own reactions on a poll, as they are posted: withdrawn (redacted) once the

@@ -10,6 +10,7 @@ use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
 use crate::model::errors::Cause;
 use crate::model::ids::{EventId, RoomId, UserId};
+use crate::model::poll::PollAnswer;
 
 /// A message whose final content the room does not show yet, because the homeserver stayed
 /// away longer than a turn waits (`streaming.outage_patience_secs`): the outbox delivers it
@@ -85,6 +86,23 @@ pub trait ChatPort: Send + Sync {
     ) -> Result<EventId, ChatError>;
     /// Removes an event of ours (e.g. the "queued" reaction once the turn starts).
     async fn redact(&self, room: &RoomId, event_id: &EventId) -> Result<(), ChatError>;
+    /// Posts a native poll (MSC3381) asking `msg`'s body, with one button per answer, for
+    /// clients that show polls (`msg`'s body and answers are also its text for the rest);
+    /// returns its event ID. `txn` makes retries idempotent.
+    async fn send_poll(
+        &self,
+        room: &RoomId,
+        txn: &str,
+        msg: &OutMessage,
+        answers: &[PollAnswer],
+    ) -> Result<EventId, ChatError>;
+    /// Ends native poll `poll`, saying `msg` (how it ended): clients stop taking answers.
+    async fn end_poll(
+        &self,
+        room: &RoomId,
+        poll: &EventId,
+        msg: &OutMessage,
+    ) -> Result<(), ChatError>;
     /// Shows or hides the typing indicator.
     async fn typing(&self, room: &RoomId, on: bool);
     /// Marks `event_id` as read by this user (a read receipt, for the thread whose root is
@@ -170,6 +188,37 @@ impl<R: Rewrite> ChatPort for Rewriting<R> {
 
     async fn redact(&self, room: &RoomId, event_id: &EventId) -> Result<(), ChatError> {
         self.inner.redact(room, event_id).await
+    }
+
+    async fn send_poll(
+        &self,
+        room: &RoomId,
+        txn: &str,
+        msg: &OutMessage,
+        answers: &[PollAnswer],
+    ) -> Result<EventId, ChatError> {
+        let msg = self.rewrite.posted(msg);
+        let answers: Vec<PollAnswer> = (answers.iter())
+            .map(|a| PollAnswer {
+                id: a.id.clone(),
+                text: self
+                    .rewrite
+                    .posted(&OutMessage::notice(a.text.clone()))
+                    .body,
+            })
+            .collect();
+        self.inner.send_poll(room, txn, &msg, &answers).await
+    }
+
+    async fn end_poll(
+        &self,
+        room: &RoomId,
+        poll: &EventId,
+        msg: &OutMessage,
+    ) -> Result<(), ChatError> {
+        self.inner
+            .end_poll(room, poll, &self.rewrite.edited(msg))
+            .await
     }
 
     async fn typing(&self, room: &RoomId, on: bool) {

@@ -14,6 +14,7 @@ use super::chat::{ChatError, ChatPort, RoomMember};
 use crate::core::inbound::IncomingMessage;
 use crate::core::view::stream::ReplyStream;
 use crate::model::OutMessage;
+use crate::model::poll::PollAnswer;
 use crate::store::{CutMessage, Store};
 
 /// A [`ChatPort`] for one turn's streamed reply that journals every new message around its
@@ -95,6 +96,26 @@ impl ChatPort for JournaledReplies {
 
     async fn redact(&self, room: &RoomId, event_id: &EventId) -> Result<(), ChatError> {
         self.inner.redact(room, event_id).await
+    }
+
+    async fn send_poll(
+        &self,
+        room: &RoomId,
+        txn: &str,
+        msg: &OutMessage,
+        answers: &[PollAnswer],
+    ) -> Result<EventId, ChatError> {
+        // A poll is no part of the reply: its own record (`open_polls`) closes it.
+        self.inner.send_poll(room, txn, msg, answers).await
+    }
+
+    async fn end_poll(
+        &self,
+        room: &RoomId,
+        poll: &EventId,
+        msg: &OutMessage,
+    ) -> Result<(), ChatError> {
+        self.inner.end_poll(room, poll, msg).await
     }
 
     async fn typing(&self, room: &RoomId, on: bool) {

@@ -70,6 +70,29 @@ impl IncomingReaction {
     }
 }
 
+/// Someone answered a native poll (MSC3381 `poll.response`).
+#[derive(Debug, Clone)]
+pub struct IncomingPollResponse {
+    /// The agent whose Matrix user saw the answer.
+    pub agent_id: AgentId,
+    /// Opaque room ID.
+    pub room_id: RoomId,
+    /// Matrix user ID of the person answering.
+    pub sender: UserId,
+    /// The poll answered.
+    pub poll: EventId,
+    /// The IDs of the answers chosen (one, for the polls the agents post; none takes a
+    /// vote back).
+    pub answers: Vec<String>,
+}
+
+impl IncomingPollResponse {
+    /// The conversation whose channel the answer may matter to.
+    pub fn conversation(&self) -> ConversationKey {
+        ConversationKey::new(self.room_id.clone(), self.agent_id.clone())
+    }
+}
+
 /// Someone changed an earlier message: edited its text or took it back.
 #[derive(Debug, Clone)]
 pub struct IncomingChange {
@@ -126,6 +149,8 @@ pub enum Inbound {
     Unreadable(IncomingMessage, Unreadable),
     /// A reaction.
     Reaction(IncomingReaction),
+    /// An answer to a native poll.
+    PollResponse(IncomingPollResponse),
     /// An edit or a redaction of an earlier message.
     Change(IncomingChange),
 }
@@ -135,7 +160,7 @@ impl Inbound {
     pub fn message(&self) -> Option<&IncomingMessage> {
         match self {
             Inbound::Message(m) | Inbound::Unreadable(m, _) => Some(m),
-            Inbound::Reaction(_) | Inbound::Change(_) => None,
+            Inbound::Reaction(_) | Inbound::PollResponse(_) | Inbound::Change(_) => None,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::model::agent::{PermissionKind, PermissionOption};
 
-use crate::model::poll::{Choice, Decision};
+use crate::model::poll::{Choice, Decision, PollAnswer};
 
 /// How polls behave: the `[permissions]` table of the config, read straight into this
 /// struct (its keys and defaults are declared here and nowhere else).
@@ -20,6 +20,37 @@ pub struct PermissionSettings {
     pub timeout: Duration,
     /// Refused calls in one turn after which the gateway proposes to stop it.
     pub propose_stop_after: u32,
+    /// How a permission poll is posted: a message answered by reactions, a native poll
+    /// (MSC3381) clients show with buttons, or a native poll that reactions answer too.
+    pub poll: PollStyle,
+}
+
+/// How a permission poll is posted (`[permissions] poll`). Typed answers (`!allow`, a
+/// number) work with each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PollStyle {
+    /// A message listing the choices, each pre-put as a reaction: works in every client.
+    #[default]
+    Reactions,
+    /// A native poll (`org.matrix.msc3381.poll.start`) with one answer per choice, for
+    /// clients that show polls with buttons (Element, nheko…); ended with the outcome.
+    Native,
+    /// A native poll that also carries the choices' reactions, for rooms where some
+    /// clients show polls and some do not.
+    Both,
+}
+
+impl PollStyle {
+    /// Whether the poll is a native poll event.
+    pub fn is_native(self) -> bool {
+        self != PollStyle::Reactions
+    }
+
+    /// Whether the choices are pre-put as reactions on the poll.
+    pub fn reacts(self) -> bool {
+        self != PollStyle::Native
+    }
 }
 
 impl Default for PermissionSettings {
@@ -27,6 +58,7 @@ impl Default for PermissionSettings {
         Self {
             timeout: Duration::from_secs(600),
             propose_stop_after: 3,
+            poll: PollStyle::default(),
         }
     }
 }
@@ -160,6 +192,36 @@ pub fn is_stop_key(key: &str) -> bool {
     normalise(key) == STOP_EMOJI
 }
 
+/// The most answers a native poll may have (MSC3381); a poll with more choices is asked
+/// with reactions.
+pub const MAX_NATIVE_ANSWERS: usize = 20;
+
+/// The answer ID of a native poll's Stop choice: fixed, so the gateway can tell a stop
+/// without the poll (only those who may stop turns may use it).
+pub const STOP_ANSWER: &str = "stop";
+
+/// A native poll's answers for `choices`: a choice's number is its answer's ID (Stop has
+/// [`STOP_ANSWER`]), its emoji and label the answer's text.
+pub fn native_answers(choices: &[Choice]) -> Vec<PollAnswer> {
+    (choices.iter())
+        .map(|c| PollAnswer {
+            id: match c.decision {
+                Decision::Stop => STOP_ANSWER.to_owned(),
+                Decision::Select(_) => c.number.to_string(),
+            },
+            text: format!("{} {}", c.emoji, c.label),
+        })
+        .collect()
+}
+
+/// The choice a native poll's answer ID stands for (see [`native_answers`]).
+pub fn by_answer<'a>(choices: &'a [Choice], id: &str) -> Option<&'a Choice> {
+    choices.iter().find(|c| match c.decision {
+        Decision::Stop => id == STOP_ANSWER,
+        Decision::Select(_) => id == c.number.to_string(),
+    })
+}
+
 /// The option that answers a poll nobody answered in time: a refusal, the milder one
 /// first (nobody decided "never"). `None` when the agent offered no refusal at all.
 pub fn expiry_option(options: &[PermissionOption]) -> Option<&PermissionOption> {
@@ -222,6 +284,44 @@ mod tests {
         .map(|(e, i)| (e.to_string(), i.to_string()))
         .collect();
         assert_eq!(table(&usual_options()), expected);
+    }
+
+    #[test]
+    fn a_native_polls_answers_are_the_choices_and_each_id_picks_its_choice_back() {
+        let choices = choices(&usual_options(), "Stop the turn");
+        let answers = native_answers(&choices);
+        let shown: Vec<(&str, &str)> = (answers.iter())
+            .map(|a| (a.id.as_str(), a.text.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("1", "✅ Allow"),
+                ("2", "🔁 Allow bash for this session"),
+                ("3", "✋ Reject"),
+                ("4", "❌ Never allow bash in this session"),
+                (STOP_ANSWER, "🛑 Stop the turn"),
+            ]
+        );
+        for (answer, choice) in answers.iter().zip(&choices) {
+            assert_eq!(by_answer(&choices, &answer.id), Some(choice));
+        }
+        // An ID of no answer (a forged response, another poll's) picks nothing.
+        for id in ["0", "6", "allow", "", " 1"] {
+            assert_eq!(by_answer(&choices, id), None, "{id:?}");
+        }
+    }
+
+    #[test]
+    fn the_poll_style_is_read_from_the_config_and_defaults_to_reactions() {
+        let read = |toml_text: &str| toml::from_str::<PermissionSettings>(toml_text);
+        assert_eq!(read("").unwrap().poll, PollStyle::Reactions);
+        assert_eq!(read("poll = \"native\"").unwrap().poll, PollStyle::Native);
+        assert_eq!(read("poll = \"both\"").unwrap().poll, PollStyle::Both);
+        assert!(read("poll = \"buttons\"").is_err());
+        assert!(PollStyle::Both.is_native() && PollStyle::Both.reacts());
+        assert!(PollStyle::Native.is_native() && !PollStyle::Native.reacts());
+        assert!(!PollStyle::Reactions.is_native() && PollStyle::Reactions.reacts());
     }
 
     #[test]

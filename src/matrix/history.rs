@@ -137,7 +137,7 @@ fn listed(inbound: Inbound) -> Option<IncomingMessage> {
             media: Vec::new(),
             ..m
         }),
-        Inbound::Change(_) | Inbound::Reaction(_) => None,
+        Inbound::Change(_) | Inbound::Reaction(_) | Inbound::PollResponse(_) => None,
     }
 }
 

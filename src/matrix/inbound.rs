@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use super::ids::Ours;
 use super::mentions::mentioned_users;
+use super::polls;
 use super::sender_proof::{SenderTrust, unproven};
 use crate::core::inbound::{
     Change, Inbound, IncomingChange, IncomingMessage, IncomingReaction, Unreadable,
@@ -100,6 +101,9 @@ pub(super) fn to_inbound(
             target_event_id: ev.content.relates_to.event_id.ours(),
             key: ev.content.relates_to.key.clone(),
         })),
+        Ok(AnySyncTimelineEvent::MessageLike(event)) if polls::is_response(&event) => {
+            polls::response(agent_id, room_id, event)
+        }
         Ok(AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::RoomRedaction(
             SyncRoomRedactionEvent::Original(ev),
         ))) => {

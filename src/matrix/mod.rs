@@ -13,6 +13,7 @@ mod late_keys;
 mod media;
 mod mentions;
 mod outbound;
+mod polls;
 mod recovery;
 mod sender_proof;
 mod sync;

@@ -10,6 +10,7 @@ use matrix_sdk::room::Room;
 use matrix_sdk::ruma::OwnedTransactionId;
 use matrix_sdk::ruma::api::client::receipt::create_receipt::v3::ReceiptType;
 use matrix_sdk::ruma::events::Mentions;
+use matrix_sdk::ruma::events::poll::unstable_end::UnstablePollEndEventContent;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::receipt::ReceiptThread;
 use matrix_sdk::ruma::events::relation::Annotation;
@@ -27,12 +28,14 @@ use super::errors::classify;
 use super::history;
 use super::ids::{Ours, sdk_event, sdk_room, sdk_user};
 use super::media;
+use super::polls;
 use super::sender_proof::SenderTrust;
 use crate::core::chat::{ChatError, ChatPort, RoomMember};
 use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
 use crate::model::errors::Chain;
 use crate::model::ids::{AgentId, EventId, RoomId, UserId};
+use crate::model::poll::PollAnswer;
 
 /// [`ChatPort`] for one agent's Matrix user.
 pub struct MatrixChat {
@@ -230,6 +233,39 @@ impl ChatPort for MatrixChat {
             .await
             .map_err(classify)?;
         Ok(response.response.event_id.ours())
+    }
+
+    async fn send_poll(
+        &self,
+        room_id: &RoomId,
+        txn: &str,
+        msg: &OutMessage,
+        answers: &[PollAnswer],
+    ) -> Result<EventId, ChatError> {
+        let room = self.room(room_id)?;
+        let txn = OwnedTransactionId::from(txn);
+        let response = room
+            .send_raw(polls::POLL_START, polls::poll_start(msg, answers)?)
+            .with_transaction_id(&txn)
+            .with_request_config(once())
+            .await
+            .map_err(classify)?;
+        Ok(response.response.event_id.ours())
+    }
+
+    async fn end_poll(
+        &self,
+        room_id: &RoomId,
+        poll: &EventId,
+        msg: &OutMessage,
+    ) -> Result<(), ChatError> {
+        let room = self.room(room_id)?;
+        let end = UnstablePollEndEventContent::new(msg.body.clone(), sdk_event(poll)?);
+        room.send(end)
+            .with_request_config(once())
+            .await
+            .map_err(classify)?;
+        Ok(())
     }
 
     async fn redact(&self, room_id: &RoomId, target: &EventId) -> Result<(), ChatError> {

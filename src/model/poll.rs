@@ -23,3 +23,13 @@ pub struct Choice {
     /// What picking it does.
     pub decision: Decision,
 }
+
+/// One answer of a native poll (MSC3381): what a client shows as a button, and the ID its
+/// `poll.response` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PollAnswer {
+    /// The answer's ID, opaque to clients: a response names it.
+    pub id: String,
+    /// What the button says.
+    pub text: String,
+}

@@ -14,6 +14,8 @@ pub struct StoredPoll {
     pub body: String,
     /// The same as HTML.
     pub html: Option<String>,
+    /// Whether it is a native poll: ended with `body`, not edited to it.
+    pub native: bool,
 }
 
 impl Store {
@@ -21,14 +23,15 @@ impl Store {
     /// because the gateway stopped.
     pub async fn save_poll(&self, agent: &AgentId, poll: &StoredPoll) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT OR REPLACE INTO open_polls (event_id, room_id, agent_id, body, html, created_at)
-             VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO open_polls (event_id, room_id, agent_id, body, html, native, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(poll.event_id.as_str())
         .bind(poll.room_id.as_str())
         .bind(agent.as_str())
         .bind(&poll.body)
         .bind(&poll.html)
+        .bind(poll.native)
         .bind(now_ms())
         .execute(&self.pool)
         .await?;
@@ -47,7 +50,7 @@ impl Store {
     /// The polls of `agent_id` still recorded as open.
     pub async fn open_polls(&self, agent: &AgentId) -> Result<Vec<StoredPoll>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT event_id, room_id, body, html FROM open_polls WHERE agent_id = ? ORDER BY created_at",
+            "SELECT event_id, room_id, body, html, native FROM open_polls WHERE agent_id = ? ORDER BY created_at",
         )
         .bind(agent.as_str())
         .fetch_all(&self.pool)
@@ -68,6 +71,7 @@ mod tests {
             room_id: "!r".into(),
             body: "expired".into(),
             html: None,
+            native: true,
         };
         store.save_poll(&demo, &poll).await.unwrap();
         assert_eq!(store.open_polls(&demo).await.unwrap(), vec![poll]);

@@ -121,6 +121,16 @@ pub enum ChannelInput {
         /// The reaction key.
         key: String,
     },
+    /// Someone other than an agent answered native poll `target` with `answer` (its Stop
+    /// only someone who may stop turns; the channel checks who may answer polls).
+    PollAnswer {
+        /// Who answered.
+        by: UserId,
+        /// The poll.
+        target: EventId,
+        /// The ID of the answer chosen.
+        answer: String,
+    },
 }
 
 impl ChannelInput {
@@ -134,7 +144,10 @@ impl ChannelInput {
             | Self::Aside(message)
             | Self::Command(_, message)
             | Self::PollReply(message) => Some(message),
-            Self::Report(_) | Self::Changed(_) | Self::Reaction { .. } => None,
+            Self::Report(_)
+            | Self::Changed(_)
+            | Self::Reaction { .. }
+            | Self::PollAnswer { .. } => None,
         }
     }
 }
@@ -293,7 +306,9 @@ impl Channel {
                 self.change_queued(&change).await;
             }
             // Polls exist only during a turn.
-            ChannelInput::Reaction { .. } | ChannelInput::PollReply(_) => {}
+            ChannelInput::Reaction { .. }
+            | ChannelInput::PollAnswer { .. }
+            | ChannelInput::PollReply(_) => {}
         }
     }
 

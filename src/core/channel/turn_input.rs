@@ -177,6 +177,9 @@ impl Channel {
             ChannelInput::Reaction { by, target, key } => {
                 self.reaction_during_turn(by, target, key, turn).await
             }
+            ChannelInput::PollAnswer { by, target, answer } => {
+                self.poll_answer_during_turn(by, target, answer, turn).await
+            }
         }
     }
 
@@ -248,6 +251,32 @@ impl Channel {
             if picked == Picked::Stop {
                 self.stop_turn(by, Some(&target), turn).await;
             }
+        }
+    }
+
+    /// An answer to a native poll while a turn runs: it picks the choice of its ID, like
+    /// the choice's reaction; Stop stops the turn. Unlike a reaction, an answer that
+    /// counts for nothing (someone who may not approve, an admins-only choice) is said in
+    /// the room: the client shows it as a vote.
+    async fn poll_answer_during_turn(
+        &mut self,
+        by: UserId,
+        target: EventId,
+        answer: String,
+        turn: &mut RunningTurn,
+    ) {
+        if !turn.approvals().is_poll(&target) {
+            return;
+        }
+        let picked = (turn.approvals_mut())
+            .pick(&self.ctx, &self.key.room, &target, &by, |c| {
+                poll::by_answer(c, &answer)
+            })
+            .await;
+        match picked {
+            Picked::Stop => self.stop_turn(by, Some(&target), turn).await,
+            Picked::NoPoll => {}
+            picked => self.after_pick(&picked, &by).await,
         }
     }
 }

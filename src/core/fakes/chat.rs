@@ -12,6 +12,7 @@ use crate::core::chat::{ChatError, ChatPort, RoomMember};
 use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
 use crate::model::ids::{EventId, RoomId, UserId};
+use crate::model::poll::PollAnswer;
 
 /// One request the fake chat received and accepted.
 #[derive(Debug, Clone)]
@@ -49,6 +50,26 @@ pub enum Sent {
         room: String,
         /// Redacted event.
         event_id: String,
+    },
+    /// A native poll.
+    Poll {
+        /// Room.
+        room: String,
+        /// Event ID given to it.
+        event_id: String,
+        /// Its question (the body) and how it is posted.
+        msg: OutMessage,
+        /// Its answers.
+        answers: Vec<PollAnswer>,
+    },
+    /// The end of a native poll.
+    EndPoll {
+        /// Room.
+        room: String,
+        /// The poll ended.
+        poll: String,
+        /// What its end says.
+        msg: OutMessage,
     },
     /// A read receipt.
     Read {
@@ -292,6 +313,47 @@ impl ChatPort for FakeChat {
         self.record(Sent::Redact {
             room: room.to_string(),
             event_id: event_id.to_string(),
+        });
+        Ok(())
+    }
+
+    async fn send_poll(
+        &self,
+        room: &RoomId,
+        txn: &str,
+        msg: &OutMessage,
+        answers: &[PollAnswer],
+    ) -> Result<EventId, ChatError> {
+        self.attempt()?;
+        let mut s = self.state.lock().unwrap();
+        if let Some(id) = s.txns.get(txn) {
+            return Ok(id.clone());
+        }
+        let event_id = EventId::new(format!("$poll{}", s.log.len()));
+        s.txns.insert(txn.to_owned(), event_id.clone());
+        s.log.push((
+            Instant::now(),
+            Sent::Poll {
+                room: room.to_string(),
+                event_id: event_id.to_string(),
+                msg: msg.clone(),
+                answers: answers.to_vec(),
+            },
+        ));
+        Ok(event_id)
+    }
+
+    async fn end_poll(
+        &self,
+        room: &RoomId,
+        poll: &EventId,
+        msg: &OutMessage,
+    ) -> Result<(), ChatError> {
+        self.attempt()?;
+        self.record(Sent::EndPoll {
+            room: room.to_string(),
+            poll: poll.to_string(),
+            msg: msg.clone(),
         });
         Ok(())
     }

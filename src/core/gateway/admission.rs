@@ -3,7 +3,9 @@
 
 use super::Gateway;
 use crate::core::channel::ChannelInput;
-use crate::core::inbound::{IncomingChange, IncomingMessage, IncomingReaction, Unreadable};
+use crate::core::inbound::{
+    IncomingChange, IncomingMessage, IncomingPollResponse, IncomingReaction, Unreadable,
+};
 use crate::core::poll;
 use crate::core::routing;
 use crate::core::voice::{RoomVoice, txn};
@@ -163,6 +165,30 @@ impl Gateway {
             key: reaction.key.clone(),
         };
         self.channels.send_to_room_if_running(&conversation, input);
+    }
+
+    /// An answer to a native poll goes to its channel, like a reaction: never an agent's,
+    /// Stop only from someone who may stop turns. A response naming no answer, or several
+    /// (the polls ask for one), changes nothing: the first answer decided.
+    pub(super) fn handle_poll_response(&self, response: IncomingPollResponse) {
+        if self.people.is_agent(&response.sender) {
+            return;
+        }
+        let [answer] = response.answers.as_slice() else {
+            tracing::info!(agent = %response.agent_id, room = %response.room_id, sender = %response.sender, poll = %response.poll, answers = response.answers.len(), "ignoring a poll response that does not name one answer");
+            return;
+        };
+        if answer == poll::STOP_ANSWER && !self.people.may_stop(&response.sender) {
+            tracing::info!(agent = %response.agent_id, room = %response.room_id, sender = %response.sender, "ignoring a poll's Stop from a user who is not allowed to stop turns");
+            return;
+        }
+        let input = || ChannelInput::PollAnswer {
+            by: response.sender.clone(),
+            target: response.poll.clone(),
+            answer: answer.clone(),
+        };
+        self.channels
+            .send_to_room_if_running(&response.conversation(), input);
     }
 }
 

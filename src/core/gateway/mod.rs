@@ -203,6 +203,7 @@ impl Gateway {
             Inbound::Message(message) => self.handle_message(message).await,
             Inbound::Unreadable(message, why) => self.handle_unreadable(message, why).await,
             Inbound::Reaction(reaction) => self.handle_reaction(reaction),
+            Inbound::PollResponse(response) => self.handle_poll_response(response),
             Inbound::Change(change) => self.handle_change(change),
         }
     }

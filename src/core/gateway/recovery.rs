@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::Gateway;
+use crate::core::approvals;
 use crate::core::channel::ChannelInput;
 use crate::core::command::{Command, parse};
 use crate::core::context::AgentContext;
@@ -268,16 +269,21 @@ impl Gateway {
                 let content = OutMessage {
                     body: poll.body,
                     html: poll.html,
-                    notice: false,
+                    notice: poll.native,
                     mentions: Vec::new(),
                     reply_to: None,
                     thread: None,
                     attachment: None,
                     live: false,
                 };
-                RoomVoice::new(&*ctx.chat, &ctx.agent_id, &poll.room_id)
-                    .edit(&poll.event_id, &content)
-                    .await;
+                match poll.native {
+                    true => approvals::end_poll(ctx, &poll.room_id, &poll.event_id, &content).await,
+                    false => {
+                        RoomVoice::new(&*ctx.chat, &ctx.agent_id, &poll.room_id)
+                            .edit(&poll.event_id, &content)
+                            .await
+                    }
+                }
                 self.store
                     .forget_poll(&poll.event_id)
                     .await

@@ -656,6 +656,36 @@ pub fn poll(view: &PollView<'_>) -> OutMessage {
     out.into_message(false)
 }
 
+/// An open native poll's question: what the tool will do, and how else to answer (its
+/// choices are the poll's answers). `reacts`: its choices are also its reactions.
+pub fn native_poll(view: &PollView<'_>, reacts: bool) -> OutMessage {
+    let mut out = Both::revealing();
+    poll_head(&mut out, view.agent, view.tool, true);
+    let words: Vec<String> = (view.typed.iter())
+        .map(|w| format!("{}{w}", view.prefix))
+        .chain(["an answer's number".to_owned()])
+        .collect();
+    let how = match reacts {
+        true => "Answer in the poll or react with an answer's emoji",
+        false => "Answer in the poll",
+    };
+    out.line(
+        &format!(
+            "{how}; the first approver decides. No polls in your client? Reply to this \
+             message with {}. Unanswered, it is refused after {}.",
+            strings::either(&words),
+            strings::duration(view.timeout)
+        ),
+        false,
+    );
+    out.into_message(false)
+}
+
+/// What ends a native poll: how it was settled.
+pub fn poll_ended(outcome: &PollOutcome) -> OutMessage {
+    OutMessage::notice(format!("The poll has ended: {}", poll_outcome(outcome)))
+}
+
 /// A settled poll: what was asked and how it ended.
 pub fn poll_settled(agent: &str, tool: &ToolCallFields, outcome: &PollOutcome) -> OutMessage {
     let mut out = Both::revealing();

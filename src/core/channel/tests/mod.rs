@@ -3,6 +3,7 @@
 mod during_turn;
 mod media;
 mod modes;
+mod native_polls;
 mod polls;
 mod queue;
 mod sessions;
@@ -56,6 +57,7 @@ async fn channel_with(
         ctx.permissions = Reloadable::new(PermissionSettings {
             timeout,
             propose_stop_after: 2,
+            ..PermissionSettings::default()
         });
         ctx.quiet_note = quiet_note;
     })
@@ -100,6 +102,7 @@ fn context(
         permissions: Reloadable::new(PermissionSettings {
             timeout: Duration::from_secs(60),
             propose_stop_after: 2,
+            ..PermissionSettings::default()
         }),
         ..AgentContext::for_tests(id, agent, chat, store, pool)
     }

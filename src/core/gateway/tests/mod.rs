@@ -344,6 +344,7 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         room_id: "!r".into(),
         body: "expired".into(),
         html: None,
+        native: false,
     };
     store
         .save_poll(&AgentId::from("demo"), &poll)
