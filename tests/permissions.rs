@@ -7,12 +7,8 @@ mod support;
 use std::time::Duration;
 
 use matrix_sdk::room::Room;
-use support::{
-    AgentSpec, Env, GatewayProcess, PATIENCE, Person, Synapse, SynapseOptions, wait_until,
-};
-
-/// The agent's user ID in every test here.
-const AGENT: &str = "@demo:localhost";
+use support::with_bob::{AGENT, room_with_bob, start_approving};
+use support::{Env, PATIENCE, Person, SynapseOptions, wait_until};
 
 /// A homeserver, a gateway whose only approver is Alice, and Bob (allowed, not approver).
 async fn start(extra_toml: &str) -> (Env, Person) {
@@ -29,62 +25,11 @@ async fn start_configured(extra_toml: &str, demo_args: &[&str], agent_toml: &str
     start_approving(extra_toml, demo_args, agent_toml, &["alice"]).await
 }
 
-/// Like [`start_configured`], with `approvers` (by localpart) as the approvers.
-async fn start_approving(
-    extra_toml: &str,
-    demo_args: &[&str],
-    agent_toml: &str,
-    approvers: &[&str],
-) -> (Env, Person) {
-    let approver_ids: Vec<String> = approvers
-        .iter()
-        .map(|a| format!("@{a}:localhost"))
-        .collect();
-    let hs = Synapse::start(SynapseOptions::default()).await;
-    let alice_id = hs.register("alice", "alice-password").await;
-    let bob_id = hs.register("bob", "bob-password").await;
-    let agent = hs.register("demo", "demo-password").await;
-    assert_eq!(agent, AGENT);
-    let gw = GatewayProcess::start_with_approvers(
-        &hs.url,
-        &[alice_id.as_str(), bob_id.as_str()],
-        Some(&approver_ids.iter().map(String::as_str).collect::<Vec<_>>()),
-        &[AgentSpec {
-            id: "demo".into(),
-            user_id: agent.clone(),
-            password: "demo-password".into(),
-            demo_args: demo_args.iter().map(|a| a.to_string()).collect(),
-            agent_toml: agent_toml.to_owned(),
-        }],
-        extra_toml,
-    );
-    let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
-    let bob = Person::login(&hs.url, &bob_id, "bob-password").await;
-    (
-        Env {
-            hs,
-            gw,
-            alice,
-            agents: vec![agent.clone()],
-            agent,
-        },
-        bob,
-    )
-}
-
 /// Whether poll `id` still waits for an answer.
 fn still_open(env: &Env, id: &str) -> bool {
     env.alice
         .current_text(id)
         .is_some_and(|t| t.contains("React to answer"))
-}
-
-/// A room with Alice, the agent and Bob.
-async fn room_with_bob(env: &Env, bob: &Person) -> (Room, Room) {
-    let room = env.room_with_agent(false).await;
-    env.alice.invite(&room, &bob.user_id).await;
-    let bobs = bob.join(room.room_id().as_str()).await;
-    (room, bobs)
 }
 
 /// Waits for the `n`-th poll (from 0) in `room`, with all its choices pre-reacted by the
@@ -310,7 +255,7 @@ async fn refusals_lead_to_a_stop_proposal_and_stop_on_a_poll_cancels_the_turn() 
     assert_eq!(
         reply,
         "permission: reject\npermission: reject\npermission: cancelled\n\n\
-         ⏹️ Stopped by @alice:localhost."
+         ⏹️ Stopped by alice."
     );
     poll_shows(&env, &third, "🛑 alice stopped the turn.").await;
 }

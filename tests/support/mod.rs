@@ -9,6 +9,7 @@ pub mod person;
 pub mod ports;
 pub mod proxy;
 pub mod synapse;
+pub mod with_bob;
 
 pub use gateway::{AgentSpec, GatewayProcess};
 pub use person::{Person, wait_until};

@@ -10,6 +10,9 @@ use matrix_sdk::deserialized_responses::EncryptionInfo;
 use matrix_sdk::encryption::EncryptionSettings;
 use matrix_sdk::event_handler::RawEvent;
 use matrix_sdk::room::Room;
+use matrix_sdk::ruma::events::poll::unstable_end::OriginalSyncUnstablePollEndEvent;
+use matrix_sdk::ruma::events::poll::unstable_response::UnstablePollResponseEventContent;
+use matrix_sdk::ruma::events::poll::unstable_start::OriginalSyncUnstablePollStartEvent;
 use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::MediaSource;
@@ -78,9 +81,41 @@ pub struct SeenReaction {
     pub key: String,
 }
 
+/// A native poll (MSC3381) the person's client saw.
+#[derive(Debug, Clone)]
+pub struct SeenPoll {
+    /// Event ID.
+    pub event_id: String,
+    /// Author.
+    pub sender: String,
+    /// Its question.
+    pub question: String,
+    /// Its answers: ID and text each.
+    pub answers: Vec<(String, String)>,
+    /// Its text for clients without polls.
+    pub fallback: String,
+    /// The root of the thread it was posted in, if any.
+    pub thread: Option<String>,
+    /// The users it mentions intentionally.
+    pub mentions: Vec<String>,
+}
+
+/// The end of a native poll the person's client saw.
+#[derive(Debug, Clone)]
+pub struct SeenPollEnd {
+    /// Who ended it.
+    pub sender: String,
+    /// The poll ended.
+    pub poll: String,
+    /// What its end says.
+    pub text: String,
+}
+
 #[derive(Default)]
 struct Log {
     messages: Vec<Seen>,
+    polls: Vec<SeenPoll>,
+    poll_ends: Vec<SeenPollEnd>,
     reactions: Vec<SeenReaction>,
     redacted: HashSet<String>,
     typing: HashSet<String>,
@@ -263,6 +298,45 @@ impl Person {
                     sender: ev.sender.to_string(),
                     target: ev.content.relates_to.event_id.to_string(),
                     key: ev.content.relates_to.key.clone(),
+                });
+            }
+        });
+        let l = log.clone();
+        client.add_event_handler(
+            move |ev: OriginalSyncUnstablePollStartEvent, raw: RawEvent| {
+                let l = l.clone();
+                async move {
+                    let event: serde_json::Value =
+                        serde_json::from_str(raw.get()).unwrap_or_default();
+                    let content = &event["content"];
+                    let block = ev.content.poll_start();
+                    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+                    l.lock().unwrap().polls.push(SeenPoll {
+                        event_id: ev.event_id.to_string(),
+                        sender: ev.sender.to_string(),
+                        question: block.question.text.clone(),
+                        answers: (block.answers.iter())
+                            .map(|a| (a.id.clone(), a.text.clone()))
+                            .collect(),
+                        fallback: text(&content["org.matrix.msc1767.text"]),
+                        thread: (content["m.relates_to"]["rel_type"] == "m.thread")
+                            .then(|| text(&content["m.relates_to"]["event_id"])),
+                        mentions: (content["m.mentions"]["user_ids"].as_array().into_iter())
+                            .flatten()
+                            .map(text)
+                            .collect(),
+                    });
+                }
+            },
+        );
+        let l = log.clone();
+        client.add_event_handler(move |ev: OriginalSyncUnstablePollEndEvent| {
+            let l = l.clone();
+            async move {
+                l.lock().unwrap().poll_ends.push(SeenPollEnd {
+                    sender: ev.sender.to_string(),
+                    poll: ev.content.relates_to.event_id.to_string(),
+                    text: ev.content.text.clone(),
                 });
             }
         });
@@ -454,6 +528,36 @@ impl Person {
         )))
         .await
         .unwrap();
+    }
+
+    /// Answers native poll `poll` with the answer whose ID is `answer`, as a client with
+    /// polls does (an `org.matrix.msc3381.poll.response`).
+    pub async fn answer_poll(&self, room: &Room, poll: &str, answer: &str) {
+        let poll = OwnedEventId::try_from(poll).unwrap();
+        room.send(UnstablePollResponseEventContent::new(
+            vec![answer.to_owned()],
+            poll,
+        ))
+        .await
+        .unwrap();
+    }
+
+    /// The native polls `sender` posted, as this person's client saw them.
+    pub fn polls_from(&self, sender: &str) -> Vec<SeenPoll> {
+        let log = self.log.lock().unwrap();
+        (log.polls.iter())
+            .filter(|p| p.sender == sender)
+            .cloned()
+            .collect()
+    }
+
+    /// The ends of native poll `poll` this person's client saw.
+    pub fn ends_of_poll(&self, poll: &str) -> Vec<SeenPollEnd> {
+        let log = self.log.lock().unwrap();
+        (log.poll_ends.iter())
+            .filter(|e| e.poll == poll)
+            .cloned()
+            .collect()
     }
 
     /// Whether `user_id`'s membership in `room` is one of `states`, per this person's view.

@@ -34,8 +34,8 @@ pub(super) struct RunningTurn {
     approvals: Approvals,
     /// How many files of the answer were posted (numbers their transaction IDs).
     files: u32,
-    /// Who asked to stop, once someone did.
-    stopped_by: Option<UserId>,
+    /// Who asked to stop, once someone did, by the name the room shows them.
+    stopped_by: Option<String>,
     /// Set when the gateway shuts down during the turn: by then the turn must end.
     shutdown_deadline: Option<Instant>,
     /// Set once the turn was stopped because its session went to a mode that does not ask
@@ -57,8 +57,8 @@ pub(super) struct Ended {
     pub(super) stream: ReplyStream,
     /// Tool cards, plan and thinking.
     pub(super) activity: Activity,
-    /// Who stopped it, if someone did.
-    pub(super) stopped_by: Option<UserId>,
+    /// Who stopped it, if someone did, by the name the room shows them.
+    pub(super) stopped_by: Option<String>,
     /// Whether the gateway's shutdown ended it.
     pub(super) at_shutdown: bool,
     /// The messages steered into it, to settle with its end.
@@ -200,8 +200,9 @@ impl RunningTurn {
         self.files
     }
 
-    /// Records that `by` stopped the turn; `false` when someone did already.
-    pub(super) fn stop(&mut self, by: UserId) -> bool {
+    /// Records that `by` (their name in the room) stopped the turn; `false` when someone
+    /// did already.
+    pub(super) fn stop(&mut self, by: String) -> bool {
         if self.stopped_by.is_some() {
             return false;
         }
@@ -214,10 +215,10 @@ impl RunningTurn {
         self.steered.push(event_id);
     }
 
-    /// Records that `by`, named `name` in the room, stopped the turn by writing a message
+    /// Records that `name` (as the room shows them) stopped the turn by writing a message
     /// (`!queue interrupt`); `false` when someone stopped it already.
-    pub(super) fn cut_by(&mut self, by: UserId, name: String) -> bool {
-        let first = self.stop(by);
+    pub(super) fn cut_by(&mut self, name: String) -> bool {
+        let first = self.stop(name.clone());
         if first {
             self.cut = Some(name);
         }

@@ -369,7 +369,7 @@ impl Channel {
                 self.to_outbox(activity.undelivered()).await;
             }
         }
-        let stopped_by = stopped_by.as_ref().map(UserId::as_str);
+        let stopped_by = stopped_by.as_deref();
         let showed_work = activity.showed_work();
         self.end_reply(&mut stream, &result, ending, stopped_by, showed_work)
             .await;
@@ -443,7 +443,7 @@ impl Channel {
         ended: &Ended,
     ) -> (&'static str, Option<String>) {
         let ctx = &self.ctx;
-        let stopped_by = ended.stopped_by.as_ref().map(UserId::as_str);
+        let stopped_by = ended.stopped_by.as_deref();
         match result {
             Ok(reason) if ended.at_shutdown => (
                 stop_reason_label(reason),

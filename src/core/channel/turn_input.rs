@@ -62,11 +62,15 @@ impl Channel {
     /// What the room hears after a pick, and the mode a picked choice switched to.
     pub(super) async fn after_pick(&mut self, picked: &Picked, by: &UserId) {
         match picked {
-            Picked::NotApprover => self.notice(strings::not_an_approver(by.as_str())).await,
+            Picked::NotApprover => {
+                let name = self.ctx.name_in(&self.key.room, by).await;
+                self.notice(strings::not_an_approver(&name)).await
+            }
             Picked::NoSuchChoice => self.notice(strings::NO_SUCH_CHOICE).await,
             Picked::NoPoll => self.notice(strings::NO_OPEN_POLL).await,
             Picked::AdminOnly { label, mode } => {
-                self.notice(strings::choice_for_admins(by.as_str(), label, mode))
+                let name = self.ctx.name_in(&self.key.room, by).await;
+                self.notice(strings::choice_for_admins(&name, label, mode))
                     .await
             }
             Picked::Answered(Some(mode)) => self.mode_chosen_in_poll(mode.clone(), by).await,
@@ -86,17 +90,14 @@ impl Channel {
             return;
         }
         tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, by = %by, "cancelling the turn");
-        // Who stopped it, as the poll they stopped it from will say (a local read).
-        let name = match from_poll {
-            Some(_) => self.ctx.name_in(&self.key.room, &by).await,
-            None => by.to_string(),
-        };
+        // Who stopped it, as the room shows them (a local read).
+        let name = self.ctx.name_in(&self.key.room, &by).await;
         self.cancel_prompt(turn, |event| match Some(event) == from_poll {
             true => PollOutcome::Stopped { by: name.clone() },
             false => PollOutcome::TurnStopped,
         })
         .await;
-        turn.stop(by);
+        turn.stop(name);
     }
 
     /// `message` replies to question `target` of the running turn with its typed answer.
@@ -118,8 +119,8 @@ impl Channel {
         match typed {
             Typed::Answered => {}
             Typed::NotApprover => {
-                self.notice(strings::not_an_approver(message.sender.as_str()))
-                    .await
+                let name = self.ctx.name_in(&self.key.room, &message.sender).await;
+                self.notice(strings::not_an_approver(&name)).await
             }
             Typed::Unreadable(why) => self.notice(strings::unreadable_answer(&why)).await,
             Typed::NoPoll => self.notice(strings::POLL_NOT_OPEN).await,

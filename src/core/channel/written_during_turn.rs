@@ -95,6 +95,6 @@ impl Channel {
         }
         self.cancel_prompt(turn, |_| crate::render::cards::PollOutcome::TurnStopped)
             .await;
-        turn.cut_by(by, name);
+        turn.cut_by(name);
     }
 }

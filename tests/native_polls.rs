@@ -1,0 +1,141 @@
+#![recursion_limit = "256"]
+//! Permission polls as native polls (MSC3381), against a real homeserver, the real demo
+//! agent and a real client library answering them: Alice may approve, Bob may not.
+
+mod support;
+
+use std::time::Duration;
+
+use support::person::SeenPoll;
+use support::with_bob::{AGENT, room_with_bob, start_approving};
+use support::{Env, PATIENCE, wait_until};
+
+/// The `n`-th native poll (from 0) the agent posted.
+async fn native_poll(env: &Env, n: usize) -> SeenPoll {
+    wait_until(PATIENCE, &format!("native poll #{n}"), || {
+        env.alice.polls_from(AGENT).into_iter().nth(n)
+    })
+    .await
+}
+
+/// Waits until poll `id` is ended by the agent; returns what its end says.
+async fn ended(env: &Env, id: &str) -> String {
+    wait_until(PATIENCE, "the poll's end", || {
+        (env.alice.ends_of_poll(id).into_iter())
+            .find(|e| e.sender == AGENT)
+            .map(|e| e.text)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_poll_is_answered_by_an_approvers_response_only_and_ended_with_the_outcome() {
+    let (env, bob) = start_approving("[permissions]\npoll = \"native\"", &[], "", &["alice"]).await;
+    let (room, bobs_room) = room_with_bob(&env, &bob).await;
+    env.alice.send(&room, "%permission bash: ls").await;
+    let poll = native_poll(&env, 0).await;
+    assert!(
+        poll.question
+            .starts_with("🔐 demo agent asks to use a tool: 💻 bash: ls (execute)\n$ ls"),
+        "{}",
+        poll.question
+    );
+    let answers: Vec<(&str, &str)> = (poll.answers.iter())
+        .map(|(id, text)| (id.as_str(), text.as_str()))
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            ("1", "✅ Allow"),
+            ("2", "🔁 Allow for this session"),
+            ("3", "✋ Reject"),
+            ("4", "❌ Never allow in this session"),
+            ("stop", "🛑 Stop the agent (cancels the whole turn)"),
+        ]
+    );
+    assert!(
+        poll.fallback.contains("\n1. ✅ Allow\n"),
+        "{}",
+        poll.fallback
+    );
+    assert_eq!(poll.mentions, vec![env.alice.user_id.clone()]);
+
+    // Bob may not approve: his answer is said to count for nothing, and the poll stays open.
+    bob.answer_poll(&bobs_room, &poll.event_id, "1").await;
+    env.notice_containing(&room, "bob may not approve").await;
+    assert!(env.alice.ends_of_poll(&poll.event_id).is_empty());
+
+    env.alice.answer_poll(&room, &poll.event_id, "1").await;
+    env.reply_where(&room, "the agent saying what it got", |t| {
+        t.contains("permission: allow")
+    })
+    .await;
+    assert_eq!(
+        ended(&env, &poll.event_id).await,
+        "The poll has ended: ✅ Allow, chosen by alice"
+    );
+    // The call's card follows the poll, with the answer under its output.
+    let card = env
+        .reply_where(&room, "the completed tool card", |t| {
+            t.starts_with("✅ 💻 bash: ls · completed")
+        })
+        .await;
+    assert!(card.ends_with("✅ Allow, chosen by alice"), "{card}");
+    // The poll's buttons are its only choices: the agent put no reaction on it.
+    assert!(env.alice.reactions_on(&poll.event_id).is_empty());
+    // A later answer changes nothing: the poll was ended once.
+    env.alice.answer_poll(&room, &poll.event_id, "4").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(env.alice.ends_of_poll(&poll.event_id).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_an_encrypted_room_both_takes_a_reaction_or_an_answer_and_a_restart_ends_a_poll_left_open()
+ {
+    let (mut env, _bob) =
+        start_approving("[permissions]\npoll = \"both\"", &[], "", &["alice"]).await;
+    let room = env.room_with_agent(true).await;
+    env.alice.send(&room, "%permission bash: ls").await;
+    let poll = native_poll(&env, 0).await;
+    assert!(
+        poll.question.contains("Answer in the poll or react"),
+        "{}",
+        poll.question
+    );
+    wait_until(PATIENCE, "the agent's reactions on the poll", || {
+        let on = env.alice.reactions_on(&poll.event_id);
+        (on.iter().filter(|r| r.sender == AGENT).count() == 5).then_some(())
+    })
+    .await;
+    env.alice.react(&room, &poll.event_id, "✅").await;
+    env.reply_where(&room, "the agent saying what it got", |t| {
+        t.contains("permission: allow")
+    })
+    .await;
+    assert_eq!(
+        ended(&env, &poll.event_id).await,
+        "The poll has ended: ✅ Allow, chosen by alice"
+    );
+
+    // An encrypted poll answer counts the same.
+    env.alice.send(&room, "%permission bash: id").await;
+    let second = native_poll(&env, 1).await;
+    env.alice.answer_poll(&room, &second.event_id, "3").await;
+    env.reply_where(&room, "the agent saying what it got", |t| {
+        t.contains("permission: reject")
+    })
+    .await;
+    assert_eq!(
+        ended(&env, &second.event_id).await,
+        "The poll has ended: ✋ Reject, chosen by alice"
+    );
+
+    // A crash leaves a poll open; the next start ends it.
+    env.alice.send(&room, "%permission bash: pwd").await;
+    let second = native_poll(&env, 2).await;
+    env.gw.kill();
+    assert!(env.alice.ends_of_poll(&second.event_id).is_empty());
+    env.gw.start_again();
+    let end = ended(&env, &second.event_id).await;
+    assert!(end.contains("⌛ Expired: Sidekicks restarted"), "{end}");
+}
