@@ -75,6 +75,10 @@ enum Cmd {
         /// then wait for the next one.
         #[arg(long)]
         no_steering: bool,
+        /// Do not advertise forking sessions (`session/fork`): `!fork` then re-injects the
+        /// conversation into a new session.
+        #[arg(long)]
+        no_fork: bool,
     },
     /// Connect an agent to its session's room tools over stdio (agents run this as the
     /// session's MCP server; it reads the gateway's address and the session's token from
@@ -110,6 +114,7 @@ async fn main() -> std::process::ExitCode {
             auth,
             mcp_http,
             no_steering,
+            no_fork,
         } => sidekicks::acp::demo_agent::run_stdio(sidekicks::acp::demo_agent::DemoOptions {
             sessions,
             resume,
@@ -125,6 +130,7 @@ async fn main() -> std::process::ExitCode {
             auth,
             mcp_http,
             steering: !no_steering,
+            fork: !no_fork,
         })
         .await
         .map_err(anyhow::Error::from),

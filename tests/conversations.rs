@@ -392,10 +392,11 @@ async fn where_edits_rerun_an_edited_running_prompt_stops_and_runs_its_new_text(
 }
 
 /// `!fork`: a new thread whose conversation starts as a copy of this one. The fork's thread
-/// sees the earlier conversation; the original goes on without the fork's words.
+/// sees the earlier conversation; the original goes on without the fork's words. This
+/// agent cannot fork sessions: the copy is re-injected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_starts_as_a_copy_and_the_original_does_not_see_it() {
-    let env = Env::start(SynapseOptions::default(), "").await;
+    let env = Env::start_with_demo_args(SynapseOptions::default(), "", &["--no-fork"]).await;
     let room = env.room_with_agent(false).await;
     env.prompt_and_wait(&room, "%say the answer is 42", "the answer is 42")
         .await;
@@ -431,6 +432,70 @@ async fn a_fork_starts_as_a_copy_and_the_original_does_not_see_it() {
     .await;
     assert!(history.contains("%say the answer is 42"), "{history}");
     assert!(!history.contains("fork only"), "{history}");
+}
+
+/// With an agent that forks sessions, the fork's thread starts as a copy of the session
+/// itself (`session/fork`): it remembers the conversation and nothing is re-injected. A fork
+/// whose original went on before its first message gets the copy re-injected instead, so it
+/// never holds what came after the fork.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_copies_the_session_of_an_agent_that_forks_while_the_original_stands_still() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say the answer is 42", "the answer is 42")
+        .await;
+    let fork = |name: &'static str| {
+        let (env, room) = (&env, &room);
+        async move {
+            env.alice.send(room, &format!("!fork {name}")).await;
+            let (root, _) = agent_message(env, room, "the fork's root", |t| {
+                t.starts_with(&format!("🍴 Fork “{name}”"))
+            })
+            .await;
+            root.event_id
+        }
+    };
+    let (first, second) = (fork("first").await, fork("second").await);
+
+    env.alice
+        .send_in_thread(&room, &first, "%say in the first fork\n%history\n%echo")
+        .await;
+    let (_, forked) = agent_message(&env, &room, "the first fork's answer", |t| {
+        t.starts_with("in the first fork") && t.contains("%echo")
+    })
+    .await;
+    assert!(
+        forked.contains("1 earlier prompts\n- %say the answer is 42"),
+        "the forked session remembers: {forked}"
+    );
+    assert!(
+        !forked.contains("> %say the answer is 42"),
+        "nothing re-injected: {forked}"
+    );
+    assert!(env.gw.log().contains("session forked"));
+
+    // The original goes on, without the fork's words.
+    env.alice
+        .send(&room, "%say the original goes on\n%history")
+        .await;
+    let (_, history) = agent_message(&env, &room, "the original's history", |t| {
+        t.starts_with("the original goes on") && t.contains("earlier prompts")
+    })
+    .await;
+    assert!(history.contains("1 earlier prompts"), "{history}");
+    assert!(!history.contains("first fork"), "{history}");
+
+    // The second fork's original went on since: a copy of its session now would hold that.
+    env.alice
+        .send_in_thread(&room, &second, "%say in the second fork\n%history\n%echo")
+        .await;
+    let (_, late) = agent_message(&env, &room, "the second fork's answer", |t| {
+        t.starts_with("in the second fork") && t.contains("%echo")
+    })
+    .await;
+    assert!(late.contains("0 earlier prompts"), "a new session: {late}");
+    assert!(late.contains("> %say the answer is 42"), "{late}");
+    assert!(!late.contains("the original goes on"), "{late}");
 }
 
 /// Where threads are part of the room's conversation, a fork is refused with the way out.

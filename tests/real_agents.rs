@@ -649,7 +649,7 @@ async fn claude_code_takes_a_steered_message_into_its_running_turn() {
 /// `!fork` with Claude Code: the fork's thread starts with the conversation so far; what is
 /// said in the fork stays out of the original.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_in_a_fork_knows_the_earlier_conversation_and_the_original_not_the_forks() {
+async fn claude_code_forks_its_session_the_fork_knows_the_past_the_original_not_the_fork() {
     let model = ModelServer::start().await;
     let env = claude(&model).await;
     let room = env.room_with_agent(false).await;
@@ -679,6 +679,9 @@ async fn claude_code_in_a_fork_knows_the_earlier_conversation_and_the_original_n
     })
     .await;
     assert!(forked.contains("the sky is green"), "{forked}");
+    // The adapter advertises `sessionCapabilities.fork`: the fork is Claude's own copy of
+    // the session, not the conversation re-injected.
+    assert!(env.gw.log().contains("session forked"), "{}", env.gw.log());
     env.alice.send(&room, "RECALL").await;
     let original = wait_until(PATIENCE, "what Claude remembers in the original", || {
         remembered(None)

@@ -34,6 +34,7 @@ use super::client_permission;
 use super::client_question;
 use super::client_terminal::{self, Terminals};
 use super::dialect::{self, Dialect};
+use super::ending::{Ended, stop_when_broken};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
 use super::requests::{McpOffer, Request, initialize_request};
@@ -357,6 +358,29 @@ impl AgentPort for AcpAgent {
         Ok(session)
     }
 
+    fn forks(&self) -> bool {
+        self.info.fork_session
+    }
+
+    async fn fork_session(
+        &self,
+        session_id: &str,
+        folder: &Arc<Folder>,
+        tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::Fork {
+            session: session_id.to_owned(),
+            cwd: folder.path().to_owned(),
+            tools: tools.cloned(),
+            reply,
+        })
+        .await?;
+        let response = (self.wait("session/fork", Some(self.session_timeout), rx)).await?;
+        let id = response.session_id.0.to_string();
+        Ok(self.opened(id, folder, &response))
+    }
+
     async fn prompt(
         &self,
         session_id: &str,
@@ -571,48 +595,6 @@ fn sign_in_commands(mut info: AgentInfo, command: &str) -> AgentInfo {
         }
     }
     info
-}
-
-/// Kills the agent's process group (`kill`) once `broken` says it broke the protocol.
-fn stop_when_broken(kill: impl Fn() + Send + 'static, mut broken: watch::Receiver<Option<String>>) {
-    tokio::spawn(async move {
-        if broken.wait_for(|b| b.is_some()).await.is_ok() {
-            kill();
-        }
-    });
-}
-
-/// What is done when an agent's connection ends.
-struct Ended {
-    /// The agent, for the log.
-    agent_id: AgentId,
-    /// The process's exit status, once it has ended.
-    exit: watch::Receiver<Option<String>>,
-    /// The commands it started through the client.
-    terminals: Arc<Terminals>,
-    /// Where the agent is declared broken.
-    broken: watch::Sender<Option<String>>,
-}
-
-impl Ended {
-    /// The connection ended with `ended`: the agent's commands go with it (nobody can ask
-    /// for their output any more), and a process that lives on but cannot be talked to is
-    /// stopped, so waiting requests fail and the next message starts it afresh.
-    fn after(self, ended: Result<(), agent_client_protocol::Error>) {
-        let agent_id = &self.agent_id;
-        self.terminals.end_all();
-        match ended {
-            Ok(()) => tracing::info!(agent = %agent_id, "ACP connection closed"),
-            Err(e) if self.exit.borrow().is_some() => {
-                tracing::info!(agent = %agent_id, error = %e, "ACP connection ended with the process")
-            }
-            Err(e) => {
-                tracing::error!(agent = %agent_id, error = %e, "ACP connection failed; stopping the agent");
-                let reason = format!("the connection to it failed ({e})");
-                transport::declare_broken(&self.broken, reason);
-            }
-        }
-    }
 }
 
 /// Most pages of `session/list` read for one `!sessions`.

@@ -41,6 +41,7 @@ pub fn agent_info(r: &InitializeResponse) -> AgentInfo {
         load_session: caps.load_session,
         resume_session: caps.session_capabilities.resume.is_some(),
         close_session: caps.session_capabilities.close.is_some(),
+        fork_session: caps.session_capabilities.fork.is_some(),
         list_sessions: caps.session_capabilities.list.is_some(),
         mcp_http: caps.mcp_capabilities.http,
         prompt_capabilities: prompt,

@@ -8,6 +8,7 @@ mod client_terminal;
 mod connection;
 pub mod demo_agent;
 pub mod dialect;
+mod ending;
 mod events;
 mod lines;
 mod process;

@@ -11,9 +11,9 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
     ElicitationCapabilities, ElicitationFormCapabilities, ElicitationUrlCapabilities,
-    FileSystemCapabilities, Implementation, InitializeRequest, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest, NewSessionResponse,
-    PromptRequest, PromptResponse, ResumeSessionRequest, SessionConfigOption,
+    FileSystemCapabilities, ForkSessionRequest, Implementation, InitializeRequest,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, SessionConfigOption,
     SessionConfigOptionValue, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, Error, UntypedMessage};
@@ -49,6 +49,17 @@ pub(super) enum Request {
         /// The gateway's room tools for it.
         tools: Option<SessionTools>,
         /// Where the answer goes (the new-session shape: only the settings matter).
+        reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
+    },
+    /// `session/fork` of an earlier session: a new session that starts as its copy.
+    Fork {
+        /// The session to copy.
+        session: String,
+        /// The new session's `cwd`.
+        cwd: PathBuf,
+        /// The gateway's room tools for it.
+        tools: Option<SessionTools>,
+        /// Where the answer goes (the new-session shape: the new ID and its settings).
         reply: oneshot::Sender<Result<NewSessionResponse, agent_client_protocol::Error>>,
     },
     /// `session/prompt`.
@@ -147,11 +158,7 @@ impl Request {
         let cx = cx.clone();
         match self {
             Request::NewSession { cwd, tools, reply } => {
-                let request = NewSessionRequest::new(cwd).mcp_servers(offer.with(tools));
-                answer(
-                    reply,
-                    async move { cx.send_request(request).block_task().await },
-                )
+                answer(reply, new_session(cx, cwd, offer.with(tools)))
             }
             Request::Reopen {
                 how,
@@ -160,6 +167,12 @@ impl Request {
                 tools,
                 reply,
             } => answer(reply, reopen(cx, how, session, cwd, offer.with(tools))),
+            Request::Fork {
+                session,
+                cwd,
+                tools,
+                reply,
+            } => answer(reply, fork(cx, session, cwd, offer.with(tools))),
             Request::Prompt {
                 session,
                 blocks,
@@ -255,6 +268,31 @@ async fn steer(
     });
     let request = UntypedMessage::new(STEER_METHOD, params)?;
     cx.send_request(request).block_task().await
+}
+
+/// `session/new` in `cwd`, offered `mcp`.
+async fn new_session(
+    cx: ConnectionTo<Agent>,
+    cwd: PathBuf,
+    mcp: Vec<McpServer>,
+) -> Result<NewSessionResponse, Error> {
+    let request = NewSessionRequest::new(cwd).mcp_servers(mcp);
+    cx.send_request(request).block_task().await
+}
+
+/// `session/fork` of `session` into a new session in `cwd`, offered `mcp`, answered in the
+/// new-session shape: the new session's ID and settings.
+async fn fork(
+    cx: ConnectionTo<Agent>,
+    session: String,
+    cwd: PathBuf,
+    mcp: Vec<McpServer>,
+) -> Result<NewSessionResponse, Error> {
+    let request = ForkSessionRequest::new(session, cwd).mcp_servers(mcp);
+    let response = cx.send_request(request).block_task().await?;
+    Ok(NewSessionResponse::new(response.session_id)
+        .modes(response.modes)
+        .config_options(response.config_options))
 }
 
 /// `session/load` or `session/resume` (`how`) of `session`, answered in the new-session

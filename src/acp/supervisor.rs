@@ -238,6 +238,26 @@ impl AgentPort for SupervisedAgent {
         Ok(session)
     }
 
+    fn forks(&self) -> bool {
+        // Known once the agent has started (a session is opened only on a started agent).
+        self.current().is_some_and(|c| c.forks())
+    }
+
+    async fn fork_session(
+        &self,
+        session_id: &str,
+        folder: &Arc<Folder>,
+        tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError> {
+        let process = self.live().await?;
+        let session = process.fork_session(session_id, folder, tools).await?;
+        self.owners
+            .lock()
+            .expect("owners lock poisoned")
+            .insert(session.id.clone(), process);
+        Ok(session)
+    }
+
     async fn prompt(
         &self,
         session_id: &str,

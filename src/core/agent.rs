@@ -107,6 +107,19 @@ pub trait AgentPort: Send + Sync {
             "this agent cannot reopen session {session_id}"
         )))
     }
+    /// Whether the agent can fork a session ([`AgentPort::fork_session`]), as it
+    /// advertised; `false` until it has started. No default: a wrapper that forgot to pass
+    /// it on would quietly re-inject every fork's conversation instead.
+    fn forks(&self) -> bool;
+    /// Opens a new session in `folder` that starts as a copy of session `session_id`
+    /// (`session/fork`), given the room tools as [`AgentPort::new_session`] is: the copy
+    /// remembers the conversation, nothing is re-injected.
+    async fn fork_session(
+        &self,
+        session_id: &str,
+        folder: &Arc<Folder>,
+        tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError>;
     /// Switches the session to mode `mode_id` (`session/set_mode`), in place.
     async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError>;
     /// Changes config option `option_id` of the session (`session/set_config_option`), in

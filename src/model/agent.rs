@@ -390,6 +390,9 @@ pub struct AgentInfo {
     pub resume_session: bool,
     /// Whether it can `session/close` (free a session it holds).
     pub close_session: bool,
+    /// Whether it can `session/fork` (a new session that starts as a copy of another,
+    /// for `!fork`).
+    pub fork_session: bool,
     /// Whether it can `session/list` (its sessions, for `!sessions`).
     pub list_sessions: bool,
     /// Whether it takes MCP servers over HTTP (`mcpCapabilities.http`).

@@ -10,6 +10,7 @@ use sqlx::sqlite::{
 };
 
 mod conversations;
+mod forks;
 mod id_columns;
 mod inbox;
 mod modes;
@@ -21,6 +22,7 @@ mod session_owners;
 mod settings;
 mod unfinished;
 
+pub use forks::ForkSource;
 pub use inbox::{PendingInput, PendingKind};
 pub use outbox::OutboxItem;
 pub use polls::StoredPoll;

@@ -1,4 +1,4 @@
-//! What the demo agent does with each request: open, load and resume sessions, run a
+//! What the demo agent does with each request: open, load, resume and fork sessions, run a
 //! prompt, change settings, cancel. `run_stdio` wires these to the SDK's handlers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, CurrentModeUpdate, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest,
-    ResumeSessionResponse, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, TextContent,
+    ContentBlock, ContentChunk, CurrentModeUpdate, ForkSessionRequest, ForkSessionResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionNotification,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 
@@ -45,22 +46,61 @@ impl State {
         if self.needs_sign_in.load(Ordering::SeqCst) {
             return responder.respond_with_error(agent_client_protocol::Error::auth_required());
         }
-        // Unique across restarts, so a saved session is never confused with a new one (the
-        // process ID is not: in a sandbox with its own PID namespace it is always the same).
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_micros();
-        let id = format!(
-            "demo-{started}-{}",
-            self.next.fetch_add(1, Ordering::Relaxed)
-        );
+        let id = self.fresh_id();
         self.opened(&id, req.cwd, &req.mcp_servers);
         self.sessions
             .lock()
             .unwrap()
             .insert(id.clone(), Arc::default());
         let mut response = NewSessionResponse::new(id.clone());
+        if self.with_settings {
+            response = response
+                .modes(self.modes(&id))
+                .config_options(self.config_options(&id));
+        }
+        responder.respond(response)?;
+        send_commands(cx, id)
+    }
+
+    /// A new session's ID: unique across restarts, so a saved session is never confused
+    /// with a new one (the process ID is not: in a sandbox with its own PID namespace it is
+    /// always the same).
+    fn fresh_id(&self) -> String {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros();
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("demo-{started}-{n}")
+    }
+
+    /// `session/fork`: a new session whose conversation starts as a copy of the source's
+    /// (the source goes on untouched), with its settings when `--settings` is on, then the
+    /// slash commands.
+    pub(super) fn fork_session(
+        &self,
+        req: ForkSessionRequest,
+        responder: Responder<ForkSessionResponse>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result {
+        let source = req.session_id.0.to_string();
+        if !self.sessions.lock().unwrap().contains_key(&source) {
+            return responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(format!("no session {source} to fork")),
+            );
+        }
+        let id = self.fresh_id();
+        self.opened(&id, req.cwd, &req.mcp_servers);
+        self.sessions
+            .lock()
+            .unwrap()
+            .insert(id.clone(), Arc::default());
+        let copy = self.history.lock().unwrap().get(&source).cloned();
+        if let Some(copy) = copy {
+            self.history.lock().unwrap().insert(id.clone(), copy);
+        }
+        let mut response = ForkSessionResponse::new(id.clone());
         if self.with_settings {
             response = response
                 .modes(self.modes(&id))

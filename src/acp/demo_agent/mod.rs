@@ -83,6 +83,8 @@
 //! It advertises steering (`_meta.steering.supported`) and takes `_session/steering` into
 //! a running turn, answered at its end (`↪️ You added: …`); an idle session answers
 //! `promptRequired`. `--no-steering` turns this off.
+//! It advertises `sessionCapabilities.fork` and answers `session/fork` with a new session
+//! whose conversation (`%history`) starts as the source's; `--no-fork` stops advertising it.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -97,13 +99,13 @@ use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
     AuthenticateResponse, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
-    CloseSessionRequest, CloseSessionResponse, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest, ResumeSessionRequest,
-    SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigSelectOption, SessionInfo, SessionListCapabilities,
-    SessionMode, SessionModeState, SessionNotification, SessionResumeCapabilities, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionModeRequest,
+    CloseSessionRequest, CloseSessionResponse, ForkSessionRequest, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest,
+    ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionForkCapabilities, SessionInfo,
+    SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
+    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Client, Stdio, UntypedMessage};
 use tokio::sync::Notify;
@@ -362,6 +364,33 @@ pub struct DemoOptions {
     /// Whether it advertises steering (`_meta.steering.supported`) and takes messages into
     /// a running turn (`_session/steering`).
     pub steering: bool,
+    /// Whether it advertises forking sessions (`sessionCapabilities.fork`). It answers
+    /// `session/fork` either way, as adapters that do not advertise it may.
+    pub fork: bool,
+}
+
+/// The demo agent's state at its start, as `options` ask.
+fn state(options: DemoOptions) -> State {
+    let modes: Vec<(String, String)> = match options.modes.is_empty() {
+        true => (MODES.iter())
+            .map(|(id, name)| (id.to_string(), name.to_string()))
+            .collect(),
+        false => (options.modes.iter())
+            .map(|id| (id.clone(), content::mode_name(id)))
+            .collect(),
+    };
+    let start_mode = (options.start_mode.clone())
+        .or_else(|| modes.first().map(|(id, _)| id.clone()))
+        .unwrap_or_default();
+    State {
+        needs_sign_in: AtomicBool::new(options.auth),
+        saved: options.sessions,
+        with_settings: options.settings || !options.modes.is_empty(),
+        modes,
+        start_mode,
+        prompt_log: options.prompt_log,
+        ..State::default()
+    }
 }
 
 /// Runs the demo agent on stdin/stdout until the client goes away. With
@@ -375,31 +404,11 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
     }
     let capabilities = capabilities(&options);
     let auth_methods = auth_methods(options.auth);
-    let modes: Vec<(String, String)> = match options.modes.is_empty() {
-        true => (MODES.iter())
-            .map(|(id, name)| (id.to_string(), name.to_string()))
-            .collect(),
-        false => (options.modes.iter())
-            .map(|id| (id.clone(), content::mode_name(id)))
-            .collect(),
-    };
-    let start_mode = (options.start_mode.clone())
-        .or_else(|| modes.first().map(|(id, _)| id.clone()))
-        .unwrap_or_default();
-    let state = Arc::new(State {
-        needs_sign_in: AtomicBool::new(options.auth),
-        saved: options.sessions,
-        with_settings: options.settings || !options.modes.is_empty(),
-        modes,
-        start_mode,
-        prompt_log: options.prompt_log,
-        ..State::default()
-    });
-    // Each handler owns a handle on the state; the work is in `handlers.rs`.
-    let s = || state.clone();
-    let (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11) =
-        (s(), s(), s(), s(), s(), s(), s(), s(), s(), s(), s(), s());
     let steering = options.steering;
+    let state = Arc::new(state(options));
+    // Each handler owns a handle on the state; the work is in `handlers.rs`.
+    let [s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12]: [Arc<State>; 13] =
+        std::array::from_fn(|_| state.clone());
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
@@ -426,6 +435,12 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         .on_receive_request(
             async move |req: ResumeSessionRequest, responder, cx| {
                 s3.resume_session(req, responder, &cx)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ForkSessionRequest, responder, cx| {
+                s12.fork_session(req, responder, &cx)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -500,6 +515,10 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
 fn capabilities(options: &DemoOptions) -> AgentCapabilities {
     // Every demo agent can close sessions; kept ones can be loaded or resumed.
     let sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
+    let sessions = match options.fork {
+        true => sessions.fork(SessionForkCapabilities::new()),
+        false => sessions,
+    };
     // Kept sessions can be listed.
     let sessions = match options.sessions {
         Some(_) => sessions.list(SessionListCapabilities::new()),

@@ -56,6 +56,9 @@ impl Channel {
                 }
             }
         }
+        if self.forked(&folder).await {
+            return self.fenced_or_left().await;
+        }
         let tools = self.grant_tools(&folder);
         let new = (ctx.agent)
             .new_session(&folder, tools.as_ref().map(|g| &g.server))
@@ -67,6 +70,46 @@ impl Channel {
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %new.id, "session opened");
         self.slot.put_new(new, tools);
         self.fenced_or_left().await
+    }
+
+    /// Opens the channel's first session as a fork (`session/fork`) of the session of the
+    /// conversation this one was forked from, when one was noted, the agent forks, and the
+    /// original has not gone on since: the copy remembers the conversation, nothing is
+    /// re-injected. `false` when no session was forked (the copied transcript is then
+    /// re-injected into a new one).
+    async fn forked(&mut self, folder: &Arc<Folder>) -> bool {
+        let ctx = self.ctx.clone();
+        let source = (ctx.store.take_fork_source(&self.key).await)
+            .or_log("could not read the session this fork may copy")
+            .flatten();
+        let Some(source) = source else {
+            return false;
+        };
+        if !source.current || !ctx.agent.forks() {
+            tracing::info!(agent = %ctx.agent_id, room = %self.key.room, source = %source.session_id, original_went_on = !source.current, agent_forks = ctx.agent.forks(), "not forking the session; the fork's conversation is re-injected");
+            return false;
+        }
+        let tools = self.grant_tools(folder);
+        let server = tools.as_ref().map(|g| &g.server);
+        match ctx
+            .agent
+            .fork_session(&source.session_id, folder, server)
+            .await
+        {
+            Ok(session) => {
+                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, source = %source.session_id, session = %session.id, "session forked");
+                (ctx.store.save_session(&self.key, &session.id).await)
+                    .or_log("could not save the session");
+                (ctx.store.set_continuity(&self.key, "forked").await)
+                    .or_log("could not record how the session continued");
+                self.slot.put_reopened(session, tools);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, source = %source.session_id, error = %e, "could not fork the session; the fork's conversation is re-injected");
+                false
+            }
+        }
     }
 
     /// Puts the session just opened in a mode that asks ([`Channel::fence_session`]); one

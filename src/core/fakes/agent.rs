@@ -89,6 +89,10 @@ struct AgentState {
     steering: Option<Steered>,
     /// The messages steered into its turns: (session, text).
     steered: Vec<(String, String)>,
+    /// Whether it forks sessions (`session/fork`).
+    forks: bool,
+    /// The sessions it forked: (source, fork).
+    forked: Vec<(String, String)>,
 }
 
 /// What the fake agent's "dialect" knows by default, as the demo agent's does: `ask` asks
@@ -125,6 +129,17 @@ impl FakeAgent {
     pub fn with_reopen(self: Arc<Self>, how: Reopen) -> Arc<Self> {
         self.state.lock().unwrap().reopen = Some(how);
         self
+    }
+
+    /// Makes the agent fork sessions (`session/fork`).
+    pub fn with_forks(self: Arc<Self>) -> Arc<Self> {
+        self.state.lock().unwrap().forks = true;
+        self
+    }
+
+    /// The sessions it forked, in order: (source, fork).
+    pub fn forked(&self) -> Vec<(String, String)> {
+        self.state.lock().unwrap().forked.clone()
     }
 
     /// Makes the agent take messages into its running turns (`_session/steering`).
@@ -256,6 +271,36 @@ impl AgentPort for FakeAgent {
 
     fn reopen_support(&self) -> Option<Reopen> {
         self.state.lock().unwrap().reopen
+    }
+
+    fn forks(&self) -> bool {
+        self.state.lock().unwrap().forks
+    }
+
+    async fn fork_session(
+        &self,
+        session_id: &str,
+        _folder: &Arc<crate::workspace::folder::Folder>,
+        _tools: Option<&SessionTools>,
+    ) -> Result<NewSession, AgentError> {
+        let (tx, rx) = mpsc::channel(crate::core::queues::SESSION_UPDATES);
+        let mut s = self.state.lock().unwrap();
+        if !s.forks || !s.sessions.contains_key(session_id) {
+            return Err(AgentError::Rpc {
+                code: -32002,
+                message: format!("cannot fork session {session_id}"),
+            });
+        }
+        let id = format!("fork-{}", s.sessions.len());
+        s.sessions.insert(id.clone(), tx);
+        s.cancels.insert(id.clone(), Arc::default());
+        s.forked.push((session_id.into(), id.clone()));
+        Ok(NewSession {
+            id,
+            settings: s.settings.clone(),
+            events: rx,
+            replayed: Default::default(),
+        })
     }
 
     async fn reopen_session(

@@ -1,8 +1,10 @@
 //! `!fork [NAME]`: "try another approach from here". A new thread, rooted at a message that
 //! says what it is, whose conversation starts, for every agent of the room, as a copy of the
 //! conversation `!fork` was written in; the original goes on untouched. The copy is the
-//! transcript: the thread's first message opens a new session that gets it back the way a
-//! session lost to a restart does (`docs/conversations.md`, "Forks").
+//! transcript, and the session it had: the thread's first message forks that session
+//! (`session/fork`) where the agent offers it and the original has not gone on since, else
+//! opens a new session that gets the transcript back the way a session lost to a restart
+//! does (`docs/conversations.md`, "Forks").
 
 use super::Gateway;
 use crate::core::command::Command;
@@ -48,6 +50,14 @@ impl Gateway {
             copied += (self.store.copy_conversation(&from, &to).await)
                 .or_log("could not copy a conversation into its fork")
                 .unwrap_or(0);
+            // Where the agent forks sessions, the fork's first message may fork this one.
+            let session = (self.store.session(&from).await)
+                .or_log("could not read the session of the conversation forked")
+                .flatten();
+            if let Some(session) = session {
+                (self.store.note_fork_source(&from, &to, &session).await)
+                    .or_log("could not note the session a fork may copy");
+            }
         }
         tracing::info!(room = %message.room_id, root = %root, by = %message.sender, copied, "a conversation was forked into a thread");
         let started = OutMessage::notice(strings::fork_started(copied)).in_thread(Some(root));

@@ -1,0 +1,141 @@
+//! Forks whose agent session may be forked too (`session/fork`): the session a fork's
+//! conversation starts as a copy of, taken once, by its first message.
+
+use super::{Store, StoreError};
+use crate::model::ids::ConversationKey;
+
+/// The session a fork's conversation may start as a copy of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkSource {
+    /// The source conversation's session at the fork.
+    pub session_id: String,
+    /// Whether the source conversation is still where it was at the fork: only then is a
+    /// copy of its session a copy of what the fork copied.
+    pub current: bool,
+}
+
+/// The ID of the last transcript line of conversation `?1, ?2, ?3` (0 for none).
+macro_rules! last_line {
+    () => {
+        "SELECT COALESCE(MAX(id), 0) FROM transcript
+         WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3"
+    };
+}
+
+impl Store {
+    /// Notes that conversation `to`, a fork of `from`, may start as a copy of `from`'s
+    /// session `session_id`, as `from` stands now.
+    pub async fn note_fork_source(
+        &self,
+        from: &ConversationKey,
+        to: &ConversationKey,
+        session_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(concat!(
+            "INSERT OR REPLACE INTO fork_sources
+             (room_id, agent_id, thread_id, from_thread_id, session_id, transcript_at)
+             VALUES (?1, ?2, ?4, ?3, ?5, (",
+            last_line!(),
+            "))"
+        ))
+        .bind(from.room.as_str())
+        .bind(from.agent.as_str())
+        .bind(from.thread_id())
+        .bind(to.thread_id())
+        .bind(session_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Takes the session conversation `to` may start as a copy of, if one was noted: it is
+    /// taken once, whatever comes of it.
+    pub async fn take_fork_source(
+        &self,
+        to: &ConversationKey,
+    ) -> Result<Option<ForkSource>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let row: Option<(String, String, i64)> = sqlx::query_as(
+            "SELECT from_thread_id, session_id, transcript_at FROM fork_sources
+             WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+        )
+        .bind(to.room.as_str())
+        .bind(to.agent.as_str())
+        .bind(to.thread_id())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((from_thread, session_id, at)) = row else {
+            return Ok(None);
+        };
+        let now: i64 = sqlx::query_scalar(last_line!())
+            .bind(to.room.as_str())
+            .bind(to.agent.as_str())
+            .bind(from_thread)
+            .fetch_one(&mut *tx)
+            .await?;
+        sqlx::query(
+            "DELETE FROM fork_sources WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+        )
+        .bind(to.room.as_str())
+        .bind(to.agent.as_str())
+        .bind(to.thread_id())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(ForkSource {
+            session_id,
+            current: now == at,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ids::{EventId, UserId};
+    use crate::store::{Role, TranscriptLine};
+
+    #[tokio::test]
+    async fn a_fork_source_is_taken_once_and_is_current_only_while_its_source_stands_still() {
+        let store = Store::in_memory().await.unwrap();
+        let alice = UserId::from("@alice:x");
+        let add = |key: &ConversationKey, body: &'static str| {
+            let (store, key, alice) = (store.clone(), key.clone(), alice.clone());
+            async move {
+                let line = TranscriptLine {
+                    role: Role::User,
+                    sender: &alice,
+                    event_id: None,
+                    body,
+                    stop_reason: None,
+                };
+                store.append_transcript(&key, line).await.unwrap()
+            }
+        };
+        let from = ConversationKey::new("!r", "demo");
+        let to = from.clone().in_thread(Some(EventId::from("$root")));
+        let other = from.clone().in_thread(Some(EventId::from("$other")));
+        add(&from, "hello").await;
+        store.note_fork_source(&from, &to, "s1").await.unwrap();
+        store.note_fork_source(&from, &other, "s1").await.unwrap();
+        // The fork's own lines do not move its source.
+        add(&to, "in the fork").await;
+        let taken = store.take_fork_source(&to).await.unwrap();
+        assert_eq!(
+            taken,
+            Some(ForkSource {
+                session_id: "s1".into(),
+                current: true
+            })
+        );
+        assert_eq!(
+            store.take_fork_source(&to).await.unwrap(),
+            None,
+            "taken once"
+        );
+        // The source went on: a copy of its session now would hold more than the fork.
+        add(&from, "later").await;
+        let stale = store.take_fork_source(&other).await.unwrap().unwrap();
+        assert!(!stale.current);
+    }
+}
