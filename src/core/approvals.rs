@@ -582,7 +582,7 @@ async fn may_approve(ctx: &AgentContext, room: &RoomId, event_id: &EventId, by: 
         // Unknown power counts as too little: an answer is never taken on doubt.
         let power = ctx.chat.power_level(room, by).await;
         if !power.as_ref().is_ok_and(|p| *p >= min) {
-            tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, ?power, min, "ignoring a poll answer from an approver without the power level the config asks for");
+            tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, power = %power.as_ref().map_or_else(|e| format!("unknown ({e})"), |p| p.to_string()), min, "ignoring a poll answer from an approver without the power level the config asks for");
             return false;
         }
     }

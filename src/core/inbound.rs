@@ -140,6 +140,18 @@ pub enum Unreadable {
     Unproven(String),
 }
 
+impl std::fmt::Display for Unreadable {
+    /// Why, in a few words, for the log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::Undecryptable => f.write_str("undecryptable"),
+            Unreadable::Unsupported(kind) => write!(f, "unsupported: {kind}"),
+            Unreadable::Malformed(why) => write!(f, "malformed: {why}"),
+            Unreadable::Unproven(why) => write!(f, "sender not proven: {why}"),
+        }
+    }
+}
+
 /// Everything the chat side hands to the core.
 #[derive(Debug, Clone)]
 pub enum Inbound {

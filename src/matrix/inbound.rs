@@ -68,7 +68,7 @@ pub(super) fn to_inbound(
         && let Some(info) = event.encryption_info()
         && let Some(why) = unproven(info, parsed.sender().as_str(), trust)
     {
-        tracing::warn!(agent = %agent_id, room = %room_id, event = %parsed.event_id(), claimed_sender = %parsed.sender(), keys_of = %info.sender, device = ?info.sender_device, reason = %why, "refusing an event whose sender is not proven");
+        tracing::warn!(agent = %agent_id, room = %room_id, event = %parsed.event_id(), claimed_sender = %parsed.sender(), keys_of = %info.sender, device = info.sender_device.as_ref().map_or("unknown", |d| d.as_str()), reason = %why, "refusing an event whose sender is not proven");
         return match parsed {
             AnySyncTimelineEvent::MessageLike(AnySyncMessageLikeEvent::RoomMessage(
                 SyncMessageLikeEvent::Original(ev),
@@ -293,7 +293,7 @@ fn malformed(
     let kind = raw.get_field::<String>("type").ok().flatten();
     let event_id = raw.get_field::<String>("event_id").ok().flatten();
     if kind.as_deref() != Some("m.room.message") {
-        tracing::debug!(agent = %agent_id, room = %room_id, event = ?event_id, kind = ?kind, error, "skipping an event that cannot be parsed");
+        tracing::debug!(agent = %agent_id, room = %room_id, event = event_id.as_deref().unwrap_or("?"), kind = kind.as_deref().unwrap_or("?"), error, "skipping an event that cannot be parsed");
         return None;
     }
     let content: Value = raw

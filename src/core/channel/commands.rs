@@ -171,16 +171,18 @@ impl Channel {
     async fn refuse_setting(&self, refusal: PolicyRefusal, by: &UserId) {
         let name = &self.ctx.display_name;
         tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, sender = %by, ?refusal, "refusing a settings change its sender may not make");
+        // Who asked, as the room shows them.
+        let who = self.ctx.name_in(&self.key.room, by).await;
         let text = match refusal {
-            PolicyRefusal::AdminOnly(m) => strings::mode_for_admins(by.as_str(), name, &m),
+            PolicyRefusal::AdminOnly(m) => strings::mode_for_admins(&who, name, &m),
             PolicyRefusal::AdminOnlyOption(option) => {
-                strings::option_for_admins(by.as_str(), name, &option)
+                strings::option_for_admins(&who, name, &option)
             }
             PolicyRefusal::NotChoosable {
                 what,
                 value,
                 choosable,
-            } => strings::not_choosable(by.as_str(), &what, &value, &choosable),
+            } => strings::not_choosable(&who, &what, &value, &choosable),
         };
         self.notice(text).await;
     }

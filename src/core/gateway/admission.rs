@@ -115,7 +115,7 @@ impl Gateway {
         {
             return;
         }
-        tracing::warn!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, sender = %message.sender, reason = ?why, "a message the agent cannot read");
+        tracing::warn!(agent = %message.agent_id, room = %message.room_id, event = %message.event_id, sender = %message.sender, reason = %why, "a message the agent cannot read");
         let Some(ctx) = self.agents.get(&message.agent_id) else {
             return;
         };
