@@ -102,7 +102,11 @@ async fn a_mode_nobody_recorded_as_asking_is_for_admins_only() {
     let refused = env.notice_containing(&room, "only admins may switch").await;
     assert!(refused.body.contains("`warp-drive`"), "{}", refused.body);
     // Bob is named as the room shows him, not by his user ID.
-    assert!(refused.body.starts_with("🔒 bob, only admins"), "{}", refused.body);
+    assert!(
+        refused.body.starts_with("🔒 bob, only admins"),
+        "{}",
+        refused.body
+    );
     bob.send(&bobs_room, "!mode code").await;
     env.notice_containing(&room, "to `code`").await;
     bob.send(&bobs_room, "!mode").await;

@@ -6,6 +6,7 @@ mod support;
 
 use std::time::Duration;
 
+use matrix_sdk::room::Room;
 use support::person::SeenPoll;
 use support::with_bob::{AGENT, room_with_bob, start_approving};
 use support::{Env, PATIENCE, wait_until};
@@ -26,6 +27,17 @@ async fn ended(env: &Env, id: &str) -> String {
             .map(|e| e.text)
     })
     .await
+}
+
+/// Waits until the agent says it got `option` and poll `id` ends chosen `choice` by Alice.
+async fn answered(env: &Env, room: &Room, id: &str, option: &str, choice: &str) {
+    let got = format!("permission: {option}");
+    env.reply_where(room, "the agent saying what it got", |t| t.contains(&got))
+        .await;
+    assert_eq!(
+        ended(env, id).await,
+        format!("The poll has ended: {choice}, chosen by alice")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,14 +78,7 @@ async fn a_native_poll_is_answered_by_an_approvers_response_only_and_ended_with_
     assert!(env.alice.ends_of_poll(&poll.event_id).is_empty());
 
     env.alice.answer_poll(&room, &poll.event_id, "1").await;
-    env.reply_where(&room, "the agent saying what it got", |t| {
-        t.contains("permission: allow")
-    })
-    .await;
-    assert_eq!(
-        ended(&env, &poll.event_id).await,
-        "The poll has ended: ✅ Allow, chosen by alice"
-    );
+    answered(&env, &room, &poll.event_id, "allow", "✅ Allow").await;
     // The call's card follows the poll, with the answer under its output.
     let card = env
         .reply_where(&room, "the completed tool card", |t| {
@@ -108,34 +113,20 @@ async fn in_an_encrypted_room_both_takes_a_reaction_or_an_answer_and_a_restart_e
     })
     .await;
     env.alice.react(&room, &poll.event_id, "✅").await;
-    env.reply_where(&room, "the agent saying what it got", |t| {
-        t.contains("permission: allow")
-    })
-    .await;
-    assert_eq!(
-        ended(&env, &poll.event_id).await,
-        "The poll has ended: ✅ Allow, chosen by alice"
-    );
+    answered(&env, &room, &poll.event_id, "allow", "✅ Allow").await;
 
     // An encrypted poll answer counts the same.
     env.alice.send(&room, "%permission bash: id").await;
     let second = native_poll(&env, 1).await;
     env.alice.answer_poll(&room, &second.event_id, "3").await;
-    env.reply_where(&room, "the agent saying what it got", |t| {
-        t.contains("permission: reject")
-    })
-    .await;
-    assert_eq!(
-        ended(&env, &second.event_id).await,
-        "The poll has ended: ✋ Reject, chosen by alice"
-    );
+    answered(&env, &room, &second.event_id, "reject", "✋ Reject").await;
 
     // A crash leaves a poll open; the next start ends it.
     env.alice.send(&room, "%permission bash: pwd").await;
-    let second = native_poll(&env, 2).await;
+    let left_open = native_poll(&env, 2).await;
     env.gw.kill();
-    assert!(env.alice.ends_of_poll(&second.event_id).is_empty());
+    assert!(env.alice.ends_of_poll(&left_open.event_id).is_empty());
     env.gw.start_again();
-    let end = ended(&env, &second.event_id).await;
+    let end = ended(&env, &left_open.event_id).await;
     assert!(end.contains("⌛ Expired: Sidekicks restarted"), "{end}");
 }

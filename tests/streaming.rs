@@ -93,11 +93,11 @@ async fn stop_command_cancels_the_turn_and_the_room_sees_it() {
         .await;
     let reply = env.first_reply(&room).await;
     env.alice.send(&room, "!stop").await;
-    let stopped_by = format!("Stopped by {}", env.alice.user_id);
+    // Who stopped it is named as the room shows them.
     wait_until(PATIENCE, "the reply to say it was stopped", || {
         env.alice
             .current_text(&reply)
-            .filter(|t| t.contains(&stopped_by))
+            .filter(|t| t.contains("Stopped by alice."))
     })
     .await;
     let shown = env.alice.current_text(&reply).unwrap();

@@ -174,6 +174,15 @@ impl SupervisedAgent {
         Ok(fresh)
     }
 
+    /// Notes that `process` owns `session`, just opened (new, got back or forked).
+    fn owned_by(&self, process: Arc<AcpAgent>, session: NewSession) -> NewSession {
+        self.owners
+            .lock()
+            .expect("owners lock poisoned")
+            .insert(session.id.clone(), process);
+        session
+    }
+
     /// The process that owns `session_id` (the current one if unknown).
     fn owner(&self, session_id: &str) -> Result<Arc<AcpAgent>, AgentError> {
         self.owners
@@ -195,11 +204,7 @@ impl AgentPort for SupervisedAgent {
     ) -> Result<NewSession, AgentError> {
         let process = self.live().await?;
         let session = process.new_session(folder, tools).await?;
-        self.owners
-            .lock()
-            .expect("owners lock poisoned")
-            .insert(session.id.clone(), process);
-        Ok(session)
+        Ok(self.owned_by(process, session))
     }
 
     async fn ensure_running(&self) -> Result<(), AgentError> {
@@ -231,11 +236,7 @@ impl AgentPort for SupervisedAgent {
     ) -> Result<NewSession, AgentError> {
         let process = self.live().await?;
         let session = process.reopen_session(session_id, folder, tools).await?;
-        self.owners
-            .lock()
-            .expect("owners lock poisoned")
-            .insert(session.id.clone(), process);
-        Ok(session)
+        Ok(self.owned_by(process, session))
     }
 
     fn forks(&self) -> bool {
@@ -251,11 +252,7 @@ impl AgentPort for SupervisedAgent {
     ) -> Result<NewSession, AgentError> {
         let process = self.live().await?;
         let session = process.fork_session(session_id, folder, tools).await?;
-        self.owners
-            .lock()
-            .expect("owners lock poisoned")
-            .insert(session.id.clone(), process);
-        Ok(session)
+        Ok(self.owned_by(process, session))
     }
 
     async fn prompt(

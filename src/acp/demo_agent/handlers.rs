@@ -8,9 +8,9 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, CurrentModeUpdate, ForkSessionRequest, ForkSessionResponse,
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionNotification,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse, TextContent,
+    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionConfigOption,
+    SessionModeState, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 
@@ -46,20 +46,40 @@ impl State {
         if self.needs_sign_in.load(Ordering::SeqCst) {
             return responder.respond_with_error(agent_client_protocol::Error::auth_required());
         }
+        let id = self.open_new(req.cwd, &req.mcp_servers);
+        let (modes, options) = self.advertised_settings(&id);
+        let response = NewSessionResponse::new(id.clone())
+            .modes(modes)
+            .config_options(options);
+        responder.respond(response)?;
+        send_commands(cx, id)
+    }
+
+    /// Opens a new session in `cwd` with `servers`; returns its ID.
+    fn open_new(
+        &self,
+        cwd: std::path::PathBuf,
+        servers: &[agent_client_protocol::v1::schema::McpServer],
+    ) -> String {
         let id = self.fresh_id();
-        self.opened(&id, req.cwd, &req.mcp_servers);
+        self.opened(&id, cwd, servers);
         self.sessions
             .lock()
             .unwrap()
             .insert(id.clone(), Arc::default());
-        let mut response = NewSessionResponse::new(id.clone());
-        if self.with_settings {
-            response = response
-                .modes(self.modes(&id))
-                .config_options(self.config_options(&id));
+        id
+    }
+
+    /// The modes and config options session `id` reports when it opens: with `--settings`
+    /// only.
+    fn advertised_settings(
+        &self,
+        id: &str,
+    ) -> (Option<SessionModeState>, Option<Vec<SessionConfigOption>>) {
+        match self.with_settings {
+            true => (Some(self.modes(id)), Some(self.config_options(id))),
+            false => (None, None),
         }
-        responder.respond(response)?;
-        send_commands(cx, id)
     }
 
     /// A new session's ID: unique across restarts, so a saved session is never confused
@@ -90,22 +110,15 @@ impl State {
                     .data(format!("no session {source} to fork")),
             );
         }
-        let id = self.fresh_id();
-        self.opened(&id, req.cwd, &req.mcp_servers);
-        self.sessions
-            .lock()
-            .unwrap()
-            .insert(id.clone(), Arc::default());
+        let id = self.open_new(req.cwd, &req.mcp_servers);
         let copy = self.history.lock().unwrap().get(&source).cloned();
         if let Some(copy) = copy {
             self.history.lock().unwrap().insert(id.clone(), copy);
         }
-        let mut response = ForkSessionResponse::new(id.clone());
-        if self.with_settings {
-            response = response
-                .modes(self.modes(&id))
-                .config_options(self.config_options(&id));
-        }
+        let (modes, options) = self.advertised_settings(&id);
+        let response = ForkSessionResponse::new(id.clone())
+            .modes(modes)
+            .config_options(options);
         responder.respond(response)?;
         send_commands(cx, id)
     }

@@ -214,3 +214,11 @@ fn reply_said(chat: &FakeChat) -> Vec<String> {
         .filter(|b| b.starts_with("permission:"))
         .collect()
 }
+
+/// How many of the agent's own reactions on `poll` were withdrawn.
+fn withdrawn(chat: &FakeChat, poll: &str) -> usize {
+    let reaction = format!("$react-{poll}");
+    (chat.log().into_iter())
+        .filter(|s| matches!(s, Sent::Redact { event_id, .. } if *event_id == reaction))
+        .count()
+}

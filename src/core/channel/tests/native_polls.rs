@@ -159,13 +159,7 @@ async fn with_both_a_native_poll_carries_the_choices_reactions_and_a_reaction_an
         ends_of(&chat, &poll),
         ["The poll has ended: ✅ Allow, chosen by @alice:x"]
     );
-    let reaction = format!("$react-{poll}");
-    let withdrawn = || {
-        (chat.log().into_iter())
-            .filter(|s| matches!(s, Sent::Redact { event_id, .. } if *event_id == reaction))
-            .count()
-    };
-    settle_until(|| withdrawn() == 5).await;
+    settle_until(|| withdrawn(&chat, &poll) == 5).await;
 }
 
 #[tokio::test]

@@ -40,14 +40,8 @@ async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
         "{body}"
     );
     // The agent's own reactions are withdrawn: the answered poll shows only the answer.
-    let reaction = format!("$react-{poll}");
-    let withdrawn = || {
-        (chat.log().into_iter())
-            .filter(|s| matches!(s, Sent::Redact { event_id, .. } if *event_id == reaction))
-            .count()
-    };
-    settle_until(|| withdrawn() == 5).await;
-    assert_eq!(withdrawn(), 5, "each of the five reactions");
+    settle_until(|| withdrawn(&chat, &poll) == 5).await;
+    assert_eq!(withdrawn(&chat, &poll), 5, "each of the five reactions");
     // A later reaction on the settled poll changes nothing.
     react(&tx, "@alice:x", &poll, "✅");
     tokio::time::sleep(Duration::from_millis(200)).await;
