@@ -55,7 +55,8 @@ impl Store {
 
     /// Starts a fresh conversation for (room, agent): what the transcript holds so far is
     /// never re-injected again, the saved session is forgotten so it is not loaded back
-    /// either, and so is the mode it kept (the next session starts in the initial mode).
+    /// either (nor, for a fork, the original's session forked), and so is the mode it kept
+    /// (the next session starts in the initial mode).
     pub async fn start_conversation(
         &self,
         conversation: &ConversationKey,
@@ -71,6 +72,15 @@ impl Store {
             .await?;
         sqlx::query(
             "DELETE FROM conversation_modes WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+        )
+        .bind(room_id)
+        .bind(agent_id)
+        .bind(thread_id)
+        .execute(&mut *tx)
+        .await?;
+        // A fork asked to start afresh does not take the original's session either.
+        sqlx::query(
+            "DELETE FROM fork_sources WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
         )
         .bind(room_id)
         .bind(agent_id)

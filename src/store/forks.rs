@@ -138,4 +138,15 @@ mod tests {
         let stale = store.take_fork_source(&other).await.unwrap().unwrap();
         assert!(!stale.current);
     }
+
+    #[tokio::test]
+    async fn a_fork_started_afresh_forks_nothing() {
+        let store = Store::in_memory().await.unwrap();
+        let from = ConversationKey::new("!r", "demo");
+        let to = from.clone().in_thread(Some(EventId::from("$root")));
+        store.note_fork_source(&from, &to, "s1").await.unwrap();
+        // `!new` in the fork's thread before its first prompt.
+        store.start_conversation(&to).await.unwrap();
+        assert_eq!(store.take_fork_source(&to).await.unwrap(), None);
+    }
 }
