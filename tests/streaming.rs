@@ -583,3 +583,84 @@ async fn with_status_reactions_on_a_message_shows_where_it_stands() {
     env.alice.send(&room, "!stop").await;
     wait_until(PATIENCE, "the stopped mark", || mark("🛑", &long)).await;
 }
+
+/// Waits until the message `event_id` currently shows `text`; returns what it shows.
+async fn shows(env: &Env, event_id: &str, text: &str) -> String {
+    wait_until(PATIENCE, &format!("the message showing {text:?}"), || {
+        (env.alice.current_text(event_id)).filter(|t| t.contains(text))
+    })
+    .await
+}
+
+/// A background task the agent reports gets a card of its own, edited as it goes, which
+/// outlives the turn that started it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_tasks_card_follows_it_until_it_completes() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%say building\n%background 3 cargo build")
+        .await;
+    let card = env.notice_containing(&room, "Background task 1").await;
+    assert!(
+        card.body
+            .starts_with("⚙️ Background task 1: cargo build · running"),
+        "{}",
+        card.body
+    );
+    assert!(card.body.contains("!stop task 1"), "{}", card.body);
+    env.reply_where(&room, "the turn's answer", |t| {
+        t.contains("Started background task task-1: cargo build")
+    })
+    .await;
+    let done = shows(&env, &card.event_id, "· completed").await;
+    assert!(done.contains("cargo build finished after 3 s"), "{done}");
+    assert!(!done.contains("!stop"), "{done}");
+    let cards = (env.texts_from(&room, &env.agent).into_iter())
+        .filter(|t| t.contains("Background task"))
+        .count();
+    assert_eq!(cards, 1, "one card, edited");
+}
+
+/// A running background task is stopped by `!stop task N` and by 🛑 on its card, between
+/// turns; the agent is asked (`_session/async_task/stop`) and the card says it stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_task_stops_by_command_or_by_a_stop_reaction_on_its_card() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "%background 120 npm test\n%background 120 log watch")
+        .await;
+    let first = env.notice_containing(&room, "Background task 1").await;
+    let second = env.notice_containing(&room, "Background task 2").await;
+    // Running: progress comes in as edits.
+    shows(&env, &first.event_id, "1 of 120 s").await;
+    env.alice.send(&room, "!stop task 1").await;
+    shows(
+        &env,
+        &first.event_id,
+        "🛑 Background task 1: npm test · stopped",
+    )
+    .await;
+    assert!(
+        (env.alice.current_text(&second.event_id).unwrap()).contains("· running"),
+        "only task 1 was stopped"
+    );
+    env.alice.react(&room, &second.event_id, "🛑").await;
+    shows(
+        &env,
+        &second.event_id,
+        "🛑 Background task 2: log watch · stopped",
+    )
+    .await;
+    assert_eq!(
+        env.gw.log().matches("stopping a background task").count(),
+        2,
+        "{}",
+        env.gw.log()
+    );
+    // Nothing left to stop.
+    env.alice.send(&room, "!stop task").await;
+    env.notice_containing(&room, "has no background task running here")
+        .await;
+}

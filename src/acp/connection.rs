@@ -37,13 +37,14 @@ use super::dialect::{self, Dialect};
 use super::ending::{Ended, stop_when_broken};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
-use super::requests::{McpOffer, Request, initialize_request};
+use super::requests::{McpOffer, Request, STEER_METHOD, initialize_request, steer_params};
 use super::sessions::Sessions;
+use super::tasks;
 use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
-    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession, ProcessState,
-    Reopen, SessionListing, SessionTools, Steered, StopReason, TurnEnd,
+    AgentError, AgentEvent, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession,
+    ProcessState, Reopen, SessionListing, SessionTools, Steered, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
@@ -507,18 +508,31 @@ impl AgentPort for AcpAgent {
         blocks: Vec<PromptBlock>,
     ) -> Result<Steered, AgentError> {
         let (reply, rx) = oneshot::channel();
-        self.send(Request::Steer {
-            session: session_id.to_owned(),
-            blocks: blocks.into_iter().map(events::prompt_block).collect(),
+        let blocks = blocks.into_iter().map(events::prompt_block).collect();
+        self.send(Request::Extension {
+            method: STEER_METHOD,
+            params: steer_params(session_id, blocks),
             reply,
         })
         .await?;
-        let answer = (self.wait("_session/steering", Some(self.session_timeout), rx)).await?;
+        let answer = (self.wait(STEER_METHOD, Some(self.session_timeout), rx)).await?;
         events::steered(&answer).ok_or_else(|| {
             AgentError::Failed(format!(
                 "an answer to _session/steering of no known outcome: {answer}"
             ))
         })
+    }
+
+    async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::Extension {
+            method: tasks::STOP_METHOD,
+            params: tasks::stop_params(session_id, task_id),
+            reply,
+        })
+        .await?;
+        let answer = (self.wait(tasks::STOP_METHOD, Some(self.session_timeout), rx)).await?;
+        Ok(tasks::stopped(&answer))
     }
 
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
@@ -770,6 +784,10 @@ fn deliver_update(
             terminals.embed(&n.session_id.0, &mut n.update);
             let event = events::session_update(n.update);
             (sessions.lock().expect("sessions poisoned")).deliver(&n.session_id.0, event);
+        }
+        Err(_) if let Some((session, report)) = tasks::notification(&message.params) => {
+            (sessions.lock().expect("sessions poisoned"))
+                .deliver(session, AgentEvent::Task(report));
         }
         Err(_) => {
             let kind = (message.params.pointer("/update/sessionUpdate"))

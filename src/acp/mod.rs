@@ -16,6 +16,7 @@ mod requests;
 mod sandbox;
 mod sessions;
 mod supervisor;
+mod tasks;
 mod terminal;
 mod transport;
 

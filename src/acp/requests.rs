@@ -20,7 +20,7 @@ use agent_client_protocol::{Agent, Error, UntypedMessage};
 
 /// The method that steers a message into a running turn (the contract of Claude's
 /// adapter, `@agentclientprotocol/claude-agent-acp`).
-const STEER_METHOD: &str = "_session/steering";
+pub(super) const STEER_METHOD: &str = "_session/steering";
 use tokio::sync::oneshot;
 
 use super::events;
@@ -114,13 +114,13 @@ pub(super) enum Request {
         /// Where the answer goes.
         reply: oneshot::Sender<Result<(), agent_client_protocol::Error>>,
     },
-    /// `_session/steering`: a message into the running turn, asking for `promptRequired`
-    /// when none runs.
-    Steer {
-        /// The session.
-        session: String,
-        /// The message's content blocks.
-        blocks: Vec<ContentBlock>,
+    /// A method of an extension the agent offers (`_session/steering`,
+    /// `_session/async_task/stop`), with its params as they go on the wire.
+    Extension {
+        /// The method.
+        method: &'static str,
+        /// Its params.
+        params: serde_json::Value,
         /// Where the answer goes, as the agent gave it.
         reply: oneshot::Sender<Result<serde_json::Value, agent_client_protocol::Error>>,
     },
@@ -225,11 +225,11 @@ impl Request {
                     cx.send_request(request).block_task().await.map(|_| ())
                 })
             }
-            Request::Steer {
-                session,
-                blocks,
+            Request::Extension {
+                method,
+                params,
                 reply,
-            } => answer(reply, steer(cx, session, blocks)),
+            } => answer(reply, extension(cx, method, params)),
             Request::Cancel { session } => cancel(&cx, session, offer.agent_id),
         }
     }
@@ -253,20 +253,24 @@ fn cancel(cx: &ConnectionTo<Agent>, session: String, agent: &AgentId) {
     }
 }
 
-/// `_session/steering` of `blocks` into `session`'s running turn, asking for
+/// The params of `_session/steering` of `blocks` into `session`'s running turn, asking for
 /// `promptRequired` (not a turn started by the agent) when none runs: the gateway owns
 /// what happens to a message no turn took.
-async fn steer(
-    cx: ConnectionTo<Agent>,
-    session: String,
-    blocks: Vec<ContentBlock>,
-) -> Result<serde_json::Value, Error> {
-    let params = serde_json::json!({
+pub(super) fn steer_params(session: &str, blocks: Vec<ContentBlock>) -> serde_json::Value {
+    serde_json::json!({
         "sessionId": session,
         "prompt": blocks,
         "_meta": {"steering": {"idleBehavior": "promptRequired"}},
-    });
-    let request = UntypedMessage::new(STEER_METHOD, params)?;
+    })
+}
+
+/// Extension method `method` with `params`, answered as the agent gave it.
+async fn extension(
+    cx: ConnectionTo<Agent>,
+    method: &str,
+    params: serde_json::Value,
+) -> Result<serde_json::Value, Error> {
+    let request = UntypedMessage::new(method, params)?;
     cx.send_request(request).block_task().await
 }
 
@@ -323,7 +327,8 @@ async fn reopen(
 }
 
 /// `initialize`: who Sidekicks is and what it offers the agent: questions (forms and
-/// links), its files when `file_access`, terminals when `terminal_access`.
+/// links), its files when `file_access`, terminals when `terminal_access`, and that it
+/// shows background tasks (`tasks.rs`).
 pub(super) fn initialize_request(file_access: bool, terminal_access: bool) -> InitializeRequest {
     let questions = ElicitationCapabilities::new()
         .form(ElicitationFormCapabilities::new())
@@ -334,7 +339,8 @@ pub(super) fn initialize_request(file_access: bool, terminal_access: bool) -> In
     let capabilities = ClientCapabilities::new()
         .fs(files)
         .terminal(terminal_access)
-        .elicitation(questions);
+        .elicitation(questions)
+        .meta(super::tasks::capability_meta());
     InitializeRequest::new(ProtocolVersion::V1)
         .client_capabilities(capabilities)
         .client_info(

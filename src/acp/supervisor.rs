@@ -276,6 +276,10 @@ impl AgentPort for SupervisedAgent {
         self.owner(session_id)?.steer(session_id, blocks).await
     }
 
+    async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError> {
+        self.owner(session_id)?.stop_task(session_id, task_id).await
+    }
+
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
         self.owner(session_id)?.cancel(session_id).await
     }

@@ -71,6 +71,11 @@ pub trait AgentPort: Send + Sync {
         session_id: &str,
         blocks: Vec<PromptBlock>,
     ) -> Result<Steered, AgentError>;
+    /// Stops background task `task_id` of session `session_id`
+    /// (`_session/async_task/stop`); `false` when the agent did not stop it (it had ended,
+    /// or cannot be stopped). No default: a wrapper that forgot to pass it on would leave
+    /// every task running.
+    async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError>;
     /// Asks the agent to stop the running turn (`session/cancel`).
     async fn cancel(&self, session_id: &str) -> Result<(), AgentError>;
     /// The last lines the agent wrote to stderr, for diagnostics.

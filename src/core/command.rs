@@ -28,6 +28,9 @@ pub struct Command {
     words: Vec<String>,
 }
 
+/// The word after `!stop` that names the agent's background tasks (`!stop task [N]`).
+pub const TASK_WORD: &str = "task";
+
 impl Command {
     /// `kind` with `words` after it, as if typed by its name.
     pub fn new(kind: Kind, words: &[&str]) -> Self {
@@ -67,6 +70,16 @@ impl Command {
     /// The first word after the command, lowercased (a setting's value: `!show Tools`).
     pub fn choice(&self) -> Option<String> {
         self.arg(0).map(str::to_lowercase)
+    }
+
+    /// What `!stop task [N]` stops: `Some(None)` every background task of the agent here,
+    /// `Some(Some(n))` task `n`; `None` for any other command. A word after `task` that is
+    /// no number stops none (`Some(Some(0))`: no task has that number).
+    pub fn stopped_tasks(&self) -> Option<Option<usize>> {
+        if self.kind()? != Kind::Stop || !self.arg(0)?.eq_ignore_ascii_case(TASK_WORD) {
+            return None;
+        }
+        Some(self.arg(1).map(|n| n.parse().unwrap_or(0)))
     }
 
     /// The poll answer a command such as `!allow` gives.
@@ -120,7 +133,9 @@ impl Command {
     /// (`!new ghost` where no agent is called `ghost`), once [`Command::take_agent`] has
     /// run.
     pub fn stray_word(&self) -> Option<&str> {
-        let takes_none = self.is_for_agents() && self.spec.is_some_and(|s| s.args.is_empty());
+        let takes_none = self.is_for_agents()
+            && self.spec.is_some_and(|s| s.args.is_empty())
+            && self.stopped_tasks().is_none();
         self.words
             .first()
             .map(String::as_str)
@@ -168,6 +183,21 @@ mod tests {
 
     fn c(kind: Kind, words: &[&str]) -> Command {
         Command::new(kind, words)
+    }
+
+    #[test]
+    fn stop_task_names_every_background_task_or_one_by_number() {
+        let table: &[(Command, Option<Option<usize>>)] = &[
+            (c(Kind::Stop, &[]), None),
+            (c(Kind::Stop, &["task"]), Some(None)),
+            (c(Kind::Stop, &["TASK", "2"]), Some(Some(2))),
+            (c(Kind::Stop, &["task", "two"]), Some(Some(0))),
+            (c(Kind::Stop, &["tasks"]), None),
+            (c(Kind::New, &["task"]), None),
+        ];
+        for (command, stops) in table {
+            assert_eq!(command.stopped_tasks(), *stops, "{command:?}");
+        }
     }
 
     #[test]
@@ -297,6 +327,12 @@ mod tests {
             assert_eq!(&taken, rest, "{command:?}");
         }
         assert_eq!(c(Kind::Stop, &["ghost"]).stray_word(), Some("ghost"));
+        assert_eq!(
+            c(Kind::Stop, &["task"]).stray_word(),
+            None,
+            "background tasks"
+        );
+        assert_eq!(c(Kind::Stop, &["Task", "2"]).stray_word(), None);
         assert_eq!(
             c(Kind::Mode, &["plan"]).stray_word(),
             None,

@@ -274,6 +274,9 @@ pub enum AgentEvent {
     Permission(PermissionRequest),
     /// The agent asks the room a question (elicitation).
     Question(super::question::QuestionRequest),
+    /// Background work the agent reports (Claude's adapter's async tasks): it may go on
+    /// after the turn that started it.
+    Task(TaskReport),
     /// A piece of a prompt the session replays (`user_message_chunk`: a reopened session
     /// retells its conversation); the room showed it already.
     UserMessageChunk(String),
@@ -290,6 +293,55 @@ pub enum AgentEvent {
         /// The update's kind (`sessionUpdate`), for the log.
         kind: String,
     },
+}
+
+/// What the agent says of one background task: only what changed is set (a task is
+/// announced with its name, then reports progress and its state).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskReport {
+    /// The agent's ID for the task (what stopping it names).
+    pub id: String,
+    /// Its name, when announced.
+    pub name: Option<String>,
+    /// What it does or how far it got.
+    pub description: Option<String>,
+    /// Its state, when it changed.
+    pub state: Option<TaskState>,
+    /// How it ended, in the agent's words.
+    pub summary: Option<String>,
+    /// Whether it can be stopped (`_session/async_task/stop`), when announced.
+    pub can_stop: Option<bool>,
+}
+
+/// Where a background task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    /// It runs.
+    Running,
+    /// It ended well.
+    Completed,
+    /// It ended badly.
+    Failed,
+    /// It was stopped.
+    Stopped,
+}
+
+impl TaskState {
+    /// The state named `name` (`running`, `completed`, `failed`, `stopped`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "running" => Self::Running,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            "stopped" => Self::Stopped,
+            _ => return None,
+        })
+    }
+
+    /// Whether the task is over.
+    pub fn is_over(self) -> bool {
+        self != Self::Running
+    }
 }
 
 /// An MCP server an agent's sessions get (`mcpServers` of `session/new`, `load`, `resume`).

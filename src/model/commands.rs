@@ -191,8 +191,10 @@ pub const COMMANDS: &[Spec] = &[
         after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Conversation,
-        help: "stop the running turn (or react 🛑 to the answer)",
+        help: "stop the running turn (or react 🛑 to the answer); `task [N]`: its background tasks",
         details: "Stops the agent's running turn (session/cancel) and the commands it runs. \
+                  `!stop task` stops the agent's background tasks here instead (`!stop task N` \
+                  one of them; or react 🛑 to a task's card), and leaves the turn alone. \
                   Approvers who may not prompt may use it too.",
     },
     Spec {

@@ -325,6 +325,27 @@ impl State {
         }
     }
 
+    /// Notes who the client of `req` is and what it offers (`%client`, `%background`).
+    pub(super) fn note_client(&self, req: &agent_client_protocol::v1::schema::InitializeRequest) {
+        *self.client.lock().unwrap() = super::content::client_line(req);
+        self.background.note_client(req);
+    }
+
+    /// A method no typed handler took: steering (unless `--no-steering`), stopping a
+    /// background task; any other is not found.
+    pub(super) fn extension(
+        &self,
+        req: agent_client_protocol::UntypedMessage,
+        responder: Responder<serde_json::Value>,
+        steering: bool,
+    ) -> Result {
+        match req.method.as_str() {
+            "_session/steering" if steering => responder.respond(self.steer(&req.params)),
+            "_session/async_task/stop" => responder.respond(self.background.stop(&req.params)),
+            _ => responder.respond_with_error(agent_client_protocol::Error::method_not_found()),
+        }
+    }
+
     /// `_session/steering` (the contract of Claude's adapter): the prompt's text joins the
     /// turn running in the session, answered at its end (`injected`); an idle session
     /// answers `promptRequired`, as a client that opts into it asks.

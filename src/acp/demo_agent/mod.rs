@@ -58,6 +58,7 @@
 //! | `%blocks` | one line per content block of the prompt: kind, MIME type, size, name |
 //! | `%image` | a picture (a 1×1 PNG) in the answer |
 //! | `%link PATH` | a link to PATH (relative to the session's folder) in the answer |
+//! | `%background SECONDS NAME` | starts a background task NAME that reports each second and completes after SECONDS (stoppable with `_session/async_task/stop`), where the client offered `asyncTasks`; says its ID |
 //!
 //! A turn that is cancelled ends with `stopReason: cancelled` within one chunk interval.
 //!
@@ -171,6 +172,8 @@ struct State {
     needs_sign_in: AtomicBool,
     /// The MCP servers each session was given (`%mcp`, `%mcp-call`).
     mcp: Mutex<HashMap<String, Vec<agent_client_protocol::v1::schema::McpServer>>>,
+    /// The background tasks (`%background`), and whether the client takes them.
+    background: background::Background,
 }
 
 /// The modes offered with `--settings` unless `--modes` names others.
@@ -414,7 +417,7 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         .name("sidekicks-demo-agent")
         .on_receive_request(
             async move |req: InitializeRequest, responder, _cx| {
-                *s0.client.lock().unwrap() = content::client_line(&req);
+                s0.note_client(&req);
                 responder.respond(
                     initialize_response(capabilities.clone(), steering)
                         .auth_methods(auth_methods.clone()),
@@ -498,12 +501,8 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
         )
         // Last: it takes any method the typed handlers above did not.
         .on_receive_request(
-            async move |req: UntypedMessage, responder: Responder<serde_json::Value>, _cx| match req
-                .method
-                .as_str()
-            {
-                "_session/steering" if steering => responder.respond(s11.steer(&req.params)),
-                _ => responder.respond_with_error(agent_client_protocol::Error::method_not_found()),
+            async move |req: UntypedMessage, responder: Responder<serde_json::Value>, _cx| {
+                s11.extension(req, responder, steering)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -601,6 +600,7 @@ fn send_commands(
 }
 
 mod ask;
+mod background;
 mod content;
 mod handlers;
 mod mcp_call;

@@ -81,6 +81,13 @@ impl Turn {
         )))
     }
 
+    /// `%unknown-update`: an update of a kind no client knows.
+    fn unknown_update(&self) -> Result<(), agent_client_protocol::Error> {
+        let update = serde_json::json!({"sessionUpdate": "hologram", "intensity": 11});
+        let raw = serde_json::json!({"sessionId": self.session, "update": update});
+        (self.cx).send_notification(UntypedMessage::new("session/update", raw)?)
+    }
+
     fn think(&self, text: &str) -> Result<(), agent_client_protocol::Error> {
         self.update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
             ContentBlock::Text(TextContent::new(text)),
@@ -232,11 +239,8 @@ impl Turn {
                 "title" => self.update(SessionUpdate::SessionInfoUpdate(
                     SessionInfoUpdate::new().title(arg.to_owned()),
                 ))?,
-                "unknown-update" => {
-                    let raw = serde_json::json!({"sessionId": self.session, "update": {"sessionUpdate": "hologram", "intensity": 11}});
-                    self.cx
-                        .send_notification(UntypedMessage::new("session/update", raw)?)?;
-                }
+                "background" => self.background(arg)?,
+                "unknown-update" => self.unknown_update()?,
                 "sleep" => {
                     if self.pause(num(100)).await {
                         return Ok(StopReason::Cancelled);

@@ -335,6 +335,7 @@ impl Sessions {
                     | AgentEvent::Options(_)
                     | AgentEvent::Permission(_)
                     | AgentEvent::Question(_)
+                    | AgentEvent::Task(_)
                     | AgentEvent::Dropped { .. }
                     | AgentEvent::Unused { .. } => continue,
                 };

@@ -23,6 +23,9 @@ impl Channel {
     pub(super) async fn answer_command(&mut self, command: &Command, by: &UserId, running: bool) {
         let (first, second) = (command.arg(0), command.arg(1));
         let text = match command.kind() {
+            Some(Kind::Stop) if let Some(number) = command.stopped_tasks() => {
+                return self.stop_tasks(number, by).await;
+            }
             Some(Kind::Stop) => strings::NOTHING_TO_STOP.to_owned(),
             Some(Kind::Allow | Kind::Always | Kind::Deny | Kind::Reject) => {
                 strings::NO_OPEN_POLL.to_owned()

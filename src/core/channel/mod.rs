@@ -24,6 +24,7 @@ mod running_turn;
 mod session;
 mod slot;
 mod status_marks;
+mod tasks;
 mod turn;
 mod turn_input;
 mod typing;
@@ -172,6 +173,8 @@ pub struct Channel {
     slot: SessionSlot,
     /// What the agent last reported: its slash commands, the session's title, usage.
     reported: Reported,
+    /// The agent's background tasks here, and their cards.
+    tasks: tasks::BackgroundTasks,
     /// Files sent without a question, waiting for their sender's next message.
     held: HeldFiles,
     /// The conversation's folder, held open once it was first needed.
@@ -206,6 +209,7 @@ impl Channel {
             deferred: VecDeque::new(),
             slot: SessionSlot::default(),
             reported: Reported::default(),
+            tasks: tasks::BackgroundTasks::default(),
             held: HeldFiles::default(),
             folder: FolderSlot::default(),
             modes: ModeKeeper::default(),
@@ -306,9 +310,11 @@ impl Channel {
                 self.change_queued(&change).await;
             }
             // Polls exist only during a turn.
-            ChannelInput::Reaction { .. }
-            | ChannelInput::PollAnswer { .. }
-            | ChannelInput::PollReply(_) => {}
+            // 🛑 on a background task's card stops it, between turns too.
+            ChannelInput::Reaction { by, target, key } => {
+                self.task_reaction(&by, &target, &key).await;
+            }
+            ChannelInput::PollAnswer { .. } | ChannelInput::PollReply(_) => {}
         }
     }
 

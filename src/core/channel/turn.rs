@@ -682,6 +682,7 @@ impl Channel {
                 drop(request);
             }
             (AgentEvent::Title(title), _) => self.reported.set_title(title),
+            (AgentEvent::Task(report), _) => self.on_task(report).await,
             (AgentEvent::MessageChunk(text), None) => {
                 tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, %text, "answer text outside a turn; not shown")
             }

@@ -216,6 +216,10 @@ impl Channel {
     ) {
         let event_id = message.event_id.clone();
         match (command.during_turn(), command.reply()) {
+            // `!stop task`: the background tasks, not the turn.
+            (DuringTurn::StopsTheTurn, _) if let Some(number) = command.stopped_tasks() => {
+                self.stop_tasks(number, &message.sender).await
+            }
             (DuringTurn::StopsTheTurn, _) => self.stop_turn(message.sender, None, turn).await,
             (DuringTurn::AnswersThePoll, Some(reply)) => {
                 self.answer_typed(&reply, message, turn).await
@@ -235,6 +239,9 @@ impl Channel {
         key: String,
         turn: &mut RunningTurn,
     ) {
+        if self.task_reaction(&by, &target, &key).await {
+            return;
+        }
         if poll::is_stop_key(&key)
             && (turn.answers_with(&target) || turn.approvals().is_stop_target(&target))
         {

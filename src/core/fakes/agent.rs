@@ -11,7 +11,8 @@ use crate::core::agent::AgentPort;
 use crate::model::agent::{
     AgentError, AgentEvent, ConfigChoice, ConfigOption, ConfigValue, NewSession, PermissionAnswer,
     PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen, SessionSettings,
-    SessionTools, SlashCommand, Steered, StopReason, ToolCallFields, ToolKind, ToolStatus, TurnEnd,
+    SessionTools, SlashCommand, Steered, StopReason, TaskReport, ToolCallFields, ToolKind,
+    ToolStatus, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
@@ -91,6 +92,8 @@ struct AgentState {
     steered: Vec<(String, String)>,
     /// Whether it forks sessions (`session/fork`).
     forks: bool,
+    /// The background tasks it was asked to stop: (session, task).
+    stopped_tasks: Vec<(String, String)>,
     /// The sessions it forked: (source, fork).
     forked: Vec<(String, String)>,
 }
@@ -239,6 +242,20 @@ impl FakeAgent {
             let _ = tx.try_send(AgentEvent::ModeChanged(mode.into()));
         }
     }
+
+    /// Reports `report` about a background task of session `session_id`, as Claude's
+    /// adapter does, in a turn or between turns.
+    pub fn report_task(&self, session_id: &str, report: TaskReport) {
+        let s = self.state.lock().unwrap();
+        if let Some(tx) = s.sessions.get(session_id) {
+            let _ = tx.try_send(AgentEvent::Task(report));
+        }
+    }
+
+    /// The background tasks it was asked to stop, in order: (session, task).
+    pub fn stopped_tasks(&self) -> Vec<(String, String)> {
+        self.state.lock().unwrap().stopped_tasks.clone()
+    }
 }
 
 #[async_trait]
@@ -275,6 +292,12 @@ impl AgentPort for FakeAgent {
 
     fn forks(&self) -> bool {
         self.state.lock().unwrap().forks
+    }
+
+    async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError> {
+        let mut s = self.state.lock().unwrap();
+        (s.stopped_tasks).push((session_id.into(), task_id.into()));
+        Ok(true)
     }
 
     async fn fork_session(

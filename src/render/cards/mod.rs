@@ -744,6 +744,8 @@ pub fn usage_line(
 
 mod question;
 pub use question::{QuestionView, question, question_settled};
+mod task;
+pub use task::{TaskView, task};
 
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,7 @@ mod media;
 mod modes;
 mod queue;
 mod status_marks;
+mod tasks;
 mod threads;
 mod worktree;
 
@@ -15,6 +16,7 @@ pub use media::*;
 pub use modes::*;
 pub use queue::*;
 pub use status_marks::*;
+pub use tasks::*;
 pub use threads::*;
 pub use worktree::*;
 

@@ -8,6 +8,7 @@ mod polls;
 mod queue;
 mod sessions;
 mod settings;
+mod tasks;
 
 use super::*;
 use crate::core::fakes::ask_code_and_model;
