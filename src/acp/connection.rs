@@ -285,6 +285,18 @@ impl AcpAgent {
             Err(_) => Err(self.gone().await),
         }
     }
+
+    /// Calls extension method `method` (`_session/steering`, `_session/async_task/stop`)
+    /// with `params`; its answer as the agent gave it.
+    async fn call_extension(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, AgentError> {
+        let (request, rx) = Request::extension(method, params);
+        self.send(request).await?;
+        self.wait(method, Some(self.session_timeout), rx).await
+    }
 }
 
 fn is_transport_error(e: &agent_client_protocol::Error) -> bool {
@@ -507,15 +519,8 @@ impl AgentPort for AcpAgent {
         session_id: &str,
         blocks: Vec<PromptBlock>,
     ) -> Result<Steered, AgentError> {
-        let (reply, rx) = oneshot::channel();
         let blocks = blocks.into_iter().map(events::prompt_block).collect();
-        self.send(Request::Extension {
-            method: STEER_METHOD,
-            params: steer_params(session_id, blocks),
-            reply,
-        })
-        .await?;
-        let answer = (self.wait(STEER_METHOD, Some(self.session_timeout), rx)).await?;
+        let answer = (self.call_extension(STEER_METHOD, steer_params(session_id, blocks))).await?;
         events::steered(&answer).ok_or_else(|| {
             AgentError::Failed(format!(
                 "an answer to _session/steering of no known outcome: {answer}"
@@ -524,14 +529,8 @@ impl AgentPort for AcpAgent {
     }
 
     async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Request::Extension {
-            method: tasks::STOP_METHOD,
-            params: tasks::stop_params(session_id, task_id),
-            reply,
-        })
-        .await?;
-        let answer = (self.wait(tasks::STOP_METHOD, Some(self.session_timeout), rx)).await?;
+        let params = tasks::stop_params(session_id, task_id);
+        let answer = (self.call_extension(tasks::STOP_METHOD, params)).await?;
         Ok(tasks::stopped(&answer))
     }
 

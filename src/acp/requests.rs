@@ -151,6 +151,20 @@ impl McpOffer<'_> {
 }
 
 impl Request {
+    /// Extension method `method` with `params`, and where its answer will come.
+    pub(super) fn extension(
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> (Self, oneshot::Receiver<Result<serde_json::Value, Error>>) {
+        let (reply, rx) = oneshot::channel();
+        let request = Request::Extension {
+            method,
+            params,
+            reply,
+        };
+        (request, rx)
+    }
+
     /// Sends this request to the agent over `cx`, offering new and reopened sessions
     /// `offer`'s MCP servers. Each answer is awaited in a task of its own, so the
     /// connection's loop never waits for one.
