@@ -37,7 +37,7 @@ use super::dialect::{self, Dialect};
 use super::ending::{Ended, stop_when_broken};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
-use super::requests::{McpOffer, Request, STEER_METHOD, initialize_request, steer_params};
+use super::requests::{McpOffer, Offer, Request, STEER_METHOD, initialize_request, steer_params};
 use super::sessions::Sessions;
 use super::tasks;
 use super::transport;
@@ -625,6 +625,7 @@ async fn run_connection(
     // Without a network, the room tools come through the socket file.
     let offline =
         (spec.sandbox.as_ref()).is_some_and(|s| s.network == super::sandbox::Network::None);
+    let offer = Offer::to(&spec, terminals.enabled());
     let ProcessSpec {
         agent_id,
         file_access,
@@ -649,7 +650,6 @@ async fn run_connection(
         terminals.clone(),
         terminals,
     );
-    let terminal_access = create_t.enabled();
     Client
         .v1()
         .name("sidekicks")
@@ -738,7 +738,7 @@ async fn run_connection(
             agent_client_protocol::on_receive_notification!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            let initialize = initialize_request(file_access, terminal_access);
+            let initialize = initialize_request(offer);
             let response = cx.send_request(initialize).block_task().await;
             let ok = response.is_ok();
             // HTTP MCP servers only for agents that take them; every agent takes stdio ones.

@@ -340,21 +340,50 @@ async fn reopen(
         .config_options(options))
 }
 
-/// `initialize`: who Sidekicks is and what it offers the agent: questions (forms and
-/// links), its files when `file_access`, terminals when `terminal_access`, and that it
-/// shows background tasks (`tasks.rs`).
-pub(super) fn initialize_request(file_access: bool, terminal_access: bool) -> InitializeRequest {
+/// What `initialize` offers the agent beyond questions (forms and links, always).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Offer {
+    /// Its sessions' files through the client (`fs/*`).
+    pub files: bool,
+    /// Commands run by the client (`terminal/*`).
+    pub terminals: bool,
+    /// That background tasks are shown and stopped (`tasks.rs`), where its dialect says
+    /// the offer changes nothing else Sidekicks reads.
+    pub background_tasks: bool,
+}
+
+impl Offer {
+    /// What the agent `spec` runs is offered, with terminals when `terminals`.
+    pub(super) fn to(spec: &super::process::ProcessSpec, terminals: bool) -> Self {
+        let dialect = super::dialect::expected(
+            spec.dialect.as_deref(),
+            spec.agent_id.as_str(),
+            &spec.command,
+            &spec.args,
+        );
+        Self {
+            files: spec.file_access,
+            terminals,
+            background_tasks: dialect.background_tasks,
+        }
+    }
+}
+
+/// `initialize`: who Sidekicks is and what it offers the agent.
+pub(super) fn initialize_request(offer: Offer) -> InitializeRequest {
     let questions = ElicitationCapabilities::new()
         .form(ElicitationFormCapabilities::new())
         .url(ElicitationUrlCapabilities::new());
     let files = FileSystemCapabilities::new()
-        .read_text_file(file_access)
-        .write_text_file(file_access);
-    let capabilities = ClientCapabilities::new()
+        .read_text_file(offer.files)
+        .write_text_file(offer.files);
+    let mut capabilities = ClientCapabilities::new()
         .fs(files)
-        .terminal(terminal_access)
-        .elicitation(questions)
-        .meta(super::tasks::capability_meta());
+        .terminal(offer.terminals)
+        .elicitation(questions);
+    if offer.background_tasks {
+        capabilities = capabilities.meta(super::tasks::capability_meta());
+    }
     InitializeRequest::new(ProtocolVersion::V1)
         .client_capabilities(capabilities)
         .client_info(

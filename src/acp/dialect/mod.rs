@@ -41,6 +41,12 @@ pub struct Dialect {
     /// What its modes mean for approvals: which ask, the one sessions are put in, the
     /// permission options that switch the mode (`modes.rs`).
     pub modes: KnownModes,
+    /// Whether it is offered JetBrains AIR's `asyncTasks` at `initialize`, so that it reports
+    /// its background tasks (`acp/tasks.rs`). An adapter that reads the offer treats
+    /// Sidekicks as an AIR client and may change more than tasks (Codex's then moves a
+    /// command's output out of the standard fields): it is offered only where what changes
+    /// is known to keep what Sidekicks reads.
+    pub background_tasks: bool,
 }
 
 impl Default for Dialect {
@@ -58,6 +64,7 @@ pub const ACP: Dialect = Dialect {
     prompt_error: None,
     missing_file_reads_empty: false,
     modes: KnownModes::UNKNOWN,
+    background_tasks: false,
 };
 
 /// mm: ends a turn whose model keeps calling tools with a JSON-RPC error
@@ -69,11 +76,12 @@ pub const MM: Dialect = Dialect {
 };
 
 /// Claude Code (through its ACP adapter): tool calls are left open when a turn is
-/// cancelled.
+/// cancelled; it reports background tasks only to a client that offers AIR's `asyncTasks`.
 pub const CLAUDE_CODE: Dialect = Dialect {
     name: "claude-code",
     close_after_cancel: Some(cancelled_call),
     modes: modes::CLAUDE_CODE,
+    background_tasks: true,
     ..ACP
 };
 
@@ -138,10 +146,11 @@ pub const FAST_AGENT: Dialect = Dialect {
 };
 
 /// The demo agent (`sidekicks demo-agent`): with `--settings`, `ask` asks and `code` does
-/// not.
+/// not; it runs background tasks (`%background`) as Claude Code's adapter reports them.
 pub const DEMO: Dialect = Dialect {
     name: "demo",
     modes: modes::DEMO,
+    background_tasks: true,
     ..ACP
 };
 
@@ -168,10 +177,34 @@ pub fn named(name: &str) -> Option<Dialect> {
 /// The dialect for an agent: the configured one, else one recognised from the agent's
 /// configured ID or the name it gives at `initialize`, else canonical ACP.
 pub fn for_agent(configured: Option<&str>, agent_id: &str, agent_name: Option<&str>) -> Dialect {
+    match configured.and_then(named) {
+        Some(dialect) => dialect,
+        None => recognised(&[Some(agent_id), agent_name]),
+    }
+}
+
+/// The dialect an agent is expected to speak before it has given its name, for what
+/// `initialize` offers it: the configured one, else one recognised from its configured ID or
+/// its command line (each word; the program's file name, alone and joined to the first
+/// argument, so that `sidekicks demo-agent` is the demo).
+pub fn expected(
+    configured: Option<&str>,
+    agent_id: &str,
+    program: &str,
+    args: &[String],
+) -> Dialect {
     if let Some(dialect) = configured.and_then(named) {
         return dialect;
     }
-    let names = [Some(agent_id), agent_name];
+    let file = program.rsplit('/').next().unwrap_or(program);
+    let joined = args.first().map(|first| format!("{file}-{first}"));
+    let mut names = vec![Some(agent_id), Some(program), Some(file), joined.as_deref()];
+    names.extend(args.iter().map(|a| Some(a.as_str())));
+    recognised(&names)
+}
+
+/// The dialect one of `names` is recognised as, else canonical ACP.
+fn recognised(names: &[Option<&str>]) -> Dialect {
     let known = |test: fn(&str) -> bool| {
         names
             .iter()
@@ -280,6 +313,52 @@ mod tests {
             );
         }
         assert!(named("klingon").is_none());
+    }
+
+    #[test]
+    fn before_initialize_the_dialect_comes_from_the_config_the_id_or_the_command_line() {
+        let words = |w: &[&str]| w.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        let claude = words(&["/opt/agents/@agentclientprotocol/claude-agent-acp/dist/index.js"]);
+        let table = [
+            (
+                None,
+                "helper",
+                "/usr/bin/node",
+                claude.clone(),
+                "claude-code",
+            ),
+            (None, "helper", "/usr/local/bin/codex-acp", vec![], "codex"),
+            (
+                None,
+                "helper",
+                "/usr/bin/sidekicks",
+                words(&["demo-agent"]),
+                "demo",
+            ),
+            (None, "claude", "/usr/bin/node", vec![], "claude-code"),
+            (Some("acp"), "helper", "/usr/bin/node", claude, "acp"),
+            (
+                None,
+                "helper",
+                "/usr/bin/sidekicks",
+                words(&["serve"]),
+                "acp",
+            ),
+            (None, "helper", "my-agent", vec![], "acp"),
+        ];
+        for (configured, id, program, args, dialect) in table {
+            let got = expected(configured, id, program, &args);
+            assert_eq!(got.name, dialect, "{configured:?} {id} {program} {args:?}");
+        }
+    }
+
+    #[test]
+    fn background_tasks_are_offered_only_where_the_adapter_keeps_what_we_read() {
+        let offered: Vec<&str> = (ALL.iter())
+            .filter(|d| d.background_tasks)
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(offered, ["claude-code", "demo"]);
     }
 
     #[test]
