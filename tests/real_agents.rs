@@ -8,6 +8,8 @@
 
 mod support;
 
+use std::time::Duration;
+
 use matrix_sdk::room::Room;
 use support::model_server::ModelServer;
 use support::{
@@ -233,6 +235,58 @@ async fn claude_codes_shell_command_waits_for_a_poll_and_runs_only_when_allowed(
             .contains("session put in its conversation's mode agent=claude"),
         "the session was switched out of the adapter's own default"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_codes_background_command_gets_a_card_and_stops_with_stop_task() {
+    // Claude's adapter reports a command run in the background as a task only to a client
+    // that offers AIR's `asyncTasks`; the task can be stopped.
+    let model = ModelServer::start().await;
+    let env = claude(&model).await;
+    let room = env.room_with_agent(false).await;
+    let ticks = env.gw.workspace("claude").join("ticks.txt");
+    let command = "while true; do echo tick >> ticks.txt; sleep 0.2; done";
+    env.alice
+        .send(&room, &format!("Please BACKGROUND: {command}"))
+        .await;
+    let asked = poll(&env, &room, 0).await;
+    env.alice.react(&room, &asked, "✅").await;
+    env.reply_where(&room, "the answer to starting it", |t| {
+        t.contains("The command ran:")
+    })
+    .await;
+    let running = wait_until(PATIENCE, "the task's card", || {
+        (env.texts_from(&room, &env.agent).into_iter())
+            .find(|t| t.starts_with("⚙️ Background task 1:") && t.contains("· running"))
+    })
+    .await;
+    // The adapter names it by the command's description.
+    assert!(
+        running.contains("Run it in the background · running"),
+        "{running}"
+    );
+    assert!(running.contains("!stop task 1"), "{running}");
+    wait_until(PATIENCE, "the command to run", || {
+        ticks.exists().then_some(())
+    })
+    .await;
+
+    env.alice.send(&room, "!stop task").await;
+    let stopped = wait_until(PATIENCE, "the card to say it stopped", || {
+        (env.texts_from(&room, &env.agent).into_iter())
+            .find(|t| t.starts_with("🛑 Background task 1:"))
+    })
+    .await;
+    assert!(stopped.contains("stopped"), "{stopped}");
+    // Stopped for real: the file stops growing.
+    let size = || std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after_stop = size();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(size(), after_stop, "the command still runs");
+    env.alice.send(&room, "!stop task").await;
+    env.notice_containing(&room, "has no background task running here")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

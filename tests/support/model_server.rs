@@ -6,6 +6,7 @@
 //! | marker in the prompt | the model answers |
 //! |---|---|
 //! | `RUN: CMD` (to the end of the line) | a `Bash` tool call running CMD, then (with its result) `The command ran: OUTPUT` or `The tool was refused.` |
+//! | `BACKGROUND: CMD` | (Anthropic only) a `Bash` tool call running CMD in the background (`run_in_background`), then `The command ran: …` with what Claude Code answered |
 //! | `WRITE: PATH TEXT` | a `Write` tool call writing TEXT to PATH (absolute), then `Written.` |
 //! | `PLAN: TEXT` | (Anthropic only) an `ExitPlanMode` tool call offering the plan TEXT, then `The command ran: …` with what Claude Code answered |
 //! | `MCP: TOOL JSON` | (Anthropic only) a call of tool TOOL of the gateway's room tools (`mcp__sidekicks__TOOL`) with the JSON arguments, then `The command ran: OUTPUT` |
@@ -236,6 +237,15 @@ fn anthropic(body: &Value, model: &str, answered: &Answered) -> Vec<Step> {
             messages.len(),
             "Bash",
             json!({"command": command, "description": "Run the command asked for"}),
+        );
+    }
+    if let Some(command) = after(&text, "BACKGROUND:") {
+        return tool_answer(
+            model,
+            messages.len(),
+            "Bash",
+            json!({"command": command, "description": "Run it in the background",
+                "run_in_background": true}),
         );
     }
     if let Some(plan) = after(&text, "PLAN:") {

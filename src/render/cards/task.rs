@@ -34,7 +34,9 @@ pub fn task(view: &TaskView<'_>) -> OutMessage {
         "{icon} Background task {}: {} · {word}",
         view.number, view.name
     );
-    for line in [view.description, view.summary].into_iter().flatten() {
+    // Claude's adapter names a background command by its description: said once.
+    let description = view.description.filter(|d| *d != view.name);
+    for line in [description, view.summary].into_iter().flatten() {
         text.push('\n');
         text.push_str(line);
     }
@@ -45,4 +47,33 @@ pub fn task(view: &TaskView<'_>) -> OutMessage {
         ));
     }
     OutMessage::notice(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view<'a>(name: &'a str, description: Option<&'a str>, state: TaskState) -> TaskView<'a> {
+        TaskView {
+            number: 2,
+            name,
+            state,
+            description,
+            summary: None,
+            can_stop: true,
+            prefix: "!",
+        }
+    }
+
+    #[test]
+    fn a_running_task_says_what_it_does_once_and_how_to_stop_it() {
+        let card = task(&view("Build", Some("cargo build"), TaskState::Running)).body;
+        assert_eq!(
+            card,
+            "⚙️ Background task 2: Build · running\ncargo build\n\
+             React 🛑 to this message or write !stop task 2 to stop it."
+        );
+        let same = task(&view("Run it", Some("Run it"), TaskState::Stopped)).body;
+        assert_eq!(same, "🛑 Background task 2: Run it · stopped");
+    }
 }
