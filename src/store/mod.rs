@@ -18,6 +18,7 @@ mod outbox;
 mod polls;
 mod positions;
 mod retention;
+mod schedules;
 mod session_owners;
 mod settings;
 mod unfinished;
@@ -28,6 +29,7 @@ pub use outbox::OutboxItem;
 pub use polls::StoredPoll;
 pub use positions::RoomPosition;
 pub use retention::Pruned;
+pub use schedules::{NewSchedule, RunProgress, Schedule, ScheduleRun};
 pub use settings::RoomRouting;
 pub use unfinished::{CutMessage, UnfinishedTurn};
 
