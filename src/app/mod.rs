@@ -329,6 +329,7 @@ fn gateway_settings(config: &Config) -> GatewaySettings {
             max_events: config.continuity.catch_up_max_events,
             max_age: Duration::from_secs(config.continuity.catch_up_max_hours * 3600),
         },
+        schedules: config.schedules.clone(),
     }
 }
 
@@ -355,6 +356,7 @@ fn start_helpers(
     let helpers = CancellationToken::new();
     tokio::spawn(gateway.clone().run_handoffs(handed));
     tokio::spawn(gateway.clone().run_outbox());
+    tokio::spawn(gateway.clone().run_schedules());
     tokio::spawn(pool.clone().run_idle_stops(helpers.clone()));
     tokio::spawn(run_retention(store, retention(config), helpers.clone()));
     helpers

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::core::gateway::ScheduleSettings;
 use crate::core::poll::PermissionSettings;
 use crate::core::view::stream::StreamSettings;
 use crate::model::Verbosity;
@@ -85,6 +86,9 @@ pub struct Config {
     /// What rooms show of the agents' work besides their answers.
     #[serde(default)]
     pub display: DisplayConfig,
+    /// How schedules set from rooms behave (its keys are declared on [`ScheduleSettings`]).
+    #[serde(default)]
+    pub schedules: ScheduleSettings,
     /// How conversations survive the loss of their session, and how far back a gap in a
     /// room's timeline is caught up.
     #[serde(default)]

@@ -111,6 +111,16 @@ fn problems_name_their_keys() {
         ),
         (
             "[matrix]",
+            "[schedules]\ntime_zone = \"Mars/Olympus\"\n[matrix]",
+            "schedules.time_zone",
+        ),
+        (
+            "[matrix]",
+            "[schedules]\nshortest_interval_secs = 0\n[matrix]",
+            "schedules.shortest_interval_secs",
+        ),
+        (
+            "[matrix]",
             "[continuity]\nsync_timeline_limit = 0\n[matrix]",
             "continuity.sync_timeline_limit",
         ),

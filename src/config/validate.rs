@@ -103,6 +103,15 @@ impl Config {
                 "must be at least 1 (0 would refuse every message sent during a turn)".into(),
             );
         }
+        if let Err(e) = crate::model::schedule::zone(&self.schedules.time_zone) {
+            bad("schedules.time_zone".into(), e.to_string());
+        }
+        if self.schedules.shortest_interval.is_zero() {
+            bad(
+                "schedules.shortest_interval_secs".into(),
+                "must be at least 1".into(),
+            );
+        }
         if self.permissions.propose_stop_after == 0 {
             bad(
                 "permissions.propose_stop_after".into(),

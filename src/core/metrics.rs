@@ -62,6 +62,8 @@ pub struct Metrics {
     missed: Family<ByAgent, Counter>,
     /// Sync requests that failed.
     sync_errors: Family<ByAgent, Counter>,
+    /// Scheduled runs by how they ended (`answered`, `skipped`, `overlapped`, …).
+    schedule_runs: Family<ByOutcome, Counter>,
     /// Agents whose Matrix user has synced at least once.
     synced: Mutex<HashSet<AgentId>>,
 }
@@ -143,6 +145,12 @@ impl Metrics {
                 "Sync requests that failed",
                 Family::default(),
             ),
+            schedule_runs: registered(
+                &mut r,
+                "schedule_runs",
+                "Scheduled runs by how they ended",
+                Family::default(),
+            ),
             synced: Mutex::new(HashSet::new()),
             registry: r,
         }
@@ -173,6 +181,11 @@ impl Metrics {
     /// The first message of an answer of `agent` appeared `after` the message it answers.
     pub fn first_answer(&self, agent: &AgentId, after: Duration) {
         (self.first_answer.get_or_create(&agent_label(agent))).observe(after.as_secs_f64());
+    }
+
+    /// A scheduled run of `agent` ended with `outcome` (a word, never free text).
+    pub fn schedule_run(&self, agent: &AgentId, outcome: &str) {
+        self.schedule_runs.get_or_create(&by(agent, outcome)).inc();
     }
 
     /// A poll or question of `agent` ended with `outcome`.

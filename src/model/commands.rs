@@ -64,6 +64,14 @@ pub enum Kind {
     Attach,
     /// `!login [ID]`.
     Login,
+    /// `!every WHEN PROMPT`.
+    Every,
+    /// `!at WHEN PROMPT`.
+    At,
+    /// `!schedules`.
+    Schedules,
+    /// `!unschedule ID`.
+    Unschedule,
 }
 
 /// What a command is about.
@@ -137,15 +145,18 @@ pub enum Group {
     Approvals,
     /// The room.
     Room,
+    /// Prompts that run by themselves.
+    Schedules,
 }
 
 impl Group {
     /// Every group, in the order `!help` lists them.
-    pub const ALL: [Group; 4] = [
+    pub const ALL: [Group; 5] = [
         Group::Conversation,
         Group::Session,
         Group::Approvals,
         Group::Room,
+        Group::Schedules,
     ];
 }
 
@@ -542,6 +553,73 @@ pub const COMMANDS: &[Spec] = &[
         help: "whether agents mark your messages as they take and answer them",
         details: "on: 👀 when a message is taken, then ✅ answered, ❌ failed or 🛑 stopped, \
                   each replacing the last; off: only ⏳ while a message waits.",
+    },
+    Spec {
+        kind: Kind::Every,
+        name: "every",
+        aliases: &[],
+        args: "[here] [skip-missed] WHEN PROMPT",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Schedules,
+        help: "ask an agent PROMPT again and again: WHEN is 2h, daily 09:00, weekdays 09:00, \
+               mondays 08:00 or cron 0 9 * * 1-5",
+        details: "Each run is a prompt of yours, posted in the room: it answers in a thread of \
+                  its own (`here`: in the room's conversation), with the usual cards and \
+                  polls, and ends with a summary line. Times are in the configured time zone. \
+                  A run due while Sidekicks was down runs once when it is back \
+                  (`skip-missed`: it is skipped); a run is not started while the last one is \
+                  still going. It stops when you may no longer prompt. Name the agent first \
+                  in a room with several.",
+    },
+    Spec {
+        kind: Kind::At,
+        name: "at",
+        aliases: &[],
+        args: "[here] WHEN PROMPT",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Schedules,
+        help: "ask an agent PROMPT once, later: WHEN is 17:30, tomorrow 08:00, \
+               2026-12-24 08:00 or in 10m",
+        details: "Like `every`, once: the run is a prompt of yours, in a thread of its own \
+                  (`here`: in the room's conversation).",
+    },
+    Spec {
+        kind: Kind::Schedules,
+        name: "schedules",
+        aliases: &[],
+        args: "",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Rerun,
+        applies: Applies::Always,
+        group: Group::Schedules,
+        help: "what is scheduled here: when, by whom, the next run, the last outcome",
+        details: "Every schedule of the room with its ID, when it runs and in which time zone, \
+                  the agent, who set it, its next run, how many runs it had and how the last \
+                  one ended, or why it stopped.",
+    },
+    Spec {
+        kind: Kind::Unschedule,
+        name: "unschedule",
+        aliases: &[],
+        args: "ID",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Schedules,
+        help: "remove schedule ID (`schedules` lists them)",
+        details: "The schedule runs no more; a run already going goes on.",
     },
     Spec {
         kind: Kind::Agents,

@@ -73,7 +73,11 @@ impl Channel {
                 | Kind::Threads
                 | Kind::Queue
                 | Kind::Reactions
-                | Kind::Fork,
+                | Kind::Fork
+                | Kind::Every
+                | Kind::At
+                | Kind::Schedules
+                | Kind::Unschedule,
             ) => {
                 tracing::warn!(agent = %self.ctx.agent_id, command = command.word(), "a room command reached a channel; the gateway answers those");
                 return;

@@ -17,6 +17,10 @@ mod people;
 mod recovery;
 mod registry;
 mod room_commands;
+mod schedule_commands;
+mod scheduler;
+
+pub use scheduler::ScheduleSettings;
 
 #[cfg(test)]
 mod tests;
@@ -80,6 +84,8 @@ pub struct GatewaySettings {
     pub rules: RoomRules,
     /// How far back a room's timeline is caught up after a gap.
     pub catch_up: CatchUpBounds,
+    /// How schedules behave (`[schedules]`).
+    pub schedules: ScheduleSettings,
 }
 
 impl Default for GatewaySettings {
@@ -88,6 +94,7 @@ impl Default for GatewaySettings {
             prefix: "!".into(),
             rules: RoomRules::default(),
             catch_up: CatchUpBounds::default(),
+            schedules: ScheduleSettings::default(),
         }
     }
 }
@@ -114,6 +121,10 @@ pub struct Gateway {
     hops: Hops,
     /// Wakes the outbox when the homeserver answers again.
     outbox_wake: tokio::sync::Notify,
+    /// How schedules behave.
+    schedules: ScheduleSettings,
+    /// When this gateway started (ms): a scheduled run due before was missed.
+    started_at: i64,
 }
 
 impl Gateway {
@@ -144,6 +155,8 @@ impl Gateway {
             rules: settings.rules,
             catch_up: settings.catch_up,
             outbox_wake: tokio::sync::Notify::new(),
+            schedules: settings.schedules,
+            started_at: now_ms(),
         }
     }
 

@@ -66,6 +66,10 @@ impl Gateway {
                 self.room_setting(kind, &command, room, members, routing)
                     .await
             }
+            Some(kind @ (Kind::Every | Kind::At | Kind::Schedules | Kind::Unschedule)) => {
+                self.schedule_command(kind, &command, message, members, routing)
+                    .await
+            }
             // Commands for one agent are its channel's (`Channel::answer_command`).
             Some(
                 Kind::Stop

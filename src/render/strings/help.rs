@@ -12,6 +12,7 @@ fn group_title(group: Group) -> &'static str {
         Group::Session => "The agent's session",
         Group::Approvals => "Answering a permission request (as a reply to it)",
         Group::Room => "This room",
+        Group::Schedules => "Prompts that run by themselves",
     }
 }
 

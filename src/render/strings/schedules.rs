@@ -1,0 +1,158 @@
+//! What the room is told about schedules (`!every`, `!at`, `!schedules`, `!unschedule`) and
+//! their runs.
+
+/// What a schedule is, as `!schedules` and the answer to `!every` show it.
+pub struct ScheduleLine<'a> {
+    /// Its ID.
+    pub id: i64,
+    /// When, as written, with its time zone.
+    pub when: &'a str,
+    /// Its time zone.
+    pub zone: &'a str,
+    /// The agent it prompts, as the room shows it.
+    pub agent: &'a str,
+    /// Who set it, as the room shows them.
+    pub owner: &'a str,
+    /// What it asks.
+    pub prompt: &'a str,
+    /// Its next run, shown in its zone; `None`: none.
+    pub next: Option<String>,
+    /// How many runs it had.
+    pub runs: i64,
+    /// How its last run ended.
+    pub last: Option<&'a str>,
+    /// Why it stopped, if it did.
+    pub stopped: Option<&'a str>,
+    /// Whether each run has a thread of its own.
+    pub thread_per_run: bool,
+}
+
+/// One schedule in a line or two.
+pub fn schedule_line(s: &ScheduleLine<'_>) -> String {
+    let place = match s.thread_per_run {
+        true => "a thread per run",
+        false => "in the room's conversation",
+    };
+    let mut line = format!(
+        "#{} · {} ({}) · {} · set by {} · {place}\n   “{}”",
+        s.id, s.when, s.zone, s.agent, s.owner, s.prompt
+    );
+    let runs = super::count(s.runs as usize, "run", "runs");
+    match (s.stopped, &s.next) {
+        (Some(why), _) => line.push_str(&format!("\n   stopped: {why} · {runs}")),
+        (None, Some(next)) => line.push_str(&format!("\n   next: {next} · {runs}")),
+        (None, None) => line.push_str(&format!("\n   no more runs · {runs}")),
+    }
+    if let Some(last) = s.last {
+        line.push_str(&format!(", last: {last}"));
+    }
+    line
+}
+
+/// `!schedules` in a room without any.
+pub fn no_schedules(prefix: &str) -> String {
+    format!(
+        "No schedules here. Set one with {prefix}every <when> <prompt> (e.g. {prefix}every \
+         weekdays 09:00 run the tests) or {prefix}at <when> <prompt>."
+    )
+}
+
+/// `!schedules`: each schedule of the room.
+pub fn schedules_here(lines: &[String]) -> String {
+    format!("⏰ Schedules here:\n{}", lines.join("\n"))
+}
+
+/// The answer to `!every` or `!at` once the schedule is set.
+pub fn schedule_set(line: &str, prefix: &str, id: i64) -> String {
+    format!("⏰ Scheduled:\n{line}\nRemove it with {prefix}unschedule {id}.")
+}
+
+/// `!every`/`!at` whose time was not understood (`why`).
+pub fn schedule_not_understood(prefix: &str, command: &str, why: &str) -> String {
+    let forms = match command {
+        "at" => "HH:MM, tomorrow HH:MM, YYYY-MM-DD HH:MM or in 10m",
+        _ => "2h, 30m, daily 09:00, weekdays 09:00, mondays 08:00, or cron 0 9 * * 1-5",
+    };
+    format!("⚠️ {why}. Write {prefix}{command} <when> <prompt>, with <when> one of: {forms}.")
+}
+
+/// A schedule that would prompt several agents, or none the room can tell.
+pub fn schedule_needs_one_agent(agents: &[super::AgentLine]) -> String {
+    let ids: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
+    format!(
+        "⚠️ Which agent should it ask? Start the prompt with one agent's name (one of: {}).",
+        ids.join(", ")
+    )
+}
+
+/// `!unschedule ID` done.
+pub fn unscheduled(id: i64) -> String {
+    format!("⏰ Schedule #{id} removed: it will not run again.")
+}
+
+/// `!unschedule` of no schedule of this room.
+pub fn no_such_schedule(prefix: &str, word: &str) -> String {
+    format!("⚠️ No schedule “{word}” here. {prefix}schedules lists them.")
+}
+
+/// The message a run posts: the prompt the agent answers, and whose it is.
+pub fn run_message(id: i64, number: i64, owner: &str, prompt: &str) -> String {
+    format!("⏰ Schedule #{id}, run {number} (set by {owner}): {prompt}")
+}
+
+/// A run ended: the summary line under its answer.
+pub fn run_ended(
+    id: i64,
+    number: i64,
+    outcome: &str,
+    took_secs: i64,
+    next: Option<&str>,
+) -> String {
+    let next = match next {
+        Some(next) => format!(" Next run: {next}."),
+        None => " No more runs.".to_owned(),
+    };
+    format!("⏰ Schedule #{id}, run {number}: {outcome} after {took_secs} s.{next}")
+}
+
+/// A run's outcome in words, from how its turn ended (`None`: without a reply).
+pub fn run_outcome(stop_reason: Option<&str>) -> String {
+    match stop_reason {
+        Some("end_turn") => "answered",
+        Some("cancelled") => "stopped",
+        Some("refusal") => "refused by the agent",
+        Some("ended_after_refusal") => "ended after a tool was refused",
+        Some("max_tokens") | Some("max_turn_requests") => "cut short by the agent's limits",
+        Some(_) => "ended",
+        None => "ended without an answer",
+    }
+    .to_owned()
+}
+
+/// The outcome of a run not started because the previous one was still going.
+pub const RUN_OVERLAPPED: &str = "not started: the previous run was still going";
+/// The outcome of a run due while the gateway was down, skipped as its schedule says.
+pub const RUN_SKIPPED: &str = "skipped: it was due while Sidekicks was down";
+
+/// A run not started (`outcome` says why).
+pub fn run_not_started(id: i64, number: i64, outcome: &str) -> String {
+    format!("⏰ Schedule #{id}, run {number}: {outcome}.")
+}
+
+/// A schedule stopped because its owner lost their rights.
+pub fn schedule_stopped(id: i64, owner: &str) -> String {
+    format!(
+        "⏰ Schedule #{id} stopped: {owner}, who set it, may no longer prompt here. Its runs \
+         had their rights."
+    )
+}
+
+/// Why a schedule stopped, as `!schedules` shows it.
+pub fn owner_lost_rights(owner: &str) -> String {
+    format!("{owner} may no longer prompt")
+}
+
+/// The store failed while reading or writing `what`.
+pub fn store_failed(what: &str) -> String {
+    format!("⚠️ Could not read or save {what} (the gateway's database failed; see its log).")
+}
