@@ -54,10 +54,13 @@ impl Store {
         &self,
         to: &ConversationKey,
     ) -> Result<Option<ForkSource>, StoreError> {
+        // Taken (deleted) first: the transaction writes from its first statement, so it
+        // never has to turn a read into a write, which SQLite refuses at once (`database is
+        // locked`, whatever the busy timeout) when another connection wrote meanwhile.
         let mut tx = self.pool.begin().await?;
         let row: Option<(String, String, i64)> = sqlx::query_as(
-            "SELECT from_thread_id, session_id, transcript_at FROM fork_sources
-             WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+            "DELETE FROM fork_sources WHERE room_id = ? AND agent_id = ? AND thread_id = ?
+             RETURNING from_thread_id, session_id, transcript_at",
         )
         .bind(to.room.as_str())
         .bind(to.agent.as_str())
@@ -73,14 +76,6 @@ impl Store {
             .bind(from_thread)
             .fetch_one(&mut *tx)
             .await?;
-        sqlx::query(
-            "DELETE FROM fork_sources WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
-        )
-        .bind(to.room.as_str())
-        .bind(to.agent.as_str())
-        .bind(to.thread_id())
-        .execute(&mut *tx)
-        .await?;
         tx.commit().await?;
         Ok(Some(ForkSource {
             session_id,
