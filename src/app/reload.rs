@@ -141,7 +141,7 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         a.admins = None;
         a.deny.clear();
     }
-    let sections: [(&'static str, bool); 13] = [
+    let sections: [(&'static str, bool); 14] = [
         ("state_dir", same(&old.state_dir, &new.state_dir)),
         ("matrix", same(&old.matrix, &new.matrix)),
         ("access.approver_min_power", same(&access.0, &access.1)),
@@ -154,6 +154,7 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("media", same(&old.media, &new.media)),
         ("sandbox", same(&old.sandbox, &new.sandbox)),
         ("metrics", same(&old.metrics, &new.metrics)),
+        ("schedules", same(&old.schedules, &new.schedules)),
         ("agents", same(&old.agents, &new.agents)),
     ];
     sections

@@ -1,0 +1,274 @@
+#![recursion_limit = "256"]
+//! Schedules set from the room (`!every`, `!at`): a run is a prompt of the person who set
+//! it, posted in the room and answered in a thread of its own, then summed up; it survives
+//! the gateway being killed; it stops when its owner may no longer prompt. Real Synapse, the
+//! real binary, the demo agent (`%say TEXT` answers TEXT).
+
+mod support;
+
+use std::time::Duration;
+
+use matrix_sdk::room::Room;
+use support::person::Seen;
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+/// Schedules as short as a test needs.
+const SHORT: &str = "[schedules]\nshortest_interval_secs = 1\n";
+
+/// The messages of run `run` of schedule `id`: the prompt it posted.
+fn run_messages(env: &Env, room: &Room, id: u32, run: u32) -> Vec<Seen> {
+    let head = format!("⏰ Schedule #{id}, run {run} (set by ");
+    (env.alice.messages_from(room, &env.agent).into_iter())
+        .filter(|m| m.replaces.is_none() && m.body.starts_with(&head))
+        .collect()
+}
+
+/// Waits for run `run` of schedule `id` to be posted; returns its message.
+async fn run_posted(env: &Env, room: &Room, id: u32, run: u32) -> Seen {
+    wait_until(PATIENCE, &format!("run {run} of schedule #{id}"), || {
+        run_messages(env, room, id, run).into_iter().next()
+    })
+    .await
+}
+
+/// The agent's messages (first versions) whose body is `text`.
+fn answers(env: &Env, room: &Room, text: &str) -> Vec<Seen> {
+    (env.alice.messages_from(room, &env.agent).into_iter())
+        .filter(|m| {
+            m.replaces.is_none() && env.alice.current_text(&m.event_id).as_deref() == Some(text)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_runs_as_its_owners_prompt_in_a_thread_per_run_until_removed() {
+    let env = Env::start(SynapseOptions::default(), SHORT).await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "!every 4s %say tick from the schedule")
+        .await;
+    let set = env.notice_containing(&room, "⏰ Scheduled:").await.body;
+    assert!(set.contains("#1 · 4s (UTC)"), "{set}");
+    assert!(set.contains("set by alice · a thread per run"), "{set}");
+    assert!(set.contains("!unschedule 1"), "{set}");
+
+    // The run's message is the prompt, in the room, mentioning who set it.
+    let first = run_posted(&env, &room, 1, 1).await;
+    assert!(
+        first
+            .body
+            .ends_with("(set by alice): %say tick from the schedule"),
+        "{}",
+        first.body
+    );
+    assert_eq!(first.mentions, vec![env.alice.user_id.to_string()]);
+    // Its answer is in the run's own thread, then the summary line.
+    let answer = wait_until(PATIENCE, "the run's answer", || {
+        answers(&env, &room, "tick from the schedule")
+            .into_iter()
+            .next()
+    })
+    .await;
+    assert_eq!(answer.thread.as_deref(), Some(first.event_id.as_str()));
+    let summary = env
+        .notice_containing(&room, "⏰ Schedule #1, run 1: answered after")
+        .await
+        .body;
+    assert!(summary.contains("Next run: "), "{summary}");
+    let summaries: Vec<Seen> = (env.alice.messages_from(&room, &env.agent).into_iter())
+        .filter(|m| m.body.starts_with("⏰ Schedule #1, run 1: answered"))
+        .collect();
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(
+        summaries[0].thread.as_deref(),
+        Some(first.event_id.as_str())
+    );
+
+    // It runs again, in a thread of its own.
+    let second = run_posted(&env, &room, 1, 2).await;
+    env.notice_containing(&room, "⏰ Schedule #1, run 2: answered")
+        .await;
+    let second_answers: Vec<Seen> = answers(&env, &room, "tick from the schedule")
+        .into_iter()
+        .filter(|m| m.thread.as_deref() == Some(second.event_id.as_str()))
+        .collect();
+    assert_eq!(second_answers.len(), 1);
+
+    env.alice.send(&room, "!schedules").await;
+    let listed = env
+        .notice_containing(&room, "⏰ Schedules here:")
+        .await
+        .body;
+    assert!(
+        listed.contains("#1 · 4s (UTC) · demo agent · set by alice"),
+        "{listed}"
+    );
+    assert!(listed.contains("“%say tick from the schedule”"), "{listed}");
+    assert!(listed.contains("last: answered"), "{listed}");
+
+    env.alice.send(&room, "!unschedule 1").await;
+    env.notice_containing(&room, "⏰ Schedule #1 removed").await;
+    let runs_then = (1..10)
+        .filter(|n| !run_messages(&env, &room, 1, *n).is_empty())
+        .count();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let runs_now = (1..10)
+        .filter(|n| !run_messages(&env, &room, 1, *n).is_empty())
+        .count();
+    assert_eq!(runs_now, runs_then, "a removed schedule ran again");
+    env.alice.send(&room, "!schedules").await;
+    env.notice_containing(&room, "No schedules here.").await;
+    // Each run once: no run's message twice.
+    for n in 1..=runs_now as u32 {
+        assert_eq!(run_messages(&env, &room, 1, n).len(), 1, "run {n}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_off_due_while_the_gateway_was_killed_runs_once_after_the_restart() {
+    let mut env = Env::start(SynapseOptions::default(), SHORT).await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "!at in 5s %say once after the outage")
+        .await;
+    env.notice_containing(&room, "⏰ Scheduled:").await;
+    env.alice
+        .send(&room, "!every skip-missed 1h %say should not run now")
+        .await;
+    env.notice_containing(&room, "#2 · 1h").await;
+    // Killed (kill -9) before either is due; the one-off comes due while it is down.
+    env.gw.kill();
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    env.gw.start_again();
+
+    let run = run_posted(&env, &room, 1, 1).await;
+    let answer = wait_until(PATIENCE, "the one-off's answer", || {
+        answers(&env, &room, "once after the outage")
+            .into_iter()
+            .next()
+    })
+    .await;
+    assert_eq!(answer.thread.as_deref(), Some(run.event_id.as_str()));
+    let summary = env
+        .notice_containing(&room, "⏰ Schedule #1, run 1: answered")
+        .await
+        .body;
+    assert!(summary.ends_with("No more runs."), "{summary}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(run_messages(&env, &room, 1, 1).len(), 1);
+    assert_eq!(answers(&env, &room, "once after the outage").len(), 1);
+    // The hourly one was not due: nothing of it yet.
+    assert!(run_messages(&env, &room, 2, 1).is_empty());
+    env.alice.send(&room, "!schedules").await;
+    let listed = env
+        .notice_containing(&room, "⏰ Schedules here:")
+        .await
+        .body;
+    assert!(
+        listed.contains("no more runs · 1 run, last: answered"),
+        "{listed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_missed_while_down_is_skipped_where_its_schedule_says_so() {
+    let mut env = Env::start(SynapseOptions::default(), SHORT).await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "!every skip-missed 30s %say every half minute")
+        .await;
+    env.notice_containing(&room, "⏰ Scheduled:").await;
+    env.gw.kill();
+    tokio::time::sleep(Duration::from_secs(32)).await;
+    env.gw.start_again();
+    let skipped = env
+        .notice_containing(&room, "⏰ Schedule #1, run 1: skipped")
+        .await
+        .body;
+    assert!(
+        skipped.contains("due while Sidekicks was down"),
+        "{skipped}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(run_messages(&env, &room, 1, 1).is_empty());
+    assert!(answers(&env, &room, "every half minute").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_stops_when_its_owner_may_no_longer_prompt() {
+    let env = Env::start(SynapseOptions::default(), SHORT).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "!every 3s %say while allowed").await;
+    run_posted(&env, &room, 1, 1).await;
+    env.notice_containing(&room, "⏰ Schedule #1, run 1: answered")
+        .await;
+
+    // Alice leaves the allow list (SIGHUP reloads it).
+    let config = std::fs::read_to_string(&env.gw.config).unwrap();
+    let allowed = format!("allowed_users = [\"{}\"]", env.alice.user_id);
+    assert!(config.contains(&allowed), "{config}");
+    let config = config.replace(&allowed, "allowed_users = [\"@nobody:localhost\"]");
+    std::fs::write(&env.gw.config, config).unwrap();
+    // SAFETY: kill(2) on the gateway, our child.
+    unsafe { libc::kill(env.gw.pid().unwrap() as i32, libc::SIGHUP) };
+
+    let stopped = env
+        .notice_containing(&room, "⏰ Schedule #1 stopped")
+        .await
+        .body;
+    assert!(
+        stopped.contains("alice, who set it, may no longer prompt"),
+        "{stopped}"
+    );
+    let runs_then = (1..20)
+        .filter(|n| !run_messages(&env, &room, 1, *n).is_empty())
+        .count();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let runs_now = (1..20)
+        .filter(|n| !run_messages(&env, &room, 1, *n).is_empty())
+        .count();
+    assert_eq!(runs_now, runs_then, "a stopped schedule ran again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_nine_at_moments_around_the_runs_loses_and_doubles_no_run() {
+    let mut env = Env::start(SynapseOptions::default(), SHORT).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "!every 2s %say beat").await;
+    env.notice_containing(&room, "⏰ Scheduled:").await;
+    // Killed five times at moments spread over the runs' steps (taken, posted, admitted,
+    // answered, summed up), each time started again at once.
+    for kill in 0..5u64 {
+        tokio::time::sleep(Duration::from_millis(1_300 + kill * 450)).await;
+        env.gw.kill();
+        env.gw.start_again();
+    }
+    run_posted(&env, &room, 1, 2).await;
+    env.alice.send(&room, "!unschedule 1").await;
+    env.notice_containing(&room, "⏰ Schedule #1 removed").await;
+    let posted: Vec<u32> = (1..40)
+        .filter(|n| !run_messages(&env, &room, 1, *n).is_empty())
+        .collect();
+    assert!(posted.len() >= 2, "{posted:?}");
+    // Numbered without a gap, each posted once and answered once, in its own thread.
+    assert_eq!(posted, (1..=posted.len() as u32).collect::<Vec<_>>());
+    for n in posted {
+        let runs = run_messages(&env, &room, 1, n);
+        assert_eq!(runs.len(), 1, "run {n} posted {} times", runs.len());
+        let root = runs[0].event_id.clone();
+        let answered = wait_until(PATIENCE, &format!("run {n}'s answer"), || {
+            let here: Vec<Seen> = answers(&env, &room, "beat")
+                .into_iter()
+                .filter(|m| m.thread.as_deref() == Some(root.as_str()))
+                .collect();
+            (!here.is_empty()).then_some(here)
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let here = answers(&env, &room, "beat")
+            .into_iter()
+            .filter(|m| m.thread.as_deref() == Some(root.as_str()))
+            .count();
+        assert_eq!((answered.len(), here), (1, 1), "run {n} answered twice");
+    }
+}
