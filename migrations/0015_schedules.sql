@@ -40,3 +40,7 @@ CREATE TABLE schedule_runs (
     PRIMARY KEY (schedule_id, due_at)
 );
 CREATE INDEX schedule_runs_open ON schedule_runs (schedule_id) WHERE outcome IS NULL;
+
+-- The time zone of the times written in the room's `!every` and `!at`, as `!timezone` chose;
+-- NULL follows the config (`schedules.time_zone`).
+ALTER TABLE room_settings ADD COLUMN time_zone TEXT;

@@ -272,3 +272,32 @@ async fn kill_nine_at_moments_around_the_runs_loses_and_doubles_no_run() {
         assert_eq!((answered.len(), here), (1, 1), "run {n} answered twice");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn times_are_read_in_the_zone_the_room_chose() {
+    let env = Env::start(SynapseOptions::default(), SHORT).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "!timezone").await;
+    env.notice_containing(&room, "are in UTC").await;
+    env.alice.send(&room, "!timezone Mars/Olympus").await;
+    env.notice_containing(&room, "“Mars/Olympus” is not a time zone")
+        .await;
+    env.alice.send(&room, "!timezone europe/paris").await;
+    env.notice_containing(&room, "now in Europe/Paris").await;
+    env.alice
+        .send(&room, "!every weekdays 09:00 %say good morning")
+        .await;
+    let set = env.notice_containing(&room, "⏰ Scheduled:").await.body;
+    assert!(set.contains("#1 · weekdays 09:00 (Europe/Paris)"), "{set}");
+    // The next run is shown at 09:00 on Paris's clock.
+    assert!(set.contains(" 09:00 (Europe/Paris) · no runs"), "{set}");
+    env.alice.send(&room, "!every fortnightly %say hi").await;
+    let refused = env
+        .notice_containing(&room, "is not a time Sidekicks knows")
+        .await
+        .body;
+    assert!(
+        refused.contains("weekdays 09:00"),
+        "the forms that work: {refused}"
+    );
+}

@@ -72,6 +72,8 @@ pub enum Kind {
     Schedules,
     /// `!unschedule ID`.
     Unschedule,
+    /// `!timezone [ZONE]`.
+    TimeZone,
 }
 
 /// What a command is about.
@@ -620,6 +622,22 @@ pub const COMMANDS: &[Spec] = &[
         group: Group::Schedules,
         help: "remove schedule ID (`schedules` lists them)",
         details: "The schedule runs no more; a run already going goes on.",
+    },
+    Spec {
+        kind: Kind::TimeZone,
+        name: "timezone",
+        aliases: &[],
+        args: "[ZONE]",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Schedules,
+        help: "the time zone of the times written here (Europe/Paris, UTC…), or see it",
+        details: "The zone `every` and `at` read times in from now on, here; a schedule keeps \
+                  the zone it was set in. Without a zone, the current one (the room's, or \
+                  the configured one).",
     },
     Spec {
         kind: Kind::Agents,

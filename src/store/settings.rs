@@ -47,6 +47,27 @@ impl Store {
         .await
     }
 
+    /// The time zone of `room`'s schedules, as `!timezone` chose, if it did.
+    pub async fn room_time_zone(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
+        self.room_setting(
+            "SELECT time_zone FROM room_settings WHERE room_id = ?",
+            room,
+        )
+        .await
+    }
+
+    /// Records the time zone of `room`'s schedules.
+    pub async fn set_room_time_zone(&self, room: &RoomId, zone: &str) -> Result<(), StoreError> {
+        self.set_room_setting(
+            "INSERT INTO room_settings (room_id, time_zone, updated_at) VALUES (?, ?, ?)
+             ON CONFLICT (room_id) DO UPDATE SET time_zone = excluded.time_zone,
+             updated_at = excluded.updated_at",
+            room.as_str(),
+            zone,
+        )
+        .await
+    }
+
     /// Whether agents mark people's messages in `room` with status reactions, as
     /// `!reactions` chose, if it did.
     pub async fn room_status_reactions(&self, room: &RoomId) -> Result<Option<bool>, StoreError> {

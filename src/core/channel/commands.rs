@@ -77,7 +77,8 @@ impl Channel {
                 | Kind::Every
                 | Kind::At
                 | Kind::Schedules
-                | Kind::Unschedule,
+                | Kind::Unschedule
+                | Kind::TimeZone,
             ) => {
                 tracing::warn!(agent = %self.ctx.agent_id, command = command.word(), "a room command reached a channel; the gateway answers those");
                 return;

@@ -66,7 +66,8 @@ impl Gateway {
                 self.room_setting(kind, &command, room, members, routing)
                     .await
             }
-            Some(kind @ (Kind::Every | Kind::At | Kind::Schedules | Kind::Unschedule)) => {
+            Some(kind @ (Kind::Every | Kind::At | Kind::Unschedule | Kind::TimeZone))
+            | Some(kind @ Kind::Schedules) => {
                 self.schedule_command(kind, &command, message, members, routing)
                     .await
             }

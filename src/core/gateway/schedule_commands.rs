@@ -54,6 +54,7 @@ impl Gateway {
         match kind {
             Kind::Every | Kind::At => self.set_schedule(kind, message, members, routing).await,
             Kind::Schedules => self.list_schedules(message, members).await,
+            Kind::TimeZone => self.time_zone_command(command, message).await,
             _ => self.unschedule(command, message).await,
         }
     }
@@ -69,7 +70,8 @@ impl Gateway {
         let word = if kind == Kind::At { "at" } else { "every" };
         let (options, text) = options(after_command(&message.body));
         let settings = &self.schedules;
-        let zone = schedule::zone(&settings.time_zone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let zone_name = self.room_zone(&message.room_id).await;
+        let zone = schedule::zone(&zone_name).unwrap_or(jiff::tz::TimeZone::UTC);
         let now = now_ms();
         let parsed = match kind {
             Kind::At => schedule::parse_at(text, now, &zone),
@@ -92,7 +94,7 @@ impl Gateway {
             owner: message.sender.clone(),
             when,
             said,
-            time_zone: settings.time_zone.clone(),
+            time_zone: zone_name,
             prompt,
             thread_per_run: !options.here,
             skip_missed: options.skip_missed,
@@ -137,6 +139,38 @@ impl Gateway {
         };
         let text = addressing.text.trim().to_owned();
         (!text.is_empty()).then_some((agent, text))
+    }
+
+    /// The time zone of the room's schedules: the one `!timezone` chose, else the config's.
+    async fn room_zone(&self, room: &crate::model::ids::RoomId) -> String {
+        match self.store.room_time_zone(room).await {
+            Ok(Some(zone)) => zone,
+            Ok(None) => self.schedules.time_zone.clone(),
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the room's time zone");
+                self.schedules.time_zone.clone()
+            }
+        }
+    }
+
+    /// `!timezone [ZONE]`.
+    async fn time_zone_command(&self, command: &Command, message: &IncomingMessage) -> String {
+        let Some(word) = command.arg(0) else {
+            let zone = self.room_zone(&message.room_id).await;
+            return strings::time_zone_is(&self.prefix, &zone);
+        };
+        // The zone database's own spelling (`europe/paris` is `Europe/Paris`).
+        let zone = match schedule::zone(word) {
+            Ok(zone) => zone.iana_name().unwrap_or(word).to_owned(),
+            Err(e) => return format!("⚠️ {e}."),
+        };
+        match self.store.set_room_time_zone(&message.room_id, &zone).await {
+            Ok(()) => strings::time_zone_set(&zone),
+            Err(e) => {
+                tracing::error!(error = %e, "could not save the room's time zone");
+                strings::SETTING_NOT_SAVED.to_owned()
+            }
+        }
     }
 
     /// `!schedules`.

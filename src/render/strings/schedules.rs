@@ -156,3 +156,19 @@ pub fn owner_lost_rights(owner: &str) -> String {
 pub fn store_failed(what: &str) -> String {
     format!("⚠️ Could not read or save {what} (the gateway's database failed; see its log).")
 }
+
+/// `!timezone` without a zone.
+pub fn time_zone_is(prefix: &str, zone: &str) -> String {
+    format!(
+        "Times written here ({prefix}every, {prefix}at) are in {zone}. \
+         {prefix}timezone ZONE changes it (e.g. Europe/Paris)."
+    )
+}
+
+/// `!timezone ZONE` done.
+pub fn time_zone_set(zone: &str) -> String {
+    format!(
+        "Times written here are now in {zone}; schedules set before keep the zone they were \
+         set in."
+    )
+}
