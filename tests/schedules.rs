@@ -301,3 +301,38 @@ async fn times_are_read_in_the_zone_the_room_chose() {
         "the forms that work: {refused}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_permission_poll_asks_in_its_thread_and_nobody_answering_refuses_it() {
+    let config = format!("{SHORT}[permissions]\ntimeout_secs = 5\n");
+    let env = Env::start(SynapseOptions::default(), &config).await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "!at in 2s %permission bash: ls")
+        .await;
+    let run = run_posted(&env, &room, 1, 1).await;
+    // The poll is in the run's thread and mentions who set the schedule.
+    let poll = wait_until(PATIENCE, "the run's poll", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .find(|m| m.replaces.is_none() && m.body.starts_with("🔐"))
+    })
+    .await;
+    assert_eq!(poll.thread.as_deref(), Some(run.event_id.as_str()));
+    assert!(
+        poll.mentions.contains(&env.alice.user_id),
+        "{:?}",
+        poll.mentions
+    );
+    // Nobody answers: refused when the poll's time is up, then the run is summed up.
+    wait_until(PATIENCE, "the poll to expire", || {
+        (env.alice.current_text(&poll.event_id))
+            .filter(|t| t.contains("⌛ Nobody answered in time, so it was refused"))
+    })
+    .await;
+    env.reply_where(&room, "the agent told of the refusal", |t| {
+        t.contains("permission: reject")
+    })
+    .await;
+    env.notice_containing(&room, "⏰ Schedule #1, run 1: answered")
+        .await;
+}

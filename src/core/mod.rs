@@ -34,3 +34,4 @@ pub mod settings_policy;
 pub mod thread_chat;
 pub mod view;
 pub mod voice;
+pub mod webhooks;
