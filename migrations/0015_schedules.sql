@@ -19,7 +19,8 @@ CREATE TABLE schedules (
     runs            INTEGER NOT NULL DEFAULT 0,
     last_outcome    TEXT,
     stopped         TEXT,
-    removed         INTEGER NOT NULL DEFAULT 0
+    removed         INTEGER NOT NULL DEFAULT 0,
+    source          TEXT               -- NULL: set in the room; `webhook:NAME`: a delivery
 );
 CREATE INDEX schedules_by_room ON schedules (room_id, id);
 CREATE INDEX schedules_due ON schedules (next_run) WHERE next_run IS NOT NULL;
@@ -44,3 +45,14 @@ CREATE INDEX schedule_runs_open ON schedule_runs (schedule_id) WHERE outcome IS 
 -- The time zone of the times written in the room's `!every` and `!at`, as `!timezone` chose;
 -- NULL follows the config (`schedules.time_zone`).
 ALTER TABLE room_settings ADD COLUMN time_zone TEXT;
+
+-- Webhook deliveries taken, keyed by the sender's delivery ID: a delivery is stored, as a
+-- one-off schedule the scheduler runs, in the transaction that writes this row, and a
+-- replay of its ID is refused.
+CREATE TABLE webhook_deliveries (
+    webhook      TEXT    NOT NULL,
+    delivery_id  TEXT    NOT NULL,
+    schedule_id  INTEGER NOT NULL REFERENCES schedules (id),
+    received_at  INTEGER NOT NULL,
+    PRIMARY KEY (webhook, delivery_id)
+);

@@ -32,6 +32,7 @@ mod isolation;
 mod metrics_http;
 mod reload;
 mod start;
+mod webhooks_http;
 
 pub use check::check_from_file;
 
@@ -203,7 +204,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         gateway_settings(&config),
     ));
     gateway.clean_up_previous_run().await;
-    let helpers = start_helpers(&gateway, handed, &pool, store, &config);
+    let helpers = start_helpers(&gateway, handed, &pool, store.clone(), &config);
 
     let timeline_limit = config.continuity.sync_timeline_limit;
     let tasks = (users.into_iter())
@@ -212,11 +213,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             async move { user.run(gateway, timeline_limit, shutdown).await }
         })
         .collect();
-    if let Some(listen) = &config.metrics.listen
-        && let Err(e) = metrics_http::serve(listen, agent_ids, helpers.clone()).await
-    {
-        tracing::error!(address = %listen, error = %e, "metrics and health cannot be served");
-    }
+    serve_http(&config, agent_ids, store, &helpers).await;
     tracing::info!(agents = processes.len(), "Sidekicks is running");
     let failures = supervise(tasks).await;
     shut_down(&gateway, helpers, processes).await;
@@ -330,6 +327,25 @@ fn gateway_settings(config: &Config) -> GatewaySettings {
             max_age: Duration::from_secs(config.continuity.catch_up_max_hours * 3600),
         },
         schedules: config.schedules.clone(),
+    }
+}
+
+/// Serves the metrics and health endpoints where `[metrics] listen` says, and the
+/// webhooks where `[webhook_listener] listen` says, until `stop`; one that cannot be
+/// served is logged, and the gateway goes on without it.
+async fn serve_http(config: &Config, agents: Vec<AgentId>, store: Store, stop: &CancellationToken) {
+    if let Some(listen) = &config.metrics.listen
+        && let Err(e) = metrics_http::serve(listen, agents, stop.clone()).await
+    {
+        tracing::error!(address = %listen, error = %e, "metrics and health cannot be served");
+    }
+    let Some(listen) = &config.webhook_listener.listen else {
+        return;
+    };
+    let max_age = Duration::from_secs(config.webhook_listener.max_age_secs);
+    let served = webhooks_http::serve(listen, &config.webhooks, max_age, store, stop.clone());
+    if let Err(e) = served.await {
+        tracing::error!(address = %listen, error = %e, "webhooks cannot be served");
     }
 }
 

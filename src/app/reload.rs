@@ -141,7 +141,7 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         a.admins = None;
         a.deny.clear();
     }
-    let sections: [(&'static str, bool); 14] = [
+    let sections: [(&'static str, bool); 16] = [
         ("state_dir", same(&old.state_dir, &new.state_dir)),
         ("matrix", same(&old.matrix, &new.matrix)),
         ("access.approver_min_power", same(&access.0, &access.1)),
@@ -155,6 +155,11 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("sandbox", same(&old.sandbox, &new.sandbox)),
         ("metrics", same(&old.metrics, &new.metrics)),
         ("schedules", same(&old.schedules, &new.schedules)),
+        (
+            "webhook_listener",
+            same(&old.webhook_listener, &new.webhook_listener),
+        ),
+        ("webhooks", same(&old.webhooks, &new.webhooks)),
         ("agents", same(&old.agents, &new.agents)),
     ];
     sections

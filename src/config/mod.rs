@@ -89,6 +89,12 @@ pub struct Config {
     /// How schedules set from rooms behave (its keys are declared on [`ScheduleSettings`]).
     #[serde(default)]
     pub schedules: ScheduleSettings,
+    /// Where webhooks are served.
+    #[serde(default)]
+    pub webhook_listener: WebhookListenerConfig,
+    /// The webhooks: HTTP requests that prompt an agent.
+    #[serde(default)]
+    pub webhooks: Vec<WebhookConfig>,
     /// How conversations survive the loss of their session, and how far back a gap in a
     /// room's timeline is caught up.
     #[serde(default)]
@@ -574,6 +580,9 @@ impl Config {
             }
             agent.matrix.recovery_key_file.iter_mut().for_each(fix);
         }
+        for hook in &mut self.webhooks {
+            hook.secret_file.iter_mut().for_each(fix);
+        }
     }
 }
 
@@ -581,6 +590,9 @@ mod access_warnings;
 mod agent;
 mod layout_warnings;
 mod validate;
+mod webhook;
+
+pub use webhook::{WebhookConfig, WebhookListenerConfig};
 
 #[cfg(test)]
 mod tests;

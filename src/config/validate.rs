@@ -112,6 +112,7 @@ impl Config {
                 "must be at least 1".into(),
             );
         }
+        self.webhook_problems(&mut bad);
         if self.permissions.propose_stop_after == 0 {
             bad(
                 "permissions.propose_stop_after".into(),
@@ -370,5 +371,67 @@ impl Config {
             matrix_secret: true,
         }));
         out
+    }
+}
+
+impl Config {
+    /// The problems of the `[[webhooks]]` tables.
+    fn webhook_problems(&self, bad: &mut impl FnMut(String, String)) {
+        let mut names = std::collections::HashSet::new();
+        for (i, hook) in self.webhooks.iter().enumerate() {
+            let key = |field: &str| format!("webhooks[{i}].{field}");
+            let name_ok = !hook.name.is_empty()
+                && (hook.name.chars()).all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !name_ok {
+                bad(
+                    key("name"),
+                    "use letters, digits, - and _ (it is the path /hooks/NAME)".into(),
+                );
+            }
+            if !names.insert(hook.name.as_str()) {
+                bad(
+                    key("name"),
+                    format!("`{}` is the name of another webhook", hook.name),
+                );
+            }
+            if !self.agents.iter().any(|a| a.id == hook.agent) {
+                bad(
+                    key("agent"),
+                    format!("no agent has the id `{}`", hook.agent),
+                );
+            }
+            if !hook.room.starts_with('!') {
+                bad(
+                    key("room"),
+                    format!("`{}` is not a room ID (`!…`)", hook.room),
+                );
+            }
+            if !hook.run_as.starts_with('@') || !hook.run_as.contains(':') {
+                bad(key("run_as"), format!("`{}` is not a user ID", hook.run_as));
+            }
+            if hook.secret_file.is_some() == hook.secret_env.is_some() {
+                bad(
+                    key("secret_file"),
+                    "give exactly one of secret_file, secret_env".into(),
+                );
+            } else if let Err(e) = hook.secret() {
+                bad(key("secret_file"), e);
+            }
+            if let Err(e) = crate::core::webhooks::template::check(&hook.prompt) {
+                bad(key("prompt"), format!("not a template: {e}"));
+            }
+            if hook.max_body_kb == 0 || hook.per_minute == 0 {
+                bad(
+                    key("max_body_kb"),
+                    "max_body_kb and per_minute must be at least 1".into(),
+                );
+            }
+        }
+        if !self.webhooks.is_empty() && self.webhook_listener.listen.is_none() {
+            bad(
+                "webhook_listener.listen".into(),
+                "webhooks are configured but not served: set an address".into(),
+            );
+        }
     }
 }

@@ -33,6 +33,15 @@ struct ByOutcome {
     outcome: String,
 }
 
+/// A series of one webhook and one outcome.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByWebhook {
+    /// The webhook's name.
+    webhook: String,
+    /// What became of the request.
+    outcome: String,
+}
+
 /// Buckets of the time to the first visible answer, in seconds.
 const ANSWER_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
 
@@ -64,8 +73,27 @@ pub struct Metrics {
     sync_errors: Family<ByAgent, Counter>,
     /// Scheduled runs by how they ended (`answered`, `skipped`, `overlapped`, …).
     schedule_runs: Family<ByOutcome, Counter>,
+    /// Webhook requests by what became of them (`accepted`, `replayed`, `bad_signature`…).
+    webhook_requests: Family<ByWebhook, Counter>,
     /// Agents whose Matrix user has synced at least once.
     synced: Mutex<HashSet<AgentId>>,
+}
+
+/// The metrics of work nobody typed: scheduled runs, and webhook requests.
+fn work_nobody_typed(r: &mut Registry) -> (Family<ByOutcome, Counter>, Family<ByWebhook, Counter>) {
+    let runs = registered(
+        r,
+        "schedule_runs",
+        "Scheduled runs by how they ended",
+        Family::default(),
+    );
+    let requests = registered(
+        r,
+        "webhook_requests",
+        "Webhook requests by what became of them",
+        Family::default(),
+    );
+    (runs, requests)
 }
 
 /// The process's metrics.
@@ -78,6 +106,7 @@ impl Metrics {
     fn new() -> Self {
         let mut r = Registry::with_prefix("sidekicks");
         let answer_histogram = || Histogram::new(ANSWER_BUCKETS);
+        let (schedule_runs, webhook_requests) = work_nobody_typed(&mut r);
         Self {
             turns: registered(
                 &mut r,
@@ -145,12 +174,8 @@ impl Metrics {
                 "Sync requests that failed",
                 Family::default(),
             ),
-            schedule_runs: registered(
-                &mut r,
-                "schedule_runs",
-                "Scheduled runs by how they ended",
-                Family::default(),
-            ),
+            schedule_runs,
+            webhook_requests,
             synced: Mutex::new(HashSet::new()),
             registry: r,
         }
@@ -186,6 +211,15 @@ impl Metrics {
     /// A scheduled run of `agent` ended with `outcome` (a word, never free text).
     pub fn schedule_run(&self, agent: &AgentId, outcome: &str) {
         self.schedule_runs.get_or_create(&by(agent, outcome)).inc();
+    }
+
+    /// A request to webhook `webhook` was `outcome` (a word, never free text).
+    pub fn webhook_request(&self, webhook: &str, outcome: &str) {
+        let labels = ByWebhook {
+            webhook: webhook.to_owned(),
+            outcome: outcome.to_owned(),
+        };
+        self.webhook_requests.get_or_create(&labels).inc();
     }
 
     /// A poll or question of `agent` ended with `outcome`.

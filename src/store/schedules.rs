@@ -30,6 +30,9 @@ pub struct NewSchedule {
     pub skip_missed: bool,
     /// Its first run's due time (ms).
     pub next_run: i64,
+    /// Where it comes from: `None`, set in the room; `Some(NAME)`, a delivery of webhook
+    /// NAME (not listed by `!schedules`).
+    pub source: Option<String>,
 }
 
 /// A schedule as stored.
@@ -75,91 +78,104 @@ pub enum RunProgress {
     Ended(Option<String>),
 }
 
-type ScheduleRow = (
-    i64,
-    RoomId,
-    AgentId,
-    UserId,
-    String,
-    String,
-    String,
-    String,
-    String,
-    bool,
-    bool,
-    i64,
-    Option<i64>,
-    i64,
-    Option<String>,
-    Option<String>,
-);
+/// A row of `schedules`, as [`select_schedules`] reads it.
+#[derive(sqlx::FromRow)]
+struct ScheduleRow {
+    id: i64,
+    room_id: RoomId,
+    agent_id: AgentId,
+    owner: UserId,
+    kind: String,
+    spec: String,
+    said: String,
+    time_zone: String,
+    prompt: String,
+    thread_per_run: bool,
+    skip_missed: bool,
+    set_at: i64,
+    next_run: Option<i64>,
+    runs: i64,
+    last_outcome: Option<String>,
+    stopped: Option<String>,
+    source: Option<String>,
+}
 
 /// `SELECT` of a schedule's columns, as [`ScheduleRow`] reads them.
 macro_rules! select_schedules {
     () => {
         "SELECT id, room_id, agent_id, owner, kind, spec, said, time_zone, prompt,
-         thread_per_run, skip_missed, set_at, next_run, runs, last_outcome, stopped
-         FROM schedules "
+         thread_per_run, skip_missed, set_at, next_run, runs, last_outcome, stopped,
+         source FROM schedules "
     };
 }
 
 fn schedule(row: ScheduleRow) -> Option<Schedule> {
-    let (id, room_id, agent_id, owner, kind, spec, said, time_zone, prompt) = (
-        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8,
-    );
     Some(Schedule {
-        id,
+        id: row.id,
         set: NewSchedule {
-            room_id,
-            agent_id,
-            owner,
-            when: When::from_row(&kind, &spec)?,
-            said,
-            time_zone,
-            prompt,
-            thread_per_run: row.9,
-            skip_missed: row.10,
-            next_run: row.12.unwrap_or(row.11),
+            room_id: row.room_id,
+            agent_id: row.agent_id,
+            owner: row.owner,
+            when: When::from_row(&row.kind, &row.spec)?,
+            said: row.said,
+            time_zone: row.time_zone,
+            prompt: row.prompt,
+            thread_per_run: row.thread_per_run,
+            skip_missed: row.skip_missed,
+            next_run: row.next_run.unwrap_or(row.set_at),
+            source: (row.source).and_then(|s| s.strip_prefix("webhook:").map(str::to_owned)),
         },
-        set_at: row.11,
-        next_run: row.12,
-        runs: row.13,
-        last_outcome: row.14,
-        stopped: row.15,
+        set_at: row.set_at,
+        next_run: row.next_run,
+        runs: row.runs,
+        last_outcome: row.last_outcome,
+        stopped: row.stopped,
     })
 }
 
 impl Store {
     /// Sets a schedule; returns its ID.
     pub async fn add_schedule(&self, new: &NewSchedule) -> Result<i64, StoreError> {
-        let (kind, spec) = new.when.to_row();
-        let (id,): (i64,) = sqlx::query_as(
-            "INSERT INTO schedules (room_id, agent_id, owner, kind, spec, said, time_zone,
-             prompt, thread_per_run, skip_missed, set_at, next_run)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        )
-        .bind(&new.room_id)
-        .bind(&new.agent_id)
-        .bind(&new.owner)
-        .bind(kind)
-        .bind(spec)
-        .bind(&new.said)
-        .bind(&new.time_zone)
-        .bind(&new.prompt)
-        .bind(new.thread_per_run)
-        .bind(new.skip_missed)
-        .bind(now_ms())
-        .bind(new.next_run)
-        .fetch_one(&self.pool)
-        .await?;
+        let mut tx = self.pool.begin().await?;
+        let id = insert_schedule(&mut tx, new).await?;
+        tx.commit().await?;
         Ok(id)
+    }
+
+    /// Stores delivery `delivery_id` of webhook `webhook` as the one-off schedule `new`,
+    /// once: `None` when that delivery was taken before (a replay).
+    pub async fn add_delivery(
+        &self,
+        webhook: &str,
+        delivery_id: &str,
+        new: &NewSchedule,
+    ) -> Result<Option<i64>, StoreError> {
+        // The schedule is written first and rolled back with the transaction when the
+        // delivery was taken before.
+        let mut tx = self.pool.begin().await?;
+        let id = insert_schedule(&mut tx, new).await?;
+        let taken = sqlx::query(
+            "INSERT OR IGNORE INTO webhook_deliveries (webhook, delivery_id, schedule_id, received_at)
+             VALUES (?, ?, ?, ?)",
+        )
+        .bind(webhook)
+        .bind(delivery_id)
+        .bind(id)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        if taken.rows_affected() != 1 {
+            return Ok(None);
+        }
+        tx.commit().await?;
+        Ok(Some(id))
     }
 
     /// The schedules of `room` not removed, oldest first.
     pub async fn schedules_in(&self, room: &RoomId) -> Result<Vec<Schedule>, StoreError> {
         let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
             select_schedules!(),
-            "WHERE room_id = ? AND removed = 0
+            "WHERE room_id = ? AND removed = 0 AND source IS NULL
              ORDER BY id"
         ))
         .bind(room)
@@ -378,6 +394,36 @@ impl Store {
         .await?;
         Ok(RunProgress::Ended(reply.and_then(|(r,)| r)))
     }
+}
+
+/// Writes schedule `new` in `tx`; returns its ID.
+async fn insert_schedule(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    new: &NewSchedule,
+) -> Result<i64, StoreError> {
+    let (kind, spec) = new.when.to_row();
+    let source = new.source.as_ref().map(|name| format!("webhook:{name}"));
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO schedules (room_id, agent_id, owner, kind, spec, said, time_zone,
+         prompt, thread_per_run, skip_missed, set_at, next_run, source)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(&new.room_id)
+    .bind(&new.agent_id)
+    .bind(&new.owner)
+    .bind(kind)
+    .bind(spec)
+    .bind(&new.said)
+    .bind(&new.time_zone)
+    .bind(&new.prompt)
+    .bind(new.thread_per_run)
+    .bind(new.skip_missed)
+    .bind(now_ms())
+    .bind(new.next_run)
+    .bind(source)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(id)
 }
 
 #[cfg(test)]

@@ -99,6 +99,7 @@ impl Gateway {
             thread_per_run: !options.here,
             skip_missed: options.skip_missed,
             next_run,
+            source: None,
         };
         match self.store.add_schedule(&new).await {
             Ok(id) => {

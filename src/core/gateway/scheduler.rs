@@ -101,7 +101,10 @@ impl Gateway {
                 return;
             }
             tracing::info!(schedule = schedule.id, owner = %set.owner, "schedule stopped: its owner may no longer prompt");
-            let text = strings::schedule_stopped(schedule.id, &owner);
+            let text = match &set.source {
+                Some(hook) => strings::webhook_not_run(hook, &owner),
+                None => strings::schedule_stopped(schedule.id, &owner),
+            };
             self.schedule_notice(
                 schedule,
                 &txn("schedule-stopped", &[&schedule.id.to_string()]),
@@ -188,7 +191,10 @@ impl Gateway {
     async fn post_run(&self, schedule: &Schedule, run: &ScheduleRun) {
         let set = &schedule.set;
         let owner = self.shown_name(schedule, &set.owner).await;
-        let text = strings::run_message(schedule.id, run.number, &owner, &set.prompt);
+        let text = match &set.source {
+            Some(hook) => strings::webhook_message(hook, &owner, &set.prompt),
+            None => strings::run_message(schedule.id, run.number, &owner, &set.prompt),
+        };
         let key = txn(
             "schedule-run",
             &[&schedule.id.to_string(), &run.due_at.to_string()],
@@ -249,7 +255,10 @@ impl Gateway {
         };
         let next = next.map(|at| schedule::shown(at, &zone));
         let took = (now_ms() - run.due_at).max(0) / 1000;
-        let text = strings::run_ended(schedule.id, run.number, outcome, took, next.as_deref());
+        let text = match &schedule.set.source {
+            Some(hook) => strings::webhook_ended(hook, outcome, took),
+            None => strings::run_ended(schedule.id, run.number, outcome, took, next.as_deref()),
+        };
         let thread = (run.event_id.clone()).filter(|_| schedule.set.thread_per_run);
         let key = txn(
             "schedule-ended",

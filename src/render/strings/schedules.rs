@@ -172,3 +172,20 @@ pub fn time_zone_set(zone: &str) -> String {
          set in."
     )
 }
+
+/// The message a webhook delivery posts: the prompt the agent answers, and whose it is.
+pub fn webhook_message(name: &str, owner: &str, prompt: &str) -> String {
+    format!("🪝 Webhook {name} (for {owner}): {prompt}")
+}
+
+/// A webhook delivery's turn ended: the summary line under its answer.
+pub fn webhook_ended(name: &str, outcome: &str, took_secs: i64) -> String {
+    format!("🪝 Webhook {name}: {outcome} after {took_secs} s.")
+}
+
+/// A webhook delivery not run: its `run_as` may no longer prompt.
+pub fn webhook_not_run(name: &str, owner: &str) -> String {
+    format!(
+        "🪝 Webhook {name}: a delivery was not run: {owner}, whom it runs as, may no longer prompt here."
+    )
+}

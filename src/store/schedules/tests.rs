@@ -16,6 +16,7 @@ fn hourly(next_run: i64) -> NewSchedule {
         thread_per_run: true,
         skip_missed: false,
         next_run,
+        source: None,
     }
 }
 
@@ -137,4 +138,32 @@ async fn a_runs_progress_is_read_from_the_inbox_and_the_transcript() {
         progress().await.unwrap(),
         RunProgress::Ended(Some("end_turn".into()))
     );
+}
+
+#[tokio::test]
+async fn a_webhook_delivery_is_stored_once_as_a_one_off_not_listed_with_the_rooms_schedules() {
+    let store = Store::in_memory().await.unwrap();
+    let delivery = NewSchedule {
+        when: When::Once(5_000),
+        source: Some("ci".into()),
+        ..hourly(5_000)
+    };
+    let id = store.add_delivery("ci", "d-1", &delivery).await.unwrap();
+    assert!(id.is_some());
+    assert_eq!(
+        store.add_delivery("ci", "d-1", &delivery).await.unwrap(),
+        None,
+        "a replay"
+    );
+    assert!(
+        store
+            .add_delivery("other", "d-1", &delivery)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(store.schedules_in(&"!r".into()).await.unwrap().is_empty());
+    let due = store.due_schedules(5_000).await.unwrap();
+    assert_eq!(due.len(), 2);
+    assert_eq!(due[0].set.source.as_deref(), Some("ci"));
 }

@@ -1,0 +1,91 @@
+//! `[webhook_listener]` and the `[[webhooks]]` tables: HTTP requests that prompt an agent
+//! (`docs/schedules.md`, "Webhooks").
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::core::webhooks::signature::Signing;
+use crate::model::Secret;
+
+/// Where webhooks are served.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookListenerConfig {
+    /// The address webhooks are served on (`/hooks/NAME`), such as `127.0.0.1:8088`
+    /// (unset: none served). Put it behind a TLS proxy the senders reach.
+    pub listen: Option<String>,
+    /// How far a generic signature's timestamp may be from now (`hmac-sha256`), seconds.
+    pub max_age_secs: u64,
+}
+
+impl Default for WebhookListenerConfig {
+    fn default() -> Self {
+        Self {
+            listen: None,
+            max_age_secs: 300,
+        }
+    }
+}
+
+/// One webhook: a path, the room and agent it prompts, as whom, how it is signed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Its name: its path is `/hooks/NAME`, and the room sees it by it.
+    pub name: String,
+    /// The room it prompts in (its ID).
+    pub room: String,
+    /// The agent it prompts (its `id`).
+    pub agent: String,
+    /// The allowed user whose prompt each delivery is: it runs with their rights, and
+    /// polls mention them. A webhook gets no rights of its own.
+    pub run_as: String,
+    /// How its sender signs: `github`, `gitlab` or `hmac-sha256`.
+    pub signature: Signing,
+    /// A file holding the secret (trimmed).
+    #[serde(default)]
+    pub secret_file: Option<PathBuf>,
+    /// An environment variable holding the secret.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// The prompt, filled from the request's JSON (`{{ref}}`, `{{head_commit.message}}`).
+    pub prompt: String,
+    /// Whether a delivery answers in the room's conversation (else in a thread of its own).
+    #[serde(default)]
+    pub here: bool,
+    /// The largest body taken, in KiB (413 beyond).
+    #[serde(default = "default_max_body_kb")]
+    pub max_body_kb: usize,
+    /// Most deliveries taken per minute (429 beyond).
+    #[serde(default = "default_per_minute")]
+    pub per_minute: u32,
+}
+
+fn default_max_body_kb() -> usize {
+    256
+}
+
+fn default_per_minute() -> u32 {
+    30
+}
+
+impl WebhookConfig {
+    /// The secret, from its file or variable.
+    pub fn secret(&self) -> Result<Secret, String> {
+        if let Some(var) = &self.secret_env {
+            return match std::env::var(var) {
+                Ok(value) if !value.is_empty() => Ok(Secret::new(value)),
+                _ => Err(format!("environment variable {var} is not set")),
+            };
+        }
+        match &self.secret_file {
+            Some(file) => match std::fs::read_to_string(file) {
+                Ok(text) if !text.trim().is_empty() => Ok(Secret::new(text.trim())),
+                Ok(_) => Err(format!("{} is empty", file.display())),
+                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+            },
+            None => Err("no secret: set secret_file or secret_env".into()),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+#![recursion_limit = "256"]
+//! Webhooks: a signed request prompts the agent as the user it runs as, answered in a
+//! thread of its own; unsigned, wrongly signed, replayed and oversized requests are refused
+//! and run nothing; a delivery answered `202` runs once even when the gateway is killed
+//! right after. Real Synapse, the real binary, the demo agent, HTTP from outside.
+
+mod support;
+
+use std::time::Duration;
+
+use matrix_sdk::room::Room;
+use sidekicks::core::webhooks::signature::sign;
+use support::person::Seen;
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+const SECRET: &str = "the webhook's secret";
+
+/// The gateway of `env` restarted with webhook `ci` prompting `room`; returns its URL.
+fn with_webhook(env: &mut Env, room: &Room) -> String {
+    let port = support::ports::free_port();
+    let secret = env.gw.config.with_file_name("ci.secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    let mut config = std::fs::read_to_string(&env.gw.config).unwrap();
+    config.push_str(&format!(
+        "\n[webhook_listener]\nlisten = \"127.0.0.1:{port}\"\n\n[[webhooks]]\nname = \"ci\"\n\
+         room = \"{room}\"\nagent = \"demo\"\nrun_as = \"{alice}\"\nsignature = \"github\"\n\
+         secret_file = {secret:?}\nmax_body_kb = 4\n\
+         prompt = \"%say CI failed on {{{{ref}}}}: {{{{head_commit.message}}}}\"\n",
+        room = room.room_id(),
+        alice = env.alice.user_id,
+    ));
+    std::fs::write(&env.gw.config, config).unwrap();
+    env.gw.restart();
+    format!("http://127.0.0.1:{port}/hooks/ci")
+}
+
+/// POSTs `body` to `url` with `headers`; returns the status.
+async fn post(url: &str, body: &str, headers: &[(&str, String)]) -> u16 {
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let mut request = client.post(url).body(body.to_owned());
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        match request.send().await {
+            Ok(response) => return response.status().as_u16(),
+            // The listener is not up yet after the restart.
+            Err(e) if std::time::Instant::now() < deadline && e.is_connect() => {
+                tokio::time::sleep(Duration::from_millis(200)).await
+            }
+            Err(e) => panic!("POST {url}: {e}"),
+        }
+    }
+}
+
+/// GitHub's headers for `body`, delivery `id`.
+fn github(body: &str, id: &str) -> Vec<(&'static str, String)> {
+    let mac = sign(SECRET.as_bytes(), &[body.as_bytes()]);
+    vec![
+        ("X-Hub-Signature-256", format!("sha256={mac}")),
+        ("X-GitHub-Delivery", id.to_owned()),
+        ("Content-Type", "application/json".to_owned()),
+    ]
+}
+
+/// The deliveries posted in `room` (their messages).
+fn deliveries(env: &Env, room: &Room) -> Vec<Seen> {
+    (env.alice.messages_from(room, &env.agent).into_iter())
+        .filter(|m| m.replaces.is_none() && m.body.starts_with("🪝 Webhook ci (for "))
+        .collect()
+}
+
+/// The agent's messages (first versions) whose text is `text`.
+fn answers(env: &Env, room: &Room, text: &str) -> Vec<Seen> {
+    (env.alice.messages_from(room, &env.agent).into_iter())
+        .filter(|m| {
+            m.replaces.is_none() && env.alice.current_text(&m.event_id).as_deref() == Some(text)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_delivery_prompts_once_and_bad_ones_run_nothing() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let url = with_webhook(&mut env, &room);
+    let body = r#"{"ref":"refs/heads/main","head_commit":{"message":"Fix the build"}}"#;
+
+    assert_eq!(post(&url, body, &github(body, "d-1")).await, 202);
+    let delivery = wait_until(PATIENCE, "the delivery's message", || {
+        deliveries(&env, &room).into_iter().next()
+    })
+    .await;
+    assert!(
+        delivery
+            .body
+            .ends_with(": %say CI failed on refs/heads/main: Fix the build"),
+        "{}",
+        delivery.body
+    );
+    assert_eq!(delivery.mentions, vec![env.alice.user_id.clone()]);
+    let said = "CI failed on refs/heads/main: Fix the build";
+    let answer = wait_until(PATIENCE, "the agent's answer", || {
+        answers(&env, &room, said).into_iter().next()
+    })
+    .await;
+    assert_eq!(answer.thread.as_deref(), Some(delivery.event_id.as_str()));
+    env.notice_containing(&room, "🪝 Webhook ci: answered after")
+        .await;
+
+    // Replayed, unsigned, wrongly signed, too large, stale method: refused.
+    assert_eq!(
+        post(&url, body, &github(body, "d-1")).await,
+        409,
+        "a replay"
+    );
+    assert_eq!(post(&url, body, &[]).await, 401, "unsigned");
+    let mut forged = github(body, "d-2");
+    forged[0].1 = format!("sha256={}", sign(b"not the secret", &[body.as_bytes()]));
+    assert_eq!(post(&url, body, &forged).await, 403, "wrongly signed");
+    let tampered = body.replace("main", "evil");
+    assert_eq!(
+        post(&url, &tampered, &github(body, "d-3")).await,
+        403,
+        "tampered"
+    );
+    let large = format!(r#"{{"ref":"{}"}}"#, "x".repeat(5 * 1024));
+    assert_eq!(
+        post(&url, &large, &github(&large, "d-4")).await,
+        413,
+        "too large"
+    );
+    let wrong_path = url.replace("/ci", "/nope");
+    assert_eq!(post(&wrong_path, body, &github(body, "d-5")).await, 404);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(deliveries(&env, &room).len(), 1, "nothing else ran");
+    assert_eq!(answers(&env, &room, said).len(), 1);
+    assert!(
+        !env.alice
+            .messages_from(&room, &env.agent)
+            .iter()
+            .any(|m| m.body.contains("evil"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_accepted_just_before_a_kill_nine_runs_once_after_the_restart() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let url = with_webhook(&mut env, &room);
+    let body = r#"{"ref":"refs/heads/release","head_commit":{"message":"Tag it"}}"#;
+    assert_eq!(post(&url, body, &github(body, "k-1")).await, 202);
+    env.gw.kill();
+    env.gw.start_again();
+    let said = "CI failed on refs/heads/release: Tag it";
+    wait_until(PATIENCE, "the answer after the restart", || {
+        answers(&env, &room, said).into_iter().next()
+    })
+    .await;
+    env.notice_containing(&room, "🪝 Webhook ci: answered after")
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(deliveries(&env, &room).len(), 1);
+    assert_eq!(answers(&env, &room, said).len(), 1);
+    // The same delivery sent again after the restart is still a replay.
+    assert_eq!(post(&url, body, &github(body, "k-1")).await, 409);
+}
