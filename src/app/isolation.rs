@@ -171,12 +171,14 @@ const HOME_SECRETS: &[&str] = &[
 ];
 
 /// What no agent may see: the gateway's state (tokens, crypto stores, transcripts), its
-/// config and password files, the keys and sign-ins in its own home, the other agents'
+/// config, password files and webhook secrets, the keys and sign-ins in its own home, the other agents'
 /// workspaces, and the paths the config adds.
 fn hidden(config: &Config, agent: &AgentConfig) -> Vec<PathBuf> {
     let mut hide = vec![config.state_dir.clone()];
     hide.extend(config.source.clone());
     hide.extend(config.matrix.store_passphrase_file.clone());
+    // A webhook's secret would let an agent forge its deliveries.
+    hide.extend(config.webhooks.iter().filter_map(|w| w.secret_file.clone()));
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
         hide.extend(HOME_SECRETS.iter().map(|p| home.join(p)));
     }
@@ -256,7 +258,20 @@ password_file = "b.password"
     fn an_agent_is_kept_from_the_gateways_secrets_and_the_other_agents_work() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let config = config(d, "mode = \"bubblewrap\"\nbwrap = \"/bin/true\"");
+        let mut config = config(d, "mode = \"bubblewrap\"\nbwrap = \"/bin/true\"");
+        config.webhooks.push(crate::config::WebhookConfig {
+            name: "ci".into(),
+            room: "!r:localhost".into(),
+            agent: "a".into(),
+            run_as: "@alice:localhost".into(),
+            signature: crate::core::webhooks::signature::Signing::GitHub,
+            secret_file: Some(d.join("ci.secret")),
+            secret_env: None,
+            prompt: "CI failed".into(),
+            here: false,
+            max_body_kb: 1,
+            per_minute: 1,
+        });
         let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
         let sandbox = chosen.sandbox.unwrap();
         let home = d.join("state/agent-homes/a");
@@ -266,6 +281,7 @@ password_file = "b.password"
             d.join("state"),
             d.join("sidekicks.toml"),
             d.join("b.password"),
+            d.join("ci.secret"),
             d.join("ws-b"),
             PathBuf::from("/srv/secrets"),
         ] {

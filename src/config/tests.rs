@@ -155,6 +155,66 @@ fn problems_name_their_keys() {
     }
 }
 
+/// A webhook table, before `[matrix]`, with `field` changed to `value` (TOML).
+fn with_webhook(base: &str, field: &str, value: &str) -> String {
+    let mut fields = vec![
+        ("name", "\"ci\""),
+        ("room", "\"!room:example.org\""),
+        ("agent", "\"demo\""),
+        ("run_as", "\"@alice:example.org\""),
+        ("signature", "\"github\""),
+        ("secret_env", "\"PATH\""),
+        ("prompt", "\"CI failed on {{ref}}\""),
+    ];
+    fields.retain(|(k, _)| *k != field);
+    if !value.is_empty() {
+        fields.push((field, value));
+    }
+    let table: String = fields.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+    let listener = "[webhook_listener]\nlisten = \"127.0.0.1:0\"\n";
+    let listener = if field == "listen" { "" } else { listener };
+    base.replacen(
+        "[matrix]",
+        &format!("{listener}[[webhooks]]\n{table}[matrix]"),
+        1,
+    )
+}
+
+#[test]
+fn a_webhook_is_checked_field_by_field() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let ok = with_webhook(&valid(dir), "", "");
+    let config = Config::from_toml(&ok, &dir.join("c.toml")).unwrap();
+    assert_eq!(config.webhooks[0].name, "ci");
+    let cases = [
+        ("name", "\"c i\"", "webhooks[0].name"),
+        ("agent", "\"nobody\"", "webhooks[0].agent"),
+        ("room", "\"#alias:example.org\"", "webhooks[0].room"),
+        ("run_as", "\"alice\"", "webhooks[0].run_as"),
+        (
+            "secret_env",
+            "\"SIDEKICKS_SURELY_UNSET_VAR\"",
+            "webhooks[0].secret_file",
+        ),
+        ("secret_env", "", "webhooks[0].secret_file"),
+        ("prompt", "\"{{ unclosed\"", "webhooks[0].prompt"),
+        ("listen", "", "webhook_listener.listen"),
+    ];
+    for (field, value, key) in cases {
+        let text = with_webhook(&valid(dir), field, value);
+        match Config::from_toml(&text, &dir.join("c.toml")) {
+            Err(ConfigError::Invalid { problems, .. }) => assert!(
+                problems.iter().any(|p| p.key == key),
+                "expected a problem at {key}, got {problems:?}"
+            ),
+            other => panic!("expected Invalid for {key}, got {other:?}"),
+        }
+    }
+    let text = with_webhook(&valid(dir), "signature", "\"carrier-pigeon\"");
+    assert!(Config::from_toml(&text, &dir.join("c.toml")).is_err());
+}
+
 #[test]
 fn a_missing_workspace_is_reported() {
     let tmp = tmp();
