@@ -336,3 +336,32 @@ async fn a_runs_permission_poll_asks_in_its_thread_and_nobody_answering_refuses_
     env.notice_containing(&room, "⏰ Schedule #1, run 1: answered")
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn here_answers_in_the_rooms_conversation_and_a_run_still_going_is_not_doubled() {
+    let env = Env::start(SynapseOptions::default(), SHORT).await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(&room, "!every here 2s %sleep 5000\n%say slow beat")
+        .await;
+    let set = env.notice_containing(&room, "⏰ Scheduled:").await.body;
+    assert!(set.contains("in the room's conversation"), "{set}");
+    run_posted(&env, &room, 1, 1).await;
+    // Due again while the first run sleeps: not started, and the room is told.
+    let skipped = env
+        .notice_containing(&room, "⏰ Schedule #1, run 2: not started")
+        .await
+        .body;
+    assert!(
+        skipped.contains("the previous run was still going"),
+        "{skipped}"
+    );
+    let answer = wait_until(PATIENCE, "the first run's answer", || {
+        answers(&env, &room, "slow beat").into_iter().next()
+    })
+    .await;
+    assert_eq!(answer.thread, None, "answered in the room's conversation");
+    assert!(run_messages(&env, &room, 1, 2).is_empty());
+    env.alice.send(&room, "!unschedule 1").await;
+    env.notice_containing(&room, "⏰ Schedule #1 removed").await;
+}

@@ -130,13 +130,13 @@ pub fn parse_every(text: &str, floor: Duration) -> Result<Parsed, WhenError> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let first = words.first().copied().unwrap_or("");
     if first.eq_ignore_ascii_case("cron") && words.len() >= 6 {
-        return cron(&words[1..6].join(" "), &words[6..].join(" "));
+        return cron(&words[1..6].join(" "), after_words(text, 6));
     }
     if let Some(every) = duration(first) {
         if every < floor {
             return Err(WhenError::TooOften(first.to_owned(), words_for(floor)));
         }
-        return with_prompt(When::Every(every), first, &words[1..]);
+        return with_prompt(When::Every(every), first, after_words(text, 1));
     }
     let days = match first.to_ascii_lowercase().as_str() {
         "daily" | "day" | "days" => "*".to_owned(),
@@ -153,7 +153,7 @@ pub fn parse_every(text: &str, floor: Duration) -> Result<Parsed, WhenError> {
     with_prompt(
         When::Cron(pattern),
         &format!("{first} {at}"),
-        &words[2.min(words.len())..],
+        after_words(text, 2),
     )
 }
 
@@ -203,7 +203,7 @@ pub fn parse_at(text: &str, now: i64, tz: &TimeZone) -> Result<Parsed, WhenError
     if at <= now {
         return Err(WhenError::Past(said));
     }
-    with_prompt(When::Once(at), &said, &words[used.min(words.len())..])
+    with_prompt(When::Once(at), &said, after_words(text, used))
 }
 
 /// A time in words for people: `1h 30m`, `45s`.
@@ -246,17 +246,16 @@ fn cron(pattern: &str, rest: &str) -> Result<Parsed, WhenError> {
     }
     croner::Cron::from_str(pattern)
         .map_err(|e| WhenError::BadCron(pattern.to_owned(), e.to_string()))?;
-    let words: Vec<&str> = rest.split_whitespace().collect();
     with_prompt(
         When::Cron(pattern.to_owned()),
         &format!("cron {pattern}"),
-        &words,
+        rest,
     )
 }
 
-fn with_prompt(when: When, said: &str, rest: &[&str]) -> Result<Parsed, WhenError> {
-    let prompt = rest.join(" ");
-    if prompt.trim().is_empty() {
+fn with_prompt(when: When, said: &str, rest: &str) -> Result<Parsed, WhenError> {
+    let prompt = rest.trim().to_owned();
+    if prompt.is_empty() {
         return Err(WhenError::NoPrompt);
     }
     Ok(Parsed {
@@ -264,6 +263,16 @@ fn with_prompt(when: When, said: &str, rest: &[&str]) -> Result<Parsed, WhenErro
         said: said.to_owned(),
         prompt,
     })
+}
+
+/// What follows the first `n` words of `text`, as written (its lines kept).
+fn after_words(text: &str, n: usize) -> &str {
+    let mut rest = text.trim_start();
+    for _ in 0..n {
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        rest = rest[end..].trim_start();
+    }
+    rest
 }
 
 /// A pattern in backticks or quotes at the start of `text`, and what follows it.
