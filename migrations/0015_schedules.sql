@@ -56,3 +56,13 @@ CREATE TABLE webhook_deliveries (
     received_at  INTEGER NOT NULL,
     PRIMARY KEY (webhook, delivery_id)
 );
+
+-- How many tool calls a turn's permission polls refused (a refusal, or nobody answering in
+-- time), for the turns that had any: a scheduled run's summary says so.
+CREATE TABLE turn_refusals (
+    agent_id         TEXT    NOT NULL,
+    prompt_event_id  TEXT    NOT NULL,
+    refused          INTEGER NOT NULL,
+    noted_at         INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, prompt_event_id)
+);

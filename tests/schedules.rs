@@ -23,21 +23,19 @@ fn run_messages(env: &Env, room: &Room, id: u32, run: u32) -> Vec<Seen> {
         .collect()
 }
 
+/// How many runs of schedule `id` were posted.
+fn posted_runs(env: &Env, room: &Room, id: u32) -> usize {
+    (1..100)
+        .filter(|n| !run_messages(env, room, id, *n).is_empty())
+        .count()
+}
+
 /// Waits for run `run` of schedule `id` to be posted; returns its message.
 async fn run_posted(env: &Env, room: &Room, id: u32, run: u32) -> Seen {
     wait_until(PATIENCE, &format!("run {run} of schedule #{id}"), || {
         run_messages(env, room, id, run).into_iter().next()
     })
     .await
-}
-
-/// The agent's messages (first versions) whose body is `text`.
-fn answers(env: &Env, room: &Room, text: &str) -> Vec<Seen> {
-    (env.alice.messages_from(room, &env.agent).into_iter())
-        .filter(|m| {
-            m.replaces.is_none() && env.alice.current_text(&m.event_id).as_deref() == Some(text)
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,7 +62,7 @@ async fn a_schedule_runs_as_its_owners_prompt_in_a_thread_per_run_until_removed(
     assert_eq!(first.mentions, vec![env.alice.user_id.to_string()]);
     // Its answer is in the run's own thread, then the summary line.
     let answer = wait_until(PATIENCE, "the run's answer", || {
-        answers(&env, &room, "tick from the schedule")
+        env.messages_reading(&room, "tick from the schedule")
             .into_iter()
             .next()
     })
@@ -88,7 +86,8 @@ async fn a_schedule_runs_as_its_owners_prompt_in_a_thread_per_run_until_removed(
     let second = run_posted(&env, &room, 1, 2).await;
     env.notice_containing(&room, "⏰ Schedule #1, run 2: answered")
         .await;
-    let second_answers: Vec<Seen> = answers(&env, &room, "tick from the schedule")
+    let second_answers: Vec<Seen> = env
+        .messages_reading(&room, "tick from the schedule")
         .into_iter()
         .filter(|m| m.thread.as_deref() == Some(second.event_id.as_str()))
         .collect();
@@ -108,13 +107,9 @@ async fn a_schedule_runs_as_its_owners_prompt_in_a_thread_per_run_until_removed(
 
     env.alice.send(&room, "!unschedule 1").await;
     env.notice_containing(&room, "⏰ Schedule #1 removed").await;
-    let runs_then = (1..10)
-        .filter(|n| !run_messages(&env, &room, 1, *n).is_empty())
-        .count();
+    let runs_then = posted_runs(&env, &room, 1);
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let runs_now = (1..10)
-        .filter(|n| !run_messages(&env, &room, 1, *n).is_empty())
-        .count();
+    let runs_now = posted_runs(&env, &room, 1);
     assert_eq!(runs_now, runs_then, "a removed schedule ran again");
     env.alice.send(&room, "!schedules").await;
     env.notice_containing(&room, "No schedules here.").await;
@@ -143,7 +138,7 @@ async fn a_one_off_due_while_the_gateway_was_killed_runs_once_after_the_restart(
 
     let run = run_posted(&env, &room, 1, 1).await;
     let answer = wait_until(PATIENCE, "the one-off's answer", || {
-        answers(&env, &room, "once after the outage")
+        env.messages_reading(&room, "once after the outage")
             .into_iter()
             .next()
     })
@@ -156,7 +151,10 @@ async fn a_one_off_due_while_the_gateway_was_killed_runs_once_after_the_restart(
     assert!(summary.ends_with("No more runs."), "{summary}");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(run_messages(&env, &room, 1, 1).len(), 1);
-    assert_eq!(answers(&env, &room, "once after the outage").len(), 1);
+    assert_eq!(
+        env.messages_reading(&room, "once after the outage").len(),
+        1
+    );
     // The hourly one was not due: nothing of it yet.
     assert!(run_messages(&env, &room, 2, 1).is_empty());
     env.alice.send(&room, "!schedules").await;
@@ -191,7 +189,7 @@ async fn a_run_missed_while_down_is_skipped_where_its_schedule_says_so() {
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(run_messages(&env, &room, 1, 1).is_empty());
-    assert!(answers(&env, &room, "every half minute").is_empty());
+    assert!(env.messages_reading(&room, "every half minute").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -220,13 +218,9 @@ async fn a_schedule_stops_when_its_owner_may_no_longer_prompt() {
         stopped.contains("alice, who set it, may no longer prompt"),
         "{stopped}"
     );
-    let runs_then = (1..20)
-        .filter(|n| !run_messages(&env, &room, 1, *n).is_empty())
-        .count();
+    let runs_then = posted_runs(&env, &room, 1);
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let runs_now = (1..20)
-        .filter(|n| !run_messages(&env, &room, 1, *n).is_empty())
-        .count();
+    let runs_now = posted_runs(&env, &room, 1);
     assert_eq!(runs_now, runs_then, "a stopped schedule ran again");
 }
 
@@ -257,7 +251,8 @@ async fn kill_nine_at_moments_around_the_runs_loses_and_doubles_no_run() {
         assert_eq!(runs.len(), 1, "run {n} posted {} times", runs.len());
         let root = runs[0].event_id.clone();
         let answered = wait_until(PATIENCE, &format!("run {n}'s answer"), || {
-            let here: Vec<Seen> = answers(&env, &room, "beat")
+            let here: Vec<Seen> = env
+                .messages_reading(&room, "beat")
                 .into_iter()
                 .filter(|m| m.thread.as_deref() == Some(root.as_str()))
                 .collect();
@@ -265,7 +260,8 @@ async fn kill_nine_at_moments_around_the_runs_loses_and_doubles_no_run() {
         })
         .await;
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let here = answers(&env, &room, "beat")
+        let here = env
+            .messages_reading(&room, "beat")
             .into_iter()
             .filter(|m| m.thread.as_deref() == Some(root.as_str()))
             .count();
@@ -333,8 +329,14 @@ async fn a_runs_permission_poll_asks_in_its_thread_and_nobody_answering_refuses_
         t.contains("permission: reject")
     })
     .await;
-    env.notice_containing(&room, "⏰ Schedule #1, run 1: answered")
+    // The summary says a call was refused, not only that the agent answered.
+    let summary = env
+        .notice_containing(
+            &room,
+            "⏰ Schedule #1, run 1: answered; 1 tool call refused",
+        )
         .await;
+    assert_eq!(summary.thread.as_deref(), Some(run.event_id.as_str()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -357,7 +359,7 @@ async fn here_answers_in_the_rooms_conversation_and_a_run_still_going_is_not_dou
         "{skipped}"
     );
     let answer = wait_until(PATIENCE, "the first run's answer", || {
-        answers(&env, &room, "slow beat").into_iter().next()
+        env.messages_reading(&room, "slow beat").into_iter().next()
     })
     .await;
     assert_eq!(answer.thread, None, "answered in the room's conversation");

@@ -71,15 +71,6 @@ fn deliveries(env: &Env, room: &Room) -> Vec<Seen> {
         .collect()
 }
 
-/// The agent's messages (first versions) whose text is `text`.
-fn answers(env: &Env, room: &Room, text: &str) -> Vec<Seen> {
-    (env.alice.messages_from(room, &env.agent).into_iter())
-        .filter(|m| {
-            m.replaces.is_none() && env.alice.current_text(&m.event_id).as_deref() == Some(text)
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signed_delivery_prompts_once_and_bad_ones_run_nothing() {
     let mut env = Env::start(SynapseOptions::default(), "").await;
@@ -102,7 +93,7 @@ async fn a_signed_delivery_prompts_once_and_bad_ones_run_nothing() {
     assert_eq!(delivery.mentions, vec![env.alice.user_id.clone()]);
     let said = "CI failed on refs/heads/main: Fix the build";
     let answer = wait_until(PATIENCE, "the agent's answer", || {
-        answers(&env, &room, said).into_iter().next()
+        env.messages_reading(&room, said).into_iter().next()
     })
     .await;
     assert_eq!(answer.thread.as_deref(), Some(delivery.event_id.as_str()));
@@ -135,7 +126,7 @@ async fn a_signed_delivery_prompts_once_and_bad_ones_run_nothing() {
     assert_eq!(post(&wrong_path, body, &github(body, "d-5")).await, 404);
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(deliveries(&env, &room).len(), 1, "nothing else ran");
-    assert_eq!(answers(&env, &room, said).len(), 1);
+    assert_eq!(env.messages_reading(&room, said).len(), 1);
     assert!(
         !env.alice
             .messages_from(&room, &env.agent)
@@ -155,14 +146,14 @@ async fn a_delivery_accepted_just_before_a_kill_nine_runs_once_after_the_restart
     env.gw.start_again();
     let said = "CI failed on refs/heads/release: Tag it";
     wait_until(PATIENCE, "the answer after the restart", || {
-        answers(&env, &room, said).into_iter().next()
+        env.messages_reading(&room, said).into_iter().next()
     })
     .await;
     env.notice_containing(&room, "🪝 Webhook ci: answered after")
         .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(deliveries(&env, &room).len(), 1);
-    assert_eq!(answers(&env, &room, said).len(), 1);
+    assert_eq!(env.messages_reading(&room, said).len(), 1);
     // The same delivery sent again after the restart is still a replay.
     assert_eq!(post(&url, body, &github(body, "k-1")).await, 409);
 }

@@ -499,6 +499,12 @@ impl Approvals {
         }
     }
 
+    /// How many tool calls its polls refused so far (a refusal, or nobody answering in
+    /// time).
+    pub fn refusals(&self) -> u32 {
+        self.refusals
+    }
+
     /// Refuses every poll whose deadline has passed.
     pub async fn expire_due(&mut self, ctx: &AgentContext, room: &RoomId) {
         let now = Instant::now();

@@ -29,7 +29,7 @@ pub use outbox::OutboxItem;
 pub use polls::StoredPoll;
 pub use positions::RoomPosition;
 pub use retention::Pruned;
-pub use schedules::{NewSchedule, RunProgress, Schedule, ScheduleRun};
+pub use schedules::{NewSchedule, RunProgress, Schedule, ScheduleRun, TurnOutcome};
 pub use settings::RoomRouting;
 pub use unfinished::{CutMessage, UnfinishedTurn};
 

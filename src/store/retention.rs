@@ -28,6 +28,18 @@ impl Store {
             .execute(&self.pool)
             .await?
             .rows_affected();
+        // Ended runs and turns' refusals, with the handled markers: what `!schedules`
+        // shows is on the schedule's own row. (Webhook deliveries are kept: their IDs
+        // refuse replays.)
+        for forget in [
+            "DELETE FROM schedule_runs WHERE outcome IS NOT NULL AND ended_at < ?",
+            "DELETE FROM turn_refusals WHERE noted_at < ?",
+        ] {
+            sqlx::query(forget)
+                .bind(handled_before)
+                .execute(&self.pool)
+                .await?;
+        }
         let transcript = match transcript_before {
             Some(before) => sqlx::query("DELETE FROM transcript WHERE created_at < ?")
                 .bind(before)

@@ -4,7 +4,7 @@
 //! (the run's message is a prompt like a person's).
 
 use super::{Store, StoreError, now_ms};
-use crate::model::ids::{AgentId, EventId, RoomId, UserId};
+use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 use crate::model::schedule::When;
 
 /// A schedule as it is set.
@@ -74,8 +74,17 @@ pub enum RunProgress {
     NotAdmitted,
     /// Admitted, waiting for its turn or in it.
     Going,
-    /// Its turn ended so (the reply's stop reason; `None`: it ended without a reply).
-    Ended(Option<String>),
+    /// Its turn ended.
+    Ended(TurnOutcome),
+}
+
+/// How a run's turn ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnOutcome {
+    /// The reply's stop reason; `None`: it ended without a reply.
+    pub stop_reason: Option<String>,
+    /// Tool calls its polls refused (a refusal, or nobody answering in time).
+    pub refused: u32,
 }
 
 /// A row of `schedules`, as [`select_schedules`] reads it.
@@ -392,7 +401,39 @@ impl Store {
         .bind(event)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(RunProgress::Ended(reply.and_then(|(r,)| r)))
+        let refused: Option<(i64,)> = sqlx::query_as(
+            "SELECT refused FROM turn_refusals WHERE agent_id = ? AND prompt_event_id = ?",
+        )
+        .bind(agent)
+        .bind(event)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(RunProgress::Ended(TurnOutcome {
+            stop_reason: reply.and_then(|(r,)| r),
+            refused: refused.map_or(0, |(n,)| n as u32),
+        }))
+    }
+
+    /// Notes that the running turn of `conversation` had `refused` tool calls refused by
+    /// its polls (before its end is recorded, while its prompt is known).
+    pub async fn note_refusals(
+        &self,
+        conversation: &ConversationKey,
+        refused: u32,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT OR REPLACE INTO turn_refusals (agent_id, prompt_event_id, refused, noted_at)
+             SELECT agent_id, prompt_event_id, ?4, ?5 FROM unfinished_turns
+             WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3",
+        )
+        .bind(&conversation.room)
+        .bind(&conversation.agent)
+        .bind(conversation.thread_id())
+        .bind(refused as i64)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 }
 

@@ -299,6 +299,16 @@ impl Env {
         .await
     }
 
+    /// The agent's messages in `room` (their first versions) that currently read `text`.
+    pub fn messages_reading(&self, room: &matrix_sdk::room::Room, text: &str) -> Vec<person::Seen> {
+        (self.alice.messages_from(room, &self.agent).into_iter())
+            .filter(|m| {
+                m.replaces.is_none()
+                    && self.alice.current_text(&m.event_id).as_deref() == Some(text)
+            })
+            .collect()
+    }
+
     /// Waits until one of the agent's messages in `room` currently shows a text for which
     /// `wanted` holds; returns that text. Edit events are not messages of their own (their
     /// fallback body, `* …`, is no text anyone reads): their message's text counts.

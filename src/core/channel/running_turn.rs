@@ -65,6 +65,8 @@ pub(super) struct Ended {
     pub(super) steered: Vec<EventId>,
     /// Who stopped it by writing a message during it, as the room names them.
     pub(super) cut: Option<String>,
+    /// Tool calls its polls refused.
+    pub(super) refused: u32,
 }
 
 impl RunningTurn {
@@ -268,6 +270,7 @@ impl RunningTurn {
             at_shutdown: self.shutdown_deadline.is_some(),
             steered: self.steered,
             cut: self.cut,
+            refused: self.approvals.refusals(),
         }
     }
 }

@@ -351,6 +351,7 @@ impl Channel {
             mut activity,
             stopped_by,
             steered,
+            refused,
             ..
         } = ended;
         // A session dies with its process: the next message opens a new one (which starts
@@ -384,6 +385,10 @@ impl Channel {
             body: stream.text(),
             stop_reason: Some(stop_label),
         };
+        if refused > 0 {
+            (ctx.store.note_refusals(&self.key, refused).await)
+                .or_log("could not note the turn's refused calls");
+        }
         ctx.store
             .end_turn(&self.key, Some(reply), None, &steered)
             .await

@@ -180,8 +180,8 @@ impl Gateway {
             }
             RunProgress::NotAdmitted => self.prompt(self.run_prompt(schedule, &event)).await,
             RunProgress::Going => {}
-            RunProgress::Ended(reason) => {
-                let outcome = strings::run_outcome(reason.as_deref());
+            RunProgress::Ended(ended) => {
+                let outcome = strings::run_outcome(ended.stop_reason.as_deref(), ended.refused);
                 self.end_run(schedule, &run, &outcome).await;
             }
         }
@@ -296,7 +296,7 @@ impl Gateway {
 /// A run's outcome as a metric label: one of a few words, never the free text.
 fn outcome_label(outcome: &str) -> &'static str {
     match outcome {
-        "answered" => "answered",
+        o if o.starts_with("answered") && !o.contains("refused") => "answered",
         "stopped" => "stopped",
         o if o == strings::RUN_OVERLAPPED => "overlapped",
         o if o == strings::RUN_SKIPPED => "skipped",

@@ -115,9 +115,10 @@ pub fn run_ended(
     format!("⏰ Schedule #{id}, run {number}: {outcome} after {took_secs} s.{next}")
 }
 
-/// A run's outcome in words, from how its turn ended (`None`: without a reply).
-pub fn run_outcome(stop_reason: Option<&str>) -> String {
-    match stop_reason {
+/// A run's outcome in words, from how its turn ended (`None`: without a reply) and how
+/// many tool calls its polls refused.
+pub fn run_outcome(stop_reason: Option<&str>, refused: u32) -> String {
+    let ended = match stop_reason {
         Some("end_turn") => "answered",
         Some("cancelled") => "stopped",
         Some("refusal") => "refused by the agent",
@@ -125,8 +126,14 @@ pub fn run_outcome(stop_reason: Option<&str>) -> String {
         Some("max_tokens") | Some("max_turn_requests") => "cut short by the agent's limits",
         Some(_) => "ended",
         None => "ended without an answer",
+    };
+    match refused {
+        0 => ended.to_owned(),
+        n => format!(
+            "{ended}; {} refused (by an approver, or nobody answered in time)",
+            super::count(n as usize, "tool call", "tool calls")
+        ),
     }
-    .to_owned()
 }
 
 /// The outcome of a run not started because the previous one was still going.

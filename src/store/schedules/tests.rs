@@ -133,11 +133,13 @@ async fn a_runs_progress_is_read_from_the_inbox_and_the_transcript() {
         body: "all green",
         stop_reason: Some("end_turn"),
     };
+    store.note_refusals(&key, 2).await.unwrap();
     store.end_turn(&key, Some(reply), None, &[]).await.unwrap();
-    assert_eq!(
-        progress().await.unwrap(),
-        RunProgress::Ended(Some("end_turn".into()))
-    );
+    let ended = TurnOutcome {
+        stop_reason: Some("end_turn".into()),
+        refused: 2,
+    };
+    assert_eq!(progress().await.unwrap(), RunProgress::Ended(ended));
 }
 
 #[tokio::test]
