@@ -73,7 +73,9 @@ fn deliveries(env: &Env, room: &Room) -> Vec<Seen> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signed_delivery_prompts_once_and_bad_ones_run_nothing() {
-    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let metrics_port = support::ports::free_port();
+    let metrics = format!("[metrics]\nlisten = \"127.0.0.1:{metrics_port}\"\n");
+    let mut env = Env::start(SynapseOptions::default(), &metrics).await;
     let room = env.room_with_agent(false).await;
     let url = with_webhook(&mut env, &room);
     let body = r#"{"ref":"refs/heads/main","head_commit":{"message":"Fix the build"}}"#;
@@ -133,6 +135,22 @@ async fn a_signed_delivery_prompts_once_and_bad_ones_run_nothing() {
             .iter()
             .any(|m| m.body.contains("evil"))
     );
+    // Operators see each request's fate, and the run's.
+    let url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    let text = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    for (outcome, n) in [
+        ("accepted", 1),
+        ("replayed", 1),
+        ("unsigned", 1),
+        ("bad_signature", 2),
+        ("too_large", 1),
+    ] {
+        let line =
+            format!("sidekicks_webhook_requests_total{{webhook=\"ci\",outcome=\"{outcome}\"}} {n}");
+        assert!(text.contains(&line), "{line} in:\n{text}");
+    }
+    let runs = "sidekicks_schedule_runs_total{agent=\"demo\",outcome=\"answered\"} 1";
+    assert!(text.contains(runs), "{runs} in:\n{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
