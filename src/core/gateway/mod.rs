@@ -125,6 +125,9 @@ pub struct Gateway {
     schedules: ScheduleSettings,
     /// When this gateway started (ms): a scheduled run due before was missed.
     started_at: i64,
+    /// Scheduled runs whose message could not be posted, by (schedule, due time): when to
+    /// try again, and the wait after that.
+    post_retries: std::sync::Mutex<HashMap<(i64, i64), (std::time::Instant, std::time::Duration)>>,
 }
 
 impl Gateway {
@@ -157,6 +160,7 @@ impl Gateway {
             outbox_wake: tokio::sync::Notify::new(),
             schedules: settings.schedules,
             started_at: now_ms(),
+            post_retries: Default::default(),
         }
     }
 

@@ -24,6 +24,12 @@ use crate::store::{RunProgress, Schedule, ScheduleRun, now_ms};
 
 /// How often due schedules and open runs are looked at.
 const TICK: Duration = Duration::from_secs(1);
+/// The first wait before a run's message that could not be posted is tried again; it
+/// doubles each time, up to [`POST_RETRY_MAX`] (a room the agent is not in fails for
+/// good, and a homeserver away for long comes back).
+const POST_RETRY_FIRST: Duration = Duration::from_secs(5);
+/// The longest wait between two tries of a run's message.
+const POST_RETRY_MAX: Duration = Duration::from_secs(300);
 
 /// How schedules behave: the `[schedules]` table of the config (its keys and defaults are
 /// declared here and nowhere else).
@@ -162,7 +168,9 @@ impl Gateway {
     async fn step_run(&self, schedule: &Schedule, run: ScheduleRun) {
         let set = &schedule.set;
         let Some(event) = run.event_id.clone() else {
-            self.post_run(schedule, &run).await;
+            if self.may_post(&run) {
+                self.post_run(schedule, &run).await;
+            }
             return;
         };
         let progress = match self.store.run_progress(&set.agent_id, &event).await {
@@ -209,14 +217,37 @@ impl Gateway {
         let mut message = OutMessage::notice(text);
         message.mentions = vec![set.owner.clone()];
         let Some(event) = voice.say(&key, &message).await else {
-            // Said again at the next tick, under the same transaction ID.
+            // Said again later, under the same transaction ID.
+            self.post_failed(schedule, run);
             return;
         };
+        self.post_retries
+            .lock()
+            .expect("retries poisoned")
+            .remove(&(run.schedule_id, run.due_at));
         if let Err(e) = self.store.set_run_event(run, &event).await {
             tracing::error!(schedule = schedule.id, error = %e, "could not note a run's message");
             return;
         }
         self.prompt(self.run_prompt(schedule, &event)).await;
+    }
+
+    /// Whether the run's message may be tried now (it is not waiting after a failure).
+    pub(super) fn may_post(&self, run: &ScheduleRun) -> bool {
+        let retries = self.post_retries.lock().expect("retries poisoned");
+        (retries.get(&(run.schedule_id, run.due_at)))
+            .is_none_or(|(next, _)| *next <= std::time::Instant::now())
+    }
+
+    /// The run's message could not be posted: it is tried again after a wait that doubles.
+    pub(super) fn post_failed(&self, schedule: &Schedule, run: &ScheduleRun) {
+        let mut retries = self.post_retries.lock().expect("retries poisoned");
+        let key = (run.schedule_id, run.due_at);
+        let wait = (retries.get(&key)).map_or(POST_RETRY_FIRST, |(_, last)| {
+            (*last * 2).min(POST_RETRY_MAX)
+        });
+        tracing::warn!(schedule = schedule.id, room = %schedule.set.room_id, retry_in_secs = wait.as_secs(), "a scheduled run's message could not be posted");
+        retries.insert(key, (std::time::Instant::now() + wait, wait));
     }
 
     /// The run's message as a prompt of the schedule's owner: in a thread of its own

@@ -23,6 +23,7 @@ use crate::store::{Role, TranscriptLine};
 
 mod admission;
 mod recovery;
+mod schedules;
 mod several_agents;
 
 async fn gateway() -> (Arc<Gateway>, Arc<FakeAgent>, Arc<FakeChat>) {

@@ -1,0 +1,89 @@
+//! The scheduler's steps, with a fake agent and chat.
+
+use super::*;
+use crate::model::schedule::When;
+use crate::store::{NewSchedule, RunProgress};
+
+fn due_now(prompt: &str) -> NewSchedule {
+    NewSchedule {
+        room_id: "!r".into(),
+        agent_id: "demo".into(),
+        owner: "@alice:x".into(),
+        when: When::Every(Duration::from_secs(3600)),
+        said: "1h".into(),
+        time_zone: "UTC".into(),
+        prompt: prompt.into(),
+        thread_per_run: true,
+        skip_missed: false,
+        next_run: now_ms() - 10,
+        source: None,
+    }
+}
+
+#[tokio::test]
+async fn a_due_run_is_posted_as_its_owners_prompt_and_summed_up_once_answered() {
+    let (gw, agent, chat, store) = gateway_with(false).await;
+    let id = store.add_schedule(&due_now("run the tests")).await.unwrap();
+    gw.schedules_tick(now_ms()).await;
+    let posted = chat.shown("!r");
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert!(posted[0].starts_with(&format!("⏰ Schedule #{id}, run 1 (set by ")));
+    wait_for(Duration::from_secs(5), || !agent.prompts().is_empty()).await;
+    let prompts = agent.prompts();
+    assert!(
+        prompts
+            .first()
+            .is_some_and(|(_, text)| text.contains("run the tests")),
+        "{prompts:?}"
+    );
+    // Once the turn has ended, the next tick sums the run up, once.
+    let (schedule, run) = store.open_runs().await.unwrap().remove(0);
+    let event = run.event_id.clone().unwrap();
+    let ended = || async {
+        matches!(
+            store
+                .run_progress(&schedule.set.agent_id, &event)
+                .await
+                .unwrap(),
+            RunProgress::Ended(_)
+        )
+    };
+    for _ in 0..100 {
+        if ended().await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(ended().await);
+    gw.schedules_tick(now_ms()).await;
+    gw.schedules_tick(now_ms()).await;
+    let summaries: Vec<String> = (chat.shown("!r").into_iter())
+        .filter(|t| t.starts_with(&format!("⏰ Schedule #{id}, run 1: answered")))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{:?}", chat.shown("!r"));
+    assert!(store.open_runs().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_message_that_could_not_be_posted_is_tried_again_after_a_wait_that_doubles() {
+    let (gw, _agent, _chat, store) = gateway_with(false).await;
+    let id = store.add_schedule(&due_now("run")).await.unwrap();
+    let schedule = store.schedule(id).await.unwrap().unwrap();
+    let run = crate::store::ScheduleRun {
+        schedule_id: id,
+        due_at: 1,
+        number: 1,
+        event_id: None,
+    };
+    assert!(gw.may_post(&run));
+    gw.post_failed(&schedule, &run);
+    assert!(!gw.may_post(&run), "waits after a failure");
+    let wait = |gw: &Gateway| gw.post_retries.lock().unwrap()[&(id, 1)].1;
+    assert_eq!(wait(&gw), Duration::from_secs(5));
+    gw.post_failed(&schedule, &run);
+    assert_eq!(wait(&gw), Duration::from_secs(10));
+    for _ in 0..10 {
+        gw.post_failed(&schedule, &run);
+    }
+    assert_eq!(wait(&gw), Duration::from_secs(300), "at most five minutes");
+}
