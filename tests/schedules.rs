@@ -23,6 +23,19 @@ fn run_messages(env: &Env, room: &Room, id: u32, run: u32) -> Vec<Seen> {
         .collect()
 }
 
+/// A gateway whose schedules may be as short as a test needs, and a room with its agent.
+async fn start() -> (Env, Room) {
+    let env = Env::start(SynapseOptions::default(), SHORT).await;
+    let room = env.room_with_agent(false).await;
+    (env, room)
+}
+
+/// Alice sets a schedule with `command`; returns the answer saying it is set.
+async fn schedule(env: &Env, room: &Room, command: &str) -> String {
+    env.alice.send(room, command).await;
+    env.notice_containing(room, "⏰ Scheduled:").await.body
+}
+
 /// How many runs of schedule `id` were posted.
 fn posted_runs(env: &Env, room: &Room, id: u32) -> usize {
     (1..100)
@@ -40,12 +53,8 @@ async fn run_posted(env: &Env, room: &Room, id: u32, run: u32) -> Seen {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_runs_as_its_owners_prompt_in_a_thread_per_run_until_removed() {
-    let env = Env::start(SynapseOptions::default(), SHORT).await;
-    let room = env.room_with_agent(false).await;
-    env.alice
-        .send(&room, "!every 4s %say tick from the schedule")
-        .await;
-    let set = env.notice_containing(&room, "⏰ Scheduled:").await.body;
+    let (env, room) = start().await;
+    let set = schedule(&env, &room, "!every 4s %say tick from the schedule").await;
     assert!(set.contains("#1 · 4s (UTC)"), "{set}");
     assert!(set.contains("set by alice · a thread per run"), "{set}");
     assert!(set.contains("!unschedule 1"), "{set}");
@@ -121,12 +130,8 @@ async fn a_schedule_runs_as_its_owners_prompt_in_a_thread_per_run_until_removed(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_off_due_while_the_gateway_was_killed_runs_once_after_the_restart() {
-    let mut env = Env::start(SynapseOptions::default(), SHORT).await;
-    let room = env.room_with_agent(false).await;
-    env.alice
-        .send(&room, "!at in 5s %say once after the outage")
-        .await;
-    env.notice_containing(&room, "⏰ Scheduled:").await;
+    let (mut env, room) = start().await;
+    schedule(&env, &room, "!at in 5s %say once after the outage").await;
     env.alice
         .send(&room, "!every skip-missed 1h %say should not run now")
         .await;
@@ -170,12 +175,8 @@ async fn a_one_off_due_while_the_gateway_was_killed_runs_once_after_the_restart(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_missed_while_down_is_skipped_where_its_schedule_says_so() {
-    let mut env = Env::start(SynapseOptions::default(), SHORT).await;
-    let room = env.room_with_agent(false).await;
-    env.alice
-        .send(&room, "!every skip-missed 30s %say every half minute")
-        .await;
-    env.notice_containing(&room, "⏰ Scheduled:").await;
+    let (mut env, room) = start().await;
+    schedule(&env, &room, "!every skip-missed 30s %say every half minute").await;
     env.gw.kill();
     tokio::time::sleep(Duration::from_secs(32)).await;
     env.gw.start_again();
@@ -194,8 +195,7 @@ async fn a_run_missed_while_down_is_skipped_where_its_schedule_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_stops_when_its_owner_may_no_longer_prompt() {
-    let env = Env::start(SynapseOptions::default(), SHORT).await;
-    let room = env.room_with_agent(false).await;
+    let (env, room) = start().await;
     env.alice.send(&room, "!every 3s %say while allowed").await;
     run_posted(&env, &room, 1, 1).await;
     env.notice_containing(&room, "⏰ Schedule #1, run 1: answered")
@@ -226,10 +226,8 @@ async fn a_schedule_stops_when_its_owner_may_no_longer_prompt() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_nine_at_moments_around_the_runs_loses_and_doubles_no_run() {
-    let mut env = Env::start(SynapseOptions::default(), SHORT).await;
-    let room = env.room_with_agent(false).await;
-    env.alice.send(&room, "!every 2s %say beat").await;
-    env.notice_containing(&room, "⏰ Scheduled:").await;
+    let (mut env, room) = start().await;
+    schedule(&env, &room, "!every 2s %say beat").await;
     // Killed five times at moments spread over the runs' steps (taken, posted, admitted,
     // answered, summed up), each time started again at once.
     for kill in 0..5u64 {
@@ -271,8 +269,7 @@ async fn kill_nine_at_moments_around_the_runs_loses_and_doubles_no_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn times_are_read_in_the_zone_the_room_chose() {
-    let env = Env::start(SynapseOptions::default(), SHORT).await;
-    let room = env.room_with_agent(false).await;
+    let (env, room) = start().await;
     env.alice.send(&room, "!timezone").await;
     env.notice_containing(&room, "are in UTC").await;
     env.alice.send(&room, "!timezone Mars/Olympus").await;
@@ -280,10 +277,7 @@ async fn times_are_read_in_the_zone_the_room_chose() {
         .await;
     env.alice.send(&room, "!timezone europe/paris").await;
     env.notice_containing(&room, "now in Europe/Paris").await;
-    env.alice
-        .send(&room, "!every weekdays 09:00 %say good morning")
-        .await;
-    let set = env.notice_containing(&room, "⏰ Scheduled:").await.body;
+    let set = schedule(&env, &room, "!every weekdays 09:00 %say good morning").await;
     assert!(set.contains("#1 · weekdays 09:00 (Europe/Paris)"), "{set}");
     // The next run is shown at 09:00 on Paris's clock.
     assert!(set.contains(" 09:00 (Europe/Paris) · no runs"), "{set}");
@@ -341,12 +335,8 @@ async fn a_runs_permission_poll_asks_in_its_thread_and_nobody_answering_refuses_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn here_answers_in_the_rooms_conversation_and_a_run_still_going_is_not_doubled() {
-    let env = Env::start(SynapseOptions::default(), SHORT).await;
-    let room = env.room_with_agent(false).await;
-    env.alice
-        .send(&room, "!every here 2s %sleep 5000\n%say slow beat")
-        .await;
-    let set = env.notice_containing(&room, "⏰ Scheduled:").await.body;
+    let (env, room) = start().await;
+    let set = schedule(&env, &room, "!every here 2s %sleep 5000\n%say slow beat").await;
     assert!(set.contains("in the room's conversation"), "{set}");
     run_posted(&env, &room, 1, 1).await;
     // Due again while the first run sleeps: not started, and the room is told.
