@@ -196,21 +196,34 @@ pub struct MatrixConfig {
 impl MatrixConfig {
     /// The passphrase for the agents' Matrix stores, if one is configured.
     pub fn store_passphrase(&self) -> Result<Option<Secret>, String> {
-        if let Some(var) = &self.store_passphrase_env {
-            return match std::env::var(var) {
-                Ok(value) if !value.is_empty() => Ok(Some(Secret::new(value))),
-                _ => Err(format!("environment variable {var} is not set")),
-            };
-        }
-        if let Some(file) = &self.store_passphrase_file {
-            return match std::fs::read_to_string(file) {
-                Ok(text) if !text.trim().is_empty() => Ok(Some(Secret::new(text.trim()))),
-                Ok(_) => Err(format!("{} is empty", file.display())),
-                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
-            };
-        }
-        Ok(None)
+        secret_from(
+            self.store_passphrase_env.as_deref(),
+            self.store_passphrase_file.as_deref(),
+        )
     }
+}
+
+/// A secret from the environment variable `env`, else from the file `file` (trimmed);
+/// `None` when neither is given. An unset or empty variable, an empty or unreadable file
+/// is an error that says which.
+pub(crate) fn secret_from(
+    env: Option<&str>,
+    file: Option<&Path>,
+) -> Result<Option<Secret>, String> {
+    if let Some(var) = env {
+        return match std::env::var(var) {
+            Ok(value) if !value.is_empty() => Ok(Some(Secret::new(value))),
+            _ => Err(format!("environment variable {var} is not set")),
+        };
+    }
+    if let Some(file) = file {
+        return match std::fs::read_to_string(file) {
+            Ok(text) if !text.trim().is_empty() => Ok(Some(Secret::new(text.trim()))),
+            Ok(_) => Err(format!("{} is empty", file.display())),
+            Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+        };
+    }
+    Ok(None)
 }
 
 /// The allow-list.

@@ -73,19 +73,7 @@ fn default_per_minute() -> u32 {
 impl WebhookConfig {
     /// The secret, from its file or variable.
     pub fn secret(&self) -> Result<Secret, String> {
-        if let Some(var) = &self.secret_env {
-            return match std::env::var(var) {
-                Ok(value) if !value.is_empty() => Ok(Secret::new(value)),
-                _ => Err(format!("environment variable {var} is not set")),
-            };
-        }
-        match &self.secret_file {
-            Some(file) => match std::fs::read_to_string(file) {
-                Ok(text) if !text.trim().is_empty() => Ok(Secret::new(text.trim())),
-                Ok(_) => Err(format!("{} is empty", file.display())),
-                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
-            },
-            None => Err("no secret: set secret_file or secret_env".into()),
-        }
+        super::secret_from(self.secret_env.as_deref(), self.secret_file.as_deref())?
+            .ok_or_else(|| "no secret: set secret_file or secret_env".into())
     }
 }

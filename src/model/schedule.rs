@@ -56,6 +56,12 @@ pub fn zone(name: &str) -> Result<TimeZone, WhenError> {
     TimeZone::get(name).map_err(|_| WhenError::BadZone(name.to_owned()))
 }
 
+/// The zone a schedule or room keeps (checked when it was chosen), or UTC should the zone
+/// database no longer know it.
+pub fn zone_or_utc(name: &str) -> TimeZone {
+    zone(name).unwrap_or(TimeZone::UTC)
+}
+
 impl When {
     /// The kind and spec the store keeps.
     pub fn to_row(&self) -> (&'static str, String) {

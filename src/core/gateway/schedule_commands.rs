@@ -71,7 +71,7 @@ impl Gateway {
         let (options, text) = options(after_command(&message.body));
         let settings = &self.schedules;
         let zone_name = self.room_zone(&message.room_id).await;
-        let zone = schedule::zone(&zone_name).unwrap_or(jiff::tz::TimeZone::UTC);
+        let zone = schedule::zone_or_utc(&zone_name);
         let now = now_ms();
         let parsed = match kind {
             Kind::At => schedule::parse_at(text, now, &zone),
@@ -106,7 +106,7 @@ impl Gateway {
                 tracing::info!(schedule = id, room = %new.room_id, agent = %new.agent_id, owner = %new.owner, "schedule set");
                 let stored = self.store.schedule(id).await.ok().flatten();
                 let line = match &stored {
-                    Some(s) => self.schedule_line(s, members, message).await,
+                    Some(s) => self.schedule_line(s, members).await,
                     None => String::new(),
                 };
                 strings::schedule_set(&line, &self.prefix, id)
@@ -188,7 +188,7 @@ impl Gateway {
         }
         let mut lines = Vec::new();
         for schedule in &schedules {
-            lines.push(self.schedule_line(schedule, members, message).await);
+            lines.push(self.schedule_line(schedule, members).await);
         }
         strings::schedules_here(&lines)
     }
@@ -213,21 +213,13 @@ impl Gateway {
     }
 
     /// One schedule as the room reads it.
-    async fn schedule_line(
-        &self,
-        schedule: &Schedule,
-        members: &[Member],
-        message: &IncomingMessage,
-    ) -> String {
+    async fn schedule_line(&self, schedule: &Schedule, members: &[Member]) -> String {
         let set = &schedule.set;
-        let zone = schedule::zone(&set.time_zone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let zone = schedule::zone_or_utc(&set.time_zone);
         let agent = (members.iter())
             .find(|m| m.agent_id == set.agent_id)
             .map_or(set.agent_id.to_string(), |m| m.display_name.clone());
-        let owner = match self.agents.get(&message.agent_id) {
-            Some(ctx) => ctx.name_in(&set.room_id, &set.owner).await,
-            None => set.owner.to_string(),
-        };
+        let owner = self.shown_name(schedule, &set.owner).await;
         strings::schedule_line(&ScheduleLine {
             id: schedule.id,
             when: &set.said,

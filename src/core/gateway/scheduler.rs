@@ -120,7 +120,7 @@ impl Gateway {
             .await;
             return;
         }
-        let zone = schedule::zone(&set.time_zone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let zone = schedule::zone_or_utc(&set.time_zone);
         let next = set.when.next(due, now, &zone);
         let running = self.store.schedule_is_running(schedule.id).await;
         let outcome = match running {
@@ -279,7 +279,7 @@ impl Gateway {
             "a scheduled run ended"
         );
         metrics().schedule_run(&schedule.set.agent_id, outcome_label(outcome));
-        let zone = schedule::zone(&schedule.set.time_zone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let zone = schedule::zone_or_utc(&schedule.set.time_zone);
         let next = match self.store.schedule(schedule.id).await {
             Ok(Some(now)) => now.next_run.filter(|_| now.stopped.is_none()),
             _ => None,
@@ -316,7 +316,11 @@ impl Gateway {
     }
 
     /// How the room shows `user`, as the schedule's agent sees it.
-    async fn shown_name(&self, schedule: &Schedule, user: &crate::model::ids::UserId) -> String {
+    pub(super) async fn shown_name(
+        &self,
+        schedule: &Schedule,
+        user: &crate::model::ids::UserId,
+    ) -> String {
         match self.agents.get(&schedule.set.agent_id) {
             Some(ctx) => ctx.name_in(&schedule.set.room_id, user).await,
             None => user.to_string(),
