@@ -84,10 +84,10 @@ fn requested_env(asked: &[EnvVariable]) -> Result<Vec<(String, String)>, Error> 
         }
     }
     let size: usize = env.iter().map(|(k, v)| k.len() + v.len() + 12).sum();
-    if size > super::process::MAX_INNER_ENV {
+    if size > super::launch::MAX_INNER_ENV {
         return Err(refused(format!(
             "the environment asked for is over {} bytes",
-            super::process::MAX_INNER_ENV
+            super::launch::MAX_INNER_ENV
         )));
     }
     Ok(env)

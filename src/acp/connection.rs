@@ -81,9 +81,9 @@ impl AcpAgent {
     /// Starts the agent process, connects and runs `initialize`. Refuses an agent that
     /// answers with a protocol version other than 1.
     pub async fn start(spec: &ProcessSpec) -> Result<Arc<Self>, AgentError> {
+        let spec = &spec.for_process();
         let spawned = AgentProcess::spawn(spec).map_err(|e| AgentError::start(&spec.command, e))?;
-        let exit = spawned.process.exit.clone();
-        let stderr = spawned.process.stderr.clone();
+        let (exit, stderr) = (spawned.process.exit.clone(), spawned.process.stderr.clone());
         let sessions = Arc::new(Mutex::new(Sessions::default()));
         let terminals = Terminals::new(spec, sessions.clone());
         let (requests, requests_rx) = mpsc::channel(crate::core::queues::AGENT_REQUESTS);
@@ -623,8 +623,7 @@ async fn run_connection(
     init: oneshot::Sender<Result<InitializeResponse, agent_client_protocol::Error>>,
 ) -> Result<(), agent_client_protocol::Error> {
     // Without a network, the room tools come through the socket file.
-    let offline =
-        (spec.sandbox.as_ref()).is_some_and(|s| s.network == super::sandbox::Network::None);
+    let offline = spec.network() == Some(super::sandbox::Network::None);
     let offer = Offer::to(&spec, terminals.enabled());
     let ProcessSpec {
         agent_id,

@@ -3,7 +3,6 @@
 //! descendant outlives it) and a bounded tail of its stderr.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -13,8 +12,10 @@ use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+use super::container::{Container, Invocation};
+use super::launch::{ENV_FD, Launch, own_session, read_on_fd3};
 use super::lines::CappedLines;
-use super::sandbox::Sandbox;
+use super::sandbox::{Network, Sandbox};
 use crate::model::Secret;
 use crate::model::agent::McpServerSpec;
 use crate::model::ids::AgentId;
@@ -36,8 +37,11 @@ pub struct ProcessSpec {
     pub cwd: PathBuf,
     /// The agent's `HOME`; `None`: the gateway's own.
     pub home: Option<PathBuf>,
-    /// The sandbox it runs in, if any.
+    /// The sandbox it runs in, if any (local runner).
     pub sandbox: Option<Sandbox>,
+    /// The container it runs in (container runner; then `sandbox` is `None`: the
+    /// container is its box).
+    pub container: Option<Container>,
     /// The dialect named in the config (`None`: recognised from the agent).
     pub dialect: Option<String>,
     /// How long the agent may take to answer `initialize`.
@@ -54,23 +58,6 @@ pub struct ProcessSpec {
     pub terminals: bool,
 }
 
-/// A command ready to spawn, with what must stay open until it is spawned.
-pub struct Launch {
-    /// The command (a blocking one: `tokio::process::Command::from` makes it async).
-    pub command: std::process::Command,
-    /// The pipe the sandboxed command's own environment is read from, if it has one: kept
-    /// open until the command is spawned, then dropped.
-    pub env_pipe: Option<OwnedFd>,
-}
-
-/// The file descriptor bubblewrap reads the sandboxed command's own environment from
-/// (`--args 3`).
-const ENV_FD: i32 = 3;
-
-/// Most bytes of environment a command may ask for inside the sandbox: they are written to a
-/// pipe before the command starts, which holds this much without blocking.
-pub const MAX_INNER_ENV: usize = 32 * 1024;
-
 impl ProcessSpec {
     /// `program args` as this agent runs things: in its sandbox (if any), in `cwd`, with
     /// only the environment it is configured to get, plus `inner_env`, which the agent asked
@@ -84,29 +71,52 @@ impl ProcessSpec {
         cwd: &std::path::Path,
         inner_env: &[(String, String)],
     ) -> std::io::Result<Launch> {
+        self.launch(program, args, cwd, inner_env, false)
+    }
+
+    /// This spec for one new agent process: in a container runner, its container gets a
+    /// name of its own, which the commands the agent runs through the client run in.
+    pub fn for_process(&self) -> Self {
+        let mut spec = self.clone();
+        spec.container = (self.container.as_ref()).map(|c| c.named(self.agent_id.as_str()));
+        spec
+    }
+
+    /// The network the agent has, from its sandbox or container (`None`: the host's,
+    /// unboxed).
+    pub fn network(&self) -> Option<Network> {
+        match (&self.sandbox, &self.container) {
+            (Some(s), _) => Some(s.network),
+            (_, Some(c)) => Some(c.network),
+            _ => None,
+        }
+    }
+
+    /// Whether the agent runs in a box (a sandbox or a container), where what it starts
+    /// reaches nothing of the gateway's.
+    pub fn boxed(&self) -> bool {
+        self.sandbox.is_some() || self.container.is_some()
+    }
+
+    /// The command that runs `program args` (the agent itself when `agent`).
+    fn launch(
+        &self,
+        program: &str,
+        args: &[String],
+        cwd: &std::path::Path,
+        inner_env: &[(String, String)],
+        agent: bool,
+    ) -> std::io::Result<Launch> {
+        if let Some(container) = &self.container {
+            return self.in_container(container, program, args, cwd, inner_env, agent);
+        }
         let mut env_pipe = None;
         let mut cmd = match &self.sandbox {
             Some(sandbox) => {
                 let mut cmd = std::process::Command::new(&sandbox.program);
                 if !inner_env.is_empty() {
-                    let pipe = filled_pipe(&Sandbox::inner_env(inner_env))?;
-                    let fd = pipe.as_raw_fd();
-                    // SAFETY: dup2(2) and fcntl(2) are async-signal-safe and touch no memory
-                    // of ours; the pipe stays open in the parent until after the spawn.
-                    unsafe {
-                        cmd.pre_exec(move || {
-                            let moved = match fd == ENV_FD {
-                                true => libc::fcntl(fd, libc::F_SETFD, 0),
-                                false => libc::dup2(fd, ENV_FD),
-                            };
-                            match moved {
-                                -1 => Err(std::io::Error::last_os_error()),
-                                _ => Ok(()),
-                            }
-                        });
-                    }
+                    env_pipe = Some(read_on_fd3(&mut cmd, &Sandbox::inner_env(inner_env))?);
                     cmd.args(["--args", &ENV_FD.to_string()]);
-                    env_pipe = Some(pipe);
                 }
                 cmd.args(sandbox.command_line(program, args, cwd));
                 cmd
@@ -138,14 +148,64 @@ impl ProcessSpec {
         if self.sandbox.is_none() {
             cmd.envs(inner_env.iter().map(|(k, v)| (k, v)));
         }
-        // A session of its own: no controlling terminal (TIOCSTI), and one process group
-        // for everything it starts, which the gateway signals as a whole.
-        // SAFETY: setsid(2) is async-signal-safe and touches no memory of ours.
-        unsafe {
-            cmd.pre_exec(|| match libc::setsid() {
-                -1 => Err(std::io::Error::last_os_error()),
-                _ => Ok(()),
-            });
+        own_session(&mut cmd);
+        Ok(Launch {
+            command: cmd,
+            env_pipe,
+        })
+    }
+
+    /// The command that runs `program args` in the agent's container (`agent`: the agent itself): the engine, with the
+    /// gateway's own environment (it may need its `HOME` and runtime folder) and the
+    /// agent's configured values, which reach the container by name only.
+    fn in_container(
+        &self,
+        container: &Container,
+        program: &str,
+        args: &[String],
+        cwd: &std::path::Path,
+        inner_env: &[(String, String)],
+        agent: bool,
+    ) -> std::io::Result<Launch> {
+        let mut cmd = std::process::Command::new(&container.engine);
+        let env_pipe = match inner_env.is_empty() {
+            true => None,
+            false => {
+                let file = Container::env_file(inner_env).map_err(std::io::Error::other)?;
+                Some(read_on_fd3(&mut cmd, &file)?)
+            }
+        };
+        let names: Vec<String> = (self.env.keys().cloned())
+            .chain(
+                (self.inherit_env.iter())
+                    .filter(|n| std::env::var_os(n).is_some())
+                    .cloned(),
+            )
+            .collect();
+        let call = Invocation {
+            command: program,
+            args,
+            cwd,
+            env_names: if agent { &names[..] } else { &[] },
+            home: self.home.as_deref(),
+            env_file: env_pipe.is_some(),
+            interactive: agent,
+        };
+        cmd.args(container.command_line(&call, agent))
+            .current_dir(cwd)
+            .envs(self.env.iter().map(|(k, v)| (k, v.expose())));
+        own_session(&mut cmd);
+        if agent {
+            // The engine's client going with the gateway stops its container (the signal is
+            // passed on, and the container is removed when its process ends): no agent
+            // outlives a killed gateway.
+            // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                    Ok(())
+                });
+            }
         }
         Ok(Launch {
             command: cmd,
@@ -167,26 +227,6 @@ pub fn requested_variable(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// A pipe whose write end got `data` and is closed: its read end (close-on-exec), for a
-/// child to read `data` from. `data` must fit in the pipe ([`MAX_INNER_ENV`]).
-fn filled_pipe(data: &[u8]) -> std::io::Result<OwnedFd> {
-    use std::io::Write as _;
-    if data.len() > MAX_INNER_ENV {
-        return Err(std::io::Error::other(format!(
-            "the environment asked for is over {MAX_INNER_ENV} bytes"
-        )));
-    }
-    let mut fds = [0; 2];
-    // SAFETY: pipe2(2) writes two descriptors into `fds`, which we own from here on.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just made and are owned by nothing else.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    std::fs::File::from(write).write_all(data)?;
-    Ok(read)
 }
 
 /// Lines kept from an agent's stderr.
@@ -256,7 +296,7 @@ impl AgentProcess {
     /// Starts the agent.
     pub fn spawn(spec: &ProcessSpec) -> std::io::Result<Spawned> {
         let Launch { command, env_pipe } =
-            spec.command_line(&spec.command, &spec.args, &spec.cwd, &[])?;
+            spec.launch(&spec.command, &spec.args, &spec.cwd, &[], true)?;
         let mut cmd = Command::from(command);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -300,12 +340,17 @@ impl AgentProcess {
 
         let (exit_tx, exit_rx) = watch::channel(None);
         let agent_id = spec.agent_id.clone();
+        let container = spec.container.clone();
         tokio::spawn(async move {
             let status = match child.wait().await {
                 Ok(status) => describe_status(status),
                 Err(e) => format!("unknown ({e})"),
             };
             tracing::info!(agent = %agent_id, %status, "agent process exited");
+            // The engine's client killed leaves its container running: it goes too.
+            if let Some(container) = container {
+                container.remove();
+            }
             let _ = exit_tx.send(Some(status));
         });
 
@@ -519,6 +564,7 @@ pub(super) mod tests {
             cwd: std::env::temp_dir(),
             home: None,
             sandbox: None,
+            container: None,
             dialect: None,
             initialize_timeout: std::time::Duration::from_secs(5),
             file_access: true,
@@ -526,6 +572,48 @@ pub(super) mod tests {
             mcp_servers: Vec::new(),
             session_timeout: std::time::Duration::from_secs(5),
         }
+    }
+
+    #[test]
+    fn in_a_container_values_reach_the_engine_by_name_and_commands_run_in_the_agents_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = spec("true");
+        spec.env
+            .insert("API_KEY".into(), Secret::new("s3cret-value-42"));
+        spec.container = Some(super::super::container::tests::container(dir.path()));
+        let spec = spec.for_process();
+        let name = spec.container.as_ref().unwrap().name.clone().unwrap();
+        let args = |l: &Launch| -> Vec<String> {
+            (l.command.get_args())
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        let agent = (spec.launch(&spec.command, &spec.args, &spec.cwd, &[], true)).unwrap();
+        let line = args(&agent);
+        assert_eq!(agent.command.get_program(), "/usr/bin/podman");
+        assert!(
+            line.windows(2).any(|w| w == ["--name", name.as_str()]),
+            "{line:?}"
+        );
+        assert!(line.windows(2).any(|w| w == ["-e", "API_KEY"]), "{line:?}");
+        assert!(!line.iter().any(|a| a.contains("s3cret")), "{line:?}");
+        let value = (agent.command.get_envs()).find(|(k, _)| *k == "API_KEY");
+        assert_eq!(value.and_then(|(_, v)| v), Some("s3cret-value-42".as_ref()));
+        // A command the agent runs goes into its container, with the variables it asked for
+        // in a pipe, not on the command line.
+        let asked = [("MODE".to_owned(), "fast-and-loose".to_owned())];
+        let run = (spec.command_line("make", &[], &spec.cwd, &asked)).unwrap();
+        let line = args(&run);
+        assert_eq!(line[0], "exec");
+        assert!(line.contains(&name), "{line:?}");
+        assert!(run.env_pipe.is_some());
+        assert!(
+            !line.iter().any(|a| a.contains("fast-and-loose")),
+            "{line:?}"
+        );
+        // A value an env file cannot carry is refused, not cut.
+        let bad = [("X".to_owned(), "a\nLD_PRELOAD=/evil.so".to_owned())];
+        assert!(spec.command_line("make", &[], &spec.cwd, &bad).is_err());
     }
 
     #[tokio::test]

@@ -157,26 +157,7 @@ impl Sandbox {
     /// path of the file it is, links resolved: what runs the sandbox is fixed at start.
     /// `Err` says why it cannot be used.
     pub fn locate(program: &Path) -> Result<PathBuf, String> {
-        let found = match program.components().count() > 1 || program.is_absolute() {
-            true => Some(program.to_owned()),
-            false => std::env::var_os("PATH").and_then(|path| {
-                std::env::split_paths(&path)
-                    .filter(|dir| dir.is_absolute())
-                    .map(|dir| dir.join(program))
-                    .find(|p| p.is_file())
-            }),
-        };
-        let missing = || {
-            format!(
-                "{} is not installed (Debian package `bubblewrap`)",
-                program.display()
-            )
-        };
-        let found = found.ok_or_else(missing)?;
-        std::fs::canonicalize(&found).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => missing(),
-            _ => format!("{} cannot be used: {e}", found.display()),
-        })
+        locate(program, "Debian package `bubblewrap`")
     }
 
     /// The arguments that set `env` inside the sandbox (`--setenv NAME VALUE`), as bubblewrap
@@ -217,6 +198,27 @@ impl Sandbox {
             )),
         }
     }
+}
+
+/// `program` (a name looked up in the gateway's own `PATH`, never a relative folder of it,
+/// or a path) as the absolute path of the file it is, links resolved; `Err` says it is not
+/// installed, with `package` as the hint, or why it cannot be used.
+pub(super) fn locate(program: &Path, package: &str) -> Result<PathBuf, String> {
+    let found = match program.components().count() > 1 || program.is_absolute() {
+        true => Some(program.to_owned()),
+        false => std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .filter(|dir| dir.is_absolute())
+                .map(|dir| dir.join(program))
+                .find(|p| p.is_file())
+        }),
+    };
+    let missing = || format!("{} is not installed ({package})", program.display());
+    let found = found.ok_or_else(missing)?;
+    std::fs::canonicalize(&found).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => missing(),
+        _ => format!("{} cannot be used: {e}", found.display()),
+    })
 }
 
 #[cfg(test)]

@@ -120,7 +120,7 @@ impl Terminal {
         env: &[(String, String)],
         limit: Option<usize>,
     ) -> std::io::Result<Self> {
-        let super::process::Launch { command, env_pipe } =
+        let super::launch::Launch { command, env_pipe } =
             spec.command_line(command, args, cwd, env)?;
         let mut cmd = tokio::process::Command::from(command);
         cmd.stdin(Stdio::null())

@@ -3,15 +3,18 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::acp::Sandbox;
-use crate::config::{AgentConfig, Config, SandboxMode};
+use crate::acp::{Container, Sandbox};
+use crate::config::{AgentConfig, Config, ContainerRunnerConfig, RunnerConfig, SandboxMode};
 use crate::state_dir;
 
 /// Where one agent runs.
 #[derive(Debug)]
 pub struct Isolation {
-    /// Its sandbox; `None`: it sees what the gateway's Unix user sees.
+    /// Its sandbox; `None`: it sees what the gateway's Unix user sees, or it runs in a
+    /// container.
     pub sandbox: Option<Sandbox>,
+    /// Its container, when its runner is `container`.
+    pub container: Option<Container>,
     /// Its `HOME`; `None`: the gateway's.
     pub home: Option<PathBuf>,
     /// One line for `sidekicks check` and the start-up log.
@@ -37,6 +40,9 @@ pub fn isolation(
     agent: &AgentConfig,
     probe: &mut Probe,
 ) -> Result<Isolation, String> {
+    if let RunnerConfig::Container(runner) = &agent.runner {
+        return in_container(config, agent, runner);
+    }
     let mode = agent.sandbox_mode(&config.sandbox);
     // An agent without a network has it from the sandbox only: it must have one.
     let mode = match (mode, agent.sandbox.network) {
@@ -47,6 +53,7 @@ pub fn isolation(
         SandboxMode::Off => {
             return Ok(Isolation {
                 sandbox: None,
+                container: None,
                 home: agent.home.clone(),
                 summary: "off (sandbox.mode = \"off\"): the agent can read whatever the gateway's user can".into(),
             });
@@ -63,6 +70,7 @@ pub fn isolation(
             )),
             _ => Ok(Isolation {
                 sandbox: None,
+                container: None,
                 home: agent.home.clone(),
                 summary: format!(
                     "none: {why}; the agent can read whatever the gateway's user can, the \
@@ -71,6 +79,32 @@ pub fn isolation(
             }),
         };
     }
+    let home = agent_home(config, agent)?;
+    let sandbox = sandbox(config, agent, &home)?;
+    Ok(Isolation {
+        sandbox: Some(sandbox),
+        container: None,
+        home: Some(home.clone()),
+        summary: format!(
+            "bubblewrap: writes only to its workspace and {}; the state folder, the config, \
+             password files and the keys in the gateway's home are hidden; network: {}",
+            home.display(),
+            network_words(agent.sandbox.network),
+        ),
+    })
+}
+
+/// How the log and `sidekicks check` name a boxed agent's network.
+fn network_words(network: crate::acp::Network) -> &'static str {
+    match network {
+        crate::acp::Network::Host => "the host's",
+        crate::acp::Network::None => "none (loopback only)",
+    }
+}
+
+/// The home of a boxed agent (configured, else its own in the state folder), made private
+/// if it is not there.
+fn agent_home(config: &Config, agent: &AgentConfig) -> Result<PathBuf, String> {
     let home = agent.home.clone().unwrap_or_else(|| {
         config
             .state_dir
@@ -79,19 +113,93 @@ pub fn isolation(
     });
     state_dir::create_private(&home)
         .map_err(|e| format!("cannot create the agent's home {}: {e}", home.display()))?;
-    let sandbox = sandbox(config, agent, &home)?;
+    Ok(home)
+}
+
+/// In worktree mode, the repository's git folder, which the agent writes when it commits.
+fn git_folder(agent: &AgentConfig) -> Result<Option<PathBuf>, String> {
+    agent
+        .worktrees()
+        .map(|w| {
+            w.git_folder().map_err(|e| {
+                format!(
+                    "cannot find the git folder of {}: {e}",
+                    w.repository.display()
+                )
+            })
+        })
+        .transpose()
+}
+
+/// Without a network, the room tools come through their socket file, bound in.
+fn room_tools_bind(config: &Config, agent: &AgentConfig) -> Vec<(PathBuf, PathBuf)> {
+    match (agent.sandbox.network, agent.room_tools) {
+        (crate::acp::Network::None, true) => vec![(
+            room_tools_socket(&config.state_dir),
+            PathBuf::from(crate::model::agent::ROOM_TOOLS_SOCKET),
+        )],
+        _ => vec![],
+    }
+}
+
+/// How `agent` runs in containers of `runner`'s image: its workspace, its home, the paths
+/// its sandbox settings add and (without network) the room tools' socket mounted; the
+/// gateway's own program mounted read-only where it is, for the room tools' stdio bridge.
+/// `Err` when the engine or the image is missing, or a path cannot be mounted.
+fn in_container(
+    config: &Config,
+    agent: &AgentConfig,
+    runner: &ContainerRunnerConfig,
+) -> Result<Isolation, String> {
+    let engine = Container::locate(&runner.engine)?;
+    Container::probe(&engine, &runner.image)?;
+    let home = agent_home(config, agent)?;
+    let read_write: Vec<PathBuf> = [agent.workspace_root(), home.clone()]
+        .into_iter()
+        .chain(git_folder(agent)?)
+        .chain(agent.sandbox.read_write.iter().cloned())
+        .collect();
+    let read_only: Vec<PathBuf> = (agent.sandbox.read_only.iter().cloned())
+        .chain(std::env::current_exe().ok().filter(|_| agent.room_tools))
+        .collect();
+    let binds = room_tools_bind(config, agent);
+    let paths =
+        (read_write.iter().chain(&read_only)).chain(binds.iter().map(|(outside, _)| outside));
+    if let Some(why) = paths.filter_map(|p| Container::unmountable(p)).next() {
+        return Err(why);
+    }
+    // SAFETY: getuid(2) and getgid(2) cannot fail and touch no memory.
+    let user = unsafe { (libc::getuid(), libc::getgid()) };
+    let container = Container {
+        engine,
+        image: runner.image.clone(),
+        network: agent.sandbox.network,
+        cpus: runner.cpus,
+        memory: runner.memory.clone(),
+        pids_limit: runner.pids_limit,
+        read_write,
+        read_only,
+        binds,
+        state: config.state_dir.clone(),
+        user,
+        name: None,
+    };
+    let summary = format!(
+        "container ({} image {}): sees its image, its workspace and {} only; network: {}; \
+         limits: {} CPUs, {} memory, {} processes",
+        container.engine.display(),
+        container.image,
+        home.display(),
+        network_words(agent.sandbox.network),
+        runner.cpus.map_or("no limit on".into(), |c| c.to_string()),
+        runner.memory.as_deref().unwrap_or("no limit on"),
+        runner.pids_limit,
+    );
     Ok(Isolation {
-        sandbox: Some(sandbox),
-        home: Some(home.clone()),
-        summary: format!(
-            "bubblewrap: writes only to its workspace and {}; the state folder, the config, \
-             password files and the keys in the gateway's home are hidden; network: {}",
-            home.display(),
-            match agent.sandbox.network {
-                crate::acp::Network::Host => "the host's",
-                crate::acp::Network::None => "none (loopback only)",
-            }
-        ),
+        sandbox: None,
+        container: Some(container),
+        home: Some(home),
+        summary,
     })
 }
 
@@ -100,23 +208,14 @@ pub fn isolation(
 /// adds; it reads its program's folder and what the config adds; the room tools' socket
 /// is bound in when it has no network.
 fn sandbox(config: &Config, agent: &AgentConfig, home: &Path) -> Result<Sandbox, String> {
-    // In worktree mode the agent commits: it writes to the repository's git folder.
-    let git_folder = match agent.worktrees() {
-        Some(w) => Some(w.git_folder().map_err(|e| {
-            format!(
-                "cannot find the git folder of {}: {e}",
-                w.repository.display()
-            )
-        })?),
-        None => None,
-    };
     let program = Sandbox::locate(&config.sandbox.bwrap)?;
     Ok(Sandbox {
         program,
         hide: hidden(config, agent),
+        // In worktree mode the agent commits: it writes to the repository's git folder.
         read_write: [agent.workspace_root(), home.to_owned()]
             .into_iter()
-            .chain(git_folder)
+            .chain(git_folder(agent)?)
             .chain(agent.sandbox.read_write.iter().cloned())
             .collect(),
         read_only: agent
@@ -127,14 +226,7 @@ fn sandbox(config: &Config, agent: &AgentConfig, home: &Path) -> Result<Sandbox,
             .chain(program_folder(&agent.command))
             .collect(),
         network: agent.sandbox.network,
-        // Without a network, the room tools come through their socket file.
-        binds: match (agent.sandbox.network, agent.room_tools) {
-            (crate::acp::Network::None, true) => vec![(
-                room_tools_socket(&config.state_dir),
-                PathBuf::from(crate::model::agent::ROOM_TOOLS_SOCKET),
-            )],
-            _ => vec![],
-        },
+        binds: room_tools_bind(config, agent),
     })
 }
 

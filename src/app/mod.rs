@@ -87,6 +87,7 @@ fn process_spec(
         cwd: agent.workspace_root(),
         home: isolation.home,
         sandbox: isolation.sandbox,
+        container: isolation.container,
         dialect: agent.dialect.clone(),
         initialize_timeout: Duration::from_secs(timeouts.initialize_secs),
         session_timeout: Duration::from_secs(timeouts.new_session_secs),
@@ -97,11 +98,11 @@ fn process_spec(
 }
 
 /// `agent`'s workspace; in worktree mode, git runs there the way the agent runs its
-/// commands (`spec`): in its sandbox, where the hooks and configuration it may write in the
-/// repository reach nothing of the gateway's.
+/// commands (`spec`): in its sandbox, or a one-off container of its image, where the hooks
+/// and configuration it may write in the repository reach nothing of the gateway's.
 fn workspace(agent: &AgentConfig, spec: &ProcessSpec) -> crate::workspace::Workspace {
     let worktrees = agent.worktrees().map(|mut w| {
-        if spec.sandbox.is_some() {
+        if spec.boxed() {
             let spec = spec.clone();
             w.launcher = Some(Arc::new(move |cwd, args| {
                 spec.command_line("git", args, cwd, &[]).map(|l| l.command)

@@ -45,6 +45,7 @@ pub(super) async fn start_agents<'a>(
     let isolations: Vec<_> = (config.agents.iter())
         .map(|agent| isolation(config, agent, &mut probe))
         .collect();
+    remove_leftover_containers(config, &isolations);
     let mut started = Vec::new();
     let mut problems = Vec::new();
     for (agent, isolation) in config.agents.iter().zip(isolations) {
@@ -58,6 +59,27 @@ pub(super) async fn start_agents<'a>(
         anyhow::bail!("no agent could be started: {}", problems.join("; "));
     }
     Ok(started)
+}
+
+/// Removes the containers of this gateway's agents that a gateway killed before it could
+/// remove them left running, before any agent starts.
+fn remove_leftover_containers(config: &Config, isolations: &[Result<Isolation, String>]) {
+    let mut engines: Vec<&std::path::Path> = (isolations.iter().flatten())
+        .filter_map(|i| i.container.as_ref().map(|c| c.engine.as_path()))
+        .collect();
+    engines.sort();
+    engines.dedup();
+    for engine in engines {
+        match crate::acp::Container::remove_leftovers(engine, &config.state_dir) {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::warn!(engine = %engine.display(), removed = n, "removed containers a stopped gateway left running")
+            }
+            Err(e) => {
+                tracing::warn!(engine = %engine.display(), error = %e, "could not look for containers a stopped gateway left running")
+            }
+        }
+    }
 }
 
 /// Every recovery key file exists before any agent starts: each sandbox hides them as they
@@ -99,9 +121,9 @@ async fn start_agent<'a>(
         tracing::error!(agent = %agent.id, error = %e, "the agent's Matrix user could not log in; agent skipped");
         e.to_string()
     })?;
-    match isolation.sandbox {
-        Some(_) => tracing::info!(agent = %agent.id, "sandbox: {}", isolation.summary),
-        None => tracing::warn!(agent = %agent.id, "sandbox: {}", isolation.summary),
+    match isolation.sandbox.is_some() || isolation.container.is_some() {
+        true => tracing::info!(agent = %agent.id, "sandbox: {}", isolation.summary),
+        false => tracing::warn!(agent = %agent.id, "sandbox: {}", isolation.summary),
     }
     let spec = process_spec(agent, &config.timeouts, isolation);
     let workspace = workspace(agent, &spec);

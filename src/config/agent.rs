@@ -47,6 +47,47 @@ pub struct AgentSandboxConfig {
     pub network: crate::acp::Network,
 }
 
+/// Where an agent's processes run (`[agents.runner]`, chosen by `kind`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum RunnerConfig {
+    /// A child of the gateway on its own host, in the bubblewrap sandbox (`[sandbox]`).
+    #[default]
+    Local,
+    /// A container of its own per agent process, started with Podman or Docker.
+    Container(ContainerRunnerConfig),
+}
+
+/// The container runner: the engine, the image and the container's limits. Its network is
+/// `[agents.sandbox] network`; its mounts are its workspace, its home and
+/// `[agents.sandbox] read_write`/`read_only`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerRunnerConfig {
+    /// The engine: `podman` (the default) or `docker`, by name in the gateway's `PATH`, or
+    /// a path.
+    #[serde(default = "podman")]
+    pub engine: PathBuf,
+    /// The image the agent runs from; it must hold the agent's `command`. The engine must
+    /// already have it (the gateway pulls nothing).
+    pub image: String,
+    /// CPUs each container may use (`1.5`); unset: no limit.
+    pub cpus: Option<f64>,
+    /// Memory each container may use (`512m`, `2g`); unset: no limit.
+    pub memory: Option<String>,
+    /// Processes each container may run at once.
+    #[serde(default = "pids_limit")]
+    pub pids_limit: u32,
+}
+
+fn podman() -> PathBuf {
+    "podman".into()
+}
+
+fn pids_limit() -> u32 {
+    crate::acp::Container::DEFAULT_PIDS_LIMIT
+}
+
 /// One agent: the process to run and the Matrix account it speaks through.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +123,10 @@ pub struct AgentConfig {
     /// What its sandbox lets it reach (see [`SandboxConfig`]).
     #[serde(default)]
     pub sandbox: AgentSandboxConfig,
+    /// Where its processes run: on this host in the sandbox (the default), or in
+    /// containers.
+    #[serde(default)]
+    pub runner: RunnerConfig,
     /// Which modes and option values people who are not admins may choose.
     #[serde(default)]
     pub settings: AgentSettingsConfig,

@@ -585,3 +585,55 @@ fn a_path_to_hide_that_does_not_exist_is_warned_about() {
         "{warned:?}"
     );
 }
+
+#[test]
+fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_by_field() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let with = |runner: &str| {
+        valid(dir).replace(
+            "[agents.matrix]",
+            &format!("[agents.runner]\n{runner}\n[agents.matrix]"),
+        )
+    };
+    let load = |text: &str| Config::from_toml(text, &dir.join("c.toml"));
+    let plain = load(&valid(dir)).unwrap();
+    assert_eq!(plain.agents[0].runner, RunnerConfig::Local);
+    let container = load(&with("kind = \"container\"\nimage = \"agent:1\"")).unwrap();
+    match &container.agents[0].runner {
+        RunnerConfig::Container(c) => {
+            assert_eq!(c.engine, PathBuf::from("podman"));
+            assert_eq!(c.image, "agent:1");
+            assert_eq!(c.pids_limit, crate::acp::Container::DEFAULT_PIDS_LIMIT);
+            assert_eq!((c.cpus, c.memory.as_deref()), (None, None));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A network of none needs no bubblewrap sandbox in a container: the container is its box.
+    let offline = with("kind = \"container\"\nimage = \"agent:1\"").replace(
+        "[agents.runner]",
+        "[agents.sandbox]\nnetwork = \"none\"\nmode = \"off\"\n[agents.runner]",
+    );
+    assert!(load(&offline).is_ok());
+    for (runner, key, says) in [
+        ("image = \"\"", "runner.image", "not an image name"),
+        ("image = \"--privileged\"", "runner.image", "not an image name"),
+        ("image = \"a\"\ncpus = 0", "runner.cpus", "above 0"),
+        ("image = \"a\"\nmemory = \"lots\"", "runner.memory", "`lots`"),
+        ("image = \"a\"\nmemory = \"2gb\"", "runner.memory", "`2gb`"),
+        ("image = \"a\"\npids_limit = 0", "runner.pids_limit", "at least 1"),
+    ] {
+        match load(&with(&format!("kind = \"container\"\n{runner}"))) {
+            Err(ConfigError::Invalid { problems, .. }) => assert!(
+                problems.iter().any(|p| p.key == format!("agents[0].{key}")
+                    && p.problem.contains(says)),
+                "{runner}: {problems:?}"
+            ),
+            other => panic!("{runner}: {other:?}"),
+        }
+    }
+    // Kinds not offered, and unknown fields, are parse errors.
+    assert!(load(&with("kind = \"ssh\"")).is_err());
+    assert!(load(&with("kind = \"container\"\nimage = \"a\"\nprivileged = true")).is_err());
+    assert!(load(&with("kind = \"container\"")).is_err(), "the image is needed");
+}

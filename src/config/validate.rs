@@ -295,7 +295,13 @@ impl Config {
                     format!("`{name}` is not a known dialect ({})", known.join(", ")),
                 );
             }
+            if let super::RunnerConfig::Container(c) = &a.runner {
+                for (key, why) in container_problems(c) {
+                    bad(k(key), why);
+                }
+            }
             if a.sandbox.network == crate::acp::Network::None
+                && a.runner == super::RunnerConfig::Local
                 && a.sandbox_mode(&self.sandbox) == SandboxMode::Off
             {
                 bad(
@@ -434,4 +440,43 @@ impl Config {
             );
         }
     }
+}
+
+/// What is wrong with a container runner's settings: (key under the agent's table, why).
+fn container_problems(c: &super::ContainerRunnerConfig) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if c.image.trim().is_empty()
+        || c.image.starts_with('-')
+        || c.image.contains(char::is_whitespace)
+    {
+        out.push((
+            "runner.image",
+            format!(
+                "`{}` is not an image name (such as `registry.example/agent:1`)",
+                c.image
+            ),
+        ));
+    }
+    if c.cpus.is_some_and(|n| !(n.is_finite() && n > 0.0)) {
+        out.push((
+            "runner.cpus",
+            "must be a number of CPUs above 0, such as 1.5".into(),
+        ));
+    }
+    let memory_ok = |m: &str| {
+        let digits = m.trim_end_matches(['b', 'k', 'm', 'g', 'B', 'K', 'M', 'G']);
+        !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && m.len() - digits.len() <= 1
+    };
+    if let Some(m) = c.memory.as_deref().filter(|m| !memory_ok(m)) {
+        out.push((
+            "runner.memory",
+            format!("`{m}` is not an amount of memory (such as `512m` or `2g`)"),
+        ));
+    }
+    if c.pids_limit == 0 {
+        out.push(("runner.pids_limit", "must be at least 1".into()));
+    }
+    out
 }

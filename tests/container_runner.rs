@@ -1,0 +1,334 @@
+#![recursion_limit = "256"]
+//! The container runner (`[agents.runner] kind = "container"`) with Podman, through a real
+//! homeserver: the demo agent runs from an image of its own (this build's binary on the
+//! Debian base the container image test uses), answers, streams, asks permission, runs its
+//! commands inside its container, writes only its mounted workspace, cannot see the
+//! gateway's state, gets the configured limits, and leaves no container behind.
+//!
+//! Where Podman is not installed or cannot run a container here, the tests say so and check
+//! nothing else (as the container image test does).
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+const BASE: &str = "docker.io/library/debian:bookworm-slim";
+const IMAGE: &str = "localhost/sidekicks-demo-agent:test";
+
+/// Builds the agent's image (the base, and this build's binary at
+/// `/usr/local/bin/sidekicks`); `None` when Podman cannot build or run one here.
+fn agent_image() -> Option<&'static str> {
+    let podman = |args: &[&str]| Command::new("podman").args(args).output();
+    if !podman(&["--version"]).is_ok_and(|o| o.status.success()) {
+        eprintln!("no podman here: the container runner is not tested");
+        return None;
+    }
+    if !podman(&["image", "inspect", BASE]).is_ok_and(|o| o.status.success()) {
+        // The container image's build script makes the base from Debian's packages.
+        let root = env!("CARGO_MANIFEST_DIR");
+        let made = Command::new("bash")
+            .arg(format!("{root}/scripts/build-image.sh"))
+            .arg("--prebuilt")
+            .arg(support::gateway::binary())
+            .env("SIDEKICKS_CONTAINER_ENGINE", "podman")
+            .env("SIDEKICKS_IMAGE", "sidekicks:test")
+            .env("SIDEKICKS_DEBOOTSTRAP", "1")
+            .output()
+            .unwrap();
+        if !made.status.success() {
+            eprintln!(
+                "no {BASE} image and none could be made: the container runner is not tested\n{}",
+                String::from_utf8_lossy(&made.stderr)
+            );
+            return None;
+        }
+    }
+    let probe = podman(&["run", "--rm", BASE, "true"]).unwrap();
+    if !probe.status.success() {
+        eprintln!(
+            "podman cannot run a container here ({}): the container runner is not tested",
+            String::from_utf8_lossy(&probe.stderr).trim()
+        );
+        return None;
+    }
+    let context = tempfile::tempdir().unwrap();
+    std::fs::copy(support::gateway::binary(), context.path().join("sidekicks")).unwrap();
+    std::fs::write(
+        context.path().join("Containerfile"),
+        format!("FROM {BASE}\nCOPY sidekicks /usr/local/bin/sidekicks\n"),
+    )
+    .unwrap();
+    let built = Command::new("podman")
+        .args(["build", "-q", "-t", IMAGE])
+        .arg(context.path())
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    Some(IMAGE)
+}
+
+/// The agent's table: the demo agent in `image`, with limits, and `extra` lines for its
+/// runner table.
+fn in_container(image: &str, extra: &str) -> String {
+    format!(
+        "command = \"/usr/local/bin/sidekicks\"\nargs = [\"demo-agent\"]\n\
+         [agents.runner]\nkind = \"container\"\nimage = \"{image}\"\ncpus = 1.5\n\
+         memory = \"768m\"\npids_limit = 300\n{extra}"
+    )
+}
+
+/// The names of the containers labelled with the gateway's state folder `state`.
+fn containers(state: &Path) -> Vec<String> {
+    let out = Command::new("podman")
+        .args(["ps", "-a", "--format", "{{.Names}}", "--filter"])
+        .arg(format!(
+            "label=sidekicks.state={}",
+            state.canonicalize().unwrap().display()
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `podman inspect` of `name`, formatted by `format`.
+fn inspect(name: &str, format: &str) -> String {
+    let out = Command::new("podman")
+        .args(["inspect", "--format", format, name])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_agent_answers_asks_runs_inside_and_writes_only_its_workspace() {
+    let Some(image) = agent_image() else { return };
+    let env =
+        Env::start_with_agent_toml(SynapseOptions::default(), "", &in_container(image, "")).await;
+    let state = env.gw.dir.path().join("state");
+    let room = env.room_with_agent(false).await;
+    let workspace = env.gw.workspace("demo").canonicalize().unwrap();
+    let session = state.join("matrix/demo/session.json");
+    assert!(session.exists());
+    let outside = env.gw.dir.path().join("escaped.txt");
+    env.alice
+        .send(
+            &room,
+            &format!(
+                "%pwd\n\
+                 %write note.txt written-inside\n\
+                 %write {outside} escaped\n\
+                 %read {session}\n\
+                 %fs-read note.txt\n\
+                 %terminal test -f /run/.containerenv && echo in-a-container; cat note.txt\n\
+                 %say done trying",
+                outside = outside.display(),
+                session = session.display(),
+            ),
+        )
+        .await;
+    let said = env
+        .reply_where(&room, "the agent's report", |t| t.contains("done trying"))
+        .await;
+    // It works in its workspace, at the same path as outside, with its home mounted.
+    assert!(
+        said.contains(&format!("folder: {}", workspace.display())),
+        "{said}"
+    );
+    let home = state.join("agent-homes/demo").canonicalize().unwrap();
+    assert!(
+        said.contains(&format!("home: {}", home.display())),
+        "{said}"
+    );
+    // What it writes in its workspace is there for the gateway, and the gateway reads it
+    // back for it (`fs/read_text_file`).
+    assert!(said.contains("wrote note.txt"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("note.txt")).unwrap(),
+        "written-inside"
+    );
+    assert!(
+        said.contains("fs read note.txt: 14 chars: written-inside"),
+        "{said}"
+    );
+    // Nothing outside its workspace is written, and the gateway's state is not there.
+    assert!(
+        !outside.exists(),
+        "the agent wrote outside its workspace: {said}"
+    );
+    assert!(
+        said.contains(&format!("cannot read {}", session.display())),
+        "{said}"
+    );
+    // Its commands run inside its container, in its workspace.
+    assert!(
+        said.contains("```\nin-a-container\nwritten-inside\n```"),
+        "{said}"
+    );
+
+    // One container, with the configured limits, and as the gateway's own user.
+    let names = containers(&state);
+    assert_eq!(names.len(), 1, "{names:?}");
+    let name = &names[0];
+    assert_eq!(
+        inspect(
+            name,
+            "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}} {{.HostConfig.PidsLimit}}"
+        ),
+        "805306368 1500000000 300"
+    );
+    // SAFETY: getuid(2) cannot fail.
+    let uid = unsafe { libc::getuid() };
+    assert_eq!(inspect(name, "{{.Config.User}}"), format!("{uid}:{uid}"));
+
+    // It asks before a tool runs, and runs it when allowed.
+    env.alice.send(&room, "%permission bash: ls").await;
+    let poll = env.open_poll(&room, "🔐", 0, 5).await;
+    env.alice.react(&room, &poll, "✅").await;
+    env.reply_where(&room, "the tool allowed", |t| {
+        t.contains("permission: allow")
+    })
+    .await;
+
+    // Its answer streams in as edits of one message.
+    let text = "streamed from inside a container, ten characters at a time, over two seconds \
+                or so, to its very end";
+    env.alice
+        .send(&room, &format!("%stream 200 10\n{text}"))
+        .await;
+    let reply = wait_until(PATIENCE, "the streamed answer", || {
+        env.alice
+            .messages_from(&room, &env.agent)
+            .into_iter()
+            .filter(|m| m.replaces.is_none())
+            .find(|m| {
+                env.alice.current_text(&m.event_id).as_deref() == Some(text)
+                    && !env.alice.is_live(&m.event_id)
+            })
+            .map(|m| m.event_id)
+    })
+    .await;
+    let edits = env.alice.edits_of(&reply).len();
+    assert!(edits >= 2, "{edits} edits");
+
+    // Stopped, the gateway leaves no container behind.
+    let mut env = env;
+    env.gw.stop();
+    wait_until(PATIENCE, "the container removed", || {
+        containers(&state).is_empty().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn containers_a_killed_gateway_left_are_removed_and_a_missing_image_is_named() {
+    let Some(image) = agent_image() else { return };
+    let mut env =
+        Env::start_with_agent_toml(SynapseOptions::default(), "", &in_container(image, "")).await;
+    let state = env.gw.dir.path().join("state");
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say before the kill", "before the kill")
+        .await;
+    let first = containers(&state);
+    assert_eq!(first.len(), 1, "{first:?}");
+    // kill -9: the engine's client goes with the gateway and its container with it.
+    env.gw.kill();
+    wait_until(
+        Duration::from_secs(30),
+        "the killed gateway's container gone",
+        || containers(&state).is_empty().then_some(()),
+    )
+    .await;
+    // One that outlived it anyway (the engine's client killed too) is removed at start.
+    let label = format!(
+        "sidekicks.state={}",
+        state.canonicalize().unwrap().display()
+    );
+    let left_name = format!("sidekicks-demo-left-{}", std::process::id());
+    let left = Command::new("podman")
+        .args(["run", "-d", "--label", &label, "--name", &left_name])
+        .args([BASE, "sleep", "600"])
+        .output()
+        .unwrap();
+    assert!(
+        left.status.success(),
+        "{}",
+        String::from_utf8_lossy(&left.stderr)
+    );
+    env.gw.start_again();
+    env.prompt_and_wait(&room, "%say after the restart", "after the restart")
+        .await;
+    let now = containers(&state);
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert!(!now.contains(&left_name));
+    assert!(!now.contains(&first[0]));
+    assert!(
+        env.gw
+            .log()
+            .contains("removed containers a stopped gateway left running")
+    );
+    env.gw.stop();
+}
+
+/// `sidekicks check` of a config whose one agent runs in `image`: (success, what it said).
+fn check(image: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let path = dir.path().join("sidekicks.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "state_dir = \"state\"\n[matrix]\nhomeserver = \"http://127.0.0.1:9\"\n\
+             [access]\nallowed_users = [\"@alice:localhost\"]\n[[agents]]\nid = \"demo\"\n\
+             display_name = \"Demo\"\nworkspace = \"ws\"\n{}\n[agents.matrix]\n\
+             user_id = \"@demo:localhost\"\npassword = \"unused\"\n",
+            in_container(image, "")
+        ),
+    )
+    .unwrap();
+    let out = Command::new(support::gateway::binary())
+        .args(["check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+#[test]
+fn check_runs_the_agent_in_its_container_and_names_a_missing_image() {
+    let Some(image) = agent_image() else { return };
+    let (ok, said) = check(image);
+    assert!(ok, "{said}");
+    assert!(said.contains("sandbox: container ("), "{said}");
+    assert!(
+        said.contains(&format!("image {image}): sees its image")),
+        "{said}"
+    );
+    assert!(
+        said.contains("limits: 1.5 CPUs, 768m memory, 300 processes"),
+        "{said}"
+    );
+    assert!(said.contains("session/new: ok"), "{said}");
+    let (ok, said) = check("localhost/no-such-agent-image:0");
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("has no image `localhost/no-such-agent-image:0` (pull or build it first)"),
+        "{said}"
+    );
+}
