@@ -767,6 +767,9 @@ async fn load(rooms_count: usize, report: &mut Report) {
     let mut lags = Vec::new();
     let mut raw_lags = Vec::new();
     let mut complete = 0;
+    // From each prompt to its reply's final edit, both as the homeserver stamped them:
+    // when the whole reply is there for anyone to read, without any client's sync.
+    let mut finals = Vec::new();
     for (room, text) in rooms.iter().zip(&texts) {
         let vs = wait_until(PATIENCE * 5, "every reply", || {
             let vs = versions(&env.alice, room, &env.agent, 0);
@@ -783,6 +786,7 @@ async fn load(rooms_count: usize, report: &mut Report) {
             .map(|(a, b)| (a.to_owned(), b.to_owned()))
             .unwrap();
         complete += usize::from(body == *text);
+        finals.push(final_at_homeserver(&env, room));
         let emitted: u128 = stamp.parse().unwrap_or(0);
         lags.extend(
             chunk_lags(&vs, stamp.len() + 1, text, size, every, emitted)
@@ -805,6 +809,10 @@ async fn load(rooms_count: usize, report: &mut Report) {
     let elapsed = started.elapsed();
     let cpu = cpu_time(pid).saturating_sub(cpu_before);
     let chunks = rooms.len() * texts[0].chars().count().div_ceil(size);
+    // The agent streams for this long after its `%now` second of thinking.
+    let stream =
+        ms(every * texts[0].chars().count().div_ceil(size) as u32 + Duration::from_secs(1));
+    finals.sort_by(f64::total_cmp);
     lags.sort_by(f64::total_cmp);
     raw_lags.sort_by(f64::total_cmp);
     let label = |what: &str| format!("load {rooms_count} rooms: {what}");
@@ -819,6 +827,15 @@ async fn load(rooms_count: usize, report: &mut Report) {
             report.add(&name, "ms", percentile(lags, p));
         }
     }
+    for p in [50.0, 95.0, 100.0] {
+        report.add(
+            &label(&format!(
+                "final edit at the homeserver p{p}, past the stream's end"
+            )),
+            "ms",
+            percentile(&finals, p) - stream,
+        );
+    }
     report.add(
         &label("gateway CPU per 1,000 chunks"),
         "ms",
@@ -829,6 +846,94 @@ async fn load(rooms_count: usize, report: &mut Report) {
         "s",
         elapsed.as_secs_f64(),
     );
+}
+
+/// In `room`, from Alice's last prompt to the final version of the agent's reply to it,
+/// both as the homeserver stamped them (ms).
+fn final_at_homeserver(env: &Env, room: &Room) -> f64 {
+    let prompt = (env
+        .alice
+        .messages_from(room, &env.alice.user_id)
+        .into_iter())
+    .filter(|m| m.replaces.is_none())
+    .map(|m| m.server_ts)
+    .max()
+    .unwrap_or(0);
+    let reply =
+        (env.alice.messages_from(room, &env.agent).into_iter()).rfind(|m| m.replaces.is_none());
+    let last = reply.map_or(0, |r| {
+        (env.alice.edits_of(&r.event_id).iter())
+            .map(|e| e.server_ts)
+            .chain([r.server_ts])
+            .max()
+            .unwrap_or(0)
+    });
+    last.saturating_sub(prompt) as f64
+}
+
+/// A backlog in one room: the gateway is killed, `count` prompts are sent to one room, and
+/// it is started again. Compared by the homeserver's timestamps: how long the prompts took
+/// to arrive (first to last) and how long from the start to the last answer.
+async fn backlog(report: &mut Report, runs: usize, count: usize) {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    for run in 0..runs {
+        let before = env.alice.messages_from(&room, &env.agent).len();
+        let prompts_before = env.alice.messages_from(&room, &env.alice.user_id).len();
+        env.gw.kill();
+        for n in 0..count {
+            env.alice
+                .send(&room, &format!("%say run {run} answer {n}"))
+                .await;
+        }
+        let prompts: Vec<u64> = (env
+            .alice
+            .messages_from(&room, &env.alice.user_id)
+            .into_iter())
+        .skip(prompts_before)
+        .map(|m| m.server_ts)
+        .collect();
+        let arrival = prompts.last().copied().unwrap_or(0) - prompts.first().copied().unwrap_or(0);
+        let started = micros_now() / 1000;
+        env.gw.start_again();
+        let answers = wait_until(PATIENCE * 10, "every answer of the backlog", || {
+            let answers: Vec<_> = (env.alice.messages_from(&room, &env.agent).into_iter())
+                .skip(before)
+                .filter(|m| m.replaces.is_none())
+                .filter_map(|m| Some((env.alice.current_text(&m.event_id)?, m.server_ts)))
+                .filter(|(text, _)| text.starts_with(&format!("run {run} ")))
+                .collect();
+            (answers.len() >= count).then_some(answers)
+        })
+        .await;
+        let in_order = answers
+            .iter()
+            .enumerate()
+            .all(|(n, (text, _))| *text == format!("run {run} answer {n}"));
+        let last = answers.iter().map(|(_, ts)| *ts).max().unwrap_or(0);
+        let answered = last.saturating_sub(started as u64);
+        let label = |what: &str| format!("backlog of {count} in one room: {what}");
+        report.add(
+            &label("arrival at the homeserver"),
+            "s",
+            arrival as f64 / 1000.0,
+        );
+        report.add(
+            &label("start to the last answer at the homeserver"),
+            "s",
+            answered as f64 / 1000.0,
+        );
+        report.add(
+            &label("answering / arrival"),
+            "×",
+            answered as f64 / arrival.max(1) as f64,
+        );
+        report.add(
+            &label("answered once and in order"),
+            "%",
+            100.0 * f64::from(u8::from(in_order && answers.len() == count)),
+        );
+    }
 }
 
 /// The agent's messages in `rooms` that Alice received after the first `before` of each.
@@ -937,7 +1042,7 @@ async fn main() {
         .max(1);
     let only = env_or(
         "SIDEKICKS_BENCH_ONLY",
-        "latency,economy,cold,footprint,load,catchup",
+        "latency,economy,cold,footprint,load,backlog,catchup",
     );
     let wants = |group: &str| only.split(',').any(|g| g.trim() == group);
     let mut report = Report::default();
@@ -982,6 +1087,11 @@ async fn main() {
             eprintln!("measuring load with {rooms} rooms…");
             load(rooms, &mut report).await;
         }
+    }
+    if wants("backlog") {
+        let backlog_runs = runs.min(3);
+        eprintln!("measuring a backlog of 200 prompts in one room ({backlog_runs} runs)…");
+        backlog(&mut report, backlog_runs, 200).await;
     }
     if wants("catchup") {
         let catch_up_runs = runs.min(3);

@@ -152,7 +152,6 @@ fn in_container(
     runner: &ContainerRunnerConfig,
 ) -> Result<Isolation, String> {
     let engine = Container::locate(&runner.engine)?;
-    Container::probe(&engine, &runner.image)?;
     let home = agent_home(config, agent)?;
     let read_write: Vec<PathBuf> = [agent.workspace_root(), home.clone()]
         .into_iter()
@@ -165,9 +164,22 @@ fn in_container(
     let binds = room_tools_bind(config, agent);
     let paths =
         (read_write.iter().chain(&read_only)).chain(binds.iter().map(|(outside, _)| outside));
-    if let Some(why) = paths.filter_map(|p| Container::unmountable(p)).next() {
+    let paths: Vec<&PathBuf> = paths.collect();
+    if let Some(why) = paths.iter().find_map(|p| Container::unmountable(p)) {
         return Err(why);
     }
+    // A container shows all of a mounted folder: one holding what the sandbox would hide
+    // (the state folder, the config, a password file, another agent's files) is refused.
+    let secrets = hidden(config, agent);
+    if let Some((mount, secret)) = exposed(&paths, &secrets) {
+        return Err(format!(
+            "{} would be mounted in the agent's container, and it holds {}, which a container \
+             cannot hide: give the agent a folder without it",
+            mount.display(),
+            secret.display()
+        ));
+    }
+    Container::probe(&engine, &runner.image)?;
     // SAFETY: getuid(2) and getgid(2) cannot fail and touch no memory.
     let user = unsafe { (libc::getuid(), libc::getgid()) };
     let container = Container {
@@ -200,6 +212,19 @@ fn in_container(
         container: Some(container),
         home: Some(home),
         summary,
+    })
+}
+
+/// The first of `mounts` that holds one of `secrets` (or is one), with it: compared as the
+/// files they are, links resolved where they exist.
+fn exposed(mounts: &[&PathBuf], secrets: &[PathBuf]) -> Option<(PathBuf, PathBuf)> {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    mounts.iter().find_map(|mount| {
+        let mount = real(mount);
+        (secrets.iter())
+            .map(|s| real(s))
+            .find(|secret| secret.starts_with(&mount))
+            .map(|secret| (mount.clone(), secret))
     })
 }
 
@@ -387,6 +412,44 @@ password_file = "b.password"
         assert!(sandbox.hide.contains(&gateway_home.join(".ssh")));
         assert!(!sandbox.hide.contains(&d.join("ws-a")));
         assert_eq!(sandbox.read_write, vec![d.join("ws-a"), home]);
+    }
+
+    #[test]
+    fn a_container_mounts_its_folders_and_refuses_one_that_holds_a_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        let mut config = config(&d, "");
+        // `true` stands in for the engine: it "has" every image.
+        config.agents[0].runner = toml::from_str(
+            "kind = \"container\"\nengine = \"/bin/true\"\nimage = \"agent:1\"\nmemory = \"1g\"",
+        )
+        .unwrap();
+        let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
+        assert!(chosen.sandbox.is_none());
+        let container = chosen.container.unwrap();
+        let home = d.join("state/agent-homes/a");
+        assert_eq!(container.read_write, vec![d.join("ws-a"), home]);
+        assert_eq!(container.state, d.join("state"));
+        assert!(
+            chosen.summary.starts_with("container ("),
+            "{}",
+            chosen.summary
+        );
+        // Its own folder holding the state folder, the config or another agent's workspace:
+        // refused, naming both.
+        config.agents[0].sandbox.read_only = vec![d.clone()];
+        let why = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap_err();
+        assert!(
+            why.starts_with(&format!("{} would be mounted", d.display())) && why.contains("holds"),
+            "{why}"
+        );
+        config.agents[0].sandbox.read_only = vec![];
+        config.agents[0].sandbox.read_write = vec![d.join("ws-b")];
+        let why = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap_err();
+        assert!(
+            why.contains(&format!("holds {}", d.join("ws-b").display())),
+            "{why}"
+        );
     }
 
     #[test]

@@ -617,16 +617,29 @@ fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_
     assert!(load(&offline).is_ok());
     for (runner, key, says) in [
         ("image = \"\"", "runner.image", "not an image name"),
-        ("image = \"--privileged\"", "runner.image", "not an image name"),
+        (
+            "image = \"--privileged\"",
+            "runner.image",
+            "not an image name",
+        ),
         ("image = \"a\"\ncpus = 0", "runner.cpus", "above 0"),
-        ("image = \"a\"\nmemory = \"lots\"", "runner.memory", "`lots`"),
+        (
+            "image = \"a\"\nmemory = \"lots\"",
+            "runner.memory",
+            "`lots`",
+        ),
         ("image = \"a\"\nmemory = \"2gb\"", "runner.memory", "`2gb`"),
-        ("image = \"a\"\npids_limit = 0", "runner.pids_limit", "at least 1"),
+        (
+            "image = \"a\"\npids_limit = 0",
+            "runner.pids_limit",
+            "at least 1",
+        ),
     ] {
         match load(&with(&format!("kind = \"container\"\n{runner}"))) {
             Err(ConfigError::Invalid { problems, .. }) => assert!(
-                problems.iter().any(|p| p.key == format!("agents[0].{key}")
-                    && p.problem.contains(says)),
+                problems
+                    .iter()
+                    .any(|p| p.key == format!("agents[0].{key}") && p.problem.contains(says)),
                 "{runner}: {problems:?}"
             ),
             other => panic!("{runner}: {other:?}"),
@@ -634,6 +647,14 @@ fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_
     }
     // Kinds not offered, and unknown fields, are parse errors.
     assert!(load(&with("kind = \"ssh\"")).is_err());
-    assert!(load(&with("kind = \"container\"\nimage = \"a\"\nprivileged = true")).is_err());
-    assert!(load(&with("kind = \"container\"")).is_err(), "the image is needed");
+    assert!(
+        load(&with(
+            "kind = \"container\"\nimage = \"a\"\nprivileged = true"
+        ))
+        .is_err()
+    );
+    assert!(
+        load(&with("kind = \"container\"")).is_err(),
+        "the image is needed"
+    );
 }
