@@ -232,7 +232,7 @@ async fn a_container_agent_answers_asks_runs_inside_and_writes_only_its_workspac
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn containers_a_killed_gateway_left_are_removed_and_a_missing_image_is_named() {
+async fn containers_a_killed_gateway_left_are_removed_at_its_next_start() {
     let Some(image) = agent_image() else { return };
     let mut env =
         Env::start_with_agent_toml(SynapseOptions::default(), "", &in_container(image, "")).await;
