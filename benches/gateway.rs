@@ -230,6 +230,39 @@ fn status_mib(pid: u32, field: &str) -> f64 {
     kib / 1024.0
 }
 
+/// The processes whose parent is `pid`, and theirs, from `/proc`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        if let Some(parent) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            children.entry(parent).or_default().push(child);
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for &c in children.get(&p).into_iter().flatten() {
+            out.push(c);
+            todo.push(c);
+        }
+    }
+    out
+}
+
+/// Resident memory of `pid`'s descendants together, in MiB.
+fn descendants_mib(pid: u32) -> f64 {
+    descendants(pid).into_iter().map(rss_mib).sum()
+}
+
 /// CPU time (user + system) a process has used.
 fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -936,6 +969,86 @@ async fn backlog(report: &mut Report, runs: usize, count: usize) {
     }
 }
 
+/// Each agent runner beside the local one (bubblewrap): the round trip of an instant answer
+/// (the gateway's part, prompt to reply as the homeserver stamped both), how long the agent
+/// process takes to start and answer `initialize` (from the gateway's log), and the memory
+/// the agent's side holds (its process tree; for a container, also the engine's monitor and
+/// the container's processes, which are not the gateway's children).
+async fn runners(report: &mut Report, runs: usize) {
+    let mut kinds = vec![("local", String::new())];
+    match support::container::agent_image() {
+        Some(image) => kinds.push(("container", support::container::in_container(image, ""))),
+        None => eprintln!("no container engine here: only the local runner is measured"),
+    }
+    for (kind, agent_toml) in kinds {
+        let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent_toml).await;
+        let room = env.room_with_agent(false).await;
+        let log = env.gw.log();
+        let stamp = |line: &str| -> Option<f64> {
+            let at = log
+                .lines()
+                .find(|l| l.contains(line))?
+                .split_whitespace()
+                .next()?;
+            let t: jiff::Timestamp = at.parse().ok()?;
+            Some(t.as_millisecond() as f64)
+        };
+        if let (Some(from), Some(to)) = (stamp("sandbox: "), stamp("agent initialised")) {
+            report.add(
+                &format!("runner {kind}: agent start to initialize answered"),
+                "ms",
+                to - from,
+            );
+        }
+        for n in 0..runs * 10 {
+            let word = format!("rt{n}");
+            env.prompt_and_wait(&room, &format!("%say {word}"), &word)
+                .await;
+            let prompt = (env
+                .alice
+                .messages_from(&room, &env.alice.user_id)
+                .into_iter())
+            .rfind(|m| m.replaces.is_none())
+            .map_or(0, |m| m.server_ts);
+            let reply = (env.alice.messages_from(&room, &env.agent).into_iter())
+                .rfind(|m| m.replaces.is_none())
+                .map_or(0, |m| m.server_ts);
+            report.add(
+                &format!("runner {kind}: prompt to reply at the homeserver"),
+                "ms",
+                reply.saturating_sub(prompt) as f64,
+            );
+        }
+        let gateway = env.gw.pid().unwrap();
+        let mut agent_side = descendants_mib(gateway);
+        if kind == "container" {
+            let state = env.gw.dir.path().join("state").canonicalize().unwrap();
+            let names = std::process::Command::new("podman")
+                .args(["ps", "--format", "{{.Names}}", "--filter"])
+                .arg(format!("label=sidekicks.state={}", state.display()))
+                .output()
+                .unwrap();
+            for name in String::from_utf8_lossy(&names.stdout).split_whitespace() {
+                let conmon = std::process::Command::new("podman")
+                    .args(["inspect", "--format", "{{.State.ConmonPid}}", name])
+                    .output()
+                    .unwrap();
+                if let Ok(pid) = String::from_utf8_lossy(&conmon.stdout)
+                    .trim()
+                    .parse::<u32>()
+                {
+                    agent_side += rss_mib(pid) + descendants_mib(pid);
+                }
+            }
+        }
+        report.add(
+            &format!("runner {kind}: agent side resident memory"),
+            "MiB",
+            agent_side,
+        );
+    }
+}
+
 /// The agent's messages in `rooms` that Alice received after the first `before` of each.
 fn new_answers(env: &Env, rooms: &[Room], before: &[usize]) -> Vec<support::person::Seen> {
     rooms
@@ -1087,6 +1200,10 @@ async fn main() {
             eprintln!("measuring load with {rooms} rooms…");
             load(rooms, &mut report).await;
         }
+    }
+    if wants("runners") {
+        eprintln!("measuring each agent runner ({runs} × 10 round trips)…");
+        runners(&mut report, runs).await;
     }
     if wants("backlog") {
         let backlog_runs = runs.min(3);

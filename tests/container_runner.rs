@@ -14,76 +14,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use support::container::{BASE, agent_image, in_container};
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
-
-const BASE: &str = "docker.io/library/debian:bookworm-slim";
-const IMAGE: &str = "localhost/sidekicks-demo-agent:test";
-
-/// Builds the agent's image (the base, and this build's binary at
-/// `/usr/local/bin/sidekicks`); `None` when Podman cannot build or run one here.
-fn agent_image() -> Option<&'static str> {
-    let podman = |args: &[&str]| Command::new("podman").args(args).output();
-    if !podman(&["--version"]).is_ok_and(|o| o.status.success()) {
-        eprintln!("no podman here: the container runner is not tested");
-        return None;
-    }
-    if !podman(&["image", "inspect", BASE]).is_ok_and(|o| o.status.success()) {
-        // The container image's build script makes the base from Debian's packages.
-        let root = env!("CARGO_MANIFEST_DIR");
-        let made = Command::new("bash")
-            .arg(format!("{root}/scripts/build-image.sh"))
-            .arg("--prebuilt")
-            .arg(support::gateway::binary())
-            .env("SIDEKICKS_CONTAINER_ENGINE", "podman")
-            .env("SIDEKICKS_IMAGE", "sidekicks:test")
-            .env("SIDEKICKS_DEBOOTSTRAP", "1")
-            .output()
-            .unwrap();
-        if !made.status.success() {
-            eprintln!(
-                "no {BASE} image and none could be made: the container runner is not tested\n{}",
-                String::from_utf8_lossy(&made.stderr)
-            );
-            return None;
-        }
-    }
-    let probe = podman(&["run", "--rm", BASE, "true"]).unwrap();
-    if !probe.status.success() {
-        eprintln!(
-            "podman cannot run a container here ({}): the container runner is not tested",
-            String::from_utf8_lossy(&probe.stderr).trim()
-        );
-        return None;
-    }
-    let context = tempfile::tempdir().unwrap();
-    std::fs::copy(support::gateway::binary(), context.path().join("sidekicks")).unwrap();
-    std::fs::write(
-        context.path().join("Containerfile"),
-        format!("FROM {BASE}\nCOPY sidekicks /usr/local/bin/sidekicks\n"),
-    )
-    .unwrap();
-    let built = Command::new("podman")
-        .args(["build", "-q", "-t", IMAGE])
-        .arg(context.path())
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    Some(IMAGE)
-}
-
-/// The agent's table: the demo agent in `image`, with limits, and `extra` lines for its
-/// runner table.
-fn in_container(image: &str, extra: &str) -> String {
-    format!(
-        "command = \"/usr/local/bin/sidekicks\"\nargs = [\"demo-agent\"]\n\
-         [agents.runner]\nkind = \"container\"\nimage = \"{image}\"\ncpus = 1.5\n\
-         memory = \"768m\"\npids_limit = 300\n{extra}"
-    )
-}
 
 /// The names of the containers labelled with the gateway's state folder `state`.
 fn containers(state: &Path) -> Vec<String> {

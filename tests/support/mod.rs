@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod agents;
+pub mod container;
 pub mod gateway;
 pub mod model_server;
 pub mod person;
