@@ -75,12 +75,19 @@ impl Gateway {
                 // Taken: the person sees it read, beside (not before) everything else, and
                 // a moment later (see [`RECEIPT_AFTER`]). A message that opens its own
                 // thread is read where it is: in the main timeline.
+                // Of several taken within that moment, only the newest gets one: it covers
+                // the others.
                 if let Some(ctx) = self.agents.get(agent_id) {
                     let (chat, room, event) = (ctx.chat.clone(), room_id.clone(), event_id.clone());
                     let thread = (message.thread.clone()).filter(|root| root != event_id);
+                    let key = (agent_id.clone(), room.clone(), thread.clone());
+                    self.receipts.taken(key.clone(), event.clone());
+                    let receipts = self.receipts.clone();
                     self.channels.spawn(async move {
                         tokio::time::sleep(RECEIPT_AFTER).await;
-                        chat.mark_read(&room, &event, thread.as_ref()).await
+                        if receipts.due(&key, &event) {
+                            chat.mark_read(&room, &event, thread.as_ref()).await
+                        }
                     });
                 }
                 true

@@ -14,6 +14,7 @@ mod fork;
 mod handoff;
 mod outbox;
 mod people;
+mod receipts;
 mod recovery;
 mod registry;
 mod room_commands;
@@ -128,6 +129,9 @@ pub struct Gateway {
     /// Scheduled runs whose message could not be posted, by (schedule, due time): when to
     /// try again, and the wait after that.
     post_retries: std::sync::Mutex<HashMap<(i64, i64), (std::time::Instant, std::time::Duration)>>,
+    /// The newest message taken in each room and thread whose read receipt waits: one
+    /// receipt covers a burst.
+    receipts: Arc<receipts::Receipts>,
 }
 
 impl Gateway {
@@ -161,6 +165,7 @@ impl Gateway {
             schedules: settings.schedules,
             started_at: now_ms(),
             post_retries: Default::default(),
+            receipts: Default::default(),
         }
     }
 

@@ -86,3 +86,32 @@ async fn a_message_a_full_channel_queue_refuses_is_answered_and_no_longer_waits(
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(agent.prompts().is_empty(), "never run");
 }
+
+#[tokio::test]
+async fn a_burst_of_messages_gets_one_read_receipt_on_the_newest() {
+    let (gw, _agent, chat) = gateway().await;
+    assert!(
+        gw.accept_invite(&"demo".into(), &"!r".into(), &"@alice:x".into())
+            .await
+    );
+    let now = now_ms() as u64;
+    for (n, id) in ["$1", "$2", "$3"].into_iter().enumerate() {
+        gw.handle(msg(id, "@alice:x", now + 1 + n as u64)).await;
+    }
+    wait_for(Duration::from_secs(5), || {
+        chat.log().iter().any(|s| matches!(s, Sent::Read { .. }))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let reads: Vec<String> = (chat.log().into_iter())
+        .filter_map(|s| match s {
+            Sent::Read { event_id, .. } => Some(event_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reads,
+        ["$3"],
+        "one receipt, on the newest: it covers the others"
+    );
+}
