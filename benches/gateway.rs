@@ -6,7 +6,7 @@
 //!
 //! Settings (environment): `SIDEKICKS_BENCH_RUNS` (default 5), `SIDEKICKS_BENCH_ROOMS`
 //! (load sizes, default `50`; e.g. `50,200`), `SIDEKICKS_BENCH_ONLY` (comma-separated
-//! figure groups: `latency,economy,cold,footprint,load,catchup`), `SIDEKICKS_BENCH_LOG` (a
+//! figure groups: `latency,economy,cold,footprint,load,runners,backlog,catchup`), `SIDEKICKS_BENCH_LOG` (a
 //! file the latency runs' gateway log is written to), `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS`
 //! (how long the matrix-sdk echo bot waits before it answers; default 0).
 #![recursion_limit = "256"]
@@ -1155,7 +1155,7 @@ async fn main() {
         .max(1);
     let only = env_or(
         "SIDEKICKS_BENCH_ONLY",
-        "latency,economy,cold,footprint,load,backlog,catchup",
+        "latency,economy,cold,footprint,load,runners,backlog,catchup",
     );
     let wants = |group: &str| only.split(',').any(|g| g.trim() == group);
     let mut report = Report::default();
