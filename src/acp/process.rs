@@ -155,9 +155,10 @@ impl ProcessSpec {
         })
     }
 
-    /// The command that runs `program args` in the agent's container (`agent`: the agent itself): the engine, with the
-    /// gateway's own environment (it may need its `HOME` and runtime folder) and the
-    /// agent's configured values, which reach the container by name only.
+    /// The command that runs `program args` in the agent's container (`agent`: the agent
+    /// itself): the engine, with the gateway's own environment (it may need its `HOME` and
+    /// runtime folder) and the agent's configured values, which reach the container by
+    /// name only.
     fn in_container(
         &self,
         container: &Container,
