@@ -192,8 +192,10 @@ impl Container {
         if call.env_file {
             out.extend(["--env-file".into(), "/dev/fd/3".into()]);
         }
+        // The command is the entry point, whatever the image's own: its arguments follow the
+        // image, in place of the image's default command.
+        out.extend(["--entrypoint".into(), call.command.into()]);
         out.push(self.image.clone().into());
-        out.push(call.command.into());
         out.extend(call.args.iter().map(OsString::from));
         out
     }
@@ -389,7 +391,7 @@ pub(super) mod tests {
              --cap-drop all --security-opt no-new-privileges --pids-limit 100 --cpus 1.5 \
              --memory 2g --network none -v {r}/home:{r}/home -v {r}/work:{r}/work \
              -v {r}/tools:{r}/tools:ro -v {r}/tools.sock:/run/sidekicks/room-tools.sock \
-             -w {r}/work -e HOME={r}/home -e API_KEY agent:1 agent"
+             -w {r}/work -e HOME={r}/home -e API_KEY --entrypoint agent agent:1"
         );
         assert_eq!(line, expected);
         // No value of a variable is on the command line.
@@ -422,7 +424,10 @@ pub(super) mod tests {
         let one_off = text(&container(dir.path()).command_line(&c, false));
         assert!(one_off.starts_with("run --rm --label "), "{one_off}");
         assert!(!one_off.contains("--name"), "{one_off}");
-        assert!(one_off.ends_with(" agent:1 sh -c make"), "{one_off}");
+        assert!(
+            one_off.ends_with(" --entrypoint sh agent:1 -c make"),
+            "{one_off}"
+        );
     }
 
     #[test]

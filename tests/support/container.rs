@@ -48,7 +48,11 @@ pub fn agent_image() -> Option<&'static str> {
     std::fs::copy(super::gateway::binary(), context.path().join("sidekicks")).unwrap();
     std::fs::write(
         context.path().join("Containerfile"),
-        format!("FROM {BASE}\nCOPY sidekicks /usr/local/bin/sidekicks\n"),
+        // An entry point of its own, as agents' images have: the configured command must
+        // replace it.
+        format!(
+            "FROM {BASE}\nCOPY sidekicks /usr/local/bin/sidekicks\nENTRYPOINT [\"/bin/false\"]\n"
+        ),
     )
     .unwrap();
     let built = Command::new("podman")
