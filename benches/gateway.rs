@@ -1022,21 +1022,11 @@ async fn runners(report: &mut Report, runs: usize) {
         let gateway = env.gw.pid().unwrap();
         let mut agent_side = descendants_mib(gateway);
         if kind == "container" {
-            let state = env.gw.dir.path().join("state").canonicalize().unwrap();
-            let names = std::process::Command::new("podman")
-                .args(["ps", "--format", "{{.Names}}", "--filter"])
-                .arg(format!("label=sidekicks.state={}", state.display()))
-                .output()
-                .unwrap();
-            for name in String::from_utf8_lossy(&names.stdout).split_whitespace() {
-                let conmon = std::process::Command::new("podman")
-                    .args(["inspect", "--format", "{{.State.ConmonPid}}", name])
-                    .output()
-                    .unwrap();
-                if let Ok(pid) = String::from_utf8_lossy(&conmon.stdout)
-                    .trim()
-                    .parse::<u32>()
-                {
+            let state = env.gw.dir.path().join("state");
+            for name in support::container::containers(&state) {
+                let conmon = support::container::inspect(&name, "{{.State.ConmonPid}}");
+                // A container that has stopped has no monitor (0): nothing to count.
+                if let Ok(pid @ 1..) = conmon.parse::<u32>() {
                     agent_side += rss_mib(pid) + descendants_mib(pid);
                 }
             }

@@ -10,38 +10,11 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use support::container::{BASE, agent_image, in_container};
+use support::container::{BASE, agent_image, containers, in_container, inspect, label, podman};
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
-
-/// The names of the containers labelled with the gateway's state folder `state`.
-fn containers(state: &Path) -> Vec<String> {
-    let out = Command::new("podman")
-        .args(["ps", "-a", "--format", "{{.Names}}", "--filter"])
-        .arg(format!(
-            "label=sidekicks.state={}",
-            state.canonicalize().unwrap().display()
-        ))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
-}
-
-/// `podman inspect` of `name`, formatted by `format`.
-fn inspect(name: &str, format: &str) -> String {
-    let out = Command::new("podman")
-        .args(["inspect", "--format", format, name])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_agent_answers_asks_runs_inside_and_writes_only_its_workspace() {
@@ -183,21 +156,18 @@ async fn containers_a_killed_gateway_left_are_removed_at_its_next_start() {
     )
     .await;
     // One that outlived it anyway (the engine's client killed too) is removed at start.
-    let label = format!(
-        "sidekicks.state={}",
-        state.canonicalize().unwrap().display()
-    );
     let left_name = format!("sidekicks-demo-left-{}", std::process::id());
-    let left = Command::new("podman")
-        .args(["run", "-d", "--label", &label, "--name", &left_name])
-        .args([BASE, "sleep", "600"])
-        .output()
-        .unwrap();
-    assert!(
-        left.status.success(),
-        "{}",
-        String::from_utf8_lossy(&left.stderr)
-    );
+    podman(&[
+        "run",
+        "-d",
+        "--label",
+        &label(&state),
+        "--name",
+        &left_name,
+        BASE,
+        "sleep",
+        "600",
+    ]);
     env.gw.start_again();
     env.prompt_and_wait(&room, "%say after the restart", "after the restart")
         .await;

@@ -1,6 +1,7 @@
 //! The container runner's test image: this build's binary (the demo agent) on the Debian
 //! base the container image test uses, built with Podman.
 
+use std::path::Path;
 use std::process::Command;
 
 /// The Debian base image (made with debootstrap where no registry is reachable).
@@ -11,12 +12,13 @@ pub const IMAGE: &str = "localhost/sidekicks-demo-agent:test";
 /// Builds the agent's image (the base, and this build's binary at
 /// `/usr/local/bin/sidekicks`); `None` when Podman cannot build or run one here.
 pub fn agent_image() -> Option<&'static str> {
-    let podman = |args: &[&str]| Command::new("podman").args(args).output();
-    if !podman(&["--version"]).is_ok_and(|o| o.status.success()) {
+    // What may fail here (no engine, no base yet) is asked, not asserted.
+    let asks = |args: &[&str]| Command::new("podman").args(args).output();
+    if !asks(&["--version"]).is_ok_and(|o| o.status.success()) {
         eprintln!("no podman here: the container runner is not tested");
         return None;
     }
-    if !podman(&["image", "inspect", BASE]).is_ok_and(|o| o.status.success()) {
+    if !asks(&["image", "inspect", BASE]).is_ok_and(|o| o.status.success()) {
         // The container image's build script makes the base from Debian's packages.
         let root = env!("CARGO_MANIFEST_DIR");
         let made = Command::new("bash")
@@ -36,7 +38,7 @@ pub fn agent_image() -> Option<&'static str> {
             return None;
         }
     }
-    let probe = podman(&["run", "--rm", BASE, "true"]).unwrap();
+    let probe = asks(&["run", "--rm", BASE, "true"]).unwrap();
     if !probe.status.success() {
         eprintln!(
             "podman cannot run a container here ({}): the container runner is not tested",
@@ -55,17 +57,39 @@ pub fn agent_image() -> Option<&'static str> {
         ),
     )
     .unwrap();
-    let built = Command::new("podman")
-        .args(["build", "-q", "-t", IMAGE])
-        .arg(context.path())
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    podman(&["build", "-q", "-t", IMAGE, context.path().to_str().unwrap()]);
     Some(IMAGE)
+}
+
+/// Runs `podman args`, which must succeed; returns what it printed.
+pub fn podman(args: &[&str]) -> String {
+    let out = Command::new("podman").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "podman {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The label the gateway whose state folder is `state` puts on its containers.
+pub fn label(state: &Path) -> String {
+    format!(
+        "sidekicks.state={}",
+        state.canonicalize().unwrap().display()
+    )
+}
+
+/// The names of the containers of the gateway whose state folder is `state`.
+pub fn containers(state: &Path) -> Vec<String> {
+    let filter = format!("label={}", label(state));
+    let names = podman(&["ps", "-a", "--format", "{{.Names}}", "--filter", &filter]);
+    names.split_whitespace().map(str::to_owned).collect()
+}
+
+/// `podman inspect` of `name`, formatted by `format`.
+pub fn inspect(name: &str, format: &str) -> String {
+    podman(&["inspect", "--format", format, name])
 }
 
 /// The agent's table: the demo agent in `image`, with limits, and `extra` lines for its
