@@ -6,7 +6,9 @@
 //!
 //! Settings (environment): `SIDEKICKS_BENCH_RUNS` (default 5), `SIDEKICKS_BENCH_ROOMS`
 //! (load sizes, default `50`; e.g. `50,200`), `SIDEKICKS_BENCH_ONLY` (comma-separated
-//! figure groups: `latency,economy,cold,footprint,load,runners,backlog,catchup`), `SIDEKICKS_BENCH_LOG` (a
+//! figure groups: `latency,economy,cold,footprint,load,burst,runners,backlog,catchup`),
+//! `SIDEKICKS_BENCH_BURST` (burst sizes, rooms prompted at the same moment, default `200`),
+//! `SIDEKICKS_BENCH_LOG` (a
 //! file the latency runs' gateway log is written to), `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS`
 //! (how long the matrix-sdk echo bot waits before it answers; default 0).
 #![recursion_limit = "256"]
@@ -773,7 +775,7 @@ async fn footprint(report: &mut Report) {
     );
 }
 
-async fn load(rooms_count: usize, report: &mut Report) {
+async fn load(rooms_count: usize, at_once: bool, report: &mut Report) {
     let env = Env::start(SynapseOptions::default(), "").await;
     // The staleness as a raw client sees it too: matrix-sdk's client waits a second
     // between two syncs less than a second apart, which a busy room always is.
@@ -789,13 +791,20 @@ async fn load(rooms_count: usize, report: &mut Report) {
         .map(|r| stream_text(&format!("room {r}"), lines))
         .collect();
     let started = Instant::now();
-    for (room, text) in rooms.iter().zip(&texts) {
-        env.alice
-            .send(
-                room,
-                &format!("%now\n%stream {} {size}\n{text}", every.as_millis()),
-            )
-            .await;
+    let prompt = |text: &str| format!("%now\n%stream {} {size}\n{text}", every.as_millis());
+    match at_once {
+        // Every prompt sent at the same moment, as a team's burst: the gateway takes 200
+        // turns in at once, with one agent process streaming all of them.
+        true => {
+            let prompts: Vec<String> = texts.iter().map(|text| prompt(text)).collect();
+            let sends = (rooms.iter().zip(&prompts)).map(|(room, p)| env.alice.send(room, p));
+            futures::future::join_all(sends).await;
+        }
+        false => {
+            for (room, text) in rooms.iter().zip(&texts) {
+                env.alice.send(room, &prompt(text)).await;
+            }
+        }
     }
     let mut lags = Vec::new();
     let mut raw_lags = Vec::new();
@@ -848,7 +857,10 @@ async fn load(rooms_count: usize, report: &mut Report) {
     finals.sort_by(f64::total_cmp);
     lags.sort_by(f64::total_cmp);
     raw_lags.sort_by(f64::total_cmp);
-    let label = |what: &str| format!("load {rooms_count} rooms: {what}");
+    let label = |what: &str| match at_once {
+        true => format!("burst {rooms_count} rooms at once: {what}"),
+        false => format!("load {rooms_count} rooms: {what}"),
+    };
     report.add(
         &label("replies complete and identical"),
         "%",
@@ -878,6 +890,10 @@ async fn load(rooms_count: usize, report: &mut Report) {
         &label("wall time for all replies"),
         "s",
         elapsed.as_secs_f64(),
+    );
+    keep_logs(
+        &env,
+        &format!("{}{rooms_count}", ["load", "burst"][usize::from(at_once)]),
     );
 }
 
@@ -967,6 +983,21 @@ async fn backlog(report: &mut Report, runs: usize, count: usize) {
             100.0 * f64::from(u8::from(in_order && answers.len() == count)),
         );
     }
+    keep_logs(&env, "backlog");
+}
+
+/// With `SIDEKICKS_BENCH_LOG` set, keeps the gateway's and the homeserver's logs of a
+/// figure group beside it (`<file>.<group>.gateway`, `<file>.<group>.synapse`): Synapse's
+/// access log gives each request's processing time, the gateway's each turn's steps.
+fn keep_logs(env: &Env, group: &str) {
+    let Ok(path) = std::env::var("SIDEKICKS_BENCH_LOG") else {
+        return;
+    };
+    let gateway = format!("{path}.{group}.gateway");
+    let synapse = format!("{path}.{group}.synapse");
+    std::fs::write(&gateway, env.gw.log()).unwrap();
+    let _ = std::fs::copy(env.hs.dir.path().join("synapse.log"), &synapse);
+    eprintln!("the {group} logs are in {gateway} and {synapse}");
 }
 
 /// Each agent runner beside the local one (bubblewrap): the round trip of an instant answer
@@ -1145,7 +1176,7 @@ async fn main() {
         .max(1);
     let only = env_or(
         "SIDEKICKS_BENCH_ONLY",
-        "latency,economy,cold,footprint,load,runners,backlog,catchup",
+        "latency,economy,cold,footprint,load,burst,runners,backlog,catchup",
     );
     let wants = |group: &str| only.split(',').any(|g| g.trim() == group);
     let mut report = Report::default();
@@ -1188,7 +1219,16 @@ async fn main() {
             .filter_map(|r| r.trim().parse().ok())
         {
             eprintln!("measuring load with {rooms} rooms…");
-            load(rooms, &mut report).await;
+            load(rooms, false, &mut report).await;
+        }
+    }
+    if wants("burst") {
+        for rooms in env_or("SIDEKICKS_BENCH_BURST", "200")
+            .split(',')
+            .filter_map(|r| r.trim().parse().ok())
+        {
+            eprintln!("measuring a burst of {rooms} rooms prompted at once…");
+            load(rooms, true, &mut report).await;
         }
     }
     if wants("runners") {

@@ -28,6 +28,7 @@ mod tasks;
 mod turn;
 mod turn_input;
 mod typing;
+mod waiting_marks;
 mod worktree;
 mod written_during_turn;
 
@@ -59,6 +60,7 @@ use queue::{Queue, Queued};
 use reported::Reported;
 use running_turn::RunningTurn;
 use slot::SessionSlot;
+use turn::sleep_until_opt;
 
 /// What a channel tells `!status` and `!help` about itself.
 #[derive(Debug, Clone, Default)]
@@ -243,9 +245,12 @@ impl Channel {
                 if let Some(reaction) = &next.reaction {
                     let _ = self.ctx.chat.redact(&self.key.room, reaction).await;
                 }
+                // The prompts that come from now on wait behind this turn.
+                self.queue.turn_began();
                 // Held until the turn ends: the pool neither stops the agent nor gives its
                 // slot away.
-                if let Some(lease) = self.lease_for_turn(&next).await {
+                let lease = self.lease_for_turn(&next).await;
+                if let Some(lease) = lease {
                     let event_id = next.message.event_id.clone();
                     self.run_turn(next).await;
                     drop(lease);
@@ -256,6 +261,7 @@ impl Channel {
                         self.settle(&event_id).await;
                     }
                 }
+                self.queue.turn_ended();
                 continue;
             }
             let input = match deferred {
@@ -397,6 +403,7 @@ impl Channel {
             tokio::select! {
                 biased;
                 lease = &mut acquire => return Some(lease),
+                _ = sleep_until_opt(self.queue.next_mark_at()) => self.mark_waiting().await,
                 _ = self.shutdown.cancelled() => {
                     self.queue.push_front(Queued {
                         message: queued.message.clone(),
@@ -444,52 +451,6 @@ impl Channel {
         if let Some(message) = self.gather(message, true).await {
             self.mark_and_queue(message, reaction).await
         }
-    }
-
-    /// Queues `message` marked ⏳ (unless it is already: `reaction`); past
-    /// `queue.max_waiting` it is refused with a notice and settled instead.
-    async fn mark_and_queue(&mut self, message: IncomingMessage, reaction: Option<EventId>) {
-        if self.queue.is_full() {
-            tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, event = %message.event_id, waiting = self.queue.len(), "too many messages wait; one was refused");
-            if let Some(reaction) = &reaction {
-                let _ = self.ctx.chat.redact(&self.key.room, reaction).await;
-            }
-            let text = strings::too_many_waiting(&self.ctx.display_name, Some(self.queue.len()));
-            self.notice(text).await;
-            self.settle(&message.event_id).await;
-            return;
-        }
-        let reaction = match reaction {
-            Some(reaction) => Some(reaction),
-            None => self.mark_queued(&message.event_id).await,
-        };
-        self.queue.push_back(Queued::marked(message, reaction));
-    }
-
-    /// Puts the ⏳ reaction on a waiting message and remembers it with the message, so it
-    /// is taken back when its turn starts, even after a restart.
-    async fn mark_queued(&self, event_id: &EventId) -> Option<EventId> {
-        let reaction = match self
-            .ctx
-            .chat
-            .react(&self.key.room, event_id, strings::QUEUED_REACTION)
-            .await
-        {
-            Ok(id) => id,
-            Err(e) => {
-                tracing::warn!(room = %self.key.room, error = %e, "could not mark a message as queued");
-                return None;
-            }
-        };
-        let ctx = &self.ctx;
-        if let Err(e) = ctx
-            .store
-            .set_queued_reaction(&ctx.agent_id, event_id, &reaction)
-            .await
-        {
-            tracing::warn!(room = %self.key.room, error = %e, "could not record the queued mark");
-        }
-        Some(reaction)
     }
 }
 

@@ -1,8 +1,11 @@
 //! The prompts waiting behind a channel's running turn: the order they run in, how many may
-//! wait (`queue.max_waiting`), and their count in the queue metric. The channel asks it
-//! through these methods; nothing else holds the prompts.
+//! wait (`queue.max_waiting`), when they are marked ⏳, and their count in the queue metric.
+//! The channel asks it through these methods; nothing else holds the prompts.
 
 use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::core::inbound::IncomingMessage;
 use crate::model::ids::{AgentId, EventId, UserId};
@@ -21,7 +24,17 @@ pub(super) struct Queued {
     /// Whether it stopped the turn before it (`!queue interrupt`): the agent is told its
     /// previous answer was cut.
     pub(super) interrupting: bool,
+    /// Whether it is to be marked ⏳ once the turn ahead of it has run [`MARK_AFTER`] (it
+    /// came while a turn ran, and that turn was younger).
+    pub(super) awaits_mark: bool,
 }
+
+/// How long the turn ahead runs before the prompts waiting behind it are marked ⏳. A prompt
+/// answered within a moment needs no mark: the answer is the sign it was seen. Marking each
+/// prompt of a backlog answered one after another would cost the room two events per prompt
+/// (the mark and its removal), which the homeserver takes in one at a time per room, ahead
+/// of the answers.
+pub(super) const MARK_AFTER: Duration = Duration::from_secs(1);
 
 impl Queued {
     /// `message`, waiting as written.
@@ -32,6 +45,7 @@ impl Queued {
             rerun: false,
             edited: false,
             interrupting: false,
+            awaits_mark: false,
         }
     }
 
@@ -47,6 +61,14 @@ impl Queued {
     pub(super) fn marked(message: IncomingMessage, reaction: Option<EventId>) -> Self {
         Self {
             reaction,
+            ..Self::new(message)
+        }
+    }
+
+    /// `message`, to be marked ⏳ should the turn ahead of it last (see [`MARK_AFTER`]).
+    pub(super) fn to_mark(message: IncomingMessage) -> Self {
+        Self {
+            awaits_mark: true,
             ..Self::new(message)
         }
     }
@@ -74,6 +96,9 @@ pub(super) struct Queue {
     agent: AgentId,
     /// How many the metric counts for this queue now.
     counted: usize,
+    /// From when the prompts waiting behind the current turn are marked ⏳ ([`MARK_AFTER`]
+    /// after it began); `None` between turns, when a prompt that must wait is marked at once.
+    marks_from: Option<Instant>,
 }
 
 impl Queue {
@@ -84,6 +109,42 @@ impl Queue {
             max,
             agent,
             counted: 0,
+            marks_from: None,
+        }
+    }
+
+    /// A turn begins (it may still wait for a slot of the pool): the prompts that come
+    /// meanwhile are marked ⏳ only once it has lasted [`MARK_AFTER`].
+    pub(super) fn turn_began(&mut self) {
+        self.marks_from = Some(Instant::now() + MARK_AFTER);
+    }
+
+    /// The turn is over: the next one counts its own moment.
+    pub(super) fn turn_ended(&mut self) {
+        self.marks_from = None;
+    }
+
+    /// Whether a prompt that must wait now is marked ⏳ at once: the turn ahead has lasted.
+    pub(super) fn marks_now(&self) -> bool {
+        self.marks_from.is_none_or(|from| Instant::now() >= from)
+    }
+
+    /// When the waiting prompts not marked yet are to be marked, if any waits for it.
+    pub(super) fn next_mark_at(&self) -> Option<Instant> {
+        (self.marks_from).filter(|_| self.items.iter().any(|q| q.awaits_mark))
+    }
+
+    /// The waiting prompts to mark ⏳ now, in order; each is then no longer awaiting it.
+    pub(super) fn take_to_mark(&mut self) -> Vec<EventId> {
+        (self.items.iter_mut())
+            .filter_map(|q| std::mem::take(&mut q.awaits_mark).then(|| q.message.event_id.clone()))
+            .collect()
+    }
+
+    /// The ⏳ `reaction` put on the waiting prompt of `event`.
+    pub(super) fn marked(&mut self, event: &EventId, reaction: EventId) {
+        if let Some(q) = self.items.iter_mut().find(|q| &q.message.event_id == event) {
+            q.reaction = Some(reaction);
         }
     }
 
@@ -214,5 +275,28 @@ mod tests {
         assert_eq!(queue.take(&two).unwrap().message.event_id, two);
         assert!(!queue.holds(&two) && queue.take(&two).is_none());
         assert_eq!(queue.next().unwrap().message.body, "fixed");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn prompts_behind_a_turn_are_marked_only_once_it_has_lasted() {
+        let mut queue = Queue::new("demo".into(), 10);
+        assert!(
+            queue.marks_now(),
+            "between turns a waiting prompt is marked at once"
+        );
+        queue.turn_began();
+        assert!(!queue.marks_now());
+        queue.push_back(Queued::to_mark(prompt("$1", "@a:x").message));
+        queue.push_back(prompt("$2", "@a:x"));
+        let due = queue.next_mark_at().expect("one awaits its mark");
+        assert_eq!(due, Instant::now() + MARK_AFTER);
+        tokio::time::advance(MARK_AFTER).await;
+        assert!(queue.marks_now());
+        assert_eq!(queue.take_to_mark(), vec![EventId::from("$1")]);
+        assert_eq!(queue.next_mark_at(), None, "nothing left to mark");
+        queue.marked(&"$1".into(), "$r".into());
+        assert_eq!(queue.next().unwrap().reaction, Some("$r".into()));
+        queue.turn_ended();
+        assert!(queue.marks_now());
     }
 }

@@ -12,9 +12,11 @@ use crate::core::voice::txn;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
+
 use tokio::time::Instant;
 
-use crate::core::chat::Undelivered;
+use crate::core::chat::{ChatError, Undelivered};
 use crate::core::crash_journal::JournaledReplies;
 use crate::core::framing::{self, Frame};
 use crate::core::inbound::IncomingMessage;
@@ -273,19 +275,22 @@ impl Channel {
                     self.handle_input_during_turn(input, turn).await;
                     self.queue.count();
                 }
+                _ = sleep_until_opt(self.queue.next_mark_at()) => self.mark_waiting().await,
                 _ = sleep_until_opt(quiet_at) => {
                     quiet_noted = true;
                     self.note_quiet_turn().await;
                 }
                 _ = sleep_until_opt(reply_due) => {
-                    if let Err(e) = turn.flush_reply().await {
-                        tracing::debug!(room = %self.key.room, error = %e, "edit deferred");
+                    // The answer often comes right behind its last text: taken first, the
+                    // reply is posted once, finished, instead of live and then edited.
+                    tokio::task::yield_now().await;
+                    if let Some(result) = (&mut prompt).now_or_never() {
+                        break result;
                     }
+                    log_deferred(&self.key.room, "edit", turn.flush_reply().await);
                 }
                 _ = sleep_until_opt(cards_due) => {
-                    if let Err(e) = turn.flush_cards().await {
-                        tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
-                    }
+                    log_deferred(&self.key.room, "card update", turn.flush_cards().await);
                 }
                 _ = sleep_until_opt(poll_deadline) => {
                     turn.approvals_mut().expire_due(&ctx, &self.key.room).await
@@ -771,8 +776,15 @@ fn edition_tag(body: &str) -> String {
     format!("edit{:x}", hasher.finish())
 }
 
+/// Logs a request the homeserver did not take: the next one carries its content.
+fn log_deferred(room: &crate::model::ids::RoomId, what: &str, result: Result<(), ChatError>) {
+    if let Err(e) = result {
+        tracing::debug!(room = %room, error = %e, "{what} deferred");
+    }
+}
+
 /// Sleeps until `at`; forever when there is nothing to wait for.
-async fn sleep_until_opt(at: Option<Instant>) {
+pub(super) async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

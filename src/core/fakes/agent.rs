@@ -22,6 +22,9 @@ use crate::model::modes::KnownModes;
 pub enum Script {
     /// Sends these chunks, `every` apart, then ends the turn.
     Chunks(Vec<String>, Duration),
+    /// Says this once, after a moment's thought, and ends the turn right behind it (the
+    /// answer a moment after the text, as an agent's connection delivers them).
+    Says(String),
     /// Answers with a JSON-RPC error.
     Error(String),
     /// Streams until cancelled, then ends with `cancelled`.
@@ -379,6 +382,12 @@ impl AgentPort for FakeAgent {
                     tokio::time::sleep(every).await;
                     let _ = tx.try_send(AgentEvent::MessageChunk(c));
                 }
+                Ok(StopReason::EndTurn.into())
+            }
+            Script::Says(text) => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let _ = tx.try_send(AgentEvent::MessageChunk(text));
+                tokio::task::yield_now().await;
                 Ok(StopReason::EndTurn.into())
             }
             Script::Exit(status) => {

@@ -117,32 +117,41 @@ async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled
 
 #[tokio::test]
 async fn prompts_queue_behind_the_running_turn_and_run_in_order() {
-    let agent = FakeAgent::new(Script::Chunks(
-        vec!["a".into(), "b".into()],
-        Duration::from_millis(100),
-    ));
-    let chat = FakeChat::new();
-    let (tx, store) = channel(agent.clone(), chat.clone()).await;
-    tx.try_send(ChannelInput::Prompt(message("$1", "first")))
-        .unwrap();
-    tx.try_send(ChannelInput::Prompt(message("$2", "second")))
-        .unwrap();
-    settle_until(|| chat.shown("!room") == vec!["ab", "ab"]).await;
-    let prompts = agent.prompt_texts();
-    assert_eq!(prompts, vec!["first", "second"]);
-    assert_eq!(chat.shown("!room"), vec!["ab", "ab"]);
-    // The second prompt was visibly queued, then the mark was removed.
-    let log = chat.log();
-    assert!(log.iter().any(
-        |s| matches!(s, Sent::React { event_id, key, .. } if event_id == "$2" && key == "⏳")
-    ));
-    assert!(log.iter().any(|s| matches!(s, Sent::Redact { .. })));
-    let t = store
-        .transcript(&ConversationKey::new("!room", "demo"))
-        .await
-        .unwrap();
-    let roles: Vec<&str> = t.iter().map(|e| e.role.as_str()).collect();
-    assert_eq!(roles, vec!["user", "agent", "user", "agent"]);
+    // Behind a turn of 0.2 s the second prompt is answered without a mark; behind one of
+    // 1.4 s it is marked ⏳ once the turn has lasted a moment, and the mark is taken back
+    // when its own turn starts.
+    for (every, marked) in [(100, false), (700, true)] {
+        let agent = FakeAgent::new(Script::Chunks(
+            vec!["a".into(), "b".into()],
+            Duration::from_millis(every),
+        ));
+        let chat = FakeChat::new();
+        let (tx, store) = channel(agent.clone(), chat.clone()).await;
+        tx.try_send(ChannelInput::Prompt(message("$1", "first")))
+            .unwrap();
+        tx.try_send(ChannelInput::Prompt(message("$2", "second")))
+            .unwrap();
+        settle_until(|| chat.shown("!room") == vec!["ab", "ab"]).await;
+        let prompts = agent.prompt_texts();
+        assert_eq!(prompts, vec!["first", "second"]);
+        assert_eq!(chat.shown("!room"), vec!["ab", "ab"]);
+        let log = chat.log();
+        let queued = log.iter().any(
+            |s| matches!(s, Sent::React { event_id, key, .. } if event_id == "$2" && key == "⏳"),
+        );
+        let taken_back = log.iter().any(|s| matches!(s, Sent::Redact { .. }));
+        assert_eq!(
+            (queued, taken_back),
+            (marked, marked),
+            "every {every} ms: {log:?}"
+        );
+        let t = store
+            .transcript(&ConversationKey::new("!room", "demo"))
+            .await
+            .unwrap();
+        let roles: Vec<&str> = t.iter().map(|e| e.role.as_str()).collect();
+        assert_eq!(roles, vec!["user", "agent", "user", "agent"]);
+    }
 }
 
 #[tokio::test]
@@ -466,12 +475,15 @@ async fn past_its_limit_a_waiting_message_is_refused_with_a_notice_and_settled()
         vec!["$2", "$3"],
         "the running one is in the crash journal"
     );
-    let marks = chat
-        .log()
-        .iter()
-        .filter(|s| matches!(s, Sent::React { .. }))
-        .count();
-    assert_eq!(marks, 2, "{:?}", chat.log());
+    // Marked once the turn ahead has lasted a moment.
+    let marks = |chat: &FakeChat| {
+        (chat.log().iter())
+            .filter(|s| matches!(s, Sent::React { .. }))
+            .count()
+    };
+    settle_until(|| marks(&chat) == 2).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(marks(&chat), 2, "{:?}", chat.log());
 }
 
 /// The reactions the agent put on `event`, in order.
@@ -537,4 +549,27 @@ async fn a_stopped_or_failed_turn_marks_its_prompt_so() {
         .unwrap();
     settle_until(|| reactions_on(&chat, "$1").len() == 2).await;
     assert_eq!(reactions_on(&chat, "$1"), vec!["👀", "❌"]);
+}
+
+#[tokio::test]
+async fn an_answer_that_comes_right_behind_its_text_is_posted_once_finished() {
+    // The answer a moment behind its only text: taken before the text is shown, the reply
+    // is sent once, without the live marker and the edit that takes it off. Twenty turns,
+    // so that a race lost half the time shows.
+    let agent = FakeAgent::new(Script::Says("done".into()));
+    let chat = FakeChat::new();
+    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
+    for n in 0..20 {
+        tx.try_send(ChannelInput::Prompt(message(&format!("${n}"), "go")))
+            .unwrap();
+    }
+    settle_until(|| chat.shown("!room").len() == 20).await;
+    let log = chat.log();
+    let sends = (log.iter())
+        .filter(|s| matches!(s, Sent::Send { .. }))
+        .count();
+    let edits = (log.iter())
+        .filter(|s| matches!(s, Sent::Edit { .. }))
+        .count();
+    assert_eq!((sends, edits), (20, 0), "{log:?}");
 }
