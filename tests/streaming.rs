@@ -180,6 +180,39 @@ async fn messages_sent_during_a_turn_are_queued_visibly_and_answered_in_order() 
     assert_eq!(texts, vec!["first", "second"]);
 }
 
+/// Messages behind turns that end within a moment are answered without a ⏳: the answers
+/// are the sign they were seen, and a backlog costs the room no mark and removal each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_behind_quick_turns_are_answered_without_a_queued_mark() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let mut sent = Vec::new();
+    for n in 0..6 {
+        sent.push(env.alice.send(&room, &format!("%say quick {n}")).await);
+    }
+    wait_until(PATIENCE, "every answer", || {
+        let replies = env.alice.messages_from(&room, &env.agent);
+        let texts: Vec<String> = (replies.iter())
+            .filter_map(|m| env.alice.current_text(&m.event_id))
+            .collect();
+        (texts.len() == 6).then_some(texts)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for event in &sent {
+        assert!(
+            (env.alice.reactions_on(event).iter()).all(|r| r.key != "⏳"),
+            "{event} was marked"
+        );
+    }
+    // A mark taken back before Alice's client saw it would show only as its redaction.
+    assert_eq!(
+        env.alice.redactions_seen(),
+        0,
+        "marks were put on and taken back"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_turn_shows_its_work_and_asks_before_looking() {
     let env = Env::start(

@@ -676,6 +676,11 @@ impl Person {
         self.log.lock().unwrap().redacted.contains(event_id)
     }
 
+    /// How many redactions were seen (in every room).
+    pub fn redactions_seen(&self) -> usize {
+        self.log.lock().unwrap().redacted.len()
+    }
+
     /// Whether `user_id` was ever seen typing.
     pub fn saw_typing(&self, user_id: &str) -> bool {
         self.log.lock().unwrap().typing.contains(user_id)

@@ -12,8 +12,6 @@ use crate::core::voice::txn;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-
 use tokio::time::Instant;
 
 use crate::core::chat::{ChatError, Undelivered};
@@ -38,6 +36,12 @@ use crate::store::{OutboxItem, Role, TranscriptLine};
 
 /// How long a turn may take to end after `session/cancel` at shutdown.
 const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
+
+/// How long a request showing the reply waits for the turn's answer, which often comes
+/// right behind the text (the agent's last update, then its response): a reply that ends
+/// meanwhile is shown once, finished, instead of live and then edited again to end it. A
+/// person does not see the wait; the room is spared an event.
+const ANSWER_GRACE: Duration = Duration::from_millis(20);
 
 /// How often the typing notice is renewed while the agent works.
 const TYPING_REFRESH: Duration = Duration::from_secs(3);
@@ -283,8 +287,7 @@ impl Channel {
                 _ = sleep_until_opt(reply_due) => {
                     // The answer often comes right behind its last text: taken first, the
                     // reply is posted once, finished, instead of live and then edited.
-                    tokio::task::yield_now().await;
-                    if let Some(result) = (&mut prompt).now_or_never() {
+                    if let Ok(result) = tokio::time::timeout(ANSWER_GRACE, &mut prompt).await {
                         break result;
                     }
                     log_deferred(&self.key.room, "edit", turn.flush_reply().await);

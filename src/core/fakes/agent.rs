@@ -22,8 +22,8 @@ use crate::model::modes::KnownModes;
 pub enum Script {
     /// Sends these chunks, `every` apart, then ends the turn.
     Chunks(Vec<String>, Duration),
-    /// Says this once, after a moment's thought, and ends the turn right behind it (the
-    /// answer a moment after the text, as an agent's connection delivers them).
+    /// Says this once, after a moment's thought, and ends the turn 2 ms behind it (as an
+    /// agent's connection delivers its last update and then its response).
     Says(String),
     /// Answers with a JSON-RPC error.
     Error(String),
@@ -387,7 +387,7 @@ impl AgentPort for FakeAgent {
             Script::Says(text) => {
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 let _ = tx.try_send(AgentEvent::MessageChunk(text));
-                tokio::task::yield_now().await;
+                tokio::time::sleep(Duration::from_millis(2)).await;
                 Ok(StopReason::EndTurn.into())
             }
             Script::Exit(status) => {
