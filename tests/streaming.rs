@@ -186,8 +186,9 @@ async fn messages_sent_during_a_turn_are_queued_visibly_and_answered_in_order() 
 async fn messages_behind_quick_turns_are_answered_without_a_queued_mark() {
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(false).await;
-    let mut sent = Vec::new();
-    for n in 0..6 {
+    // The first turn lasts 0.4 s, so the others are sent while it runs and wait behind it.
+    let mut sent = vec![env.alice.send(&room, "%sleep 400\n%say quick 0").await];
+    for n in 1..6 {
         sent.push(env.alice.send(&room, &format!("%say quick {n}")).await);
     }
     wait_until(PATIENCE, "every answer", || {
