@@ -8,8 +8,9 @@
 //! (load sizes, default `50`; e.g. `50,200`), `SIDEKICKS_BENCH_ONLY` (comma-separated
 //! figure groups: `latency,economy,cold,footprint,load,burst,runners,backlog,catchup`),
 //! `SIDEKICKS_BENCH_BURST` (burst sizes, rooms prompted at the same moment, default `200`),
-//! `SIDEKICKS_BENCH_LOG` (a
-//! file the latency runs' gateway log is written to), `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS`
+//! `SIDEKICKS_BENCH_LOG` (a file the latency runs' gateway log is written to; the load, burst
+//! and backlog groups keep the gateway's and Synapse's logs beside it),
+//! `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS`
 //! (how long the matrix-sdk echo bot waits before it answers; default 0).
 #![recursion_limit = "256"]
 

@@ -249,8 +249,7 @@ impl Channel {
                 self.queue.turn_began();
                 // Held until the turn ends: the pool neither stops the agent nor gives its
                 // slot away.
-                let lease = self.lease_for_turn(&next).await;
-                if let Some(lease) = lease {
+                if let Some(lease) = self.lease_for_turn(&next).await {
                     let event_id = next.message.event_id.clone();
                     self.run_turn(next).await;
                     drop(lease);
