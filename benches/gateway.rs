@@ -858,6 +858,10 @@ async fn load(rooms_count: usize, at_once: bool, report: &mut Report) {
     finals.sort_by(f64::total_cmp);
     lags.sort_by(f64::total_cmp);
     raw_lags.sort_by(f64::total_cmp);
+    let group = match at_once {
+        true => "burst",
+        false => "load",
+    };
     let label = |what: &str| match at_once {
         true => format!("burst {rooms_count} rooms at once: {what}"),
         false => format!("load {rooms_count} rooms: {what}"),
@@ -892,10 +896,7 @@ async fn load(rooms_count: usize, at_once: bool, report: &mut Report) {
         "s",
         elapsed.as_secs_f64(),
     );
-    keep_logs(
-        &env,
-        &format!("{}{rooms_count}", ["load", "burst"][usize::from(at_once)]),
-    );
+    keep_logs(&env, &format!("{group}{rooms_count}"));
 }
 
 /// In `room`, from Alice's last prompt to the final version of the agent's reply to it,
@@ -1214,22 +1215,20 @@ async fn main() {
         eprintln!("measuring footprint…");
         footprint(&mut report).await;
     }
-    if wants("load") {
-        for rooms in env_or("SIDEKICKS_BENCH_ROOMS", "50")
-            .split(',')
-            .filter_map(|r| r.trim().parse().ok())
-        {
-            eprintln!("measuring load with {rooms} rooms…");
-            load(rooms, false, &mut report).await;
+    // The load sends its prompts one room after another, the burst all at the same moment.
+    for (group, sizes, default, at_once) in [
+        ("load", "SIDEKICKS_BENCH_ROOMS", "50", false),
+        ("burst", "SIDEKICKS_BENCH_BURST", "200", true),
+    ] {
+        if !wants(group) {
+            continue;
         }
-    }
-    if wants("burst") {
-        for rooms in env_or("SIDEKICKS_BENCH_BURST", "200")
+        for rooms in env_or(sizes, default)
             .split(',')
             .filter_map(|r| r.trim().parse().ok())
         {
-            eprintln!("measuring a burst of {rooms} rooms prompted at once…");
-            load(rooms, true, &mut report).await;
+            eprintln!("measuring {group} with {rooms} rooms…");
+            load(rooms, at_once, &mut report).await;
         }
     }
     if wants("runners") {

@@ -1,7 +1,7 @@
 //! The ⏳ on prompts waiting behind a running turn: put on once the turn ahead has lasted a
 //! moment ([`MARK_AFTER`](super::queue::MARK_AFTER)), remembered in the store so a restart
 //! takes it back, and taken back when the prompt's turn starts (see `docs/turns.md`,
-//! "Queues").
+//! "Ordering").
 
 use super::Channel;
 use super::queue::Queued;
