@@ -51,9 +51,43 @@ async fn a_message_gets_a_streamed_reply_whose_final_edit_holds_everything() {
         html.contains("<pre><code class=\"language-rust\">"),
         "{html}"
     );
+}
+
+/// The typing notice says the agent works while nothing of its answer shows; once the
+/// reply's first message is up, its live marker says so, and the notice goes (one request
+/// fewer per renewal, for every client of the room).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typing_notice_goes_once_the_reply_shows() {
+    let env = Env::start(
+        SynapseOptions::default(),
+        "[streaming]\nedit_interval_ms = 300",
+    )
+    .await;
+    let room = env.room_with_agent(false).await;
+    let text = answer_text();
+    // 1.5 s of thought, then ~4 s of streaming at 100 ms per 20-character chunk.
+    let reply = env
+        .prompt_and_wait(
+            &room,
+            &format!("%sleep 1500\n%stream 100 20\n{text}"),
+            &text,
+        )
+        .await;
+    live_flags_once_done(&env, &room, &reply).await;
+    let finished = env.alice.edits_of(&reply).last().unwrap().received;
     assert!(
         env.alice.saw_typing(&env.agent),
-        "the agent showed typing while it worked"
+        "the agent showed typing while it thought"
+    );
+    let off = wait_until(PATIENCE, "the notice taken off", || {
+        env.alice.stopped_typing_at(&env.agent)
+    })
+    .await;
+    let ahead = finished.duration_since(off).unwrap_or_default();
+    assert!(
+        ahead > Duration::from_secs(1),
+        "the notice was taken off {ahead:?} before the reply was complete: it stayed up while \
+         the reply streamed"
     );
 }
 

@@ -119,6 +119,8 @@ struct Log {
     reactions: Vec<SeenReaction>,
     redacted: HashSet<String>,
     typing: HashSet<String>,
+    /// Each typing notice received, when, with who it says is typing.
+    typing_changes: Vec<(std::time::SystemTime, HashSet<String>)>,
 }
 
 /// Whether a message event carries MSC4357's live marker where clients read it: in the
@@ -353,10 +355,11 @@ impl Person {
         client.add_event_handler(move |ev: SyncTypingEvent| {
             let l = l.clone();
             async move {
-                l.lock()
-                    .unwrap()
-                    .typing
-                    .extend(ev.content.user_ids.iter().map(|u| u.to_string()));
+                let typing: HashSet<String> =
+                    ev.content.user_ids.iter().map(|u| u.to_string()).collect();
+                let mut l = l.lock().unwrap();
+                l.typing.extend(typing.iter().cloned());
+                (l.typing_changes).push((std::time::SystemTime::now(), typing));
             }
         });
         let c = client.clone();
@@ -684,6 +687,17 @@ impl Person {
     /// Whether `user_id` was ever seen typing.
     pub fn saw_typing(&self, user_id: &str) -> bool {
         self.log.lock().unwrap().typing.contains(user_id)
+    }
+
+    /// When this client first saw `user_id` stop typing, having seen them typing.
+    pub fn stopped_typing_at(&self, user_id: &str) -> Option<std::time::SystemTime> {
+        let log = self.log.lock().unwrap();
+        let changes = log.typing_changes.iter();
+        let first_on = changes.clone().position(|(_, who)| who.contains(user_id))?;
+        let mut after = changes.skip(first_on);
+        after
+            .find(|(_, who)| !who.contains(user_id))
+            .map(|(at, _)| *at)
     }
 }
 

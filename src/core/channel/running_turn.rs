@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::journal::TurnJournal;
+use super::typing::Typing;
 use crate::core::approvals::Approvals;
 use crate::core::chat::ChatError;
 use crate::core::inbound::IncomingMessage;
@@ -26,6 +27,8 @@ pub(super) struct RunningTurn {
     prompt: IncomingMessage,
     /// The answer.
     stream: ReplyStream,
+    /// The typing notice, until the answer shows.
+    typing: Typing,
     /// Tool cards, plan and thinking.
     activity: Activity,
     /// What the turn has recorded for a crash so far.
@@ -55,6 +58,8 @@ pub(super) struct Ended {
     pub(super) prompt: IncomingMessage,
     /// The answer.
     pub(super) stream: ReplyStream,
+    /// The typing notice, to take off once the answer is complete.
+    pub(super) typing: Typing,
     /// Tool cards, plan and thinking.
     pub(super) activity: Activity,
     /// Who stopped it, if someone did, by the name the room shows them.
@@ -70,12 +75,12 @@ pub(super) struct Ended {
 }
 
 impl RunningTurn {
-    /// The turn answering `prompt` in `session`, shown by `stream` and `activity`,
-    /// journaled by `journal`.
+    /// The turn answering `prompt` in `session`, shown by `stream` (with `typing` until
+    /// it shows) and `activity`, journaled by `journal`.
     pub(super) fn new(
         session: String,
         prompt: IncomingMessage,
-        stream: ReplyStream,
+        (stream, typing): (ReplyStream, Typing),
         activity: Activity,
         journal: TurnJournal,
     ) -> Self {
@@ -83,6 +88,7 @@ impl RunningTurn {
             session,
             prompt,
             stream,
+            typing,
             activity,
             journal,
             approvals: Approvals::default(),
@@ -181,10 +187,14 @@ impl RunningTurn {
     }
 
     /// Posts the answer so far, then journals what it shows (whether the post went
-    /// through or not: the journal records what was shown).
+    /// through or not: the journal records what was shown). Once the answer's first
+    /// message is up, the typing notice goes: the message's live marker takes its place.
     pub(super) async fn flush_reply(&mut self) -> Result<(), ChatError> {
         let sent = self.stream.flush().await;
         self.journal.reply(&self.stream).await;
+        if self.stream.is_posted() {
+            self.typing.answer_shown();
+        }
         sent
     }
 
@@ -265,6 +275,7 @@ impl RunningTurn {
         Ended {
             prompt: self.prompt,
             stream: self.stream,
+            typing: self.typing,
             activity: self.activity,
             stopped_by: self.stopped_by,
             at_shutdown: self.shutdown_deadline.is_some(),

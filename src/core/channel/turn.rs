@@ -6,7 +6,7 @@ use super::journal::TurnJournal;
 use super::queue::Queued;
 use super::running_turn::{Ended, RunningTurn};
 use super::status_marks::Outcome;
-use super::typing::Typing;
+use super::typing::{TYPING_AFTER, Typing};
 use crate::core::context::Handoff;
 use crate::core::voice::txn;
 use std::sync::Arc;
@@ -42,14 +42,6 @@ const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
 /// meanwhile is shown once, finished, instead of live and then edited again to end it. A
 /// person does not see the wait; the room is spared an event.
 const ANSWER_GRACE: Duration = Duration::from_millis(20);
-
-/// How often the typing notice is renewed while the agent works.
-const TYPING_REFRESH: Duration = Duration::from_secs(3);
-
-/// How long a turn runs before the typing notice goes out. An answer that comes sooner
-/// needs none, and one sent just before the answer would cost the person's client an extra
-/// sync (it wakes for the notice, then syncs again for the answer).
-const TYPING_AFTER: Duration = Duration::from_millis(500);
 
 impl Channel {
     /// The prefix of the transaction IDs of the answer to `message`: retries of a request
@@ -141,7 +133,6 @@ impl Channel {
             .begin_turn(&self.key, &message.event_id, rerun)
             .await
             .or_log("could not record the turn; a crash would leave it unmarked");
-        let typing = Typing::after(TYPING_AFTER, self.ctx.chat.clone(), self.key.room.clone());
         let marks = self.mark_taken(&message.event_id).await;
         let result = self.drive(prompt, &mut turn).await;
         let outcome = Outcome::of(&result);
@@ -153,7 +144,6 @@ impl Channel {
         if self.modes.take_lost() {
             self.leave_session().await;
         }
-        typing.done().await;
     }
 
     /// Whether the agent offers slash `command` (a session opened for it to say); one it
@@ -232,19 +222,24 @@ impl Channel {
         // No session (the agent's update just left it): the prompt goes nowhere, and the
         // turn ends with the agent's error.
         let session = self.slot.id().unwrap_or_default().to_owned();
-        RunningTurn::new(session, message.clone(), stream, activity, journal)
+        let typing = Typing::after(TYPING_AFTER, self.ctx.chat.clone(), self.key.room.clone());
+        RunningTurn::new(
+            session,
+            message.clone(),
+            (stream, typing),
+            activity,
+            journal,
+        )
     }
 
     /// Sends the prompt and handles everything that happens until the agent answers it:
-    /// updates, stop requests, new prompts, edit deadlines and the typing notice.
+    /// updates, stop requests, new prompts and edit deadlines.
     pub(super) async fn drive(
         &mut self,
         prompt: Vec<PromptBlock>,
         turn: &mut RunningTurn,
     ) -> Result<TurnEnd, AgentError> {
         let ctx = self.ctx.clone();
-        let mut typing = tokio::time::interval(TYPING_REFRESH);
-        typing.reset();
         let session = turn.session().to_owned();
         let prompt = ctx.agent.prompt(&session, prompt);
         tokio::pin!(prompt);
@@ -298,7 +293,6 @@ impl Channel {
                 _ = sleep_until_opt(poll_deadline) => {
                     turn.approvals_mut().expire_due(&ctx, &self.key.room).await
                 }
-                _ = typing.tick() => ctx.chat.typing(&self.key.room, true).await,
                 _ = self.shutdown.cancelled(), if !turn.shutting_down() => {
                     self.cancel_at_shutdown(turn).await;
                 }
@@ -356,6 +350,7 @@ impl Channel {
         let Ended {
             prompt,
             mut stream,
+            typing,
             mut activity,
             stopped_by,
             steered,
@@ -382,6 +377,7 @@ impl Channel {
         let showed_work = activity.showed_work();
         self.end_reply(&mut stream, &result, ending, stopped_by, showed_work)
             .await;
+        typing.done().await;
         self.count_turn(&stream, &prompt.event_id, prompt.timestamp_ms, stop_label);
         // The turn is over and its reply recorded in one go: a crash now leaves no cut turn
         // to mark, and no reply missing from the conversation.

@@ -429,6 +429,53 @@ async fn a_slow_answer_shows_typing_without_waiting_for_it_then_takes_it_off() {
     );
 }
 
+#[tokio::test]
+async fn a_reply_streaming_from_the_start_needs_no_typing_notice() {
+    let chunks = (0..8).map(|i| format!("part {i} ")).collect();
+    let agent = FakeAgent::new(Script::Chunks(chunks, Duration::from_millis(250)));
+    let chat = FakeChat::new();
+    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| chat.shown("!room").iter().any(|t| t.ends_with("part 7"))).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        chat.typing_notices(),
+        [],
+        "the streaming reply was the sign the agent works"
+    );
+}
+
+#[tokio::test]
+async fn the_typing_notice_goes_once_the_reply_shows_and_is_not_renewed() {
+    // The first text comes after 1 s, then the reply streams for 3 s more.
+    let chunks = (0..4).map(|i| format!("part {i} ")).collect();
+    let agent = FakeAgent::new(Script::Chunks(chunks, Duration::from_secs(1)));
+    let chat = FakeChat::new();
+    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| !chat.shown("!room").is_empty()).await;
+    settle_until(|| chat.typing_notices().len() == 2).await;
+    let on_off = [("!room".to_owned(), true), ("!room".to_owned(), false)];
+    assert_eq!(
+        chat.typing_notices(),
+        on_off,
+        "on, then off as the reply shows"
+    );
+    assert!(
+        !chat.shown("!room").iter().any(|t| t.ends_with("part 3")),
+        "taken off while the reply still streams"
+    );
+    settle_until(|| chat.shown("!room").iter().any(|t| t.ends_with("part 3"))).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        chat.typing_notices(),
+        on_off,
+        "not renewed, nor taken off again"
+    );
+}
+
 /// Message `id` as the gateway admitted it: waiting in the store.
 
 #[tokio::test]
