@@ -187,14 +187,15 @@ impl RunningTurn {
     }
 
     /// Posts the answer so far, then journals what it shows (whether the post went
-    /// through or not: the journal records what was shown). Once the answer's first
-    /// message is up, the typing notice goes: the message's live marker takes its place.
+    /// through or not: the journal records what was shown). Once the answer has text to
+    /// post, the typing notice goes: the reply's live marker takes its place, and a
+    /// homeserver slow to take the first post in would otherwise get renewals meanwhile.
     pub(super) async fn flush_reply(&mut self) -> Result<(), ChatError> {
-        let sent = self.stream.flush().await;
-        self.journal.reply(&self.stream).await;
-        if self.stream.is_posted() {
+        if !self.stream.text().is_empty() {
             self.typing.answer_shown();
         }
+        let sent = self.stream.flush().await;
+        self.journal.reply(&self.stream).await;
         sent
     }
 

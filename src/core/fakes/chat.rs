@@ -101,6 +101,8 @@ struct ChatState {
     history: Vec<IncomingMessage>,
     /// How long a typing notice takes to be sent.
     typing_delay: Duration,
+    /// How long a new message takes to be sent.
+    send_delay: Duration,
     /// Typing notices sent, in the order they were done: (room, on).
     typing: Vec<(String, bool)>,
 }
@@ -129,6 +131,11 @@ impl FakeChat {
     /// Makes every typing notice take `delay` (a slow homeserver).
     pub fn set_typing_delay(&self, delay: Duration) {
         self.state.lock().unwrap().typing_delay = delay;
+    }
+
+    /// Makes every new message take `delay` to be sent (a saturated homeserver).
+    pub fn set_send_delay(&self, delay: Duration) {
+        self.state.lock().unwrap().send_delay = delay;
     }
 
     /// The typing notices done so far, in order: (room, on).
@@ -255,6 +262,8 @@ impl FakeChat {
 #[async_trait]
 impl ChatPort for FakeChat {
     async fn send(&self, room: &RoomId, txn: &str, msg: &OutMessage) -> Result<EventId, ChatError> {
+        let delay = self.state.lock().unwrap().send_delay;
+        tokio::time::sleep(delay).await;
         self.attempt()?;
         let mut s = self.state.lock().unwrap();
         if let Some(id) = s.txns.get(txn) {

@@ -447,6 +447,26 @@ async fn a_reply_streaming_from_the_start_needs_no_typing_notice() {
 }
 
 #[tokio::test]
+async fn a_reply_whose_first_post_is_slow_needs_no_typing_notice_either() {
+    let chunks = (0..4).map(|i| format!("part {i} ")).collect();
+    let agent = FakeAgent::new(Script::Chunks(chunks, Duration::from_millis(100)));
+    let chat = FakeChat::new();
+    // A saturated homeserver: each message takes 1.5 s to go in (measured: 4–6 s with
+    // 200 rooms answering at once).
+    chat.set_send_delay(Duration::from_millis(1500));
+    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| chat.shown("!room").iter().any(|t| t.ends_with("part 3"))).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        chat.typing_notices(),
+        [],
+        "the reply was on its way: a notice beside it is a request for nothing"
+    );
+}
+
+#[tokio::test]
 async fn the_typing_notice_goes_once_the_reply_shows_and_is_not_renewed() {
     // The first text comes after 1 s, then the reply streams for 3 s more.
     let chunks = (0..4).map(|i| format!("part {i} ")).collect();

@@ -205,11 +205,6 @@ impl ReplyStream {
         &self.text
     }
 
-    /// Whether a message of the answer is up in the room.
-    pub fn is_posted(&self) -> bool {
-        !self.posted.is_empty()
-    }
-
     /// Event IDs of the messages posted so far.
     pub fn event_ids(&self) -> Vec<EventId> {
         self.posted.iter().map(|p| p.event_id.clone()).collect()
