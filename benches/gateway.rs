@@ -10,7 +10,8 @@
 //! `SIDEKICKS_BENCH_BURST` (burst sizes, rooms prompted at the same moment, default `200`),
 //! `SIDEKICKS_BENCH_LOG` (a file the latency runs' gateway log is written to; the load, burst
 //! and backlog groups keep the gateway's and Synapse's logs beside it),
-//! `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS`
+//! `SIDEKICKS_BENCH_SYNAPSE_DB` (`postgres`: Synapse's database in a throwaway PostgreSQL
+//! cluster, as in production; default `sqlite`), `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS`
 //! (how long the matrix-sdk echo bot waits before it answers; default 0).
 #![recursion_limit = "256"]
 
@@ -636,7 +637,7 @@ async fn cold_start(report: &mut Report, runs: usize) {
     for _ in 0..runs {
         // The homeserver, the accounts and the room are ready first: only the gateway's own
         // start is timed.
-        let hs = support::Synapse::start(SynapseOptions::default()).await;
+        let hs = support::Synapse::start(homeserver()).await;
         let alice_id = hs.register("alice", "alice-password").await;
         let agent = hs.register("demo", "demo-password").await;
         let alice = Person::login(&hs.url, &alice_id, "alice-password").await;
@@ -699,7 +700,7 @@ async fn cold_start(report: &mut Report, runs: usize) {
 const AGENTS: usize = 10;
 
 async fn footprint(report: &mut Report) {
-    let hs = support::Synapse::start(SynapseOptions::default()).await;
+    let hs = support::Synapse::start(homeserver()).await;
     let alice_id = hs.register("alice", "alice-password").await;
     let mut agents = Vec::new();
     for i in 0..AGENTS {
@@ -777,7 +778,7 @@ async fn footprint(report: &mut Report) {
 }
 
 async fn load(rooms_count: usize, at_once: bool, report: &mut Report) {
-    let env = Env::start(SynapseOptions::default(), "").await;
+    let env = Env::start(homeserver(), "").await;
     // The staleness as a raw client sees it too: matrix-sdk's client waits a second
     // between two syncs less than a second apart, which a busy room always is.
     let raw = RawClient::login(&env.hs.url, &env.alice.user_id, "alice-password").await;
@@ -926,7 +927,7 @@ fn final_at_homeserver(env: &Env, room: &Room) -> f64 {
 /// it is started again. Compared by the homeserver's timestamps: how long the prompts took
 /// to arrive (first to last) and how long from the start to the last answer.
 async fn backlog(report: &mut Report, runs: usize, count: usize) {
-    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let mut env = Env::start(homeserver(), "").await;
     let room = env.room_with_agent(false).await;
     for run in 0..runs {
         let before = env.alice.messages_from(&room, &env.agent).len();
@@ -1014,7 +1015,7 @@ async fn runners(report: &mut Report, runs: usize) {
         None => eprintln!("no container engine here: only the local runner is measured"),
     }
     for (kind, agent_toml) in kinds {
-        let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent_toml).await;
+        let env = Env::start_with_agent_toml(homeserver(), "", &agent_toml).await;
         let room = env.room_with_agent(false).await;
         let log = env.gw.log();
         let stamp = |line: &str| -> Option<f64> {
@@ -1091,7 +1092,7 @@ fn new_answers(env: &Env, rooms: &[Room], before: &[usize]) -> Vec<support::pers
 /// gateway's resident memory sampled meanwhile.
 async fn catch_up(report: &mut Report, runs: usize) {
     let (rooms_count, per_room) = (10, 50);
-    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let mut env = Env::start(homeserver(), "").await;
     let mut rooms = Vec::new();
     for _ in 0..rooms_count {
         rooms.push(env.room_with_agent(false).await);
@@ -1169,6 +1170,16 @@ async fn catch_up(report: &mut Report, runs: usize) {
     }
 }
 
+/// The homeserver every group runs against: SQLite by default (as the tests), or with
+/// `SIDEKICKS_BENCH_SYNAPSE_DB=postgres` a PostgreSQL database of its own, as Synapse is
+/// deployed (SQLite's one writer is what many rooms at once wait on).
+fn homeserver() -> SynapseOptions {
+    SynapseOptions {
+        postgres: env_or("SIDEKICKS_BENCH_SYNAPSE_DB", "sqlite") == "postgres",
+        ..SynapseOptions::default()
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken from the command line.
@@ -1181,9 +1192,16 @@ async fn main() {
         "latency,economy,cold,footprint,load,burst,runners,backlog,catchup",
     );
     let wants = |group: &str| only.split(',').any(|g| g.trim() == group);
+    eprintln!(
+        "homeserver database: {}",
+        match homeserver().postgres {
+            true => "PostgreSQL",
+            false => "SQLite",
+        }
+    );
     let mut report = Report::default();
     if wants("latency") || wants("economy") {
-        let env = Env::start(SynapseOptions::default(), "").await;
+        let env = Env::start(homeserver(), "").await;
         if wants("latency") {
             eprintln!("measuring latency ({runs} runs)…");
             // Each responder in one room, of its own with Alice alone, so that the

@@ -8,6 +8,7 @@ pub mod gateway;
 pub mod model_server;
 pub mod person;
 pub mod ports;
+pub mod postgres;
 pub mod proxy;
 pub mod synapse;
 pub mod with_bob;

@@ -1,5 +1,6 @@
 //! A real Synapse homeserver for the tests: installed from PyPI into a cached virtualenv,
-//! started on a free loopback port with a throwaway SQLite database.
+//! started on a free loopback port with a throwaway SQLite database, or a throwaway
+//! PostgreSQL cluster as in production ([`SynapseOptions::postgres`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -9,6 +10,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use tempfile::TempDir;
 
 use super::ports::{free_port, lost_port};
+use super::postgres::Postgres;
 
 const SHARED_SECRET: &str = "sidekicks-test-registration-secret";
 /// A fixed signing key: this server never federates, so the key needs no secrecy.
@@ -29,6 +31,9 @@ pub struct SynapseOptions {
     /// harness's (which is what [`Synapse::register`] needs: its shared secret): how a
     /// config we ship, like the compose demo's, is run as it is.
     pub config_from: Option<fn(dir: &Path, port: u16) -> String>,
+    /// Its database in a PostgreSQL cluster of its own (as Synapse is run in production)
+    /// instead of SQLite, whose one writer every room's events wait on.
+    pub postgres: bool,
 }
 
 /// A running Synapse.
@@ -41,6 +46,8 @@ pub struct Synapse {
     pub dir: TempDir,
     child: Option<Child>,
     options: SynapseOptions,
+    /// Its database server, when it has one (dropped after Synapse is stopped).
+    db: Option<Postgres>,
 }
 
 /// The cached virtualenv with Synapse, created on first use (a file lock keeps parallel
@@ -87,6 +94,27 @@ pub fn venv() -> PathBuf {
     venv
 }
 
+/// Installs Synapse's PostgreSQL driver into `venv` (once; only runs that ask for a
+/// PostgreSQL database need it).
+fn with_postgres_driver(venv: &Path) {
+    let marker = venv.join(".sidekicks-psycopg2");
+    if marker.exists() {
+        return;
+    }
+    let lock = std::fs::File::create(venv.with_extension("lock")).unwrap();
+    lock.lock().unwrap();
+    if !marker.exists() {
+        let ok = Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .arg("psycopg2-binary")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "pip install psycopg2-binary failed");
+        std::fs::write(&marker, "").unwrap();
+    }
+}
+
 fn relaxed_limits() -> &'static str {
     r#"
 rc_message: {per_second: 10000, burst_count: 10000}
@@ -111,6 +139,13 @@ impl Synapse {
     /// Starts a fresh homeserver and waits until it answers.
     pub async fn start(options: SynapseOptions) -> Self {
         let venv = venv();
+        let db = match options.postgres {
+            true => {
+                with_postgres_driver(&venv);
+                Some(Postgres::start().await)
+            }
+            false => None,
+        };
         let dir = tempfile::Builder::new()
             .prefix("sidekicks-synapse-")
             .tempdir()
@@ -123,6 +158,7 @@ impl Synapse {
             dir,
             child: None,
             options,
+            db,
         };
         // Another test may take the chosen port before Synapse binds it: choose again.
         for _ in 0..ATTEMPTS {
@@ -151,11 +187,16 @@ impl Synapse {
         } else {
             relaxed_limits()
         };
-        let config = template
+        let mut config = template
             .replace("@DIR@", &d.display().to_string())
             .replace("@PORT@", &port.to_string())
             .replace("@SECRET@", SHARED_SECRET)
             + limits;
+        if let Some(db) = &self.db {
+            let sqlite = config.find("database:\n  name: sqlite3").unwrap();
+            let end = config[sqlite..].find(".db\n").unwrap() + sqlite + ".db\n".len();
+            config.replace_range(sqlite..end, &db.synapse_database());
+        }
         std::fs::write(d.join("homeserver.yaml"), config).unwrap();
     }
 
