@@ -80,7 +80,8 @@ impl RunningTurn {
     pub(super) fn new(
         session: String,
         prompt: IncomingMessage,
-        (stream, typing): (ReplyStream, Typing),
+        stream: ReplyStream,
+        typing: Typing,
         activity: Activity,
         journal: TurnJournal,
     ) -> Self {

@@ -223,13 +223,7 @@ impl Channel {
         // turn ends with the agent's error.
         let session = self.slot.id().unwrap_or_default().to_owned();
         let typing = Typing::after(TYPING_AFTER, self.ctx.chat.clone(), self.key.room.clone());
-        RunningTurn::new(
-            session,
-            message.clone(),
-            (stream, typing),
-            activity,
-            journal,
-        )
+        RunningTurn::new(session, message.clone(), stream, typing, activity, journal)
     }
 
     /// Sends the prompt and handles everything that happens until the agent answers it:
