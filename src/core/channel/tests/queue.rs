@@ -431,39 +431,30 @@ async fn a_slow_answer_shows_typing_without_waiting_for_it_then_takes_it_off() {
 
 #[tokio::test]
 async fn a_reply_streaming_from_the_start_needs_no_typing_notice() {
-    let chunks = (0..8).map(|i| format!("part {i} ")).collect();
-    let agent = FakeAgent::new(Script::Chunks(chunks, Duration::from_millis(250)));
-    let chat = FakeChat::new();
-    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
-    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
-        .unwrap();
-    settle_until(|| chat.shown("!room").iter().any(|t| t.ends_with("part 7"))).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        chat.typing_notices(),
-        [],
-        "the streaming reply was the sign the agent works"
-    );
-}
-
-#[tokio::test]
-async fn a_reply_whose_first_post_is_slow_needs_no_typing_notice_either() {
-    let chunks = (0..4).map(|i| format!("part {i} ")).collect();
-    let agent = FakeAgent::new(Script::Chunks(chunks, Duration::from_millis(100)));
-    let chat = FakeChat::new();
-    // A saturated homeserver: each message takes 1.5 s to go in (measured: 4–6 s with
-    // 200 rooms answering at once).
-    chat.set_send_delay(Duration::from_millis(1500));
-    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
-    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
-        .unwrap();
-    settle_until(|| chat.shown("!room").iter().any(|t| t.ends_with("part 3"))).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        chat.typing_notices(),
-        [],
-        "the reply was on its way: a notice beside it is a request for nothing"
-    );
+    // (how long each message takes to go in, why no notice is wanted)
+    let cases = [
+        (
+            Duration::ZERO,
+            "the streaming reply was the sign the agent works",
+        ),
+        // A saturated homeserver (measured: 4–6 s a message with 200 rooms at once).
+        (
+            Duration::from_millis(1500),
+            "the reply was on its way: a notice beside it is a request for nothing",
+        ),
+    ];
+    for (send_delay, why) in cases {
+        let chunks = (0..8).map(|i| format!("part {i} ")).collect();
+        let agent = FakeAgent::new(Script::Chunks(chunks, Duration::from_millis(150)));
+        let chat = FakeChat::new();
+        chat.set_send_delay(send_delay);
+        let (tx, _store) = channel(agent.clone(), chat.clone()).await;
+        tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+            .unwrap();
+        settle_until(|| chat.shown("!room").iter().any(|t| t.ends_with("part 7"))).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(chat.typing_notices(), [], "{why}");
+    }
 }
 
 #[tokio::test]
