@@ -1174,8 +1174,13 @@ async fn catch_up(report: &mut Report, runs: usize) {
 /// `SIDEKICKS_BENCH_SYNAPSE_DB=postgres` a PostgreSQL database of its own, as Synapse is
 /// deployed (SQLite's one writer is what many rooms at once wait on).
 fn homeserver() -> SynapseOptions {
+    let postgres = match env_or("SIDEKICKS_BENCH_SYNAPSE_DB", "sqlite").as_str() {
+        "sqlite" => false,
+        "postgres" => true,
+        other => panic!("SIDEKICKS_BENCH_SYNAPSE_DB is `sqlite` or `postgres`, not `{other}`"),
+    };
     SynapseOptions {
-        postgres: env_or("SIDEKICKS_BENCH_SYNAPSE_DB", "sqlite") == "postgres",
+        postgres,
         ..SynapseOptions::default()
     }
 }
