@@ -13,9 +13,9 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT role, sender, event_id, body, stop_reason, created_at FROM transcript
-             WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3 AND id > COALESCE(
+             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3 AND id > COALESCE(
                  (SELECT after_id FROM conversation_starts
-                  WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3), 0)
+                  WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3), 0)
              ORDER BY id",
         )
         .bind(room_id)
@@ -35,11 +35,11 @@ impl Store {
         let done = sqlx::query(
             "INSERT INTO transcript
              (room_id, agent_id, thread_id, role, sender, event_id, body, stop_reason, created_at)
-             SELECT ?4, ?5, ?6, role, sender, event_id, body, stop_reason, created_at
+             SELECT $4, $5, $6, role, sender, event_id, body, stop_reason, created_at
              FROM transcript
-             WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3 AND id > COALESCE(
+             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3 AND id > COALESCE(
                  (SELECT after_id FROM conversation_starts
-                  WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3), 0)
+                  WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3), 0)
              ORDER BY id",
         )
         .bind(from.room.as_str())
@@ -64,14 +64,14 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
         let thread_id = conversation.thread_id();
-        sqlx::query("DELETE FROM sessions WHERE room_id = ? AND agent_id = ? AND thread_id = ?")
+        sqlx::query("DELETE FROM sessions WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3")
             .bind(room_id)
             .bind(agent_id)
             .bind(thread_id)
             .execute(&mut *tx)
             .await?;
         sqlx::query(
-            "DELETE FROM conversation_modes WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+            "DELETE FROM conversation_modes WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
         )
         .bind(room_id)
         .bind(agent_id)
@@ -80,7 +80,7 @@ impl Store {
         .await?;
         // A fork asked to start afresh does not take the original's session either.
         sqlx::query(
-            "DELETE FROM fork_sources WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+            "DELETE FROM fork_sources WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
         )
         .bind(room_id)
         .bind(agent_id)
@@ -89,8 +89,8 @@ impl Store {
         .await?;
         sqlx::query(
             "INSERT INTO conversation_starts (room_id, agent_id, after_id, started_at, thread_id)
-             VALUES (?1, ?2, COALESCE((SELECT MAX(id) FROM transcript
-                 WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?4), 0), ?3, ?4)
+             VALUES ($1, $2, COALESCE((SELECT MAX(id) FROM transcript
+                 WHERE room_id = $1 AND agent_id = $2 AND thread_id = $4), 0), $3, $4)
              ON CONFLICT (room_id, agent_id, thread_id) DO UPDATE SET
              after_id = excluded.after_id, started_at = excluded.started_at",
         )
@@ -112,7 +112,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "UPDATE sessions SET continuity = ? WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+            "UPDATE sessions SET continuity = $1 WHERE room_id = $2 AND agent_id = $3 AND thread_id = $4",
         )
         .bind(how)
         .bind(room_id)
@@ -130,7 +130,7 @@ impl Store {
     ) -> Result<Option<String>, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let row: Option<(String,)> = sqlx::query_as(
-            "SELECT continuity FROM sessions WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+            "SELECT continuity FROM sessions WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
         )
         .bind(room_id)
         .bind(agent_id)

@@ -18,7 +18,7 @@ pub struct ForkSource {
 macro_rules! last_line {
     () => {
         "SELECT COALESCE(MAX(id), 0) FROM transcript
-         WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3"
+         WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3"
     };
 }
 
@@ -34,7 +34,7 @@ impl Store {
         sqlx::query(concat!(
             "INSERT OR REPLACE INTO fork_sources
              (room_id, agent_id, thread_id, from_thread_id, session_id, transcript_at)
-             VALUES (?1, ?2, ?4, ?3, ?5, (",
+             VALUES ($1, $2, $4, $3, $5, (",
             last_line!(),
             "))"
         ))
@@ -59,7 +59,7 @@ impl Store {
         // locked`, whatever the busy timeout) when another connection wrote meanwhile.
         let mut tx = self.pool.begin().await?;
         let row: Option<(String, String, i64)> = sqlx::query_as(
-            "DELETE FROM fork_sources WHERE room_id = ? AND agent_id = ? AND thread_id = ?
+            "DELETE FROM fork_sources WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3
              RETURNING from_thread_id, session_id, transcript_at",
         )
         .bind(to.room.as_str())

@@ -95,7 +95,7 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
-            "INSERT OR IGNORE INTO handled_events (event_id, agent_id, room_id, handled_at) VALUES (?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO handled_events (event_id, agent_id, room_id, handled_at) VALUES ($1, $2, $3, $4)",
         )
         .bind(event_id.as_str())
         .bind(agent_id)
@@ -116,7 +116,7 @@ impl Store {
     /// Forgets that `agent` took in `event`, so it can be taken in again: only for a message
     /// taken in as undecryptable whose room key arrived since.
     pub async fn unmark_handled(&self, agent: &AgentId, event: &EventId) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM handled_events WHERE event_id = ? AND agent_id = ?")
+        sqlx::query("DELETE FROM handled_events WHERE event_id = $1 AND agent_id = $2")
             .bind(event.as_str())
             .bind(agent.as_str())
             .execute(&self.pool)
@@ -127,7 +127,7 @@ impl Store {
     /// Whether `agent` has taken in `event` already.
     pub async fn is_handled(&self, agent: &AgentId, event: &EventId) -> Result<bool, StoreError> {
         let row: Option<(i64,)> =
-            sqlx::query_as("SELECT 1 FROM handled_events WHERE event_id = ? AND agent_id = ?")
+            sqlx::query_as("SELECT 1 FROM handled_events WHERE event_id = $1 AND agent_id = $2")
                 .bind(event.as_str())
                 .bind(agent.as_str())
                 .fetch_optional(&self.pool)
@@ -143,7 +143,7 @@ impl Store {
         reaction: &EventId,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE pending_inputs SET queued_reaction = ? WHERE agent_id = ? AND event_id = ?",
+            "UPDATE pending_inputs SET queued_reaction = $1 WHERE agent_id = $2 AND event_id = $3",
         )
         .bind(reaction)
         .bind(agent.as_str())
@@ -160,7 +160,7 @@ impl Store {
         event: &EventId,
         body: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE pending_inputs SET body = ? WHERE agent_id = ? AND event_id = ?")
+        sqlx::query("UPDATE pending_inputs SET body = $1 WHERE agent_id = $2 AND event_id = $3")
             .bind(body)
             .bind(agent.as_str())
             .bind(event.as_str())
@@ -186,7 +186,7 @@ impl Store {
         event: &EventId,
         media: &[IncomingMedia],
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE pending_inputs SET media = ? WHERE agent_id = ? AND event_id = ?")
+        sqlx::query("UPDATE pending_inputs SET media = $1 WHERE agent_id = $2 AND event_id = $3")
             .bind(media_column(media))
             .bind(agent.as_str())
             .bind(event.as_str())
@@ -198,7 +198,7 @@ impl Store {
     /// The input `event` of `agent` is settled (carried out, answered otherwise, or given
     /// up on purpose): it no longer waits.
     pub async fn settle(&self, agent: &AgentId, event: &EventId) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM pending_inputs WHERE agent_id = ? AND event_id = ?")
+        sqlx::query("DELETE FROM pending_inputs WHERE agent_id = $1 AND event_id = $2")
             .bind(agent.as_str())
             .bind(event.as_str())
             .execute(&self.pool)
@@ -211,7 +211,7 @@ impl Store {
     pub async fn pending_inputs(&self, agent: &AgentId) -> Result<Vec<PendingInput>, StoreError> {
         let rows: Vec<PendingRow> = sqlx::query_as(
             "SELECT room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction,
-             thread_id, media FROM pending_inputs WHERE agent_id = ? ORDER BY kind <> 'rerun', id",
+             thread_id, media FROM pending_inputs WHERE agent_id = $1 ORDER BY kind <> 'rerun', id",
         )
         .bind(agent.as_str())
         .fetch_all(&self.pool)
@@ -272,7 +272,7 @@ pub(super) async fn insert_pending(
         "INSERT OR IGNORE INTO pending_inputs
          (room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction,
           admitted_at, thread_id, media)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(p.room_id.as_str())
     .bind(p.agent_id.as_str())

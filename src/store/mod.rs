@@ -185,7 +185,7 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "INSERT OR IGNORE INTO room_members (room_id, agent_id, since) VALUES (?, ?, ?)",
+            "INSERT OR IGNORE INTO room_members (room_id, agent_id, since) VALUES ($1, $2, $3)",
         )
         .bind(room_id)
         .bind(agent_id)
@@ -193,7 +193,7 @@ impl Store {
         .execute(&self.pool)
         .await?;
         let (since,): (i64,) =
-            sqlx::query_as("SELECT since FROM room_members WHERE room_id = ? AND agent_id = ?")
+            sqlx::query_as("SELECT since FROM room_members WHERE room_id = $1 AND agent_id = $2")
                 .bind(room_id)
                 .bind(agent_id)
                 .fetch_one(&self.pool)
@@ -210,7 +210,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "INSERT INTO room_members (room_id, agent_id, since) VALUES (?, ?, ?)
+            "INSERT INTO room_members (room_id, agent_id, since) VALUES ($1, $2, $3)
              ON CONFLICT (room_id, agent_id) DO UPDATE SET since = excluded.since",
         )
         .bind(room_id)
@@ -224,7 +224,7 @@ impl Store {
     /// Forgets the membership record, when the agent leaves a room.
     pub async fn forget_member(&self, conversation: &ConversationKey) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
-        sqlx::query("DELETE FROM room_members WHERE room_id = ? AND agent_id = ?")
+        sqlx::query("DELETE FROM room_members WHERE room_id = $1 AND agent_id = $2")
             .bind(room_id)
             .bind(agent_id)
             .execute(&self.pool)
@@ -234,11 +234,12 @@ impl Store {
 
     /// The agents recorded as members of `room_id` (invited, or seen there), by ID.
     pub async fn room_agents(&self, room: &RoomId) -> Result<Vec<AgentId>, StoreError> {
-        let rows: Vec<(AgentId,)> =
-            sqlx::query_as("SELECT agent_id FROM room_members WHERE room_id = ? ORDER BY agent_id")
-                .bind(room.as_str())
-                .fetch_all(&self.pool)
-                .await?;
+        let rows: Vec<(AgentId,)> = sqlx::query_as(
+            "SELECT agent_id FROM room_members WHERE room_id = $1 ORDER BY agent_id",
+        )
+        .bind(room.as_str())
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows.into_iter().map(|r| r.0).collect())
     }
 
@@ -252,7 +253,7 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
             "INSERT INTO sessions (room_id, agent_id, thread_id, session_id, created_at)
-             VALUES (?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (room_id, agent_id, thread_id) DO UPDATE SET
              session_id = excluded.session_id, created_at = excluded.created_at,
              continuity = 'new'",
@@ -275,7 +276,7 @@ impl Store {
     ) -> Result<Option<String>, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let row: Option<(String,)> = sqlx::query_as(
-            "SELECT session_id FROM sessions WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+            "SELECT session_id FROM sessions WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
         )
         .bind(room_id)
         .bind(agent_id)
@@ -303,7 +304,7 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT role, sender, event_id, body, stop_reason, created_at FROM transcript
-             WHERE room_id = ? AND agent_id = ? AND thread_id = ? ORDER BY id",
+             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3 ORDER BY id",
         )
         .bind(room_id)
         .bind(agent_id)
@@ -323,10 +324,10 @@ async fn insert_transcript<'c>(
     sqlx::query(
         "INSERT INTO transcript
          (room_id, agent_id, role, sender, event_id, body, stop_reason, created_at, thread_id)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
-         WHERE ?3 <> 'user' OR ?5 IS NULL OR NOT EXISTS (
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+         WHERE $3 <> 'user' OR $5 IS NULL OR NOT EXISTS (
              SELECT 1 FROM transcript
-             WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?9 AND event_id = ?5
+             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $9 AND event_id = $5
              AND role = 'user')",
     )
     .bind(conversation.room.as_str())

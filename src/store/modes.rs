@@ -12,7 +12,7 @@ impl Store {
     ) -> Result<Option<KeptMode>, StoreError> {
         let row: Option<(String, bool)> = sqlx::query_as(
             "SELECT mode, by_admin FROM conversation_modes
-             WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
         )
         .bind(conversation.room.as_str())
         .bind(conversation.agent.as_str())
@@ -30,7 +30,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO conversation_modes (room_id, agent_id, thread_id, mode, by_admin, set_at)
-             VALUES (?, ?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (room_id, agent_id, thread_id) DO UPDATE SET
              mode = excluded.mode, by_admin = excluded.by_admin, set_at = excluded.set_at",
         )

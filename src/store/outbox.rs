@@ -48,7 +48,7 @@ impl Store {
             sqlx::query(
                 "INSERT INTO outbox
                  (room_id, agent_id, event_id, txn_id, body, html, notice, created_at, thread_id)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(&item.room_id)
             .bind(agent.as_str())
@@ -70,7 +70,7 @@ impl Store {
     pub async fn outbox(&self, agent: &AgentId) -> Result<Vec<OutboxItem>, StoreError> {
         let rows: Vec<OutboxRow> = sqlx::query_as(
             "SELECT id, room_id, event_id, txn_id, body, html, notice, thread_id FROM outbox
-             WHERE agent_id = ? ORDER BY id",
+             WHERE agent_id = $1 ORDER BY id",
         )
         .bind(agent.as_str())
         .fetch_all(&self.pool)
@@ -94,7 +94,7 @@ impl Store {
 
     /// The outbox item `id` was delivered (or can never be).
     pub async fn outbox_done(&self, id: i64) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM outbox WHERE id = ?")
+        sqlx::query("DELETE FROM outbox WHERE id = $1")
             .bind(id)
             .execute(&self.pool)
             .await?;

@@ -24,7 +24,7 @@ impl Store {
     pub async fn save_poll(&self, agent: &AgentId, poll: &StoredPoll) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT OR REPLACE INTO open_polls (event_id, room_id, agent_id, body, html, native, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(poll.event_id.as_str())
         .bind(poll.room_id.as_str())
@@ -40,7 +40,7 @@ impl Store {
 
     /// Forgets a poll once it is settled.
     pub async fn forget_poll(&self, event: &EventId) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM open_polls WHERE event_id = ?")
+        sqlx::query("DELETE FROM open_polls WHERE event_id = $1")
             .bind(event.as_str())
             .execute(&self.pool)
             .await?;
@@ -50,7 +50,7 @@ impl Store {
     /// The polls of `agent_id` still recorded as open.
     pub async fn open_polls(&self, agent: &AgentId) -> Result<Vec<StoredPoll>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT event_id, room_id, body, html, native FROM open_polls WHERE agent_id = ? ORDER BY created_at",
+            "SELECT event_id, room_id, body, html, native FROM open_polls WHERE agent_id = $1 ORDER BY created_at",
         )
         .bind(agent.as_str())
         .fetch_all(&self.pool)

@@ -23,7 +23,7 @@ impl Store {
         conversation: &ConversationKey,
     ) -> Result<Option<RoomPosition>, StoreError> {
         let row: Option<(EventId, i64)> = sqlx::query_as(
-            "SELECT event_id, event_ts FROM room_positions WHERE room_id = ? AND agent_id = ?",
+            "SELECT event_id, event_ts FROM room_positions WHERE room_id = $1 AND agent_id = $2",
         )
         .bind(&conversation.room)
         .bind(&conversation.agent)
@@ -48,7 +48,7 @@ impl Store {
         for room in rooms {
             sqlx::query(
                 "INSERT INTO room_positions (room_id, agent_id, event_id, event_ts, updated_at)
-                 VALUES (?, ?, ?, ?, ?)
+                 VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (room_id, agent_id) DO UPDATE SET event_id = excluded.event_id,
                  event_ts = excluded.event_ts, updated_at = excluded.updated_at",
             )
@@ -71,7 +71,7 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let row: (Option<i64>,) = sqlx::query_as(
-            "SELECT MAX(handled_at) FROM handled_events WHERE room_id = ? AND agent_id = ?",
+            "SELECT MAX(handled_at) FROM handled_events WHERE room_id = $1 AND agent_id = $2",
         )
         .bind(room_id)
         .bind(agent_id)
@@ -88,7 +88,7 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let row: Option<(i64,)> =
-            sqlx::query_as("SELECT since FROM room_members WHERE room_id = ? AND agent_id = ?")
+            sqlx::query_as("SELECT since FROM room_members WHERE room_id = $1 AND agent_id = $2")
                 .bind(room_id)
                 .bind(agent_id)
                 .fetch_optional(&self.pool)

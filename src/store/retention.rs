@@ -23,7 +23,7 @@ impl Store {
         handled_before: i64,
         transcript_before: Option<i64>,
     ) -> Result<Pruned, StoreError> {
-        let handled = sqlx::query("DELETE FROM handled_events WHERE handled_at < ?")
+        let handled = sqlx::query("DELETE FROM handled_events WHERE handled_at < $1")
             .bind(handled_before)
             .execute(&self.pool)
             .await?
@@ -32,8 +32,8 @@ impl Store {
         // shows is on the schedule's own row. (Webhook deliveries are kept: their IDs
         // refuse replays.)
         for forget in [
-            "DELETE FROM schedule_runs WHERE outcome IS NOT NULL AND ended_at < ?",
-            "DELETE FROM turn_refusals WHERE noted_at < ?",
+            "DELETE FROM schedule_runs WHERE outcome IS NOT NULL AND ended_at < $1",
+            "DELETE FROM turn_refusals WHERE noted_at < $1",
         ] {
             sqlx::query(forget)
                 .bind(handled_before)
@@ -41,7 +41,7 @@ impl Store {
                 .await?;
         }
         let transcript = match transcript_before {
-            Some(before) => sqlx::query("DELETE FROM transcript WHERE created_at < ?")
+            Some(before) => sqlx::query("DELETE FROM transcript WHERE created_at < $1")
                 .bind(before)
                 .execute(&self.pool)
                 .await?

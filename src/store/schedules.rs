@@ -165,7 +165,7 @@ impl Store {
         let id = insert_schedule(&mut tx, new).await?;
         let taken = sqlx::query(
             "INSERT OR IGNORE INTO webhook_deliveries (webhook, delivery_id, schedule_id, received_at)
-             VALUES (?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4)",
         )
         .bind(webhook)
         .bind(delivery_id)
@@ -184,7 +184,7 @@ impl Store {
     pub async fn schedules_in(&self, room: &RoomId) -> Result<Vec<Schedule>, StoreError> {
         let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
             select_schedules!(),
-            "WHERE room_id = ? AND removed = 0 AND source IS NULL
+            "WHERE room_id = $1 AND removed = 0 AND source IS NULL
              ORDER BY id"
         ))
         .bind(room)
@@ -195,10 +195,11 @@ impl Store {
 
     /// One schedule, removed or not.
     pub async fn schedule(&self, id: i64) -> Result<Option<Schedule>, StoreError> {
-        let row: Option<ScheduleRow> = sqlx::query_as(concat!(select_schedules!(), "WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row: Option<ScheduleRow> =
+            sqlx::query_as(concat!(select_schedules!(), "WHERE id = $1"))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
         Ok(row.and_then(schedule))
     }
 
@@ -206,7 +207,7 @@ impl Store {
     pub async fn due_schedules(&self, now: i64) -> Result<Vec<Schedule>, StoreError> {
         let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
             select_schedules!(),
-            "WHERE next_run IS NOT NULL AND next_run <= ? AND removed = 0 AND stopped IS NULL
+            "WHERE next_run IS NOT NULL AND next_run <= $1 AND removed = 0 AND stopped IS NULL
              ORDER BY next_run"
         ))
         .bind(now)
@@ -229,7 +230,7 @@ impl Store {
     pub async fn remove_schedule(&self, room: &RoomId, id: i64) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE schedules SET removed = 1, next_run = NULL
-             WHERE id = ? AND room_id = ? AND removed = 0",
+             WHERE id = $1 AND room_id = $2 AND removed = 0",
         )
         .bind(id)
         .bind(room)
@@ -240,7 +241,7 @@ impl Store {
 
     /// Stops schedule `id` for `why` (its owner lost their rights): it runs no more.
     pub async fn stop_schedule(&self, id: i64, why: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE schedules SET stopped = ?, next_run = NULL WHERE id = ?")
+        sqlx::query("UPDATE schedules SET stopped = $1, next_run = NULL WHERE id = $2")
             .bind(why)
             .bind(id)
             .execute(&self.pool)
@@ -261,9 +262,9 @@ impl Store {
     ) -> Result<Option<ScheduleRun>, StoreError> {
         let mut tx = self.pool.begin().await?;
         let moved = sqlx::query(
-            "UPDATE schedules SET next_run = ?, runs = runs + 1,
-             last_outcome = COALESCE(?, last_outcome)
-             WHERE id = ? AND next_run = ? AND removed = 0 AND stopped IS NULL",
+            "UPDATE schedules SET next_run = $1, runs = runs + 1,
+             last_outcome = COALESCE($2, last_outcome)
+             WHERE id = $3 AND next_run = $4 AND removed = 0 AND stopped IS NULL",
         )
         .bind(next)
         .bind(outcome)
@@ -277,8 +278,8 @@ impl Store {
         let now = now_ms();
         let (number,): (i64,) = sqlx::query_as(
             "INSERT INTO schedule_runs (schedule_id, due_at, number, outcome, taken_at, ended_at)
-             VALUES (?1, ?2, (SELECT runs FROM schedules WHERE id = ?1), ?3, ?4,
-                     CASE WHEN ?3 IS NULL THEN NULL ELSE ?4 END)
+             VALUES ($1, $2, (SELECT runs FROM schedules WHERE id = $1), $3, $4,
+                     CASE WHEN $3 IS NULL THEN NULL ELSE $4 END)
              RETURNING number",
         )
         .bind(id)
@@ -322,7 +323,7 @@ impl Store {
     /// Whether schedule `id` has a run that has not ended.
     pub async fn schedule_is_running(&self, id: i64) -> Result<bool, StoreError> {
         let (n,): (i64,) = sqlx::query_as(
-            "SELECT COUNT(*) FROM schedule_runs WHERE schedule_id = ? AND outcome IS NULL",
+            "SELECT COUNT(*) FROM schedule_runs WHERE schedule_id = $1 AND outcome IS NULL",
         )
         .bind(id)
         .fetch_one(&self.pool)
@@ -336,12 +337,14 @@ impl Store {
         run: &ScheduleRun,
         event: &EventId,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE schedule_runs SET event_id = ? WHERE schedule_id = ? AND due_at = ?")
-            .bind(event)
-            .bind(run.schedule_id)
-            .bind(run.due_at)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "UPDATE schedule_runs SET event_id = $1 WHERE schedule_id = $2 AND due_at = $3",
+        )
+        .bind(event)
+        .bind(run.schedule_id)
+        .bind(run.due_at)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
@@ -349,8 +352,8 @@ impl Store {
     pub async fn end_run(&self, run: &ScheduleRun, outcome: &str) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "UPDATE schedule_runs SET outcome = ?, ended_at = ?
-             WHERE schedule_id = ? AND due_at = ?",
+            "UPDATE schedule_runs SET outcome = $1, ended_at = $2
+             WHERE schedule_id = $3 AND due_at = $4",
         )
         .bind(outcome)
         .bind(now_ms())
@@ -358,7 +361,7 @@ impl Store {
         .bind(run.due_at)
         .execute(&mut *tx)
         .await?;
-        sqlx::query("UPDATE schedules SET last_outcome = ? WHERE id = ?")
+        sqlx::query("UPDATE schedules SET last_outcome = $1 WHERE id = $2")
             .bind(outcome)
             .bind(run.schedule_id)
             .execute(&mut *tx)
@@ -376,9 +379,9 @@ impl Store {
     ) -> Result<RunProgress, StoreError> {
         let (handled, waiting, in_turn): (i64, i64, i64) = sqlx::query_as(
             "SELECT
-               (SELECT COUNT(*) FROM handled_events WHERE agent_id = ?1 AND event_id = ?2),
-               (SELECT COUNT(*) FROM pending_inputs WHERE agent_id = ?1 AND event_id = ?2),
-               (SELECT COUNT(*) FROM unfinished_turns WHERE agent_id = ?1 AND prompt_event_id = ?2)",
+               (SELECT COUNT(*) FROM handled_events WHERE agent_id = $1 AND event_id = $2),
+               (SELECT COUNT(*) FROM pending_inputs WHERE agent_id = $1 AND event_id = $2),
+               (SELECT COUNT(*) FROM unfinished_turns WHERE agent_id = $1 AND prompt_event_id = $2)",
         )
         .bind(agent)
         .bind(event)
@@ -394,7 +397,7 @@ impl Store {
             "SELECT a.stop_reason FROM transcript u JOIN transcript a
                ON a.room_id = u.room_id AND a.agent_id = u.agent_id
               AND a.thread_id = u.thread_id AND a.id > u.id AND a.role = 'agent'
-             WHERE u.agent_id = ? AND u.event_id = ? AND u.role = 'user'
+             WHERE u.agent_id = $1 AND u.event_id = $2 AND u.role = 'user'
              ORDER BY a.id LIMIT 1",
         )
         .bind(agent)
@@ -402,7 +405,7 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         let refused: Option<(i64,)> = sqlx::query_as(
-            "SELECT refused FROM turn_refusals WHERE agent_id = ? AND prompt_event_id = ?",
+            "SELECT refused FROM turn_refusals WHERE agent_id = $1 AND prompt_event_id = $2",
         )
         .bind(agent)
         .bind(event)
@@ -423,8 +426,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT OR REPLACE INTO turn_refusals (agent_id, prompt_event_id, refused, noted_at)
-             SELECT agent_id, prompt_event_id, ?4, ?5 FROM unfinished_turns
-             WHERE room_id = ?1 AND agent_id = ?2 AND thread_id = ?3",
+             SELECT agent_id, prompt_event_id, $4, $5 FROM unfinished_turns
+             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
         )
         .bind(&conversation.room)
         .bind(&conversation.agent)
@@ -447,7 +450,7 @@ async fn insert_schedule(
     let (id,): (i64,) = sqlx::query_as(
         "INSERT INTO schedules (room_id, agent_id, owner, kind, spec, said, time_zone,
          prompt, thread_per_run, skip_missed, set_at, next_run, source)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
     )
     .bind(&new.room_id)
     .bind(&new.agent_id)

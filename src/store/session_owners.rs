@@ -18,7 +18,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         sqlx::query(
             "INSERT OR IGNORE INTO session_owners (agent_id, session_id, room_id, thread_id, claimed_at)
-             VALUES (?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(conversation.agent.as_str())
         .bind(session)
@@ -37,7 +37,7 @@ impl Store {
     ) -> Result<HashSet<String>, StoreError> {
         let rows: Vec<(String,)> = sqlx::query_as(
             "SELECT session_id FROM session_owners
-             WHERE agent_id = ? AND NOT (room_id = ? AND thread_id = ?)",
+             WHERE agent_id = $1 AND NOT (room_id = $2 AND thread_id = $3)",
         )
         .bind(conversation.agent.as_str())
         .bind(conversation.room.as_str())

@@ -7,7 +7,7 @@ impl Store {
     /// The verbosity chosen for `room` with `!show`, if any (as its word).
     pub async fn room_verbosity(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
         self.room_setting(
-            "SELECT verbosity FROM room_settings WHERE room_id = ?",
+            "SELECT verbosity FROM room_settings WHERE room_id = $1",
             room,
         )
         .await
@@ -16,7 +16,7 @@ impl Store {
     /// Records the verbosity chosen for `room`.
     pub async fn set_room_verbosity(&self, room: &RoomId, word: &str) -> Result<(), StoreError> {
         self.set_room_setting(
-            "INSERT INTO room_settings (room_id, verbosity, updated_at) VALUES (?, ?, ?)
+            "INSERT INTO room_settings (room_id, verbosity, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (room_id) DO UPDATE SET verbosity = excluded.verbosity,
              updated_at = excluded.updated_at",
             room.as_str(),
@@ -29,7 +29,7 @@ impl Store {
     /// (as its word).
     pub async fn room_queue_mode(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
         self.room_setting(
-            "SELECT queue_mode FROM room_settings WHERE room_id = ?",
+            "SELECT queue_mode FROM room_settings WHERE room_id = $1",
             room,
         )
         .await
@@ -38,7 +38,7 @@ impl Store {
     /// Records what a message written during a turn does in `room`.
     pub async fn set_room_queue_mode(&self, room: &RoomId, word: &str) -> Result<(), StoreError> {
         self.set_room_setting(
-            "INSERT INTO room_settings (room_id, queue_mode, updated_at) VALUES (?, ?, ?)
+            "INSERT INTO room_settings (room_id, queue_mode, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (room_id) DO UPDATE SET queue_mode = excluded.queue_mode,
              updated_at = excluded.updated_at",
             room.as_str(),
@@ -50,7 +50,7 @@ impl Store {
     /// The time zone of `room`'s schedules, as `!timezone` chose, if it did.
     pub async fn room_time_zone(&self, room: &RoomId) -> Result<Option<String>, StoreError> {
         self.room_setting(
-            "SELECT time_zone FROM room_settings WHERE room_id = ?",
+            "SELECT time_zone FROM room_settings WHERE room_id = $1",
             room,
         )
         .await
@@ -59,7 +59,7 @@ impl Store {
     /// Records the time zone of `room`'s schedules.
     pub async fn set_room_time_zone(&self, room: &RoomId, zone: &str) -> Result<(), StoreError> {
         self.set_room_setting(
-            "INSERT INTO room_settings (room_id, time_zone, updated_at) VALUES (?, ?, ?)
+            "INSERT INTO room_settings (room_id, time_zone, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (room_id) DO UPDATE SET time_zone = excluded.time_zone,
              updated_at = excluded.updated_at",
             room.as_str(),
@@ -72,7 +72,7 @@ impl Store {
     /// `!reactions` chose, if it did.
     pub async fn room_status_reactions(&self, room: &RoomId) -> Result<Option<bool>, StoreError> {
         self.room_setting(
-            "SELECT status_reactions FROM room_settings WHERE room_id = ?",
+            "SELECT status_reactions FROM room_settings WHERE room_id = $1",
             room,
         )
         .await
@@ -85,7 +85,7 @@ impl Store {
         on: bool,
     ) -> Result<(), StoreError> {
         self.set_room_setting(
-            "INSERT INTO room_settings (room_id, status_reactions, updated_at) VALUES (?, ?, ?)
+            "INSERT INTO room_settings (room_id, status_reactions, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (room_id) DO UPDATE SET status_reactions = excluded.status_reactions,
              updated_at = excluded.updated_at",
             room.as_str(),
@@ -97,7 +97,7 @@ impl Store {
     /// Records how `room`'s threads map onto conversations.
     pub async fn set_room_threads(&self, room: &RoomId, word: &str) -> Result<(), StoreError> {
         self.set_room_setting(
-            "INSERT INTO room_settings (room_id, threads, updated_at) VALUES (?, ?, ?)
+            "INSERT INTO room_settings (room_id, threads, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (room_id) DO UPDATE SET threads = excluded.threads,
              updated_at = excluded.updated_at",
             room.as_str(),
@@ -160,7 +160,7 @@ impl Store {
     /// The routing choices made for `room`.
     pub async fn room_routing(&self, room: &RoomId) -> Result<RoomRouting, StoreError> {
         let row: Option<(Option<AgentId>, Option<bool>, Option<String>)> = sqlx::query_as(
-            "SELECT default_agent, handoff, threads FROM room_settings WHERE room_id = ?",
+            "SELECT default_agent, handoff, threads FROM room_settings WHERE room_id = $1",
         )
         .bind(room.as_str())
         .fetch_optional(&self.pool)
@@ -181,7 +181,7 @@ impl Store {
         agent: Option<&AgentId>,
     ) -> Result<(), StoreError> {
         self.set_room_setting(
-            "INSERT INTO room_settings (room_id, default_agent, updated_at) VALUES (?, ?, ?)
+            "INSERT INTO room_settings (room_id, default_agent, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (room_id) DO UPDATE SET default_agent = excluded.default_agent,
              updated_at = excluded.updated_at",
             room.as_str(),
@@ -193,7 +193,7 @@ impl Store {
     /// Turns hand-offs between the room's agents on or off.
     pub async fn set_handoff(&self, room: &RoomId, on: bool) -> Result<(), StoreError> {
         self.set_room_setting(
-            "INSERT INTO room_settings (room_id, handoff, updated_at) VALUES (?, ?, ?)
+            "INSERT INTO room_settings (room_id, handoff, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (room_id) DO UPDATE SET handoff = excluded.handoff,
              updated_at = excluded.updated_at",
             room.as_str(),

@@ -55,7 +55,7 @@ impl Store {
         sqlx::query(
             "INSERT OR REPLACE INTO unfinished_turns
              (room_id, agent_id, prompt_event_id, started_at, rerun, thread_id)
-             VALUES (?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(room_id)
         .bind(agent_id)
@@ -65,7 +65,7 @@ impl Store {
         .bind(conversation.thread_id())
         .execute(&mut *tx)
         .await?;
-        sqlx::query("DELETE FROM pending_inputs WHERE agent_id = ? AND event_id = ?")
+        sqlx::query("DELETE FROM pending_inputs WHERE agent_id = $1 AND event_id = $2")
             .bind(agent_id)
             .bind(prompt_event.as_str())
             .execute(&mut *tx)
@@ -87,7 +87,7 @@ impl Store {
         sqlx::query(
             "INSERT OR REPLACE INTO unfinished_messages
              (txn_id, room_id, agent_id, kind, body, html, notice, thread_id)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(txn_id)
         .bind(room_id)
@@ -108,11 +108,13 @@ impl Store {
         txn_id: &str,
         event_id: &EventId,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE unfinished_messages SET event_id = ?, txn_id = NULL WHERE txn_id = ?")
-            .bind(event_id)
-            .bind(txn_id)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "UPDATE unfinished_messages SET event_id = $1, txn_id = NULL WHERE txn_id = $2",
+        )
+        .bind(event_id)
+        .bind(txn_id)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
@@ -127,7 +129,7 @@ impl Store {
         sqlx::query(
             "INSERT INTO unfinished_messages
              (event_id, room_id, agent_id, kind, body, html, notice, thread_id)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              ON CONFLICT (event_id) DO UPDATE SET kind = excluded.kind, body = excluded.body,
              html = excluded.html, notice = excluded.notice",
         )
@@ -153,8 +155,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "UPDATE unfinished_turns SET reply_text = reply_text || ?
-             WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+            "UPDATE unfinished_turns SET reply_text = reply_text || $1
+             WHERE room_id = $2 AND agent_id = $3 AND thread_id = $4",
         )
         .bind(more)
         .bind(room_id)
@@ -181,8 +183,8 @@ impl Store {
         let thread_id = conversation.thread_id();
         let mut tx = self.pool.begin().await?;
         for delete in [
-            "DELETE FROM unfinished_messages WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
-            "DELETE FROM unfinished_turns WHERE room_id = ? AND agent_id = ? AND thread_id = ?",
+            "DELETE FROM unfinished_messages WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
+            "DELETE FROM unfinished_turns WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
         ] {
             sqlx::query(delete)
                 .bind(room_id)
@@ -198,7 +200,7 @@ impl Store {
             super::inbox::insert_pending(&mut tx, pending).await?;
         }
         for event in answered {
-            sqlx::query("DELETE FROM pending_inputs WHERE agent_id = ? AND event_id = ?")
+            sqlx::query("DELETE FROM pending_inputs WHERE agent_id = $1 AND event_id = $2")
                 .bind(agent_id)
                 .bind(event.as_str())
                 .execute(&mut *tx)
@@ -218,7 +220,7 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         Ok(sqlx::query_as(
             "SELECT sender, body FROM transcript
-             WHERE room_id = ? AND agent_id = ? AND thread_id = ? AND event_id = ? AND role = 'user'
+             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3 AND event_id = $4 AND role = 'user'
              ORDER BY id DESC LIMIT 1",
         )
         .bind(room_id)
@@ -236,7 +238,7 @@ impl Store {
     ) -> Result<Vec<UnfinishedTurn>, StoreError> {
         let turns: Vec<(RoomId, String, EventId, bool, String)> = sqlx::query_as(
             "SELECT room_id, thread_id, prompt_event_id, rerun, reply_text FROM unfinished_turns
-             WHERE agent_id = ? ORDER BY started_at",
+             WHERE agent_id = $1 ORDER BY started_at",
         )
         .bind(agent_id)
         .fetch_all(&self.pool)
@@ -245,7 +247,7 @@ impl Store {
         for (room_id, thread_id, prompt_event_id, rerun, reply_text) in turns {
             let messages = sqlx::query_as(
                 "SELECT event_id, txn_id, kind, body, html, notice FROM unfinished_messages
-                 WHERE room_id = ? AND agent_id = ? AND thread_id = ? ORDER BY id",
+                 WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3 ORDER BY id",
             )
             .bind(&room_id)
             .bind(agent_id)
