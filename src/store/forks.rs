@@ -32,11 +32,14 @@ impl Store {
         session_id: &str,
     ) -> Result<(), StoreError> {
         sqlx::query(concat!(
-            "INSERT OR REPLACE INTO fork_sources
+            "INSERT INTO fork_sources
              (room_id, agent_id, thread_id, from_thread_id, session_id, transcript_at)
              VALUES ($1, $2, $4, $3, $5, (",
             last_line!(),
-            "))"
+            "))
+             ON CONFLICT (room_id, agent_id, thread_id) DO UPDATE SET
+             from_thread_id = excluded.from_thread_id, session_id = excluded.session_id,
+             transcript_at = excluded.transcript_at"
         ))
         .bind(from.room.as_str())
         .bind(from.agent.as_str())

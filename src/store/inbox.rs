@@ -95,7 +95,8 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
-            "INSERT OR IGNORE INTO handled_events (event_id, agent_id, room_id, handled_at) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO handled_events (event_id, agent_id, room_id, handled_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT DO NOTHING",
         )
         .bind(event_id.as_str())
         .bind(agent_id)
@@ -269,10 +270,11 @@ pub(super) async fn insert_pending(
     p: &PendingInput,
 ) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT OR IGNORE INTO pending_inputs
+        "INSERT INTO pending_inputs
          (room_id, agent_id, event_id, kind, sender, body, reply_to, sent_at, queued_reaction,
           admitted_at, thread_id, media)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+             ON CONFLICT DO NOTHING",
     )
     .bind(p.room_id.as_str())
     .bind(p.agent_id.as_str())

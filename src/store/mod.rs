@@ -185,7 +185,8 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "INSERT OR IGNORE INTO room_members (room_id, agent_id, since) VALUES ($1, $2, $3)",
+            "INSERT INTO room_members (room_id, agent_id, since) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING",
         )
         .bind(room_id)
         .bind(agent_id)

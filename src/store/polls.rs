@@ -23,8 +23,11 @@ impl Store {
     /// because the gateway stopped.
     pub async fn save_poll(&self, agent: &AgentId, poll: &StoredPoll) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT OR REPLACE INTO open_polls (event_id, room_id, agent_id, body, html, native, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO open_polls (event_id, room_id, agent_id, body, html, native, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (event_id) DO UPDATE SET room_id = excluded.room_id,
+             agent_id = excluded.agent_id, body = excluded.body, html = excluded.html,
+             native = excluded.native, created_at = excluded.created_at",
         )
         .bind(poll.event_id.as_str())
         .bind(poll.room_id.as_str())

@@ -164,8 +164,9 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let id = insert_schedule(&mut tx, new).await?;
         let taken = sqlx::query(
-            "INSERT OR IGNORE INTO webhook_deliveries (webhook, delivery_id, schedule_id, received_at)
-             VALUES ($1, $2, $3, $4)",
+            "INSERT INTO webhook_deliveries (webhook, delivery_id, schedule_id, received_at)
+             VALUES ($1, $2, $3, $4)
+             ON CONFLICT DO NOTHING",
         )
         .bind(webhook)
         .bind(delivery_id)
@@ -425,9 +426,11 @@ impl Store {
         refused: u32,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT OR REPLACE INTO turn_refusals (agent_id, prompt_event_id, refused, noted_at)
+            "INSERT INTO turn_refusals (agent_id, prompt_event_id, refused, noted_at)
              SELECT agent_id, prompt_event_id, $4, $5 FROM unfinished_turns
-             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
+             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3
+             ON CONFLICT (agent_id, prompt_event_id) DO UPDATE SET
+             refused = excluded.refused, noted_at = excluded.noted_at",
         )
         .bind(&conversation.room)
         .bind(&conversation.agent)

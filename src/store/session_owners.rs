@@ -17,8 +17,9 @@ impl Store {
         session: &str,
     ) -> Result<bool, StoreError> {
         sqlx::query(
-            "INSERT OR IGNORE INTO session_owners (agent_id, session_id, room_id, thread_id, claimed_at)
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO session_owners (agent_id, session_id, room_id, thread_id, claimed_at)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT DO NOTHING",
         )
         .bind(conversation.agent.as_str())
         .bind(session)

@@ -53,9 +53,12 @@ impl Store {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "INSERT OR REPLACE INTO unfinished_turns
+            "INSERT INTO unfinished_turns
              (room_id, agent_id, prompt_event_id, started_at, rerun, thread_id)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (room_id, agent_id, thread_id) DO UPDATE SET
+             prompt_event_id = excluded.prompt_event_id, started_at = excluded.started_at,
+             rerun = excluded.rerun, reply_text = ''",
         )
         .bind(room_id)
         .bind(agent_id)
@@ -85,9 +88,12 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
-            "INSERT OR REPLACE INTO unfinished_messages
+            "INSERT INTO unfinished_messages
              (txn_id, room_id, agent_id, kind, body, html, notice, thread_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (txn_id) DO UPDATE SET room_id = excluded.room_id,
+             agent_id = excluded.agent_id, kind = excluded.kind, body = excluded.body,
+             html = excluded.html, notice = excluded.notice, thread_id = excluded.thread_id",
         )
         .bind(txn_id)
         .bind(room_id)
