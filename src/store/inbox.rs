@@ -266,7 +266,7 @@ fn media_of(column: Option<&str>) -> Vec<IncomingMedia> {
 
 /// Writes `p` as waiting, within `tx` (nothing if it waits already).
 pub(super) async fn insert_pending(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     p: &PendingInput,
 ) -> Result<(), StoreError> {
     sqlx::query(

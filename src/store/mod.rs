@@ -5,13 +5,13 @@ use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::AnyPool;
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::Migrator;
 
 mod conversations;
 mod forks;
-mod id_columns;
+mod columns;
 mod inbox;
 mod modes;
 mod outbox;
@@ -35,7 +35,7 @@ pub use unfinished::{CutMessage, UnfinishedTurn};
 
 use crate::model::errors::Chain;
 
-/// Store failures (each shows its whole cause chain). All are permanent from the caller's point of view: the database is local.
+/// Store failures (each shows its whole cause chain). The caller cannot wait them out: it logs what was not recorded or read and goes on ([`LogFailure`]).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A query or connection failed.
@@ -44,6 +44,20 @@ pub enum StoreError {
     /// A migration failed.
     #[error("database migration failed: {}", Chain(.0))]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The store URL names no database this gateway can use.
+    #[error("the store {0:?} is neither sqlite:PATH nor postgres://…")]
+    Url(String),
+}
+
+/// `url` with any password taken out, to be shown in an error or a log.
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("REDACTED"));
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// What a caller does with a store failure it can do nothing about but say: the turn, the
@@ -131,8 +145,8 @@ pub struct TranscriptEntry {
 /// The gateway's database.
 #[derive(Debug, Clone)]
 pub struct Store {
-    /// Connections to the database file.
-    pool: SqlitePool,
+    /// Connections to the database: SQLite's file, or a PostgreSQL server.
+    pool: AnyPool,
 }
 
 /// Milliseconds since the epoch, the time unit of the store.
@@ -143,37 +157,107 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// The SQLite migrations, in `migrations/sqlite/`.
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// The PostgreSQL migrations, in `migrations/postgres/`: the same schema, kept in step by
+/// the store's tests.
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// Which database server a store URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// An SQLite file, the embedded default.
+    Sqlite,
+    /// A PostgreSQL server (`postgres://` or `postgresql://`).
+    Postgres,
+}
+
+impl Backend {
+    /// The backend a store URL names, or `None` for a URL that is neither.
+    pub fn of_url(url: &str) -> Option<Self> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Backend::Postgres)
+        } else {
+            None
+        }
+    }
+}
+
+/// The `sqlite:` URL of the database file at `path` (`%`, `?` and `#` escaped, as the
+/// URL's path is percent-decoded), created if missing.
+pub fn sqlite_url(path: &Path) -> String {
+    let mut escaped = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => escaped.push_str("%25"),
+            '?' => escaped.push_str("%3F"),
+            '#' => escaped.push_str("%23"),
+            c => escaped.push(c),
+        }
+    }
+    format!("sqlite://{escaped}?mode=rwc")
+}
+
+/// Sets up each new SQLite connection.
+///
+/// The file is a write-ahead log, and a commit is written to it without waiting for the
+/// disk: it survives the gateway crashing or being killed, and a power loss can only take
+/// the newest commits, in order (the log is replayed up to where it was synced). Every
+/// commit on the way from a message to its answer (admission, transcript, turn mark, reply
+/// journal) then costs no disk flush; what a power loss takes is taken in again from the
+/// homeserver (see `docs/continuity.md`).
+const SQLITE_SETUP: &str =
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;";
+
 impl Store {
-    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    /// Opens (creating if needed) the SQLite database at `path` and applies pending
+    /// migrations.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // A commit is written to the log file without waiting for the disk: it survives
-            // the gateway crashing or being killed, and a power loss can only take the
-            // newest commits, in order (the log is replayed up to where it was synced).
-            // Every commit on the way from a message to its answer (admission, transcript,
-            // turn mark, reply journal) then costs no disk flush; what a power loss takes
-            // is taken in again from the homeserver (see `docs/continuity.md`).
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(std::time::Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self { pool })
+        Self::connect(&sqlite_url(path)).await
     }
 
-    /// An in-memory database, for tests.
+    /// Opens the database `url` names (`sqlite://PATH` or `postgres://…`) and applies
+    /// pending migrations.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let backend = Backend::of_url(url).ok_or_else(|| StoreError::Url(redact_url(url)))?;
+        sqlx::any::install_default_drivers();
+        let options = AnyPoolOptions::new().max_connections(4);
+        let pool = match backend {
+            Backend::Sqlite => {
+                options
+                    .after_connect(|connection, _| {
+                        Box::pin(async move {
+                            sqlx::raw_sql(SQLITE_SETUP).execute(connection).await?;
+                            Ok(())
+                        })
+                    })
+                    .connect(url)
+                    .await?
+            }
+            Backend::Postgres => options.connect(url).await?,
+        };
+        Self::migrated(pool, backend).await
+    }
+
+    /// An in-memory SQLite database, for tests.
     pub async fn in_memory() -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::new().in_memory(true);
-        let pool = SqlitePoolOptions::new()
+        sqlx::any::install_default_drivers();
+        let pool = AnyPoolOptions::new()
             .max_connections(1)
-            .connect_with(options)
+            .connect("sqlite::memory:")
             .await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        Self::migrated(pool, Backend::Sqlite).await
+    }
+
+    /// The store on `pool`, its migrations applied.
+    async fn migrated(pool: AnyPool, backend: Backend) -> Result<Self, StoreError> {
+        match backend {
+            Backend::Sqlite => SQLITE_MIGRATIONS.run(&pool).await?,
+            Backend::Postgres => POSTGRES_MIGRATIONS.run(&pool).await?,
+        }
         Ok(Self { pool })
     }
 
@@ -318,7 +402,7 @@ impl Store {
 /// Inserts a transcript line (a prompt with an event ID only once), in one statement:
 /// a write transaction that begins with a read could fail at once on a busy database.
 async fn insert_transcript<'c>(
-    executor: impl sqlx::SqliteExecutor<'c>,
+    executor: impl sqlx::Executor<'c, Database = sqlx::Any>,
     conversation: &ConversationKey,
     line: &TranscriptLine<'_>,
 ) -> Result<(), StoreError> {

@@ -1,5 +1,6 @@
 //! The mode each conversation keeps across its sessions and restarts (`conversation_modes`).
 
+use super::columns::Flag;
 use super::{Store, StoreError, now_ms};
 use crate::model::ids::ConversationKey;
 use crate::model::modes::KeptMode;
@@ -10,7 +11,7 @@ impl Store {
         &self,
         conversation: &ConversationKey,
     ) -> Result<Option<KeptMode>, StoreError> {
-        let row: Option<(String, bool)> = sqlx::query_as(
+        let row: Option<(String, Flag)> = sqlx::query_as(
             "SELECT mode, by_admin FROM conversation_modes
              WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
         )
@@ -19,7 +20,10 @@ impl Store {
         .bind(conversation.thread_id())
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.map(|(mode, by_admin)| KeptMode { mode, by_admin }))
+        Ok(row.map(|(mode, by_admin)| KeptMode {
+            mode,
+            by_admin: by_admin.0,
+        }))
     }
 
     /// Records the mode `conversation` keeps from now on.
@@ -38,7 +42,7 @@ impl Store {
         .bind(conversation.agent.as_str())
         .bind(conversation.thread_id())
         .bind(&kept.mode)
-        .bind(kept.by_admin)
+        .bind(Flag(kept.by_admin))
         .bind(now_ms())
         .execute(&self.pool)
         .await?;

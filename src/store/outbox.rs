@@ -1,6 +1,7 @@
 //! The outbox: final content the homeserver could not take while it was away, kept until
 //! it can (see `docs/continuity.md`).
 
+use super::columns::Flag;
 use super::{Store, StoreError, now_ms};
 use crate::model::ids::{AgentId, EventId, RoomId};
 
@@ -32,7 +33,7 @@ type OutboxRow = (
     String,
     String,
     Option<String>,
-    bool,
+    Flag,
     String,
 );
 
@@ -56,7 +57,7 @@ impl Store {
             .bind(&item.txn_id)
             .bind(&item.body)
             .bind(&item.html)
-            .bind(item.notice)
+            .bind(Flag(item.notice))
             .bind(now_ms())
             .bind(super::thread_column(item.thread.as_ref()))
             .execute(&mut *tx)
@@ -86,7 +87,7 @@ impl Store {
                     txn_id,
                     body,
                     html,
-                    notice,
+                    notice: notice.into(),
                 },
             )
             .collect())

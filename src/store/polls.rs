@@ -1,5 +1,6 @@
 //! Open permission polls, kept so a restart can close the polls of turns that died with it.
 
+use super::columns::Flag;
 use super::{Store, StoreError, now_ms};
 use crate::model::ids::{AgentId, EventId, RoomId};
 
@@ -15,6 +16,7 @@ pub struct StoredPoll {
     /// The same as HTML.
     pub html: Option<String>,
     /// Whether it is a native poll: ended with `body`, not edited to it.
+    #[sqlx(try_from = "Flag")]
     pub native: bool,
 }
 
@@ -34,7 +36,7 @@ impl Store {
         .bind(agent.as_str())
         .bind(&poll.body)
         .bind(&poll.html)
-        .bind(poll.native)
+        .bind(Flag(poll.native))
         .bind(now_ms())
         .execute(&self.pool)
         .await?;

@@ -3,6 +3,7 @@
 //! its schedule on; what becomes of it afterwards is read from the inbox and the transcript
 //! (the run's message is a prompt like a person's).
 
+use super::columns::Flag;
 use super::{Store, StoreError, now_ms};
 use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 use crate::model::schedule::When;
@@ -99,7 +100,9 @@ struct ScheduleRow {
     said: String,
     time_zone: String,
     prompt: String,
+    #[sqlx(try_from = "Flag")]
     thread_per_run: bool,
+    #[sqlx(try_from = "Flag")]
     skip_missed: bool,
     set_at: i64,
     next_run: Option<i64>,
@@ -445,7 +448,7 @@ impl Store {
 
 /// Writes schedule `new` in `tx`; returns its ID.
 async fn insert_schedule(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     new: &NewSchedule,
 ) -> Result<i64, StoreError> {
     let (kind, spec) = new.when.to_row();
@@ -463,8 +466,8 @@ async fn insert_schedule(
     .bind(&new.said)
     .bind(&new.time_zone)
     .bind(&new.prompt)
-    .bind(new.thread_per_run)
-    .bind(new.skip_missed)
+    .bind(Flag(new.thread_per_run))
+    .bind(Flag(new.skip_missed))
     .bind(now_ms())
     .bind(new.next_run)
     .bind(source)

@@ -1,5 +1,6 @@
 //! Per-room settings people choose with chat commands.
 
+use super::columns::Flag;
 use super::{Store, StoreError, now_ms};
 use crate::model::ids::{AgentId, RoomId};
 
@@ -71,11 +72,13 @@ impl Store {
     /// Whether agents mark people's messages in `room` with status reactions, as
     /// `!reactions` chose, if it did.
     pub async fn room_status_reactions(&self, room: &RoomId) -> Result<Option<bool>, StoreError> {
-        self.room_setting(
-            "SELECT status_reactions FROM room_settings WHERE room_id = $1",
-            room,
-        )
-        .await
+        let on: Option<Flag> = self
+            .room_setting(
+                "SELECT status_reactions FROM room_settings WHERE room_id = $1",
+                room,
+            )
+            .await?;
+        Ok(on.map(bool::from))
     }
 
     /// Records whether agents mark people's messages in `room` with status reactions.
@@ -89,7 +92,7 @@ impl Store {
              ON CONFLICT (room_id) DO UPDATE SET status_reactions = excluded.status_reactions,
              updated_at = excluded.updated_at",
             room.as_str(),
-            on,
+            Flag(on),
         )
         .await
     }
@@ -114,7 +117,7 @@ impl Store {
         room: &RoomId,
     ) -> Result<Option<T>, StoreError>
     where
-        T: Send + Unpin + for<'r> sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+        T: Send + Unpin + for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any>,
     {
         let row: Option<(Option<T>,)> = sqlx::query_as(select)
             .bind(room.as_str())
@@ -132,7 +135,7 @@ impl Store {
         value: T,
     ) -> Result<(), StoreError>
     where
-        T: 'q + Send + sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+        T: 'q + Send + sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any>,
     {
         sqlx::query(upsert)
             .bind(room_id)
@@ -159,7 +162,7 @@ pub struct RoomRouting {
 impl Store {
     /// The routing choices made for `room`.
     pub async fn room_routing(&self, room: &RoomId) -> Result<RoomRouting, StoreError> {
-        let row: Option<(Option<AgentId>, Option<bool>, Option<String>)> = sqlx::query_as(
+        let row: Option<(Option<AgentId>, Option<Flag>, Option<String>)> = sqlx::query_as(
             "SELECT default_agent, handoff, threads FROM room_settings WHERE room_id = $1",
         )
         .bind(room.as_str())
@@ -168,7 +171,7 @@ impl Store {
         Ok(row
             .map(|(default_agent, handoff, threads)| RoomRouting {
                 default_agent,
-                handoff,
+                handoff: handoff.map(bool::from),
                 threads,
             })
             .unwrap_or_default())
@@ -197,7 +200,7 @@ impl Store {
              ON CONFLICT (room_id) DO UPDATE SET handoff = excluded.handoff,
              updated_at = excluded.updated_at",
             room.as_str(),
-            on,
+            Flag(on),
         )
         .await
     }

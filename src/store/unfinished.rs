@@ -1,6 +1,7 @@
 //! Turns in progress and what their messages should show if the turn is cut, so a start
 //! after a crash can mark what the previous run left unfinished.
 
+use super::columns::Flag;
 use super::{PendingInput, Store, StoreError, TranscriptLine, now_ms};
 use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 
@@ -19,6 +20,7 @@ pub struct CutMessage {
     /// HTML to show.
     pub html: Option<String>,
     /// Whether it is an `m.notice`.
+    #[sqlx(try_from = "Flag")]
     pub notice: bool,
 }
 
@@ -64,7 +66,7 @@ impl Store {
         .bind(agent_id)
         .bind(prompt_event.as_str())
         .bind(now_ms())
-        .bind(rerun)
+        .bind(Flag(rerun))
         .bind(conversation.thread_id())
         .execute(&mut *tx)
         .await?;
@@ -101,7 +103,7 @@ impl Store {
         .bind(&message.kind)
         .bind(&message.body)
         .bind(&message.html)
-        .bind(message.notice)
+        .bind(Flag(message.notice))
         .bind(conversation.thread_id())
         .execute(&self.pool)
         .await?;
@@ -145,7 +147,7 @@ impl Store {
         .bind(&message.kind)
         .bind(&message.body)
         .bind(&message.html)
-        .bind(message.notice)
+        .bind(Flag(message.notice))
         .bind(conversation.thread_id())
         .execute(&self.pool)
         .await?;
@@ -242,7 +244,7 @@ impl Store {
         &self,
         agent_id: &AgentId,
     ) -> Result<Vec<UnfinishedTurn>, StoreError> {
-        let turns: Vec<(RoomId, String, EventId, bool, String)> = sqlx::query_as(
+        let turns: Vec<(RoomId, String, EventId, Flag, String)> = sqlx::query_as(
             "SELECT room_id, thread_id, prompt_event_id, rerun, reply_text FROM unfinished_turns
              WHERE agent_id = $1 ORDER BY started_at",
         )
@@ -264,7 +266,7 @@ impl Store {
                 room_id,
                 thread: super::thread_of(thread_id),
                 prompt_event_id,
-                rerun,
+                rerun: rerun.into(),
                 reply_text,
                 messages,
             });
