@@ -164,9 +164,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     for warning in config.warnings() {
         tracing::warn!("{warning}");
     }
-    let store = Store::open(&config.state_dir.join("sidekicks.db"))
-        .await
-        .context("cannot open the database")?;
+    let store_url = config.store_url();
+    let store = Store::connect(&store_url).await.with_context(|| {
+        format!(
+            "cannot open the database {}",
+            crate::store::redact_url(&store_url)
+        )
+    })?;
     // Shared by every agent: a reload (SIGHUP) changes them everywhere.
     let live = reload::LiveSettings::from_config(&config);
 

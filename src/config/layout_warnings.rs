@@ -14,7 +14,25 @@ impl Config {
         warnings.extend(self.layout_warnings());
         warnings.extend(self.settings_warnings());
         warnings.extend(self.hide_warnings());
+        warnings.extend(self.store_warnings());
         warnings
+    }
+
+    /// A store URL that holds a password: the config file is read by whoever sets the
+    /// gateway up, and a pgpass file keeps the password apart.
+    pub fn store_warnings(&self) -> Vec<String> {
+        let inline = (self.store.as_deref())
+            .and_then(|url| url::Url::parse(url).ok())
+            .is_some_and(|url| url.password().is_some());
+        if inline {
+            vec![
+                "store: the URL holds a password; keep it in a pgpass file instead \
+                 (PGPASSFILE in the service's environment, mode 0600)"
+                    .to_owned(),
+            ]
+        } else {
+            Vec::new()
+        }
     }
 
     /// Paths to hide that do not exist: a sandbox can only cover what is there when it is

@@ -69,6 +69,12 @@ impl std::fmt::Display for Problem {
 pub struct Config {
     /// Folder for the SQLite database and the agents' Matrix stores; created if missing.
     pub state_dir: PathBuf,
+    /// Where the gateway keeps its state (sessions, transcripts, what it has handled):
+    /// unset, the SQLite file `state_dir/sidekicks.db`; or a database URL, `sqlite://PATH`
+    /// or `postgres://USER@HOST/DATABASE` for a PostgreSQL server (its password from a
+    /// pgpass file, `PGPASSFILE`, rather than in the URL).
+    #[serde(default)]
+    pub store: Option<String>,
     /// How to reach the homeserver.
     pub matrix: MatrixConfig,
     /// Who may invite and prompt the agents.
@@ -504,6 +510,16 @@ impl Config {
             pictures: self.display.pictures,
             ..self.streaming.clone()
         }
+    }
+}
+
+impl Config {
+    /// The URL of the state database: [`Config::store`], or the SQLite file in
+    /// `state_dir`.
+    pub fn store_url(&self) -> String {
+        self.store
+            .clone()
+            .unwrap_or_else(|| crate::store::sqlite_url(&self.state_dir.join("sidekicks.db")))
     }
 }
 

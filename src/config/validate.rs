@@ -34,6 +34,17 @@ impl Config {
         } else if let Err(e) = self.matrix.store_passphrase() {
             secrets.push(("matrix.store_passphrase".to_owned(), e));
         }
+        if let Some(store) = &self.store
+            && crate::store::Backend::of_url(store).is_none()
+        {
+            bad(
+                "store".into(),
+                format!(
+                    "`{}` is neither sqlite://PATH nor postgres://USER@HOST/DATABASE",
+                    crate::store::redact_url(store)
+                ),
+            );
+        }
         if let Some(listen) = &self.metrics.listen
             && listen.parse::<std::net::SocketAddr>().is_err()
         {
