@@ -1,7 +1,7 @@
--- The PostgreSQL store's schema: the same tables, columns and keys as the SQLite
--- migrations in `migrations/sqlite/` arrive at, written at once (the PostgreSQL store
--- begins at the schema of SQLite's migration 0015). A test keeps the two in step: a new
--- SQLite migration needs its PostgreSQL twin here, numbered the same.
+-- The PostgreSQL store's schema: the same tables, columns, keys and indexes as the SQLite
+-- migrations in `migrations/sqlite/` arrive at (0001 to 0015), written at once.
+-- `tests/store_backends.rs` keeps the two in step: a new SQLite migration needs its
+-- PostgreSQL twin here, as the next file.
 --
 -- Every SQLite INTEGER is a BIGINT (times in ms since the epoch, row IDs, counts and
 -- 0/1 flags); AUTOINCREMENT is an identity column that takes given values too, so that

@@ -9,9 +9,9 @@ use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::Migrator;
 
+mod columns;
 mod conversations;
 mod forks;
-mod columns;
 mod inbox;
 mod modes;
 mod outbox;

@@ -1,8 +1,9 @@
-//! A throwaway PostgreSQL cluster on loopback (Debian's `postgresql` package), for a
-//! homeserver configured as one is in production: Synapse documents SQLite as fit only for
-//! trying it out, and with one writer for every room it is what a burst of 200 rooms waits
-//! on. Made in a temporary folder with `initdb`, served by its own `postgres` process, and
-//! gone when dropped.
+//! A throwaway PostgreSQL cluster on loopback (Debian's `postgresql` package): for the
+//! gateway's store on PostgreSQL ([`Postgres::new_database`]), and for a homeserver
+//! configured as one is in production (Synapse documents SQLite as fit only for trying it
+//! out, and with one writer for every room it is what a burst of 200 rooms waits on). Made
+//! in a temporary folder with `initdb`, served by its own `postgres` process, and gone when
+//! dropped.
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -105,8 +106,21 @@ impl Postgres {
             .expect("start postgres");
         let postgres = Self { port, dir, child };
         postgres.wait_ready().await;
+        postgres.create_database(DATABASE);
+        postgres
+    }
+
+    /// Makes the database `name` (UTF-8, C collation) owned by [`DATABASE`]'s role.
+    fn create_database(&self, name: &str) {
         let ok = command("createdb")
-            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", DATABASE])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                DATABASE,
+            ])
             .args([
                 "-E",
                 "UTF8",
@@ -115,12 +129,17 @@ impl Postgres {
                 "-T",
                 "template0",
             ])
-            .arg(DATABASE)
+            .arg(name)
             .status()
             .unwrap()
             .success();
-        assert!(ok, "createdb failed:\n{}", postgres.log_tail());
-        postgres
+        assert!(ok, "createdb {name} failed:\n{}", self.log_tail());
+    }
+
+    /// Makes an empty database `name` and gives the URL a gateway's `store` names it by.
+    pub fn new_database(&self, name: &str) -> String {
+        self.create_database(name);
+        format!("postgres://{DATABASE}@127.0.0.1:{}/{name}", self.port)
     }
 
     /// Waits until the server takes connections.
