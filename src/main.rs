@@ -80,6 +80,17 @@ enum Cmd {
         #[arg(long)]
         no_fork: bool,
     },
+    /// Copy the gateway's state to another database (stop the gateway first), e.g. from
+    /// its SQLite file to PostgreSQL: `--from sqlite://STATE_DIR/sidekicks.db --to
+    /// postgres://USER@HOST/DATABASE`. The target must be empty.
+    Migrate {
+        /// The database the state is in now.
+        #[arg(long)]
+        from: String,
+        /// The database to copy it into (made if it has no tables yet).
+        #[arg(long)]
+        to: String,
+    },
     /// Connect an agent to its session's room tools over stdio (agents run this as the
     /// session's MCP server; it reads the gateway's address and the session's token from
     /// its environment).
@@ -134,6 +145,10 @@ async fn main() -> std::process::ExitCode {
         })
         .await
         .map_err(anyhow::Error::from),
+        Cmd::Migrate { from, to } => {
+            sidekicks::app::init_tracing(sidekicks::app::CHECK_LOG_LEVELS, LogFormat::default());
+            sidekicks::app::migrate(&from, &to).await
+        }
         Cmd::McpStdio => {
             let result = sidekicks::mcp::bridge::run().await;
             if let Err(e) = &result {

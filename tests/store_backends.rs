@@ -13,7 +13,7 @@ use sidekicks::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 use sidekicks::model::schedule::When;
 use sidekicks::store::{
     CutMessage, NewSchedule, OutboxItem, PendingInput, PendingKind, Role, RoomPosition, Store,
-    StoredPoll, TranscriptLine, sqlite_url,
+    StoredPoll, TABLES, TranscriptLine, sqlite_url,
 };
 use sqlx::Row;
 use support::postgres::Postgres;
@@ -157,6 +157,9 @@ async fn the_postgres_schema_is_the_sqlite_schema() {
     assert!(lite_unique.contains("pending_inputs(event_id, agent_id)"));
     assert_eq!(lite_indexes, pg_indexes, "indexes");
     assert!(lite_indexes.contains("schedules_due"));
+    // `sidekicks migrate` copies every table.
+    let tables: BTreeSet<&str> = lite_columns.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(tables, TABLES.iter().copied().collect());
 }
 
 /// The test's conversation.
@@ -268,7 +271,7 @@ async fn admission_and_turns(store: &Store) -> Vec<String> {
             &key,
             Some(line(Role::Agent, &reply, "Hi there")),
             None,
-            &[first.clone()],
+            std::slice::from_ref(&first),
         )
         .await
         .unwrap();
@@ -373,7 +376,7 @@ async fn conversations_and_settings(store: &Store) -> Vec<String> {
         event_ts: 77,
     };
     store
-        .save_positions(&agent, &[position.clone()])
+        .save_positions(&agent, std::slice::from_ref(&position))
         .await
         .unwrap();
     store.save_positions(&agent, &[position]).await.unwrap();
@@ -479,4 +482,58 @@ async fn the_same_steps_give_the_same_results_on_both_stores() {
     .await;
     assert_eq!(seen[0], "Some(1) None");
     assert_eq!(seen[3..5], ["delivered: true", "delivered: false"]);
+}
+
+/// Every row moves from SQLite to PostgreSQL, row IDs and order included, and the copy
+/// goes on where the old database left off; a target that already holds state is refused.
+#[tokio::test]
+async fn a_copy_to_postgres_keeps_every_row_and_goes_on_from_it() {
+    let postgres = Postgres::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let lite = Store::connect(&sqlite_in(&dir)).await.unwrap();
+    admission_and_turns(&lite).await;
+    conversations_and_settings(&lite).await;
+    schedules(&lite).await;
+    let key = conversation();
+    let pg = Store::connect(&postgres.new_database("copy"))
+        .await
+        .unwrap();
+    let counts = lite.copy_into(&pg).await.unwrap();
+    assert_eq!(counts.len(), TABLES.len());
+    let rows = |table: &str| counts.iter().find(|(t, _)| *t == table).unwrap().1;
+    assert_eq!((rows("transcript"), rows("schedules")), (2, 2));
+    assert_eq!(
+        lite.transcript(&key).await.unwrap(),
+        pg.transcript(&key).await.unwrap()
+    );
+    assert_eq!(
+        lite.schedule(1)
+            .await
+            .unwrap()
+            .map(|s| (s.set.prompt, s.runs)),
+        pg.schedule(1)
+            .await
+            .unwrap()
+            .map(|s| (s.set.prompt, s.runs))
+    );
+    // New rows get IDs after the copied ones.
+    let more = EventId::new("$later");
+    for store in [&lite, &pg] {
+        store
+            .append_transcript(&key, line(Role::User, &more, "later"))
+            .await
+            .unwrap();
+    }
+    let lines = |entries: Vec<sidekicks::store::TranscriptEntry>| {
+        (entries.into_iter())
+            .map(|e| (e.role, e.body, e.event_id))
+            .collect::<Vec<_>>()
+    };
+    let after = lines(pg.transcript(&key).await.unwrap());
+    assert_eq!(lines(lite.transcript(&key).await.unwrap()), after);
+    assert_eq!(after[2].1, "later");
+    // Once the target holds state, a second copy is refused and writes nothing.
+    let refused = lite.copy_into(&pg).await.unwrap_err().to_string();
+    assert!(refused.contains("not empty"), "{refused}");
+    assert_eq!(pg.transcript(&key).await.unwrap().len(), 3);
 }

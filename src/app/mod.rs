@@ -30,11 +30,13 @@ use isolation::Isolation;
 mod check;
 mod isolation;
 mod metrics_http;
+mod migrate;
 mod reload;
 mod start;
 mod webhooks_http;
 
 pub use check::check_from_file;
+pub use migrate::migrate;
 
 /// The log levels of `run`: what the gateway does, and only warnings of the libraries.
 pub const RUN_LOG_LEVELS: &str = "info,matrix_sdk=warn,matrix_sdk::http_client=off,matrix_sdk_base=warn,matrix_sdk_crypto=error,matrix_sdk_sqlite=warn,sqlx=warn,rmcp=warn";

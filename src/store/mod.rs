@@ -11,6 +11,7 @@ use sqlx::migrate::Migrator;
 
 mod columns;
 mod conversations;
+mod copy;
 mod forks;
 mod inbox;
 mod modes;
@@ -23,6 +24,7 @@ mod session_owners;
 mod settings;
 mod unfinished;
 
+pub use copy::{CopyError, TABLES};
 pub use forks::ForkSource;
 pub use inbox::{PendingInput, PendingKind};
 pub use outbox::OutboxItem;
@@ -147,6 +149,8 @@ pub struct TranscriptEntry {
 pub struct Store {
     /// Connections to the database: SQLite's file, or a PostgreSQL server.
     pool: AnyPool,
+    /// Which of the two it is.
+    backend: Backend,
 }
 
 /// Milliseconds since the epoch, the time unit of the store.
@@ -258,7 +262,7 @@ impl Store {
             Backend::Sqlite => SQLITE_MIGRATIONS.run(&pool).await?,
             Backend::Postgres => POSTGRES_MIGRATIONS.run(&pool).await?,
         }
-        Ok(Self { pool })
+        Ok(Self { pool, backend })
     }
 
     /// Records when `agent` arrived in `room`, unless already known; returns the time kept.
