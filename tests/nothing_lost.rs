@@ -2,7 +2,8 @@
 //! Nothing a person writes is lost, whatever happens to the gateway: messages sent while it
 //! was down (however many), prompts queued behind a turn when it was killed, messages the
 //! Matrix SDK cannot parse, and an agent whose stderr is not text or has no line ends.
-//! See the table in `docs/continuity.md`.
+//! See the table in `docs/continuity.md`. Each test runs twice: with the store in SQLite (the
+//! default) and in PostgreSQL (a throwaway cluster).
 
 mod support;
 
@@ -10,6 +11,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use matrix_sdk::room::Room;
+use support::store::{StoreKind, TestStore};
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
 /// The demo agent's arguments: every prompt it receives goes to `prompts.jsonl`.
@@ -63,9 +65,14 @@ fn assert_prompted_once_each(env: &Env) {
     assert!(twice.is_empty(), "prompted more than once: {twice:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_message_sent_while_the_gateway_was_down_is_answered_once_in_order() {
-    let mut env = Env::start_with_demo_args(SynapseOptions::default(), "", LOGGING_PROMPTS).await;
+async fn every_message_sent_while_the_gateway_was_down_is_answered_once_in_order(kind: StoreKind) {
+    let store = TestStore::start(kind).await;
+    let mut env = Env::start_with_demo_args(
+        SynapseOptions::default(),
+        &store.config(""),
+        LOGGING_PROMPTS,
+    )
+    .await;
     let rooms = [
         env.room_with_agent(false).await,
         env.room_with_agent(false).await,
@@ -100,13 +107,13 @@ async fn every_message_sent_while_the_gateway_was_down_is_answered_once_in_order
     assert_prompted_once_each(&env);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_backlog_larger_than_the_sync_window_is_paged_back_in_order() {
+async fn a_backlog_larger_than_the_sync_window_is_paged_back_in_order(kind: StoreKind) {
+    let store = TestStore::start(kind).await;
     // A sync window of ten events: a backlog of sixty must be fetched page by page, in a
     // plain room and in an encrypted one (whose pages must be decrypted).
     let mut env = Env::start_with_demo_args(
         SynapseOptions::default(),
-        "[continuity]\nsync_timeline_limit = 10",
+        &store.config("[continuity]\nsync_timeline_limit = 10"),
         LOGGING_PROMPTS,
     )
     .await;
@@ -148,11 +155,11 @@ async fn a_backlog_larger_than_the_sync_window_is_paged_back_in_order() {
     assert_prompted_once_each(&env);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_lies_beyond_the_catch_up_bound_is_reported_not_skipped() {
+async fn what_lies_beyond_the_catch_up_bound_is_reported_not_skipped(kind: StoreKind) {
+    let store = TestStore::start(kind).await;
     let mut env = Env::start_with_demo_args(
         SynapseOptions::default(),
-        "[continuity]\nsync_timeline_limit = 10\ncatch_up_max_events = 25",
+        &store.config("[continuity]\nsync_timeline_limit = 10\ncatch_up_max_events = 25"),
         LOGGING_PROMPTS,
     )
     .await;
@@ -208,9 +215,14 @@ async fn what_lies_beyond_the_catch_up_bound_is_reported_not_skipped() {
     assert_prompted_once_each(&env);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn prompts_queued_behind_a_turn_are_answered_after_a_crash() {
-    let mut env = Env::start_with_demo_args(SynapseOptions::default(), "", LOGGING_PROMPTS).await;
+async fn prompts_queued_behind_a_turn_are_answered_after_a_crash(kind: StoreKind) {
+    let store = TestStore::start(kind).await;
+    let mut env = Env::start_with_demo_args(
+        SynapseOptions::default(),
+        &store.config(""),
+        LOGGING_PROMPTS,
+    )
+    .await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%say working\n%sleep 30000").await;
     env.reply_where(&room, "the running turn", |t| t == "working")
@@ -259,9 +271,14 @@ async fn prompts_queued_behind_a_turn_are_answered_after_a_crash() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_nine_at_twenty_moments_of_a_burst_loses_and_doubles_nothing() {
-    let mut env = Env::start_with_demo_args(SynapseOptions::default(), "", LOGGING_PROMPTS).await;
+async fn kill_nine_at_twenty_moments_of_a_burst_loses_and_doubles_nothing(kind: StoreKind) {
+    let store = TestStore::start(kind).await;
+    let mut env = Env::start_with_demo_args(
+        SynapseOptions::default(),
+        &store.config(""),
+        LOGGING_PROMPTS,
+    )
+    .await;
     let rooms = [
         env.room_with_agent(false).await,
         env.room_with_agent(false).await,
@@ -354,9 +371,9 @@ async fn kill_nine_at_twenty_moments_of_a_burst_loses_and_doubles_nothing() {
     assert_prompted_once_each(&env);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn messages_the_sdk_cannot_parse_still_get_a_notice() {
-    let env = Env::start(SynapseOptions::default(), "").await;
+async fn messages_the_sdk_cannot_parse_still_get_a_notice(kind: StoreKind) {
+    let store = TestStore::start(kind).await;
+    let env = Env::start(SynapseOptions::default(), &store.config("")).await;
     let room = env.room_with_agent(false).await;
     let encrypted = env.room_with_agent(true).await;
     // Each with the start of the notice it gets.
@@ -411,9 +428,9 @@ async fn messages_the_sdk_cannot_parse_still_get_a_notice() {
         .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_writing_odd_stderr_keeps_running_and_its_turn_ends() {
-    let env = Env::start(SynapseOptions::default(), "").await;
+async fn an_agent_writing_odd_stderr_keeps_running_and_its_turn_ends(kind: StoreKind) {
+    let store = TestStore::start(kind).await;
+    let env = Env::start(SynapseOptions::default(), &store.config("")).await;
     let room = env.room_with_agent(false).await;
     // Not UTF-8, then a line of 10 MB without a break: both must be drained.
     env.prompt_and_wait(
@@ -440,11 +457,13 @@ async fn an_agent_writing_odd_stderr_keeps_running_and_its_turn_ends() {
 
 /// A message steered into a turn that a crash then cuts is answered after the restart, once:
 /// its input waited in the store until the turn that answers it would have ended.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_steered_into_a_turn_cut_by_a_crash_is_answered_after_the_restart() {
+async fn a_message_steered_into_a_turn_cut_by_a_crash_is_answered_after_the_restart(
+    kind: StoreKind,
+) {
+    let store = TestStore::start(kind).await;
     let mut env = Env::start_with_demo_args(
         SynapseOptions::default(),
-        "[queue]\nmode = \"steer\"",
+        &store.config("[queue]\nmode = \"steer\""),
         LOGGING_PROMPTS,
     )
     .await;
@@ -470,3 +489,14 @@ async fn a_message_steered_into_a_turn_cut_by_a_crash_is_answered_after_the_rest
     assert_eq!(answers(&env, &room), expected, "each once");
     assert_prompted_once_each(&env);
 }
+
+on_both_stores!(
+    every_message_sent_while_the_gateway_was_down_is_answered_once_in_order,
+    a_backlog_larger_than_the_sync_window_is_paged_back_in_order,
+    what_lies_beyond_the_catch_up_bound_is_reported_not_skipped,
+    prompts_queued_behind_a_turn_are_answered_after_a_crash,
+    kill_nine_at_twenty_moments_of_a_burst_loses_and_doubles_nothing,
+    messages_the_sdk_cannot_parse_still_get_a_notice,
+    an_agent_writing_odd_stderr_keeps_running_and_its_turn_ends,
+    a_message_steered_into_a_turn_cut_by_a_crash_is_answered_after_the_restart,
+);

@@ -136,6 +136,28 @@ impl Postgres {
         assert!(ok, "createdb {name} failed:\n{}", self.log_tail());
     }
 
+    /// The first value `sql` gives in database `name`, as `psql` prints it.
+    pub fn query(&self, name: &str, sql: &str) -> String {
+        let out = command("psql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                DATABASE,
+            ])
+            .args(["-d", name, "-tA", "-c", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
     /// Makes an empty database `name` and gives the URL a gateway's `store` names it by.
     pub fn new_database(&self, name: &str) -> String {
         self.create_database(name);
