@@ -17,6 +17,7 @@ use sidekicks::store::{
 };
 use sqlx::Row;
 use support::postgres::Postgres;
+use support::{Env, SynapseOptions};
 
 /// One row per column: (table, column, type, nullable), types named as PostgreSQL names
 /// them (SQLite's INTEGER is a 64-bit integer, as BIGINT).
@@ -536,4 +537,67 @@ async fn a_copy_to_postgres_keeps_every_row_and_goes_on_from_it() {
     let refused = lite.copy_into(&pg).await.unwrap_err().to_string();
     assert!(refused.contains("not empty"), "{refused}");
     assert_eq!(pg.transcript(&key).await.unwrap().len(), 3);
+}
+
+/// An installation moved with `sidekicks migrate` from its SQLite file to PostgreSQL goes on
+/// where it was: the agent gets its session back and the transcript goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sidekicks_migrate_the_gateway_goes_on_from_postgres() {
+    let postgres = Postgres::start().await;
+    // `--sessions`: the demo agent keeps its conversations and can load them.
+    let mut env =
+        Env::start_with_demo_args(SynapseOptions::default(), "", &["--sessions", "s"]).await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say first answer", "first answer")
+        .await;
+    env.gw.stop();
+
+    let sqlite = env.gw.dir.path().join("state/sidekicks.db");
+    let url = postgres.new_database("moved");
+    let out = std::process::Command::new(support::gateway::binary())
+        .args(["migrate", "--from", &sqlite_url(&sqlite), "--to", &url])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        printed.contains("transcript: 2\nhandled_events:"),
+        "{printed}"
+    );
+    // A second run finds the target holding state and refuses, saying so.
+    let again = std::process::Command::new(support::gateway::binary())
+        .args(["migrate", "--from", &sqlite_url(&sqlite), "--to", &url])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
+
+    let config = std::fs::read_to_string(&env.gw.config).unwrap();
+    std::fs::write(&env.gw.config, format!("store = {url:?}\n{config}")).unwrap();
+    env.gw.start_again();
+    env.alice.send(&room, "%history").await;
+    let listing = env
+        .reply_where(&room, "the agent's memory", |t| {
+            t.contains("earlier prompts")
+        })
+        .await;
+    assert_eq!(listing, "1 earlier prompts\n- %say first answer");
+    let key = ConversationKey::new(RoomId::new(room.room_id().as_str()), AgentId::new("demo"));
+    let moved = Store::connect(&url).await.unwrap();
+    let bodies: Vec<String> = (moved.transcript(&key).await.unwrap().into_iter())
+        .map(|e| e.body)
+        .collect();
+    assert_eq!(
+        bodies,
+        [
+            "%say first answer",
+            "first answer",
+            "%history",
+            listing.as_str()
+        ]
+    );
 }
