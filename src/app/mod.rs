@@ -173,6 +173,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             crate::store::redact_url(&store_url)
         )
     })?;
+    tracing::info!(store = %crate::store::redact_url(&store_url), "state database open");
     // Shared by every agent: a reload (SIGHUP) changes them everywhere.
     let live = reload::LiveSettings::from_config(&config);
 

@@ -658,3 +658,39 @@ fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_
         "the image is needed"
     );
 }
+
+#[test]
+fn the_store_is_the_sqlite_file_unless_a_database_url_is_given() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let with =
+        |store: &str| valid(dir).replacen("state_dir", &format!("store = {store:?}\nstate_dir"), 1);
+    let load = |text: &str| Config::from_toml(text, &dir.join("c.toml"));
+    let plain = load(&valid(dir)).unwrap();
+    assert_eq!(
+        plain.store_url(),
+        crate::store::sqlite_url(&dir.join("state/sidekicks.db"))
+    );
+    assert!(plain.store_warnings().is_empty());
+    let postgres = load(&with("postgres://gw@db.example.org/sidekicks")).unwrap();
+    assert_eq!(
+        postgres.store_url(),
+        "postgres://gw@db.example.org/sidekicks"
+    );
+    assert!(postgres.store_warnings().is_empty());
+    // A password in the URL works, is warned about, and never shown.
+    let inline = load(&with("postgres://gw:hunter2@db.example.org/sidekicks")).unwrap();
+    let warned = inline.store_warnings();
+    assert!(
+        warned.len() == 1 && warned[0].contains("pgpass"),
+        "{warned:?}"
+    );
+    assert!(!warned[0].contains("hunter2"));
+    // Anything else is refused, by key, without the password.
+    let Err(ConfigError::Invalid { problems, .. }) = load(&with("mysql://gw:hunter2@db/x")) else {
+        panic!("a mysql:// store was taken");
+    };
+    let shown = format!("{problems:?}");
+    assert!(shown.contains("key: \"store\""), "{shown}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+}
