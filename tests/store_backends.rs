@@ -601,3 +601,30 @@ async fn after_sidekicks_migrate_the_gateway_goes_on_from_postgres() {
         ]
     );
 }
+
+/// The database server going away for a while (a restart, a fail-over) loses no message:
+/// each store call waits for a connection (sqlx's pool, up to 30 s, dropping the
+/// connections the restart cut), so the message sent meanwhile is admitted once the server
+/// is back, and answered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_restart_loses_no_message() {
+    let mut postgres = Postgres::start().await;
+    let url = postgres.new_database("outage");
+    let env = Env::start(SynapseOptions::default(), &format!("store = {url:?}")).await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say before", "before").await;
+    postgres.stop();
+    env.alice.send(&room, "%say during the outage").await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    postgres.start_again().await;
+    env.reply_where(&room, "the answer to what was sent meanwhile", |t| {
+        t == "during the outage"
+    })
+    .await;
+    env.prompt_and_wait(&room, "%say after", "after").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        env.texts_from(&room, &env.agent),
+        ["before", "during the outage", "after"]
+    );
+}

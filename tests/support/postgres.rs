@@ -24,7 +24,8 @@ pub struct Postgres {
     pub port: u16,
     /// Holds its data folder, its socket and its log.
     dir: TempDir,
-    child: Child,
+    /// The server, while it runs.
+    child: Option<Child>,
 }
 
 /// The folder of Debian's PostgreSQL programs (`/usr/lib/postgresql/<version>/bin`, the
@@ -91,23 +92,46 @@ impl Postgres {
             .unwrap()
             .success();
         assert!(ok, "initdb failed");
-        let port = free_port();
-        let log = std::fs::File::create(dir.path().join("postgres.log")).unwrap();
+        let mut postgres = Self {
+            port: free_port(),
+            dir,
+            child: None,
+        };
+        postgres.start_again().await;
+        postgres.create_database(DATABASE);
+        postgres
+    }
+
+    /// Serves the cluster (again, after [`Postgres::stop`]) on the same port, and waits
+    /// until it takes connections.
+    pub async fn start_again(&mut self) {
+        let log = (std::fs::OpenOptions::new().create(true).append(true))
+            .open(self.dir.path().join("postgres.log"))
+            .unwrap();
         let child = command("postgres")
             .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-k"])
-            .arg(dir.path())
+            .arg(self.dir.path().join("data"))
+            .args(["-p", &self.port.to_string(), "-k"])
+            .arg(self.dir.path())
             .args(["-c", "listen_addresses=127.0.0.1"])
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .stdin(Stdio::null())
             .spawn()
             .expect("start postgres");
-        let postgres = Self { port, dir, child };
-        postgres.wait_ready().await;
-        postgres.create_database(DATABASE);
-        postgres
+        self.child = Some(child);
+        self.wait_ready().await;
+    }
+
+    /// Stops the server, as an outage or a restart would: its connections are cut.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGINT is PostgreSQL's "fast" shutdown (SIGTERM's "smart" one would wait
+            // for the clients' connections).
+            // SAFETY: the pid of our own child, not yet reaped.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            let _ = child.wait();
+        }
     }
 
     /// Makes the database `name` (UTF-8, C collation) owned by [`DATABASE`]'s role.
@@ -204,10 +228,6 @@ impl Postgres {
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        // SIGINT is PostgreSQL's "fast" shutdown (SIGTERM's "smart" one would wait for
-        // Synapse's connections).
-        // SAFETY: the pid of our own child, not yet reaped.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let _ = self.child.wait();
+        self.stop();
     }
 }
