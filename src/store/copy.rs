@@ -93,23 +93,11 @@ enum Value {
 }
 
 impl Store {
-    /// Which database this store is on.
-    pub fn backend(&self) -> Backend {
-        self.backend
-    }
-
-    /// How many rows `table` holds.
-    async fn rows_in(&self, table: &str) -> Result<i64, sqlx::Error> {
-        sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
-            .fetch_one(&self.pool)
-            .await
-    }
-
     /// Copies every row of `self` into `to`, which must be empty; returns each table with
     /// its row count. Nothing is written to `to` unless all of it is.
     pub async fn copy_into(&self, to: &Store) -> Result<Vec<(&'static str, i64)>, CopyError> {
         for &table in TABLES {
-            let rows = to.rows_in(table).await?;
+            let rows = rows_in(&to.pool, table).await?;
             if rows > 0 {
                 return Err(CopyError::TargetNotEmpty { table, rows });
             }
@@ -141,9 +129,8 @@ impl Store {
                 query.execute(&mut *tx).await?;
             }
             drop(rows);
-            let from = self.rows_in(table).await?;
-            let count = AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}"));
-            let copied: i64 = sqlx::query_scalar(count).fetch_one(&mut *tx).await?;
+            let from = rows_in(&self.pool, table).await?;
+            let copied = rows_in(&mut *tx, table).await?;
             if copied != from {
                 return Err(CopyError::Count {
                     table,
@@ -164,6 +151,16 @@ impl Store {
         tx.commit().await?;
         Ok(counts)
     }
+}
+
+/// How many rows `table` holds, as `executor` (the pool, or the copy's transaction) sees it.
+async fn rows_in<'c>(
+    executor: impl sqlx::Executor<'c, Database = sqlx::Any>,
+    table: &str,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+        .fetch_one(executor)
+        .await
 }
 
 /// The statement that inserts a row like `row` into `table`, naming its columns. A

@@ -134,17 +134,17 @@ impl Postgres {
         }
     }
 
+    /// A client program (`createdb`, `psql`) pointed at this server as [`DATABASE`]'s role.
+    fn client(&self, program: &str) -> Command {
+        let mut client = command(program);
+        (client.args(["-h", "127.0.0.1", "-p", &self.port.to_string()])).args(["-U", DATABASE]);
+        client
+    }
+
     /// Makes the database `name` (UTF-8, C collation) owned by [`DATABASE`]'s role.
     fn create_database(&self, name: &str) {
-        let ok = command("createdb")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                DATABASE,
-            ])
+        let ok = self
+            .client("createdb")
             .args([
                 "-E",
                 "UTF8",
@@ -162,15 +162,8 @@ impl Postgres {
 
     /// The first value `sql` gives in database `name`, as `psql` prints it.
     pub fn query(&self, name: &str, sql: &str) -> String {
-        let out = command("psql")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                DATABASE,
-            ])
+        let out = self
+            .client("psql")
             .args(["-d", name, "-tA", "-c", sql])
             .output()
             .unwrap();
