@@ -22,6 +22,7 @@ use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
 use matrix_sdk::ruma::events::room::member::{
     MembershipState, StrippedRoomMemberEvent, SyncRoomMemberEvent,
 };
+use matrix_sdk::sync::SyncResponse;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -114,14 +115,27 @@ impl MatrixAgent {
                 }
             }
             retry.succeeded();
-            match self.take_in(&gateway, &response).await {
-                Ok(positions) => gateway.taken_in(&self.agent_id, &positions).await,
-                // A gap could not be caught up (the homeserver failed while paging): every
-                // room is caught up from its newest event after the next sync.
-                Err(e) => {
-                    tracing::warn!(agent = %self.agent_id, error = %Chain(&e), "taking in a sync response failed; catching up every room after the next sync");
-                    catch_up_all = true;
-                }
+            // Taking in waits while the state database is unreachable; a shutdown does
+            // not. What was not recorded as handled is taken in again after the restart.
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                taken = self.take_in_response(&gateway, &response) => catch_up_all = !taken,
+            };
+        }
+    }
+
+    /// Takes in one sync response and records where each room's handling stands; false
+    /// when a gap could not be caught up (the homeserver failed while paging): every room
+    /// is then caught up from its newest event after the next sync.
+    async fn take_in_response(&self, gateway: &Arc<Gateway>, response: &SyncResponse) -> bool {
+        match self.take_in(gateway, response).await {
+            Ok(positions) => {
+                gateway.taken_in(&self.agent_id, &positions).await;
+                true
+            }
+            Err(e) => {
+                tracing::warn!(agent = %self.agent_id, error = %Chain(&e), "taking in a sync response failed; catching up every room after the next sync");
+                false
             }
         }
     }

@@ -15,6 +15,7 @@ mod copy;
 mod forks;
 mod inbox;
 mod modes;
+mod outage;
 mod outbox;
 mod polls;
 mod positions;
@@ -27,6 +28,7 @@ mod unfinished;
 pub use copy::{CopyError, TABLES};
 pub use forks::ForkSource;
 pub use inbox::{PendingInput, PendingKind};
+pub use outage::until_answered;
 pub use outbox::OutboxItem;
 pub use polls::StoredPoll;
 pub use positions::RoomPosition;
@@ -37,7 +39,14 @@ pub use unfinished::{CutMessage, UnfinishedTurn};
 
 use crate::model::errors::Chain;
 
-/// Store failures (each shows its whole cause chain). The caller cannot wait them out: it logs what was not recorded or read and goes on ([`LogFailure`]).
+/// How long a store call waits for a connection before it fails as transient. Short, so
+/// that an outage shows in the log within seconds; the calls that taking in a message
+/// needs wait it out ([`until_answered`]), the others log what they could not record.
+const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Store failures (each shows its whole cause chain). Most callers log what was not
+/// recorded or read and go on ([`LogFailure`]); where that would lose a message, a
+/// transient one ([`StoreError::is_transient`]) is waited out ([`until_answered`]).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A query or connection failed.
@@ -228,7 +237,11 @@ impl Store {
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let backend = Backend::of_url(url).ok_or_else(|| StoreError::Url(redact_url(url)))?;
         sqlx::any::install_default_drivers();
-        let options = AnyPoolOptions::new().max_connections(4);
+        // A call waits this long for a connection; past it, it fails as transient, and the
+        // calls that must not lose a message wait on ([`until_answered`]).
+        let options = AnyPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(POOL_WAIT);
         let pool = match backend {
             Backend::Sqlite => {
                 options

@@ -12,7 +12,7 @@ use crate::core::voice::{RoomVoice, txn};
 use crate::model::OutMessage;
 use crate::model::ids::UserId;
 use crate::render::strings;
-use crate::store::{PendingInput, PendingKind, now_ms};
+use crate::store::{PendingInput, PendingKind, now_ms, until_answered};
 
 /// How long after a message is taken its read receipt goes out. A receipt that reaches
 /// the homeserver just before an answer that comes at once costs the person's client an
@@ -53,7 +53,13 @@ impl Gateway {
             return false;
         }
         let conversation = message.conversation();
-        let since = match self.store.member_since(&conversation, now_ms()).await {
+        // The database unreachable for a while (restarting): the message waits for it,
+        // since the chat side does not offer it again.
+        let arrived = now_ms();
+        let since = until_answered("admitting a message", || {
+            self.store.member_since(&conversation, arrived)
+        });
+        let since = match since.await {
             Ok(since) => since,
             Err(e) => {
                 tracing::error!(error = %e, "store unavailable; message not handled");
@@ -65,11 +71,10 @@ impl Gateway {
             return false;
         }
         let pending = pending.map(|kind| pending_input(message, kind));
-        match self
-            .store
-            .admit(event_id, &conversation, pending.as_ref())
-            .await
-        {
+        let admitted = until_answered("admitting a message", || {
+            self.store.admit(event_id, &conversation, pending.as_ref())
+        });
+        match admitted.await {
             Ok(true) => {
                 tracing::debug!(agent = %agent_id, room = %room_id, event = %event_id, "admitted");
                 // Taken: the person sees it read, beside (not before) everything else, and

@@ -10,7 +10,7 @@ use crate::core::voice::{RoomVoice, txn};
 use crate::model::OutMessage;
 use crate::model::ids::{AgentId, ConversationKey, RoomId};
 use crate::render::strings;
-use crate::store::RoomPosition;
+use crate::store::{RoomPosition, until_answered};
 
 impl Gateway {
     /// How far back a room's timeline is caught up after a gap.
@@ -19,18 +19,27 @@ impl Gateway {
     }
 
     /// Where `agent_id`'s handling of `room_id` stood: the newest event taken in, and when
-    /// the agent arrived. A store failure is logged and counts as knowing nothing (the
-    /// catch-up then goes as far as its bound; admission keeps it from doubling anything).
+    /// the agent arrived. A database that cannot be reached is waited for; any other store
+    /// failure is logged and counts as knowing nothing (the catch-up then goes as far as
+    /// its bound; admission keeps it from doubling anything).
     pub async fn handled_so_far(&self, agent_id: &AgentId, room_id: &RoomId) -> HandledSoFar {
         let key = ConversationKey::new(room_id, agent_id);
-        let last = match self.store.room_position(&key).await {
+        // Read before anything of the room is taken in: a database that is restarting is
+        // waited for (see [`until_answered`]).
+        let position = until_answered("reading where a room's handling stood", || {
+            self.store.room_position(&key)
+        });
+        let last = match position.await {
             Ok(position) => position.map(|p| (p.event_id, p.event_ts)),
             Err(e) => {
                 tracing::error!(agent = %agent_id, room = %room_id, error = %e, "could not read where the room's handling stood");
                 None
             }
         };
-        let mut floor = match self.store.member_floor(&key).await {
+        let floor = until_answered("reading when the agent arrived", || {
+            self.store.member_floor(&key)
+        });
+        let mut floor = match floor.await {
             Ok(floor) => floor,
             Err(e) => {
                 tracing::error!(agent = %agent_id, room = %room_id, error = %e, "could not read when the agent arrived");

@@ -15,7 +15,7 @@ use crate::core::routing::{self, Addressed, Addressing, Member};
 use crate::model::ThreadMode;
 use crate::model::ids::{AgentId, ConversationKey, RoomId, UserId};
 use crate::render::strings;
-use crate::store::{PendingKind, RoomRouting};
+use crate::store::{PendingKind, RoomRouting, until_answered};
 
 /// A message once decided, with what the decision read of its room.
 struct Decided {
@@ -235,7 +235,12 @@ impl Gateway {
     /// The gateway's agents in `room_id` (the one that saw the message included), sorted by
     /// ID so every copy of a message sees them in the same order.
     pub(super) async fn members(&self, room_id: &RoomId, seen_by: &AgentId) -> Vec<Member> {
-        let mut ids = match self.store.room_agents(room_id).await {
+        // Who a message is for is read before it is admitted: it waits for a database
+        // that is restarting, like the admission (see [`until_answered`]).
+        let agents = until_answered("reading the room's agents", || {
+            self.store.room_agents(room_id)
+        });
+        let mut ids = match agents.await {
             Ok(ids) => ids,
             Err(e) => {
                 tracing::error!(room = %room_id, error = %e, "could not read the room's agents");
@@ -258,7 +263,10 @@ impl Gateway {
 
     /// The routing choices of `room_id` (none when the store fails: logged).
     pub(super) async fn room_routing(&self, room_id: &RoomId) -> RoomRouting {
-        match self.store.room_routing(room_id).await {
+        let routing = until_answered("reading the room's routing", || {
+            self.store.room_routing(room_id)
+        });
+        match routing.await {
             Ok(routing) => routing,
             Err(e) => {
                 tracing::error!(room = %room_id, error = %e, "could not read the room's routing");
