@@ -10,7 +10,8 @@
 //! `SIDEKICKS_BENCH_BURST` (burst sizes, rooms prompted at the same moment, default `200`),
 //! `SIDEKICKS_BENCH_LOG` (a file the latency runs' gateway log is written to; the load, burst
 //! and backlog groups keep the gateway's and Synapse's logs beside it),
-//! `SIDEKICKS_BENCH_SYNAPSE_DB` (`postgres`: Synapse's database in a throwaway PostgreSQL
+//! `SIDEKICKS_BENCH_STORE` (`postgres`: the gateway's own store in a throwaway PostgreSQL
+//! cluster; default its SQLite file), `SIDEKICKS_BENCH_SYNAPSE_DB` (`postgres`: Synapse's database in a throwaway PostgreSQL
 //! cluster, as in production; default `sqlite`), `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS`
 //! (how long the matrix-sdk echo bot waits before it answers; default 0).
 #![recursion_limit = "256"]
@@ -30,6 +31,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use matrix_sdk::room::Room;
 use raw_client::{RawClient, RawEvent};
 use sdk_bot::SdkBot;
+use support::store::{StoreKind, TestStore};
 use support::{AgentSpec, Env, GatewayProcess, PATIENCE, Person, SynapseOptions, wait_until};
 
 /// One figure's samples.
@@ -778,7 +780,8 @@ async fn footprint(report: &mut Report) {
 }
 
 async fn load(rooms_count: usize, at_once: bool, report: &mut Report) {
-    let env = Env::start(homeserver(), "").await;
+    let store = TestStore::start(gateway_store()).await;
+    let env = Env::start(homeserver(), &store.config("")).await;
     // The staleness as a raw client sees it too: matrix-sdk's client waits a second
     // between two syncs less than a second apart, which a busy room always is.
     let raw = RawClient::login(&env.hs.url, &env.alice.user_id, "alice-password").await;
@@ -927,7 +930,8 @@ fn final_at_homeserver(env: &Env, room: &Room) -> f64 {
 /// it is started again. Compared by the homeserver's timestamps: how long the prompts took
 /// to arrive (first to last) and how long from the start to the last answer.
 async fn backlog(report: &mut Report, runs: usize, count: usize) {
-    let mut env = Env::start(homeserver(), "").await;
+    let store = TestStore::start(gateway_store()).await;
+    let mut env = Env::start(homeserver(), &store.config("")).await;
     let room = env.room_with_agent(false).await;
     for run in 0..runs {
         let before = env.alice.messages_from(&room, &env.agent).len();
@@ -1092,7 +1096,8 @@ fn new_answers(env: &Env, rooms: &[Room], before: &[usize]) -> Vec<support::pers
 /// gateway's resident memory sampled meanwhile.
 async fn catch_up(report: &mut Report, runs: usize) {
     let (rooms_count, per_room) = (10, 50);
-    let mut env = Env::start(homeserver(), "").await;
+    let store = TestStore::start(gateway_store()).await;
+    let mut env = Env::start(homeserver(), &store.config("")).await;
     let mut rooms = Vec::new();
     for _ in 0..rooms_count {
         rooms.push(env.room_with_agent(false).await);
@@ -1185,6 +1190,18 @@ fn homeserver() -> SynapseOptions {
     }
 }
 
+/// The gateway's own store in the groups that send many messages (latency, economy, load,
+/// burst, backlog, catch-up): its SQLite file by default, or with
+/// `SIDEKICKS_BENCH_STORE=postgres` a database on a throwaway PostgreSQL cluster on the same
+/// cores, as `store = "postgres://…"` configures it.
+fn gateway_store() -> StoreKind {
+    match env_or("SIDEKICKS_BENCH_STORE", "sqlite").as_str() {
+        "sqlite" => StoreKind::Sqlite,
+        "postgres" => StoreKind::Postgres,
+        other => panic!("SIDEKICKS_BENCH_STORE is `sqlite` or `postgres`, not `{other}`"),
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken from the command line.
@@ -1197,6 +1214,7 @@ async fn main() {
         "latency,economy,cold,footprint,load,burst,runners,backlog,catchup",
     );
     let wants = |group: &str| only.split(',').any(|g| g.trim() == group);
+    eprintln!("the gateway's store: {:?}", gateway_store());
     eprintln!(
         "homeserver database: {}",
         match homeserver().postgres {
@@ -1206,7 +1224,8 @@ async fn main() {
     );
     let mut report = Report::default();
     if wants("latency") || wants("economy") {
-        let env = Env::start(homeserver(), "").await;
+        let store = TestStore::start(gateway_store()).await;
+        let env = Env::start(homeserver(), &store.config("")).await;
         if wants("latency") {
             eprintln!("measuring latency ({runs} runs)…");
             // Each responder in one room, of its own with Alice alone, so that the
