@@ -11,9 +11,10 @@
 //! `SIDEKICKS_BENCH_LOG` (a file the latency runs' gateway log is written to; the load, burst
 //! and backlog groups keep the gateway's and Synapse's logs beside it),
 //! `SIDEKICKS_BENCH_STORE` (`postgres`: the gateway's own store in a throwaway PostgreSQL
-//! cluster; default its SQLite file), `SIDEKICKS_BENCH_SYNAPSE_DB` (`postgres`: Synapse's database in a throwaway PostgreSQL
-//! cluster, as in production; default `sqlite`), `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS`
-//! (how long the matrix-sdk echo bot waits before it answers; default 0).
+//! cluster; default its SQLite file), `SIDEKICKS_BENCH_SYNAPSE_DB` (`postgres`: Synapse's
+//! database in a throwaway PostgreSQL cluster, as in production; default `sqlite`),
+//! `SIDEKICKS_BENCH_SDK_BOT_DELAY_MS` (how long the matrix-sdk echo bot waits before it
+//! answers; default 0).
 #![recursion_limit = "256"]
 
 #[path = "../tests/support/mod.rs"]
@@ -780,8 +781,7 @@ async fn footprint(report: &mut Report) {
 }
 
 async fn load(rooms_count: usize, at_once: bool, report: &mut Report) {
-    let store = TestStore::start(gateway_store()).await;
-    let env = Env::start(homeserver(), &store.config("")).await;
+    let (env, _store) = start_env().await;
     // The staleness as a raw client sees it too: matrix-sdk's client waits a second
     // between two syncs less than a second apart, which a busy room always is.
     let raw = RawClient::login(&env.hs.url, &env.alice.user_id, "alice-password").await;
@@ -930,8 +930,7 @@ fn final_at_homeserver(env: &Env, room: &Room) -> f64 {
 /// it is started again. Compared by the homeserver's timestamps: how long the prompts took
 /// to arrive (first to last) and how long from the start to the last answer.
 async fn backlog(report: &mut Report, runs: usize, count: usize) {
-    let store = TestStore::start(gateway_store()).await;
-    let mut env = Env::start(homeserver(), &store.config("")).await;
+    let (mut env, _store) = start_env().await;
     let room = env.room_with_agent(false).await;
     for run in 0..runs {
         let before = env.alice.messages_from(&room, &env.agent).len();
@@ -1096,8 +1095,7 @@ fn new_answers(env: &Env, rooms: &[Room], before: &[usize]) -> Vec<support::pers
 /// gateway's resident memory sampled meanwhile.
 async fn catch_up(report: &mut Report, runs: usize) {
     let (rooms_count, per_room) = (10, 50);
-    let store = TestStore::start(gateway_store()).await;
-    let mut env = Env::start(homeserver(), &store.config("")).await;
+    let (mut env, _store) = start_env().await;
     let mut rooms = Vec::new();
     for _ in 0..rooms_count {
         rooms.push(env.room_with_agent(false).await);
@@ -1202,6 +1200,14 @@ fn gateway_store() -> StoreKind {
     }
 }
 
+/// The homeserver and the gateway of a group, with the gateway's store
+/// ([`gateway_store`]); the store goes last, after the gateway has stopped.
+async fn start_env() -> (Env, TestStore) {
+    let store = TestStore::start(gateway_store()).await;
+    let env = Env::start(homeserver(), &store.config("")).await;
+    (env, store)
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken from the command line.
@@ -1224,8 +1230,7 @@ async fn main() {
     );
     let mut report = Report::default();
     if wants("latency") || wants("economy") {
-        let store = TestStore::start(gateway_store()).await;
-        let env = Env::start(homeserver(), &store.config("")).await;
+        let (env, _store) = start_env().await;
         if wants("latency") {
             eprintln!("measuring latency ({runs} runs)…");
             // Each responder in one room, of its own with Alice alone, so that the

@@ -237,8 +237,6 @@ impl Store {
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let backend = Backend::of_url(url).ok_or_else(|| StoreError::Url(redact_url(url)))?;
         sqlx::any::install_default_drivers();
-        // A call waits this long for a connection; past it, it fails as transient, and the
-        // calls that must not lose a message wait on ([`until_answered`]).
         let options = AnyPoolOptions::new()
             .max_connections(4)
             .acquire_timeout(POOL_WAIT);
