@@ -14,6 +14,7 @@ pub mod http_server;
 pub mod matrix;
 pub mod mcp;
 pub mod model;
+pub mod remote;
 pub mod render;
 pub mod state_dir;
 pub mod store;

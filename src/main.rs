@@ -95,6 +95,10 @@ enum Cmd {
     /// session's MCP server; it reads the gateway's address and the session's token from
     /// its environment).
     McpStdio,
+    /// The SSH runner's helper on an agent's host: the gateway runs it over `ssh` and says
+    /// on its stdin what to do (run the agent or one of its commands, or one file operation
+    /// beneath a conversation's folder). Install `sidekicks` on each host for it.
+    Remote,
 }
 
 #[tokio::main]
@@ -149,6 +153,7 @@ async fn main() -> std::process::ExitCode {
             sidekicks::app::init_tracing(sidekicks::app::CHECK_LOG_LEVELS, LogFormat::default());
             sidekicks::app::migrate(&from, &to).await
         }
+        Cmd::Remote => return sidekicks::app::remote_helper::serve(),
         Cmd::McpStdio => {
             let result = sidekicks::mcp::bridge::run().await;
             if let Err(e) = &result {

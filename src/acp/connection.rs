@@ -82,7 +82,7 @@ impl AcpAgent {
     /// answers with a protocol version other than 1.
     pub async fn start(spec: &ProcessSpec) -> Result<Arc<Self>, AgentError> {
         let spec = &spec.for_process();
-        let spawned = AgentProcess::spawn(spec).map_err(|e| AgentError::start(&spec.command, e))?;
+        let spawned = super::on_host::spawn(spec).await?;
         let (exit, stderr) = (spawned.process.exit.clone(), spawned.process.stderr.clone());
         let sessions = Arc::new(Mutex::new(Sessions::default()));
         let terminals = Terminals::new(spec, sessions.clone());

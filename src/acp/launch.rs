@@ -12,6 +12,24 @@ pub struct Launch {
     /// The pipe the sandboxed command's own environment is read from, if it has one: kept
     /// open until the command is spawned, then dropped.
     pub env_pipe: Option<OwnedFd>,
+    /// What the command must read on its stdin before anything else: the request to the
+    /// helper on the agent's host (the SSH runner), which carries its environment.
+    pub stdin_header: Option<Vec<u8>>,
+}
+
+impl Launch {
+    /// The parts of a command that reads nothing but its header: the command, the pipe to
+    /// keep open until it is spawned, and its stdin (a pipe holding the header, then the
+    /// end; else nothing).
+    pub fn for_command(
+        self,
+    ) -> std::io::Result<(std::process::Command, Option<OwnedFd>, std::process::Stdio)> {
+        let stdin = match &self.stdin_header {
+            Some(header) => std::process::Stdio::from(filled_pipe(header)?),
+            None => std::process::Stdio::null(),
+        };
+        Ok((self.command, self.env_pipe, stdin))
+    }
 }
 
 /// The file descriptor bubblewrap reads the sandboxed command's own environment from
@@ -21,6 +39,9 @@ pub const ENV_FD: i32 = 3;
 /// Most bytes of environment a command may ask for inside the sandbox: they are written to a
 /// pipe before the command starts, which holds this much without blocking.
 pub const MAX_INNER_ENV: usize = 32 * 1024;
+
+/// What a pipe holds without a reader (Linux's default pipe size).
+const PIPE_HOLDS: usize = 64 * 1024;
 
 /// A session of its own for `cmd`: no controlling terminal (TIOCSTI), and one process
 /// group for everything it starts, which the gateway signals as a whole.
@@ -57,10 +78,11 @@ pub fn read_on_fd3(cmd: &mut std::process::Command, data: &[u8]) -> std::io::Res
 }
 
 /// A pipe whose write end got `data` and is closed: its read end (close-on-exec), for a
-/// child to read `data` from. `data` must fit in the pipe ([`MAX_INNER_ENV`]).
+/// child to read `data` from. `data` must fit in the pipe (64 KiB; [`MAX_INNER_ENV`] is
+/// less, with room for what goes with it).
 fn filled_pipe(data: &[u8]) -> std::io::Result<OwnedFd> {
     use std::io::Write as _;
-    if data.len() > MAX_INNER_ENV {
+    if data.len() > PIPE_HOLDS {
         return Err(std::io::Error::other(format!(
             "the environment asked for is over {MAX_INNER_ENV} bytes"
         )));

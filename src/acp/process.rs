@@ -42,6 +42,9 @@ pub struct ProcessSpec {
     /// The container it runs in (container runner; then `sandbox` is `None`: the
     /// container is its box).
     pub container: Option<Container>,
+    /// Its way to the hosts it runs on (SSH runner; then `sandbox` is `None`: the host's
+    /// own sandbox is its box).
+    pub remote: Option<std::sync::Arc<crate::remote::Link>>,
     /// The dialect named in the config (`None`: recognised from the agent).
     pub dialect: Option<String>,
     /// How long the agent may take to answer `initialize`.
@@ -85,17 +88,18 @@ impl ProcessSpec {
     /// The network the agent has, from its sandbox or container (`None`: the host's,
     /// unboxed).
     pub fn network(&self) -> Option<Network> {
-        match (&self.sandbox, &self.container) {
-            (Some(s), _) => Some(s.network),
-            (_, Some(c)) => Some(c.network),
+        match (&self.sandbox, &self.container, &self.remote) {
+            (Some(s), _, _) => Some(s.network),
+            (_, Some(c), _) => Some(c.network),
+            (_, _, Some(r)) if r.settings().offline => Some(Network::None),
             _ => None,
         }
     }
 
-    /// Whether the agent runs in a box (a sandbox or a container), where what it starts
-    /// reaches nothing of the gateway's.
+    /// Whether the agent runs in a box (a sandbox, a container or another host), where
+    /// what it starts reaches nothing of the gateway's.
     pub fn boxed(&self) -> bool {
-        self.sandbox.is_some() || self.container.is_some()
+        self.sandbox.is_some() || self.container.is_some() || self.remote.is_some()
     }
 
     /// The command that runs `program args` (the agent itself when `agent`).
@@ -109,6 +113,9 @@ impl ProcessSpec {
     ) -> std::io::Result<Launch> {
         if let Some(container) = &self.container {
             return self.in_container(container, program, args, cwd, inner_env, agent);
+        }
+        if let Some(link) = &self.remote {
+            return self.on_host(link, program, args, cwd, inner_env, agent);
         }
         let mut env_pipe = None;
         let mut cmd = match &self.sandbox {
@@ -152,6 +159,7 @@ impl ProcessSpec {
         Ok(Launch {
             command: cmd,
             env_pipe,
+            stdin_header: None,
         })
     }
 
@@ -211,6 +219,7 @@ impl ProcessSpec {
         Ok(Launch {
             command: cmd,
             env_pipe,
+            stdin_header: None,
         })
     }
 }
@@ -288,6 +297,9 @@ pub struct Spawned {
     pub stdin: ChildStdin,
     /// The agent's stdout (we read responses and notifications).
     pub stdout: ChildStdout,
+    /// What must be written on its stdin before the first message: the request to the
+    /// helper on its host (the SSH runner).
+    pub stdin_header: Option<Vec<u8>>,
 }
 
 /// The minimal `PATH` given when the gateway itself has none.
@@ -296,8 +308,11 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 impl AgentProcess {
     /// Starts the agent.
     pub fn spawn(spec: &ProcessSpec) -> std::io::Result<Spawned> {
-        let Launch { command, env_pipe } =
-            spec.launch(&spec.command, &spec.args, &spec.cwd, &[], true)?;
+        let Launch {
+            command,
+            env_pipe,
+            stdin_header,
+        } = spec.launch(&spec.command, &spec.args, &spec.cwd, &[], true)?;
         let mut cmd = Command::from(command);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -342,6 +357,9 @@ impl AgentProcess {
         let (exit_tx, exit_rx) = watch::channel(None);
         let agent_id = spec.agent_id.clone();
         let container = spec.container.clone();
+        // Counted on its host while it runs, for choosing the least loaded one.
+        let host = spec.remote.as_ref().and_then(|link| link.current());
+        host.iter().for_each(|h| crate::remote::Link::started(h));
         tokio::spawn(async move {
             let status = match child.wait().await {
                 Ok(status) => describe_status(status),
@@ -352,6 +370,7 @@ impl AgentProcess {
             if let Some(container) = container {
                 container.remove();
             }
+            host.iter().for_each(|h| crate::remote::Link::ended(h));
             let _ = exit_tx.send(Some(status));
         });
 
@@ -363,6 +382,7 @@ impl AgentProcess {
             },
             stdin,
             stdout,
+            stdin_header,
         })
     }
 
@@ -566,6 +586,7 @@ pub(super) mod tests {
             home: None,
             sandbox: None,
             container: None,
+            remote: None,
             dialect: None,
             initialize_timeout: std::time::Duration::from_secs(5),
             file_access: true,

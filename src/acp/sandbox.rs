@@ -203,7 +203,7 @@ impl Sandbox {
 /// `program` (a name looked up in the gateway's own `PATH`, never a relative folder of it,
 /// or a path) as the absolute path of the file it is, links resolved; `Err` says it is not
 /// installed, with `package` as the hint, or why it cannot be used.
-pub(super) fn locate(program: &Path, package: &str) -> Result<PathBuf, String> {
+pub fn locate(program: &Path, package: &str) -> Result<PathBuf, String> {
     let found = match program.components().count() > 1 || program.is_absolute() {
         true => Some(program.to_owned()),
         false => std::env::var_os("PATH").and_then(|path| {

@@ -120,10 +120,10 @@ impl Terminal {
         env: &[(String, String)],
         limit: Option<usize>,
     ) -> std::io::Result<Self> {
-        let super::launch::Launch { command, env_pipe } =
-            spec.command_line(command, args, cwd, env)?;
+        let (command, env_pipe, stdin) =
+            spec.command_line(command, args, cwd, env)?.for_command()?;
         let mut cmd = tokio::process::Command::from(command);
-        cmd.stdin(Stdio::null())
+        cmd.stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);

@@ -2,9 +2,14 @@
 //! sandbox hides from it, and its `HOME`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::acp::{Container, Sandbox};
-use crate::config::{AgentConfig, Config, ContainerRunnerConfig, RunnerConfig, SandboxMode};
+use crate::config::{
+    AgentConfig, Config, ContainerRunnerConfig, RunnerConfig, SandboxMode, SshRunnerConfig,
+};
+use crate::remote::wire::SandboxWish;
+use crate::remote::{Link, SshSettings};
 use crate::state_dir;
 
 /// Where one agent runs.
@@ -15,6 +20,8 @@ pub struct Isolation {
     pub sandbox: Option<Sandbox>,
     /// Its container, when its runner is `container`.
     pub container: Option<Container>,
+    /// Its way to its hosts, when its runner is `ssh`.
+    pub remote: Option<Arc<Link>>,
     /// Its `HOME`; `None`: the gateway's.
     pub home: Option<PathBuf>,
     /// One line for `sidekicks check` and the start-up log.
@@ -40,8 +47,10 @@ pub fn isolation(
     agent: &AgentConfig,
     probe: &mut Probe,
 ) -> Result<Isolation, String> {
-    if let RunnerConfig::Container(runner) = &agent.runner {
-        return in_container(config, agent, runner);
+    match &agent.runner {
+        RunnerConfig::Container(runner) => return in_container(config, agent, runner),
+        RunnerConfig::Ssh(runner) => return on_hosts(config, agent, runner),
+        RunnerConfig::Local => {}
     }
     let mode = agent.sandbox_mode(&config.sandbox);
     // An agent without a network has it from the sandbox only: it must have one.
@@ -54,6 +63,7 @@ pub fn isolation(
             return Ok(Isolation {
                 sandbox: None,
                 container: None,
+                remote: None,
                 home: agent.home.clone(),
                 summary: "off (sandbox.mode = \"off\"): the agent can read whatever the gateway's user can".into(),
             });
@@ -71,6 +81,7 @@ pub fn isolation(
             _ => Ok(Isolation {
                 sandbox: None,
                 container: None,
+                remote: None,
                 home: agent.home.clone(),
                 summary: format!(
                     "none: {why}; the agent can read whatever the gateway's user can, the \
@@ -84,6 +95,7 @@ pub fn isolation(
     Ok(Isolation {
         sandbox: Some(sandbox),
         container: None,
+        remote: None,
         home: Some(home.clone()),
         summary: format!(
             "bubblewrap: writes only to its workspace and {}; the state folder, the config, \
@@ -210,7 +222,66 @@ fn in_container(
     Ok(Isolation {
         sandbox: None,
         container: Some(container),
+        remote: None,
         home: Some(home),
+        summary,
+    })
+}
+
+/// How `agent` runs on other hosts over SSH: the `ssh` client found here; its home and
+/// workspace paths there; the sandbox there as `sandbox.mode` asks (`auto`: where the host
+/// has bubblewrap), hiding what it would hide here too (the other agents' workspaces; the
+/// gateway's state and keys, should a host be this one). `Err` when `ssh` is missing.
+fn on_hosts(
+    config: &Config,
+    agent: &AgentConfig,
+    runner: &SshRunnerConfig,
+) -> Result<Isolation, String> {
+    let ssh = crate::acp::locate_program(&runner.ssh, "Debian package `openssh-client`")?;
+    let home = match &agent.home {
+        Some(home) => home.to_string_lossy().into_owned(),
+        None => format!("~/{}/{}", crate::remote::AGENT_HOMES, agent.id),
+    };
+    let sandbox = match agent.sandbox_mode(&config.sandbox) {
+        SandboxMode::Off => SandboxWish::Off,
+        SandboxMode::Bubblewrap => SandboxWish::Required,
+        // Without a network the sandbox is the only way to have none.
+        SandboxMode::Auto if agent.sandbox.network == crate::acp::Network::None => {
+            SandboxWish::Required
+        }
+        SandboxMode::Auto => SandboxWish::Auto,
+    };
+    // What is the gateway's stays hidden there too, should the host be this one.
+    let hide = hidden(config, agent);
+    let settings = SshSettings {
+        ssh,
+        hosts: runner.hosts.clone(),
+        known_hosts: runner.known_hosts.clone(),
+        identity: runner.identity.clone(),
+        program: runner.program.clone(),
+        connect_timeout: std::time::Duration::from_secs(runner.connect_timeout_secs),
+        home: home.clone(),
+        sandbox,
+        offline: agent.sandbox.network == crate::acp::Network::None,
+        hide,
+    };
+    let summary = format!(
+        "ssh (hosts {}): its workspace {} and home {} are there; sandbox there: {}; network: {}",
+        runner.hosts.join(", "),
+        agent.workspace.display(),
+        home,
+        match sandbox {
+            SandboxWish::Auto => "bubblewrap where the host has it",
+            SandboxWish::Required => "bubblewrap (required)",
+            SandboxWish::Off => "off",
+        },
+        network_words(agent.sandbox.network),
+    );
+    Ok(Isolation {
+        sandbox: None,
+        container: None,
+        remote: Some(Link::new(&agent.id, settings)),
+        home: None,
         summary,
     })
 }
@@ -264,7 +335,7 @@ pub fn room_tools_socket(state_dir: &Path) -> PathBuf {
 /// Where, in the gateway's own home, people and tools keep keys and sign-ins. The rest of
 /// that home stays readable: agents and the runtimes they need (npm, pyenv, nvm) are often
 /// installed there.
-const HOME_SECRETS: &[&str] = &[
+pub(super) const HOME_SECRETS: &[&str] = &[
     ".ssh",
     ".gnupg",
     ".netrc",

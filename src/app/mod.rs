@@ -32,6 +32,7 @@ mod isolation;
 mod metrics_http;
 mod migrate;
 mod reload;
+pub mod remote_helper;
 mod start;
 mod webhooks_http;
 
@@ -90,6 +91,7 @@ fn process_spec(
         home: isolation.home,
         sandbox: isolation.sandbox,
         container: isolation.container,
+        remote: isolation.remote,
         dialect: agent.dialect.clone(),
         initialize_timeout: Duration::from_secs(timeouts.initialize_secs),
         session_timeout: Duration::from_secs(timeouts.new_session_secs),
@@ -112,7 +114,9 @@ fn workspace(agent: &AgentConfig, spec: &ProcessSpec) -> crate::workspace::Works
         }
         w
     });
-    crate::workspace::Workspace::new(&agent.workspace).with_worktrees(worktrees)
+    crate::workspace::Workspace::new(&agent.workspace)
+        .with_worktrees(worktrees)
+        .on_host(spec.remote.clone())
 }
 
 /// The mode `agent`'s sessions are put in, which of its modes ask, and what people who are

@@ -56,6 +56,46 @@ pub enum RunnerConfig {
     Local,
     /// A container of its own per agent process, started with Podman or Docker.
     Container(ContainerRunnerConfig),
+    /// On another host, over SSH; its `workspace` and `home` are paths there.
+    Ssh(SshRunnerConfig),
+}
+
+/// The SSH runner: the hosts an agent may run on and how the gateway signs in there. Each
+/// host needs `sidekicks` installed (its `remote` helper runs the agent and does the file
+/// work there) and, for the sandbox, bubblewrap.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SshRunnerConfig {
+    /// The hosts, as `ssh` destinations: `build1`, `agent@build1`,
+    /// `ssh://agent@build1:2222`. A process starts on the least loaded one that answers.
+    pub hosts: Vec<String>,
+    /// The known-hosts file each host's key is checked against (required: a host whose key
+    /// is not in it is refused).
+    pub known_hosts: PathBuf,
+    /// The private key the gateway signs in with.
+    pub identity: PathBuf,
+    /// The `ssh` client: a name in the gateway's `PATH` or a path.
+    #[serde(default = "ssh")]
+    pub ssh: PathBuf,
+    /// The `sidekicks` program on the hosts: a path there, or a name in the remote user's
+    /// `PATH`.
+    #[serde(default = "sidekicks")]
+    pub program: String,
+    /// Seconds connecting to a host may take before it counts as down.
+    #[serde(default = "connect_timeout_secs")]
+    pub connect_timeout_secs: u64,
+}
+
+fn ssh() -> PathBuf {
+    "ssh".into()
+}
+
+fn sidekicks() -> String {
+    "sidekicks".into()
+}
+
+fn connect_timeout_secs() -> u64 {
+    10
 }
 
 /// The container runner: the engine, the image and the container's limits. Its network is
@@ -123,8 +163,8 @@ pub struct AgentConfig {
     /// What its sandbox lets it reach (see [`SandboxConfig`]).
     #[serde(default)]
     pub sandbox: AgentSandboxConfig,
-    /// Where its processes run: on this host in the sandbox (the default), or in
-    /// containers.
+    /// Where its processes run: on this host in the sandbox (the default), in containers,
+    /// or on other hosts over SSH.
     #[serde(default)]
     pub runner: RunnerConfig,
     /// Which modes and option values people who are not admins may choose.

@@ -597,8 +597,14 @@ impl Config {
                 .to_string_lossy()
                 .replace("{agent}", &agent.id);
             agent.workspace = PathBuf::from(named);
-            fix(&mut agent.workspace);
-            agent.home.iter_mut().for_each(fix);
+            if let RunnerConfig::Ssh(ssh) = &mut agent.runner {
+                // Its workspace and home are paths on its hosts, its keys files here.
+                fix(&mut ssh.known_hosts);
+                fix(&mut ssh.identity);
+            } else {
+                fix(&mut agent.workspace);
+                agent.home.iter_mut().for_each(fix);
+            }
             agent.sandbox.read_only.iter_mut().for_each(fix);
             agent.sandbox.read_write.iter_mut().for_each(fix);
             if let Some(w) = &mut agent.worktree {

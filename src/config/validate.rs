@@ -268,7 +268,7 @@ impl Config {
                     k("workspace"),
                     format!("{} must not contain `..`", a.workspace.display()),
                 );
-            } else if !root.is_dir() {
+            } else if !root.is_dir() && !matches!(a.runner, super::RunnerConfig::Ssh(_)) {
                 bad(
                     k("workspace"),
                     format!("{} is not an existing folder", root.display()),
@@ -308,6 +308,11 @@ impl Config {
             }
             if let super::RunnerConfig::Container(c) = &a.runner {
                 for (key, why) in container_problems(c) {
+                    bad(k(key), why);
+                }
+            }
+            if let super::RunnerConfig::Ssh(ssh) = &a.runner {
+                for (key, why) in ssh_problems(a, ssh) {
                     bad(k(key), why);
                 }
             }
@@ -488,6 +493,72 @@ fn container_problems(c: &super::ContainerRunnerConfig) -> Vec<(&'static str, St
     }
     if c.pids_limit == 0 {
         out.push(("runner.pids_limit", "must be at least 1".into()));
+    }
+    out
+}
+
+/// What is wrong with an SSH runner's settings, and what an agent on another host cannot
+/// have: (key under the agent's table, why).
+fn ssh_problems(
+    a: &super::AgentConfig,
+    ssh: &super::SshRunnerConfig,
+) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if ssh.hosts.is_empty() {
+        out.push(("runner.hosts", "names no host".into()));
+    }
+    for host in &ssh.hosts {
+        if host.is_empty() || host.starts_with('-') || host.contains(char::is_whitespace) {
+            out.push((
+                "runner.hosts",
+                format!("`{host}` is not an ssh destination (such as `agent@build1`)"),
+            ));
+        }
+    }
+    for (key, file) in [
+        ("runner.known_hosts", &ssh.known_hosts),
+        ("runner.identity", &ssh.identity),
+    ] {
+        if !file.is_file() {
+            out.push((key, format!("{} is not a file", file.display())));
+        }
+    }
+    if ssh.program.trim().is_empty() || ssh.connect_timeout_secs == 0 {
+        out.push((
+            "runner.program",
+            "program must name sidekicks on the hosts, and connect_timeout_secs be at least 1"
+                .into(),
+        ));
+    }
+    if !a.workspace.is_absolute() {
+        out.push((
+            "workspace",
+            format!(
+                "{} must be an absolute path on the agent's hosts",
+                a.workspace.display()
+            ),
+        ));
+    }
+    let home = a.home.as_deref().map(|h| h.to_string_lossy().into_owned());
+    if home.is_some_and(|h| !(h.starts_with('/') || h.starts_with("~/"))) {
+        out.push((
+            "home",
+            "must be an absolute path on the agent's hosts, or start with `~/`".into(),
+        ));
+    }
+    if a.worktree.is_some() {
+        out.push((
+            "worktree",
+            "worktree mode needs the repository on the gateway's host; it does not work with \
+             the ssh runner"
+                .into(),
+        ));
+    }
+    if a.room_tools {
+        out.push((
+            "room_tools",
+            "the room tools do not reach an agent on another host: set room_tools = false".into(),
+        ));
     }
     out
 }

@@ -9,6 +9,10 @@
 //!
 //! Only regular files are read or written (no FIFO to hang on, no device), without blocking,
 //! and reads are capped.
+//!
+//! The folder of an agent on another host (the SSH runner) is the same folder there: each
+//! operation is sent to the `sidekicks remote` helper on the agent's host ([`remote`]),
+//! which opens the folder and the file the same way, with this code.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -66,12 +70,24 @@ pub enum Write {
 /// A conversation's folder, opened once and held.
 #[derive(Debug)]
 pub struct Folder {
-    /// The folder (`O_PATH`): every file is opened from it.
-    fd: OwnedFd,
+    /// Where it is.
+    place: Place,
     /// Its path as the agent knows it: its session's `cwd`, and what absolute paths it
     /// gives are taken relative to.
     path: PathBuf,
 }
+
+/// Where a folder is, and how it is reached.
+#[derive(Debug)]
+enum Place {
+    /// On the gateway's host, held open (`O_PATH`): every file is opened from it.
+    Here(OwnedFd),
+    /// On the agent's host, through the helper there.
+    There(remote::RemoteFolder),
+}
+
+/// What [`Folder::open_read`] gives: a reader of the file, here or on the agent's host.
+pub type Reader = Box<dyn std::io::Read + Send>;
 
 impl Folder {
     /// Opens `root` (the workspace root the operator configured: links in it are the
@@ -81,15 +97,38 @@ impl Folder {
         std::fs::create_dir_all(root)?;
         let fd = open_path(&cstring(root.as_os_str())?, libc::AT_FDCWD, true)?;
         let mut folder = Folder {
-            fd,
+            place: Place::Here(fd),
             path: root.to_owned(),
         };
         let parts = components(below)?;
         if !parts.is_empty() {
-            folder.fd = folder.dir(&parts, true)?;
+            folder.place = Place::Here(folder.dir(&parts, true)?);
             folder.path = root.join(below);
         }
         Ok(folder)
+    }
+
+    /// Opens the folder `below` `root` on the agent's host that `link` reaches, the way
+    /// [`Folder::open`] does there.
+    pub fn open_remote(
+        link: std::sync::Arc<crate::remote::Link>,
+        root: &Path,
+        below: &Path,
+    ) -> Result<Folder, FolderError> {
+        let parts = components(below)?;
+        let path = match parts.is_empty() {
+            true => root.to_owned(),
+            false => root.join(below),
+        };
+        Ok(Folder {
+            place: Place::There(remote::RemoteFolder::open(link, root, below)?),
+            path,
+        })
+    }
+
+    /// Whether the folder is on another host (the SSH runner).
+    pub fn is_remote(&self) -> bool {
+        matches!(self.place, Place::There(_))
     }
 
     /// Its path as the agent knows it.
@@ -112,11 +151,17 @@ impl Folder {
     /// Whether `path` is a folder beneath this one, reached without a link.
     pub fn is_dir(&self, path: &Path) -> Result<(), FolderError> {
         let parts = self.relative(path)?;
+        if let Place::There(remote) = &self.place {
+            return remote.is_dir(&joined(&parts));
+        }
         self.dir(&parts, false).map(|_| ())
     }
 
     /// Reads `path` whole when it is a regular file of at most `max` bytes.
     pub fn read(&self, path: &Path, max: u64) -> Result<Vec<u8>, FolderError> {
+        if let Place::There(remote) = &self.place {
+            return remote.read(&joined(&self.relative(path)?), max);
+        }
         let mut file = self.open_file(path, libc::O_RDONLY, 0)?;
         let size = file.metadata()?.len();
         if size > max {
@@ -135,8 +180,11 @@ impl Folder {
     }
 
     /// Opens `path` for reading when it is a regular file (for a reader that stops early).
-    pub fn open_read(&self, path: &Path) -> Result<File, FolderError> {
-        self.open_file(path, libc::O_RDONLY, 0)
+    pub fn open_read(&self, path: &Path) -> Result<Reader, FolderError> {
+        if let Place::There(remote) = &self.place {
+            return remote.stream(&joined(&self.relative(path)?));
+        }
+        Ok(Box::new(self.open_file(path, libc::O_RDONLY, 0)?))
     }
 
     /// Writes `data` to `path` the way `how` says, making missing folders; returns the size
@@ -153,6 +201,9 @@ impl Folder {
         let Some((name, parents)) = parts.split_last() else {
             return Err(FolderError::NotAFile);
         };
+        if let Place::There(remote) = &self.place {
+            return remote.write(&joined(&parts), data, how, keep);
+        }
         let dir = self.dir(parents, true)?;
         let flags = match how {
             Write::Replace => libc::O_RDWR | libc::O_CREAT,
@@ -177,6 +228,9 @@ impl Folder {
     /// Makes the folder `path` (and those above it) beneath this one.
     pub fn create_dirs(&self, path: &Path) -> Result<(), FolderError> {
         let parts = self.relative(path)?;
+        if let Place::There(remote) = &self.place {
+            return remote.create_dirs(&joined(&parts));
+        }
         self.dir(&parts, true).map(|_| ())
     }
 
@@ -191,10 +245,15 @@ impl Folder {
     }
 
     /// The folder `parts` below this one, each step without following a link; missing ones
-    /// made when `create`.
+    /// made when `create`. Only for a folder on this host.
     fn dir(&self, parts: &[OsString], create: bool) -> Result<OwnedFd, FolderError> {
+        let Place::Here(fd) = &self.place else {
+            return Err(FolderError::Io(std::io::Error::other(
+                "a folder on another host is not opened here",
+            )));
+        };
         // A duplicate of the handle, so every step owns what it opened.
-        let mut current = self.fd.try_clone()?;
+        let mut current = fd.try_clone()?;
         for part in parts {
             let name = cstring(part)?;
             let next = match open_path(&name, current.as_raw_fd(), false) {
@@ -302,9 +361,16 @@ fn components(path: &Path) -> Result<Vec<OsString>, FolderError> {
     Ok(out)
 }
 
+/// `parts` as one relative path, as the helper on the agent's host takes it.
+fn joined(parts: &[OsString]) -> PathBuf {
+    parts.iter().collect()
+}
+
 fn cstring(text: &OsStr) -> Result<CString, FolderError> {
     CString::new(text.as_bytes()).map_err(|_| FolderError::Outside("a NUL character"))
 }
+
+pub mod remote;
 
 #[cfg(test)]
 mod tests;

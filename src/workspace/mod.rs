@@ -16,13 +16,27 @@ pub use worktree::{WorktreeError, WorktreeStatus, Worktrees};
 pub const ROOM: &str = "{room}";
 
 /// An agent's workspace, as configured.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Workspace {
     /// The configured path, possibly with [`ROOM`] in it.
     template: PathBuf,
     /// In worktree mode, where each room's worktree comes from.
     worktrees: Option<Worktrees>,
+    /// With the SSH runner, the agent's way to its host, where the folders are.
+    remote: Option<std::sync::Arc<crate::remote::Link>>,
 }
+
+impl PartialEq for Workspace {
+    fn eq(&self, other: &Self) -> bool {
+        let same_link = match (&self.remote, &other.remote) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        self.template == other.template && self.worktrees == other.worktrees && same_link
+    }
+}
+
+impl Eq for Workspace {}
 
 /// Why a conversation's folder could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -44,7 +58,14 @@ impl Workspace {
         Self {
             template: template.into(),
             worktrees: None,
+            remote: None,
         }
+    }
+
+    /// The same workspace on the agent's host, reached through `link` (the SSH runner):
+    /// its folders are opened there.
+    pub fn on_host(self, remote: Option<std::sync::Arc<crate::remote::Link>>) -> Self {
+        Self { remote, ..self }
     }
 
     /// The same workspace in worktree mode: each room's folder is a worktree of `worktrees`'
@@ -112,6 +133,9 @@ impl Workspace {
     pub fn open(&self, room: &RoomId) -> Result<folder::Folder, WorkspaceError> {
         let (root, path) = (self.root(), self.for_room(room));
         let below = path.strip_prefix(&root).unwrap_or(Path::new(""));
+        if let Some(link) = &self.remote {
+            return Ok(folder::Folder::open_remote(link.clone(), &root, below)?);
+        }
         Ok(folder::Folder::open(&root, below)?)
     }
 }

@@ -10,6 +10,7 @@ pub mod person;
 pub mod ports;
 pub mod postgres;
 pub mod proxy;
+pub mod sshd;
 pub mod store;
 pub mod synapse;
 pub mod with_bob;

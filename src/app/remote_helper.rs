@@ -1,0 +1,207 @@
+//! `sidekicks remote`: the SSH runner's helper on an agent's host. The gateway runs it over
+//! `ssh` and writes one request on its stdin ([`crate::remote::wire`]):
+//!
+//! - `hello`: it answers its version and whether bubblewrap works here;
+//! - `run`: it starts the command asked for (the agent, or one of its commands) in its own
+//!   session, in the host's bubblewrap sandbox where that is wanted (its workspace and home
+//!   writable, the remote user's keys and the gateway's other agents' files hidden), with
+//!   only the environment asked for; the rest of the connection is the command's. When the
+//!   connection goes (the gateway stopped it, or died), so does everything it started;
+//! - `file`: one operation beneath a conversation's folder, by handle
+//!   ([`crate::workspace::folder::remote::serve`]).
+//!
+//! It reads the request a byte at a time from the descriptor itself, so nothing of what
+//! follows is taken from the command that gets it.
+
+use std::fs::File;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode};
+
+use super::isolation::HOME_SECRETS;
+use crate::acp::{Network, Sandbox};
+use crate::remote::AGENT_HOMES;
+use crate::remote::wire::{self, Hello, Request, RunRequest, SandboxWish};
+
+/// Serves one request from stdin.
+pub fn serve() -> ExitCode {
+    // SAFETY: descriptor 0 is our stdin for the whole run; ManuallyDrop never closes it.
+    let mut input = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
+    let request = match wire::read_line::<Request>(&mut *input) {
+        Ok(request) => request,
+        Err(e) => {
+            eprintln!("sidekicks remote: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let answered = match request {
+        Request::Hello => wire::write_line(&mut out, &hello()),
+        Request::File(file) => crate::workspace::folder::remote::serve(file, &mut *input, &mut out),
+        Request::Run(run) => {
+            drop(out);
+            return self::run(run);
+        }
+    };
+    match answered.and_then(|_| Ok(std::io::Write::flush(&mut out)?)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sidekicks remote: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What this host has.
+fn hello() -> Hello {
+    Hello {
+        version: env!("CARGO_PKG_VERSION").into(),
+        bubblewrap: bubblewrap().is_ok(),
+    }
+}
+
+/// bubblewrap, if it works here.
+fn bubblewrap() -> Result<PathBuf, String> {
+    let program = Sandbox::locate(Path::new("bwrap"))?;
+    Sandbox::probe(&program)?;
+    Ok(program)
+}
+
+/// Runs `request`'s command until it ends or the connection goes; its exit status.
+fn run(request: RunRequest) -> ExitCode {
+    let failed = |why: String, code: u8| {
+        eprintln!("sidekicks remote: {why}");
+        ExitCode::from(code)
+    };
+    let home = match prepare(&request) {
+        Ok(home) => home,
+        Err(why) => return failed(why, 126),
+    };
+    let sandbox = match (request.sandbox, bubblewrap()) {
+        (SandboxWish::Off, _) | (SandboxWish::Auto, Err(_)) => None,
+        (_, Ok(program)) => Some(sandbox(program, &request, &home)),
+        (SandboxWish::Required, Err(why)) => {
+            return failed(format!("the sandbox is required but {why}"), 126);
+        }
+    };
+    let mut cmd = match &sandbox {
+        Some(sandbox) => {
+            let mut cmd = Command::new(&sandbox.program);
+            cmd.args(sandbox.command_line(&request.program, &request.args, &request.cwd));
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(&request.program);
+            cmd.args(&request.args);
+            cmd
+        }
+    };
+    cmd.current_dir(&request.cwd)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+        )
+        .env("HOME", &home)
+        .envs(request.env.iter().map(|(k, v)| (k, v)));
+    // SAFETY: setsid(2) and prctl(2) are async-signal-safe and touch no memory of ours: a
+    // session of its own (its whole group is signalled), and gone if this helper is.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    match cmd.spawn() {
+        Ok(child) => watch(child),
+        Err(e) => failed(format!("cannot run {}: {e}", request.program), 127),
+    }
+}
+
+/// The command's home (`~/` read as the remote user's), made private, and its workspace
+/// made.
+fn prepare(request: &RunRequest) -> Result<PathBuf, String> {
+    let home = match request.home.strip_prefix("~/") {
+        Some(rest) => user_home()?.join(rest),
+        None => PathBuf::from(&request.home),
+    };
+    crate::state_dir::create_private(&home)
+        .map_err(|e| format!("cannot make the agent's home {}: {e}", home.display()))?;
+    std::fs::create_dir_all(&request.workspace).map_err(|e| {
+        format!(
+            "cannot make the workspace {}: {e}",
+            request.workspace.display()
+        )
+    })?;
+    Ok(home)
+}
+
+/// The remote user's home.
+fn user_home() -> Result<PathBuf, String> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .ok_or_else(|| "the remote user has no HOME".into())
+}
+
+/// The sandbox of `request` with `home`: its workspace and home writable; the remote user's
+/// keys, the other agents' homes and what the gateway names hidden.
+fn sandbox(program: PathBuf, request: &RunRequest, home: &Path) -> Sandbox {
+    let user = user_home().ok();
+    let hide = (user.iter())
+        .flat_map(|u| {
+            (HOME_SECRETS.iter().map(move |s| u.join(s)))
+                .chain(std::iter::once(u.join(AGENT_HOMES)))
+        })
+        .chain(request.hide.iter().cloned())
+        .collect();
+    Sandbox {
+        program,
+        hide,
+        read_write: vec![request.workspace.clone(), home.to_owned()],
+        read_only: vec![],
+        network: match request.offline {
+            true => Network::None,
+            false => Network::Host,
+        },
+        binds: vec![],
+    }
+}
+
+/// Waits for `child`, killing its whole session when the connection goes (the far end of
+/// stdout closes); its exit status (128 + the signal when killed).
+fn watch(mut child: Child) -> ExitCode {
+    let group = child.id() as i32;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let code = (status.code())
+                    .or_else(|| {
+                        std::os::unix::process::ExitStatusExt::signal(&status).map(|s| 128 + s)
+                    })
+                    .unwrap_or(1);
+                return ExitCode::from(code.clamp(0, 255) as u8);
+            }
+            Ok(None) => {}
+            Err(_) => break,
+        }
+        let mut fds = [libc::pollfd {
+            fd: 1,
+            events: 0,
+            revents: 0,
+        }];
+        // SAFETY: poll(2) on one pollfd we own, for at most 200 ms.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 1, 200) };
+        if ready > 0 && fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on the process group the child leads.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    let _ = child.wait();
+    ExitCode::from(137)
+}

@@ -1,0 +1,388 @@
+//! The gateway's side of the SSH runner: how it reaches an agent's hosts with the system
+//! `ssh` client, which host an agent process starts on, and one exchange with the helper
+//! there.
+//!
+//! A host is chosen when an agent process starts: the agent's current host while it
+//! answers (its rooms' files are there), else the host with the fewest running agent
+//! processes of this gateway that answers, in the order the config lists them. A host that
+//! does not answer is skipped and logged; when none is left the start fails, naming each
+//! host and why, and the room is told. The files of a conversation are reached on the
+//! agent's current host, so they are where the agent works.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write as _};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::wire::{self, Hello, Request, SandboxWish};
+
+/// How one agent's hosts are reached, from its config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SshSettings {
+    /// The `ssh` client, an absolute path found when the gateway starts.
+    pub ssh: PathBuf,
+    /// The hosts, as `ssh` destinations (`build1`, `agent@build1`, `ssh://agent@build1:2222`).
+    pub hosts: Vec<String>,
+    /// The known-hosts file the host keys are checked against (no other is read or written).
+    pub known_hosts: PathBuf,
+    /// The private key the gateway signs in with (no agent, no other key).
+    pub identity: PathBuf,
+    /// The `sidekicks` program on the hosts (a path, or a name in the remote user's `PATH`).
+    pub program: String,
+    /// How long connecting to a host may take before it counts as down.
+    pub connect_timeout: Duration,
+    /// The agent's `HOME` on its host: absolute, or `~/…` below the remote user's home.
+    pub home: String,
+    /// Whether its commands run in the host's sandbox.
+    pub sandbox: SandboxWish,
+    /// Whether it has no network but a loopback of its own there.
+    pub offline: bool,
+    /// What its sandbox hides there besides the remote user's keys: what it would hide on
+    /// the gateway's host (the other agents' workspaces, the gateway's state and keys).
+    pub hide: Vec<PathBuf>,
+}
+
+/// No host of an agent answers.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("no host of agent {agent} answers ({tried})")]
+pub struct NoHost {
+    /// The agent.
+    pub agent: String,
+    /// Each host tried and why it failed.
+    pub tried: String,
+}
+
+/// Running agent processes of this gateway on each host, for choosing the least loaded.
+static RUNNING: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+
+/// One agent's way to its hosts, shared by its process, its commands and its folders.
+#[derive(Debug)]
+pub struct Link {
+    /// The agent, for logs and errors.
+    agent: String,
+    /// Its settings.
+    settings: SshSettings,
+    /// The host its process runs on (or last ran on): where its files are.
+    current: Mutex<Option<String>>,
+}
+
+impl Link {
+    /// The link of `agent`.
+    pub fn new(agent: &str, settings: SshSettings) -> Arc<Self> {
+        Arc::new(Self {
+            agent: agent.to_owned(),
+            settings,
+            current: Mutex::new(None),
+        })
+    }
+
+    /// Its settings.
+    pub fn settings(&self) -> &SshSettings {
+        &self.settings
+    }
+
+    /// The host the agent's process runs on, or last ran on.
+    pub fn current(&self) -> Option<String> {
+        self.current.lock().expect("host lock").clone()
+    }
+
+    /// The host for a new agent process: the current one while it answers, else the one
+    /// with the fewest of this gateway's agent processes that answers. Blocks while hosts
+    /// are asked: call it off the async threads.
+    pub fn choose(&self) -> Result<String, NoHost> {
+        let current = self.current();
+        let running = RUNNING.lock().expect("load lock").clone();
+        let mut order: Vec<(usize, &String)> = self.settings.hosts.iter().enumerate().collect();
+        order.sort_by_key(|(i, h)| {
+            let load = running.get(*h).copied().unwrap_or(0);
+            (current.as_ref() != Some(h), load, *i)
+        });
+        let mut tried = Vec::new();
+        for (_, host) in order {
+            match self.hello(host) {
+                Ok(hello) => {
+                    tracing::info!(agent = %self.agent, %host, version = %hello.version, sandbox = hello.bubblewrap, "agent host chosen");
+                    *self.current.lock().expect("host lock") = Some(host.clone());
+                    return Ok(host.clone());
+                }
+                Err(why) => {
+                    tracing::warn!(agent = %self.agent, %host, %why, "agent host does not answer; skipped");
+                    tried.push(format!("{host}: {why}"));
+                }
+            }
+        }
+        Err(NoHost {
+            agent: self.agent.clone(),
+            tried: tried.join("; "),
+        })
+    }
+
+    /// The host the agent's files are on: its current one, else one chosen now.
+    pub fn host(&self) -> Result<String, NoHost> {
+        match self.current() {
+            Some(host) => Ok(host),
+            None => self.choose(),
+        }
+    }
+
+    /// An agent process started on `host`.
+    pub fn started(host: &str) {
+        *RUNNING
+            .lock()
+            .expect("load lock")
+            .entry(host.to_owned())
+            .or_default() += 1;
+    }
+
+    /// An agent process on `host` ended.
+    pub fn ended(host: &str) {
+        let mut running = RUNNING.lock().expect("load lock");
+        if let Some(n) = running.get_mut(host) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    /// The `ssh` command that reaches `host` and runs the helper there; its stdin takes a
+    /// request ([`wire::write_line`]). Only the operator's settings are on its command
+    /// line; its environment is `PATH` alone (no agent socket, no locale of the gateway's).
+    pub fn command(&self, host: &str) -> Command {
+        let s = &self.settings;
+        let mut cmd = Command::new(&s.ssh);
+        cmd.env_clear();
+        if let Some(path) = std::env::var_os("PATH") {
+            cmd.env("PATH", path);
+        }
+        let option = |name: &str, value: &str| ["-o".to_owned(), format!("{name}={value}")];
+        cmd.args(["-F", "/dev/null", "-T", "-a", "-x"])
+            .args(option("BatchMode", "yes"))
+            .args(option("StrictHostKeyChecking", "yes"))
+            .args(option("UserKnownHostsFile", &ssh_path(&s.known_hosts)))
+            .args(option("GlobalKnownHostsFile", "/dev/null"))
+            .args(option("UpdateHostKeys", "no"))
+            .args(option("IdentitiesOnly", "yes"))
+            .args(option("IdentityAgent", "none"))
+            .args(option("IdentityFile", &ssh_path(&s.identity)))
+            .args(option(
+                "ConnectTimeout",
+                &s.connect_timeout.as_secs().max(1).to_string(),
+            ))
+            .args(option("ServerAliveInterval", "15"))
+            .args(option("ServerAliveCountMax", "4"))
+            .args(option("LogLevel", "ERROR"))
+            .arg("--")
+            .arg(host)
+            .arg(format!("{} remote", shell_quoted(&s.program)));
+        cmd
+    }
+
+    /// Asks `host` whether it is there and what it has, within the connect timeout and a
+    /// little more.
+    pub fn hello(&self, host: &str) -> Result<Hello, String> {
+        let mut exchange = self
+            .exchange(host, &Request::Hello, &[])
+            .map_err(|e| format!("cannot start ssh: {e}"))?;
+        let deadline = Instant::now() + self.settings.connect_timeout + Duration::from_secs(10);
+        let pid = exchange.child.id();
+        let watchdog = std::thread::spawn(move || {
+            while Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+                // SAFETY: kill(2) with signal 0 only asks whether the process is there.
+                if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                    return;
+                }
+            }
+            // SAFETY: kill(2) on our own child, which has not been reaped (the exchange
+            // holds it until it is dropped).
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        });
+        let answer = wire::read_line::<Hello>(&mut exchange);
+        let result = answer.map_err(|e| exchange.failure(&e.to_string()));
+        drop(exchange);
+        let _ = watchdog.join();
+        result
+    }
+
+    /// Starts one exchange with the helper on `host`: `request`, then `payload`, written and
+    /// closed; what the helper answers is read from the returned exchange.
+    pub fn exchange(
+        &self,
+        host: &str,
+        request: &Request,
+        payload: &[u8],
+    ) -> std::io::Result<Exchange> {
+        let mut cmd = self.command(host);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn()?;
+        let stdout = child.stdout.take().expect("stdout piped");
+        let mut stdin = child.stdin.take().expect("stdin piped");
+        let mut exchange = Exchange { child, stdout };
+        let mut bytes = Vec::new();
+        wire::write_line(&mut bytes, request).map_err(std::io::Error::other)?;
+        bytes.extend_from_slice(payload);
+        // A host that closes early (it refused) shows in the answer, not here.
+        if stdin.write_all(&bytes).is_err() {
+            let _ = exchange.child.try_wait();
+        }
+        Ok(exchange)
+    }
+}
+
+/// One connection to the helper, read as its answer; the connection ends when it is
+/// dropped.
+#[derive(Debug)]
+pub struct Exchange {
+    /// The `ssh` client.
+    child: Child,
+    /// The helper's answer.
+    stdout: ChildStdout,
+}
+
+impl Exchange {
+    /// Why the exchange failed: `what`, with the last line `ssh` wrote (a refused
+    /// connection, an unknown host key, a missing helper).
+    pub fn failure(&mut self, what: &str) -> String {
+        let _ = self.child.kill();
+        let mut said = String::new();
+        if let Some(stderr) = self.child.stderr.as_mut() {
+            let _ = stderr.take(64 * 1024).read_to_string(&mut said);
+        }
+        match said.lines().rev().find(|l| !l.trim().is_empty()) {
+            Some(line) => line.trim().to_owned(),
+            None => what.to_owned(),
+        }
+    }
+}
+
+impl Read for Exchange {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.stdout.read(buf)
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `path` as an ssh config value: quoted, its `%` not read as a token.
+fn ssh_path(path: &std::path::Path) -> String {
+    format!("\"{}\"", path.to_string_lossy().replace('%', "%%"))
+}
+
+/// `text` as one word for the remote user's shell.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn settings(ssh: &str, hosts: &[&str]) -> SshSettings {
+        SshSettings {
+            ssh: ssh.into(),
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            known_hosts: "/etc/sidekicks/known 100%".into(),
+            identity: "/etc/sidekicks/id".into(),
+            program: "/opt/it's/sidekicks".into(),
+            connect_timeout: Duration::from_secs(3),
+            home: "~/.sidekicks/agent-homes/a".into(),
+            sandbox: SandboxWish::Auto,
+            offline: false,
+            hide: vec![],
+        }
+    }
+
+    #[test]
+    fn ssh_checks_the_host_key_signs_in_with_the_key_given_and_runs_only_the_helper() {
+        let link = Link::new("a", settings("/usr/bin/ssh", &["build1"]));
+        let cmd = link.command("ssh://agent@build1:2222");
+        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into()).collect();
+        for wanted in [
+            "StrictHostKeyChecking=yes",
+            "UserKnownHostsFile=\"/etc/sidekicks/known 100%%\"",
+            "GlobalKnownHostsFile=/dev/null",
+            "IdentitiesOnly=yes",
+            "IdentityAgent=none",
+            "BatchMode=yes",
+            "ConnectTimeout=3",
+        ] {
+            assert!(args.iter().any(|a| a == wanted), "{wanted} in {args:?}");
+        }
+        assert_eq!(
+            &args[..2],
+            ["-F", "/dev/null"],
+            "no ssh config of the user's"
+        );
+        let n = args.len();
+        assert_eq!(
+            &args[n - 3..],
+            [
+                "--",
+                "ssh://agent@build1:2222",
+                "'/opt/it'\\''s/sidekicks' remote"
+            ]
+        );
+        let env: Vec<_> = cmd.get_envs().filter(|(_, v)| v.is_some()).collect();
+        assert!(env.iter().all(|(k, _)| *k == "PATH"), "{env:?}");
+    }
+
+    #[test]
+    fn a_host_that_does_not_answer_is_skipped_and_none_left_names_each() {
+        let dir = tempfile::tempdir().unwrap();
+        // An `ssh` that answers hello on `up` only, as the helper would.
+        let ssh = dir.path().join("ssh");
+        std::fs::write(
+            &ssh,
+            "#!/bin/sh\nfor a; do host=$prev; prev=$a; done\n\
+             case \"$host\" in up*) echo '{\"version\":\"t\",\"bubblewrap\":false}';; \
+             *) echo \"ssh: connect to host $host: Connection refused\" >&2; exit 255;; esac\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let ssh = ssh.to_str().unwrap();
+        let link = Link::new("a", settings(ssh, &["down1", "up-link-test", "down2"]));
+        assert_eq!(link.choose().unwrap(), "up-link-test");
+        assert_eq!(link.current().as_deref(), Some("up-link-test"));
+        let none = Link::new("b", settings(ssh, &["down1", "down2"]));
+        let why = none.choose().unwrap_err().to_string();
+        assert!(
+            why.contains("down1: ssh: connect to host down1: Connection refused")
+                && why.contains("down2:"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn the_least_loaded_host_is_chosen_and_the_current_one_kept_while_it_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = dir.path().join("ssh");
+        std::fs::write(
+            &ssh,
+            "#!/bin/sh\necho '{\"version\":\"t\",\"bubblewrap\":false}'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let ssh = ssh.to_str().unwrap();
+        let (busy, idle) = ("load-test-busy", "load-test-idle");
+        Link::started(busy);
+        let link = Link::new("a", settings(ssh, &[busy, idle]));
+        assert_eq!(link.choose().unwrap(), idle, "fewest running first");
+        Link::started(idle);
+        Link::started(idle);
+        assert_eq!(link.choose().unwrap(), idle, "its current host is kept");
+        let other = Link::new("b", settings(ssh, &[idle, busy]));
+        assert_eq!(other.choose().unwrap(), busy);
+        Link::ended(idle);
+        Link::ended(idle);
+        Link::ended(busy);
+    }
+}

@@ -1,0 +1,215 @@
+#![recursion_limit = "256"]
+//! The SSH runner (`[agents.runner] kind = "ssh"`) through a real homeserver and a real
+//! `sshd` on loopback (Debian's `openssh-server`, a throwaway host key and user key): the
+//! demo agent runs on the "remote" host through `sidekicks remote`, a host that is down is
+//! skipped, and everything the gateway does with the agent's files (`fs/*`, `!file`, the
+//! inbox) and its commands (`terminal/*`, stopped with `!stop`) happens there. With no host
+//! left, the room is told.
+//!
+//! The remote host is this machine seen through a mount namespace of its own: the agent's
+//! workspace and home are in a folder that is empty for the gateway, so a file the gateway
+//! reached by itself instead of through the host would be missed. The tests look at the
+//! host's disk and processes directly.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::gateway::binary;
+use support::ports::free_port;
+use support::sshd::Sshd;
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
+
+/// The agent's config: on `hosts`, its workspace and home below `remote`.
+fn on_hosts(sshd: &Sshd, hosts: &[String], remote: &Path) -> String {
+    format!(
+        "workspace = \"{remote}/work/{{room}}\"\nhome = \"{remote}/home\"\nroom_tools = false\n\
+         [agents.runner]\nkind = \"ssh\"\nhosts = {hosts:?}\nknown_hosts = {known:?}\n\
+         identity = {identity:?}\nprogram = {program:?}\nconnect_timeout_secs = 5\n",
+        remote = remote.display(),
+        known = sshd.known_hosts(),
+        identity = sshd.identity(),
+        program = binary(),
+    )
+}
+
+/// A destination on loopback where nothing listens.
+fn down_host() -> String {
+    format!("ssh://nobody@127.0.0.1:{}", free_port())
+}
+
+/// How many processes run whose command line holds `text`.
+fn running(text: &str) -> usize {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", text])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// How many processes work in a folder below `folder` (the agent, its sandbox, its
+/// commands).
+fn working_in(folder: &Path) -> usize {
+    let procs = std::fs::read_dir("/proc").unwrap();
+    (procs.filter_map(|e| std::fs::read_link(e.ok()?.path().join("cwd")).ok()))
+        .filter(|cwd| cwd.starts_with(folder))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped() {
+    let Some(sshd) = Sshd::start() else { return };
+    let (remote, disk) = (sshd.remote(), sshd.disk());
+    let dead = down_host();
+    let hosts = [dead.clone(), sshd.destination()];
+    let agent = on_hosts(&sshd, &hosts, &remote);
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
+    let state = env.gw.dir.path().join("state");
+    let session = state.join("matrix/demo/session.json");
+    assert!(session.exists());
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &room,
+            &format!(
+                "%pwd\n\
+                 %write note.txt written-remote\n\
+                 %read {session}\n\
+                 %fs-read note.txt\n\
+                 %fs-write via-fs.txt sent-through-ssh\n\
+                 %terminal cat via-fs.txt; echo; echo home=$HOME\n\
+                 %say done trying",
+                session = session.display(),
+            ),
+        )
+        .await;
+    let said = env
+        .reply_where(&room, "the agent's report", |t| t.contains("done trying"))
+        .await;
+    // It works in its room's folder on the host, with its home there.
+    let folder = said
+        .lines()
+        .find_map(|l| l.strip_prefix("folder: "))
+        .unwrap_or_else(|| panic!("{said}"))
+        .to_owned();
+    let name = Path::new(&folder).strip_prefix(remote.join("work"));
+    let name = name.unwrap_or_else(|_| panic!("{said}"));
+    // Its files as the host has them.
+    let folder = disk.join("work").join(name);
+    assert!(folder.join("note.txt").is_file(), "{said}");
+    let home = remote.join("home");
+    assert!(
+        said.contains(&format!("home: {}", home.display())),
+        "{said}"
+    );
+    // What it wrote there the gateway read back for it, through the host (`fs/*`).
+    assert!(
+        said.contains("fs read note.txt: 14 chars: written-remote"),
+        "{said}"
+    );
+    assert!(said.contains("fs wrote via-fs.txt"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(folder.join("via-fs.txt")).unwrap(),
+        "sent-through-ssh"
+    );
+    // Its commands run there, in its folder, with its home.
+    assert!(
+        said.contains(&format!("sent-through-ssh\nhome={}", home.display())),
+        "{said}"
+    );
+    // In the host's sandbox, what is the gateway's is hidden (should the host be this one).
+    assert!(
+        said.contains(&format!("cannot read {}", session.display())),
+        "{said}"
+    );
+    // The host that is down was skipped, and said so; the other signed in with its key.
+    let log = env.gw.log();
+    let port = dead.rsplit(':').next().unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("agent host does not answer; skipped") && l.contains(port)),
+        "{log}"
+    );
+    assert!(log.contains("agent host chosen"), "{log}");
+    assert!(sshd.log().contains("Accepted publickey"), "{}", sshd.log());
+
+    // `!file` posts a file of its folder there, and nothing outside it.
+    env.alice.send(&room, "!file note.txt").await;
+    let file = wait_until(PATIENCE, "the agent's file note.txt", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .find(|m| m.media.as_ref().is_some_and(|(_, n, _)| n == "note.txt"))
+    })
+    .await;
+    let (_, _, source) = file.media.clone().unwrap();
+    assert_eq!(env.alice.download(&source).await, b"written-remote");
+    env.alice.send(&room, "!file ../../home/x").await;
+    env.notice_containing(&room, "outside the workspace").await;
+
+    // A file someone shares is saved in the folder's inbox there.
+    env.alice
+        .send_file(
+            &room,
+            "shared.txt",
+            "text/plain",
+            b"from alice".to_vec(),
+            Some("%say got the file"),
+        )
+        .await;
+    env.reply_where(&room, "the shared file", |t| t.contains("got the file"))
+        .await;
+    assert_eq!(
+        std::fs::read(folder.join("sidekicks-inbox/shared.txt")).unwrap(),
+        b"from alice"
+    );
+
+    // A command stopped with `!stop` ends there, with everything it started.
+    env.alice.send(&room, "%terminal sleep 3021").await;
+    wait_until(PATIENCE, "the remote sleep", || {
+        (running("sleep 3021") > 0).then_some(())
+    })
+    .await;
+    env.alice.send(&room, "!stop").await;
+    wait_until(Duration::from_secs(15), "the remote sleep ended", || {
+        (running("sleep 3021") == 0).then_some(())
+    })
+    .await;
+
+    // Stopped, the gateway leaves nothing running on the host.
+    assert!(
+        working_in(&remote) > 0,
+        "the agent runs in its workspace there"
+    );
+    let mut env = env;
+    env.gw.stop();
+    wait_until(
+        Duration::from_secs(15),
+        "nothing left in the workspace",
+        || (working_in(&remote) == 0).then_some(()),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_host_answering_the_room_is_told_which_and_why() {
+    let Some(sshd) = Sshd::start() else { return };
+    let dead = down_host();
+    let agent = on_hosts(&sshd, &[sshd.destination(), dead.clone()], &sshd.remote());
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%say hello").await;
+    env.reply_where(&room, "the first answer", |t| t.contains("hello"))
+        .await;
+    // Its host goes down, and the agent with it: the next start finds no host.
+    let live = sshd.destination();
+    drop(sshd);
+    env.alice.send(&room, "%crash").await;
+    env.alice.send(&room, "%say again").await;
+    let told = env
+        .notice_containing(&room, "no host of agent demo answers")
+        .await;
+    for host in [&live, &dead] {
+        assert!(told.body.contains(host.as_str()), "{}", told.body);
+    }
+    assert!(told.body.contains("Connection refused"), "{}", told.body);
+}
