@@ -213,3 +213,74 @@ async fn with_no_host_answering_the_room_is_told_which_and_why() {
     }
     assert!(told.body.contains("Connection refused"), "{}", told.body);
 }
+
+/// `sidekicks check` of a config whose one agent runs on `sshd`, its host key checked
+/// against `known_hosts`: (success, what it said).
+fn check(sshd: &Sshd, known_hosts: &Path) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = on_hosts(sshd, &[sshd.destination()], &sshd.remote()).replace(
+        &format!("known_hosts = {:?}", sshd.known_hosts()),
+        &format!("known_hosts = {known_hosts:?}"),
+    );
+    let path = dir.path().join("sidekicks.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "state_dir = \"state\"\n[matrix]\nhomeserver = \"http://127.0.0.1:9\"\n\
+             [access]\nallowed_users = [\"@alice:localhost\"]\n[[agents]]\nid = \"demo\"\n\
+             display_name = \"Demo\"\ncommand = {:?}\nargs = [\"demo-agent\"]\n{agent}\n\
+             [agents.matrix]\nuser_id = \"@demo:localhost\"\npassword = \"unused\"\n",
+            binary()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(binary())
+        .args(["check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+#[test]
+fn check_runs_the_agent_on_its_host_and_a_host_whose_key_is_not_known_is_refused() {
+    let Some(sshd) = Sshd::start() else { return };
+    let (ok, said) = check(&sshd, &sshd.known_hosts());
+    assert!(ok, "{said}");
+    assert!(said.contains("sandbox: ssh (hosts ssh://"), "{said}");
+    assert!(said.contains("session/new: ok"), "{said}");
+    // The same host with another key on record: refused, not trusted on first use.
+    let other = tempfile::tempdir().unwrap();
+    let key = other.path().join("key");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let mut parts = public.split_whitespace();
+    let known = other.path().join("known_hosts");
+    std::fs::write(
+        &known,
+        format!(
+            "[127.0.0.1]:{} {} {}\n",
+            sshd.port,
+            parts.next().unwrap(),
+            parts.next().unwrap()
+        ),
+    )
+    .unwrap();
+    let signed_in = |log: String| log.matches("Accepted publickey").count();
+    let before = signed_in(sshd.log());
+    let (ok, said) = check(&sshd, &known);
+    assert!(!ok, "{said}");
+    assert!(said.contains("no host of agent demo answers"), "{said}");
+    assert!(said.contains("Host key verification failed"), "{said}");
+    assert_eq!(signed_in(sshd.log()), before, "{}", sshd.log());
+}

@@ -524,6 +524,42 @@ password_file = "b.password"
     }
 
     #[test]
+    fn an_agent_on_other_hosts_is_boxed_there_and_kept_from_the_gateways_secrets_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut config = config(d, "");
+        config.agents[0].runner = toml::from_str(
+            "kind = \"ssh\"\nssh = \"/bin/true\"\nhosts = [\"build1\"]\n\
+             known_hosts = \"/k\"\nidentity = \"/i\"",
+        )
+        .unwrap();
+        let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
+        assert!(chosen.sandbox.is_none() && chosen.container.is_none());
+        assert_eq!(chosen.home, None, "its home is a path there, not made here");
+        assert!(!d.join("state/agent-homes/a").exists());
+        let link = chosen.remote.unwrap();
+        let settings = link.settings();
+        assert_eq!(settings.home, "~/.sidekicks/agent-homes/a");
+        assert_eq!(settings.sandbox, SandboxWish::Auto);
+        for hidden in [d.join("state"), d.join("b.password"), d.join("ws-b")] {
+            assert!(settings.hide.contains(&hidden), "{hidden:?}");
+        }
+        assert!(
+            chosen.summary.starts_with("ssh (hosts build1)"),
+            "{}",
+            chosen.summary
+        );
+        // Without a network, the sandbox there is required: it is the only way to have none.
+        config.agents[0].sandbox.network = crate::acp::Network::None;
+        let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
+        let settings = chosen.remote.unwrap().settings().clone();
+        assert_eq!(
+            (settings.sandbox, settings.offline),
+            (SandboxWish::Required, true)
+        );
+    }
+
+    #[test]
     fn without_bubblewrap_auto_runs_unsandboxed_and_bubblewrap_refuses() {
         let dir = tempfile::tempdir().unwrap();
         let missing = "bwrap = \"/nonexistent/bwrap\"";

@@ -646,7 +646,7 @@ fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_
         }
     }
     // Kinds not offered, and unknown fields, are parse errors.
-    assert!(load(&with("kind = \"ssh\"")).is_err());
+    assert!(load(&with("kind = \"kubernetes\"")).is_err());
     assert!(
         load(&with(
             "kind = \"container\"\nimage = \"a\"\nprivileged = true"
@@ -693,4 +693,104 @@ fn the_store_is_the_sqlite_file_unless_a_database_url_is_given() {
     let shown = format!("{problems:?}");
     assert!(shown.contains("key: \"store\""), "{shown}");
     assert!(!shown.contains("hunter2"), "{shown}");
+}
+
+#[test]
+fn an_ssh_runner_takes_paths_on_its_hosts_and_refuses_what_cannot_reach_them() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    for key in ["known_hosts", "id"] {
+        std::fs::write(dir.join(key), "x").unwrap();
+    }
+    let runner = "[agents.runner]\nkind = \"ssh\"\nhosts = [\"agent@build1\", \"ssh://b:2222\"]\n\
+                  known_hosts = \"known_hosts\"\nidentity = \"id\"\n";
+    // Its workspace is a path on the hosts: it need not exist here, nor is it made
+    // relative to the config; its keys are files here.
+    let text = valid(Path::new("/srv/work/{agent}/{room}")).replace(
+        "[agents.matrix]",
+        &format!("room_tools = false\nhome = \"~/agents/demo\"\n{runner}[agents.matrix]"),
+    );
+    let load = |text: &str| Config::from_toml(text, &dir.join("c.toml"));
+    let config = load(&text).unwrap();
+    let agent = &config.agents[0];
+    assert_eq!(agent.workspace, PathBuf::from("/srv/work/demo/{room}"));
+    assert_eq!(agent.home, Some(PathBuf::from("~/agents/demo")));
+    match &agent.runner {
+        RunnerConfig::Ssh(ssh) => {
+            assert_eq!(ssh.hosts, ["agent@build1", "ssh://b:2222"]);
+            assert_eq!(ssh.known_hosts, dir.join("known_hosts"));
+            assert_eq!(ssh.identity, dir.join("id"));
+            assert_eq!(ssh.ssh, PathBuf::from("ssh"));
+            assert_eq!(ssh.program, "sidekicks");
+            assert_eq!(ssh.connect_timeout_secs, 10);
+        }
+        other => panic!("{other:?}"),
+    }
+    for (from, to, key, says) in [
+        (
+            "room_tools = false",
+            "room_tools = true",
+            "room_tools",
+            "set room_tools = false",
+        ),
+        (
+            "hosts = [\"agent@build1\", \"ssh://b:2222\"]",
+            "hosts = []",
+            "runner.hosts",
+            "names no host",
+        ),
+        (
+            "\"agent@build1\"",
+            "\"-oProxyCommand=x\"",
+            "runner.hosts",
+            "not an ssh destination",
+        ),
+        (
+            "known_hosts = \"known_hosts\"",
+            "known_hosts = \"missing\"",
+            "runner.known_hosts",
+            "is not a file",
+        ),
+        (
+            "identity = \"id\"",
+            "identity = \"missing\"",
+            "runner.identity",
+            "is not a file",
+        ),
+        (
+            "home = \"~/agents/demo\"",
+            "home = \"agents/demo\"",
+            "home",
+            "absolute path on the agent's hosts",
+        ),
+        (
+            "\"/srv/work/{agent}",
+            "\"srv/work/{agent}",
+            "workspace",
+            "absolute path on the agent's hosts",
+        ),
+    ] {
+        match load(&text.replace(from, to)) {
+            Err(ConfigError::Invalid { problems, .. }) => assert!(
+                problems
+                    .iter()
+                    .any(|p| p.key == format!("agents[0].{key}") && p.problem.contains(says)),
+                "{to}: {problems:?}"
+            ),
+            other => panic!("{to}: {other:?}"),
+        }
+    }
+    let worktree = text.replace(
+        "[agents.matrix]",
+        "[agents.worktree]\nrepository = \"/srv/repo\"\n[agents.matrix]",
+    );
+    match load(&worktree) {
+        Err(ConfigError::Invalid { problems, .. }) => assert!(
+            problems
+                .iter()
+                .any(|p| p.key == "agents[0].worktree" && p.problem.contains("ssh runner")),
+            "{problems:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
 }
