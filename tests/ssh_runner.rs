@@ -3,8 +3,9 @@
 //! `sshd` on loopback (Debian's `openssh-server`, a throwaway host key and user key): the
 //! demo agent runs on the "remote" host through `sidekicks remote`, a host that is down is
 //! skipped, and everything the gateway does with the agent's files (`fs/*`, `!file`, the
-//! inbox) and its commands (`terminal/*`, stopped with `!stop`) happens there. With no host
-//! left, the room is told.
+//! inbox) and its commands (`terminal/*`, stopped with `!stop`) happens there, by handle (a
+//! link the agent plants there leads nowhere). With no host left, the room is told; a host
+//! whose key is not on record is refused.
 //!
 //! The remote host is this machine seen through a mount namespace of its own: the agent's
 //! workspace and home are in a folder that is empty for the gateway, so a file the gateway
@@ -61,6 +62,8 @@ fn working_in(folder: &Path) -> usize {
 async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped() {
     let Some(sshd) = Sshd::start() else { return };
     let (remote, disk) = (sshd.remote(), sshd.disk());
+    // A file of the host's, outside the agent's workspace.
+    std::fs::write(disk.join("host-secret.txt"), "the host's").unwrap();
     let dead = down_host();
     let hosts = [dead.clone(), sshd.destination()];
     let agent = on_hosts(&sshd, &hosts, &remote);
@@ -78,9 +81,10 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
                  %read {session}\n\
                  %fs-read note.txt\n\
                  %fs-write via-fs.txt sent-through-ssh\n\
-                 %terminal cat via-fs.txt; echo; echo home=$HOME\n\
+                 %terminal cat via-fs.txt; echo; echo home=$HOME; ln -s {secret} leak\n\
                  %say done trying",
                 session = session.display(),
+                secret = remote.join("host-secret.txt").display(),
             ),
         )
         .await;
@@ -143,7 +147,9 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
     .await;
     let (_, _, source) = file.media.clone().unwrap();
     assert_eq!(env.alice.download(&source).await, b"written-remote");
-    env.alice.send(&room, "!file ../../home/x").await;
+    // A link the agent planted there leads nowhere.
+    assert!(folder.join("leak").is_symlink(), "{said}");
+    env.alice.send(&room, "!file leak").await;
     env.notice_containing(&room, "outside the workspace").await;
 
     // A file someone shares is saved in the folder's inbox there.
