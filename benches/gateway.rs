@@ -1010,12 +1010,23 @@ fn keep_logs(env: &Env, group: &str) {
 /// (the gateway's part, prompt to reply as the homeserver stamped both), how long the agent
 /// process takes to start and answer `initialize` (from the gateway's log), and the memory
 /// the agent's side holds (its process tree; for a container, also the engine's monitor and
-/// the container's processes, which are not the gateway's children).
+/// the container's processes, for the SSH runner the host's session, helper and agent,
+/// which are not the gateway's children).
 async fn runners(report: &mut Report, runs: usize) {
     let mut kinds = vec![("local", String::new())];
     match support::container::agent_image() {
         Some(image) => kinds.push(("container", support::container::in_container(image, ""))),
-        None => eprintln!("no container engine here: only the local runner is measured"),
+        None => eprintln!("no container engine here: the container runner is not measured"),
+    }
+    // The SSH runner against an sshd on loopback: the gateway's side and the host's are on
+    // the same cores, so the figures are the runner's own costs (ssh, the helper), not a
+    // network's.
+    let sshd = support::sshd::Sshd::start();
+    if let Some(sshd) = &sshd {
+        kinds.push((
+            "ssh",
+            sshd.agent_toml(&[sshd.destination()], &sshd.remote()),
+        ));
     }
     for (kind, agent_toml) in kinds {
         let env = Env::start_with_agent_toml(homeserver(), "", &agent_toml).await;
@@ -1067,6 +1078,10 @@ async fn runners(report: &mut Report, runs: usize) {
                     agent_side += rss_mib(pid) + descendants_mib(pid);
                 }
             }
+        }
+        // On its host: the session's sshd, the helper and the agent.
+        if let (Some(sshd), "ssh") = (&sshd, kind) {
+            agent_side += descendants_mib(sshd.pid());
         }
         report.add(
             &format!("runner {kind}: agent side resident memory"),

@@ -22,19 +22,6 @@ use support::ports::free_port;
 use support::sshd::Sshd;
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
-/// The agent's config: on `hosts`, its workspace and home below `remote`.
-fn on_hosts(sshd: &Sshd, hosts: &[String], remote: &Path) -> String {
-    format!(
-        "workspace = \"{remote}/work/{{room}}\"\nhome = \"{remote}/home\"\nroom_tools = false\n\
-         [agents.runner]\nkind = \"ssh\"\nhosts = {hosts:?}\nknown_hosts = {known:?}\n\
-         identity = {identity:?}\nprogram = {program:?}\nconnect_timeout_secs = 5\n",
-        remote = remote.display(),
-        known = sshd.known_hosts(),
-        identity = sshd.identity(),
-        program = binary(),
-    )
-}
-
 /// A destination on loopback where nothing listens.
 fn down_host() -> String {
     format!("ssh://nobody@127.0.0.1:{}", free_port())
@@ -66,7 +53,7 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
     std::fs::write(disk.join("host-secret.txt"), "the host's").unwrap();
     let dead = down_host();
     let hosts = [dead.clone(), sshd.destination()];
-    let agent = on_hosts(&sshd, &hosts, &remote);
+    let agent = sshd.agent_toml(&hosts, &remote);
     let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
     let state = env.gw.dir.path().join("state");
     let session = state.join("matrix/demo/session.json");
@@ -200,7 +187,7 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
 async fn with_no_host_answering_the_room_is_told_which_and_why() {
     let Some(sshd) = Sshd::start() else { return };
     let dead = down_host();
-    let agent = on_hosts(&sshd, &[sshd.destination(), dead.clone()], &sshd.remote());
+    let agent = sshd.agent_toml(&[sshd.destination(), dead.clone()], &sshd.remote());
     let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%say hello").await;
@@ -224,10 +211,12 @@ async fn with_no_host_answering_the_room_is_told_which_and_why() {
 /// against `known_hosts`: (success, what it said).
 fn check(sshd: &Sshd, known_hosts: &Path) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
-    let agent = on_hosts(sshd, &[sshd.destination()], &sshd.remote()).replace(
-        &format!("known_hosts = {:?}", sshd.known_hosts()),
-        &format!("known_hosts = {known_hosts:?}"),
-    );
+    let agent = sshd
+        .agent_toml(&[sshd.destination()], &sshd.remote())
+        .replace(
+            &format!("known_hosts = {:?}", sshd.known_hosts()),
+            &format!("known_hosts = {known_hosts:?}"),
+        );
     let path = dir.path().join("sidekicks.toml");
     std::fs::write(
         &path,

@@ -7,7 +7,7 @@
 //! through the server. What the gateway wrote or read by itself, instead of through the
 //! host, would land in (or be looked for in) the empty folder.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,11 @@ impl Sshd {
         let sshd = PathBuf::from("/usr/sbin/sshd");
         if !sshd.exists() {
             eprintln!("sshd is not installed (Debian package `openssh-server`): not tested");
+            return None;
+        }
+        // SAFETY: getuid(2) cannot fail.
+        if unsafe { libc::getuid() } != 0 {
+            eprintln!("the SSH server's mount namespace needs root: not tested");
             return None;
         }
         let dir = tempfile::Builder::new()
@@ -125,6 +130,25 @@ impl Sshd {
     /// Where the files of [`Sshd::remote`] really are.
     pub fn disk(&self) -> PathBuf {
         self.dir.path().join("disk")
+    }
+
+    /// Its process: the listener, whose children are the sessions (and what runs in them).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The config lines of an agent on `hosts` signing in here, its workspace and home
+    /// below `remote` (a path on the host).
+    pub fn agent_toml(&self, hosts: &[String], remote: &Path) -> String {
+        format!(
+            "workspace = \"{remote}/work/{{room}}\"\nhome = \"{remote}/home\"\nroom_tools = false\n\
+             [agents.runner]\nkind = \"ssh\"\nhosts = {hosts:?}\nknown_hosts = {known:?}\n\
+             identity = {identity:?}\nprogram = {program:?}\nconnect_timeout_secs = 5\n",
+            remote = remote.display(),
+            known = self.known_hosts(),
+            identity = self.identity(),
+            program = super::gateway::binary(),
+        )
     }
 
     /// What it logged.
