@@ -54,6 +54,9 @@ pub struct NoHost {
     pub tried: String,
 }
 
+/// How long a host has, once connected, to answer hello: signing in and starting the helper.
+const HELLO_GRACE: Duration = Duration::from_secs(5);
+
 /// Running agent processes of this gateway on each host, for choosing the least loaded.
 static RUNNING: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
 
@@ -178,30 +181,25 @@ impl Link {
     }
 
     /// Asks `host` whether it is there and what it has, within the connect timeout and a
-    /// little more.
+    /// little more (a host that accepts the connection and then says nothing counts as down).
     pub fn hello(&self, host: &str) -> Result<Hello, String> {
         let mut exchange = self
             .exchange(host, &Request::Hello, &[])
             .map_err(|e| format!("cannot start ssh: {e}"))?;
-        let deadline = Instant::now() + self.settings.connect_timeout + Duration::from_secs(10);
-        let pid = exchange.child.id();
-        let watchdog = std::thread::spawn(move || {
-            while Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(100));
-                // SAFETY: kill(2) with signal 0 only asks whether the process is there.
-                if unsafe { libc::kill(pid as i32, 0) } != 0 {
-                    return;
-                }
-            }
-            // SAFETY: kill(2) on our own child, which has not been reaped (the exchange
-            // holds it until it is dropped).
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        });
-        let answer = wire::read_line::<Hello>(&mut exchange);
-        let result = answer.map_err(|e| exchange.failure(&e.to_string()));
-        drop(exchange);
-        let _ = watchdog.join();
-        result
+        let mut stdout = exchange.stdout.take().expect("read once");
+        let reader = std::thread::spawn(move || wire::read_line::<Hello>(&mut stdout));
+        let deadline = Instant::now() + self.settings.connect_timeout + HELLO_GRACE;
+        while !reader.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Killed before it is reaped (the exchange holds it): the reader sees the end.
+        let _ = exchange.child.kill();
+        let answer = reader.join().unwrap_or(Err(wire::WireError::Ended));
+        let hello = answer.map_err(|e| exchange.failure(&e.to_string()))?;
+        if hello.version != env!("CARGO_PKG_VERSION") {
+            tracing::warn!(agent = %self.agent, %host, theirs = %hello.version, ours = env!("CARGO_PKG_VERSION"), "the host's sidekicks is another version than the gateway's");
+        }
+        Ok(hello)
     }
 
     /// Starts one exchange with the helper on `host`: `request`, then `payload`, written and
@@ -219,7 +217,10 @@ impl Link {
         let mut child = cmd.spawn()?;
         let stdout = child.stdout.take().expect("stdout piped");
         let mut stdin = child.stdin.take().expect("stdin piped");
-        let mut exchange = Exchange { child, stdout };
+        let mut exchange = Exchange {
+            child,
+            stdout: Some(stdout),
+        };
         let mut bytes = Vec::new();
         wire::write_line(&mut bytes, request).map_err(std::io::Error::other)?;
         bytes.extend_from_slice(payload);
@@ -237,8 +238,8 @@ impl Link {
 pub struct Exchange {
     /// The `ssh` client.
     child: Child,
-    /// The helper's answer.
-    stdout: ChildStdout,
+    /// The helper's answer (taken by a reader that must time out).
+    stdout: Option<ChildStdout>,
 }
 
 impl Exchange {
@@ -259,7 +260,10 @@ impl Exchange {
 
 impl Read for Exchange {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.stdout.read(buf)
+        match &mut self.stdout {
+            Some(stdout) => stdout.read(buf),
+            None => Ok(0),
+        }
     }
 }
 
@@ -358,6 +362,25 @@ mod tests {
                 && why.contains("down2:"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_host_that_connects_and_says_nothing_counts_as_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = dir.path().join("ssh");
+        std::fs::write(&ssh, "#!/bin/sh\nexec sleep 300\n").unwrap();
+        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let mut settings = settings(ssh.to_str().unwrap(), &["mute"]);
+        settings.connect_timeout = Duration::ZERO;
+        let started = Instant::now();
+        let why = Link::new("a", settings).choose().unwrap_err().to_string();
+        assert!(
+            started.elapsed() < HELLO_GRACE * 2,
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(why.contains("mute: the connection ended"), "{why}");
     }
 
     #[test]

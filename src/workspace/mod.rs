@@ -26,18 +26,6 @@ pub struct Workspace {
     remote: Option<std::sync::Arc<crate::remote::Link>>,
 }
 
-impl PartialEq for Workspace {
-    fn eq(&self, other: &Self) -> bool {
-        let same_link = match (&self.remote, &other.remote) {
-            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
-            (a, b) => a.is_none() && b.is_none(),
-        };
-        self.template == other.template && self.worktrees == other.worktrees && same_link
-    }
-}
-
-impl Eq for Workspace {}
-
 /// Why a conversation's folder could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
