@@ -249,6 +249,9 @@ fn check_runs_the_agent_on_its_host_and_a_host_whose_key_is_not_known_is_refused
     assert!(ok, "{said}");
     assert!(said.contains("sandbox: ssh (hosts ssh://"), "{said}");
     assert!(said.contains("session/new: ok"), "{said}");
+    // The workspace was made there, and nothing here.
+    assert!(sshd.disk().join("work").is_dir());
+    assert!(!sshd.remote().join("work").exists());
     // The same host with another key on record: refused, not trusted on first use.
     let other = tempfile::tempdir().unwrap();
     let key = other.path().join("key");

@@ -13,6 +13,7 @@ use crate::acp::AcpAgent;
 use crate::config::{AgentConfig, Config};
 use crate::core::agent::AgentPort;
 use crate::model::agent::{AgentEvent, AgentInfo, NewSession, Reopen};
+use crate::workspace::folder::Folder;
 
 /// `sidekicks check`: validates the config, starts each agent, opens a session and prints
 /// what the agent advertises. Does not touch Matrix. An agent fails the check when it cannot
@@ -171,11 +172,18 @@ async fn check_agent(
             writeln!(out, "    {} in {}", listed.branch, listed.path.display())?;
         }
     }
-    let process = AcpAgent::start(&process_spec(agent, &config.timeouts, isolation)).await?;
+    let spec = process_spec(agent, &config.timeouts, isolation);
+    let process = AcpAgent::start(&spec).await?;
     let info = process.info().clone();
     out.push_str(&agent_lines(agent, &info, process.dialect())?);
-    let folder = crate::workspace::folder::Folder::open(&agent.workspace_root(), Path::new(""))
-        .map_err(|e| anyhow::anyhow!("the workspace cannot be opened: {e}"))?;
+    // On other hosts, the workspace is there, never on this disk.
+    let (root, remote) = (agent.workspace_root(), spec.remote.clone());
+    let folder = tokio::task::spawn_blocking(move || match remote {
+        Some(link) => Folder::open_remote(link, &root, Path::new("")),
+        None => Folder::open(&root, Path::new("")),
+    })
+    .await?
+    .map_err(|e| anyhow::anyhow!("the workspace cannot be opened: {e}"))?;
     let session = process
         .new_session(&std::sync::Arc::new(folder), None)
         .await;
