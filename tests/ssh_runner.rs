@@ -282,3 +282,76 @@ fn check_runs_the_agent_on_its_host_and_a_host_whose_key_is_not_known_is_refused
     assert!(said.contains("Host key verification failed"), "{said}");
     assert_eq!(signed_in(sshd.log()), before, "{}", sshd.log());
 }
+
+/// Runs git in `folder` on the host's disk; its output.
+fn git(folder: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(folder)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worktree_mode_on_another_host_makes_shows_and_removes_each_rooms_worktree_there() {
+    let Some(sshd) = Sshd::start() else { return };
+    let (remote, disk) = (sshd.remote(), sshd.disk());
+    let repo = disk.join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "hello\n").unwrap();
+    git(&repo, &["add", "README"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    let agent = format!(
+        "{}[agents.worktree]\nrepository = \"{}/repo\"\n",
+        sshd.agent_toml(&[sshd.destination()], &remote),
+        remote.display()
+    );
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
+    let room = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &room,
+            "%pwd\n\
+             %terminal git branch --show-current; cat README; \
+             git -c user.name=a -c user.email=a@example.org commit -q --allow-empty -m by-the-agent \
+             && echo committed\n\
+             %say done",
+        )
+        .await;
+    let said = env
+        .reply_where(&room, "the agent's report", |t| t.contains("done"))
+        .await;
+    let folder = said
+        .lines()
+        .find_map(|l| l.strip_prefix("folder: "))
+        .unwrap_or_else(|| panic!("{said}"));
+    let name = Path::new(folder).strip_prefix(remote.join("work")).unwrap();
+    let name = name.to_str().unwrap().to_owned();
+    let branch = format!("sidekicks/demo/{name}");
+    // The room's folder is a worktree of the host's repository, on a branch of its own, and
+    // the agent commits there (the repository's git folder is writable in its sandbox).
+    assert!(
+        said.contains(&format!("{branch}\nhello\ncommitted")),
+        "{said}"
+    );
+    assert!(disk.join("work").join(&name).join(".git").is_file());
+    assert_eq!(
+        git(&repo, &["log", "-1", "--format=%s", &branch]).trim(),
+        "by-the-agent"
+    );
+    // `!worktree` reads it there.
+    env.alice.send(&room, "!worktree").await;
+    let status = env.notice_containing(&room, &format!("`{branch}`")).await;
+    assert!(status.body.contains("1 commit ahead"), "{}", status.body);
+    // `!worktree remove` takes it away there, the branch kept.
+    env.alice.send(&room, "!worktree remove").await;
+    env.notice_containing(&room, "The worktree is removed")
+        .await;
+    assert!(!disk.join("work").join(&name).exists());
+    assert!(git(&repo, &["branch", "--list", &branch]).contains(&branch));
+}

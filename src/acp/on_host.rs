@@ -60,11 +60,7 @@ impl ProcessSpec {
             args: args.to_vec(),
             cwd: cwd.to_owned(),
             env,
-            home: settings.home.clone(),
-            workspace: self.cwd.clone(),
-            sandbox: settings.sandbox,
-            offline: settings.offline,
-            hide: settings.hide.clone(),
+            boxing: settings.boxing.clone(),
         });
         let mut header = Vec::new();
         crate::remote::wire::write_line(&mut header, &request).map_err(std::io::Error::other)?;

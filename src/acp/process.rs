@@ -91,7 +91,7 @@ impl ProcessSpec {
         match (&self.sandbox, &self.container, &self.remote) {
             (Some(s), _, _) => Some(s.network),
             (_, Some(c), _) => Some(c.network),
-            (_, _, Some(r)) if r.settings().offline => Some(Network::None),
+            (_, _, Some(r)) if r.settings().boxing.offline => Some(Network::None),
             _ => None,
         }
     }

@@ -8,7 +8,7 @@ use crate::acp::{Container, Sandbox};
 use crate::config::{
     AgentConfig, Config, ContainerRunnerConfig, RunnerConfig, SandboxMode, SshRunnerConfig,
 };
-use crate::remote::wire::SandboxWish;
+use crate::remote::wire::{Boxing, SandboxWish};
 use crate::remote::{Link, SshSettings};
 use crate::state_dir;
 
@@ -260,10 +260,14 @@ fn on_hosts(
         identity: runner.identity.clone(),
         program: runner.program.clone(),
         connect_timeout: std::time::Duration::from_secs(runner.connect_timeout_secs),
-        home: home.clone(),
-        sandbox,
-        offline: agent.sandbox.network == crate::acp::Network::None,
-        hide,
+        boxing: Boxing {
+            home: home.clone(),
+            workspace: agent.workspace_root(),
+            repository: agent.worktree.as_ref().map(|w| w.repository.clone()),
+            sandbox,
+            offline: agent.sandbox.network == crate::acp::Network::None,
+            hide,
+        },
     };
     let summary = format!(
         "ssh (hosts {}): its workspace {} and home {} are there; sandbox there: {}; network: {}",
@@ -538,7 +542,7 @@ password_file = "b.password"
         assert_eq!(chosen.home, None, "its home is a path there, not made here");
         assert!(!d.join("state/agent-homes/a").exists());
         let link = chosen.remote.unwrap();
-        let settings = link.settings();
+        let settings = &link.settings().boxing;
         assert_eq!(settings.home, "~/.sidekicks/agent-homes/a");
         assert_eq!(settings.sandbox, SandboxWish::Auto);
         for hidden in [d.join("state"), d.join("b.password"), d.join("ws-b")] {
@@ -552,7 +556,7 @@ password_file = "b.password"
         // Without a network, the sandbox there is required: it is the only way to have none.
         config.agents[0].sandbox.network = crate::acp::Network::None;
         let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
-        let settings = chosen.remote.unwrap().settings().clone();
+        let settings = chosen.remote.unwrap().settings().boxing.clone();
         assert_eq!(
             (settings.sandbox, settings.offline),
             (SandboxWish::Required, true)

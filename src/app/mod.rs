@@ -106,7 +106,10 @@ fn process_spec(
 /// and configuration it may write in the repository reach nothing of the gateway's.
 fn workspace(agent: &AgentConfig, spec: &ProcessSpec) -> crate::workspace::Workspace {
     let worktrees = agent.worktrees().map(|mut w| {
-        if spec.boxed() {
+        if let Some(link) = &spec.remote {
+            // On the agent's host, every step is done there, git in the host's sandbox.
+            w.remote = Some(link.clone());
+        } else if spec.boxed() {
             let spec = spec.clone();
             w.launcher = Some(Arc::new(move |cwd, args| {
                 spec.command_line("git", args, cwd, &[]).map(|l| l.command)

@@ -8,7 +8,9 @@
 //!   only the environment asked for; the rest of the connection is the command's. When the
 //!   connection goes (the gateway stopped it, or died), so does everything it started;
 //! - `file`: one operation beneath a conversation's folder, by handle
-//!   ([`crate::workspace::folder::remote::serve`]).
+//!   ([`crate::workspace::folder::remote::serve`]);
+//! - `worktree`: one step of worktree mode, with git in the host's sandbox
+//!   ([`crate::workspace::worktree::remote::serve`]).
 //!
 //! It reads the request a byte at a time from the descriptor itself, so nothing of what
 //! follows is taken from the command that gets it.
@@ -19,11 +21,16 @@ use std::os::fd::FromRawFd as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode};
+use std::sync::Arc;
 
 use super::isolation::HOME_SECRETS;
 use crate::acp::{Network, Sandbox};
 use crate::remote::AGENT_HOMES;
-use crate::remote::wire::{self, Hello, Request, RunRequest, SandboxWish};
+use crate::remote::wire::{
+    self, Boxing, Hello, Request, RunRequest, SandboxWish, WireError, WorktreeRequest,
+};
+use crate::workspace::worktree::GitLauncher;
+use crate::workspace::{WorktreeError, Worktrees};
 
 /// Serves one request from stdin.
 pub fn serve() -> ExitCode {
@@ -40,6 +47,7 @@ pub fn serve() -> ExitCode {
     let answered = match request {
         Request::Hello => wire::write_line(&mut out, &hello()),
         Request::File(file) => crate::workspace::folder::remote::serve(file, &mut *input, &mut out),
+        Request::Worktree(request) => worktree(request, &mut out),
         Request::Run(run) => {
             drop(out);
             return self::run(run);
@@ -75,16 +83,9 @@ fn run(request: RunRequest) -> ExitCode {
         eprintln!("sidekicks remote: {why}");
         ExitCode::from(code)
     };
-    let home = match prepare(&request) {
-        Ok(home) => home,
+    let (home, sandbox) = match boxed(&request.boxing) {
+        Ok(boxed) => boxed,
         Err(why) => return failed(why, 126),
-    };
-    let sandbox = match (request.sandbox, bubblewrap()) {
-        (SandboxWish::Off, _) | (SandboxWish::Auto, Err(_)) => None,
-        (_, Ok(program)) => Some(sandbox(program, &request, &home)),
-        (SandboxWish::Required, Err(why)) => {
-            return failed(format!("the sandbox is required but {why}"), 126);
-        }
     };
     let mut cmd = match &sandbox {
         Some(sandbox) => {
@@ -100,10 +101,7 @@ fn run(request: RunRequest) -> ExitCode {
     };
     cmd.current_dir(&request.cwd)
         .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
-        )
+        .env("PATH", path())
         .env("HOME", &home)
         .envs(request.env.iter().map(|(k, v)| (k, v)));
     // SAFETY: setsid(2) and prctl(2) are async-signal-safe and touch no memory of ours: a
@@ -123,22 +121,57 @@ fn run(request: RunRequest) -> ExitCode {
     }
 }
 
-/// The command's home (`~/` read as the remote user's), made private, and its workspace
-/// made.
-fn prepare(request: &RunRequest) -> Result<PathBuf, String> {
-    let home = match request.home.strip_prefix("~/") {
+/// Does one step of worktree mode, git in the host's sandbox as the agent's commands are.
+fn worktree(request: WorktreeRequest, out: &mut impl std::io::Write) -> Result<(), WireError> {
+    let launcher = match boxed(&request.boxing) {
+        Ok((home, Some(sandbox))) => {
+            let launch: GitLauncher = Arc::new(move |cwd, args| {
+                let mut cmd = Command::new(&sandbox.program);
+                cmd.args(sandbox.command_line("git", args, cwd))
+                    .env_clear()
+                    .env("PATH", path())
+                    .env("HOME", &home);
+                Ok(cmd)
+            });
+            Some(launch)
+        }
+        Ok((_, None)) => None,
+        Err(why) => {
+            let error = WorktreeError::NoGit(std::io::Error::other(why));
+            return crate::workspace::worktree::remote::refuse(out, &error);
+        }
+    };
+    crate::workspace::worktree::remote::serve(request, launcher, out)
+}
+
+/// The `PATH` the agent's commands get: the remote user's.
+fn path() -> std::ffi::OsString {
+    std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
+}
+
+/// The home (`~/` read as the remote user's, made private) and the sandbox `boxing` asks
+/// for, its workspace made; `Err` when the sandbox is required and this host has none.
+fn boxed(boxing: &Boxing) -> Result<(PathBuf, Option<Sandbox>), String> {
+    let home = match boxing.home.strip_prefix("~/") {
         Some(rest) => user_home()?.join(rest),
-        None => PathBuf::from(&request.home),
+        None => PathBuf::from(&boxing.home),
     };
     crate::state_dir::create_private(&home)
         .map_err(|e| format!("cannot make the agent's home {}: {e}", home.display()))?;
-    std::fs::create_dir_all(&request.workspace).map_err(|e| {
+    std::fs::create_dir_all(&boxing.workspace).map_err(|e| {
         format!(
             "cannot make the workspace {}: {e}",
-            request.workspace.display()
+            boxing.workspace.display()
         )
     })?;
-    Ok(home)
+    let sandbox = match (boxing.sandbox, bubblewrap()) {
+        (SandboxWish::Off, _) | (SandboxWish::Auto, Err(_)) => None,
+        (_, Ok(program)) => Some(sandbox(program, boxing, &home)),
+        (SandboxWish::Required, Err(why)) => {
+            return Err(format!("the sandbox is required but {why}"));
+        }
+    };
+    Ok((home, sandbox))
 }
 
 /// The remote user's home.
@@ -148,23 +181,39 @@ fn user_home() -> Result<PathBuf, String> {
         .ok_or_else(|| "the remote user has no HOME".into())
 }
 
-/// The sandbox of `request` with `home`: its workspace and home writable; the remote user's
-/// keys, the other agents' homes and what the gateway names hidden.
-fn sandbox(program: PathBuf, request: &RunRequest, home: &Path) -> Sandbox {
+/// The sandbox of `boxing` with `home`: its workspace, home and (in worktree mode) the
+/// repository's git folder writable; the remote user's keys, the other agents' homes and
+/// what the gateway names hidden.
+fn sandbox(program: PathBuf, boxing: &Boxing, home: &Path) -> Sandbox {
     let user = user_home().ok();
     let hide = (user.iter())
         .flat_map(|u| {
             (HOME_SECRETS.iter().map(move |s| u.join(s)))
                 .chain(std::iter::once(u.join(AGENT_HOMES)))
         })
-        .chain(request.hide.iter().cloned())
+        .chain(boxing.hide.iter().cloned())
         .collect();
+    // The git folder, asked of git itself (hooks and outside configuration off), as the
+    // gateway does at home.
+    let git_folder = (boxing.repository.clone()).and_then(|repository| {
+        let plain = Worktrees {
+            repository,
+            base: None,
+            branch_prefix: String::new(),
+            launcher: None,
+            remote: None,
+        };
+        plain.git_folder().ok()
+    });
     Sandbox {
         program,
         hide,
-        read_write: vec![request.workspace.clone(), home.to_owned()],
+        read_write: [boxing.workspace.clone(), home.to_owned()]
+            .into_iter()
+            .chain(git_folder)
+            .collect(),
         read_only: vec![],
-        network: match request.offline {
+        network: match boxing.offline {
             true => Network::None,
             false => Network::Host,
         },

@@ -279,6 +279,7 @@ impl AgentConfig {
             branch_prefix: (w.branch_prefix.clone())
                 .unwrap_or_else(|| format!("sidekicks/{}/", self.id)),
             launcher: None,
+            remote: None,
         })
     }
 

@@ -607,7 +607,9 @@ impl Config {
             }
             agent.sandbox.read_only.iter_mut().for_each(fix);
             agent.sandbox.read_write.iter_mut().for_each(fix);
-            if let Some(w) = &mut agent.worktree {
+            if let Some(w) = &mut agent.worktree
+                && !matches!(agent.runner, RunnerConfig::Ssh(_))
+            {
                 fix(&mut w.repository);
             }
             if let Some(f) = &mut agent.matrix.password_file {

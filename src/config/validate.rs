@@ -282,7 +282,11 @@ impl Config {
                             .into(),
                     );
                 }
-                if !w.repository.join(".git").exists() && !w.repository.join("HEAD").is_file() {
+                if matches!(a.runner, super::RunnerConfig::Ssh(_)) {
+                    // On the agent's hosts: git there says when it is no repository.
+                } else if !w.repository.join(".git").exists()
+                    && !w.repository.join("HEAD").is_file()
+                {
                     bad(
                         k("worktree.repository"),
                         format!("{} is not a git repository", w.repository.display()),
@@ -546,12 +550,13 @@ fn ssh_problems(
             "must be an absolute path on the agent's hosts, or start with `~/`".into(),
         ));
     }
-    if a.worktree.is_some() {
+    if a.worktree
+        .as_ref()
+        .is_some_and(|w| !w.repository.is_absolute())
+    {
         out.push((
-            "worktree",
-            "worktree mode needs the repository on the gateway's host; it does not work with \
-             the ssh runner"
-                .into(),
+            "worktree.repository",
+            "must be an absolute path on the agent's hosts".into(),
         ));
     }
     if a.room_tools {

@@ -16,7 +16,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::wire::{self, Hello, Request, SandboxWish};
+use super::wire::{self, Boxing, Hello, Request};
 
 /// How one agent's hosts are reached, from its config.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,15 +33,8 @@ pub struct SshSettings {
     pub program: String,
     /// How long connecting to a host may take before it counts as down.
     pub connect_timeout: Duration,
-    /// The agent's `HOME` on its host: absolute, or `~/…` below the remote user's home.
-    pub home: String,
-    /// Whether its commands run in the host's sandbox.
-    pub sandbox: SandboxWish,
-    /// Whether it has no network but a loopback of its own there.
-    pub offline: bool,
-    /// What its sandbox hides there besides the remote user's keys: what it would hide on
-    /// the gateway's host (the other agents' workspaces, the gateway's state and keys).
-    pub hide: Vec<PathBuf>,
+    /// What the agent and its commands may reach there.
+    pub boxing: Boxing,
 }
 
 /// No host of an agent answers.
@@ -296,10 +289,14 @@ mod tests {
             identity: "/etc/sidekicks/id".into(),
             program: "/opt/it's/sidekicks".into(),
             connect_timeout: Duration::from_secs(3),
-            home: "~/.sidekicks/agent-homes/a".into(),
-            sandbox: SandboxWish::Auto,
-            offline: false,
-            hide: vec![],
+            boxing: Boxing {
+                home: "~/.sidekicks/agent-homes/a".into(),
+                workspace: "/srv/work".into(),
+                repository: None,
+                sandbox: super::super::wire::SandboxWish::Auto,
+                offline: false,
+                hide: vec![],
+            },
         }
     }
 

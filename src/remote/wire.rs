@@ -23,6 +23,8 @@ pub enum Request {
     Run(RunRequest),
     /// One file operation beneath a conversation's folder.
     File(FileRequest),
+    /// One step of worktree mode.
+    Worktree(WorktreeRequest),
 }
 
 /// The helper's answer to [`Request::Hello`].
@@ -58,17 +60,82 @@ pub struct RunRequest {
     pub cwd: PathBuf,
     /// Its whole environment besides `PATH` (the remote user's) and `HOME`.
     pub env: Vec<(String, String)>,
+    /// The box it runs in.
+    pub boxing: Boxing,
+}
+
+/// What the agent's commands (git for its worktrees included) may reach on its host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Boxing {
     /// Its `HOME`: an absolute path, or `~/…` below the remote user's home.
     pub home: String,
     /// The folder it may write besides its home: the workspace root.
     pub workspace: PathBuf,
+    /// In worktree mode, the repository, whose git folder it writes when it commits.
+    pub repository: Option<PathBuf>,
     /// Whether it runs in the host's sandbox.
     pub sandbox: SandboxWish,
     /// Whether it has no network but a loopback of its own.
     pub offline: bool,
     /// What its sandbox hides besides the remote user's keys and the homes of the
-    /// gateway's other agents there: the other agents' workspaces.
+    /// gateway's other agents there: what the gateway hides from agents at home.
     pub hide: Vec<PathBuf>,
+}
+
+/// One step of worktree mode on the agent's host, done there by the gateway's own
+/// worktree code with git in the host's sandbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorktreeRequest {
+    /// Where git runs, and what it may write.
+    pub boxing: Boxing,
+    /// What a new branch starts from; `None`: the repository's `HEAD`.
+    pub base: Option<String>,
+    /// The start of every conversation's branch name.
+    pub branch_prefix: String,
+    /// The step.
+    pub op: WorktreeOp,
+}
+
+/// A step of worktree mode (`workspace::Worktrees`' methods).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum WorktreeOp {
+    /// Make `folder` a worktree on `branch` unless it is one.
+    Ensure {
+        /// The conversation's folder.
+        folder: PathBuf,
+        /// Its branch.
+        branch: String,
+    },
+    /// How the worktree in `folder` stands.
+    Status {
+        /// The conversation's folder.
+        folder: PathBuf,
+    },
+    /// Remove the worktree in `folder`, its branch kept.
+    Remove {
+        /// The conversation's folder.
+        folder: PathBuf,
+    },
+    /// The conversations' worktrees.
+    List,
+}
+
+/// The helper's answer to a [`WorktreeRequest`], as JSON the gateway's worktree code reads
+/// back (`Ok` or the error, each in that code's own types).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum WorktreeAnswer {
+    /// Done; what the step returns.
+    Done {
+        /// The value.
+        value: serde_json::Value,
+    },
+    /// Failed; the error.
+    Failed {
+        /// The error.
+        error: serde_json::Value,
+    },
 }
 
 /// A file operation beneath the folder `below` of `root` (opened the way

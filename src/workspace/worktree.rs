@@ -19,6 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use crate::remote::wire::WorktreeOp;
+
+pub mod remote;
+
 /// How git is started for worktrees: given the folder to run in and git's arguments, the
 /// command that runs `git` the way the agent runs its own commands (in its sandbox). Set by
 /// the gateway when the agent is sandboxed; without it, git runs directly.
@@ -69,6 +73,9 @@ pub struct Worktrees {
     pub branch_prefix: String,
     /// How git is started (in the agent's sandbox); `None`: directly.
     pub launcher: Option<GitLauncher>,
+    /// With the SSH runner: the agent's host, where the repository and the worktrees are
+    /// and every step is done (by this code, there).
+    pub remote: Option<Arc<crate::remote::Link>>,
 }
 
 impl std::fmt::Debug for Worktrees {
@@ -78,6 +85,7 @@ impl std::fmt::Debug for Worktrees {
             .field("base", &self.base)
             .field("branch_prefix", &self.branch_prefix)
             .field("sandboxed", &self.launcher.is_some())
+            .field("remote", &self.remote.is_some())
             .finish()
     }
 }
@@ -87,13 +95,14 @@ impl PartialEq for Worktrees {
         (&self.repository, &self.base, &self.branch_prefix)
             == (&other.repository, &other.base, &other.branch_prefix)
             && self.launcher.is_some() == other.launcher.is_some()
+            && self.remote.is_some() == other.remote.is_some()
     }
 }
 
 impl Eq for Worktrees {}
 
 /// One conversation's worktree as it stands, for `!worktree`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WorktreeStatus {
     /// Its branch.
     pub branch: String,
@@ -106,7 +115,7 @@ pub struct WorktreeStatus {
 }
 
 /// One worktree of the repository that belongs to a conversation, for listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Listed {
     /// Its folder.
     pub path: PathBuf,
@@ -135,6 +144,10 @@ impl Worktrees {
     /// earlier is checked out again (its commits kept), else a new one starts from the base.
     /// Returns whether it was made now.
     pub fn ensure(&self, folder: &Path, branch: &str) -> Result<bool, WorktreeError> {
+        if let Some(link) = &self.remote {
+            let (folder, branch) = (folder.to_owned(), branch.to_owned());
+            return remote::ask(self, link, WorktreeOp::Ensure { folder, branch });
+        }
         if std::fs::symlink_metadata(folder.join(".git")).is_ok() {
             self.check_worktree(folder)?;
             return Ok(false);
@@ -160,6 +173,10 @@ impl Worktrees {
 
     /// How the worktree in `folder` stands; `None` when there is none (yet).
     pub fn status(&self, folder: &Path) -> Result<Option<WorktreeStatus>, WorktreeError> {
+        if let Some(link) = &self.remote {
+            let folder = folder.to_owned();
+            return remote::ask(self, link, WorktreeOp::Status { folder });
+        }
         if std::fs::symlink_metadata(folder.join(".git")).is_err() {
             return Ok(None);
         }
@@ -188,12 +205,19 @@ impl Worktrees {
     /// Removes the worktree in `folder`, keeping its branch. Git refuses (and says so) when
     /// it has uncommitted changes.
     pub fn remove(&self, folder: &Path) -> Result<(), WorktreeError> {
+        if let Some(link) = &self.remote {
+            let folder = folder.to_owned();
+            return remote::ask(self, link, WorktreeOp::Remove { folder });
+        }
         self.git(&["worktree", "remove", &folder.to_string_lossy()])?;
         Ok(())
     }
 
     /// The repository's worktrees whose branch starts with the prefix: the conversations'.
     pub fn list(&self) -> Result<Vec<Listed>, WorktreeError> {
+        if let Some(link) = &self.remote {
+            return remote::ask(self, link, WorktreeOp::List);
+        }
         let text = self.git(&["worktree", "list", "--porcelain"])?;
         let mut listed = Vec::new();
         let mut path = None;
@@ -343,6 +367,7 @@ mod tests {
             base: None,
             branch_prefix: "sidekicks/demo/".into(),
             launcher: None,
+            remote: None,
         };
         (dir, worktrees)
     }
@@ -354,6 +379,7 @@ mod tests {
             base: None,
             branch_prefix: "sk/".into(),
             launcher: None,
+            remote: None,
         };
         assert_eq!(w.branch("Ab3_x-Yz"), "sk/Ab3_x-Yz");
         let dotted = w.branch("a..b");

@@ -8,7 +8,7 @@ use anyhow::Result;
 mod modes;
 
 use super::isolation::{Probe, isolation};
-use super::process_spec;
+use super::{process_spec, workspace};
 use crate::acp::AcpAgent;
 use crate::config::{AgentConfig, Config};
 use crate::core::agent::AgentPort;
@@ -149,6 +149,26 @@ fn none_or_list(items: &[String]) -> String {
     }
 }
 
+/// The lines on an agent's worktrees, as its own commands see them (on its host, for the
+/// SSH runner).
+async fn worktree_lines(w: crate::workspace::Worktrees) -> Result<String> {
+    use std::fmt::Write;
+    let w = tokio::task::spawn_blocking(move || w.list().map(|made| (w, made)));
+    let (w, made) = w.await?.map_err(|e| anyhow::anyhow!("worktree: {e}"))?;
+    let mut out = String::new();
+    writeln!(
+        out,
+        "  worktree: each room on a branch {}… of {} ({} made)",
+        w.branch_prefix,
+        w.repository.display(),
+        made.len()
+    )?;
+    for listed in made {
+        writeln!(out, "    {} in {}", listed.branch, listed.path.display())?;
+    }
+    Ok(out)
+}
+
 async fn check_agent(
     config: &Config,
     agent: &AgentConfig,
@@ -159,20 +179,10 @@ async fn check_agent(
     let isolation = isolation(config, agent, probe).map_err(|e| anyhow::anyhow!("sandbox: {e}"))?;
     let mut out = String::new();
     writeln!(out, "  sandbox: {}", isolation.summary)?;
-    if let Some(w) = agent.worktrees() {
-        let made = w.list().map_err(|e| anyhow::anyhow!("worktree: {e}"))?;
-        writeln!(
-            out,
-            "  worktree: each room on a branch {}… of {} ({} made)",
-            w.branch_prefix,
-            w.repository.display(),
-            made.len()
-        )?;
-        for listed in made {
-            writeln!(out, "    {} in {}", listed.branch, listed.path.display())?;
-        }
-    }
     let spec = process_spec(agent, &config.timeouts, isolation);
+    if let Some(w) = workspace(agent, &spec).worktrees().cloned() {
+        out.push_str(&worktree_lines(w).await?);
+    }
     let process = AcpAgent::start(&spec).await?;
     let info = process.info().clone();
     out.push_str(&agent_lines(agent, &info, process.dialect())?);

@@ -29,7 +29,8 @@ impl Channel {
             }
             Some("remove") if running => strings::WORKTREE_BUSY.to_owned(),
             Some("remove") => {
-                if !folder.exists() {
+                // A folder on the agent's host is not looked for here: git there says.
+                if worktrees.remote.is_none() && !folder.exists() {
                     strings::worktree_not_yet(&name, &branch)
                 } else {
                     match blocking(move || worktrees.remove(&folder)).await {

@@ -1,0 +1,183 @@
+//! Where an agent runs (`[agents.runner]`): each kind's settings checked.
+
+use super::*;
+
+#[test]
+fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_by_field() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let with = |runner: &str| {
+        valid(dir).replace(
+            "[agents.matrix]",
+            &format!("[agents.runner]\n{runner}\n[agents.matrix]"),
+        )
+    };
+    let load = |text: &str| Config::from_toml(text, &dir.join("c.toml"));
+    let plain = load(&valid(dir)).unwrap();
+    assert_eq!(plain.agents[0].runner, RunnerConfig::Local);
+    let container = load(&with("kind = \"container\"\nimage = \"agent:1\"")).unwrap();
+    match &container.agents[0].runner {
+        RunnerConfig::Container(c) => {
+            assert_eq!(c.engine, PathBuf::from("podman"));
+            assert_eq!(c.image, "agent:1");
+            assert_eq!(c.pids_limit, crate::acp::Container::DEFAULT_PIDS_LIMIT);
+            assert_eq!((c.cpus, c.memory.as_deref()), (None, None));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A network of none needs no bubblewrap sandbox in a container: the container is its box.
+    let offline = with("kind = \"container\"\nimage = \"agent:1\"").replace(
+        "[agents.runner]",
+        "[agents.sandbox]\nnetwork = \"none\"\nmode = \"off\"\n[agents.runner]",
+    );
+    assert!(load(&offline).is_ok());
+    for (runner, key, says) in [
+        ("image = \"\"", "runner.image", "not an image name"),
+        (
+            "image = \"--privileged\"",
+            "runner.image",
+            "not an image name",
+        ),
+        ("image = \"a\"\ncpus = 0", "runner.cpus", "above 0"),
+        (
+            "image = \"a\"\nmemory = \"lots\"",
+            "runner.memory",
+            "`lots`",
+        ),
+        ("image = \"a\"\nmemory = \"2gb\"", "runner.memory", "`2gb`"),
+        (
+            "image = \"a\"\npids_limit = 0",
+            "runner.pids_limit",
+            "at least 1",
+        ),
+    ] {
+        match load(&with(&format!("kind = \"container\"\n{runner}"))) {
+            Err(ConfigError::Invalid { problems, .. }) => assert!(
+                problems
+                    .iter()
+                    .any(|p| p.key == format!("agents[0].{key}") && p.problem.contains(says)),
+                "{runner}: {problems:?}"
+            ),
+            other => panic!("{runner}: {other:?}"),
+        }
+    }
+    // Kinds not offered, and unknown fields, are parse errors.
+    assert!(load(&with("kind = \"kubernetes\"")).is_err());
+    assert!(
+        load(&with(
+            "kind = \"container\"\nimage = \"a\"\nprivileged = true"
+        ))
+        .is_err()
+    );
+    assert!(
+        load(&with("kind = \"container\"")).is_err(),
+        "the image is needed"
+    );
+}
+
+#[test]
+fn an_ssh_runner_takes_paths_on_its_hosts_and_refuses_what_cannot_reach_them() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    for key in ["known_hosts", "id"] {
+        std::fs::write(dir.join(key), "x").unwrap();
+    }
+    let runner = "[agents.runner]\nkind = \"ssh\"\nhosts = [\"agent@build1\", \"ssh://b:2222\"]\n\
+                  known_hosts = \"known_hosts\"\nidentity = \"id\"\n";
+    // Its workspace is a path on the hosts: it need not exist here, nor is it made
+    // relative to the config; its keys are files here.
+    let text = valid(Path::new("/srv/work/{agent}/{room}")).replace(
+        "[agents.matrix]",
+        &format!("room_tools = false\nhome = \"~/agents/demo\"\n{runner}[agents.matrix]"),
+    );
+    let load = |text: &str| Config::from_toml(text, &dir.join("c.toml"));
+    let config = load(&text).unwrap();
+    let agent = &config.agents[0];
+    assert_eq!(agent.workspace, PathBuf::from("/srv/work/demo/{room}"));
+    assert_eq!(agent.home, Some(PathBuf::from("~/agents/demo")));
+    match &agent.runner {
+        RunnerConfig::Ssh(ssh) => {
+            assert_eq!(ssh.hosts, ["agent@build1", "ssh://b:2222"]);
+            assert_eq!(ssh.known_hosts, dir.join("known_hosts"));
+            assert_eq!(ssh.identity, dir.join("id"));
+            assert_eq!(ssh.ssh, PathBuf::from("ssh"));
+            assert_eq!(ssh.program, "sidekicks");
+            assert_eq!(ssh.connect_timeout_secs, 10);
+        }
+        other => panic!("{other:?}"),
+    }
+    for (from, to, key, says) in [
+        (
+            "room_tools = false",
+            "room_tools = true",
+            "room_tools",
+            "set room_tools = false",
+        ),
+        (
+            "hosts = [\"agent@build1\", \"ssh://b:2222\"]",
+            "hosts = []",
+            "runner.hosts",
+            "names no host",
+        ),
+        (
+            "\"agent@build1\"",
+            "\"-oProxyCommand=x\"",
+            "runner.hosts",
+            "not an ssh destination",
+        ),
+        (
+            "known_hosts = \"known_hosts\"",
+            "known_hosts = \"missing\"",
+            "runner.known_hosts",
+            "is not a file",
+        ),
+        (
+            "identity = \"id\"",
+            "identity = \"missing\"",
+            "runner.identity",
+            "is not a file",
+        ),
+        (
+            "home = \"~/agents/demo\"",
+            "home = \"agents/demo\"",
+            "home",
+            "absolute path on the agent's hosts",
+        ),
+        (
+            "\"/srv/work/{agent}",
+            "\"srv/work/{agent}",
+            "workspace",
+            "absolute path on the agent's hosts",
+        ),
+    ] {
+        match load(&text.replace(from, to)) {
+            Err(ConfigError::Invalid { problems, .. }) => assert!(
+                problems
+                    .iter()
+                    .any(|p| p.key == format!("agents[0].{key}") && p.problem.contains(says)),
+                "{to}: {problems:?}"
+            ),
+            other => panic!("{to}: {other:?}"),
+        }
+    }
+    // Worktree mode: its repository is on the hosts too (absolute, not looked for here).
+    let worktree = |repository: &str| {
+        text.replace(
+            "[agents.matrix]",
+            &format!("[agents.worktree]\nrepository = \"{repository}\"\n[agents.matrix]"),
+        )
+    };
+    let config = load(&worktree("/srv/repo")).unwrap();
+    let repository = &config.agents[0].worktree.as_ref().unwrap().repository;
+    assert_eq!(repository, &PathBuf::from("/srv/repo"));
+    match load(&worktree("repo")) {
+        Err(ConfigError::Invalid { problems, .. }) => assert!(
+            problems
+                .iter()
+                .any(|p| p.key == "agents[0].worktree.repository"
+                    && p.problem.contains("absolute path on the agent's hosts")),
+            "{problems:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
