@@ -10,7 +10,6 @@
 
 mod support;
 
-use std::process::Command;
 use std::time::Duration;
 
 use support::container::{BASE, agent_image, containers, in_container, inspect, label, podman};
@@ -185,31 +184,7 @@ async fn containers_a_killed_gateway_left_are_removed_at_its_next_start() {
 
 /// `sidekicks check` of a config whose one agent runs in `image`: (success, what it said).
 fn check(image: &str) -> (bool, String) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
-    let path = dir.path().join("sidekicks.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "state_dir = \"state\"\n[matrix]\nhomeserver = \"http://127.0.0.1:9\"\n\
-             [access]\nallowed_users = [\"@alice:localhost\"]\n[[agents]]\nid = \"demo\"\n\
-             display_name = \"Demo\"\nworkspace = \"ws\"\n{}\n[agents.matrix]\n\
-             user_id = \"@demo:localhost\"\npassword = \"unused\"\n",
-            in_container(image, "")
-        ),
-    )
-    .unwrap();
-    let out = Command::new(support::gateway::binary())
-        .args(["check", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), said)
+    support::gateway::check_agent(&format!("workspace = \"ws\"\n{}", in_container(image, "")))
 }
 
 #[test]

@@ -22,6 +22,15 @@ use support::ports::free_port;
 use support::sshd::Sshd;
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
+/// The name of the room's folder below `remote`'s `work`, from the agent's `%pwd` in `said`.
+fn room_folder(said: &str, remote: &Path) -> String {
+    let folder = said.lines().find_map(|l| l.strip_prefix("folder: "));
+    let folder = folder.unwrap_or_else(|| panic!("{said}"));
+    let name = Path::new(folder).strip_prefix(remote.join("work"));
+    let name = name.unwrap_or_else(|_| panic!("{said}"));
+    name.to_str().unwrap().to_owned()
+}
+
 /// A destination on loopback where nothing listens.
 fn down_host() -> String {
     format!("ssh://nobody@127.0.0.1:{}", free_port())
@@ -79,13 +88,7 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
         .reply_where(&room, "the agent's report", |t| t.contains("done trying"))
         .await;
     // It works in its room's folder on the host, with its home there.
-    let folder = said
-        .lines()
-        .find_map(|l| l.strip_prefix("folder: "))
-        .unwrap_or_else(|| panic!("{said}"))
-        .to_owned();
-    let name = Path::new(&folder).strip_prefix(remote.join("work"));
-    let name = name.unwrap_or_else(|_| panic!("{said}"));
+    let name = room_folder(&said, &remote);
     // Its files as the host has them.
     let folder = disk.join("work").join(name);
     assert!(folder.join("note.txt").is_file(), "{said}");
@@ -210,36 +213,14 @@ async fn with_no_host_answering_the_room_is_told_which_and_why() {
 /// `sidekicks check` of a config whose one agent runs on `sshd`, its host key checked
 /// against `known_hosts`: (success, what it said).
 fn check(sshd: &Sshd, known_hosts: &Path) -> (bool, String) {
-    let dir = tempfile::tempdir().unwrap();
     let agent = sshd
         .agent_toml(&[sshd.destination()], &sshd.remote())
         .replace(
             &format!("known_hosts = {:?}", sshd.known_hosts()),
             &format!("known_hosts = {known_hosts:?}"),
         );
-    let path = dir.path().join("sidekicks.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "state_dir = \"state\"\n[matrix]\nhomeserver = \"http://127.0.0.1:9\"\n\
-             [access]\nallowed_users = [\"@alice:localhost\"]\n[[agents]]\nid = \"demo\"\n\
-             display_name = \"Demo\"\ncommand = {:?}\nargs = [\"demo-agent\"]\n{agent}\n\
-             [agents.matrix]\nuser_id = \"@demo:localhost\"\npassword = \"unused\"\n",
-            binary()
-        ),
-    )
-    .unwrap();
-    let out = std::process::Command::new(binary())
-        .args(["check", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), said)
+    let program = format!("command = {:?}\nargs = [\"demo-agent\"]\n", binary());
+    support::gateway::check_agent(&format!("{program}{agent}"))
 }
 
 #[test]
@@ -326,12 +307,7 @@ async fn worktree_mode_on_another_host_makes_shows_and_removes_each_rooms_worktr
     let said = env
         .reply_where(&room, "the agent's report", |t| t.contains("done"))
         .await;
-    let folder = said
-        .lines()
-        .find_map(|l| l.strip_prefix("folder: "))
-        .unwrap_or_else(|| panic!("{said}"));
-    let name = Path::new(folder).strip_prefix(remote.join("work")).unwrap();
-    let name = name.to_str().unwrap().to_owned();
+    let name = room_folder(&said, &remote);
     let branch = format!("sidekicks/demo/{name}");
     // The room's folder is a worktree of the host's repository, on a branch of its own, and
     // the agent commits there (the repository's git folder is writable in its sandbox).

@@ -55,6 +55,18 @@ pub fn own_session(cmd: &mut std::process::Command) {
     }
 }
 
+/// `cmd` gets SIGTERM when the gateway dies, so what it stands for (a container, a
+/// connection to the agent's host) does not outlive the gateway.
+pub fn ends_with_gateway(cmd: &mut std::process::Command) {
+    // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+}
+
 /// A pipe holding `data` that `cmd` reads on descriptor 3 ([`ENV_FD`]); the returned end
 /// must stay open until `cmd` is spawned.
 pub fn read_on_fd3(cmd: &mut std::process::Command, data: &[u8]) -> std::io::Result<OwnedFd> {

@@ -3,9 +3,7 @@
 //! which environment. The agent's host is chosen (asking each in turn, off the async
 //! threads) just before its process starts.
 
-use std::os::unix::process::CommandExt as _;
-
-use super::launch::{Launch, own_session};
+use super::launch::{Launch, ends_with_gateway, own_session};
 use super::process::{AgentProcess, ProcessSpec, Spawned};
 use crate::model::agent::AgentError;
 use crate::remote::wire::{Request, RunRequest};
@@ -69,13 +67,7 @@ impl ProcessSpec {
         if agent {
             // The ssh client going with the gateway ends the connection, and the helper
             // there stops the agent.
-            // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                    Ok(())
-                });
-            }
+            ends_with_gateway(&mut cmd);
         }
         Ok(Launch {
             command: cmd,

@@ -3,7 +3,6 @@
 //! descendant outlives it) and a bounded tail of its stderr.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -13,7 +12,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use super::container::{Container, Invocation};
-use super::launch::{ENV_FD, Launch, own_session, read_on_fd3};
+use super::launch::{ENV_FD, Launch, ends_with_gateway, own_session, read_on_fd3};
 use super::lines::CappedLines;
 use super::sandbox::{Network, Sandbox};
 use crate::model::Secret;
@@ -208,13 +207,7 @@ impl ProcessSpec {
             // The engine's client going with the gateway stops its container (the signal is
             // passed on, and the container is removed when its process ends): no agent
             // outlives a killed gateway.
-            // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                    Ok(())
-                });
-            }
+            ends_with_gateway(&mut cmd);
         }
         Ok(Launch {
             command: cmd,

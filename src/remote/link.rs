@@ -300,6 +300,16 @@ mod tests {
         }
     }
 
+    /// An `ssh` in `dir` that runs `script` (its last argument is the remote command, the
+    /// one before it the host).
+    fn fake_ssh(dir: &std::path::Path, script: &str) -> String {
+        let ssh = dir.join("ssh");
+        std::fs::write(&ssh, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        ssh.to_str().unwrap().to_owned()
+    }
+
     #[test]
     fn ssh_checks_the_host_key_signs_in_with_the_key_given_and_runs_only_the_helper() {
         let link = Link::new("a", settings("/usr/bin/ssh", &["build1"]));
@@ -338,17 +348,12 @@ mod tests {
     fn a_host_that_does_not_answer_is_skipped_and_none_left_names_each() {
         let dir = tempfile::tempdir().unwrap();
         // An `ssh` that answers hello on `up` only, as the helper would.
-        let ssh = dir.path().join("ssh");
-        std::fs::write(
-            &ssh,
-            "#!/bin/sh\nfor a; do host=$prev; prev=$a; done\n\
+        let ssh = &fake_ssh(
+            dir.path(),
+            "for a; do host=$prev; prev=$a; done\n\
              case \"$host\" in up*) echo '{\"version\":\"t\",\"bubblewrap\":false}';; \
-             *) echo \"ssh: connect to host $host: Connection refused\" >&2; exit 255;; esac\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let ssh = ssh.to_str().unwrap();
+             *) echo \"ssh: connect to host $host: Connection refused\" >&2; exit 255;; esac",
+        );
         let link = Link::new("a", settings(ssh, &["down1", "up-link-test", "down2"]));
         assert_eq!(link.choose().unwrap(), "up-link-test");
         assert_eq!(link.current().as_deref(), Some("up-link-test"));
@@ -364,11 +369,7 @@ mod tests {
     #[test]
     fn a_host_that_connects_and_says_nothing_counts_as_down() {
         let dir = tempfile::tempdir().unwrap();
-        let ssh = dir.path().join("ssh");
-        std::fs::write(&ssh, "#!/bin/sh\nexec sleep 300\n").unwrap();
-        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let mut settings = settings(ssh.to_str().unwrap(), &["mute"]);
+        let mut settings = settings(&fake_ssh(dir.path(), "exec sleep 300"), &["mute"]);
         settings.connect_timeout = Duration::ZERO;
         let started = Instant::now();
         let why = Link::new("a", settings).choose().unwrap_err().to_string();
@@ -383,15 +384,10 @@ mod tests {
     #[test]
     fn the_least_loaded_host_is_chosen_and_the_current_one_kept_while_it_answers() {
         let dir = tempfile::tempdir().unwrap();
-        let ssh = dir.path().join("ssh");
-        std::fs::write(
-            &ssh,
-            "#!/bin/sh\necho '{\"version\":\"t\",\"bubblewrap\":false}'\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let ssh = ssh.to_str().unwrap();
+        let ssh = &fake_ssh(
+            dir.path(),
+            "echo '{\"version\":\"t\",\"bubblewrap\":false}'",
+        );
         let (busy, idle) = ("load-test-busy", "load-test-idle");
         Link::started(busy);
         let link = Link::new("a", settings(ssh, &[busy, idle]));

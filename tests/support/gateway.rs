@@ -288,3 +288,33 @@ impl Drop for GatewayProcess {
         }
     }
 }
+
+/// `sidekicks check` of a config with one agent, `demo`, given by `agent` (its config lines
+/// but its ID, name and Matrix account; a relative `ws` folder is there for it): (success,
+/// what it said on stdout and stderr).
+pub fn check_agent(agent: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let path = dir.path().join("sidekicks.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "state_dir = \"state\"\n[matrix]\nhomeserver = \"http://127.0.0.1:9\"\n\
+             [access]\nallowed_users = [\"@alice:localhost\"]\n[[agents]]\nid = \"demo\"\n\
+             display_name = \"Demo\"\n{agent}\n[agents.matrix]\n\
+             user_id = \"@demo:localhost\"\npassword = \"unused\"\n"
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(binary())
+        .args(["check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
