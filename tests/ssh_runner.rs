@@ -66,8 +66,8 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
     let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
     let state = env.gw.dir.path().join("state");
     let session = state.join("matrix/demo/session.json");
-    assert!(session.exists());
     let room = env.room_with_agent(false).await;
+    assert!(session.exists());
     env.alice
         .send(
             &room,
