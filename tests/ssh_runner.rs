@@ -38,11 +38,11 @@ fn down_host() -> String {
 
 /// How many processes run whose command line holds `text`.
 fn running(text: &str) -> usize {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", text])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().count()
+    let procs = std::fs::read_dir("/proc").unwrap();
+    (procs.filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok()))
+        .map(|line| String::from_utf8_lossy(&line).replace('\0', " "))
+        .filter(|line| line.contains(text))
+        .count()
 }
 
 /// How many processes work in a folder below `folder` (the agent, its sandbox, its
