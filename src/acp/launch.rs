@@ -96,7 +96,7 @@ fn filled_pipe(data: &[u8]) -> std::io::Result<OwnedFd> {
     use std::io::Write as _;
     if data.len() > PIPE_HOLDS {
         return Err(std::io::Error::other(format!(
-            "the environment asked for is over {MAX_INNER_ENV} bytes"
+            "the environment asked for is over {PIPE_HOLDS} bytes"
         )));
     }
     let mut fds = [0; 2];
