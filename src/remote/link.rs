@@ -100,6 +100,10 @@ impl Link {
             match self.hello(host) {
                 Ok(hello) => {
                     tracing::info!(agent = %self.agent, %host, version = %hello.version, sandbox = hello.bubblewrap, "agent host chosen");
+                    if !hello.bubblewrap && self.settings.boxing.sandbox == wire::SandboxWish::Auto
+                    {
+                        tracing::warn!(agent = %self.agent, %host, "the host has no working bubblewrap: the agent runs there unsandboxed, as the remote user");
+                    }
                     *self.current.lock().expect("host lock") = Some(host.clone());
                     return Ok(host.clone());
                 }
