@@ -97,7 +97,16 @@ impl Link {
         });
         let mut tried = Vec::new();
         for (_, host) in order {
-            match self.hello(host) {
+            let required = self.settings.boxing.sandbox == wire::SandboxWish::Required;
+            let hello = self
+                .hello(host)
+                .and_then(|hello| match hello.bubblewrap || !required {
+                    true => Ok(hello),
+                    false => {
+                        Err("no working bubblewrap, and the agent's sandbox is required".into())
+                    }
+                });
+            match hello {
                 Ok(hello) => {
                     tracing::info!(agent = %self.agent, %host, version = %hello.version, sandbox = hello.bubblewrap, "agent host chosen");
                     if !hello.bubblewrap && self.settings.boxing.sandbox == wire::SandboxWish::Auto
@@ -368,6 +377,23 @@ mod tests {
                 && why.contains("down2:"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn where_the_sandbox_is_required_a_host_without_bubblewrap_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = &fake_ssh(
+            dir.path(),
+            "echo '{\"version\":\"t\",\"bubblewrap\":false}'",
+        );
+        let mut settings = settings(ssh, &["bare"]);
+        assert!(
+            Link::new("a", settings.clone()).choose().is_ok(),
+            "auto: taken"
+        );
+        settings.boxing.sandbox = wire::SandboxWish::Required;
+        let why = Link::new("a", settings).choose().unwrap_err().to_string();
+        assert!(why.contains("bare: no working bubblewrap"), "{why}");
     }
 
     #[test]
