@@ -126,11 +126,6 @@ impl Folder {
         })
     }
 
-    /// Whether the folder is on another host (the SSH runner).
-    pub fn is_remote(&self) -> bool {
-        matches!(self.place, Place::There(_))
-    }
-
     /// Its path as the agent knows it.
     pub fn path(&self) -> &Path {
         &self.path
