@@ -2,6 +2,20 @@
 
 use super::*;
 
+/// Asserts that `loaded` was refused with a problem at the first agent's `key` that says
+/// `says`; `what` names the case.
+fn refused_at(loaded: Result<Config, ConfigError>, key: &str, says: &str, what: &str) {
+    match loaded {
+        Err(ConfigError::Invalid { problems, .. }) => assert!(
+            problems
+                .iter()
+                .any(|p| p.key == format!("agents[0].{key}") && p.problem.contains(says)),
+            "{what}: {problems:?}"
+        ),
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
 #[test]
 fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_by_field() {
     let tmp = tmp();
@@ -51,15 +65,8 @@ fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_
             "at least 1",
         ),
     ] {
-        match load(&with(&format!("kind = \"container\"\n{runner}"))) {
-            Err(ConfigError::Invalid { problems, .. }) => assert!(
-                problems
-                    .iter()
-                    .any(|p| p.key == format!("agents[0].{key}") && p.problem.contains(says)),
-                "{runner}: {problems:?}"
-            ),
-            other => panic!("{runner}: {other:?}"),
-        }
+        let loaded = load(&with(&format!("kind = \"container\"\n{runner}")));
+        refused_at(loaded, key, says, runner);
     }
     // Kinds not offered, and unknown fields, are parse errors.
     assert!(load(&with("kind = \"kubernetes\"")).is_err());
@@ -150,15 +157,7 @@ fn an_ssh_runner_takes_paths_on_its_hosts_and_refuses_what_cannot_reach_them() {
             "absolute path on the agent's hosts",
         ),
     ] {
-        match load(&text.replace(from, to)) {
-            Err(ConfigError::Invalid { problems, .. }) => assert!(
-                problems
-                    .iter()
-                    .any(|p| p.key == format!("agents[0].{key}") && p.problem.contains(says)),
-                "{to}: {problems:?}"
-            ),
-            other => panic!("{to}: {other:?}"),
-        }
+        refused_at(load(&text.replace(from, to)), key, says, to);
     }
     // Worktree mode: its repository is on the hosts too (absolute, not looked for here).
     let worktree = |repository: &str| {
@@ -170,14 +169,10 @@ fn an_ssh_runner_takes_paths_on_its_hosts_and_refuses_what_cannot_reach_them() {
     let config = load(&worktree("/srv/repo")).unwrap();
     let repository = &config.agents[0].worktree.as_ref().unwrap().repository;
     assert_eq!(repository, &PathBuf::from("/srv/repo"));
-    match load(&worktree("repo")) {
-        Err(ConfigError::Invalid { problems, .. }) => assert!(
-            problems
-                .iter()
-                .any(|p| p.key == "agents[0].worktree.repository"
-                    && p.problem.contains("absolute path on the agent's hosts")),
-            "{problems:?}"
-        ),
-        other => panic!("{other:?}"),
-    }
+    refused_at(
+        load(&worktree("repo")),
+        "worktree.repository",
+        "absolute path on the agent's hosts",
+        "a relative repository",
+    );
 }
