@@ -25,6 +25,7 @@ mod transport;
 
 pub use connection::AcpAgent;
 pub use container::Container;
+pub use launch::own_session;
 pub use process::ProcessSpec;
 pub use sandbox::{Network, Sandbox, locate as locate_program};
 pub use supervisor::SupervisedAgent;

@@ -24,7 +24,7 @@ use std::process::{Child, Command, ExitCode};
 use std::sync::Arc;
 
 use super::isolation::HOME_SECRETS;
-use crate::acp::{Network, Sandbox};
+use crate::acp::{Network, Sandbox, own_session};
 use crate::remote::AGENT_HOMES;
 use crate::remote::wire::{
     self, Boxing, Hello, Request, RunRequest, SandboxWish, WireError, WorktreeRequest,
@@ -87,30 +87,16 @@ fn run(request: RunRequest) -> ExitCode {
         Ok(boxed) => boxed,
         Err(why) => return failed(why, 126),
     };
-    let mut cmd = match &sandbox {
-        Some(sandbox) => {
-            let mut cmd = Command::new(&sandbox.program);
-            cmd.args(sandbox.command_line(&request.program, &request.args, &request.cwd));
-            cmd
-        }
-        None => {
-            let mut cmd = Command::new(&request.program);
-            cmd.args(&request.args);
-            cmd
-        }
-    };
-    cmd.current_dir(&request.cwd)
-        .env_clear()
-        .env("PATH", path())
-        .env("HOME", &home)
+    let (program, args, cwd) = (&request.program, &request.args, &request.cwd);
+    let mut cmd = command(sandbox.as_ref(), program, args, cwd, &home);
+    cmd.current_dir(cwd)
         .envs(request.env.iter().map(|(k, v)| (k, v)));
-    // SAFETY: setsid(2) and prctl(2) are async-signal-safe and touch no memory of ours: a
-    // session of its own (its whole group is signalled), and gone if this helper is.
+    // A session of its own (its whole group is signalled when the connection goes).
+    own_session(&mut cmd);
+    // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours: gone if this
+    // helper is.
     unsafe {
         cmd.pre_exec(|| {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
         });
@@ -125,14 +111,8 @@ fn run(request: RunRequest) -> ExitCode {
 fn worktree(request: WorktreeRequest, out: &mut impl std::io::Write) -> Result<(), WireError> {
     let launcher = match boxed(&request.boxing) {
         Ok((home, Some(sandbox))) => {
-            let launch: GitLauncher = Arc::new(move |cwd, args| {
-                let mut cmd = Command::new(&sandbox.program);
-                cmd.args(sandbox.command_line("git", args, cwd))
-                    .env_clear()
-                    .env("PATH", path())
-                    .env("HOME", &home);
-                Ok(cmd)
-            });
+            let launch: GitLauncher =
+                Arc::new(move |cwd, args| Ok(command(Some(&sandbox), "git", args, cwd, &home)));
             Some(launch)
         }
         Ok((_, None)) => None,
@@ -144,9 +124,30 @@ fn worktree(request: WorktreeRequest, out: &mut impl std::io::Write) -> Result<(
     crate::workspace::worktree::remote::serve(request, launcher, out)
 }
 
-/// The `PATH` the agent's commands get: the remote user's.
-fn path() -> std::ffi::OsString {
-    std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
+/// The command that runs `program args` in `cwd`, in `sandbox` when there is one, with the
+/// remote user's `PATH`, `home` as its `HOME` and nothing else of this helper's environment.
+fn command(
+    sandbox: Option<&Sandbox>,
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+    home: &Path,
+) -> Command {
+    let mut cmd = match sandbox {
+        Some(sandbox) => {
+            let mut cmd = Command::new(&sandbox.program);
+            cmd.args(sandbox.command_line(program, args, cwd));
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(program);
+            cmd.args(args);
+            cmd
+        }
+    };
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    cmd.env_clear().env("PATH", path).env("HOME", home);
+    cmd
 }
 
 /// The home (`~/` read as the remote user's, made private) and the sandbox `boxing` asks
