@@ -208,6 +208,23 @@ impl Link {
         Ok(hello)
     }
 
+    /// Sends `request` (and `payload`) to the helper on the agent's host (its current one,
+    /// else one chosen now) and reads its answer line; the exchange, for the bytes that
+    /// follow. `Err`: why there is no answer, in words (with what `ssh` said).
+    pub fn ask<A: serde::de::DeserializeOwned>(
+        &self,
+        request: &Request,
+        payload: &[u8],
+    ) -> Result<(A, Exchange), String> {
+        let host = self.host().map_err(|e| e.to_string())?;
+        let mut exchange = (self.exchange(&host, request, payload))
+            .map_err(|e| format!("cannot start ssh: {e}"))?;
+        match wire::read_line::<A>(&mut exchange) {
+            Ok(answer) => Ok((answer, exchange)),
+            Err(e) => Err(format!("{host}: {}", exchange.failure(&e.to_string()))),
+        }
+    }
+
     /// Starts one exchange with the helper on `host`: `request`, then `payload`, written and
     /// closed; what the helper answers is read from the returned exchange.
     pub fn exchange(

@@ -94,19 +94,13 @@ impl RemoteFolder {
         op: FileOp,
         payload: &[u8],
     ) -> Result<(u64, u64, crate::remote::link::Exchange), FolderError> {
-        let far = |what: String| FolderError::Io(std::io::Error::other(what));
-        let host = self.link.host().map_err(|e| far(e.to_string()))?;
         let request = Request::File(FileRequest {
             root: self.root.clone(),
             below: self.below.clone(),
             op,
         });
-        let mut exchange = (self.link.exchange(&host, &request, payload))
-            .map_err(|e| far(format!("cannot start ssh: {e}")))?;
-        let answer = match wire::read_line::<FileAnswer>(&mut exchange) {
-            Ok(answer) => answer,
-            Err(e) => return Err(far(format!("{host}: {}", exchange.failure(&e.to_string())))),
-        };
+        let (answer, exchange) = (self.link.ask::<FileAnswer>(&request, payload))
+            .map_err(|why| FolderError::Io(std::io::Error::other(why)))?;
         match answer {
             FileAnswer::Done { size, len } => Ok((size, len, exchange)),
             FileAnswer::Refused {

@@ -18,7 +18,6 @@ pub(super) fn ask<T: DeserializeOwned>(
     op: WorktreeOp,
 ) -> Result<T, WorktreeError> {
     let far = |what: String| WorktreeError::NoGit(std::io::Error::other(what));
-    let host = link.host().map_err(|e| far(e.to_string()))?;
     let mut boxing = link.settings().boxing.clone();
     boxing.repository = Some(worktrees.repository.clone());
     let request = Request::Worktree(WorktreeRequest {
@@ -27,16 +26,13 @@ pub(super) fn ask<T: DeserializeOwned>(
         branch_prefix: worktrees.branch_prefix.clone(),
         op,
     });
-    let mut exchange =
-        (link.exchange(&host, &request, &[])).map_err(|e| far(format!("cannot start ssh: {e}")))?;
-    let answer = match wire::read_line::<WorktreeAnswer>(&mut exchange) {
-        Ok(answer) => answer,
-        Err(e) => return Err(far(format!("{host}: {}", exchange.failure(&e.to_string())))),
-    };
+    let (answer, _) = link.ask::<WorktreeAnswer>(&request, &[]).map_err(far)?;
     match answer {
-        WorktreeAnswer::Done { value } => {
-            serde_json::from_value(value).map_err(|e| far(format!("{host}: {e}")))
-        }
+        WorktreeAnswer::Done { value } => serde_json::from_value(value).map_err(|e| {
+            far(format!(
+                "the agent's host answered what is not understood: {e}"
+            ))
+        }),
         WorktreeAnswer::Failed { error } => Err(from_json(error)),
     }
 }
