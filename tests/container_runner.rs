@@ -13,6 +13,7 @@ mod support;
 use std::time::Duration;
 
 use support::container::{BASE, agent_image, containers, in_container, inspect, label, podman};
+use support::procs::running;
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,6 +126,27 @@ async fn a_container_agent_answers_asks_runs_inside_and_writes_only_its_workspac
     .await;
     let edits = env.alice.edits_of(&reply).len();
     assert!(edits >= 2, "{edits} edits");
+
+    // A command stopped with `!stop` ends inside the container, with what it started there
+    // in the background: those are the engine's children, not the gateway's.
+    env.alice
+        .send(&room, "%terminal sleep 3022 & exec sleep 3023")
+        .await;
+    wait_until(PATIENCE, "the command's processes in the container", || {
+        (running("sleep 3022") > 0 && running("sleep 3023") > 0).then_some(())
+    })
+    .await;
+    env.alice.send(&room, "!stop").await;
+    wait_until(
+        Duration::from_secs(15),
+        "the command's processes ended",
+        || (running("sleep 3022") + running("sleep 3023") == 0).then_some(()),
+    )
+    .await;
+    // The agent's container is still there, and it still answers.
+    assert_eq!(containers(&state), names);
+    env.prompt_and_wait(&room, "%say after the stop", "after the stop")
+        .await;
 
     // Stopped, the gateway leaves no container behind.
     let mut env = env;

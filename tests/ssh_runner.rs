@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use support::gateway::binary;
 use support::ports::free_port;
+use support::procs::{running, working_in};
 use support::sshd::Sshd;
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
@@ -34,24 +35,6 @@ fn room_folder(said: &str, remote: &Path) -> String {
 /// A destination on loopback where nothing listens.
 fn down_host() -> String {
     format!("ssh://nobody@127.0.0.1:{}", free_port())
-}
-
-/// How many processes run whose command line holds `text`.
-fn running(text: &str) -> usize {
-    let procs = std::fs::read_dir("/proc").unwrap();
-    (procs.filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok()))
-        .map(|line| String::from_utf8_lossy(&line).replace('\0', " "))
-        .filter(|line| line.contains(text))
-        .count()
-}
-
-/// How many processes work in a folder below `folder` (the agent, its sandbox, its
-/// commands).
-fn working_in(folder: &Path) -> usize {
-    let procs = std::fs::read_dir("/proc").unwrap();
-    (procs.filter_map(|e| std::fs::read_link(e.ok()?.path().join("cwd")).ok()))
-        .filter(|cwd| cwd.starts_with(folder))
-        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

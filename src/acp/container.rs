@@ -306,6 +306,75 @@ impl Container {
     }
 }
 
+/// The variable that marks one command the agent runs in its container: the processes it
+/// starts there are the engine's children, not the gateway's, so killing the engine's
+/// `exec` client leaves them running; they inherit this variable, and are found by it.
+pub const MARK_VARIABLE: &str = "SIDEKICKS_COMMAND";
+
+/// One command's mark inside its container ([`MARK_VARIABLE`] with a value of its own),
+/// which finds what the command started there so that `!stop` and its release end it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark(String);
+
+impl Mark {
+    /// A mark no other command has (128 random bits).
+    pub fn new() -> Self {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).expect("the system has no randomness");
+        Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// The variable the command gets, as its environment entry.
+    pub fn variable(&self) -> (String, String) {
+        (MARK_VARIABLE.to_owned(), self.0.clone())
+    }
+
+    /// Kills every process on this machine that carries this mark, until none is left (a
+    /// process that forks while it is killed leaves a child for the next round). The
+    /// container's processes are this machine's: the engine runs here, as the gateway's
+    /// user or in a user namespace that user owns, so the gateway may read and signal them.
+    /// Returns how many were killed.
+    pub fn kill_all(&self) -> usize {
+        let entry = format!("{MARK_VARIABLE}={}", self.0).into_bytes();
+        let mut killed = 0;
+        for _ in 0..KILL_ROUNDS {
+            let found = marked(Path::new("/proc"), &entry);
+            if found.is_empty() {
+                break;
+            }
+            for pid in found {
+                // SAFETY: kill(2) touches no memory; a pid reused since the scan would need
+                // to carry the same 128-bit mark to be signalled.
+                if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+                    killed += 1;
+                }
+            }
+        }
+        killed
+    }
+}
+
+/// Most scans [`Mark::kill_all`] makes: each one kills what the last one found.
+const KILL_ROUNDS: usize = 20;
+
+/// The live processes under `proc` whose environment holds `entry` (`NAME=value`) as a whole
+/// entry; those whose environment cannot be read (another user's) are passed over.
+fn marked(proc: &Path, entry: &[u8]) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir(proc) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let environ = std::fs::read(e.path().join("environ")).ok()?;
+        environ
+            .split(|b| *b == 0)
+            .any(|var| var == entry)
+            .then_some(pid)
+    })
+    .collect()
+}
+
 /// The engine's arguments that remove containers at once, running or not.
 fn removal(engine: &Path) -> &'static [&'static str] {
     match engine.file_name().is_some_and(|n| n == "docker") {
@@ -436,6 +505,39 @@ pub(super) mod tests {
         assert_eq!(Container::env_file(&env).unwrap(), b"A=1 2=3\n");
         let bad = vec![("B".to_owned(), "x\nEVIL=1".to_owned())];
         assert!(Container::env_file(&bad).unwrap_err().contains("`B`"));
+    }
+
+    #[test]
+    fn a_mark_kills_every_process_that_carries_it_and_none_that_does_not() {
+        let mark = Mark::new();
+        assert_ne!(mark, Mark::new());
+        let (name, value) = mark.variable();
+        let start = |value: &str, script: &str| {
+            std::process::Command::new("sh")
+                .args(["-c", script])
+                .env(&name, value)
+                .spawn()
+                .unwrap()
+        };
+        // A child that outlives its shell, as a command's background job does.
+        let mut marked_shell = start(&value, "sleep 60 & wait");
+        let mut other = start(&format!("{value}0"), "exec sleep 60");
+        let entry = format!("{name}={value}").into_bytes();
+        let shell_pid = marked_shell.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while marked(Path::new("/proc"), &entry).len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "no background sleep");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(marked(Path::new("/proc"), &entry).contains(&shell_pid));
+        assert_eq!(mark.kill_all(), 2);
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(marked_shell.wait().unwrap().signal(), Some(libc::SIGKILL));
+        // A value that only starts with the mark's is another mark.
+        assert_eq!(other.try_wait().unwrap(), None);
+        other.kill().unwrap();
+        other.wait().unwrap();
+        assert!(marked(Path::new("/proc"), &entry).is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt as _;
 use tokio::sync::watch;
 
+use super::container::Mark;
 use super::process::ProcessSpec;
 
 /// How much output a card keeps of one command (the card shows its end; the whole of this
@@ -100,6 +101,10 @@ impl Output {
 pub struct Terminal {
     /// Its process group (its own), to kill everything it started.
     pgid: i32,
+    /// Its mark inside the agent's container (the container runner), where what it started
+    /// is not in that group: the engine started it. Taken by the first kill, which ends
+    /// all that carries it.
+    mark: Mutex<Option<Mark>>,
     /// What it wrote.
     output: Arc<Mutex<Output>>,
     /// Counts writes, so a card can follow the output.
@@ -120,8 +125,12 @@ impl Terminal {
         env: &[(String, String)],
         limit: Option<usize>,
     ) -> std::io::Result<Self> {
+        let mark = spec.container.is_some().then(Mark::new);
+        let env: Vec<(String, String)> = (env.iter().cloned())
+            .chain(mark.as_ref().map(Mark::variable))
+            .collect();
         let (command, env_pipe, stdin) =
-            spec.command_line(command, args, cwd, env)?.for_command()?;
+            spec.command_line(command, args, cwd, &env)?.for_command()?;
         let mut cmd = tokio::process::Command::from(command);
         cmd.stdin(stdin)
             .stdout(Stdio::piped())
@@ -144,32 +153,7 @@ impl Terminal {
             partial: Vec::new(),
         }));
         let (changed_tx, changed) = watch::channel(0u64);
-        let changed_tx = Arc::new(changed_tx);
-        let mut readers = tokio::task::JoinSet::new();
-        let stdout = child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Readable>);
-        let stderr = child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Readable>);
-        for mut pipe in [stdout, stderr].into_iter().flatten() {
-            let (output, changed) = (output.clone(), changed_tx.clone());
-            readers.spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                while let Ok(n) = pipe.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    output
-                        .lock()
-                        .expect("terminal output poisoned")
-                        .push(&buf[..n]);
-                    changed.send_modify(|n| *n += 1);
-                }
-            });
-        }
+        let mut readers = read_output(&mut child, &output, changed_tx);
         let (exit_tx, exit) = watch::channel(None);
         tokio::spawn(async move {
             let status = child.wait().await;
@@ -186,6 +170,7 @@ impl Terminal {
         });
         Ok(Self {
             pgid,
+            mark: Mutex::new(mark),
             output,
             changed,
             exit,
@@ -240,8 +225,14 @@ impl Terminal {
         self.exit.clone()
     }
 
-    /// Kills it and everything it started (its process group); its output stays readable.
+    /// Kills it and everything it started (its process group, and in a container what
+    /// carries its mark, even once the command itself has exited: a container has no
+    /// sandbox that ends with it); its output stays readable.
     pub fn kill(&self) {
+        if let Some(mark) = self.mark.lock().expect("terminal mark poisoned").take() {
+            // Off the caller's thread: it reads every process's environment.
+            std::thread::spawn(move || mark.kill_all());
+        }
         if self.pgid > 0 && !self.exited() {
             // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
             unsafe {
@@ -255,6 +246,33 @@ impl Drop for Terminal {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Tasks that read `child`'s stdout and stderr into `output`, counting each write on
+/// `changed`; they end at the end of their pipe.
+fn read_output(
+    child: &mut tokio::process::Child,
+    output: &Arc<Mutex<Output>>,
+    changed: watch::Sender<u64>,
+) -> tokio::task::JoinSet<()> {
+    let changed = Arc::new(changed);
+    let mut readers = tokio::task::JoinSet::new();
+    let stdout = (child.stdout.take()).map(|s| Box::new(s) as Box<dyn Readable>);
+    let stderr = (child.stderr.take()).map(|s| Box::new(s) as Box<dyn Readable>);
+    for mut pipe in [stdout, stderr].into_iter().flatten() {
+        let (output, changed) = (output.clone(), changed.clone());
+        readers.spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                (output.lock().expect("terminal output poisoned")).push(&buf[..n]);
+                changed.send_modify(|n| *n += 1);
+            }
+        });
+    }
+    readers
 }
 
 /// A pipe read by a terminal's reader task.

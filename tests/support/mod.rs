@@ -9,6 +9,7 @@ pub mod model_server;
 pub mod person;
 pub mod ports;
 pub mod postgres;
+pub mod procs;
 pub mod proxy;
 pub mod sshd;
 pub mod store;
