@@ -3,7 +3,9 @@
 //! homeserver: the demo agent runs from an image of its own (this build's binary on the
 //! Debian base the container image test uses), answers, streams, asks permission, runs its
 //! commands inside its container, writes only its mounted workspace, cannot see the
-//! gateway's state, gets the configured limits, and leaves no container behind.
+//! gateway's state, gets the configured limits, and leaves no container behind; a command
+//! stopped with `!stop` ends inside the container; with a container per room, each room's
+//! agent sees its own folder and no other room's.
 //!
 //! Where Podman is not installed or cannot run a container here, the tests say so and check
 //! nothing else (as the container image test does).
@@ -230,4 +232,97 @@ fn check_runs_the_agent_in_its_container_and_names_a_missing_image() {
         said.contains("has no image `localhost/no-such-agent-image:0` (pull or build it first)"),
         "{said}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_container_per_room_each_rooms_agent_sees_its_rooms_folder_and_no_other() {
+    let Some(image) = agent_image() else { return };
+    let workspaces = tempfile::tempdir().unwrap();
+    let root = workspaces.path().canonicalize().unwrap();
+    let agent = format!(
+        "workspace = \"{}/{{room}}\"\n{}",
+        root.display(),
+        in_container(image, "per_room = true")
+    );
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
+    let state = env.gw.dir.path().join("state");
+    // No room has spoken: no container runs.
+    assert!(containers(&state).is_empty());
+    let pwd = |said: &str| {
+        let folder = said.lines().find_map(|l| l.strip_prefix("folder: "));
+        folder.unwrap_or_else(|| panic!("{said}")).to_owned()
+    };
+
+    let first = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &first,
+            "%pwd\n%write mine.txt the first room's\n%say first done",
+        )
+        .await;
+    let said = env
+        .reply_where(&first, "the first room's agent", |t| {
+            t.contains("first done")
+        })
+        .await;
+    let first_folder = pwd(&said);
+    assert!(said.contains("wrote mine.txt"), "{said}");
+    assert_eq!(containers(&state).len(), 1);
+
+    let second = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &second,
+            &format!(
+                "%pwd\n%read {first_folder}/mine.txt\n%terminal ls {root}\n%say second done",
+                root = root.display()
+            ),
+        )
+        .await;
+    let said = env
+        .reply_where(&second, "the second room's agent", |t| {
+            t.contains("second done")
+        })
+        .await;
+    let second_folder = pwd(&said);
+    assert_ne!(first_folder, second_folder);
+    // The first room's file is not there for the second room's agent, nor is the first
+    // room's folder: of the rooms' root, its container has its own folder only.
+    assert!(
+        said.contains(&format!("cannot read {first_folder}/mine.txt")),
+        "{said}"
+    );
+    let own = std::path::Path::new(&second_folder).file_name().unwrap();
+    assert!(
+        said.contains(&format!("```\n{}\n```", own.to_string_lossy())),
+        "{said}"
+    );
+    // Each room has a container of its own, mounting its own folder and not the root.
+    let names = containers(&state);
+    assert_eq!(names.len(), 2, "{names:?}");
+    let mounts: Vec<String> = (names.iter())
+        .map(|n| inspect(n, "{{range .Mounts}}{{.Source}} {{end}}"))
+        .collect();
+    for folder in [&first_folder, &second_folder] {
+        let holding: Vec<&String> = (mounts.iter())
+            .filter(|m| m.split(' ').any(|s| s == folder.as_str()))
+            .collect();
+        assert_eq!(holding.len(), 1, "{folder}: {mounts:?}");
+    }
+    let root_text = root.display().to_string();
+    assert!(
+        mounts.iter().all(|m| !m.split(' ').any(|s| s == root_text)),
+        "{mounts:?}"
+    );
+    // The first room's agent still answers from its own container.
+    env.prompt_and_wait(&first, "%say first again", "first again")
+        .await;
+    assert_eq!(containers(&state).len(), 2);
+
+    let mut env = env;
+    env.gw.stop();
+    wait_until(PATIENCE, "every room's container removed", || {
+        containers(&state).is_empty().then_some(())
+    })
+    .await;
 }

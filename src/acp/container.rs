@@ -110,6 +110,21 @@ impl Container {
         }
     }
 
+    /// This container for one room's process: the room's `folder` mounted in place of
+    /// `root`, the folder of every room's, so the room's agent sees no other room's files.
+    pub fn for_room(&self, root: &Path, folder: &Path) -> Self {
+        let read_write = (self.read_write.iter())
+            .map(|p| match p == root {
+                true => folder.to_owned(),
+                false => p.clone(),
+            })
+            .collect();
+        Self {
+            read_write,
+            ..self.clone()
+        }
+    }
+
     /// The engine's arguments that run `call`: in this process's container when it has
     /// one and `call` is not the agent itself, else in a new container (named, when it is
     /// the agent's).

@@ -84,6 +84,17 @@ impl ProcessSpec {
         spec
     }
 
+    /// This spec for the process of one room whose folder is `folder`, below `root` (one
+    /// container per room): its container mounts that folder in place of `root`, and it
+    /// works there.
+    pub fn for_room(&self, root: &std::path::Path, folder: &std::path::Path) -> Self {
+        Self {
+            container: (self.container.as_ref()).map(|c| c.for_room(root, folder)),
+            cwd: folder.to_owned(),
+            ..self.clone()
+        }
+    }
+
     /// The network the agent has, from its sandbox or container (`None`: the host's,
     /// unboxed).
     pub fn network(&self) -> Option<Network> {

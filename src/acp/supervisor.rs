@@ -87,6 +87,14 @@ impl Backoff {
     }
 }
 
+/// An agent's processes as the gateway holds them: what the core needs of them, and the
+/// stop at shutdown, which (unlike [`AgentPort::stop`]) waits for no restart in progress.
+#[async_trait]
+pub trait Supervised: AgentPort {
+    /// Stops every process of the agent.
+    async fn shutdown(&self);
+}
+
 /// An agent process, started on demand: at its first session, and again after it died or
 /// was stopped.
 pub struct SupervisedAgent {
@@ -115,15 +123,14 @@ impl SupervisedAgent {
         })
     }
 
-    fn current(&self) -> Option<Arc<AcpAgent>> {
-        self.current.lock().expect("agent lock poisoned").clone()
+    /// How it is started.
+    #[cfg(test)]
+    pub(super) fn spec(&self) -> &ProcessSpec {
+        &self.spec
     }
 
-    /// Stops the current process.
-    pub async fn shutdown(&self) {
-        if let Some(current) = self.current() {
-            current.shutdown().await;
-        }
+    fn current(&self) -> Option<Arc<AcpAgent>> {
+        self.current.lock().expect("agent lock poisoned").clone()
     }
 
     /// The current process, started first if it has not started yet, was stopped, or has
@@ -196,6 +203,15 @@ impl SupervisedAgent {
 }
 
 #[async_trait]
+impl Supervised for SupervisedAgent {
+    async fn shutdown(&self) {
+        if let Some(current) = self.current() {
+            current.shutdown().await;
+        }
+    }
+}
+
+#[async_trait]
 impl AgentPort for SupervisedAgent {
     async fn new_session(
         &self,
@@ -207,7 +223,7 @@ impl AgentPort for SupervisedAgent {
         Ok(self.owned_by(process, session))
     }
 
-    async fn ensure_running(&self) -> Result<(), AgentError> {
+    async fn ensure_running(&self, _folder: &Path) -> Result<(), AgentError> {
         self.live().await.map(|_| ())
     }
 

@@ -209,10 +209,14 @@ fn in_container(
         name: None,
     };
     let summary = format!(
-        "container ({} image {}): sees its image, its workspace and {} only; network: {}; \
+        "container ({} image {}): sees its image, {} and {} only; network: {}; \
          limits: {} CPUs, {} memory, {} processes",
         container.engine.display(),
         container.image,
+        match runner.per_room {
+            true => "a container per room, each with its room's folder",
+            false => "its workspace",
+        },
         home.display(),
         network_words(agent.sandbox.network),
         runner.cpus.map_or("no limit on".into(), |c| c.to_string()),

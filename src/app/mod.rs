@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::{ProcessSpec, SupervisedAgent};
+use crate::acp::{ProcessSpec, Supervised};
 use crate::config::{AccessConfig, AgentConfig, Config, TimeoutsConfig};
 use crate::core::access::AccessList;
 use crate::core::agent::AgentPort;
@@ -398,7 +398,7 @@ fn start_helpers(
 async fn shut_down(
     gateway: &Gateway,
     helpers: CancellationToken,
-    processes: Vec<Arc<SupervisedAgent>>,
+    processes: Vec<Arc<dyn Supervised>>,
 ) {
     gateway.shutdown(Duration::from_secs(10)).await;
     helpers.cancel();

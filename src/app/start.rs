@@ -9,8 +9,8 @@ use anyhow::Result;
 
 use super::isolation::{Isolation, Probe, isolation};
 use super::{process_spec, workspace};
-use crate::acp::{AcpAgent, SupervisedAgent};
-use crate::config::{AgentConfig, Config};
+use crate::acp::{AcpAgent, PerRoomAgent, Supervised, SupervisedAgent};
+use crate::config::{AgentConfig, Config, RunnerConfig};
 use crate::core::chat::ChatPort;
 use crate::core::masking::MaskedChat;
 use crate::matrix::{MatrixAgent, MatrixSecurity};
@@ -26,7 +26,7 @@ pub(super) struct StartedAgent<'a> {
     /// How it posts: its user's chat port, with its secrets masked.
     pub(super) chat: Arc<dyn ChatPort>,
     /// Its process, running or started at its first prompt.
-    pub(super) process: Arc<SupervisedAgent>,
+    pub(super) process: Arc<dyn Supervised>,
     /// Where its conversations work.
     pub(super) workspace: Workspace,
 }
@@ -129,7 +129,10 @@ async fn start_agent<'a>(
     let workspace = workspace(agent, &spec);
     // What it posts is masked with the same values its stderr is.
     let chat = MaskedChat::wrap(user.chat(), spec.secret_values());
-    let process = match eager {
+    let per_room = matches!(&agent.runner, RunnerConfig::Container(c) if c.per_room);
+    let process: Arc<dyn Supervised> = match eager {
+        // Each room's process starts at the room's first session.
+        _ if per_room => PerRoomAgent::new(spec, agent.workspace_root()),
         false => SupervisedAgent::new(spec, None),
         true => match AcpAgent::start(&spec).await {
             Ok(p) => SupervisedAgent::new(spec, Some(p)),

@@ -118,6 +118,12 @@ pub struct ContainerRunnerConfig {
     /// Processes each container may run at once.
     #[serde(default = "pids_limit")]
     pub pids_limit: u32,
+    /// One agent process, in a container of its own, per room (with `{room}` in the
+    /// workspace): each room's container mounts only that room's folder, so one
+    /// conversation's agent cannot see another's files. `false`: one container serves all
+    /// the agent's rooms.
+    #[serde(default)]
+    pub per_room: bool,
 }
 
 fn podman() -> PathBuf {

@@ -314,6 +314,13 @@ impl Config {
                 for (key, why) in container_problems(c) {
                     bad(k(key), why);
                 }
+                if c.per_room && !crate::workspace::Workspace::new(&a.workspace).per_room() {
+                    bad(
+                        k("runner.per_room"),
+                        "needs {room} in workspace: each room's container mounts its own folder"
+                            .into(),
+                    );
+                }
             }
             if let super::RunnerConfig::Ssh(ssh) = &a.runner {
                 for (key, why) in ssh_problems(a, ssh) {

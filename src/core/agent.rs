@@ -88,9 +88,11 @@ pub trait AgentPort: Send + Sync {
     /// Forgets session `session_id`: its channel has left it (a fresh start, a process that
     /// died), so nothing is kept for it any more and what still comes for it is dropped.
     fn forget_session(&self, _session_id: &str) {}
-    /// Starts the agent process if it is not running (it starts lazily, and the process pool
-    /// may have stopped it), so what it advertises is known before a session is opened.
-    async fn ensure_running(&self) -> Result<(), AgentError> {
+    /// Starts the agent process that serves `folder` (a conversation's) if it is not
+    /// running (it starts lazily, and the process pool may have stopped it), so what it
+    /// advertises is known before a session is opened there. One process serves every
+    /// folder, unless the agent runs a container per room.
+    async fn ensure_running(&self, _folder: &Path) -> Result<(), AgentError> {
         Ok(())
     }
     /// Whether (and how) this agent can get back a session it created earlier; `None` for

@@ -64,10 +64,25 @@ fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_
             "runner.pids_limit",
             "at least 1",
         ),
+        // A container per room mounts each room's folder: the workspace must have them.
+        (
+            "image = \"a\"\nper_room = true",
+            "runner.per_room",
+            "needs {room} in workspace",
+        ),
     ] {
         let loaded = load(&with(&format!("kind = \"container\"\n{runner}")));
         refused_at(loaded, key, says, runner);
     }
+    let per_room = with("kind = \"container\"\nimage = \"a\"\nper_room = true").replace(
+        &format!("workspace = \"{}\"", dir.display()),
+        &format!("workspace = \"{}/{{room}}\"", dir.display()),
+    );
+    match &load(&per_room).unwrap().agents[0].runner {
+        RunnerConfig::Container(c) => assert!(c.per_room),
+        other => panic!("{other:?}"),
+    }
+    assert!(!matches!(&container.agents[0].runner, RunnerConfig::Container(c) if c.per_room));
     // Kinds not offered, and unknown fields, are parse errors.
     assert!(load(&with("kind = \"kubernetes\"")).is_err());
     assert!(

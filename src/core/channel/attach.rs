@@ -118,7 +118,11 @@ impl Channel {
             return;
         }
         let _lease = self.lease().await;
-        if let Err(e) = ctx.agent.ensure_running().await {
+        let ready = match self.prepare_folder().await {
+            Ok(folder) => ctx.agent.ensure_running(folder.path()).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = ready {
             self.notice(strings::session_failed(&ctx.display_name, &e.to_string()))
                 .await;
             return;
@@ -157,8 +161,8 @@ impl Channel {
     async fn listed_sessions(&mut self) -> Option<Listed> {
         let ctx = self.ctx.clone();
         let lease = self.lease().await;
-        let ready = match ctx.agent.ensure_running().await {
-            Ok(()) => self.prepare_folder().await,
+        let ready = match self.prepare_folder().await {
+            Ok(folder) => (ctx.agent.ensure_running(folder.path()).await).map(|()| folder),
             Err(e) => Err(e),
         };
         let folder = match ready {

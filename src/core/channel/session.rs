@@ -35,7 +35,7 @@ impl Channel {
         let ctx = self.ctx.clone();
         let folder = self.prepare_folder().await?;
         // Started first if it is not running: whether it can reopen sessions is known then.
-        ctx.agent.ensure_running().await?;
+        ctx.agent.ensure_running(folder.path()).await?;
         if let Some(how) = ctx.agent.reopen_support()
             && let Some(earlier) = self.saved_session().await
         {
