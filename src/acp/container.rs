@@ -344,28 +344,30 @@ impl Mark {
         (MARK_VARIABLE.to_owned(), self.0.clone())
     }
 
-    /// Kills every process on this machine that carries this mark, until none is left (a
-    /// process that forks while it is killed leaves a child for the next round). The
+    /// Kills every process on this machine that carries this mark, until a scan finds none
+    /// it has not killed yet (a process that forks while it is killed leaves a child for the
+    /// next round; one killed may still show in the next scan while it dies). The
     /// container's processes are this machine's: the engine runs here, as the gateway's
     /// user or in a user namespace that user owns, so the gateway may read and signal them.
     /// Returns how many were killed.
     pub fn kill_all(&self) -> usize {
         let entry = format!("{MARK_VARIABLE}={}", self.0).into_bytes();
-        let mut killed = 0;
+        let mut killed = std::collections::HashSet::new();
         for _ in 0..KILL_ROUNDS {
             let found = marked(Path::new("/proc"), &entry);
-            if found.is_empty() {
+            let new: Vec<i32> = found.into_iter().filter(|p| !killed.contains(p)).collect();
+            if new.is_empty() {
                 break;
             }
-            for pid in found {
+            for pid in new {
                 // SAFETY: kill(2) touches no memory; a pid reused since the scan would need
                 // to carry the same 128-bit mark to be signalled.
                 if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
-                    killed += 1;
+                    killed.insert(pid);
                 }
             }
         }
-        killed
+        killed.len()
     }
 }
 
