@@ -326,3 +326,66 @@ async fn with_a_container_per_room_each_rooms_agent_sees_its_rooms_folder_and_no
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_container_per_room_an_idle_rooms_container_stops_while_a_busy_one_goes_on() {
+    let Some(image) = agent_image() else { return };
+    let workspaces = tempfile::tempdir().unwrap();
+    let root = workspaces.path().canonicalize().unwrap();
+    let agent = format!(
+        "workspace = \"{}/{{room}}\"\n{}",
+        root.display(),
+        in_container(image, "per_room = true")
+    );
+    let pool = "[pool]\nidle_stop_secs = 3\n";
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), pool, &agent).await;
+    let state = env.gw.dir.path().join("state");
+    let idle = env.room_with_agent(false).await;
+    env.alice.send(&idle, "%pwd").await;
+    let said = env
+        .reply_where(&idle, "the idle room's folder", |t| t.contains("folder: "))
+        .await;
+    let idle_folder = said.lines().find_map(|l| l.strip_prefix("folder: "));
+    let idle_folder = idle_folder.unwrap_or_else(|| panic!("{said}")).to_owned();
+    // Another room's turn runs for a while: the agent as a whole is busy.
+    let busy = env.room_with_agent(false).await;
+    env.alice
+        .send(&busy, "%terminal sleep 3024\n%say slept")
+        .await;
+    wait_until(PATIENCE, "both rooms' containers", || {
+        (containers(&state).len() == 2 && running("sleep 3024") > 0).then_some(())
+    })
+    .await;
+    // The idle room's container stops; the busy room's goes on.
+    wait_until(
+        Duration::from_secs(30),
+        "the idle room's container stopped",
+        || (containers(&state).len() == 1).then_some(()),
+    )
+    .await;
+    let left = containers(&state);
+    let mounts = inspect(&left[0], "{{range .Mounts}}{{.Source}} {{end}}");
+    assert!(
+        !mounts.split(' ').any(|s| s == idle_folder),
+        "{idle_folder}: {mounts}"
+    );
+    assert!(
+        running("sleep 3024") > 0,
+        "the busy room's command was stopped"
+    );
+    assert!(
+        env.gw
+            .log()
+            .contains("a room's agent process had no use; stopping it")
+    );
+    // The idle room's next message starts its container again, and is answered.
+    env.prompt_and_wait(&idle, "%say back again", "back again")
+        .await;
+    env.alice.send(&busy, "!stop").await;
+    let mut env = env;
+    env.gw.stop();
+    wait_until(PATIENCE, "every room's container removed", || {
+        containers(&state).is_empty().then_some(())
+    })
+    .await;
+}

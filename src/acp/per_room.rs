@@ -10,10 +10,17 @@
 //! agent advertises (its modes, what a prompt takes, how it signs in) is the same program's in
 //! every room: it is read from the room process that started last, which is the one the core
 //! has just asked for (`ensure_running` comes before those questions).
+//!
+//! With the pool's idle stop (`pool.idle_stop_secs`), a room's process that has had no use
+//! for that long is stopped on its own, while the agent's other rooms go on. A use is a
+//! session opened or found alive (a turn checks that first), and a turn from its start to
+//! its end; the next turn there starts the process again and gets its session back.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
@@ -28,6 +35,49 @@ use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
 use crate::workspace::folder::Folder;
 
+/// One room's process, and how it is used.
+struct Room {
+    /// Its folder (the mount of its container).
+    folder: PathBuf,
+    /// The process.
+    process: Arc<SupervisedAgent>,
+    /// Turns running in it now: a busy room is never stopped for being idle.
+    busy: AtomicUsize,
+    /// When it was last used.
+    used: Mutex<Instant>,
+}
+
+impl Room {
+    fn touch(&self) {
+        *self.used.lock().expect("room use poisoned") = Instant::now();
+    }
+
+    /// Whether it runs and has had no use for `idle`.
+    fn idle_for(&self, idle: Duration) -> bool {
+        self.busy.load(Ordering::SeqCst) == 0
+            && self.used.lock().expect("room use poisoned").elapsed() >= idle
+            && matches!(self.process.process_state(), ProcessState::Running { .. })
+    }
+}
+
+/// A turn running in a room: counted while it lasts.
+struct Busy(Arc<Room>);
+
+impl Busy {
+    fn new(room: Arc<Room>) -> Self {
+        room.busy.fetch_add(1, Ordering::SeqCst);
+        room.touch();
+        Self(room)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// An agent whose every room has a process (and a container) of its own.
 pub struct PerRoomAgent {
     /// How to start one room's process, before it is given the room's folder.
@@ -36,29 +86,49 @@ pub struct PerRoomAgent {
     /// the mount a room's container gets in its place is the room's own folder.
     root: PathBuf,
     /// Each room folder's process.
-    rooms: Mutex<HashMap<PathBuf, Arc<SupervisedAgent>>>,
-    /// The room process each session belongs to.
-    sessions: Mutex<HashMap<String, Arc<SupervisedAgent>>>,
+    rooms: Mutex<HashMap<PathBuf, Arc<Room>>>,
+    /// The room each session belongs to.
+    sessions: Mutex<HashMap<String, Arc<Room>>>,
     /// The room process that started last, which answers what the agent advertises.
     last: Mutex<Option<Arc<SupervisedAgent>>>,
 }
 
 impl PerRoomAgent {
     /// An agent started from `spec`, one process per folder below `root`; none starts yet.
-    pub fn new(spec: ProcessSpec, root: PathBuf) -> Arc<Self> {
-        Arc::new(Self {
+    /// With `idle_stop`, a room's process unused that long is stopped (a task runs for
+    /// that while the agent is held: call this inside the runtime).
+    pub fn new(spec: ProcessSpec, root: PathBuf, idle_stop: Option<Duration>) -> Arc<Self> {
+        let agent = Arc::new(Self {
             spec,
             root,
             rooms: Mutex::default(),
             sessions: Mutex::default(),
             last: Mutex::default(),
-        })
+        });
+        if let Some(idle) = idle_stop {
+            tokio::spawn(stop_idle_rooms(Arc::downgrade(&agent), idle));
+        }
+        agent
+    }
+
+    /// Stops the process of each room that has had no use for `idle`, and forgets its
+    /// sessions (a turn there opens one again).
+    async fn stop_idle(&self, idle: Duration) {
+        let idle_rooms: Vec<Arc<Room>> = (self.all().into_iter())
+            .filter(|room| room.idle_for(idle))
+            .collect();
+        for room in idle_rooms {
+            tracing::info!(agent = %self.spec.agent_id, folder = %room.folder.display(), "a room's agent process had no use; stopping it");
+            room.process.stop().await;
+            (self.sessions.lock().expect("sessions lock poisoned"))
+                .retain(|_, r| !Arc::ptr_eq(r, &room));
+        }
     }
 
     /// The process of the room whose folder holds `folder`, made (not started) on first
     /// use. A room's folder is the one just below the root (`{room}` may have more after
     /// it). `Err` for a folder outside the root, which no room's container may mount.
-    fn room(&self, folder: &Path) -> Result<Arc<SupervisedAgent>, AgentError> {
+    fn room(&self, folder: &Path) -> Result<Arc<Room>, AgentError> {
         let top = (folder.strip_prefix(&self.root).ok())
             .and_then(|below| below.components().next())
             .filter(|c| matches!(c, std::path::Component::Normal(_)))
@@ -71,17 +141,23 @@ impl PerRoomAgent {
             )));
         };
         let mut rooms = self.rooms.lock().expect("rooms lock poisoned");
-        let room = rooms
-            .entry(top.clone())
-            .or_insert_with(|| SupervisedAgent::new(self.spec.for_room(&self.root, &top), None));
+        let room = rooms.entry(top.clone()).or_insert_with(|| {
+            Arc::new(Room {
+                process: SupervisedAgent::new(self.spec.for_room(&self.root, &top), None),
+                folder: top,
+                busy: AtomicUsize::new(0),
+                used: Mutex::new(Instant::now()),
+            })
+        });
         Ok(room.clone())
     }
 
-    /// The process of `folder`'s room, running, noted as the last one asked for.
-    async fn live(&self, folder: &Path) -> Result<Arc<SupervisedAgent>, AgentError> {
+    /// The room of `folder`, its process running, noted as the last one asked for.
+    async fn live(&self, folder: &Path) -> Result<Arc<Room>, AgentError> {
         let room = self.room(folder)?;
-        room.ensure_running(folder).await?;
-        *self.last.lock().expect("last lock poisoned") = Some(room.clone());
+        room.touch();
+        room.process.ensure_running(folder).await?;
+        *self.last.lock().expect("last lock poisoned") = Some(room.process.clone());
         Ok(room)
     }
 
@@ -90,20 +166,25 @@ impl PerRoomAgent {
     }
 
     /// Notes that `room` holds `session`, just opened.
-    fn held_by(&self, room: Arc<SupervisedAgent>, session: NewSession) -> NewSession {
+    fn held_by(&self, room: Arc<Room>, session: NewSession) -> NewSession {
         (self.sessions.lock().expect("sessions lock poisoned")).insert(session.id.clone(), room);
         session
     }
 
-    /// The room process that holds `session_id`.
-    fn holder(&self, session_id: &str) -> Result<Arc<SupervisedAgent>, AgentError> {
+    /// The room that holds `session_id`.
+    fn holding(&self, session_id: &str) -> Result<Arc<Room>, AgentError> {
         (self.sessions.lock().expect("sessions lock poisoned"))
             .get(session_id)
             .cloned()
             .ok_or_else(|| AgentError::Failed(format!("no process holds session {session_id}")))
     }
 
-    fn all(&self) -> Vec<Arc<SupervisedAgent>> {
+    /// The room process that holds `session_id`.
+    fn holder(&self, session_id: &str) -> Result<Arc<SupervisedAgent>, AgentError> {
+        self.holding(session_id).map(|room| room.process.clone())
+    }
+
+    fn all(&self) -> Vec<Arc<Room>> {
         (self.rooms.lock().expect("rooms lock poisoned"))
             .values()
             .cloned()
@@ -111,11 +192,24 @@ impl PerRoomAgent {
     }
 }
 
+/// Stops `agent`'s idle rooms' processes, looking a few times per `idle`, until the agent
+/// is dropped.
+async fn stop_idle_rooms(agent: Weak<PerRoomAgent>, idle: Duration) {
+    let every = (idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(agent) = agent.upgrade() else {
+            return;
+        };
+        agent.stop_idle(idle).await;
+    }
+}
+
 #[async_trait]
 impl Supervised for PerRoomAgent {
     async fn shutdown(&self) {
         for room in self.all() {
-            room.shutdown().await;
+            room.process.shutdown().await;
         }
     }
 }
@@ -128,7 +222,7 @@ impl AgentPort for PerRoomAgent {
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let room = self.live(folder.path()).await?;
-        let session = room.new_session(folder, tools).await?;
+        let session = room.process.new_session(folder, tools).await?;
         Ok(self.held_by(room, session))
     }
 
@@ -155,7 +249,9 @@ impl AgentPort for PerRoomAgent {
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let room = self.live(folder.path()).await?;
-        let session = room.reopen_session(session_id, folder, tools).await?;
+        let session = (room.process)
+            .reopen_session(session_id, folder, tools)
+            .await?;
         Ok(self.held_by(room, session))
     }
 
@@ -170,8 +266,10 @@ impl AgentPort for PerRoomAgent {
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         // A session forks in the process that holds it: its history is there.
-        let room = self.holder(session_id)?;
-        let session = room.fork_session(session_id, folder, tools).await?;
+        let room = self.holding(session_id)?;
+        let session = (room.process)
+            .fork_session(session_id, folder, tools)
+            .await?;
         Ok(self.held_by(room, session))
     }
 
@@ -180,7 +278,8 @@ impl AgentPort for PerRoomAgent {
         session_id: &str,
         blocks: Vec<PromptBlock>,
     ) -> Result<TurnEnd, AgentError> {
-        self.holder(session_id)?.prompt(session_id, blocks).await
+        let busy = Busy::new(self.holding(session_id)?);
+        busy.0.process.prompt(session_id, blocks).await
     }
 
     fn steers(&self) -> bool {
@@ -206,7 +305,7 @@ impl AgentPort for PerRoomAgent {
     }
 
     async fn list_sessions(&self, cwd: &Path) -> Result<Vec<SessionListing>, AgentError> {
-        self.live(cwd).await?.list_sessions(cwd).await
+        self.live(cwd).await?.process.list_sessions(cwd).await
     }
 
     fn auth_methods(&self) -> Vec<AuthMethodInfo> {
@@ -233,14 +332,18 @@ impl AgentPort for PerRoomAgent {
     }
 
     fn session_alive(&self, session_id: &str) -> bool {
-        self.holder(session_id)
-            .is_ok_and(|room| room.session_alive(session_id))
+        // Asked before a turn is sent to the session: a use of its room, so the room is not
+        // stopped for being idle between this answer and the turn.
+        self.holding(session_id).is_ok_and(|room| {
+            room.touch();
+            room.process.session_alive(session_id)
+        })
     }
 
     fn forget_session(&self, session_id: &str) {
         let room = (self.sessions.lock().expect("sessions lock poisoned")).remove(session_id);
         if let Some(room) = room {
-            room.forget_session(session_id);
+            room.process.forget_session(session_id);
         }
     }
 
@@ -261,8 +364,10 @@ impl AgentPort for PerRoomAgent {
 
     fn process_state(&self) -> ProcessState {
         // Running while any room's process runs: its uptime the longest, its sessions all.
-        let states: Vec<ProcessState> = self.all().iter().map(|r| r.process_state()).collect();
-        let mut running: Option<(std::time::Duration, usize)> = None;
+        let states: Vec<ProcessState> = (self.all().iter())
+            .map(|r| r.process.process_state())
+            .collect();
+        let mut running: Option<(Duration, usize)> = None;
         for state in &states {
             if let ProcessState::Running { uptime, sessions } = state {
                 let (longest, all) = running.unwrap_or_default();
@@ -280,7 +385,7 @@ impl AgentPort for PerRoomAgent {
 
     async fn stop(&self) {
         for room in self.all() {
-            room.stop().await;
+            room.process.stop().await;
         }
         (self.sessions.lock().expect("sessions lock poisoned")).clear();
     }
@@ -298,7 +403,7 @@ mod tests {
         let mut container = crate::acp::container::tests::container(dir.path());
         container.read_write = vec![root.clone(), dir.path().join("home")];
         spec.container = Some(container);
-        let agent = PerRoomAgent::new(spec, root.clone());
+        let agent = PerRoomAgent::new(spec, root.clone(), None);
         let a = agent.room(&root.join("room-a")).unwrap();
         // A folder below a room's (`{room}/sub`) is that room's.
         assert!(Arc::ptr_eq(
@@ -307,8 +412,8 @@ mod tests {
         ));
         let b = agent.room(&root.join("room-b")).unwrap();
         assert!(!Arc::ptr_eq(&a, &b));
-        let mounts = |room: &SupervisedAgent| {
-            let spec = room.spec();
+        let mounts = |room: &Room| {
+            let spec = room.process.spec();
             (
                 spec.container.as_ref().unwrap().read_write.clone(),
                 spec.cwd.clone(),

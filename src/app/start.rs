@@ -132,7 +132,11 @@ async fn start_agent<'a>(
     let per_room = matches!(&agent.runner, RunnerConfig::Container(c) if c.per_room);
     let process: Arc<dyn Supervised> = match eager {
         // Each room's process starts at the room's first session.
-        _ if per_room => PerRoomAgent::new(spec, agent.workspace_root()),
+        _ if per_room => {
+            let idle = (config.pool.idle_stop_secs > 0)
+                .then(|| std::time::Duration::from_secs(config.pool.idle_stop_secs));
+            PerRoomAgent::new(spec, agent.workspace_root(), idle)
+        }
         false => SupervisedAgent::new(spec, None),
         true => match AcpAgent::start(&spec).await {
             Ok(p) => SupervisedAgent::new(spec, Some(p)),
