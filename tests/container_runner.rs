@@ -151,12 +151,7 @@ async fn a_container_agent_answers_asks_runs_inside_and_writes_only_its_workspac
         .await;
 
     // Stopped, the gateway leaves no container behind.
-    let mut env = env;
-    env.gw.stop();
-    wait_until(PATIENCE, "the container removed", || {
-        containers(&state).is_empty().then_some(())
-    })
-    .await;
+    stop_leaving_no_container(env, &state).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,6 +201,28 @@ async fn containers_a_killed_gateway_left_are_removed_at_its_next_start() {
     env.gw.stop();
 }
 
+/// The agent's table with a container per room, its rooms' folders below a folder of the
+/// test's own (returned with it, to keep until the test ends).
+fn per_room(image: &str) -> (tempfile::TempDir, String) {
+    let workspaces = tempfile::tempdir().unwrap();
+    let root = workspaces.path().canonicalize().unwrap();
+    let agent = format!(
+        "workspace = \"{}/{{room}}\"\n{}",
+        root.display(),
+        in_container(image, "per_room = true")
+    );
+    (workspaces, agent)
+}
+
+/// Stops the gateway, and waits until none of its containers is left.
+async fn stop_leaving_no_container(mut env: Env, state: &std::path::Path) {
+    env.gw.stop();
+    wait_until(PATIENCE, "every container removed", || {
+        containers(state).is_empty().then_some(())
+    })
+    .await;
+}
+
 /// `sidekicks check` of a config whose one agent runs in `image`: (success, what it said).
 fn check(image: &str) -> (bool, String) {
     support::gateway::check_agent(&format!("workspace = \"ws\"\n{}", in_container(image, "")))
@@ -237,13 +254,8 @@ fn check_runs_the_agent_in_its_container_and_names_a_missing_image() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_container_per_room_each_rooms_agent_sees_its_rooms_folder_and_no_other() {
     let Some(image) = agent_image() else { return };
-    let workspaces = tempfile::tempdir().unwrap();
+    let (workspaces, agent) = per_room(image);
     let root = workspaces.path().canonicalize().unwrap();
-    let agent = format!(
-        "workspace = \"{}/{{room}}\"\n{}",
-        root.display(),
-        in_container(image, "per_room = true")
-    );
     let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
     let state = env.gw.dir.path().join("state");
     // No room has spoken: no container runs.
@@ -319,24 +331,13 @@ async fn with_a_container_per_room_each_rooms_agent_sees_its_rooms_folder_and_no
         .await;
     assert_eq!(containers(&state).len(), 2);
 
-    let mut env = env;
-    env.gw.stop();
-    wait_until(PATIENCE, "every room's container removed", || {
-        containers(&state).is_empty().then_some(())
-    })
-    .await;
+    stop_leaving_no_container(env, &state).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_container_per_room_an_idle_rooms_container_stops_while_a_busy_one_goes_on() {
     let Some(image) = agent_image() else { return };
-    let workspaces = tempfile::tempdir().unwrap();
-    let root = workspaces.path().canonicalize().unwrap();
-    let agent = format!(
-        "workspace = \"{}/{{room}}\"\n{}",
-        root.display(),
-        in_container(image, "per_room = true")
-    );
+    let (_workspaces, agent) = per_room(image);
     let pool = "[pool]\nidle_stop_secs = 3\n";
     let env = Env::start_with_agent_toml(SynapseOptions::default(), pool, &agent).await;
     let state = env.gw.dir.path().join("state");
@@ -382,10 +383,5 @@ async fn with_a_container_per_room_an_idle_rooms_container_stops_while_a_busy_on
     env.prompt_and_wait(&idle, "%say back again", "back again")
         .await;
     env.alice.send(&busy, "!stop").await;
-    let mut env = env;
-    env.gw.stop();
-    wait_until(PATIENCE, "every room's container removed", || {
-        containers(&state).is_empty().then_some(())
-    })
-    .await;
+    stop_leaving_no_container(env, &state).await;
 }
