@@ -35,7 +35,9 @@ async fn a_due_run_is_posted_as_its_owners_prompt_and_summed_up_once_answered() 
         prompts
             .first()
             .is_some_and(|(_, text)| text.contains("run the tests")),
-        "{prompts:?}"
+        "{prompts:?}; the room shows {:?}; open runs {:?}",
+        chat.shown("!r"),
+        store.open_runs().await
     );
     // Once the turn has ended, the next tick sums the run up, once.
     let (schedule, run) = store.open_runs().await.unwrap().remove(0);
