@@ -118,11 +118,7 @@ impl Channel {
             return;
         }
         let _lease = self.lease().await;
-        let ready = match self.prepare_folder().await {
-            Ok(folder) => ctx.agent.ensure_running(folder.path()).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = ready {
+        if let Err(e) = self.folder_with_agent().await {
             self.notice(strings::session_failed(&ctx.display_name, &e.to_string()))
                 .await;
             return;
@@ -161,11 +157,7 @@ impl Channel {
     async fn listed_sessions(&mut self) -> Option<Listed> {
         let ctx = self.ctx.clone();
         let lease = self.lease().await;
-        let ready = match self.prepare_folder().await {
-            Ok(folder) => (ctx.agent.ensure_running(folder.path()).await).map(|()| folder),
-            Err(e) => Err(e),
-        };
-        let folder = match ready {
+        let folder = match self.folder_with_agent().await {
             Ok(folder) => folder,
             Err(e) => {
                 self.notice(strings::session_failed(&ctx.display_name, &e.to_string()))

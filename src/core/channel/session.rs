@@ -33,9 +33,8 @@ impl Channel {
             return Ok(());
         }
         let ctx = self.ctx.clone();
-        let folder = self.prepare_folder().await?;
         // Started first if it is not running: whether it can reopen sessions is known then.
-        ctx.agent.ensure_running(folder.path()).await?;
+        let folder = self.folder_with_agent().await?;
         if let Some(how) = ctx.agent.reopen_support()
             && let Some(earlier) = self.saved_session().await
         {
@@ -136,6 +135,14 @@ impl Channel {
             folder: folder.clone(),
             max_bytes: self.ctx.media.max_bytes,
         }))
+    }
+
+    /// The conversation's folder, prepared, with the agent's process that serves it
+    /// running (what it advertises is known from then on).
+    pub(super) async fn folder_with_agent(&mut self) -> Result<Arc<Folder>, AgentError> {
+        let folder = self.prepare_folder().await?;
+        self.ctx.agent.ensure_running(folder.path()).await?;
+        Ok(folder)
     }
 
     /// The conversation's folder, opened once and held (made if it is not there; in
