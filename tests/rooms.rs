@@ -186,6 +186,54 @@ async fn one_agent_process_serves_one_session_per_room() {
     assert_eq!(sessions.len(), 2, "one session per room: {sessions:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joined_room_is_read_while_quiet_so_the_first_answer_waits_for_no_read() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    // What the agent asks the homeserver about this room, by the homeserver's access log:
+    // each request's line, in order.
+    let requests = || -> Vec<String> {
+        let log = std::fs::read_to_string(env.hs.dir.path().join("synapse.log")).unwrap();
+        let (raw, encoded) = (
+            room.room_id().as_str(),
+            room.room_id().as_str().replace('!', "%21"),
+        );
+        (log.lines())
+            .filter(|l| l.contains("Processed request"))
+            .filter(|l| l.contains(raw) || l.contains(&encoded))
+            .map(str::to_owned)
+            .collect()
+    };
+    let reads = |lines: &[String]| -> Vec<String> {
+        let agent = format!("{{{}}}", env.agent);
+        (lines.iter())
+            .filter(|l| l.contains(&agent))
+            .filter(|l| l.contains("/members") || l.contains("/state/m.room.encryption"))
+            .cloned()
+            .collect()
+    };
+    // Once it has joined, the agent reads the members and the encryption state at once.
+    wait_until(PATIENCE, "the agent reading the room after joining", || {
+        (reads(&requests()).len() >= 2).then_some(())
+    })
+    .await;
+    let before = requests().len();
+    env.prompt_and_wait(&room, "%say first answer", "first answer")
+        .await;
+    let since_prompt = requests().split_off(before);
+    assert!(
+        since_prompt
+            .iter()
+            .any(|l| l.contains("/send/m.room.message")),
+        "the log shows the prompt and the answer: {since_prompt:#?}"
+    );
+    assert_eq!(
+        reads(&since_prompt),
+        Vec::<String>::new(),
+        "nothing is read between the prompt and its answer"
+    );
+}
+
 /// Waits for the demo agent's answer in `room` that holds `%pwd`'s report; returns it.
 async fn report(env: &Env, room: &matrix_sdk::room::Room) -> String {
     wait_until(PATIENCE, "the agent's report", || {

@@ -210,7 +210,7 @@ async fn on_invite(
 }
 
 /// A membership change in a joined room: the gateway forgets a room this user left or
-/// was removed from.
+/// was removed from, and reads what it needs from a room this user has joined.
 async fn on_membership(
     ev: SyncRoomMemberEvent,
     room: Room,
@@ -219,6 +219,12 @@ async fn on_membership(
     agent_id: AgentId,
 ) {
     let me = client.user_id().map(|u| u.as_str());
+    if joins(ev.membership().clone(), ev.state_key().as_str(), me) {
+        // The sync that brings the join has just marked the member list as missing: it
+        // is read now, beside the sync loop.
+        tokio::spawn(async move { prepare_to_answer(&room, &agent_id).await });
+        return;
+    }
     if leaves(ev.membership().clone(), ev.state_key().as_str(), me) {
         tracing::info!(agent = %agent_id, room = %room.room_id(), "left the room");
         gateway.left_room(&agent_id, &room.room_id().ours()).await;
@@ -228,6 +234,12 @@ async fn on_membership(
 /// Whether a membership event about `state_key` invites this user (`me`).
 fn invites(membership: MembershipState, state_key: &str, me: Option<&str>) -> bool {
     membership == MembershipState::Invite && me == Some(state_key)
+}
+
+/// Whether a membership event about `state_key` is this user's joining (or a change of
+/// its profile while joined).
+fn joins(membership: MembershipState, state_key: &str, me: Option<&str>) -> bool {
+    membership == MembershipState::Join && me == Some(state_key)
 }
 
 /// Whether a membership event about `state_key` takes this user (`me`) out of the room.
@@ -305,6 +317,22 @@ async fn join_with_retry(room: Room, agent_id: AgentId) {
     }
 }
 
+/// Reads, once the sync has brought its joining, what the agent's first answer in the room would otherwise
+/// wait for: the member list (who is addressed, who may read the history) and the room's
+/// encryption state (checked before every send). Each is read once per room and kept in the
+/// agent's Matrix store; read here, while the room is quiet, the person's first message is
+/// answered without two more round trips to the homeserver, and a burst in newly joined
+/// rooms does not queue them at a busy homeserver ahead of the replies. A failure only
+/// leaves them to be read at the first answer, as before.
+async fn prepare_to_answer(room: &Room, agent_id: &AgentId) {
+    if let Err(e) = room.sync_members().await {
+        tracing::debug!(agent = %agent_id, room = %room.room_id(), error = %Chain(&e), "could not read the members after joining");
+    }
+    if let Err(e) = room.request_encryption_state().await {
+        tracing::debug!(agent = %agent_id, room = %room.room_id(), error = %Chain(&e), "could not read the encryption state after joining");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,6 +371,15 @@ mod tests {
         assert!(!invites(MembershipState::Invite, "@other:x", me));
         assert!(!invites(MembershipState::Join, "@demo:x", me));
         assert!(!invites(MembershipState::Invite, "@demo:x", None));
+    }
+
+    #[test]
+    fn only_this_users_own_join_is_its_joining() {
+        let me = Some("@demo:x");
+        assert!(joins(MembershipState::Join, "@demo:x", me));
+        assert!(!joins(MembershipState::Join, "@alice:x", me));
+        assert!(!joins(MembershipState::Invite, "@demo:x", me));
+        assert!(!joins(MembershipState::Join, "@demo:x", None));
     }
 
     #[test]
