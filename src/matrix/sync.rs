@@ -317,13 +317,14 @@ async fn join_with_retry(room: Room, agent_id: AgentId) {
     }
 }
 
-/// Reads, once the sync has brought its joining, what the agent's first answer in the room would otherwise
-/// wait for: the member list (who is addressed, who may read the history) and the room's
-/// encryption state (checked before every send). Each is read once per room and kept in the
-/// agent's Matrix store; read here, while the room is quiet, the person's first message is
-/// answered without two more round trips to the homeserver, and a burst in newly joined
-/// rooms does not queue them at a busy homeserver ahead of the replies. A failure only
-/// leaves them to be read at the first answer, as before.
+/// Reads, once the sync has brought the agent's joining, what its first answer in the room
+/// would otherwise wait for: the member list (who is addressed, who may read the history)
+/// and the room's encryption state (checked before every send). Each is read once per room
+/// and kept in the agent's Matrix store; read here, while the room is quiet, the person's
+/// first message is answered without two more round trips to the homeserver, and a burst
+/// in newly joined rooms does not queue them at a busy homeserver ahead of the replies. A
+/// failure only leaves them to be read at the first answer, as before; for a room already
+/// read (a restart's sync showing the join again) both are no-ops.
 async fn prepare_to_answer(room: &Room, agent_id: &AgentId) {
     if let Err(e) = room.sync_members().await {
         tracing::debug!(agent = %agent_id, room = %room.room_id(), error = %Chain(&e), "could not read the members after joining");
