@@ -250,9 +250,14 @@ impl Synapse {
         self.options.default_rate_limits
     }
 
+    /// Synapse's whole log so far, its access log (each request's line) included.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("synapse.log")).unwrap_or_default()
+    }
+
     /// The end of Synapse's log, for failure messages.
     pub fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(self.dir.path().join("synapse.log")).unwrap_or_default();
+        let log = self.log();
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
