@@ -111,6 +111,11 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
     assert!(log.contains("agent host chosen"), "{log}");
     assert!(sshd.log().contains("Accepted publickey"), "{}", sshd.log());
 
+    // From here on the file operations (`!file`, the inbox) share the connection the
+    // agent's earlier ones opened: each is a session in it, not another sign-in.
+    let sign_ins = || sshd.log().matches("Accepted publickey").count();
+    let signed_in = sign_ins();
+
     // `!file` posts a file of its folder there, and nothing outside it.
     env.alice.send(&room, "!file note.txt").await;
     let file = wait_until(PATIENCE, "the agent's file note.txt", || {
@@ -141,6 +146,7 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
         std::fs::read(folder.join("sidekicks-inbox/shared.txt")).unwrap(),
         b"from alice"
     );
+    assert_eq!(sign_ins(), signed_in, "no sign-in more: {}", sshd.log());
 
     // A command stopped with `!stop` ends there, with everything it started.
     env.alice.send(&room, "%terminal sleep 3021").await;

@@ -272,6 +272,7 @@ fn on_hosts(
             offline: agent.sandbox.network == crate::acp::Network::None,
             hide,
         },
+        sockets: Some(config.state_dir.join("ssh")),
     };
     let summary = format!(
         "ssh (hosts {}): its workspace {} and home {} are there; sandbox there: {}; network: {}",

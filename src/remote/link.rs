@@ -8,12 +8,21 @@
 //! does not answer is skipped and logged; when none is left the start fails, naming each
 //! host and why, and the room is told. The files of a conversation are reached on the
 //! agent's current host, so they are where the agent works.
+//!
+//! The file operations of one agent on one host share one connection (OpenSSH's connection
+//! sharing: the first starts it, the others open a session in it, and it closes itself
+//! [`SHARED_FOR`] after the last), so a file costs a session, not a key exchange and a
+//! sign-in. Its socket is in the gateway's state folder, which no agent sees, and is the
+//! agent's own: another agent on the same host, signing in with another key, never uses it.
+//! The agent's process and its commands keep a connection each (their end is that
+//! connection's end), and so does `hello`, which must find a host that went down.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::wire::{self, Boxing, Hello, Request};
@@ -35,6 +44,9 @@ pub struct SshSettings {
     pub connect_timeout: Duration,
     /// What the agent and its commands may reach there.
     pub boxing: Boxing,
+    /// The private folder where the connections its file operations share are reached
+    /// (in the gateway's state, which no agent sees); `None`: each connects on its own.
+    pub sockets: Option<PathBuf>,
 }
 
 /// No host of an agent answers.
@@ -53,6 +65,17 @@ const HELLO_GRACE: Duration = Duration::from_secs(5);
 /// Running agent processes of this gateway on each host, for choosing the least loaded.
 static RUNNING: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
 
+/// How long a shared connection stays open after its last file operation.
+pub const SHARED_FOR: Duration = Duration::from_secs(120);
+
+/// Most file operations in one shared connection at once; more connect on their own. Under
+/// `sshd`'s default limit of sessions per connection (ten), which would refuse the rest.
+const MOST_SHARING: usize = 8;
+
+/// Longest socket path `ssh` can use: a Unix socket's path holds 108 bytes, and `ssh`
+/// first binds a name 17 bytes longer than the one it is given.
+const LONGEST_SOCKET: usize = 90;
+
 /// One agent's way to its hosts, shared by its process, its commands and its folders.
 #[derive(Debug)]
 pub struct Link {
@@ -62,15 +85,27 @@ pub struct Link {
     settings: SshSettings,
     /// The host its process runs on (or last ran on): where its files are.
     current: Mutex<Option<String>>,
+    /// The name its shared connections' sockets start with: new for each link, so a
+    /// connection left by an earlier run of the gateway (with other settings) is never used.
+    socket_name: String,
+    /// File operations now in each host's shared connection.
+    sharing: Mutex<BTreeMap<String, Arc<AtomicUsize>>>,
+    /// Whether the sockets' folder is there and private (made at the first file operation).
+    sockets_ready: OnceLock<bool>,
 }
 
 impl Link {
     /// The link of `agent`.
     pub fn new(agent: &str, settings: SshSettings) -> Arc<Self> {
+        let mut bytes = [0u8; 6];
+        getrandom::fill(&mut bytes).expect("the system has no randomness");
         Arc::new(Self {
             agent: agent.to_owned(),
             settings,
             current: Mutex::new(None),
+            socket_name: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+            sharing: Mutex::default(),
+            sockets_ready: OnceLock::new(),
         })
     }
 
@@ -157,6 +192,11 @@ impl Link {
     /// request ([`wire::write_line`]). Only the operator's settings are on its command
     /// line; its environment is `PATH` alone (no agent socket, no locale of the gateway's).
     pub fn command(&self, host: &str) -> Command {
+        self.command_with(host, &[])
+    }
+
+    /// [`Link::command`] with more `ssh` options (`-o name=value` pairs).
+    fn command_with(&self, host: &str, more: &[String]) -> Command {
         let s = &self.settings;
         let mut cmd = Command::new(&s.ssh);
         cmd.env_clear();
@@ -180,6 +220,7 @@ impl Link {
             .args(option("ServerAliveInterval", "15"))
             .args(option("ServerAliveCountMax", "4"))
             .args(option("LogLevel", "ERROR"))
+            .args(more)
             .arg("--")
             .arg(host)
             .arg(format!("{} remote", shell_quoted(&s.program)));
@@ -217,8 +258,11 @@ impl Link {
         payload: &[u8],
     ) -> Result<(A, Exchange), String> {
         let host = self.host().map_err(|e| e.to_string())?;
-        let mut exchange = (self.exchange(&host, request, payload))
-            .map_err(|e| format!("cannot start ssh: {e}"))?;
+        let (options, slot) = self.share(&host);
+        let mut exchange =
+            (self.open_exchange(self.command_with(&host, &options), request, payload))
+                .map_err(|e| format!("cannot start ssh: {e}"))?;
+        exchange.slot = slot;
         match wire::read_line::<A>(&mut exchange) {
             Ok(answer) => Ok((answer, exchange)),
             Err(e) => Err(format!("{host}: {}", exchange.failure(&e.to_string()))),
@@ -233,7 +277,59 @@ impl Link {
         request: &Request,
         payload: &[u8],
     ) -> std::io::Result<Exchange> {
-        let mut cmd = self.command(host);
+        self.open_exchange(self.command(host), request, payload)
+    }
+
+    /// The options that put one file operation on `host` in the agent's shared connection
+    /// there (started by this one if there is none), and its place in it; none (its own
+    /// connection) without a socket folder, or when the shared one is full.
+    fn share(&self, host: &str) -> (Vec<String>, Option<Slot>) {
+        let Some(folder) = &self.settings.sockets else {
+            return (Vec::new(), None);
+        };
+        let ready = self.sockets_ready.get_or_init(|| {
+            let made = crate::state_dir::create_private(folder);
+            if let Err(e) = &made {
+                tracing::warn!(agent = %self.agent, folder = %folder.display(), error = %e, "cannot make the folder of shared ssh connections; each file operation connects on its own");
+            }
+            made.is_ok()
+        });
+        if !ready {
+            return (Vec::new(), None);
+        }
+        let index = self.settings.hosts.iter().position(|h| h == host);
+        let socket = folder.join(format!("{}-{}", self.socket_name, index.unwrap_or(0)));
+        if socket.as_os_str().len() > LONGEST_SOCKET {
+            tracing::debug!(agent = %self.agent, socket = %socket.display(), "the shared connection's socket path is too long for ssh; each file operation connects on its own");
+            return (Vec::new(), None);
+        }
+        let users = (self
+            .sharing
+            .lock()
+            .expect("sharing lock")
+            .entry(host.to_owned()))
+        .or_default()
+        .clone();
+        if users.fetch_add(1, Ordering::SeqCst) >= MOST_SHARING {
+            users.fetch_sub(1, Ordering::SeqCst);
+            return (Vec::new(), None);
+        }
+        let option = |name: &str, value: &str| ["-o".to_owned(), format!("{name}={value}")];
+        let options = [
+            option("ControlMaster", "auto"),
+            option("ControlPath", &ssh_path(&socket)),
+            option("ControlPersist", &format!("{}s", SHARED_FOR.as_secs())),
+        ];
+        (options.concat(), Some(Slot(users)))
+    }
+
+    /// Starts `cmd` as one exchange: `request`, then `payload`, written and closed.
+    fn open_exchange(
+        &self,
+        mut cmd: Command,
+        request: &Request,
+        payload: &[u8],
+    ) -> std::io::Result<Exchange> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -243,6 +339,7 @@ impl Link {
         let mut exchange = Exchange {
             child,
             stdout: Some(stdout),
+            slot: None,
         };
         let mut bytes = Vec::new();
         wire::write_line(&mut bytes, request).map_err(std::io::Error::other)?;
@@ -263,6 +360,18 @@ pub struct Exchange {
     child: Child,
     /// The helper's answer (taken by a reader that must time out).
     stdout: Option<ChildStdout>,
+    /// Its place in a shared connection, given back when it ends.
+    slot: Option<Slot>,
+}
+
+/// One file operation's place in a shared connection, counted while it lasts.
+#[derive(Debug)]
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Exchange {
@@ -327,6 +436,7 @@ mod tests {
                 offline: false,
                 hide: vec![],
             },
+            sockets: None,
         }
     }
 
@@ -372,6 +482,60 @@ mod tests {
         );
         let env: Vec<_> = cmd.get_envs().filter(|(_, v)| v.is_some()).collect();
         assert!(env.iter().all(|(k, _)| *k == "PATH"), "{env:?}");
+    }
+
+    #[test]
+    fn file_operations_share_the_agents_own_connection_and_runs_keep_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let sockets = dir.path().join("state/ssh");
+        let mut settings = settings("/usr/bin/ssh", &["build1", "build2"]);
+        settings.sockets = Some(sockets.clone());
+        let link = Link::new("a", settings.clone());
+        let control = |options: &[String]| {
+            let path = options.iter().find_map(|o| o.strip_prefix("ControlPath="));
+            path.map(|p| p.trim_matches('"').to_owned())
+        };
+        let (options, slot) = link.share("build1");
+        let first = control(&options).expect("a shared connection");
+        assert!(
+            options.contains(&"ControlMaster=auto".to_owned()),
+            "{options:?}"
+        );
+        assert!(first.starts_with(sockets.to_str().unwrap()), "{first}");
+        // The folder is made, private: no agent or other user reaches the connection.
+        let mode = std::fs::metadata(&sockets).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o700
+        );
+        // Another host has a connection of its own; so has another agent on the same host.
+        assert_ne!(control(&link.share("build2").0), Some(first.clone()));
+        let other = Link::new("b", settings.clone());
+        assert_ne!(control(&other.share("build1").0), Some(first.clone()));
+        // Up to sshd's sessions per connection: the rest connect on their own.
+        let mut held = vec![slot];
+        while held.len() < MOST_SHARING {
+            let (options, slot) = link.share("build1");
+            assert_eq!(control(&options), Some(first.clone()));
+            held.push(slot);
+        }
+        let own =
+            |(options, slot): (Vec<String>, Option<Slot>)| options.is_empty() && slot.is_none();
+        assert!(own(link.share("build1")), "one past the most");
+        held.pop();
+        assert_eq!(control(&link.share("build1").0), Some(first));
+        // The agent's process and its commands, and `hello`, keep their own connection.
+        let args = |cmd: Command| -> Vec<String> {
+            cmd.get_args().map(|a| a.to_string_lossy().into()).collect()
+        };
+        assert!(
+            !args(link.command("build1"))
+                .iter()
+                .any(|a| a.starts_with("Control"))
+        );
+        // Without a folder for them, nothing is shared.
+        settings.sockets = None;
+        assert!(own(Link::new("c", settings).share("build1")));
     }
 
     #[test]
