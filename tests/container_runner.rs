@@ -201,17 +201,22 @@ async fn containers_a_killed_gateway_left_are_removed_at_its_next_start() {
     env.gw.stop();
 }
 
-/// The agent's table with a container per room, its rooms' folders below a folder of the
-/// test's own (returned with it, to keep until the test ends).
-fn per_room(image: &str) -> (tempfile::TempDir, String) {
+/// The agent's table with a container per room (and `extra` runner lines), its rooms'
+/// folders below a folder of the test's own (returned with it, to keep until the test ends).
+fn per_room_with(image: &str, extra: &str) -> (tempfile::TempDir, String) {
     let workspaces = tempfile::tempdir().unwrap();
     let root = workspaces.path().canonicalize().unwrap();
     let agent = format!(
         "workspace = \"{}/{{room}}\"\n{}",
         root.display(),
-        in_container(image, "per_room = true")
+        in_container(image, &format!("per_room = true\n{extra}"))
     );
     (workspaces, agent)
+}
+
+/// The agent's table with a container per room; see [`per_room_with`].
+fn per_room(image: &str) -> (tempfile::TempDir, String) {
+    per_room_with(image, "")
 }
 
 /// Stops the gateway, and waits until none of its containers is left.
@@ -384,4 +389,61 @@ async fn with_a_container_per_room_an_idle_rooms_container_stops_while_a_busy_on
         .await;
     env.alice.send(&busy, "!stop").await;
     stop_leaving_no_container(env, &state).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_max_rooms_the_room_used_least_recently_makes_way_and_a_busy_one_is_waited_for() {
+    let Some(image) = agent_image() else { return };
+    let (_workspaces, agent) = per_room_with(image, "max_rooms = 1");
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
+    let state = env.gw.dir.path().join("state");
+    let first = env.room_with_agent(false).await;
+    env.prompt_and_wait(&first, "%say first here", "first here")
+        .await;
+    assert_eq!(containers(&state).len(), 1);
+    // A second room's turn: the first room's container, running no turn, makes way.
+    let second = env.room_with_agent(false).await;
+    env.prompt_and_wait(&second, "%say second here", "second here")
+        .await;
+    one_container(&state).await;
+    let log = env.gw.log();
+    assert!(
+        log.contains("stopping the room's agent process used least recently"),
+        "{log}"
+    );
+    // While the second room runs a turn, the first room's next message waits for it to end
+    // rather than stop it; then it is answered, its session back.
+    env.alice
+        .send(&second, "%terminal sleep 3025\n%say slept")
+        .await;
+    wait_until(PATIENCE, "the second room's command", || {
+        (running("sleep 3025") > 0).then_some(())
+    })
+    .await;
+    let before = env.alice.messages_from(&first, &env.agent).len();
+    env.alice.send(&first, "%say first again").await;
+    wait_until(PATIENCE, "the first room waiting", || {
+        (env.gw.log())
+            .contains("every room's agent process runs a turn: this room waits")
+            .then_some(())
+    })
+    .await;
+    one_container(&state).await;
+    assert!(running("sleep 3025") > 0, "the busy room's turn goes on");
+    assert_eq!(env.alice.messages_from(&first, &env.agent).len(), before);
+    env.alice.send(&second, "!stop").await;
+    env.reply_where(&first, "the first room's answer", |t| {
+        t.contains("first again")
+    })
+    .await;
+    one_container(&state).await;
+    stop_leaving_no_container(env, &state).await;
+}
+
+/// Waits until the gateway has one container (a stopped one is removed a moment after).
+async fn one_container(state: &std::path::Path) {
+    wait_until(Duration::from_secs(30), "one room's container", || {
+        (containers(state).len() == 1).then_some(())
+    })
+    .await;
 }

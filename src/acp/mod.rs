@@ -27,7 +27,7 @@ mod transport;
 pub use connection::AcpAgent;
 pub use container::Container;
 pub use launch::own_session;
-pub use per_room::PerRoomAgent;
+pub use per_room::{PerRoomAgent, RoomLimits};
 pub use process::ProcessSpec;
 pub use sandbox::{Network, Sandbox, locate as locate_program};
 pub use supervisor::{Supervised, SupervisedAgent};

@@ -18,7 +18,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -41,40 +40,96 @@ struct Room {
     folder: PathBuf,
     /// The process.
     process: Arc<SupervisedAgent>,
+    /// How it is used: one lock for the use and the idle stop's claim, so the two never
+    /// cross.
+    usage: Mutex<Usage>,
+    /// Held while its process is stopped for being idle, and while it is started: a turn
+    /// that comes in the middle of a stop waits for it, then starts the process again.
+    gate: tokio::sync::Mutex<()>,
+}
+
+/// How a room's process is used.
+#[derive(Debug)]
+struct Usage {
     /// Turns running in it now: a busy room is never stopped for being idle.
-    busy: AtomicUsize,
+    busy: usize,
     /// When it was last used.
-    used: Mutex<Instant>,
+    used: Instant,
+    /// Claimed by the idle stop: it is being stopped, and no use may begin until it is.
+    stopping: bool,
+}
+
+impl Usage {
+    fn new(now: Instant) -> Self {
+        Self {
+            busy: 0,
+            used: now,
+            stopping: false,
+        }
+    }
+
+    /// A use at `now`, unless the process is being stopped (`false`: it is no longer
+    /// there to be used).
+    fn begin(&mut self, now: Instant) -> bool {
+        if !self.stopping {
+            self.used = now;
+        }
+        !self.stopping
+    }
+
+    /// Claims the process for the idle stop when it has had no use for `idle` at `now`;
+    /// from then on, until [`Usage::stopped`], no use begins.
+    fn claim_idle(&mut self, idle: Duration, now: Instant) -> bool {
+        self.stopping =
+            self.stopping || (self.busy == 0 && now.saturating_duration_since(self.used) >= idle);
+        self.stopping
+    }
+
+    /// The idle stop is over: the next use starts the process again.
+    fn stopped(&mut self, now: Instant) {
+        self.stopping = false;
+        self.used = now;
+    }
 }
 
 impl Room {
-    fn touch(&self) {
-        *self.used.lock().expect("room use poisoned") = Instant::now();
+    fn usage(&self) -> std::sync::MutexGuard<'_, Usage> {
+        self.usage.lock().expect("room use poisoned")
     }
 
-    /// Whether it runs and has had no use for `idle`.
-    fn idle_for(&self, idle: Duration) -> bool {
-        self.busy.load(Ordering::SeqCst) == 0
-            && self.used.lock().expect("room use poisoned").elapsed() >= idle
-            && matches!(self.process.process_state(), ProcessState::Running { .. })
+    /// Notes a use; `false` while its process is being stopped for being idle.
+    fn touch(&self) -> bool {
+        self.usage().begin(Instant::now())
     }
 }
 
-/// A turn running in a room: counted while it lasts.
-struct Busy(Arc<Room>);
+/// A turn running in a room: counted while it lasts; its end is told to rooms waiting for
+/// a place.
+struct Busy(Arc<Room>, Arc<tokio::sync::Notify>);
 
 impl Busy {
-    fn new(room: Arc<Room>) -> Self {
-        room.busy.fetch_add(1, Ordering::SeqCst);
-        room.touch();
-        Self(room)
+    /// The turn's use of `room`; `Err` when its process is being stopped for being idle
+    /// (the turn's session goes with it).
+    fn new(room: Arc<Room>, ended: Arc<tokio::sync::Notify>) -> Result<Self, AgentError> {
+        let mut usage = room.usage();
+        if !usage.begin(Instant::now()) {
+            return Err(AgentError::Exited {
+                status: "stopped for having no use".into(),
+            });
+        }
+        usage.busy += 1;
+        drop(usage);
+        Ok(Self(room, ended))
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.touch();
-        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        let mut usage = self.0.usage();
+        usage.busy -= 1;
+        usage.used = Instant::now();
+        drop(usage);
+        self.1.notify_waiters();
     }
 }
 
@@ -91,21 +146,42 @@ pub struct PerRoomAgent {
     sessions: Mutex<HashMap<String, Arc<Room>>>,
     /// The room process that started last, which answers what the agent advertises.
     last: Mutex<Option<Arc<SupervisedAgent>>>,
+    /// How many room processes may run, and how long one may go unused.
+    limits: RoomLimits,
+    /// Held while a room's process is started under `max_running`: two rooms starting at
+    /// once never both take the last place.
+    starting: tokio::sync::Mutex<()>,
+    /// Told when a turn ends: a room waiting for a place looks again.
+    turn_ended: Arc<tokio::sync::Notify>,
+}
+
+/// The limits on one agent's room processes.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RoomLimits {
+    /// A room's process unused this long is stopped (`pool.idle_stop_secs`); `None`: never.
+    pub idle_stop: Option<Duration>,
+    /// The most room processes running at once (`[agents.runner] max_rooms`; 0: no limit).
+    /// To start another, the one used least recently that runs no turn is stopped; when
+    /// every one runs a turn, the new room waits for one to end.
+    pub max_running: usize,
 }
 
 impl PerRoomAgent {
     /// An agent started from `spec`, one process per folder below `root`; none starts yet.
-    /// With `idle_stop`, a room's process unused that long is stopped (a task runs for
+    /// With an idle stop, a room's process unused that long is stopped (a task runs for
     /// that while the agent is held: call this inside the runtime).
-    pub fn new(spec: ProcessSpec, root: PathBuf, idle_stop: Option<Duration>) -> Arc<Self> {
+    pub fn new(spec: ProcessSpec, root: PathBuf, limits: RoomLimits) -> Arc<Self> {
         let agent = Arc::new(Self {
             spec,
             root,
             rooms: Mutex::default(),
             sessions: Mutex::default(),
             last: Mutex::default(),
+            limits,
+            starting: tokio::sync::Mutex::new(()),
+            turn_ended: Arc::default(),
         });
-        if let Some(idle) = idle_stop {
+        if let Some(idle) = limits.idle_stop {
             tokio::spawn(stop_idle_rooms(Arc::downgrade(&agent), idle));
         }
         agent
@@ -114,14 +190,68 @@ impl PerRoomAgent {
     /// Stops the process of each room that has had no use for `idle`, and forgets its
     /// sessions (a turn there opens one again).
     async fn stop_idle(&self, idle: Duration) {
-        let idle_rooms: Vec<Arc<Room>> = (self.all().into_iter())
-            .filter(|room| room.idle_for(idle))
-            .collect();
-        for room in idle_rooms {
+        for room in self.all() {
+            if !is_running(&room) {
+                continue;
+            }
+            // The claim and a use take the same lock: a turn that found its session alive
+            // has made the room used, and one that comes after the claim finds it gone.
+            let _gate = room.gate.lock().await;
+            if !room.usage().claim_idle(idle, Instant::now()) {
+                continue;
+            }
             tracing::info!(agent = %self.spec.agent_id, folder = %room.folder.display(), "a room's agent process had no use; stopping it");
-            room.process.stop().await;
-            (self.sessions.lock().expect("sessions lock poisoned"))
-                .retain(|_, r| !Arc::ptr_eq(r, &room));
+            self.stop_claimed(&room).await;
+        }
+    }
+
+    /// Stops `room`'s process, claimed for stopping (its gate held), and forgets its
+    /// sessions (a turn there opens one again).
+    async fn stop_claimed(&self, room: &Arc<Room>) {
+        room.process.stop().await;
+        (self.sessions.lock().expect("sessions lock poisoned"))
+            .retain(|_, r| !Arc::ptr_eq(r, room));
+        room.usage().stopped(Instant::now());
+    }
+
+    /// Makes a place for `room`'s process to start under `max_running`: stops the running
+    /// room process used least recently that runs no turn, or waits for a turn to end when
+    /// every one runs a turn. Returns the hold on starting, to keep until it has started.
+    async fn make_place(&self, room: &Arc<Room>) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        let max = self.limits.max_running;
+        if max == 0 || is_running(room) {
+            return None;
+        }
+        let starting = self.starting.lock().await;
+        let mut told = false;
+        loop {
+            // Asked before looking, so a turn ending meanwhile is not missed.
+            let ended = self.turn_ended.notified();
+            let mut running: Vec<Arc<Room>> = (self.all().into_iter())
+                .filter(|r| !Arc::ptr_eq(r, room) && is_running(r))
+                .collect();
+            if running.len() < max {
+                return Some(starting);
+            }
+            running.sort_by_key(|r| r.usage().used);
+            for other in running {
+                // A room being started or stopped is in use.
+                let Ok(_gate) = other.gate.try_lock() else {
+                    continue;
+                };
+                if !other.usage().claim_idle(Duration::ZERO, Instant::now()) {
+                    continue;
+                }
+                tracing::info!(agent = %self.spec.agent_id, folder = %other.folder.display(), max, "stopping the room's agent process used least recently, to make a place for another room's");
+                self.stop_claimed(&other).await;
+                return Some(starting);
+            }
+            if !told {
+                tracing::info!(agent = %self.spec.agent_id, folder = %room.folder.display(), max, "every room's agent process runs a turn: this room waits for one to end");
+                told = true;
+            }
+            // Looked at again now and then, should a stop or a crash free a place unseen.
+            let _ = tokio::time::timeout(Duration::from_secs(1), ended).await;
         }
     }
 
@@ -145,18 +275,22 @@ impl PerRoomAgent {
             Arc::new(Room {
                 process: SupervisedAgent::new(self.spec.for_room(&self.root, &top), None),
                 folder: top,
-                busy: AtomicUsize::new(0),
-                used: Mutex::new(Instant::now()),
+                usage: Mutex::new(Usage::new(Instant::now())),
+                gate: tokio::sync::Mutex::new(()),
             })
         });
         Ok(room.clone())
     }
 
-    /// The room of `folder`, its process running, noted as the last one asked for.
+    /// The room of `folder`, its process running, noted as the last one asked for. Waits
+    /// for an idle stop of it under way to end, then starts it again.
     async fn live(&self, folder: &Path) -> Result<Arc<Room>, AgentError> {
         let room = self.room(folder)?;
+        let gate = room.gate.lock().await;
         room.touch();
+        let place = self.make_place(&room).await;
         room.process.ensure_running(folder).await?;
+        drop((place, gate));
         *self.last.lock().expect("last lock poisoned") = Some(room.process.clone());
         Ok(room)
     }
@@ -190,6 +324,11 @@ impl PerRoomAgent {
             .cloned()
             .collect()
     }
+}
+
+/// Whether `room`'s process runs (a crashed one waiting to be started again does not).
+fn is_running(room: &Room) -> bool {
+    matches!(room.process.process_state(), ProcessState::Running { .. })
 }
 
 /// Stops `agent`'s idle rooms' processes, looking a few times per `idle`, until the agent
@@ -278,7 +417,7 @@ impl AgentPort for PerRoomAgent {
         session_id: &str,
         blocks: Vec<PromptBlock>,
     ) -> Result<TurnEnd, AgentError> {
-        let busy = Busy::new(self.holding(session_id)?);
+        let busy = Busy::new(self.holding(session_id)?, self.turn_ended.clone())?;
         busy.0.process.prompt(session_id, blocks).await
     }
 
@@ -334,10 +473,8 @@ impl AgentPort for PerRoomAgent {
     fn session_alive(&self, session_id: &str) -> bool {
         // Asked before a turn is sent to the session: a use of its room, so the room is not
         // stopped for being idle between this answer and the turn.
-        self.holding(session_id).is_ok_and(|room| {
-            room.touch();
-            room.process.session_alive(session_id)
-        })
+        self.holding(session_id)
+            .is_ok_and(|room| room.touch() && room.process.session_alive(session_id))
     }
 
     fn forget_session(&self, session_id: &str) {
@@ -396,6 +533,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_idle_stop_and_a_use_never_cross() {
+        let idle = Duration::from_secs(60);
+        let t0 = Instant::now();
+        let later = t0 + idle;
+        // Used within `idle`: not claimed.
+        let mut usage = Usage::new(t0);
+        assert!(usage.begin(t0 + Duration::from_secs(30)));
+        assert!(!usage.claim_idle(idle, later));
+        // A turn running: never claimed, however long it runs.
+        usage.busy = 1;
+        assert!(!usage.claim_idle(idle, later + idle * 10));
+        usage.busy = 0;
+        // Unused for `idle`: claimed, and from then on no use begins (a turn that looks
+        // finds its session gone and opens one again, which waits for the stop).
+        assert!(usage.claim_idle(idle, later + idle));
+        assert!(!usage.begin(later + idle));
+        assert!(!usage.begin(later + idle * 2), "still stopping");
+        // Stopped: the next use begins, and the room is not idle again until `idle` later.
+        usage.stopped(later + idle * 2);
+        assert!(usage.begin(later + idle * 2));
+        assert!(!usage.claim_idle(idle, later + idle * 2));
+    }
+
+    #[test]
     fn each_room_folder_has_one_process_whose_container_mounts_only_it() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("work");
@@ -403,7 +564,7 @@ mod tests {
         let mut container = crate::acp::container::tests::container(dir.path());
         container.read_write = vec![root.clone(), dir.path().join("home")];
         spec.container = Some(container);
-        let agent = PerRoomAgent::new(spec, root.clone(), None);
+        let agent = PerRoomAgent::new(spec, root.clone(), RoomLimits::default());
         let a = agent.room(&root.join("room-a")).unwrap();
         // A folder below a room's (`{room}/sub`) is that room's.
         assert!(Arc::ptr_eq(

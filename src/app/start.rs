@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::isolation::{Isolation, Probe, isolation};
 use super::{process_spec, workspace};
-use crate::acp::{AcpAgent, PerRoomAgent, Supervised, SupervisedAgent};
+use crate::acp::{AcpAgent, PerRoomAgent, RoomLimits, Supervised, SupervisedAgent};
 use crate::config::{AgentConfig, Config, RunnerConfig};
 use crate::core::chat::ChatPort;
 use crate::core::masking::MaskedChat;
@@ -129,16 +129,23 @@ async fn start_agent<'a>(
     let workspace = workspace(agent, &spec);
     // What it posts is masked with the same values its stderr is.
     let chat = MaskedChat::wrap(user.chat(), spec.secret_values());
-    let per_room = matches!(&agent.runner, RunnerConfig::Container(c) if c.per_room);
-    let process: Arc<dyn Supervised> = match eager {
+    let per_room = match &agent.runner {
+        RunnerConfig::Container(c) if c.per_room => Some(c.max_rooms),
+        _ => None,
+    };
+    let process: Arc<dyn Supervised> = match (per_room, eager) {
         // Each room's process starts at the room's first session.
-        _ if per_room => {
+        (Some(max_rooms), _) => {
             let idle = (config.pool.idle_stop_secs > 0)
                 .then(|| std::time::Duration::from_secs(config.pool.idle_stop_secs));
-            PerRoomAgent::new(spec, agent.workspace_root(), idle)
+            let limits = RoomLimits {
+                idle_stop: idle,
+                max_running: max_rooms,
+            };
+            PerRoomAgent::new(spec, agent.workspace_root(), limits)
         }
-        false => SupervisedAgent::new(spec, None),
-        true => match AcpAgent::start(&spec).await {
+        (None, false) => SupervisedAgent::new(spec, None),
+        (None, true) => match AcpAgent::start(&spec).await {
             Ok(p) => SupervisedAgent::new(spec, Some(p)),
             Err(e) => {
                 tracing::error!(agent = %agent.id, error = %e, "the agent process did not start; agent skipped");

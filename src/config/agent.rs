@@ -124,6 +124,11 @@ pub struct ContainerRunnerConfig {
     /// the agent's rooms.
     #[serde(default)]
     pub per_room: bool,
+    /// With `per_room`, the most room containers of this agent running at once (0: no
+    /// limit): a room's container holds a whole agent process, and a team's rooms can be
+    /// many more than the host has memory for.
+    #[serde(default)]
+    pub max_rooms: usize,
 }
 
 fn podman() -> PathBuf {

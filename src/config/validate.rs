@@ -321,6 +321,12 @@ impl Config {
                             .into(),
                     );
                 }
+                if c.max_rooms > 0 && !c.per_room {
+                    bad(
+                        k("runner.max_rooms"),
+                        "bounds the containers of per_room = true, which is not set".into(),
+                    );
+                }
             }
             if let super::RunnerConfig::Ssh(ssh) = &a.runner {
                 for (key, why) in ssh_problems(a, ssh) {

@@ -70,16 +70,22 @@ fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_
             "runner.per_room",
             "needs {room} in workspace",
         ),
+        (
+            "image = \"a\"\nmax_rooms = 2",
+            "runner.max_rooms",
+            "per_room = true, which is not set",
+        ),
     ] {
         let loaded = load(&with(&format!("kind = \"container\"\n{runner}")));
         refused_at(loaded, key, says, runner);
     }
-    let per_room = with("kind = \"container\"\nimage = \"a\"\nper_room = true").replace(
-        &format!("workspace = \"{}\"", dir.display()),
-        &format!("workspace = \"{}/{{room}}\"", dir.display()),
-    );
+    let per_room = with("kind = \"container\"\nimage = \"a\"\nper_room = true\nmax_rooms = 3")
+        .replace(
+            &format!("workspace = \"{}\"", dir.display()),
+            &format!("workspace = \"{}/{{room}}\"", dir.display()),
+        );
     match &load(&per_room).unwrap().agents[0].runner {
-        RunnerConfig::Container(c) => assert!(c.per_room),
+        RunnerConfig::Container(c) => assert!(c.per_room && c.max_rooms == 3),
         other => panic!("{other:?}"),
     }
     assert!(!matches!(&container.agents[0].runner, RunnerConfig::Container(c) if c.per_room));
