@@ -176,6 +176,98 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_there() {
+    let Some(sshd) = Sshd::start() else { return };
+    let (remote, disk) = (sshd.remote(), sshd.disk());
+    let agent = (sshd.agent_toml(&[sshd.destination()], &remote))
+        .replace("room_tools = false", "room_tools = true");
+    let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
+    let room = env.room_with_agent(false).await;
+    // A file the agent makes on its host, and one of the gateway's it names.
+    let outside = env.gw.dir.path().join("config.toml");
+    env.alice
+        .send(&room, "%write chart.txt the remote chart\n%mcp\n%pwd")
+        .await;
+    let said = env
+        .reply_where(&room, "the agent's servers", |t| t.contains("folder: "))
+        .await;
+    // Its session has the room tools over stdio, the host's program speaking for them
+    // there (through the socket its connection forwards, bound into its sandbox).
+    assert!(
+        said.contains(&format!(
+            "mcp: sidekicks stdio {} mcp-stdio",
+            support::gateway::binary().display()
+        )),
+        "{said}"
+    );
+    let name = room_folder(&said, &remote);
+    let call = |json: String| {
+        let env = &env;
+        let room = &room;
+        async move {
+            let before = env.alice.messages_from(room, &env.agent).len();
+            env.alice
+                .send(room, &format!("%mcp-call sidekicks post_file {json}"))
+                .await;
+            wait_until(PATIENCE, "the answer of post_file", || {
+                (env.alice.messages_from(room, &env.agent).into_iter())
+                    .skip(before)
+                    .filter(|m| m.replaces.is_none())
+                    .filter_map(|m| env.alice.current_text(&m.event_id))
+                    .find(|t| t.starts_with("mcp-call"))
+            })
+            .await
+        }
+    };
+    let posted = call(r#"{"path": "chart.txt", "caption": "From the build host"}"#.into()).await;
+    assert!(posted.contains("Posted chart.txt as $"), "{posted}");
+    let file = wait_until(PATIENCE, "the posted file", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .find(|m| m.media.as_ref().is_some_and(|(_, n, _)| n == "chart.txt"))
+    })
+    .await;
+    assert_eq!(file.body, "From the build host");
+    let (_, _, source) = file.media.clone().unwrap();
+    // Read on the host, where the agent wrote it.
+    assert_eq!(env.alice.download(&source).await, b"the remote chart");
+    assert!(disk.join("work").join(name).join("chart.txt").is_file());
+    // A file outside its folder is refused there too.
+    let refused = call(format!(r#"{{"path": "{}"}}"#, outside.display())).await;
+    assert!(
+        refused.starts_with("mcp-call post_file failed:")
+            && refused.contains("outside the workspace"),
+        "{refused}"
+    );
+    // The forwarded socket is the agent's own, and goes with it.
+    let forwarded = || {
+        (std::fs::read_dir("/tmp").unwrap().filter_map(|e| e.ok()))
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("sidekicks-room-tools-") && name.ends_with(".sock")
+            })
+            .count()
+    };
+    assert!(forwarded() > 0, "the socket on the host");
+    for socket in std::fs::read_dir("/tmp").unwrap().filter_map(|e| e.ok()) {
+        let name = socket.file_name().to_string_lossy().into_owned();
+        if name.starts_with("sidekicks-room-tools-") {
+            let mode = socket.metadata().unwrap().permissions();
+            let mode = std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777;
+            assert_eq!(mode, 0o600, "{name}: only the remote user's");
+        }
+    }
+    let mut env = env;
+    env.gw.stop();
+    wait_until(
+        Duration::from_secs(15),
+        "the forwarded socket removed",
+        || (forwarded() == 0).then_some(()),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_no_host_answering_the_room_is_told_which_and_why() {
     let Some(sshd) = Sshd::start() else { return };
     let dead = down_host();

@@ -622,8 +622,14 @@ async fn run_connection(
     mut requests: mpsc::Receiver<Request>,
     init: oneshot::Sender<Result<InitializeResponse, agent_client_protocol::Error>>,
 ) -> Result<(), agent_client_protocol::Error> {
-    // Without a network, the room tools come through the socket file.
-    let offline = spec.network() == Some(super::sandbox::Network::None);
+    // Without a network, or on another host, the room tools come through the socket file.
+    let route = match (&spec.remote, spec.network()) {
+        (Some(link), _) => events::ToolsRoute::Socket {
+            bridge: Some(link.settings().program.clone().into()),
+        },
+        (None, Some(super::sandbox::Network::None)) => events::ToolsRoute::Socket { bridge: None },
+        (None, _) => events::ToolsRoute::Loopback,
+    };
     let offer = Offer::to(&spec, terminals.enabled());
     let ProcessSpec {
         agent_id,
@@ -752,7 +758,7 @@ async fn run_connection(
             let tools = McpOffer {
                 servers: mcp,
                 http,
-                offline,
+                route,
                 agent_id: &agent_id,
             };
             while let Some(request) = requests.recv().await {

@@ -68,22 +68,41 @@ pub fn steered(answer: &serde_json::Value) -> Option<Steered> {
     }
 }
 
+/// How an agent's sessions reach the room tools.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolsRoute {
+    /// On loopback: over HTTP when the agent takes HTTP, else over stdio.
+    Loopback,
+    /// Over stdio through the socket file bound into its sandbox (an agent without network,
+    /// or on another host, whose connection forwards the socket): `bridge` is the program
+    /// that speaks stdio there when it is not the gateway's own (on another host).
+    Socket {
+        /// The `sidekicks` program on the agent's host.
+        bridge: Option<std::path::PathBuf>,
+    },
+}
+
 /// The MCP servers one session is given: the agent's (`configured`), and the gateway's room
-/// tools (`tools`): for an agent without network (`offline`), over stdio through the socket
-/// file bound into its sandbox; else over HTTP when the agent takes HTTP, else over stdio.
+/// tools (`tools`) the way `route` says.
 pub fn with_tools(
     configured: &[McpServer],
     tools: Option<SessionTools>,
     http: bool,
-    offline: bool,
+    route: &ToolsRoute,
     agent: &AgentId,
 ) -> Vec<McpServer> {
     let mut servers = configured.to_vec();
     if let Some(tools) = tools {
-        let (spec, over) = match (offline, http) {
-            (true, _) => (tools.local, "stdio through the socket file"),
-            (false, true) => (tools.http, "http"),
-            (false, false) => (tools.stdio, "stdio"),
+        let (spec, over) = match (route, http) {
+            (ToolsRoute::Socket { bridge }, _) => {
+                let mut spec = tools.local;
+                if let (McpServerSpec::Stdio { command, .. }, Some(bridge)) = (&mut spec, bridge) {
+                    command.clone_from(bridge);
+                }
+                (spec, "stdio through the socket file")
+            }
+            (ToolsRoute::Loopback, true) => (tools.http, "http"),
+            (ToolsRoute::Loopback, false) => (tools.stdio, "stdio"),
         };
         tracing::debug!(%agent, over, "the session gets the room tools");
         servers.extend(mcp_servers(&[spec], http, agent));

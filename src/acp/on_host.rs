@@ -53,16 +53,21 @@ impl ProcessSpec {
             )
             .chain(inner_env.iter().cloned())
             .collect();
+        // The agent's own connection brings it the room tools, if it has them.
+        let (mut cmd, room_tools) = match agent {
+            true => link.agent_command(&host),
+            false => (link.command(&host), None),
+        };
         let request = Request::Run(RunRequest {
             program: program.to_owned(),
             args: args.to_vec(),
             cwd: cwd.to_owned(),
             env,
             boxing: settings.boxing.clone(),
+            room_tools,
         });
         let mut header = Vec::new();
         crate::remote::wire::write_line(&mut header, &request).map_err(std::io::Error::other)?;
-        let mut cmd = link.command(&host);
         own_session(&mut cmd);
         if agent {
             // The ssh client going with the gateway ends the connection, and the helper

@@ -137,8 +137,8 @@ pub(super) struct McpOffer<'a> {
     pub(super) servers: Vec<McpServer>,
     /// Whether the agent takes HTTP servers.
     pub(super) http: bool,
-    /// Whether the agent has no network (the room tools then come through their socket).
-    pub(super) offline: bool,
+    /// How its sessions reach the room tools.
+    pub(super) route: events::ToolsRoute,
     /// The agent, for the log.
     pub(super) agent_id: &'a AgentId,
 }
@@ -146,7 +146,7 @@ pub(super) struct McpOffer<'a> {
 impl McpOffer<'_> {
     /// The servers for one session, with the room tools `tools` opened to it, if any.
     fn with(&self, tools: Option<SessionTools>) -> Vec<McpServer> {
-        events::with_tools(&self.servers, tools, self.http, self.offline, self.agent_id)
+        events::with_tools(&self.servers, tools, self.http, &self.route, self.agent_id)
     }
 }
 

@@ -249,8 +249,11 @@ fn on_hosts(
     let sandbox = match agent.sandbox_mode(&config.sandbox) {
         SandboxMode::Off => SandboxWish::Off,
         SandboxMode::Bubblewrap => SandboxWish::Required,
-        // Without a network the sandbox is the only way to have none.
-        SandboxMode::Auto if agent.sandbox.network == crate::acp::Network::None => {
+        // Without a network the sandbox is the only way to have none; the room tools come
+        // through a socket only the sandbox can bind in.
+        SandboxMode::Auto
+            if agent.sandbox.network == crate::acp::Network::None || agent.room_tools =>
+        {
             SandboxWish::Required
         }
         SandboxMode::Auto => SandboxWish::Auto,
@@ -272,6 +275,9 @@ fn on_hosts(
             offline: agent.sandbox.network == crate::acp::Network::None,
             hide,
         },
+        room_tools: agent
+            .room_tools
+            .then(|| room_tools_socket(&config.state_dir)),
         sockets: Some(config.state_dir.join("ssh")),
     };
     let summary = format!(

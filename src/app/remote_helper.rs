@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use super::isolation::HOME_SECRETS;
 use crate::acp::{Network, Sandbox, own_session};
+use crate::model::agent::ROOM_TOOLS_SOCKET;
 use crate::remote::AGENT_HOMES;
 use crate::remote::wire::{
     self, Boxing, Hello, Request, RunRequest, SandboxWish, WireError, WorktreeRequest,
@@ -83,9 +84,35 @@ fn run(request: RunRequest) -> ExitCode {
         eprintln!("sidekicks remote: {why}");
         ExitCode::from(code)
     };
-    let (home, sandbox) = match boxed(&request.boxing) {
+    let (home, mut sandbox) = match boxed(&request.boxing) {
         Ok(boxed) => boxed,
         Err(why) => return failed(why, 126),
+    };
+    // The room tools come through the socket the connection forwards, bound in where the
+    // agent finds them at home: only a sandbox can put it there.
+    let _forwarded = match (&request.room_tools, sandbox.as_mut()) {
+        (None, _) => None,
+        (Some(socket), Some(sandbox)) if appears(socket) => {
+            sandbox
+                .binds
+                .push((socket.clone(), ROOM_TOOLS_SOCKET.into()));
+            Some(Removed(socket.clone()))
+        }
+        (Some(socket), Some(_)) => {
+            eprintln!(
+                "sidekicks remote: the room tools' socket {} is not there (does sshd allow \
+                 forwarding Unix sockets, AllowStreamLocalForwarding?): the agent runs without \
+                 them",
+                socket.display()
+            );
+            None
+        }
+        (Some(_), None) => {
+            return failed(
+                "the room tools need the host's sandbox, and it has none".into(),
+                126,
+            );
+        }
     };
     let (program, args, cwd) = (&request.program, &request.args, &request.cwd);
     let mut cmd = command(sandbox.as_ref(), program, args, cwd, &home);
@@ -104,6 +131,28 @@ fn run(request: RunRequest) -> ExitCode {
     match cmd.spawn() {
         Ok(child) => watch(child),
         Err(e) => failed(format!("cannot run {}: {e}", request.program), 127),
+    }
+}
+
+/// Whether `socket` is there, or appears within a second (`sshd` makes a forwarded socket
+/// as the connection opens, before this helper runs; the wait is for a slow one).
+fn appears(socket: &Path) -> bool {
+    for _ in 0..20 {
+        if socket.exists() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    socket.exists()
+}
+
+/// A forwarded socket, removed when the agent ends (`sshd` leaves it, and a name is used
+/// once).
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 

@@ -332,6 +332,15 @@ impl Config {
                 for (key, why) in ssh_problems(a, ssh) {
                     bad(k(key), why);
                 }
+                // The room tools reach it through a socket bound into its sandbox there.
+                if a.room_tools && a.sandbox_mode(&self.sandbox) == SandboxMode::Off {
+                    bad(
+                        k("room_tools"),
+                        "the room tools reach an agent on another host through its sandbox \
+                         there, which is off: set room_tools = false, or let the sandbox run"
+                            .into(),
+                    );
+                }
             }
             if a.sandbox.network == crate::acp::Network::None
                 && a.runner == super::RunnerConfig::Local
@@ -570,12 +579,6 @@ fn ssh_problems(
         out.push((
             "worktree.repository",
             "must be an absolute path on the agent's hosts".into(),
-        ));
-    }
-    if a.room_tools {
-        out.push((
-            "room_tools",
-            "the room tools do not reach an agent on another host: set room_tools = false".into(),
         ));
     }
     out

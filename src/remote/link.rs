@@ -44,6 +44,9 @@ pub struct SshSettings {
     pub connect_timeout: Duration,
     /// What the agent and its commands may reach there.
     pub boxing: Boxing,
+    /// The gateway's room tools socket, when the agent has the room tools: its connection
+    /// forwards a socket on the host to it (see [`Link::agent_command`]).
+    pub room_tools: Option<PathBuf>,
     /// The private folder where the connections its file operations share are reached
     /// (in the gateway's state, which no agent sees); `None`: each connects on its own.
     pub sockets: Option<PathBuf>,
@@ -193,6 +196,24 @@ impl Link {
     /// line; its environment is `PATH` alone (no agent socket, no locale of the gateway's).
     pub fn command(&self, host: &str) -> Command {
         self.command_with(host, &[])
+    }
+
+    /// The command that runs the agent itself on `host`, as [`Link::command`]; with the
+    /// room tools, its connection also forwards a socket there, new for this connection
+    /// (returned, for the helper to bind into the agent's sandbox), to the gateway's.
+    pub fn agent_command(&self, host: &str) -> (Command, Option<PathBuf>) {
+        let Some(local) = &self.settings.room_tools else {
+            return (self.command(host), None);
+        };
+        let mut bytes = [0u8; 12];
+        getrandom::fill(&mut bytes).expect("the system has no randomness");
+        let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let remote = PathBuf::from(format!("/tmp/sidekicks-room-tools-{name}.sock"));
+        let forward = format!("RemoteForward={} {}", ssh_path(&remote), ssh_path(local));
+        (
+            self.command_with(host, &["-o".into(), forward]),
+            Some(remote),
+        )
     }
 
     /// [`Link::command`] with more `ssh` options (`-o name=value` pairs).
@@ -436,6 +457,7 @@ mod tests {
                 offline: false,
                 hide: vec![],
             },
+            room_tools: None,
             sockets: None,
         }
     }

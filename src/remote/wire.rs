@@ -62,6 +62,11 @@ pub struct RunRequest {
     pub env: Vec<(String, String)>,
     /// The box it runs in.
     pub boxing: Boxing,
+    /// For the agent with the room tools: the socket on this host that its connection
+    /// forwards to the gateway's room tools, bound into its sandbox at
+    /// [`crate::model::agent::ROOM_TOOLS_SOCKET`] (the sandbox is required then).
+    #[serde(default)]
+    pub room_tools: Option<PathBuf>,
 }
 
 /// What the agent's commands (git for its worktrees included) may reach on its host.

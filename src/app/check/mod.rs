@@ -114,11 +114,13 @@ fn agent_lines(
         .collect();
     writeln!(out, "  mcp servers: {}", none_or_list(&servers))?;
     let offline = agent.sandbox.network == crate::acp::Network::None;
-    let room_tools = match (agent.room_tools, offline, info.mcp_http) {
+    let remote = matches!(agent.runner, crate::config::RunnerConfig::Ssh(_));
+    let room_tools = match (agent.room_tools, remote, offline, info.mcp_http) {
         (false, ..) => "off",
-        (true, true, _) => "on, over stdio through the socket file (no network)",
-        (true, false, true) => "on, over http",
-        (true, false, false) => "on, over stdio",
+        (true, true, ..) => "on, over stdio through the socket its connection forwards",
+        (true, false, true, _) => "on, over stdio through the socket file (no network)",
+        (true, false, false, true) => "on, over http",
+        (true, false, false, false) => "on, over stdio",
     };
     writeln!(out, "  room tools: {room_tools}")?;
     let methods: Vec<String> = (info.auth_methods.iter())
