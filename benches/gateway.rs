@@ -1067,6 +1067,39 @@ async fn runners(report: &mut Report, runs: usize) {
                 reply.saturating_sub(prompt) as f64,
             );
         }
+        // A turn that has the gateway read one file of its folder (`fs/read_text_file`):
+        // at home a read by handle, on another host an exchange with the helper there.
+        env.alice
+            .send(&room, "%write bench-read.txt read-me\n%say written")
+            .await;
+        env.reply_where(&room, "the file written", |t| t.contains("written"))
+            .await;
+        for n in 0..runs * 10 {
+            let word = format!("fr{n}");
+            let asked = format!("%fs-read bench-read.txt\n%say {word}");
+            env.alice.send(&room, &asked).await;
+            let said = env
+                .reply_where(&room, "the file read", |t| t.contains(&word))
+                .await;
+            assert!(said.contains("7 chars: read-me"), "{said}");
+            let prompt = (env
+                .alice
+                .messages_from(&room, &env.alice.user_id)
+                .into_iter())
+            .rfind(|m| m.replaces.is_none())
+            .map_or(0, |m| m.server_ts);
+            // The first version of the answer (its post or an edit) that holds it whole.
+            let reply = (env.alice.messages_from(&room, &env.agent).into_iter())
+                .filter(|m| m.body.contains(&word))
+                .map(|m| m.server_ts)
+                .min()
+                .unwrap_or(0);
+            report.add(
+                &format!("runner {kind}: prompt to reply, reading one file through the gateway"),
+                "ms",
+                reply.saturating_sub(prompt) as f64,
+            );
+        }
         let gateway = env.gw.pid().unwrap();
         let mut agent_side = descendants_mib(gateway);
         if kind == "container" {
