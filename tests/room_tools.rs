@@ -7,22 +7,6 @@ mod support;
 
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
-/// What the demo agent said after `%mcp-call sidekicks TOOL JSON` in `room`.
-async fn call(env: &Env, room: &matrix_sdk::room::Room, tool: &str, json: &str) -> String {
-    let before = env.alice.messages_from(room, &env.agent).len();
-    env.alice
-        .send(room, &format!("%mcp-call sidekicks {tool} {json}"))
-        .await;
-    wait_until(PATIENCE, &format!("the answer of {tool}"), || {
-        (env.alice.messages_from(room, &env.agent).into_iter())
-            .skip(before)
-            .filter(|m| m.replaces.is_none())
-            .filter_map(|m| env.alice.current_text(&m.event_id))
-            .find(|t| t.starts_with("mcp-call"))
-    })
-    .await
-}
-
 /// The MCP servers the demo agent's session in `room` was given, one line each (`%mcp`).
 async fn servers(env: &Env, room: &matrix_sdk::room::Room) -> String {
     env.alice.send(room, "%mcp").await;
@@ -40,7 +24,7 @@ async fn said(env: &Env, room: &matrix_sdk::room::Room, text: &str) {
 /// What the demo agent said after fetching the file of message `event` in `room`.
 async fn fetch(env: &Env, room: &matrix_sdk::room::Room, event: &str) -> String {
     let json = format!(r#"{{"event_id": "{event}"}}"#);
-    call(env, room, "fetch_attachment", &json).await
+    env.call_tool(room, "fetch_attachment", &json).await
 }
 
 /// Waits for the file named `name` the agent posted in `room`.
@@ -64,7 +48,9 @@ async fn the_agent_reads_searches_and_lists_its_room_over_stdio() {
     );
     said(&env, &room, "Deploy on Friday? It is agreed.").await;
 
-    let recent = call(&env, &room, "recent_messages", r#"{"limit": 3}"#).await;
+    let recent = env
+        .call_tool(&room, "recent_messages", r#"{"limit": 3}"#)
+        .await;
     let lines: Vec<&str> = recent.lines().skip(1).collect();
     assert_eq!(lines.len(), 3, "{recent}");
     assert!(
@@ -85,15 +71,17 @@ async fn the_agent_reads_searches_and_lists_its_room_over_stdio() {
         "{recent}"
     );
 
-    let found = call(&env, &room, "search_messages", r#"{"query": "FRIDAY"}"#).await;
+    let found = env
+        .call_tool(&room, "search_messages", r#"{"query": "FRIDAY"}"#)
+        .await;
     assert!(found.contains("Deploy on Friday?"), "{found}");
-    let none = call(
-        &env,
-        &room,
-        "search_messages",
-        r#"{"query": "no such words here"}"#,
-    )
-    .await;
+    let none = env
+        .call_tool(
+            &room,
+            "search_messages",
+            r#"{"query": "no such words here"}"#,
+        )
+        .await;
     // The search itself is the newest message, and it names the words.
     assert_eq!(none.lines().count(), 2, "{none}");
 
@@ -101,7 +89,7 @@ async fn the_agent_reads_searches_and_lists_its_room_over_stdio() {
         !support::has_token(&env.gw.log()),
         "the session's token reached the log"
     );
-    let members = call(&env, &room, "list_members", "{}").await;
+    let members = env.call_tool(&room, "list_members", "{}").await;
     assert!(
         members.contains(&env.alice.user_id) && members.contains(&env.agent),
         "{members}"
@@ -143,13 +131,13 @@ async fn the_agent_fetches_a_file_people_sent_and_posts_one_back_over_http() {
     assert_eq!(std::fs::read(path).unwrap(), b"a,b\n1,2\n");
 
     std::fs::write(env.gw.workspace("demo").join("chart.txt"), "the chart").unwrap();
-    let posted = call(
-        &env,
-        &room,
-        "post_file",
-        r#"{"path": "chart.txt", "caption": "Here is the chart"}"#,
-    )
-    .await;
+    let posted = env
+        .call_tool(
+            &room,
+            "post_file",
+            r#"{"path": "chart.txt", "caption": "Here is the chart"}"#,
+        )
+        .await;
     assert!(posted.contains("Posted chart.txt as $"), "{posted}");
     let file = agent_file(&env, &room, "chart.txt").await;
     assert_eq!(file.body, "Here is the chart");
@@ -157,13 +145,13 @@ async fn the_agent_fetches_a_file_people_sent_and_posts_one_back_over_http() {
     assert_eq!(env.alice.download(&source).await, b"the chart");
 
     let outside = env.gw.dir.path().join("config.toml");
-    let refused = call(
-        &env,
-        &room,
-        "post_file",
-        &format!(r#"{{"path": "{}"}}"#, outside.display()),
-    )
-    .await;
+    let refused = env
+        .call_tool(
+            &room,
+            "post_file",
+            &format!(r#"{{"path": "{}"}}"#, outside.display()),
+        )
+        .await;
     assert!(
         refused.starts_with("mcp-call post_file failed:")
             && refused.contains("outside the workspace"),
@@ -196,13 +184,15 @@ async fn a_room_tool_reaches_only_its_own_room() {
             && refused.contains("is not a message of this room"),
         "{refused}"
     );
-    let recent = call(&env, &here, "recent_messages", "{}").await;
+    let recent = env.call_tool(&here, "recent_messages", "{}").await;
     assert!(recent.contains("only here"), "{recent}");
     assert!(
         !recent.contains("plans") && !recent.contains("kept"),
         "{recent}"
     );
-    let found = call(&env, &here, "search_messages", r#"{"query": "plans"}"#).await;
+    let found = env
+        .call_tool(&here, "search_messages", r#"{"query": "plans"}"#)
+        .await;
     assert!(!found.contains(&secret), "{found}");
 }
 
@@ -264,7 +254,7 @@ async fn in_an_encrypted_room_the_tools_read_what_the_agent_can_decrypt() {
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(true).await;
     said(&env, &room, "encrypted words").await;
-    let recent = call(&env, &room, "recent_messages", "{}").await;
+    let recent = env.call_tool(&room, "recent_messages", "{}").await;
     assert!(
         recent.contains(": %say encrypted words") && recent.contains(": encrypted words"),
         "Alice's message and the answer, decrypted: {recent}"

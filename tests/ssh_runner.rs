@@ -201,25 +201,8 @@ async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_t
         "{said}"
     );
     let name = room_folder(&said, &remote);
-    let call = |json: String| {
-        let env = &env;
-        let room = &room;
-        async move {
-            let before = env.alice.messages_from(room, &env.agent).len();
-            env.alice
-                .send(room, &format!("%mcp-call sidekicks post_file {json}"))
-                .await;
-            wait_until(PATIENCE, "the answer of post_file", || {
-                (env.alice.messages_from(room, &env.agent).into_iter())
-                    .skip(before)
-                    .filter(|m| m.replaces.is_none())
-                    .filter_map(|m| env.alice.current_text(&m.event_id))
-                    .find(|t| t.starts_with("mcp-call"))
-            })
-            .await
-        }
-    };
-    let posted = call(r#"{"path": "chart.txt", "caption": "From the build host"}"#.into()).await;
+    let json = r#"{"path": "chart.txt", "caption": "From the build host"}"#;
+    let posted = env.call_tool(&room, "post_file", json).await;
     assert!(posted.contains("Posted chart.txt as $"), "{posted}");
     let file = wait_until(PATIENCE, "the posted file", || {
         (env.alice.messages_from(&room, &env.agent).into_iter())
@@ -232,7 +215,8 @@ async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_t
     assert_eq!(env.alice.download(&source).await, b"the remote chart");
     assert!(disk.join("work").join(name).join("chart.txt").is_file());
     // A file outside its folder is refused there too.
-    let refused = call(format!(r#"{{"path": "{}"}}"#, outside.display())).await;
+    let json = format!(r#"{{"path": "{}"}}"#, outside.display());
+    let refused = env.call_tool(&room, "post_file", &json).await;
     assert!(
         refused.starts_with("mcp-call post_file failed:")
             && refused.contains("outside the workspace"),
@@ -265,6 +249,44 @@ async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_t
         || (forwarded() == 0).then_some(()),
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_the_agent_goes_back_to_the_host_it_ran_on() {
+    let Some(sshd) = Sshd::start() else { return };
+    // Two names of the one host: the agent's rooms' files are on the one it ran on.
+    let first = sshd.destination();
+    let port = first.rsplit(':').next().unwrap();
+    let second = format!("ssh://127.0.0.1:{port}");
+    let dead = down_host();
+    let agent = sshd.agent_toml(&[dead.clone(), second.clone()], &sshd.remote());
+    let mut env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
+    let room = env.room_with_agent(false).await;
+    env.prompt_and_wait(&room, "%say before", "before").await;
+    let chosen = |log: String| -> Vec<String> {
+        (log.lines())
+            .filter(|l| l.contains("agent host chosen"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let on = chosen(env.gw.log());
+    assert!(
+        on.len() == 1 && on[0].contains(&format!("host={second} ")),
+        "{on:?}"
+    );
+    // The first host answers again (in the down one's place) when the gateway restarts.
+    env.gw.stop();
+    let config = env.gw.dir.path().join("sidekicks.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace(&dead, &first)).unwrap();
+    env.gw.start_again();
+    let on = wait_until(PATIENCE, "the agent's host chosen again", || {
+        let on = chosen(env.gw.log());
+        (on.len() == 2).then_some(on)
+    })
+    .await;
+    assert!(on[1].contains(&format!("host={second} ")), "{on:?}");
+    env.prompt_and_wait(&room, "%say after", "after").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

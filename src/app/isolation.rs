@@ -260,6 +260,7 @@ fn on_hosts(
     };
     // What is the gateway's stays hidden there too, should the host be this one.
     let hide = hidden(config, agent);
+    let ssh_state = config.state_dir.join("ssh");
     let settings = SshSettings {
         ssh,
         hosts: runner.hosts.clone(),
@@ -278,7 +279,9 @@ fn on_hosts(
         room_tools: agent
             .room_tools
             .then(|| room_tools_socket(&config.state_dir)),
-        sockets: Some(config.state_dir.join("ssh")),
+        // The runner's own folder in the state: the host each agent ran on, the sockets.
+        remembered: Some(ssh_state.join(format!("{}.host", agent.id))),
+        sockets: Some(ssh_state),
     };
     let summary = format!(
         "ssh (hosts {}): its workspace {} and home {} are there; sandbox there: {}; network: {}",
@@ -548,11 +551,21 @@ password_file = "b.password"
              known_hosts = \"/k\"\nidentity = \"/i\"",
         )
         .unwrap();
+        // The room tools come through a socket only its sandbox there can bind in.
+        let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
+        let settings = chosen.remote.unwrap().settings().clone();
+        assert_eq!(settings.boxing.sandbox, SandboxWish::Required);
+        assert_eq!(settings.room_tools, Some(d.join("state/room-tools.sock")));
+        // What the runner keeps is in the state folder, which every sandbox hides.
+        assert_eq!(settings.remembered, Some(d.join("state/ssh/a.host")));
+        assert_eq!(settings.sockets, Some(d.join("state/ssh")));
+        config.agents[0].room_tools = false;
         let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
         assert!(chosen.sandbox.is_none() && chosen.container.is_none());
         assert_eq!(chosen.home, None, "its home is a path there, not made here");
         assert!(!d.join("state/agent-homes/a").exists());
         let link = chosen.remote.unwrap();
+        assert_eq!(link.settings().room_tools, None);
         let settings = &link.settings().boxing;
         assert_eq!(settings.home, "~/.sidekicks/agent-homes/a");
         assert_eq!(settings.sandbox, SandboxWish::Auto);

@@ -3,7 +3,8 @@
 //! there.
 //!
 //! A host is chosen when an agent process starts: the agent's current host while it
-//! answers (its rooms' files are there), else the host with the fewest running agent
+//! answers (its rooms' files are there; kept in the state folder, so this holds across the
+//! gateway's restarts too), else the host with the fewest running agent
 //! processes of this gateway that answers, in the order the config lists them. A host that
 //! does not answer is skipped and logged; when none is left the start fails, naming each
 //! host and why, and the room is told. The files of a conversation are reached on the
@@ -47,6 +48,10 @@ pub struct SshSettings {
     /// The gateway's room tools socket, when the agent has the room tools: its connection
     /// forwards a socket on the host to it (see [`Link::agent_command`]).
     pub room_tools: Option<PathBuf>,
+    /// The file where the host it last ran on is kept (in the gateway's state), so that
+    /// after a restart it goes back to the host its rooms' files are on while that host
+    /// answers; `None`: not kept.
+    pub remembered: Option<PathBuf>,
     /// The private folder where the connections its file operations share are reached
     /// (in the gateway's state, which no agent sees); `None`: each connects on its own.
     pub sockets: Option<PathBuf>,
@@ -102,10 +107,15 @@ impl Link {
     pub fn new(agent: &str, settings: SshSettings) -> Arc<Self> {
         let mut bytes = [0u8; 6];
         getrandom::fill(&mut bytes).expect("the system has no randomness");
+        // The host it ran on before the gateway's last stop, if that is still one of its.
+        let remembered = (settings.remembered.as_ref())
+            .and_then(|file| std::fs::read_to_string(file).ok())
+            .map(|host| host.trim().to_owned())
+            .filter(|host| settings.hosts.contains(host));
         Arc::new(Self {
             agent: agent.to_owned(),
             settings,
-            current: Mutex::new(None),
+            current: Mutex::new(remembered),
             socket_name: bytes.iter().map(|b| format!("{b:02x}")).collect(),
             sharing: Mutex::default(),
             sockets_ready: OnceLock::new(),
@@ -151,7 +161,14 @@ impl Link {
                     {
                         tracing::warn!(agent = %self.agent, %host, "the host has no working bubblewrap: the agent runs there unsandboxed, as the remote user");
                     }
-                    *self.current.lock().expect("host lock") = Some(host.clone());
+                    let before = self
+                        .current
+                        .lock()
+                        .expect("host lock")
+                        .replace(host.clone());
+                    if before.as_ref() != Some(host) {
+                        self.remember(host);
+                    }
                     return Ok(host.clone());
                 }
                 Err(why) => {
@@ -164,6 +181,25 @@ impl Link {
             agent: self.agent.clone(),
             tried: tried.join("; "),
         })
+    }
+
+    /// Keeps `host` as the one the agent runs on, for the gateway's next start (written
+    /// whole, then renamed into place). A failure is logged: the agent runs all the same.
+    fn remember(&self, host: &str) {
+        let Some(file) = &self.settings.remembered else {
+            return;
+        };
+        let written = (file
+            .parent()
+            .map_or(Ok(()), crate::state_dir::create_private))
+        .and_then(|()| {
+            let part = file.with_extension("part");
+            std::fs::write(&part, format!("{host}\n"))?;
+            std::fs::rename(&part, file)
+        });
+        if let Err(e) = written {
+            tracing::warn!(agent = %self.agent, file = %file.display(), error = %e, "cannot keep the agent's host for the next start");
+        }
     }
 
     /// The host the agent's files are on: its current one, else one chosen now.
@@ -458,6 +494,7 @@ mod tests {
                 hide: vec![],
             },
             room_tools: None,
+            remembered: None,
             sockets: None,
         }
     }
@@ -558,6 +595,37 @@ mod tests {
         // Without a folder for them, nothing is shared.
         settings.sockets = None;
         assert!(own(Link::new("c", settings).share("build1")));
+    }
+
+    #[test]
+    fn an_agent_goes_back_to_the_host_it_ran_on_after_a_restart_while_it_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = &fake_ssh(
+            dir.path(),
+            "for a; do host=$prev; prev=$a; done\n\
+             case \"$host\" in down*) exit 255;; *) echo '{\"version\":\"t\",\"bubblewrap\":false}';; esac",
+        );
+        let file = dir.path().join("state/ssh/a.host");
+        // It ran on the second host: the first was down then.
+        let mut settings = settings(ssh, &["down-then", "remember-second"]);
+        settings.remembered = Some(file.clone());
+        let link = Link::new("a", settings.clone());
+        assert_eq!(link.choose().unwrap(), "remember-second");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "remember-second\n");
+        // The gateway starts again with the first host back: the agent goes back to the
+        // second, where its rooms' files are.
+        settings.hosts[0] = "remember-first".into();
+        let again = Link::new("a", settings.clone());
+        assert_eq!(again.current().as_deref(), Some("remember-second"));
+        assert_eq!(again.choose().unwrap(), "remember-second");
+        // A host no longer in its list is forgotten; one that does not answer is left.
+        settings.hosts = vec!["remember-first".into()];
+        assert_eq!(Link::new("a", settings.clone()).current(), None);
+        std::fs::write(&file, "down-now\n").unwrap();
+        settings.hosts = vec!["remember-first".into(), "down-now".into()];
+        let moved = Link::new("a", settings);
+        assert_eq!(moved.choose().unwrap(), "remember-first");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "remember-first\n");
     }
 
     #[test]

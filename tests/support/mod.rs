@@ -314,6 +314,23 @@ impl Env {
             .collect()
     }
 
+    /// Has the demo agent call the room tool `tool` with the JSON arguments `json`
+    /// (`%mcp-call sidekicks TOOL JSON`); what it said it got back.
+    pub async fn call_tool(&self, room: &matrix_sdk::room::Room, tool: &str, json: &str) -> String {
+        let before = self.alice.messages_from(room, &self.agent).len();
+        self.alice
+            .send(room, &format!("%mcp-call sidekicks {tool} {json}"))
+            .await;
+        wait_until(PATIENCE, &format!("the answer of {tool}"), || {
+            (self.alice.messages_from(room, &self.agent).into_iter())
+                .skip(before)
+                .filter(|m| m.replaces.is_none())
+                .filter_map(|m| self.alice.current_text(&m.event_id))
+                .find(|t| t.starts_with("mcp-call"))
+        })
+        .await
+    }
+
     /// Waits until one of the agent's messages in `room` currently shows a text for which
     /// `wanted` holds; returns that text. Edit events are not messages of their own (their
     /// fallback body, `* …`, is no text anyone reads): their message's text counts.
