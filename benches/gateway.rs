@@ -1052,12 +1052,7 @@ async fn runners(report: &mut Report, runs: usize) {
             let word = format!("rt{n}");
             env.prompt_and_wait(&room, &format!("%say {word}"), &word)
                 .await;
-            let prompt = (env
-                .alice
-                .messages_from(&room, &env.alice.user_id)
-                .into_iter())
-            .rfind(|m| m.replaces.is_none())
-            .map_or(0, |m| m.server_ts);
+            let prompt = last_prompt_stamp(&env, &room);
             let reply = (env.alice.messages_from(&room, &env.agent).into_iter())
                 .rfind(|m| m.replaces.is_none())
                 .map_or(0, |m| m.server_ts);
@@ -1082,12 +1077,7 @@ async fn runners(report: &mut Report, runs: usize) {
                 .reply_where(&room, "the file read", |t| t.contains(&word))
                 .await;
             assert!(said.contains("7 chars: read-me"), "{said}");
-            let prompt = (env
-                .alice
-                .messages_from(&room, &env.alice.user_id)
-                .into_iter())
-            .rfind(|m| m.replaces.is_none())
-            .map_or(0, |m| m.server_ts);
+            let prompt = last_prompt_stamp(&env, &room);
             // The first version of the answer (its post or an edit) that holds it whole.
             let reply = (env.alice.messages_from(&room, &env.agent).into_iter())
                 .filter(|m| m.body.contains(&word))
@@ -1122,6 +1112,15 @@ async fn runners(report: &mut Report, runs: usize) {
             agent_side,
         );
     }
+}
+
+/// The homeserver's stamp of Alice's last message in `room`.
+fn last_prompt_stamp(env: &Env, room: &Room) -> u64 {
+    (env.alice
+        .messages_from(room, &env.alice.user_id)
+        .into_iter())
+    .rfind(|m| m.replaces.is_none())
+    .map_or(0, |m| m.server_ts)
 }
 
 /// The agent's messages in `rooms` that Alice received after the first `before` of each.

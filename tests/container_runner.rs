@@ -420,12 +420,15 @@ async fn with_max_rooms_the_room_used_least_recently_makes_way_and_a_busy_one_is
         (running("sleep 3025") > 0).then_some(())
     })
     .await;
-    let before = env.alice.messages_from(&first, &env.agent).len();
+    let waits = || {
+        (env.gw.log())
+            .matches("every room's agent process runs a turn or was just used: this room waits")
+            .count()
+    };
+    let (before, waited) = (env.alice.messages_from(&first, &env.agent).len(), waits());
     env.alice.send(&first, "%say first again").await;
     wait_until(PATIENCE, "the first room waiting", || {
-        (env.gw.log())
-            .contains("every room's agent process runs a turn: this room waits")
-            .then_some(())
+        (waits() > waited).then_some(())
     })
     .await;
     one_container(&state).await;

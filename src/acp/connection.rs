@@ -623,13 +623,8 @@ async fn run_connection(
     init: oneshot::Sender<Result<InitializeResponse, agent_client_protocol::Error>>,
 ) -> Result<(), agent_client_protocol::Error> {
     // Without a network, or on another host, the room tools come through the socket file.
-    let route = match (&spec.remote, spec.network()) {
-        (Some(link), _) => events::ToolsRoute::Socket {
-            bridge: Some(link.settings().program.clone().into()),
-        },
-        (None, Some(super::sandbox::Network::None)) => events::ToolsRoute::Socket { bridge: None },
-        (None, _) => events::ToolsRoute::Loopback,
-    };
+    let remote = (spec.remote.as_ref()).map(|link| link.settings().program.clone());
+    let route = events::ToolsRoute::of(spec.network(), remote);
     let offer = Offer::to(&spec, terminals.enabled());
     let ProcessSpec {
         agent_id,

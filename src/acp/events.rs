@@ -82,6 +82,20 @@ pub enum ToolsRoute {
     },
 }
 
+impl ToolsRoute {
+    /// The route of an agent with `network`, on another host whose `sidekicks` is
+    /// `remote_program` (`None`: on this one).
+    pub fn of(network: Option<super::sandbox::Network>, remote_program: Option<String>) -> Self {
+        match (remote_program, network) {
+            (Some(program), _) => Self::Socket {
+                bridge: Some(program.into()),
+            },
+            (None, Some(super::sandbox::Network::None)) => Self::Socket { bridge: None },
+            (None, _) => Self::Loopback,
+        }
+    }
+}
+
 /// The MCP servers one session is given: the agent's (`configured`), and the gateway's room
 /// tools (`tools`) the way `route` says.
 pub fn with_tools(
@@ -559,6 +573,59 @@ mod tests {
         assert_eq!(outcome("failed"), Some(Steered::Failed));
         assert_eq!(outcome("queued"), None);
         assert_eq!(steered(&serde_json::json!({})), None);
+    }
+
+    #[test]
+    fn the_room_tools_come_the_way_the_agent_can_reach_them() {
+        use super::super::sandbox::Network;
+        let stdio = |address: &str| McpServerSpec::Stdio {
+            name: "sidekicks".into(),
+            command: "/usr/bin/sidekicks".into(),
+            args: vec!["mcp-stdio".into()],
+            env: vec![(
+                "SIDEKICKS_MCP_ADDRESS".into(),
+                crate::model::Secret::new(address.to_owned()),
+            )],
+        };
+        let tools = SessionTools {
+            stdio: stdio("127.0.0.1:1"),
+            local: stdio("unix:/run/sidekicks/room-tools.sock"),
+            http: McpServerSpec::Http {
+                name: "sidekicks".into(),
+                url: "http://127.0.0.1:2/mcp".into(),
+                headers: vec![],
+            },
+        };
+        let agent = AgentId::parse("a").unwrap();
+        let served = |route: ToolsRoute, http: bool| {
+            format!(
+                "{:?}",
+                with_tools(&[], Some(tools.clone()), http, &route, &agent)
+            )
+        };
+        // At home with a network: HTTP when the agent takes it, else stdio over loopback.
+        assert!(served(ToolsRoute::of(None, None), true).contains("http://127.0.0.1:2/mcp"));
+        assert!(served(ToolsRoute::of(Some(Network::Host), None), false).contains("127.0.0.1:1"));
+        // Without one: the socket bound into its sandbox, the gateway's own program.
+        let offline = served(ToolsRoute::of(Some(Network::None), None), true);
+        assert!(
+            offline.contains("unix:/run/sidekicks/room-tools.sock"),
+            "{offline}"
+        );
+        assert!(offline.contains("/usr/bin/sidekicks"), "{offline}");
+        // On another host: the forwarded socket, bound in the same place, and its program.
+        let remote = served(
+            ToolsRoute::of(Some(Network::Host), Some("/opt/sk".into())),
+            true,
+        );
+        assert!(
+            remote.contains("unix:/run/sidekicks/room-tools.sock"),
+            "{remote}"
+        );
+        assert!(
+            remote.contains("/opt/sk") && !remote.contains("/usr/bin/sidekicks"),
+            "{remote}"
+        );
     }
 
     #[test]

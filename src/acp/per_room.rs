@@ -162,7 +162,7 @@ pub struct RoomLimits {
     pub idle_stop: Option<Duration>,
     /// The most room processes running at once (`[agents.runner] max_rooms`; 0: no limit).
     /// To start another, the one used least recently that runs no turn is stopped; when
-    /// every one runs a turn, the new room waits for one to end.
+    /// every one runs a turn (or was used in the last few seconds), the new room waits.
     pub max_running: usize,
 }
 
@@ -215,8 +215,8 @@ impl PerRoomAgent {
     }
 
     /// Makes a place for `room`'s process to start under `max_running`: stops the running
-    /// room process used least recently that runs no turn, or waits for a turn to end when
-    /// every one runs a turn. Returns the hold on starting, to keep until it has started.
+    /// room process used least recently that runs no turn (and was not just used), or waits
+    /// until one is so. Returns the hold on starting, to keep until it has started.
     async fn make_place(&self, room: &Arc<Room>) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         let max = self.limits.max_running;
         if max == 0 || is_running(room) {
@@ -239,7 +239,7 @@ impl PerRoomAgent {
                 let Ok(_gate) = other.gate.try_lock() else {
                     continue;
                 };
-                if !other.usage().claim_idle(Duration::ZERO, Instant::now()) {
+                if !other.usage().claim_idle(JUST_USED, Instant::now()) {
                     continue;
                 }
                 tracing::info!(agent = %self.spec.agent_id, folder = %other.folder.display(), max, "stopping the room's agent process used least recently, to make a place for another room's");
@@ -247,7 +247,7 @@ impl PerRoomAgent {
                 return Some(starting);
             }
             if !told {
-                tracing::info!(agent = %self.spec.agent_id, folder = %room.folder.display(), max, "every room's agent process runs a turn: this room waits for one to end");
+                tracing::info!(agent = %self.spec.agent_id, folder = %room.folder.display(), max, "every room's agent process runs a turn or was just used: this room waits for one to be free");
                 told = true;
             }
             // Looked at again now and then, should a stop or a crash free a place unseen.
@@ -325,6 +325,10 @@ impl PerRoomAgent {
             .collect()
     }
 }
+
+/// A room's process used this recently is not stopped to make a place for another's: its
+/// session was just found alive, and its turn is about to be sent.
+const JUST_USED: Duration = Duration::from_secs(5);
 
 /// Whether `room`'s process runs (a crashed one waiting to be started again does not).
 fn is_running(room: &Room) -> bool {
