@@ -334,9 +334,7 @@ pub struct Mark(String);
 impl Mark {
     /// A mark no other command has (128 random bits).
     pub fn new() -> Self {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).expect("the system has no randomness");
-        Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
+        Self(crate::model::random::hex(16))
     }
 
     /// The variable the command gets, as its environment entry.

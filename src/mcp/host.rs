@@ -185,9 +185,7 @@ impl RoomToolHost for McpHost {
 
 /// A new token: 32 random bytes, as hex.
 fn new_token() -> String {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).expect("the system has no randomness");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::model::random::hex(32)
 }
 
 /// The grant `token` opens, if any.

@@ -13,6 +13,7 @@ pub mod modes;
 pub mod poll;
 pub mod question;
 pub mod queue_mode;
+pub mod random;
 pub mod schedule;
 pub mod secret;
 pub mod thread_mode;

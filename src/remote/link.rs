@@ -105,8 +105,6 @@ pub struct Link {
 impl Link {
     /// The link of `agent`.
     pub fn new(agent: &str, settings: SshSettings) -> Arc<Self> {
-        let mut bytes = [0u8; 6];
-        getrandom::fill(&mut bytes).expect("the system has no randomness");
         // The host it ran on before the gateway's last stop, if that is still one of its.
         let remembered = (settings.remembered.as_ref())
             .and_then(|file| std::fs::read_to_string(file).ok())
@@ -116,7 +114,7 @@ impl Link {
             agent: agent.to_owned(),
             settings,
             current: Mutex::new(remembered),
-            socket_name: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+            socket_name: crate::model::random::hex(6),
             sharing: Mutex::default(),
             sockets_ready: OnceLock::new(),
         })
@@ -241,15 +239,11 @@ impl Link {
         let Some(local) = &self.settings.room_tools else {
             return (self.command(host), None);
         };
-        let mut bytes = [0u8; 12];
-        getrandom::fill(&mut bytes).expect("the system has no randomness");
-        let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let name = crate::model::random::hex(12);
         let remote = PathBuf::from(format!("/tmp/sidekicks-room-tools-{name}.sock"));
-        let forward = format!("RemoteForward={} {}", ssh_path(&remote), ssh_path(local));
-        (
-            self.command_with(host, &["-o".into(), forward]),
-            Some(remote),
-        )
+        let forward = format!("{} {}", ssh_path(&remote), ssh_path(local));
+        let options = ssh_option("RemoteForward", &forward);
+        (self.command_with(host, &options), Some(remote))
     }
 
     /// [`Link::command`] with more `ssh` options (`-o name=value` pairs).
@@ -260,23 +254,22 @@ impl Link {
         if let Some(path) = std::env::var_os("PATH") {
             cmd.env("PATH", path);
         }
-        let option = |name: &str, value: &str| ["-o".to_owned(), format!("{name}={value}")];
         cmd.args(["-F", "/dev/null", "-T", "-a", "-x"])
-            .args(option("BatchMode", "yes"))
-            .args(option("StrictHostKeyChecking", "yes"))
-            .args(option("UserKnownHostsFile", &ssh_path(&s.known_hosts)))
-            .args(option("GlobalKnownHostsFile", "/dev/null"))
-            .args(option("UpdateHostKeys", "no"))
-            .args(option("IdentitiesOnly", "yes"))
-            .args(option("IdentityAgent", "none"))
-            .args(option("IdentityFile", &ssh_path(&s.identity)))
-            .args(option(
+            .args(ssh_option("BatchMode", "yes"))
+            .args(ssh_option("StrictHostKeyChecking", "yes"))
+            .args(ssh_option("UserKnownHostsFile", &ssh_path(&s.known_hosts)))
+            .args(ssh_option("GlobalKnownHostsFile", "/dev/null"))
+            .args(ssh_option("UpdateHostKeys", "no"))
+            .args(ssh_option("IdentitiesOnly", "yes"))
+            .args(ssh_option("IdentityAgent", "none"))
+            .args(ssh_option("IdentityFile", &ssh_path(&s.identity)))
+            .args(ssh_option(
                 "ConnectTimeout",
                 &s.connect_timeout.as_secs().max(1).to_string(),
             ))
-            .args(option("ServerAliveInterval", "15"))
-            .args(option("ServerAliveCountMax", "4"))
-            .args(option("LogLevel", "ERROR"))
+            .args(ssh_option("ServerAliveInterval", "15"))
+            .args(ssh_option("ServerAliveCountMax", "4"))
+            .args(ssh_option("LogLevel", "ERROR"))
             .args(more)
             .arg("--")
             .arg(host)
@@ -371,11 +364,10 @@ impl Link {
             users.fetch_sub(1, Ordering::SeqCst);
             return (Vec::new(), None);
         }
-        let option = |name: &str, value: &str| ["-o".to_owned(), format!("{name}={value}")];
         let options = [
-            option("ControlMaster", "auto"),
-            option("ControlPath", &ssh_path(&socket)),
-            option("ControlPersist", &format!("{}s", SHARED_FOR.as_secs())),
+            ssh_option("ControlMaster", "auto"),
+            ssh_option("ControlPath", &ssh_path(&socket)),
+            ssh_option("ControlPersist", &format!("{}s", SHARED_FOR.as_secs())),
         ];
         (options.concat(), Some(Slot(users)))
     }
@@ -461,6 +453,11 @@ impl Drop for Exchange {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The `ssh` option `name` set to `value` (`-o name=value`).
+fn ssh_option(name: &str, value: &str) -> [String; 2] {
+    ["-o".to_owned(), format!("{name}={value}")]
 }
 
 /// `path` as an ssh config value: quoted, its `%` not read as a token.
