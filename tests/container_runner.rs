@@ -431,9 +431,21 @@ async fn with_max_rooms_the_room_used_least_recently_makes_way_and_a_busy_one_is
         (waits() > waited).then_some(())
     })
     .await;
+    // The room is told why its answer is late, and nothing else comes meanwhile.
+    let told = env
+        .notice_containing(&first, "waits for a free place")
+        .await;
+    assert!(
+        told.body.contains("at most 1 room's process"),
+        "{}",
+        told.body
+    );
     one_container(&state).await;
     assert!(running("sleep 3025") > 0, "the busy room's turn goes on");
-    assert_eq!(env.alice.messages_from(&first, &env.agent).len(), before);
+    assert_eq!(
+        env.alice.messages_from(&first, &env.agent).len(),
+        before + 1
+    );
     env.alice.send(&second, "!stop").await;
     env.reply_where(&first, "the first room's answer", |t| {
         t.contains("first again")

@@ -25,7 +25,7 @@ use async_trait::async_trait;
 
 use super::process::ProcessSpec;
 use super::supervisor::{Supervised, SupervisedAgent};
-use crate::core::agent::AgentPort;
+use crate::core::agent::{AgentPort, PlaceWait, WaitTold};
 use crate::model::agent::{
     AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, Steered, TurnEnd,
 };
@@ -216,14 +216,19 @@ impl PerRoomAgent {
 
     /// Makes a place for `room`'s process to start under `max_running`: stops the running
     /// room process used least recently that runs no turn (and was not just used), or waits
-    /// until one is so. Returns the hold on starting, to keep until it has started.
-    async fn make_place(&self, room: &Arc<Room>) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    /// until one is so, saying so on `waits`. Returns the hold on starting, to keep until it
+    /// has started.
+    async fn make_place(
+        &self,
+        room: &Arc<Room>,
+        mut waits: Option<WaitTold>,
+    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         let max = self.limits.max_running;
         if max == 0 || is_running(room) {
             return None;
         }
         let starting = self.starting.lock().await;
-        let mut told = false;
+        let mut logged = false;
         loop {
             // Asked before looking, so a turn ending meanwhile is not missed.
             let ended = self.turn_ended.notified();
@@ -246,9 +251,13 @@ impl PerRoomAgent {
                 self.stop_claimed(&other).await;
                 return Some(starting);
             }
-            if !told {
+            if !logged {
                 tracing::info!(agent = %self.spec.agent_id, folder = %room.folder.display(), max, "every room's agent process runs a turn or was just used: this room waits for one to be free");
-                told = true;
+                logged = true;
+            }
+            if let Some(tell) = waits.take() {
+                // The core may have stopped listening (its turn given up): nothing to tell.
+                let _ = tell.send(PlaceWait { max_rooms: max });
             }
             // Looked at again now and then, should a stop or a crash free a place unseen.
             let _ = tokio::time::timeout(Duration::from_secs(1), ended).await;
@@ -283,13 +292,16 @@ impl PerRoomAgent {
     }
 
     /// The room of `folder`, its process running, noted as the last one asked for. Waits
-    /// for an idle stop of it under way to end, then starts it again.
-    async fn live(&self, folder: &Path) -> Result<Arc<Room>, AgentError> {
+    /// for an idle stop of it under way to end, then starts it again; a wait for a place
+    /// under `max_rooms` is said on `waits`.
+    async fn live(&self, folder: &Path, waits: Option<WaitTold>) -> Result<Arc<Room>, AgentError> {
         let room = self.room(folder)?;
         let gate = room.gate.lock().await;
         room.touch();
-        let place = self.make_place(&room).await;
-        room.process.ensure_running(folder).await?;
+        let place = self.make_place(&room, waits).await;
+        // A whole agent's process never waits for a place: nothing to hear from it.
+        let unheard = tokio::sync::oneshot::channel().0;
+        room.process.ensure_running(folder, unheard).await?;
         drop((place, gate));
         *self.last.lock().expect("last lock poisoned") = Some(room.process.clone());
         Ok(room)
@@ -364,13 +376,13 @@ impl AgentPort for PerRoomAgent {
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
-        let room = self.live(folder.path()).await?;
+        let room = self.live(folder.path(), None).await?;
         let session = room.process.new_session(folder, tools).await?;
         Ok(self.held_by(room, session))
     }
 
-    async fn ensure_running(&self, folder: &Path) -> Result<(), AgentError> {
-        self.live(folder).await.map(|_| ())
+    async fn ensure_running(&self, folder: &Path, waits: WaitTold) -> Result<(), AgentError> {
+        self.live(folder, Some(waits)).await.map(|_| ())
     }
 
     fn reopen_support(&self) -> Option<Reopen> {
@@ -391,7 +403,7 @@ impl AgentPort for PerRoomAgent {
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
-        let room = self.live(folder.path()).await?;
+        let room = self.live(folder.path(), None).await?;
         let session = (room.process)
             .reopen_session(session_id, folder, tools)
             .await?;
@@ -448,7 +460,7 @@ impl AgentPort for PerRoomAgent {
     }
 
     async fn list_sessions(&self, cwd: &Path) -> Result<Vec<SessionListing>, AgentError> {
-        self.live(cwd).await?.process.list_sessions(cwd).await
+        self.live(cwd, None).await?.process.list_sessions(cwd).await
     }
 
     fn auth_methods(&self) -> Vec<AuthMethodInfo> {

@@ -13,6 +13,18 @@ use crate::model::agent::*;
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
 
+/// Where an agent port says, once, that a conversation's process waits for a place before
+/// it can start: the core tells the room, as it does for the process pool's waits.
+pub type WaitTold = tokio::sync::oneshot::Sender<PlaceWait>;
+
+/// Why a conversation's process waits to start: each of the agent's room processes it may
+/// run at once (`max_rooms`) is running a turn, or was just used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaceWait {
+    /// The most room processes the agent runs at once.
+    pub max_rooms: usize,
+}
+
 /// One running agent process, as the core sees it. Implemented by `crate::acp::AcpAgent`
 /// and by a fake in tests.
 #[async_trait]
@@ -91,8 +103,9 @@ pub trait AgentPort: Send + Sync {
     /// Starts the agent process that serves `folder` (a conversation's) if it is not
     /// running (it starts lazily, and the process pool may have stopped it), so what it
     /// advertises is known before a session is opened there. One process serves every
-    /// folder, unless the agent runs a container per room.
-    async fn ensure_running(&self, _folder: &Path) -> Result<(), AgentError> {
+    /// folder, unless the agent runs a container per room; then a room whose process must
+    /// wait for a place (`max_rooms`) says so on `waits`, for the core to tell the room.
+    async fn ensure_running(&self, _folder: &Path, _waits: WaitTold) -> Result<(), AgentError> {
         Ok(())
     }
     /// Whether (and how) this agent can get back a session it created earlier; `None` for

@@ -138,10 +138,23 @@ impl Channel {
     }
 
     /// The conversation's folder, prepared, with the agent's process that serves it
-    /// running (what it advertises is known from then on).
+    /// running (what it advertises is known from then on). When that process must wait for
+    /// a place (an agent with a container per room, at `max_rooms`), the room is told.
     pub(super) async fn folder_with_agent(&mut self) -> Result<Arc<Folder>, AgentError> {
         let folder = self.prepare_folder().await?;
-        self.ctx.agent.ensure_running(folder.path()).await?;
+        let (waits, told) = tokio::sync::oneshot::channel();
+        {
+            let start = self.ctx.agent.ensure_running(folder.path(), waits);
+            tokio::pin!(start);
+            tokio::select! {
+                started = &mut start => started?,
+                Ok(wait) = told => {
+                    let text = strings::waiting_for_room_place(&self.ctx.display_name, wait.max_rooms);
+                    super::post_notice(&self.ctx, &self.key.room, text).await;
+                    start.await?
+                }
+            }
+        }
         Ok(folder)
     }
 

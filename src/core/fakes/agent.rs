@@ -1,13 +1,14 @@
 //! The fake agent side: follows a script for every prompt and records what it received.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use crate::core::agent::AgentPort;
+use crate::core::agent::{AgentPort, PlaceWait, WaitTold};
 use crate::model::agent::{
     AgentError, AgentEvent, ConfigChoice, ConfigOption, ConfigValue, NewSession, PermissionAnswer,
     PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen, SessionSettings,
@@ -99,6 +100,9 @@ struct AgentState {
     stopped_tasks: Vec<(String, String)>,
     /// The sessions it forked: (source, fork).
     forked: Vec<(String, String)>,
+    /// Whether starting its process for a folder waits for a place, as a container per
+    /// room does at `max_rooms`: it says so, then starts.
+    waits_for_place: Option<PlaceWait>,
 }
 
 /// What the fake agent's "dialect" knows by default, as the demo agent's does: `ask` asks
@@ -140,6 +144,12 @@ impl FakeAgent {
     /// Makes the agent fork sessions (`session/fork`).
     pub fn with_forks(self: Arc<Self>) -> Arc<Self> {
         self.state.lock().unwrap().forks = true;
+        self
+    }
+
+    /// Makes each start of its process for a folder wait for a place first, saying so.
+    pub fn waiting_for_place(self: Arc<Self>, max_rooms: usize) -> Arc<Self> {
+        self.state.lock().unwrap().waits_for_place = Some(PlaceWait { max_rooms });
         self
     }
 
@@ -263,6 +273,16 @@ impl FakeAgent {
 
 #[async_trait]
 impl AgentPort for FakeAgent {
+    async fn ensure_running(&self, _folder: &Path, waits: WaitTold) -> Result<(), AgentError> {
+        let wait = self.state.lock().unwrap().waits_for_place;
+        if let Some(wait) = wait {
+            let _ = waits.send(wait);
+            // The place comes a moment later, as when another room's turn ends.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+
     fn known_modes(&self) -> KnownModes {
         self.state.lock().unwrap().known_modes.unwrap_or(ASK_ASKS)
     }

@@ -631,3 +631,20 @@ async fn an_answer_that_comes_right_behind_its_text_is_posted_once_finished() {
         .count();
     assert_eq!((sends, edits), (20, 0), "{log:?}");
 }
+
+#[tokio::test]
+async fn a_turn_whose_room_process_waits_for_a_place_tells_the_room_then_runs() {
+    let agent = FakeAgent::new(Script::Says("answered".into())).waiting_for_place(2);
+    let chat = FakeChat::new();
+    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| chat.shown("!room").iter().any(|t| t.contains("answered"))).await;
+    let shown = chat.shown("!room");
+    let told = (shown.iter()).position(|t| {
+        t.contains("Demo waits for a free place: it runs at most 2 rooms' processes at once")
+    });
+    let answered = shown.iter().position(|t| t.contains("answered"));
+    assert!(told.is_some() && told < answered, "told first: {shown:?}");
+    assert_eq!(agent.prompts().len(), 1, "the turn ran once its place came");
+}
