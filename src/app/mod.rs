@@ -453,12 +453,8 @@ async fn start_room_tools(config: &Config) -> Option<Arc<dyn RoomToolHost>> {
     };
     // Agents without network reach them through a socket file bound into their sandbox, and
     // agents on other hosts through a socket their connection forwards to it.
-    let offline = (config.agents.iter()).any(|a| {
-        a.room_tools
-            && (a.sandbox.network == crate::acp::Network::None
-                || matches!(a.runner, crate::config::RunnerConfig::Ssh(_)))
-    });
-    let socket = offline.then(|| isolation::room_tools_socket(&config.state_dir));
+    let by_socket = (config.agents.iter()).any(|a| a.room_tools_by_socket());
+    let socket = by_socket.then(|| isolation::room_tools_socket(&config.state_dir));
     match McpHost::start(program, socket).await {
         Ok(host) => Some(Arc::new(host)),
         Err(e) => {

@@ -275,6 +275,15 @@ impl AgentConfig {
         crate::model::ids::UserId::new(&self.matrix.user_id)
     }
 
+    /// Whether its sessions reach the room tools through a socket file rather than on
+    /// loopback: it has them, and has no network, or runs on another host (whose
+    /// connection forwards the socket). The gateway serves the socket for such agents.
+    pub fn room_tools_by_socket(&self) -> bool {
+        self.room_tools
+            && (self.sandbox.network == crate::acp::Network::None
+                || matches!(self.runner, super::RunnerConfig::Ssh(_)))
+    }
+
     /// The folder its process works in and everything its conversations' folders are in
     /// (the whole `workspace` unless it holds `{room}`).
     pub fn workspace_root(&self) -> PathBuf {

@@ -341,6 +341,45 @@ fn an_agent_without_network_needs_the_sandbox() {
 }
 
 #[test]
+fn the_room_tools_come_through_a_socket_to_an_agent_without_network_or_on_another_host() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let agent = Config::from_toml(&valid(dir), &dir.join("c.toml"))
+        .unwrap()
+        .agents[0]
+        .clone();
+    let ssh: SshRunnerConfig =
+        toml::from_str("hosts = [\"build1\"]\nknown_hosts = \"/k\"\nidentity = \"/i\"").unwrap();
+    let cases = [
+        (
+            false,
+            crate::acp::Network::None,
+            RunnerConfig::Ssh(ssh.clone()),
+            false,
+        ),
+        (true, crate::acp::Network::Host, RunnerConfig::Local, false),
+        (true, crate::acp::Network::None, RunnerConfig::Local, true),
+        (
+            true,
+            crate::acp::Network::Host,
+            RunnerConfig::Ssh(ssh),
+            true,
+        ),
+    ];
+    for (room_tools, network, runner, by_socket) in cases {
+        let mut a = agent.clone();
+        a.room_tools = room_tools;
+        a.sandbox.network = network;
+        a.runner = runner.clone();
+        assert_eq!(
+            a.room_tools_by_socket(),
+            by_socket,
+            "{room_tools} {network:?} {runner:?}"
+        );
+    }
+}
+
+#[test]
 fn the_store_passphrase_comes_from_one_place_that_holds_one() {
     let tmp = tmp();
     let dir = tmp.path();

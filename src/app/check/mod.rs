@@ -113,14 +113,14 @@ fn agent_lines(
         })
         .collect();
     writeln!(out, "  mcp servers: {}", none_or_list(&servers))?;
-    let offline = agent.sandbox.network == crate::acp::Network::None;
     let remote = matches!(agent.runner, crate::config::RunnerConfig::Ssh(_));
-    let room_tools = match (agent.room_tools, remote, offline, info.mcp_http) {
+    let by_socket = agent.room_tools_by_socket();
+    let room_tools = match (agent.room_tools, by_socket, remote, info.mcp_http) {
         (false, ..) => "off",
-        (true, true, ..) => "on, over stdio through the socket its connection forwards",
-        (true, false, true, _) => "on, over stdio through the socket file (no network)",
-        (true, false, false, true) => "on, over http",
-        (true, false, false, false) => "on, over stdio",
+        (true, true, true, _) => "on, over stdio through the socket its connection forwards",
+        (true, true, false, _) => "on, over stdio through the socket file (no network)",
+        (true, false, _, true) => "on, over http",
+        (true, false, _, false) => "on, over stdio",
     };
     writeln!(out, "  room tools: {room_tools}")?;
     let methods: Vec<String> = (info.auth_methods.iter())
