@@ -5,7 +5,8 @@
 //! skipped, and everything the gateway does with the agent's files (`fs/*`, `!file`, the
 //! inbox) and its commands (`terminal/*`, stopped with `!stop`) happens there, by handle (a
 //! link the agent plants there leads nowhere). With no host left, the room is told; a host
-//! whose key is not on record is refused.
+//! whose key is not on record is refused. The room tools reach an agent there through a
+//! socket its connection forwards, which no agent on that host can find but its own.
 //!
 //! The remote host is this machine seen through a mount namespace of its own: the agent's
 //! workspace and home are in a folder that is empty for the gateway, so a file the gateway
@@ -233,6 +234,41 @@ async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_t
             .count()
     };
     assert!(forwarded() > 0, "the socket on the host");
+    // An agent on that host that knows a forwarded socket's name there (its own, or another
+    // agent's: `/proc/net/unix` lists them) cannot open it: its sandbox has a `/tmp` of its
+    // own, and only its own socket is bound in, where the room tools are found. Its commands
+    // find none either.
+    let socket = (std::fs::read_dir("/tmp").unwrap().filter_map(|e| e.ok()))
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("/sidekicks-room-tools-"))
+        .unwrap();
+    env.alice
+        .send(
+            &room,
+            &format!(
+                "%read {}\n%read /run/sidekicks/room-tools.sock\n\
+                 %terminal echo seen=$(ls -d /tmp/sidekicks-room-tools-* 2>/dev/null | wc -l)\n\
+                 %say done looking",
+                socket.display()
+            ),
+        )
+        .await;
+    let looked = env
+        .reply_where(&room, "the agent's look", |t| t.contains("done looking"))
+        .await;
+    assert!(
+        looked.contains(&format!(
+            "cannot read {}: No such file or directory",
+            socket.display()
+        )),
+        "{looked}"
+    );
+    // Its own is there (a socket cannot be read as a file).
+    assert!(
+        looked.contains("cannot read /run/sidekicks/room-tools.sock: No such device or address"),
+        "{looked}"
+    );
+    assert!(looked.contains("seen=0\n"), "{looked}");
     for socket in std::fs::read_dir("/tmp").unwrap().filter_map(|e| e.ok()) {
         let name = socket.file_name().to_string_lossy().into_owned();
         if name.starts_with("sidekicks-room-tools-") {
