@@ -432,9 +432,7 @@ async fn with_max_rooms_the_room_used_least_recently_makes_way_and_a_busy_one_is
     })
     .await;
     // The room is told why its answer is late, and nothing else comes meanwhile.
-    let told = env
-        .notice_containing(&first, "waits for a free place")
-        .await;
+    let told = env.notice_containing(&first, "waits for a free slot").await;
     assert!(
         told.body.contains("at most 1 room's process"),
         "{}",
@@ -446,11 +444,34 @@ async fn with_max_rooms_the_room_used_least_recently_makes_way_and_a_busy_one_is
         env.alice.messages_from(&first, &env.agent).len(),
         before + 1
     );
-    env.alice.send(&second, "!stop").await;
-    env.reply_where(&first, "the first room's answer", |t| {
-        t.contains("first again")
+    // `!stop` there gives the wait up, as for the pool's: no container starts for it, and
+    // the busy room's command goes on.
+    env.alice.send(&first, "!stop").await;
+    env.notice_containing(&first, "before it started").await;
+    let log = env.gw.log();
+    assert!(
+        log.contains("a room's wait for a place was given up"),
+        "{log}"
+    );
+    one_container(&state).await;
+    assert!(running("sleep 3025") > 0, "the busy room's turn goes on");
+    // Asked again, it waits again; once the busy room's turn is stopped, it is answered,
+    // its session back.
+    env.alice.send(&first, "%say first at last").await;
+    wait_until(PATIENCE, "the first room waiting again", || {
+        (waits() > waited + 1).then_some(())
     })
     .await;
+    env.alice.send(&second, "!stop").await;
+    env.reply_where(&first, "the first room's answer", |t| {
+        t.contains("first at last")
+    })
+    .await;
+    assert!(
+        !(env.alice.messages_from(&first, &env.agent).iter())
+            .any(|m| m.body.contains("first again")),
+        "the prompt given up is never answered"
+    );
     one_container(&state).await;
     stop_leaving_no_container(env, &state).await;
 }

@@ -25,7 +25,7 @@ use async_trait::async_trait;
 
 use super::process::ProcessSpec;
 use super::supervisor::{Supervised, SupervisedAgent};
-use crate::core::agent::{AgentPort, PlaceWait, WaitTold};
+use crate::core::agent::{AgentPort, PlaceWait, PlaceWaits};
 use crate::model::agent::{
     AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, Steered, TurnEnd,
 };
@@ -148,8 +148,8 @@ pub struct PerRoomAgent {
     last: Mutex<Option<Arc<SupervisedAgent>>>,
     /// How many room processes may run, and how long one may go unused.
     limits: RoomLimits,
-    /// Held while a room's process is started under `max_running`: two rooms starting at
-    /// once never both take the last place.
+    /// Held while a room looks for a place under `max_running` and, having one, starts its
+    /// process: two rooms starting at once never both take the last place.
     starting: tokio::sync::Mutex<()>,
     /// Told when a turn ends: a room waiting for a place looks again.
     turn_ended: Arc<tokio::sync::Notify>,
@@ -216,27 +216,31 @@ impl PerRoomAgent {
 
     /// Makes a place for `room`'s process to start under `max_running`: stops the running
     /// room process used least recently that runs no turn (and was not just used), or waits
-    /// until one is so, saying so on `waits`. Returns the hold on starting, to keep until it
-    /// has started.
+    /// until one is so, saying so on `waits` and giving up when it says to. Returns the hold
+    /// on starting, to keep until it has started (two rooms never both take the last place).
     async fn make_place(
         &self,
         room: &Arc<Room>,
-        mut waits: Option<WaitTold>,
-    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        waits: Option<PlaceWaits>,
+    ) -> Result<Option<tokio::sync::MutexGuard<'_, ()>>, AgentError> {
         let max = self.limits.max_running;
         if max == 0 || is_running(room) {
-            return None;
+            return Ok(None);
         }
-        let starting = self.starting.lock().await;
+        let (mut tell, give_up) = match waits {
+            Some(waits) => (Some(waits.tell), Some(waits.give_up)),
+            None => (None, None),
+        };
         let mut logged = false;
         loop {
             // Asked before looking, so a turn ending meanwhile is not missed.
             let ended = self.turn_ended.notified();
+            let starting = self.starting.lock().await;
             let mut running: Vec<Arc<Room>> = (self.all().into_iter())
                 .filter(|r| !Arc::ptr_eq(r, room) && is_running(r))
                 .collect();
             if running.len() < max {
-                return Some(starting);
+                return Ok(Some(starting));
             }
             running.sort_by_key(|r| r.usage().used);
             for other in running {
@@ -249,18 +253,26 @@ impl PerRoomAgent {
                 }
                 tracing::info!(agent = %self.spec.agent_id, folder = %other.folder.display(), max, "stopping the room's agent process used least recently, to make a place for another room's");
                 self.stop_claimed(&other).await;
-                return Some(starting);
+                return Ok(Some(starting));
             }
+            // Waited for without the hold: other rooms look (and are told) too.
+            drop(starting);
             if !logged {
                 tracing::info!(agent = %self.spec.agent_id, folder = %room.folder.display(), max, "every room's agent process runs a turn or was just used: this room waits for one to be free");
                 logged = true;
             }
-            if let Some(tell) = waits.take() {
-                // The core may have stopped listening (its turn given up): nothing to tell.
+            if let Some(tell) = tell.take() {
+                // The core may have stopped listening: nothing to tell then.
                 let _ = tell.send(PlaceWait { max_rooms: max });
             }
             // Looked at again now and then, should a stop or a crash free a place unseen.
-            let _ = tokio::time::timeout(Duration::from_secs(1), ended).await;
+            tokio::select! {
+                _ = tokio::time::timeout(Duration::from_secs(1), ended) => {}
+                () = given_up(give_up.as_ref()) => {
+                    tracing::info!(agent = %self.spec.agent_id, folder = %room.folder.display(), "a room's wait for a place was given up");
+                    return Err(AgentError::Failed("the wait for a free place was given up".into()));
+                }
+            }
         }
     }
 
@@ -293,15 +305,20 @@ impl PerRoomAgent {
 
     /// The room of `folder`, its process running, noted as the last one asked for. Waits
     /// for an idle stop of it under way to end, then starts it again; a wait for a place
-    /// under `max_rooms` is said on `waits`.
-    async fn live(&self, folder: &Path, waits: Option<WaitTold>) -> Result<Arc<Room>, AgentError> {
+    /// under `max_rooms` is said on `waits`, and given up when they say so.
+    async fn live(
+        &self,
+        folder: &Path,
+        waits: Option<PlaceWaits>,
+    ) -> Result<Arc<Room>, AgentError> {
         let room = self.room(folder)?;
         let gate = room.gate.lock().await;
         room.touch();
-        let place = self.make_place(&room, waits).await;
+        let place = self.make_place(&room, waits).await?;
         // A whole agent's process never waits for a place: nothing to hear from it.
-        let unheard = tokio::sync::oneshot::channel().0;
-        room.process.ensure_running(folder, unheard).await?;
+        (room.process)
+            .ensure_running(folder, PlaceWaits::unheard())
+            .await?;
         drop((place, gate));
         *self.last.lock().expect("last lock poisoned") = Some(room.process.clone());
         Ok(room)
@@ -342,6 +359,14 @@ impl PerRoomAgent {
 /// session was just found alive, and its turn is about to be sent.
 const JUST_USED: Duration = Duration::from_secs(5);
 
+/// Resolves when `give_up` is cancelled; never without one.
+async fn given_up(give_up: Option<&tokio_util::sync::CancellationToken>) {
+    match give_up {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Whether `room`'s process runs (a crashed one waiting to be started again does not).
 fn is_running(room: &Room) -> bool {
     matches!(room.process.process_state(), ProcessState::Running { .. })
@@ -381,7 +406,7 @@ impl AgentPort for PerRoomAgent {
         Ok(self.held_by(room, session))
     }
 
-    async fn ensure_running(&self, folder: &Path, waits: WaitTold) -> Result<(), AgentError> {
+    async fn ensure_running(&self, folder: &Path, waits: PlaceWaits) -> Result<(), AgentError> {
         self.live(folder, Some(waits)).await.map(|_| ())
     }
 

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::connection::AcpAgent;
 use super::process::ProcessSpec;
-use crate::core::agent::{AgentPort, WaitTold};
+use crate::core::agent::{AgentPort, PlaceWaits};
 use crate::model::agent::{
     AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, Steered, TurnEnd,
 };
@@ -223,7 +223,7 @@ impl AgentPort for SupervisedAgent {
         Ok(self.owned_by(process, session))
     }
 
-    async fn ensure_running(&self, _folder: &Path, _waits: WaitTold) -> Result<(), AgentError> {
+    async fn ensure_running(&self, _folder: &Path, _waits: PlaceWaits) -> Result<(), AgentError> {
         self.live().await.map(|_| ())
     }
 

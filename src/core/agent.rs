@@ -13,9 +13,28 @@ use crate::model::agent::*;
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
 
-/// Where an agent port says, once, that a conversation's process waits for a place before
-/// it can start: the core tells the room, as it does for the process pool's waits.
-pub type WaitTold = tokio::sync::oneshot::Sender<PlaceWait>;
+/// How a start that may wait for a place (an agent with a container per room, at
+/// `max_rooms`) and the conversation that asked for it talk to each other.
+#[derive(Debug)]
+pub struct PlaceWaits {
+    /// Told, once, that the start waits for a place: the core tells the room, as it does
+    /// for the process pool's waits.
+    pub tell: tokio::sync::oneshot::Sender<PlaceWait>,
+    /// Cancelled when the conversation gives the wait up (`!stop`, a shutdown): a start
+    /// still waiting for its place ends with an error; one already under way goes on to its
+    /// end, so no stop or start is ever cut in half.
+    pub give_up: tokio_util::sync::CancellationToken,
+}
+
+impl PlaceWaits {
+    /// For a start nobody listens to, and that is not given up.
+    pub fn unheard() -> Self {
+        Self {
+            tell: tokio::sync::oneshot::channel().0,
+            give_up: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+}
 
 /// Why a conversation's process waits to start: each of the agent's room processes it may
 /// run at once (`max_rooms`) is running a turn, or was just used.
@@ -104,8 +123,9 @@ pub trait AgentPort: Send + Sync {
     /// running (it starts lazily, and the process pool may have stopped it), so what it
     /// advertises is known before a session is opened there. One process serves every
     /// folder, unless the agent runs a container per room; then a room whose process must
-    /// wait for a place (`max_rooms`) says so on `waits`, for the core to tell the room.
-    async fn ensure_running(&self, _folder: &Path, _waits: WaitTold) -> Result<(), AgentError> {
+    /// wait for a place (`max_rooms`) says so on `waits`, for the core to tell the room, and
+    /// stops waiting when the core gives the wait up.
+    async fn ensure_running(&self, _folder: &Path, _waits: PlaceWaits) -> Result<(), AgentError> {
         Ok(())
     }
     /// Whether (and how) this agent can get back a session it created earlier; `None` for

@@ -183,6 +183,9 @@ pub struct Channel {
     folder: FolderSlot,
     /// The mode this conversation keeps, and whether the running turn lost its session.
     modes: ModeKeeper,
+    /// How starting the agent's process went while the turn waited for its lease (it may
+    /// wait for a place, and be given up meanwhile): used by the turn's session, once.
+    started: Option<Result<(), crate::model::agent::AgentError>>,
 }
 
 impl Channel {
@@ -215,6 +218,7 @@ impl Channel {
             held: HeldFiles::default(),
             folder: FolderSlot::default(),
             modes: ModeKeeper::default(),
+            started: None,
         }
     }
 
@@ -252,6 +256,7 @@ impl Channel {
                 if let Some(lease) = self.lease_for_turn(&next).await {
                     let event_id = next.message.event_id.clone();
                     self.run_turn(next).await;
+                    self.started = None;
                     drop(lease);
                     // Answered, one way or another: a turn that began settled it already;
                     // one refused before (an unknown slash command, no session) is here. One
@@ -387,23 +392,51 @@ impl Channel {
         ctx.pool.acquire(&ctx.agent_id, tell).await
     }
 
-    /// A lease for the turn of `queued`. While it waits for a slot the channel keeps
-    /// listening: prompts queue up behind it, `!status` is answered, `!stop` gives the
-    /// waiting prompt up, and at shutdown it goes back to the queue (kept in the store for
-    /// the next start). Other inputs wait until the turn is over. `None`: the turn does not
-    /// run.
+    /// A lease for the turn of `queued`, with the agent's process for the conversation's
+    /// folder started (noted in `started` for the turn's session). While it waits for a
+    /// slot, or for a place for that process (a container per room, at `max_rooms`), the
+    /// channel keeps listening: prompts queue up behind it, `!status` is answered, `!stop`
+    /// gives the waiting prompt up, and at shutdown it goes back to the queue (kept in the
+    /// store for the next start). Other inputs wait until the turn is over. `None`: the
+    /// turn does not run.
     async fn lease_for_turn(&mut self, queued: &Queued) -> Option<Lease> {
         let ctx = self.ctx.clone();
         let room = self.key.room.clone();
+        // A folder that cannot be prepared is told when the turn's session is opened.
+        let folder = self.prepare_folder().await.ok();
+        let give_up = CancellationToken::new();
+        let starting = std::sync::atomic::AtomicBool::new(false);
         let tell = async |waiting| tell_waiting(&ctx, &room, waiting).await;
-        let acquire = ctx.pool.acquire(&ctx.agent_id, tell);
-        tokio::pin!(acquire);
+        let ready = async {
+            let lease = ctx.pool.acquire(&ctx.agent_id, tell).await;
+            starting.store(true, std::sync::atomic::Ordering::SeqCst);
+            let started = match &folder {
+                Some(folder) => {
+                    Some(session::start_agent(&ctx, &room, folder.path(), give_up.clone()).await)
+                }
+                None => None,
+            };
+            (lease, started)
+        };
+        tokio::pin!(ready);
+        // Giving up: a wait for a slot is dropped; a start is told to give up its wait for
+        // a place and awaited, so that no stop or start of a process is cut in half.
+        let give_up_ready = async |ready: std::pin::Pin<&mut _>| {
+            if starting.load(std::sync::atomic::Ordering::SeqCst) {
+                give_up.cancel();
+                let _: (Lease, _) = ready.await;
+            }
+        };
         loop {
             tokio::select! {
                 biased;
-                lease = &mut acquire => return Some(lease),
+                (lease, started) = &mut ready => {
+                    self.started = started;
+                    return Some(lease);
+                }
                 _ = sleep_until_opt(self.queue.next_mark_at()) => self.mark_waiting().await,
                 _ = self.shutdown.cancelled() => {
+                    give_up_ready(ready.as_mut()).await;
                     self.queue.push_front(Queued {
                         message: queued.message.clone(),
                         reaction: None,
@@ -423,6 +456,7 @@ impl Channel {
                     ChannelInput::Command(command, message)
                         if command.during_turn() == DuringTurn::StopsTheTurn =>
                     {
+                        give_up_ready(ready.as_mut()).await;
                         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, by = %message.sender, "a prompt waiting for a slot was given up");
                         self.notice(strings::gave_up_waiting(&ctx.display_name, message.sender.as_str()))
                             .await;

@@ -14,7 +14,14 @@ use crate::model::ids::EventId;
 use crate::render::cards;
 use crate::render::strings;
 use crate::workspace::folder::Folder;
+use std::path::Path;
 use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::core::agent::PlaceWaits;
+use crate::core::context::AgentContext;
+use crate::model::ids::RoomId;
 
 impl Channel {
     /// Leaves the channel's session, if one is open: the agent forgets it too.
@@ -138,21 +145,14 @@ impl Channel {
     }
 
     /// The conversation's folder, prepared, with the agent's process that serves it
-    /// running (what it advertises is known from then on). When that process must wait for
-    /// a place (an agent with a container per room, at `max_rooms`), the room is told.
+    /// running (what it advertises is known from then on). A turn has started it while it
+    /// waited for its lease ([`Channel::lease_for_turn`]): that outcome is used, once.
     pub(super) async fn folder_with_agent(&mut self) -> Result<Arc<Folder>, AgentError> {
         let folder = self.prepare_folder().await?;
-        let (waits, told) = tokio::sync::oneshot::channel();
-        {
-            let start = self.ctx.agent.ensure_running(folder.path(), waits);
-            tokio::pin!(start);
-            tokio::select! {
-                started = &mut start => started?,
-                Ok(wait) = told => {
-                    let text = strings::waiting_for_room_place(&self.ctx.display_name, wait.max_rooms);
-                    super::post_notice(&self.ctx, &self.key.room, text).await;
-                    start.await?
-                }
+        match self.started.take() {
+            Some(started) => started?,
+            None => {
+                start_agent(&self.ctx, &self.key.room, folder.path(), Default::default()).await?
             }
         }
         Ok(folder)
@@ -301,5 +301,27 @@ impl Channel {
         self.drop_session();
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "fresh conversation requested");
         self.notice(strings::fresh_start(&ctx.display_name)).await;
+    }
+}
+
+/// Starts the agent's process that serves `folder` if it is not running. When it must wait
+/// for a place (an agent with a container per room, at `max_rooms`), `room` is told, once;
+/// cancelling `give_up` ends such a wait with an error (a start under way goes on).
+pub(super) async fn start_agent(
+    ctx: &AgentContext,
+    room: &RoomId,
+    folder: &Path,
+    give_up: CancellationToken,
+) -> Result<(), AgentError> {
+    let (tell, told) = tokio::sync::oneshot::channel();
+    let start = (ctx.agent).ensure_running(folder, PlaceWaits { tell, give_up });
+    tokio::pin!(start);
+    tokio::select! {
+        started = &mut start => started,
+        Ok(wait) = told => {
+            let text = strings::waiting_for_room_place(&ctx.display_name, wait.max_rooms);
+            super::post_notice(ctx, room, text).await;
+            start.await
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use crate::core::agent::{AgentPort, PlaceWait, WaitTold};
+use crate::core::agent::{AgentPort, PlaceWait, PlaceWaits};
 use crate::model::agent::{
     AgentError, AgentEvent, ConfigChoice, ConfigOption, ConfigValue, NewSession, PermissionAnswer,
     PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen, SessionSettings,
@@ -103,6 +103,10 @@ struct AgentState {
     /// Whether starting its process for a folder waits for a place, as a container per
     /// room does at `max_rooms`: it says so, then starts.
     waits_for_place: Option<PlaceWait>,
+    /// How long such a wait lasts.
+    place_after: Duration,
+    /// How many such waits were given up.
+    places_given_up: usize,
 }
 
 /// What the fake agent's "dialect" knows by default, as the demo agent's does: `ask` asks
@@ -148,9 +152,18 @@ impl FakeAgent {
     }
 
     /// Makes each start of its process for a folder wait for a place first, saying so.
-    pub fn waiting_for_place(self: Arc<Self>, max_rooms: usize) -> Arc<Self> {
-        self.state.lock().unwrap().waits_for_place = Some(PlaceWait { max_rooms });
+    /// The place comes after `after`, unless the wait is given up.
+    pub fn waiting_for_place(self: Arc<Self>, max_rooms: usize, after: Duration) -> Arc<Self> {
+        let mut state = self.state.lock().unwrap();
+        state.waits_for_place = Some(PlaceWait { max_rooms });
+        state.place_after = after;
+        drop(state);
         self
+    }
+
+    /// How many waits for a place were given up.
+    pub fn places_given_up(&self) -> usize {
+        self.state.lock().unwrap().places_given_up
     }
 
     /// The sessions it forked, in order: (source, fork).
@@ -273,12 +286,20 @@ impl FakeAgent {
 
 #[async_trait]
 impl AgentPort for FakeAgent {
-    async fn ensure_running(&self, _folder: &Path, waits: WaitTold) -> Result<(), AgentError> {
+    async fn ensure_running(&self, _folder: &Path, waits: PlaceWaits) -> Result<(), AgentError> {
         let wait = self.state.lock().unwrap().waits_for_place;
         if let Some(wait) = wait {
-            let _ = waits.send(wait);
-            // The place comes a moment later, as when another room's turn ends.
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            let _ = waits.tell.send(wait);
+            // The place comes a moment later (as when another room's turn ends), unless
+            // the wait is given up first.
+            let place = tokio::time::sleep(self.state.lock().unwrap().place_after);
+            tokio::select! {
+                _ = place => {}
+                _ = waits.give_up.cancelled() => {
+                    self.state.lock().unwrap().places_given_up += 1;
+                    return Err(AgentError::Failed("gave up waiting for a place".into()));
+                }
+            }
         }
         Ok(())
     }

@@ -468,7 +468,7 @@ pub fn waiting_for_slot(agent: &str, max: usize, busy: &[String]) -> String {
 /// the agent runs at most `max` rooms' processes at once, and each is busy.
 pub fn waiting_for_room_place(agent: &str, max: usize) -> String {
     format!(
-        "⏳ {agent} waits for a free place: it runs at most {} at once, and {} busy with \
+        "⏳ {agent} waits for a free slot: it runs at most {} at once, and {} busy with \
          a turn or just used. Your message runs as soon as one is free.",
         number(max, "room's process", "rooms' processes"),
         agree(max, "that one is", "each is"),

@@ -634,7 +634,8 @@ async fn an_answer_that_comes_right_behind_its_text_is_posted_once_finished() {
 
 #[tokio::test]
 async fn a_turn_whose_room_process_waits_for_a_place_tells_the_room_then_runs() {
-    let agent = FakeAgent::new(Script::Says("answered".into())).waiting_for_place(2);
+    let agent = FakeAgent::new(Script::Says("answered".into()))
+        .waiting_for_place(2, Duration::from_millis(50));
     let chat = FakeChat::new();
     let (tx, _store) = channel(agent.clone(), chat.clone()).await;
     tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
@@ -642,9 +643,37 @@ async fn a_turn_whose_room_process_waits_for_a_place_tells_the_room_then_runs() 
     settle_until(|| chat.shown("!room").iter().any(|t| t.contains("answered"))).await;
     let shown = chat.shown("!room");
     let told = (shown.iter()).position(|t| {
-        t.contains("Demo waits for a free place: it runs at most 2 rooms' processes at once")
+        t.contains("Demo waits for a free slot: it runs at most 2 rooms' processes at once")
     });
     let answered = shown.iter().position(|t| t.contains("answered"));
     assert!(told.is_some() && told < answered, "told first: {shown:?}");
     assert_eq!(agent.prompts().len(), 1, "the turn ran once its place came");
+}
+
+#[tokio::test]
+async fn stop_gives_up_a_wait_for_a_place_and_the_turn_never_runs() {
+    let agent = FakeAgent::new(Script::Says("answered".into()))
+        .waiting_for_place(1, Duration::from_secs(3600));
+    let chat = FakeChat::new();
+    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| (chat.shown("!room").iter()).any(|t| t.contains("waits for a free slot")))
+        .await;
+    // Still listening while it waits: a report says so.
+    let (reply, report) = oneshot::channel();
+    tx.try_send(ChannelInput::Report(reply)).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(2), report)
+        .await
+        .expect("answered while waiting")
+        .unwrap();
+    assert!(report.waiting && !report.running, "{report:?}");
+    tx.try_send(ChannelInput::Command(
+        Command::new(Kind::Stop, &[]),
+        message("$2", "!stop"),
+    ))
+    .unwrap();
+    settle_until(|| (chat.shown("!room").iter()).any(|t| t.contains("before it started"))).await;
+    assert_eq!(agent.places_given_up(), 1, "the wait itself was given up");
+    assert!(agent.prompts().is_empty(), "the turn never ran");
 }
