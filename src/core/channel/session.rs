@@ -152,7 +152,8 @@ impl Channel {
         match self.started.take() {
             Some(started) => started?,
             None => {
-                start_agent(&self.ctx, &self.key.room, folder.path(), Default::default()).await?
+                let give_up = CancellationToken::new();
+                start_agent(&self.ctx, &self.key.room, folder.path(), give_up).await?
             }
         }
         Ok(folder)
