@@ -17,10 +17,10 @@ use crate::core::inbound::IncomingMessage;
 use crate::core::metrics::metrics;
 use crate::core::voice::{RoomVoice, txn};
 use crate::model::OutMessage;
-use crate::model::ids::EventId;
+use crate::model::ids::{ConversationKey, EventId};
 use crate::model::schedule;
 use crate::render::strings;
-use crate::store::{RunProgress, Schedule, ScheduleRun, now_ms};
+use crate::store::{LogFailure, RunProgress, Schedule, ScheduleRun, now_ms};
 
 /// How often due schedules and open runs are looked at.
 const TICK: Duration = Duration::from_secs(1);
@@ -186,7 +186,7 @@ impl Gateway {
                 self.end_run(schedule, &run, &strings::owner_lost_rights(&owner))
                     .await;
             }
-            RunProgress::NotAdmitted => self.prompt(self.run_prompt(schedule, &event)).await,
+            RunProgress::NotAdmitted => self.prompt(self.run_prompt(schedule, &event).await).await,
             RunProgress::Going => {}
             RunProgress::Ended(ended) => {
                 let outcome = strings::run_outcome(ended.stop_reason.as_deref(), ended.refused);
@@ -229,7 +229,7 @@ impl Gateway {
             tracing::error!(schedule = schedule.id, error = %e, "could not note a run's message");
             return;
         }
-        self.prompt(self.run_prompt(schedule, &event)).await;
+        self.prompt(self.run_prompt(schedule, &event).await).await;
     }
 
     /// Whether the run's message may be tried now (it is not waiting after a failure).
@@ -251,16 +251,24 @@ impl Gateway {
     }
 
     /// The run's message as a prompt of the schedule's owner: in a thread of its own
-    /// (rooted at the message) or in the room's conversation.
-    fn run_prompt(&self, schedule: &Schedule, event: &EventId) -> IncomingMessage {
+    /// (rooted at the message) or in the room's conversation. The gateway's own prompt is
+    /// never taken for history: it is stamped no earlier than the agent's arrival in the
+    /// room on record (recorded now if there is none; one stamped by a homeserver whose
+    /// clock is ahead can be later than the gateway's now).
+    async fn run_prompt(&self, schedule: &Schedule, event: &EventId) -> IncomingMessage {
         let set = &schedule.set;
+        let now = now_ms();
+        let conversation = ConversationKey::new(set.room_id.clone(), set.agent_id.clone());
+        let arrived = (self.store.member_since(&conversation, now).await)
+            .or_log("could not read when the agent arrived in the room")
+            .unwrap_or(now);
         IncomingMessage {
             agent_id: set.agent_id.clone(),
             room_id: set.room_id.clone(),
             event_id: event.clone(),
             sender: set.owner.clone(),
             body: set.prompt.clone(),
-            timestamp_ms: now_ms() as u64,
+            timestamp_ms: now.max(arrived) as u64,
             thread: set.thread_per_run.then(|| event.clone()),
             ..IncomingMessage::default()
         }

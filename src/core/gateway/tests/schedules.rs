@@ -68,6 +68,22 @@ async fn a_due_run_is_posted_as_its_owners_prompt_and_summed_up_once_answered() 
 }
 
 #[tokio::test]
+async fn a_due_run_is_not_taken_for_history_whatever_the_agents_arrival_on_record() {
+    // The arrival was stamped by a homeserver whose clock is a minute ahead of this host's.
+    let (gw, agent, _chat, store) = gateway_with(false).await;
+    let ahead = now_ms() + 60_000;
+    let conversation = ConversationKey::new("!r", "demo");
+    store.set_member_since(&conversation, ahead).await.unwrap();
+    store.add_schedule(&due_now("run the tests")).await.unwrap();
+    gw.schedules_tick(now_ms()).await;
+    wait_for(Duration::from_secs(30), || !agent.prompts().is_empty()).await;
+    assert!(
+        (agent.prompts().first()).is_some_and(|(_, text)| text.contains("run the tests")),
+        "the run's prompt was taken for a message from before the agent arrived"
+    );
+}
+
+#[tokio::test]
 async fn a_message_that_could_not_be_posted_is_tried_again_after_a_wait_that_doubles() {
     let (gw, _agent, _chat, store) = gateway_with(false).await;
     let id = store.add_schedule(&due_now("run")).await.unwrap();
