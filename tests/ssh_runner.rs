@@ -369,6 +369,12 @@ fn check_runs_the_agent_on_its_host_and_a_host_whose_key_is_not_known_is_refused
     assert!(ok, "{said}");
     assert!(said.contains("sandbox: ssh (hosts ssh://"), "{said}");
     assert!(said.contains("session/new: ok"), "{said}");
+    // How long a file operation takes there, measured (a slow remote shell shows in it).
+    let took = (said.lines())
+        .find_map(|l| l.trim().strip_prefix("file operations on its host: "))
+        .and_then(|rest| rest.split_once(" ms each"))
+        .and_then(|(ms, _)| ms.parse::<u64>().ok());
+    assert!(took.is_some_and(|ms| ms > 0), "{said}");
     // The workspace was made there, and nothing here.
     assert!(sshd.disk().join("work").is_dir());
     assert!(!sshd.remote().join("work").exists());

@@ -151,6 +151,42 @@ fn none_or_list(items: &[String]) -> String {
     }
 }
 
+/// A file operation on an agent's host slower than this is most likely the remote user's
+/// shell starting (`sshd` runs every command through it): worth a hint.
+const SLOW_FILE_OPERATION: Duration = Duration::from_millis(60);
+
+/// The line on how long one file operation takes on an agent's host, in the connection the
+/// first one opened (the median of three openings of its workspace), with a hint when that
+/// is slow.
+async fn file_operation_line(
+    link: std::sync::Arc<crate::remote::Link>,
+    root: std::path::PathBuf,
+) -> Result<String> {
+    let mut took = tokio::task::spawn_blocking(move || {
+        (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                Folder::open_remote(link.clone(), &root, Path::new("")).map(|_| start.elapsed())
+            })
+            .collect::<Result<Vec<Duration>, _>>()
+    })
+    .await?
+    .map_err(|e| anyhow::anyhow!("the workspace cannot be opened: {e}"))?;
+    took.sort();
+    let median = took[1];
+    let hint = match median > SLOW_FILE_OPERATION {
+        true => {
+            " (slow: the remote user's shell starts for each one; keep its ~/.bashrc quiet \
+             when not interactive, see docs/configuration.md)"
+        }
+        false => "",
+    };
+    Ok(format!(
+        "  file operations on its host: {} ms each{hint}\n",
+        median.as_millis()
+    ))
+}
+
 /// The lines on an agent's worktrees, as its own commands see them (on its host, for the
 /// SSH runner).
 async fn worktree_lines(w: crate::workspace::Worktrees) -> Result<String> {
@@ -196,6 +232,9 @@ async fn check_agent(
     })
     .await?
     .map_err(|e| anyhow::anyhow!("the workspace cannot be opened: {e}"))?;
+    if let Some(link) = spec.remote.clone() {
+        out.push_str(&file_operation_line(link, agent.workspace_root()).await?);
+    }
     let session = process
         .new_session(&std::sync::Arc::new(folder), None)
         .await;
