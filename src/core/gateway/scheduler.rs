@@ -253,8 +253,8 @@ impl Gateway {
     /// The run's message as a prompt of the schedule's owner: in a thread of its own
     /// (rooted at the message) or in the room's conversation. The gateway's own prompt is
     /// never taken for history: it is stamped no earlier than the agent's arrival in the
-    /// room on record (recorded now if there is none; one stamped by a homeserver whose
-    /// clock is ahead can be later than the gateway's now).
+    /// room on record (recorded now if there is none; one recorded by a clock ahead of
+    /// this one, another host's or this one's before it was set back, is later than now).
     async fn run_prompt(&self, schedule: &Schedule, event: &EventId) -> IncomingMessage {
         let set = &schedule.set;
         let now = now_ms();

@@ -69,7 +69,8 @@ async fn a_due_run_is_posted_as_its_owners_prompt_and_summed_up_once_answered() 
 
 #[tokio::test]
 async fn a_due_run_is_not_taken_for_history_whatever_the_agents_arrival_on_record() {
-    // The arrival was stamped by a homeserver whose clock is a minute ahead of this host's.
+    // The arrival was recorded by a clock a minute ahead of this one (another host's, on the
+    // same database, or this one's before it was set back).
     let (gw, agent, _chat, store) = gateway_with(false).await;
     let ahead = now_ms() + 60_000;
     let conversation = ConversationKey::new("!r", "demo");
