@@ -632,14 +632,23 @@ async fn an_answer_that_comes_right_behind_its_text_is_posted_once_finished() {
     assert_eq!((sends, edits), (20, 0), "{log:?}");
 }
 
-#[tokio::test]
-async fn a_turn_whose_room_process_waits_for_a_place_tells_the_room_then_runs() {
-    let agent = FakeAgent::new(Script::Says("answered".into()))
-        .waiting_for_place(2, Duration::from_millis(50));
+/// A channel whose agent's process waits for a place (one of `max_rooms`) for `after`
+/// before it starts, prompted once.
+async fn prompted_waiting_for_a_place(
+    max_rooms: usize,
+    after: Duration,
+) -> (Arc<FakeAgent>, Arc<FakeChat>, mpsc::Sender<ChannelInput>) {
+    let agent = FakeAgent::new(Script::Says("answered".into())).waiting_for_place(max_rooms, after);
     let chat = FakeChat::new();
     let (tx, _store) = channel(agent.clone(), chat.clone()).await;
     tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
+    (agent, chat, tx)
+}
+
+#[tokio::test]
+async fn a_turn_whose_room_process_waits_for_a_place_tells_the_room_then_runs() {
+    let (agent, chat, _tx) = prompted_waiting_for_a_place(2, Duration::from_millis(50)).await;
     settle_until(|| chat.shown("!room").iter().any(|t| t.contains("answered"))).await;
     let shown = chat.shown("!room");
     let told = (shown.iter()).position(|t| {
@@ -652,12 +661,7 @@ async fn a_turn_whose_room_process_waits_for_a_place_tells_the_room_then_runs() 
 
 #[tokio::test]
 async fn stop_gives_up_a_wait_for_a_place_and_the_turn_never_runs() {
-    let agent = FakeAgent::new(Script::Says("answered".into()))
-        .waiting_for_place(1, Duration::from_secs(3600));
-    let chat = FakeChat::new();
-    let (tx, _store) = channel(agent.clone(), chat.clone()).await;
-    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
-        .unwrap();
+    let (agent, chat, tx) = prompted_waiting_for_a_place(1, Duration::from_secs(3600)).await;
     settle_until(|| (chat.shown("!room").iter()).any(|t| t.contains("waits for a free slot")))
         .await;
     // Still listening while it waits: a report says so.
