@@ -38,6 +38,28 @@ pub fn reserve_private_file(file: &Path) -> io::Result<()> {
     }
 }
 
+/// Writes a file only its owner can read (an access token, a recovery key, the host an
+/// agent ran on): whole, into a file made new beside it, then renamed into place.
+pub fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    // Made new, never through a link: a stale one (a crash) is removed first.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    file.write_all(content.as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(tmp, path)
+}
+
 /// Creates `dir` if needed and makes the folder itself private, leaving what it holds as
 /// it is (an agent's home).
 pub fn create_private(dir: &Path) -> io::Result<()> {

@@ -182,7 +182,7 @@ impl MatrixAgent {
                 .matrix_auth()
                 .session()
                 .ok_or_else(|| client_err("no session after login".into()))?;
-            write_private(
+            crate::state_dir::write_private(
                 &session_file,
                 &serde_json::to_string(&session).expect("session serialises"),
             )
@@ -259,25 +259,4 @@ async fn login_with_retry(
             },
         }
     }
-}
-
-/// Writes a file only its owner can read (an access token, a recovery key).
-pub(super) fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    // Made new, never through a link: a stale one (a crash) is removed first.
-    match std::fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)?;
-    file.write_all(content.as_bytes())?;
-    file.sync_all()?;
-    std::fs::rename(tmp, path)
 }

@@ -222,7 +222,7 @@ mod tests {
         // The session file's temporary file: a link planted there is replaced, not followed.
         let session = dir.path().join("session.json");
         std::os::unix::fs::symlink(&elsewhere, session.with_extension("tmp")).unwrap();
-        crate::matrix::client::write_private(&session, "{}").unwrap();
+        crate::state_dir::write_private(&session, "{}").unwrap();
         assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
         assert_eq!(std::fs::read_to_string(&session).unwrap(), "{}");
         // The reserved key file: made 0600, a link in its place refused.

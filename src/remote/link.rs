@@ -190,11 +190,7 @@ impl Link {
         let written = (file
             .parent()
             .map_or(Ok(()), crate::state_dir::create_private))
-        .and_then(|()| {
-            let part = file.with_extension("part");
-            std::fs::write(&part, format!("{host}\n"))?;
-            std::fs::rename(&part, file)
-        });
+        .and_then(|()| crate::state_dir::write_private(file, &format!("{host}\n")));
         if let Err(e) = written {
             tracing::warn!(agent = %self.agent, file = %file.display(), error = %e, "cannot keep the agent's host for the next start");
         }
