@@ -109,6 +109,16 @@ fn context(
     }
 }
 
+/// What the channel tells `!status` now (answered within 2 s, even while a turn waits).
+async fn report(tx: &mpsc::Sender<ChannelInput>) -> ChannelReport {
+    let (reply, report) = oneshot::channel();
+    tx.try_send(ChannelInput::Report(reply)).unwrap();
+    tokio::time::timeout(Duration::from_secs(2), report)
+        .await
+        .expect("answered while waiting")
+        .unwrap()
+}
+
 /// Puts Alice's prompt `id` in the room's transcript, as an earlier run recorded it.
 async fn earlier_prompt(store: &Store, id: &str, body: &str) {
     store

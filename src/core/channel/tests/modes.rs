@@ -37,9 +37,7 @@ async fn a_session_that_starts_in_a_mode_that_does_not_ask_is_switched_before_it
         .unwrap();
     assert_eq!(kept.map(|k| k.mode).as_deref(), Some("ask"));
     // `!status`: the mode says it asks.
-    let (reply, answer) = oneshot::channel();
-    tx.try_send(ChannelInput::Report(reply)).unwrap();
-    let report = answer.await.unwrap();
+    let report = report(&tx).await;
     assert_eq!(report.mode.as_deref(), Some("Ask, asks before acting"));
 }
 

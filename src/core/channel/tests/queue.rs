@@ -294,12 +294,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     // Still listening: a second prompt queues (⏳), a report comes back.
     tx.try_send(ChannelInput::Prompt(message("$3", "second")))
         .unwrap();
-    let (reply, report) = oneshot::channel();
-    tx.try_send(ChannelInput::Report(reply)).unwrap();
-    let report = tokio::time::timeout(Duration::from_secs(2), report)
-        .await
-        .expect("answered while waiting")
-        .unwrap();
+    let report = report(&tx).await;
     assert_eq!(report.queued, 1);
     assert!(report.waiting && !report.running, "{report:?}");
     // `!stop` gives the waiting prompt up; the queued one waits on.
@@ -665,12 +660,7 @@ async fn stop_gives_up_a_wait_for_a_place_and_the_turn_never_runs() {
     settle_until(|| (chat.shown("!room").iter()).any(|t| t.contains("waits for a free slot")))
         .await;
     // Still listening while it waits: a report says so.
-    let (reply, report) = oneshot::channel();
-    tx.try_send(ChannelInput::Report(reply)).unwrap();
-    let report = tokio::time::timeout(Duration::from_secs(2), report)
-        .await
-        .expect("answered while waiting")
-        .unwrap();
+    let report = report(&tx).await;
     assert!(report.waiting && !report.running, "{report:?}");
     tx.try_send(ChannelInput::Command(
         Command::new(Kind::Stop, &[]),
