@@ -19,6 +19,17 @@ VENV=${SIDEKICKS_SYNAPSE_VENV:-$HOME/.cache/sidekicks/synapse-venv}
 HS="http://127.0.0.1:$PORT"
 
 say() { printf '\033[1m%s\033[0m\n' "$*" >&2; }
+# Says why the demo cannot go on, with the end of the log that tells more, and ends it.
+fail() {
+    say "$1"
+    [ -n "${2:-}" ] && [ -e "$2" ] && tail -n 20 "$2" >&2
+    exit 1
+}
+
+# Everything here talks to 127.0.0.1: never through a proxy set for the outside world
+# (a proxy cannot reach this machine's loopback, and Synapse would look down).
+export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"
+export NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
 
 if [ ! -e "$VENV/.sidekicks-installed" ]; then
     say "Installing Synapse into $VENV (once)…"
@@ -80,15 +91,21 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-for _ in $(seq 1 100); do
-    if python3 -c "import urllib.request; urllib.request.urlopen('$HS/_matrix/client/versions')" 2>/dev/null; then break; fi
-    kill -0 $SYNAPSE_PID 2>/dev/null || { tail -20 "$DEMO/synapse/synapse.log"; exit 1; }
+# Its first start makes its database: seconds, more on a busy machine. A minute at most.
+answers() {
+    "$VENV/bin/python" -c "import urllib.request; urllib.request.urlopen('$HS/_matrix/client/versions', timeout=5)" 2>/dev/null
+}
+deadline=$((SECONDS + 60))
+until answers; do
+    kill -0 "$SYNAPSE_PID" 2>/dev/null || fail "Synapse stopped as it started:" "$DEMO/synapse/synapse.log"
+    [ "$SECONDS" -lt "$deadline" ] || fail "Synapse did not answer on $HS within a minute:" "$DEMO/synapse/synapse.log"
     sleep 0.2
 done
 
 register() {
     "$VENV/bin/register_new_matrix_user" -u "$1" -p "$2" --no-admin -c "$DEMO/synapse/homeserver.yaml" "$HS" \
-        > "$DEMO/register-$1.log" 2>&1 || grep -q "already taken" "$DEMO/register-$1.log"
+        > "$DEMO/register-$1.log" 2>&1 || grep -q "already taken" "$DEMO/register-$1.log" ||
+        fail "Could not make the account $1 on Synapse:" "$DEMO/register-$1.log"
 }
 register me "$YOUR_PASSWORD"
 register demo "$AGENT_PASSWORD"

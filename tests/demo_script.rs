@@ -1,6 +1,7 @@
 #![recursion_limit = "256"]
-//! `scripts/demo.sh` as a new user runs it: it brings Synapse and the gateway up, and a
-//! signal to the script (not only Ctrl-C) stops everything it started.
+//! `scripts/demo.sh` as a new user runs it: it brings Synapse and the gateway up, behind a
+//! proxy set for the outside world too; a signal to the script (not only Ctrl-C) stops
+//! everything it started; and when Synapse cannot start, it says why and ends.
 
 mod support;
 
@@ -38,33 +39,97 @@ fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     done()
 }
 
+/// One run of the demo script in a folder of its own, its output in a log there.
+struct Demo {
+    dir: tempfile::TempDir,
+    port: u16,
+    script: std::process::Child,
+}
+
+impl Demo {
+    /// Starts the script on `port` with `env` added to the test's environment.
+    fn start(port: u16, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("sidekicks-demo-script-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let log = std::fs::File::create(dir.path().join("demo-script.log")).unwrap();
+        let script = Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo.sh"))
+            .env("SIDEKICKS_DEMO_DIR", dir.path())
+            .env("SIDEKICKS_DEMO_PORT", port.to_string())
+            .env("SIDEKICKS_SYNAPSE_VENV", support::synapse::venv())
+            .env("SIDEKICKS_BIN", support::gateway::binary())
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        Demo { dir, port, script }
+    }
+
+    /// What the script printed, and the logs beside it: Synapse's end and the accounts'.
+    fn log(&self) -> String {
+        let read = |name: &str| std::fs::read_to_string(self.dir.path().join(name));
+        let mut all = read("demo-script.log").unwrap_or_default();
+        let synapse = read("synapse/synapse.log").unwrap_or_default();
+        let lines: Vec<&str> = synapse.lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+        all.push_str(&format!("\n--- synapse.log (end) ---\n{tail}\n"));
+        for name in ["register-me.log", "register-demo.log"] {
+            if let Ok(text) = read(name) {
+                all.push_str(&format!("--- {name} ---\n{text}\n"));
+            }
+        }
+        all
+    }
+
+    /// Whether the script has ended.
+    fn ended(&mut self) -> Option<std::process::ExitStatus> {
+        self.script.try_wait().unwrap()
+    }
+
+    /// Waits until the gateway runs (or the script ends first: then fails with its logs).
+    fn wait_until_running(&mut self) {
+        let printed =
+            || std::fs::read_to_string(self.dir.path().join("demo-script.log")).unwrap_or_default();
+        // Synapse may take up to the script's minute to answer on a busy machine.
+        let settled = wait_for(Duration::from_secs(150), || {
+            printed().contains("Sidekicks is running") || self.script.try_wait().unwrap().is_some()
+        });
+        assert!(
+            settled && printed().contains("Sidekicks is running"),
+            "the demo did not come up ({:?}):\n{}",
+            self.ended(),
+            self.log()
+        );
+        assert!(printed().contains(&format!("homeserver:  http://127.0.0.1:{}", self.port)));
+    }
+
+    /// `kill PID` of the script, as a person does from another terminal; then checks that
+    /// the script ended and left nothing running.
+    fn signal_and_check_everything_stopped(mut self) {
+        unsafe { libc::kill(self.script.id() as i32, libc::SIGTERM) };
+        let ended = wait_for(Duration::from_secs(30), || self.ended().is_some());
+        assert!(ended, "the script did not end:\n{}", self.log());
+        let gone = wait_for(Duration::from_secs(10), || {
+            started_in(self.dir.path()).is_empty()
+        });
+        assert!(
+            gone,
+            "left running: {:#?}\n{}",
+            started_in(self.dir.path()),
+            self.log()
+        );
+    }
+}
+
 #[test]
 fn a_signal_to_the_demo_script_stops_everything_it_started() {
-    let dir = tempfile::Builder::new()
-        .prefix("sidekicks-demo-script-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let port = support::ports::free_port();
-    let log_path = dir.path().join("demo-script.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut script = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo.sh"))
-        .env("SIDEKICKS_DEMO_DIR", dir.path())
-        .env("SIDEKICKS_DEMO_PORT", port.to_string())
-        .env("SIDEKICKS_SYNAPSE_VENV", support::synapse::venv())
-        .env("SIDEKICKS_BIN", support::gateway::binary())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
-    let running = wait_for(Duration::from_secs(90), || {
-        log().contains("Sidekicks is running")
-    });
-    assert!(running, "the demo did not come up:\n{}", log());
-    assert!(log().contains(&format!("homeserver:  http://127.0.0.1:{port}")));
-    let before = started_in(dir.path());
+    let mut demo = Demo::start(support::ports::free_port(), &[]);
+    demo.wait_until_running();
+    let before = started_in(demo.dir.path());
     assert!(
         before
             .iter()
@@ -72,20 +137,55 @@ fn a_signal_to_the_demo_script_stops_everything_it_started() {
             && before.iter().any(|(_, c)| c.contains(" run --config ")),
         "Synapse and the gateway run: {before:#?}"
     );
+    demo.signal_and_check_everything_stopped();
+}
 
-    // `kill PID` of the script, as a person does from another terminal.
-    unsafe { libc::kill(script.id() as i32, libc::SIGTERM) };
-    let ended = wait_for(Duration::from_secs(30), || {
-        script.try_wait().unwrap().is_some()
-    });
-    assert!(ended, "the script did not end:\n{}", log());
-    let gone = wait_for(Duration::from_secs(10), || {
-        started_in(dir.path()).is_empty()
-    });
+/// A person behind a proxy (set in the environment for the outside world, and no loopback
+/// exception) still gets a demo: nothing on 127.0.0.1 is asked through it. Before, Synapse
+/// looked down for the script's whole wait, and the account could not be made: the script
+/// ended after "Starting Synapse…" and said nothing more.
+#[test]
+fn the_demo_comes_up_for_a_person_behind_a_proxy_that_cannot_reach_loopback() {
+    // A proxy that refuses every connection: the discard port, where nothing listens.
+    let proxy = "http://127.0.0.1:9";
+    let mut demo = Demo::start(
+        support::ports::free_port(),
+        &[
+            ("http_proxy", proxy),
+            ("https_proxy", proxy),
+            ("HTTP_PROXY", proxy),
+            ("HTTPS_PROXY", proxy),
+            ("all_proxy", proxy),
+            ("ALL_PROXY", proxy),
+            ("no_proxy", ""),
+            ("NO_PROXY", ""),
+        ],
+    );
+    demo.wait_until_running();
+    demo.signal_and_check_everything_stopped();
+}
+
+/// When Synapse cannot start (here its port is taken), the script says so with Synapse's
+/// own words, ends with a failure, and leaves nothing running.
+#[test]
+fn when_synapse_cannot_start_the_demo_says_why_and_ends() {
+    let port = support::ports::free_port();
+    let _taken = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let mut demo = Demo::start(port, &[]);
+    let ended = wait_for(Duration::from_secs(90), || demo.ended().is_some());
+    assert!(ended, "the script went on:\n{}", demo.log());
+    assert!(!demo.ended().unwrap().success(), "{}", demo.log());
+    let printed =
+        std::fs::read_to_string(demo.dir.path().join("demo-script.log")).unwrap_or_default();
     assert!(
-        gone,
-        "left running: {:#?}\n{}",
-        started_in(dir.path()),
-        log()
+        printed.contains("Synapse stopped as it started")
+            && printed.contains("Address already in use"),
+        "{printed}"
+    );
+    assert!(!printed.contains("Sidekicks is starting"), "{printed}");
+    assert!(
+        started_in(demo.dir.path()).is_empty(),
+        "{:#?}",
+        started_in(demo.dir.path())
     );
 }
