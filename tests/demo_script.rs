@@ -90,21 +90,37 @@ impl Demo {
         self.script.try_wait().unwrap()
     }
 
-    /// Waits until the gateway runs (or the script ends first: then fails with its logs).
-    fn wait_until_running(&mut self) {
-        let printed =
-            || std::fs::read_to_string(self.dir.path().join("demo-script.log")).unwrap_or_default();
-        // Synapse may take up to the script's minute to answer on a busy machine.
-        let settled = wait_for(Duration::from_secs(150), || {
-            printed().contains("Sidekicks is running") || self.script.try_wait().unwrap().is_some()
-        });
-        assert!(
-            settled && printed().contains("Sidekicks is running"),
-            "the demo did not come up ({:?}):\n{}",
-            self.ended(),
-            self.log()
-        );
-        assert!(printed().contains(&format!("homeserver:  http://127.0.0.1:{}", self.port)));
+    /// Starts the script on a free port and waits until the gateway runs. The port is free
+    /// when chosen, and some other process may bind it before Synapse does: then Synapse
+    /// says so and the script ends, and this starts it again on another port.
+    fn running(env: &[(&str, &str)]) -> Self {
+        for _ in 0..3 {
+            let mut demo = Demo::start(support::ports::free_port(), env);
+            let printed = || {
+                std::fs::read_to_string(demo.dir.path().join("demo-script.log")).unwrap_or_default()
+            };
+            // Synapse may take up to the script's minute to answer on a busy machine.
+            let settled = wait_for(Duration::from_secs(150), || {
+                printed().contains("Sidekicks is running")
+                    || demo.script.try_wait().unwrap().is_some()
+            });
+            let lost_port = settled
+                && !printed().contains("Sidekicks is running")
+                && printed().contains("Address already in use");
+            if lost_port {
+                eprintln!("port {} was taken before Synapse bound it", demo.port);
+                continue;
+            }
+            assert!(
+                settled && printed().contains("Sidekicks is running"),
+                "the demo did not come up ({:?}):\n{}",
+                demo.ended(),
+                demo.log()
+            );
+            assert!(printed().contains(&format!("homeserver:  http://127.0.0.1:{}", demo.port)));
+            return demo;
+        }
+        panic!("Synapse's port was taken three times over");
     }
 
     /// `kill PID` of the script, as a person does from another terminal; then checks that
@@ -127,8 +143,7 @@ impl Demo {
 
 #[test]
 fn a_signal_to_the_demo_script_stops_everything_it_started() {
-    let mut demo = Demo::start(support::ports::free_port(), &[]);
-    demo.wait_until_running();
+    let demo = Demo::running(&[]);
     let before = started_in(demo.dir.path());
     assert!(
         before
@@ -148,20 +163,16 @@ fn a_signal_to_the_demo_script_stops_everything_it_started() {
 fn the_demo_comes_up_for_a_person_behind_a_proxy_that_cannot_reach_loopback() {
     // A proxy that refuses every connection: the discard port, where nothing listens.
     let proxy = "http://127.0.0.1:9";
-    let mut demo = Demo::start(
-        support::ports::free_port(),
-        &[
-            ("http_proxy", proxy),
-            ("https_proxy", proxy),
-            ("HTTP_PROXY", proxy),
-            ("HTTPS_PROXY", proxy),
-            ("all_proxy", proxy),
-            ("ALL_PROXY", proxy),
-            ("no_proxy", ""),
-            ("NO_PROXY", ""),
-        ],
-    );
-    demo.wait_until_running();
+    let demo = Demo::running(&[
+        ("http_proxy", proxy),
+        ("https_proxy", proxy),
+        ("HTTP_PROXY", proxy),
+        ("HTTPS_PROXY", proxy),
+        ("all_proxy", proxy),
+        ("ALL_PROXY", proxy),
+        ("no_proxy", ""),
+        ("NO_PROXY", ""),
+    ]);
     demo.signal_and_check_everything_stopped();
 }
 
