@@ -69,10 +69,15 @@ impl Demo {
         Demo { dir, port, script }
     }
 
+    /// What the script has printed so far.
+    fn printed(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("demo-script.log")).unwrap_or_default()
+    }
+
     /// What the script printed, and the logs beside it: Synapse's end and the accounts'.
     fn log(&self) -> String {
         let read = |name: &str| std::fs::read_to_string(self.dir.path().join(name));
-        let mut all = read("demo-script.log").unwrap_or_default();
+        let mut all = self.printed();
         let synapse = read("synapse/synapse.log").unwrap_or_default();
         let lines: Vec<&str> = synapse.lines().collect();
         let tail = lines[lines.len().saturating_sub(20)..].join("\n");
@@ -96,28 +101,25 @@ impl Demo {
     fn running(env: &[(&str, &str)]) -> Self {
         for _ in 0..3 {
             let mut demo = Demo::start(support::ports::free_port(), env);
-            let printed = || {
-                std::fs::read_to_string(demo.dir.path().join("demo-script.log")).unwrap_or_default()
-            };
             // Synapse may take up to the script's minute to answer on a busy machine.
             let settled = wait_for(Duration::from_secs(150), || {
-                printed().contains("Sidekicks is running")
-                    || demo.script.try_wait().unwrap().is_some()
+                demo.printed().contains("Sidekicks is running") || demo.ended().is_some()
             });
+            let printed = demo.printed();
             let lost_port = settled
-                && !printed().contains("Sidekicks is running")
-                && printed().contains("Address already in use");
+                && !printed.contains("Sidekicks is running")
+                && printed.contains("Address already in use");
             if lost_port {
                 eprintln!("port {} was taken before Synapse bound it", demo.port);
                 continue;
             }
             assert!(
-                settled && printed().contains("Sidekicks is running"),
+                settled && printed.contains("Sidekicks is running"),
                 "the demo did not come up ({:?}):\n{}",
                 demo.ended(),
                 demo.log()
             );
-            assert!(printed().contains(&format!("homeserver:  http://127.0.0.1:{}", demo.port)));
+            assert!(printed.contains(&format!("homeserver:  http://127.0.0.1:{}", demo.port)));
             return demo;
         }
         panic!("Synapse's port was taken three times over");
@@ -186,8 +188,7 @@ fn when_synapse_cannot_start_the_demo_says_why_and_ends() {
     let ended = wait_for(Duration::from_secs(90), || demo.ended().is_some());
     assert!(ended, "the script went on:\n{}", demo.log());
     assert!(!demo.ended().unwrap().success(), "{}", demo.log());
-    let printed =
-        std::fs::read_to_string(demo.dir.path().join("demo-script.log")).unwrap_or_default();
+    let printed = demo.printed();
     assert!(
         printed.contains("Synapse stopped as it started")
             && printed.contains("Address already in use"),

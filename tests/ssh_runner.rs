@@ -224,24 +224,22 @@ async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_t
         "{refused}"
     );
     // The forwarded socket is the agent's own, and goes with it.
-    let forwarded = || {
+    let forwarded = || -> Vec<std::path::PathBuf> {
         (std::fs::read_dir("/tmp").unwrap().filter_map(|e| e.ok()))
             .filter(|e| {
                 let name = e.file_name();
                 let name = name.to_string_lossy();
                 name.starts_with("sidekicks-room-tools-") && name.ends_with(".sock")
             })
-            .count()
+            .map(|e| e.path())
+            .collect()
     };
-    assert!(forwarded() > 0, "the socket on the host");
+    assert!(!forwarded().is_empty(), "the socket on the host");
     // An agent on that host that knows a forwarded socket's name there (its own, or another
     // agent's: `/proc/net/unix` lists them) cannot open it: its sandbox has a `/tmp` of its
     // own, and only its own socket is bound in, where the room tools are found. Its commands
     // find none either.
-    let socket = (std::fs::read_dir("/tmp").unwrap().filter_map(|e| e.ok()))
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().contains("/sidekicks-room-tools-"))
-        .unwrap();
+    let socket = forwarded().swap_remove(0);
     env.alice
         .send(
             &room,
@@ -269,20 +267,17 @@ async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_t
         "{looked}"
     );
     assert!(looked.contains("seen=0\n"), "{looked}");
-    for socket in std::fs::read_dir("/tmp").unwrap().filter_map(|e| e.ok()) {
-        let name = socket.file_name().to_string_lossy().into_owned();
-        if name.starts_with("sidekicks-room-tools-") {
-            let mode = socket.metadata().unwrap().permissions();
-            let mode = std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777;
-            assert_eq!(mode, 0o600, "{name}: only the remote user's");
-        }
+    for socket in forwarded() {
+        let mode = socket.metadata().unwrap().permissions();
+        let mode = std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777;
+        assert_eq!(mode, 0o600, "{}: only the remote user's", socket.display());
     }
     let mut env = env;
     env.gw.stop();
     wait_until(
         Duration::from_secs(15),
         "the forwarded socket removed",
-        || (forwarded() == 0).then_some(()),
+        || forwarded().is_empty().then_some(()),
     )
     .await;
 }
