@@ -563,4 +563,33 @@ mod tests {
             .unwrap_err();
         assert!(format!("{e:?}").contains("no such session"), "{e:?}");
     }
+
+    proptest::proptest! {
+        /// No variable name outside the grammar reaches a launcher or a container's env
+        /// file: what `requested_env` lets through is names only, and the env file made of
+        /// it has one `NAME=VALUE` line per variable.
+        #[test]
+        fn no_name_outside_the_grammar_reaches_a_launcher_or_an_env_file(
+            vars in proptest::collection::vec(
+                ("[A-Za-z_][A-Za-z0-9_]{0,6}|\\PC{0,8}|[A-Z_\n\r*= -]{0,8}", "[a-z \n]{0,6}"),
+                0..4,
+            )
+        ) {
+            let asked: Vec<EnvVariable> =
+                vars.iter().map(|(n, v)| EnvVariable::new(n.clone(), v.clone())).collect();
+            if let Ok(env) = requested_env(&asked) {
+                for (name, _) in &env {
+                    proptest::prop_assert!(crate::model::variable::is_name(name), "{name:?}");
+                }
+                if let Ok(file) = crate::acp::Container::env_file(&env) {
+                    let text = String::from_utf8(file).unwrap();
+                    proptest::prop_assert_eq!(text.lines().count(), env.len());
+                    for line in text.lines() {
+                        let (name, _) = line.split_once('=').unwrap();
+                        proptest::prop_assert!(crate::model::variable::is_name(name), "{line:?}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -220,10 +220,12 @@ impl Container {
     }
 
     /// The env file that sets `env` in a container (`NAME=VALUE` lines). `Err` names a
-    /// value the format cannot carry (a line break).
+    /// name outside the grammar (a bare `NAME` line, or `NAME*`, would copy the engine's own
+    /// variables) or a value the format cannot carry (a line break).
     pub fn env_file(env: &[(String, String)]) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
         for (name, value) in env {
+            crate::model::variable::check_name(name)?;
             if value.contains(['\n', '\r', '\0']) {
                 return Err(format!(
                     "`{name}`'s value has a line break, which a container's env file cannot carry"
@@ -520,6 +522,12 @@ pub(super) mod tests {
         assert_eq!(Container::env_file(&env).unwrap(), b"A=1 2=3\n");
         let bad = vec![("B".to_owned(), "x\nEVIL=1".to_owned())];
         assert!(Container::env_file(&bad).unwrap_err().contains("`B`"));
+        // A name is a name by grammar: a line break in it would leave a bare `NAME` line,
+        // which the engine fills from its own environment.
+        for name in ["SECRET\nX", "SECRET*", "", "A=B"] {
+            let bad = vec![(name.to_owned(), "1".to_owned())];
+            assert!(Container::env_file(&bad).is_err(), "{name:?}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod demo_agent;
 pub mod dialect;
 mod ending;
 mod events;
+mod in_container;
 mod launch;
 mod lines;
 mod on_host;
@@ -26,7 +27,7 @@ mod transport;
 
 pub use connection::AcpAgent;
 pub use container::Container;
-pub use launch::own_session;
+pub use launch::{ENV_FD, own_session, read_on_fd3};
 pub use per_room::{PerRoomAgent, RoomLimits};
 pub use process::ProcessSpec;
 pub use sandbox::{Network, Sandbox, locate as locate_program};

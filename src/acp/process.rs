@@ -11,8 +11,8 @@ use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
-use super::container::{Container, Invocation};
-use super::launch::{ENV_FD, Launch, ends_with_gateway, own_session, read_on_fd3};
+use super::container::Container;
+use super::launch::{ENV_FD, Launch, own_session, read_on_fd3};
 use super::lines::CappedLines;
 use super::sandbox::{Network, Sandbox};
 use crate::model::Secret;
@@ -172,69 +172,14 @@ impl ProcessSpec {
             stdin_header: None,
         })
     }
-
-    /// The command that runs `program args` in the agent's container (`agent`: the agent
-    /// itself): the engine, with the gateway's own environment (it may need its `HOME` and
-    /// runtime folder) and the agent's configured values, which reach the container by
-    /// name only.
-    fn in_container(
-        &self,
-        container: &Container,
-        program: &str,
-        args: &[String],
-        cwd: &std::path::Path,
-        inner_env: &[(String, String)],
-        agent: bool,
-    ) -> std::io::Result<Launch> {
-        let mut cmd = std::process::Command::new(&container.engine);
-        let env_pipe = match inner_env.is_empty() {
-            true => None,
-            false => {
-                let file = Container::env_file(inner_env).map_err(std::io::Error::other)?;
-                Some(read_on_fd3(&mut cmd, &file)?)
-            }
-        };
-        let names: Vec<String> = (self.env.keys().cloned())
-            .chain(
-                (self.inherit_env.iter())
-                    .filter(|n| std::env::var_os(n).is_some())
-                    .cloned(),
-            )
-            .collect();
-        let call = Invocation {
-            command: program,
-            args,
-            cwd,
-            env_names: if agent { &names[..] } else { &[] },
-            home: self.home.as_deref(),
-            env_file: env_pipe.is_some(),
-            interactive: agent,
-        };
-        cmd.args(container.command_line(&call, agent))
-            .current_dir(cwd)
-            .envs(self.env.iter().map(|(k, v)| (k, v.expose())));
-        own_session(&mut cmd);
-        if agent {
-            // The engine's client going with the gateway stops its container (the signal is
-            // passed on, and the container is removed when its process ends): no agent
-            // outlives a killed gateway.
-            ends_with_gateway(&mut cmd);
-        }
-        Ok(Launch {
-            command: cmd,
-            env_pipe,
-            stdin_header: None,
-        })
-    }
 }
 
-/// Whether `name` may be set in a command's environment at the agent's request: a plain
-/// variable name, and none of the dynamic loader's (`LD_PRELOAD`, `LD_LIBRARY_PATH`, …),
-/// which choose the code every program loads. `Err` says why not.
+/// Whether `name` may be set in a command's environment at the agent's request: a variable
+/// name by grammar ([`crate::model::variable`]), and none of the dynamic loader's
+/// (`LD_PRELOAD`, `LD_LIBRARY_PATH`, …), which choose the code every program loads. `Err`
+/// says why not.
 pub fn requested_variable(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.contains(['=', '\0']) {
-        return Err(format!("`{name}` is not a variable name"));
-    }
+    crate::model::variable::check_name(name)?;
     if name.starts_with("LD_") {
         return Err(format!(
             "`{name}` is not passed: it changes the code every program loads"
@@ -494,6 +439,15 @@ pub(super) mod tests {
             "",
             "A=B",
             "A\0B",
+            // A line break would write a line of its own into a container's env file, a
+            // bare `NAME` there copies the engine's own variable into the container.
+            "SIDEKICKS_DEMO_PASSWORD\nX",
+            "A\rB",
+            "PGPASS*",
+            "1A",
+            "A-B",
+            "A B",
+            "Ä",
         ] {
             assert!(requested_variable(refused).is_err(), "{refused:?}");
         }

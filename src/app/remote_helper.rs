@@ -17,15 +17,16 @@
 
 use std::fs::File;
 use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd as _;
+use std::os::fd::{FromRawFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode};
 use std::sync::Arc;
 
 use super::isolation::HOME_SECRETS;
-use crate::acp::{Network, Sandbox, own_session};
+use crate::acp::{ENV_FD, Network, Sandbox, own_session, read_on_fd3};
 use crate::model::agent::ROOM_TOOLS_SOCKET;
+use crate::model::variable;
 use crate::remote::AGENT_HOMES;
 use crate::remote::wire::{
     self, Boxing, Hello, Request, RunRequest, SandboxWish, WireError, WorktreeRequest,
@@ -114,10 +115,16 @@ fn run(request: RunRequest) -> ExitCode {
             );
         }
     };
+    if let Some(why) = (request.env.iter()).find_map(|(name, _)| variable::check_name(name).err()) {
+        return failed(why, 126);
+    }
     let (program, args, cwd) = (&request.program, &request.args, &request.cwd);
-    let mut cmd = command(sandbox.as_ref(), program, args, cwd, &home);
-    cmd.current_dir(cwd)
-        .envs(request.env.iter().map(|(k, v)| (k, v)));
+    let (mut cmd, _env_pipe) =
+        match command(sandbox.as_ref(), program, args, cwd, &home, &request.env) {
+            Ok(made) => made,
+            Err(e) => return failed(format!("cannot pass the environment: {e}"), 126),
+        };
+    cmd.current_dir(cwd);
     // A session of its own (its whole group is signalled when the connection goes).
     own_session(&mut cmd);
     // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours: gone if this
@@ -160,8 +167,9 @@ impl Drop for Removed {
 fn worktree(request: WorktreeRequest, out: &mut impl std::io::Write) -> Result<(), WireError> {
     let launcher = match boxed(&request.boxing) {
         Ok((home, Some(sandbox))) => {
-            let launch: GitLauncher =
-                Arc::new(move |cwd, args| Ok(command(Some(&sandbox), "git", args, cwd, &home)));
+            let launch: GitLauncher = Arc::new(move |cwd, args| {
+                Ok(command(Some(&sandbox), "git", args, cwd, &home, &[])?.0)
+            });
             Some(launch)
         }
         Ok((_, None)) => None,
@@ -174,17 +182,28 @@ fn worktree(request: WorktreeRequest, out: &mut impl std::io::Write) -> Result<(
 }
 
 /// The command that runs `program args` in `cwd`, in `sandbox` when there is one, with the
-/// remote user's `PATH`, `home` as its `HOME` and nothing else of this helper's environment.
+/// remote user's `PATH`, `home` as its `HOME`, `env` and nothing else of this helper's
+/// environment; with the pipe that must stay open until it is spawned, when `env` goes
+/// through one.
 fn command(
     sandbox: Option<&Sandbox>,
     program: &str,
     args: &[String],
     cwd: &Path,
     home: &Path,
-) -> Command {
+    env: &[(String, String)],
+) -> std::io::Result<(Command, Option<OwnedFd>)> {
+    let mut env_pipe = None;
     let mut cmd = match sandbox {
         Some(sandbox) => {
             let mut cmd = Command::new(&sandbox.program);
+            // Its variables are set inside by bubblewrap, read from a pipe as at home: never
+            // on the launcher, where a `PATH` or a loader's variable would choose what runs
+            // outside the sandbox.
+            if !env.is_empty() {
+                env_pipe = Some(read_on_fd3(&mut cmd, &Sandbox::inner_env(env))?);
+                cmd.args(["--args", &ENV_FD.to_string()]);
+            }
             cmd.args(sandbox.command_line(program, args, cwd));
             cmd
         }
@@ -196,7 +215,10 @@ fn command(
     };
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
     cmd.env_clear().env("PATH", path).env("HOME", home);
-    cmd
+    if sandbox.is_none() {
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    }
+    Ok((cmd, env_pipe))
 }
 
 /// The home (`~/` read as the remote user's, made private) and the sandbox `boxing` asks
@@ -303,4 +325,39 @@ fn watch(mut child: Child) -> ExitCode {
     unsafe { libc::kill(-group, libc::SIGKILL) };
     let _ = child.wait();
     ExitCode::from(137)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sandboxed_commands_variables_go_inside_never_on_the_launcher() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox {
+            program: "/usr/bin/bwrap".into(),
+            hide: vec![],
+            read_write: vec![dir.path().to_owned()],
+            read_only: vec![],
+            network: Network::Host,
+            binds: vec![],
+        };
+        let env = [("PATH".to_owned(), "/planted/bin".to_owned())];
+        let (cmd, pipe) =
+            command(Some(&sandbox), "make", &[], dir.path(), dir.path(), &env).unwrap();
+        assert!(pipe.is_some(), "the variables go through a pipe");
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy()).collect();
+        assert_eq!(args[..2], ["--args", "3"], "{args:?}");
+        let launcher_path = (cmd.get_envs())
+            .find(|(k, _)| *k == "PATH")
+            .and_then(|(_, v)| v);
+        assert_ne!(launcher_path, Some(std::ffi::OsStr::new("/planted/bin")));
+        // Without a sandbox the command is the program itself: they are its own.
+        let (cmd, pipe) = command(None, "make", &[], dir.path(), dir.path(), &env).unwrap();
+        assert!(pipe.is_none());
+        let path = (cmd.get_envs())
+            .find(|(k, _)| *k == "PATH")
+            .and_then(|(_, v)| v);
+        assert_eq!(path, Some(std::ffi::OsStr::new("/planted/bin")));
+    }
 }

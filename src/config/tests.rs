@@ -95,6 +95,16 @@ fn problems_name_their_keys() {
         ),
         ("id = \"demo\"", "id = \"de mo\"", "agents[0].id"),
         (
+            "workspace =",
+            "inherit_env = [\"PGPASS*\"]\nworkspace =",
+            "agents[0].env",
+        ),
+        (
+            "workspace =",
+            "env = { \"A\\nB\" = \"1\" }\nworkspace =",
+            "agents[0].env",
+        ),
+        (
             "id = \"demo\"",
             "id = \"demo\"\ndialect = \"klingon\"",
             "agents[0].dialect",

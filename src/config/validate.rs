@@ -372,8 +372,8 @@ impl Config {
                 bad(k("settings"), "a mode list holds an empty mode ID".into());
             }
             for name in a.env.keys().chain(a.inherit_env.iter()) {
-                if name.is_empty() || name.contains('=') {
-                    bad(k("env"), format!("`{name}` is not a variable name"));
+                if let Err(why) = crate::model::variable::check_name(name) {
+                    bad(k("env"), why);
                 }
             }
             let uid = &a.matrix.user_id;

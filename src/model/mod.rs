@@ -17,6 +17,7 @@ pub mod random;
 pub mod schedule;
 pub mod secret;
 pub mod thread_mode;
+pub mod variable;
 pub mod verbosity;
 
 pub use message::OutMessage;

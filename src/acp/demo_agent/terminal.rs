@@ -17,7 +17,7 @@ struct Asked {
     limit: Option<u64>,
     /// `--cwd DIR`: the folder (relative to the session's, or absolute).
     cwd: Option<String>,
-    /// `--env NAME=VALUE`, any number.
+    /// `--env NAME=VALUE`, any number (`\n` in NAME stands for a line break).
     env: Vec<(String, String)>,
     /// The rest: a shell script (`sh -c`).
     script: String,
@@ -34,8 +34,9 @@ fn parse(arg: &str) -> Asked {
             "--limit" => asked.limit = value.parse().ok(),
             "--cwd" => asked.cwd = Some(value.to_owned()),
             "--env" => {
+                // `\n` in a name is a line break: a hostile agent's name, for the tests.
                 if let Some((k, v)) = value.split_once('=') {
-                    asked.env.push((k.to_owned(), v.to_owned()));
+                    asked.env.push((k.replace("\\n", "\n"), v.to_owned()));
                 }
             }
             _ => break,
