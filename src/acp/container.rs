@@ -61,6 +61,75 @@ pub struct Container {
     /// the agent runs through the client run in it. `None`: not started (git in worktree
     /// mode runs in a one-off container then).
     pub name: Option<String>,
+    /// For one room's container: its home, and the agent's home it is first made from
+    /// (`None`: the agent's home is mounted as it is).
+    pub room_home: Option<RoomHome>,
+}
+
+/// One room's home (`per_room`): what a program keeps in its home (transcripts, settings,
+/// hooks, shell start-up files) stays with the room, so one room's agent can neither read
+/// another's nor plant what runs there. It starts as a copy of the agent's home (its
+/// sign-ins and settings), made when the room's first process starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomHome {
+    /// The room's home: `<agent's home>/rooms/<room's folder name>`.
+    pub path: PathBuf,
+    /// The agent's home, copied into it when it does not exist yet.
+    pub template: PathBuf,
+}
+
+/// The folder of an agent's home that holds its rooms' homes (never copied into one).
+pub const ROOM_HOMES: &str = "rooms";
+
+impl RoomHome {
+    /// The home of the room whose folder is `folder`, made from the agent's `home`.
+    pub fn of(home: &Path, folder: &Path) -> Self {
+        let name = folder.file_name().unwrap_or(folder.as_os_str());
+        Self {
+            path: home.join(ROOM_HOMES).join(name),
+            template: home.to_owned(),
+        }
+    }
+
+    /// Makes the room's home if it is not there: private, holding a copy of the agent's
+    /// home (links copied as links, never followed; its rooms' homes left out).
+    pub fn make(&self) -> std::io::Result<()> {
+        if self.path.exists() {
+            return Ok(());
+        }
+        let partial = self.path.with_extension("making");
+        let _ = std::fs::remove_dir_all(&partial);
+        copy_tree(&self.template, &partial, true)?;
+        std::fs::set_permissions(
+            &partial,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )?;
+        std::fs::rename(&partial, &self.path)
+    }
+}
+
+/// Copies the folder `from` to `to` (made): folders, files and links as they are, without
+/// following a link; at the `top`, the rooms' homes left out.
+fn copy_tree(from: &Path, to: &Path, top: bool) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        if top && entry.file_name() == ROOM_HOMES {
+            continue;
+        }
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &target)?;
+        } else if kind.is_dir() {
+            copy_tree(&source, &target, false)?;
+            let mode = std::fs::symlink_metadata(&source)?.permissions();
+            std::fs::set_permissions(&target, mode)?;
+        } else if kind.is_file() {
+            std::fs::copy(&source, &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// One container command line's parts that differ between the agent, its commands and git.
@@ -111,16 +180,21 @@ impl Container {
     }
 
     /// This container for one room's process: the room's `folder` mounted in place of
-    /// `root`, the folder of every room's, so the room's agent sees no other room's files.
-    pub fn for_room(&self, root: &Path, folder: &Path) -> Self {
+    /// `root`, the folder of every room's, and the room's own home in place of the agent's
+    /// `home`, so the room's agent sees no other room's files, nor what another room's
+    /// programs keep in their home.
+    pub fn for_room(&self, root: &Path, folder: &Path, home: Option<&Path>) -> Self {
+        let room_home = home.map(|h| RoomHome::of(h, folder));
         let read_write = (self.read_write.iter())
-            .map(|p| match p == root {
-                true => folder.to_owned(),
-                false => p.clone(),
+            .map(|p| match (p == root, &room_home) {
+                (true, _) => folder.to_owned(),
+                (false, Some(room)) if p == &room.template => room.path.clone(),
+                (false, _) => p.clone(),
             })
             .collect();
         Self {
             read_write,
+            room_home,
             ..self.clone()
         }
     }
@@ -434,6 +508,7 @@ pub(super) mod tests {
             state: dir.join("state"),
             user: (1000, 1000),
             name: None,
+            room_home: None,
         }
     }
 
@@ -568,6 +643,40 @@ pub(super) mod tests {
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn a_rooms_home_starts_as_a_copy_of_the_agents_and_is_made_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".config/agent")).unwrap();
+        std::fs::write(home.join(".config/agent/settings.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", home.join("link")).unwrap();
+        let room = RoomHome::of(&home, &dir.path().join("work/room-a"));
+        assert_eq!(room.path, home.join("rooms/room-a"));
+        room.make().unwrap();
+        let made = &room.path;
+        assert_eq!(
+            std::fs::read_to_string(made.join(".config/agent/settings.json")).unwrap(),
+            "{}"
+        );
+        // A link stays a link (never followed into a copy of what it names).
+        assert_eq!(
+            std::fs::read_link(made.join("link")).unwrap(),
+            Path::new("/etc/hostname")
+        );
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(made).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        // The rooms' homes are not copied into a room's; what a room wrote stays.
+        let other = RoomHome::of(&home, Path::new("room-b"));
+        std::fs::write(made.join("transcript"), "room a's").unwrap();
+        other.make().unwrap();
+        assert!(!other.path.join("rooms").exists());
+        room.make().unwrap();
+        assert!(made.join("transcript").exists());
     }
 
     #[test]

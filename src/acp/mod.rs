@@ -30,5 +30,5 @@ pub use container::Container;
 pub use launch::{ENV_FD, own_session, read_on_fd3};
 pub use per_room::{PerRoomAgent, RoomLimits};
 pub use process::ProcessSpec;
-pub use sandbox::{Network, Sandbox, locate as locate_program};
+pub use sandbox::{Network, Sandbox, locate as locate_program, program_folders};
 pub use supervisor::{Supervised, SupervisedAgent};

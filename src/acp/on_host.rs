@@ -12,6 +12,13 @@ use crate::remote::wire::{Request, RunRequest};
 /// request written first on its stdin), else here.
 pub(super) async fn spawn(spec: &ProcessSpec) -> Result<Spawned, AgentError> {
     let failed = |e: std::io::Error| AgentError::start(&spec.command, e);
+    // One room's container: its home is made (a copy of the agent's) before its first start.
+    if let Some(home) = (spec.container.as_ref()).and_then(|c| c.room_home.clone()) {
+        let made = tokio::task::spawn_blocking(move || home.make()).await;
+        made.map_err(std::io::Error::other)
+            .and_then(|r| r)
+            .map_err(failed)?;
+    }
     if let Some(link) = spec.remote.clone() {
         let chosen = tokio::task::spawn_blocking(move || link.choose()).await;
         let chosen = chosen.map_err(|e| failed(std::io::Error::other(e)))?;

@@ -603,8 +603,10 @@ mod tests {
         let root = dir.path().join("work");
         let mut spec = crate::acp::process::tests::spec("true");
         let mut container = crate::acp::container::tests::container(dir.path());
-        container.read_write = vec![root.clone(), dir.path().join("home")];
+        let home = dir.path().join("home");
+        container.read_write = vec![root.clone(), home.clone()];
         spec.container = Some(container);
+        spec.home = Some(home.clone());
         let agent = PerRoomAgent::new(spec, root.clone(), RoomLimits::default());
         let a = agent.room(&root.join("room-a")).unwrap();
         // A folder below a room's (`{room}/sub`) is that room's.
@@ -619,16 +621,24 @@ mod tests {
             (
                 spec.container.as_ref().unwrap().read_write.clone(),
                 spec.cwd.clone(),
+                spec.home.clone().unwrap(),
             )
         };
+        // Its own folder, and a home of its own made from the agent's: never the agent's
+        // home, which every room would share.
+        let a_home = home.join("rooms/room-a");
         assert_eq!(
             mounts(&a),
             (
-                vec![root.join("room-a"), dir.path().join("home")],
-                root.join("room-a")
+                vec![root.join("room-a"), a_home.clone()],
+                root.join("room-a"),
+                a_home
             )
         );
-        assert_eq!(mounts(&b).0[0], root.join("room-b"));
+        assert_eq!(
+            mounts(&b).0,
+            vec![root.join("room-b"), home.join("rooms/room-b")]
+        );
         // The root itself, and what is outside it, is no room's.
         for outside in [root.clone(), dir.path().join("elsewhere"), root.join("..")] {
             assert!(agent.room(&outside).is_err(), "{}", outside.display());

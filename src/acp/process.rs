@@ -85,11 +85,15 @@ impl ProcessSpec {
     }
 
     /// This spec for the process of one room whose folder is `folder`, below `root` (one
-    /// container per room): its container mounts that folder in place of `root`, and it
-    /// works there.
+    /// container per room): its container mounts that folder in place of `root` and a home
+    /// of the room's own in place of the agent's, and it works there.
     pub fn for_room(&self, root: &std::path::Path, folder: &std::path::Path) -> Self {
+        let container =
+            (self.container.as_ref()).map(|c| c.for_room(root, folder, self.home.as_deref()));
+        let home = container.as_ref().and_then(|c| c.room_home.as_ref());
         Self {
-            container: (self.container.as_ref()).map(|c| c.for_room(root, folder)),
+            home: home.map(|h| h.path.clone()).or_else(|| self.home.clone()),
+            container,
             cwd: folder.to_owned(),
             ..self.clone()
         }
@@ -668,10 +672,11 @@ pub(super) mod tests {
         std::fs::write(r.join("state/matrix/session.json"), "token-abcdef").unwrap();
         std::fs::write(r.join("config.toml"), "password = \"hunter22\"").unwrap();
         std::fs::write(r.join("work/notes.txt"), "workspace notes").unwrap();
-        std::fs::write(r.join("outside.txt"), "readable system file").unwrap();
+        std::fs::write(r.join("outside.txt"), "a file of the host's").unwrap();
         let script = format!(
             "cat {root}/state/matrix/session.json {root}/config.toml >&2; \
-             cat notes.txt {root}/outside.txt >&2; echo made > made.txt; \
+             cat notes.txt {root}/outside.txt >&2; [ -x /bin/sh ] && grep -q '^root:' /etc/passwd && echo 'system there' >&2; \
+             echo made > made.txt; \
              echo mine > \"$HOME/settings\"; echo \"home=$HOME\" >&2; \
              echo nope > {root}/outside.txt || echo 'read-only outside' >&2; echo END >&2",
             root = r.display()
@@ -688,7 +693,9 @@ pub(super) mod tests {
         assert!(!err.contains("token-abcdef"), "{err}");
         assert!(!err.contains("hunter22"), "{err}");
         assert!(err.contains("workspace notes"), "{err}");
-        assert!(err.contains("readable system file"), "{err}");
+        // The system is there, read-only; what else the host has is not, shown or hidden.
+        assert!(err.contains("system there"), "{err}");
+        assert!(!err.contains("a file of the host's"), "{err}");
         assert!(err.contains("read-only outside"), "{err}");
         assert!(
             err.contains(&format!("home={}", r.join("home").display())),
@@ -704,7 +711,7 @@ pub(super) mod tests {
         );
         assert_eq!(
             std::fs::read_to_string(r.join("outside.txt")).unwrap(),
-            "readable system file"
+            "a file of the host's"
         );
     }
 

@@ -1,9 +1,13 @@
-//! Running an agent under bubblewrap (`bwrap`): the system read-only, its workspace and its
-//! own home read-write, a fresh `/tmp` and `/run` (no session bus, no container engine
-//! socket), and what the gateway keeps to itself (the state folder with every token, crypto
-//! key and transcript, the config, password files, the keys in the gateway's own home) not
-//! there at all. The network stays open unless the agent's config closes it: agents call
-//! their model.
+//! Running an agent under bubblewrap (`bwrap`). What the agent sees is an allowlist: an
+//! empty root with the host's system read-only (its programs and libraries, and of `/etc`
+//! what programs need to run and resolve names, [`SYSTEM`] and [`SYSTEM_ETC`]), fresh
+//! `/dev`, `/proc`, `/tmp` and `/run` (no session bus, no container engine socket), the
+//! agent's program folders read-only, its workspace and its own home read-write, and the
+//! paths its config adds. Nothing else of the host is there, so a secret nobody thought of
+//! listing (an SSH key, a database's password file) is out of reach as well as the ones the
+//! gateway knows; those the gateway's configuration names are hidden even within what is
+//! shown. The network stays open unless the agent's config closes it: agents call their
+//! model.
 //!
 //! Nothing the agent controls reaches the launcher: bubblewrap is found by its absolute path
 //! when the gateway starts (never through a `PATH` the agent could set), and the environment
@@ -19,26 +23,68 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// What every sandbox is: its own PID and IPC namespaces, gone with the gateway, the system
-/// read-only, fresh `/dev`, `/proc` and `/tmp`.
-const BASE: [&str; 12] = [
-    "--die-with-parent",
-    "--unshare-pid",
-    "--unshare-ipc",
-    "--ro-bind",
-    "/",
-    "/",
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
-    "--tmpfs",
-    "/tmp",
+/// What every sandbox is: its own PID and IPC namespaces, gone with the gateway.
+const BASE: [&str; 3] = ["--die-with-parent", "--unshare-pid", "--unshare-ipc"];
+
+/// The host's programs and libraries, shown read-only where they exist (a link, as `/bin`
+/// is to `usr/bin` on a merged system, stays a link).
+pub const SYSTEM: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
 
-/// Mounts after [`BASE`]: `/run` (session buses, container engine and other sockets)
-/// replaced by an empty folder.
-const MASKED: [&str; 2] = ["--tmpfs", "/run"];
+/// What of `/etc` programs need, shown read-only where it exists: name resolution, users
+/// and groups (not their passwords), the dynamic loader's cache, certificate authorities,
+/// time zone, the alternatives' links, shells' and tools' system-wide defaults. Nothing of
+/// it holds a secret: not `shadow`, not `ssl/private`, not `ssh`'s host keys, not a package
+/// manager's configuration (`npmrc` and `pip.conf` may hold tokens), not an operator's
+/// folder such as `/etc/sidekicks`.
+pub const SYSTEM_ETC: &[&str] = &[
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/networks",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki/tls/certs",
+    "/etc/pki/ca-trust",
+    "/etc/crypto-policies",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/alternatives",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/magic.mime",
+    "/etc/terminfo",
+    "/etc/inputrc",
+    "/etc/bash.bashrc",
+    "/etc/profile",
+    "/etc/profile.d",
+    "/etc/shells",
+    "/etc/login.defs",
+    "/etc/locale.alias",
+    "/etc/java-17-openjdk",
+    "/etc/perl",
+    "/etc/python3",
+];
+
+/// Fresh mounts after the system: `/dev`, `/proc`, `/tmp`, and `/run` (session buses,
+/// container engine and other sockets) an empty folder.
+const FRESH: [&str; 8] = [
+    "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
+];
 
 /// What network a sandboxed agent has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
@@ -59,12 +105,14 @@ pub struct Sandbox {
     /// The bubblewrap program, an absolute path found when the gateway started
     /// ([`Sandbox::locate`]).
     pub program: PathBuf,
-    /// Paths the agent must not see: folders become empty, files become empty files.
+    /// Paths the agent must not see even where a shown path holds them: folders become
+    /// empty, files become empty files (those outside every shown path are not there
+    /// anyway).
     pub hide: Vec<PathBuf>,
     /// Paths the agent may read and write (its workspace, its home).
     pub read_write: Vec<PathBuf>,
-    /// Paths the agent may read, even inside a hidden folder (for example where its own
-    /// program is installed).
+    /// Paths the agent may read besides the system: its program folders, what the config
+    /// adds.
     pub read_only: Vec<PathBuf>,
     /// Its network.
     pub network: Network,
@@ -95,7 +143,9 @@ impl Sandbox {
     /// The command line that runs `command args` in the sandbox, in `cwd`. Paths that do
     /// not exist are left out (nothing to hide, nothing to bind).
     pub fn command_line(&self, command: &str, args: &[String], cwd: &Path) -> Vec<OsString> {
-        let mut out: Vec<OsString> = BASE.iter().chain(&MASKED).map(OsString::from).collect();
+        let mut out: Vec<OsString> = BASE.iter().map(OsString::from).collect();
+        out.extend(system_args());
+        out.extend(FRESH.iter().map(OsString::from));
         // Name resolution may live in `/run` (systemd-resolved): that one file stays.
         if let Ok(resolv) = std::fs::canonicalize("/etc/resolv.conf")
             && resolv.starts_with("/run")
@@ -122,15 +172,23 @@ impl Sandbox {
                 inside.as_os_str().to_owned(),
             ]);
         }
+        // The root that holds it all is read-only, as the host's was: what the agent writes
+        // goes to its workspace, its home, `/tmp` and what the config allows.
+        out.extend(["--remount-ro".into(), "/".into()]);
         out.extend(["--chdir".into(), cwd.as_os_str().to_owned(), "--".into()]);
         out.push(command.into());
         out.extend(args.iter().map(OsString::from));
         out
     }
 
-    /// Every mount, canonical and existing, shallowest first.
+    /// Every mount, canonical and existing, shallowest first; a hidden path only where a
+    /// shown one holds it (elsewhere it is not there to hide).
     fn mounts(&self) -> Vec<Mount> {
         let canonical = |p: &PathBuf| std::fs::canonicalize(p).ok();
+        let shown: Vec<PathBuf> = (self.read_write.iter().chain(&self.read_only))
+            .filter_map(canonical)
+            .chain(SYSTEM.iter().chain(SYSTEM_ETC).map(PathBuf::from))
+            .collect();
         let mut mounts: Vec<Mount> = self
             .read_write
             .iter()
@@ -142,7 +200,11 @@ impl Sandbox {
                     .filter_map(canonical)
                     .map(Mount::ReadOnly),
             )
-            .chain(self.hide.iter().filter_map(canonical).map(Mount::Hidden))
+            .chain(
+                (self.hide.iter().filter_map(canonical))
+                    .filter(|h| shown.iter().any(|s| h.starts_with(s)))
+                    .map(Mount::Hidden),
+            )
             .filter(|m| m.path() != Path::new("/"))
             .collect();
         mounts.sort_by(|a, b| {
@@ -178,7 +240,8 @@ impl Sandbox {
     pub fn probe(program: &Path) -> Result<(), String> {
         let output = Command::new(program)
             .args(BASE)
-            .args(MASKED)
+            .args(system_args())
+            .args(FRESH)
             .args(["--", "true"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -197,6 +260,138 @@ impl Sandbox {
                 String::from_utf8_lossy(&out.stderr).trim()
             )),
         }
+    }
+}
+
+/// The arguments that show the host's system read-only: [`SYSTEM`] (a link as the same
+/// link) and [`SYSTEM_ETC`], where they exist.
+fn system_args() -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    for path in SYSTEM {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(path) {
+                    out.extend(["--symlink".into(), target.into_os_string(), (*path).into()]);
+                }
+            }
+            Ok(meta) if meta.is_dir() => {
+                out.extend(["--ro-bind".into(), (*path).into(), (*path).into()])
+            }
+            _ => {}
+        }
+    }
+    for path in SYSTEM_ETC {
+        out.extend(["--ro-bind-try".into(), (*path).into(), (*path).into()]);
+    }
+    out
+}
+
+/// The folders an agent's program needs to run, to be shown read-only in its sandbox:
+/// for `command` (looked up in `path`, the agent's `PATH`, when it is a bare name) and each
+/// argument that is an absolute path to a file, the folder it is really in (links
+/// resolved), the topmost `node_modules` that holds it (a Node program's dependencies), the
+/// Python environment that holds it (and the installation that environment was made from),
+/// and the same for the interpreter its `#!` line names; and every folder on `path` (the
+/// programs the agent starts by name). `/` is never one: a file there adds nothing.
+pub fn program_folders(
+    command: &str,
+    args: &[String],
+    path: Option<&std::ffi::OsStr>,
+) -> Vec<PathBuf> {
+    let on_path: Vec<PathBuf> = path
+        .map(|p| {
+            std::env::split_paths(p)
+                .filter(|d| d.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default();
+    let lookup = |name: &str| -> Option<PathBuf> {
+        match name.contains('/') {
+            true => Some(PathBuf::from(name)).filter(|p| p.is_absolute()),
+            false => on_path.iter().map(|d| d.join(name)).find(|p| p.is_file()),
+        }
+    };
+    let mut out = Vec::new();
+    let files = (lookup(command).into_iter()).chain(
+        args.iter()
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute() && p.is_file()),
+    );
+    for file in files {
+        let Ok(file) = std::fs::canonicalize(&file) else {
+            continue;
+        };
+        out.extend(install_folders(&file));
+        if let Some(interpreter) = interpreter(&file).and_then(|i| lookup(&i))
+            && let Ok(interpreter) = std::fs::canonicalize(interpreter)
+        {
+            out.extend(install_folders(&interpreter));
+        }
+    }
+    out.extend(on_path.iter().filter_map(|d| std::fs::canonicalize(d).ok()));
+    out.retain(|p| p != Path::new("/"));
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The folders the program `file` (canonical) is installed in: its own, the topmost
+/// `node_modules` above it, and a Python environment above it with its base installation.
+fn install_folders(file: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = file.parent().map(Path::to_owned).into_iter().collect();
+    let ancestors: Vec<&Path> = file.ancestors().skip(1).collect();
+    if let Some(top) = ancestors
+        .iter()
+        .rev()
+        .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+    {
+        out.push(top.to_path_buf());
+    }
+    // A virtual environment (`pyvenv.cfg`), whose `home` is its interpreter's folder.
+    if let Some(venv) = ancestors
+        .iter()
+        .take(4)
+        .find(|a| a.join("pyvenv.cfg").is_file())
+    {
+        out.push(venv.to_path_buf());
+        let home = std::fs::read_to_string(venv.join("pyvenv.cfg"))
+            .ok()
+            .and_then(|cfg| {
+                cfg.lines().find_map(|l| {
+                    let (key, value) = l.split_once('=')?;
+                    (key.trim() == "home").then(|| PathBuf::from(value.trim()))
+                })
+            });
+        out.extend(home.as_deref().and_then(python_prefix));
+    }
+    out.extend(file.parent().and_then(python_prefix));
+    out
+}
+
+/// The installation prefix of a Python whose programs are in `bin` (its library is in
+/// `lib/python3…` beside it), if that is what `bin` is.
+fn python_prefix(bin: &Path) -> Option<PathBuf> {
+    let prefix = std::fs::canonicalize(bin).ok()?.parent()?.to_owned();
+    let lib = std::fs::read_dir(prefix.join("lib")).ok()?;
+    let python = lib
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("python3"));
+    python.then_some(prefix).filter(|p| p != Path::new("/"))
+}
+
+/// The interpreter a script's `#!` line names (`/usr/bin/env NAME` gives NAME), if `file`
+/// is a script.
+fn interpreter(file: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next()?).into_owned();
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    match first.ends_with("/env") {
+        true => words.find(|w| !w.starts_with('-')).map(str::to_owned),
+        false => Some(first.to_owned()),
     }
 }
 
@@ -252,12 +447,12 @@ mod tests {
         assert_eq!(
             sandbox.mounts(),
             vec![
-                Mount::Hidden(c(&state)),
                 Mount::ReadWrite(c(&work)),
                 Mount::ReadWrite(c(&secret)),
                 Mount::Hidden(c(&secret)),
             ],
-            "paths that do not exist are left out"
+            "paths that do not exist are left out, and so is a hidden one nothing shown \
+             holds (`state` is not there to hide)"
         );
     }
 
@@ -299,13 +494,40 @@ mod tests {
             text.windows(2).any(|w| w == ["--tmpfs", "/run"]),
             "/run is masked: {text:?}"
         );
-        let tail: Vec<&str> = line[line.len() - 5..]
+        // The host is not shown whole: its system is, read-only, and of `/etc` no secret.
+        assert!(
+            !text.windows(3).any(|w| w == ["--ro-bind", "/", "/"]),
+            "{text:?}"
+        );
+        assert!(
+            text.windows(3).any(|w| w == ["--ro-bind", "/usr", "/usr"]),
+            "{text:?}"
+        );
+        assert!(text.contains(&"/etc/resolv.conf"), "{text:?}");
+        for secret in [
+            "/etc/shadow",
+            "/etc/ssh",
+            "/etc/ssl/private",
+            "/etc/npmrc",
+            "/etc",
+        ] {
+            assert!(!text.contains(&secret), "{secret}: {text:?}");
+        }
+        let tail: Vec<&str> = line[line.len() - 7..]
             .iter()
             .map(|s| s.to_str().unwrap())
             .collect();
         assert_eq!(
             tail,
-            ["--chdir", work.to_str().unwrap(), "--", "agent", "--acp"]
+            [
+                "--remount-ro",
+                "/",
+                "--chdir",
+                work.to_str().unwrap(),
+                "--",
+                "agent",
+                "--acp"
+            ]
         );
         assert!(
             !text.contains(&"--unshare-net"),

@@ -207,6 +207,7 @@ fn in_container(
         state: config.state_dir.clone(),
         user,
         name: None,
+        room_home: None,
     };
     let summary = format!(
         "container ({} image {}): sees its image, {} and {} only; network: {}; \
@@ -247,7 +248,14 @@ fn on_hosts(
         None => format!("~/{}/{}", crate::remote::AGENT_HOMES, agent.id),
     };
     let sandbox = match agent.sandbox_mode(&config.sandbox) {
-        SandboxMode::Off => SandboxWish::Off,
+        // The helper there sandboxes wherever it can; the config refuses to ask otherwise.
+        SandboxMode::Off => {
+            return Err(
+                "an agent on other hosts runs in their sandbox: sandbox.mode \
+                        \"off\" cannot be kept"
+                    .into(),
+            );
+        }
         SandboxMode::Bubblewrap => SandboxWish::Required,
         // Without a network the sandbox is the only way to have none; the room tools come
         // through a socket only the sandbox can bind in.
@@ -291,7 +299,6 @@ fn on_hosts(
         match sandbox {
             SandboxWish::Auto => "bubblewrap where the host has it",
             SandboxWish::Required => "bubblewrap (required)",
-            SandboxWish::Off => "off",
         },
         network_words(agent.sandbox.network),
     );
@@ -332,12 +339,8 @@ fn sandbox(config: &Config, agent: &AgentConfig, home: &Path) -> Result<Sandbox,
             .chain(git_folder(agent)?)
             .chain(agent.sandbox.read_write.iter().cloned())
             .collect(),
-        read_only: agent
-            .sandbox
-            .read_only
-            .iter()
-            .cloned()
-            .chain(program_folder(&agent.command))
+        read_only: (agent.sandbox.read_only.iter().cloned())
+            .chain(program_folders(agent))
             .collect(),
         network: agent.sandbox.network,
         binds: room_tools_bind(config, agent),
@@ -350,47 +353,30 @@ pub fn room_tools_socket(state_dir: &Path) -> PathBuf {
     state_dir.join("room-tools.sock")
 }
 
-/// Where, in the gateway's own home, people and tools keep keys and sign-ins. The rest of
-/// that home stays readable: agents and the runtimes they need (npm, pyenv, nvm) are often
-/// installed there.
-pub(super) const HOME_SECRETS: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".password-store",
-    ".aws",
-    ".azure",
-    ".kube",
-    ".docker",
-    ".pki",
-    ".config/gcloud",
-    ".config/gh",
-    ".claude",
-    ".claude.json",
-    ".codex",
-    ".gemini",
-    ".qwen",
-    ".vibe",
-    ".config/opencode",
-    ".local/share/opencode",
-];
-
-/// What no agent may see: the gateway's state (tokens, crypto stores, transcripts), its
-/// config, password files and webhook secrets, the keys and sign-ins in its own home, the other agents'
-/// workspaces, and the paths the config adds.
+/// What `agent` must not see even where what it is shown holds it: every path the
+/// gateway's configuration names ([`Config::secret_paths`]) and, for a file among them, the
+/// folder it is in unless that is the system's or holds what the agent is shown (an
+/// operator's `/etc/sidekicks` holds the key beside the config); the other agents'
+/// workspaces and homes (unless shared with this one); and `sandbox.hide`.
 fn hidden(config: &Config, agent: &AgentConfig) -> Vec<PathBuf> {
-    let mut hide = vec![config.state_dir.clone()];
-    hide.extend(config.source.clone());
-    hide.extend(config.matrix.store_passphrase_file.clone());
-    // A webhook's secret would let an agent forge its deliveries.
-    hide.extend(config.webhooks.iter().filter_map(|w| w.secret_file.clone()));
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        hide.extend(HOME_SECRETS.iter().map(|p| home.join(p)));
+    let shown: Vec<PathBuf> = [agent.workspace_root()]
+        .into_iter()
+        .chain(agent.home.clone())
+        .chain(agent.sandbox.read_write.iter().cloned())
+        .chain(agent.sandbox.read_only.iter().cloned())
+        .map(|p| real(&p))
+        .collect();
+    let mut hide = Vec::new();
+    for secret in config.secret_paths() {
+        let folder = (!secret.is_dir())
+            .then(|| real(&secret).parent().map(Path::to_owned))
+            .flatten()
+            .filter(|f| f.components().count() > 2)
+            .filter(|f| !shown.iter().any(|s| s.starts_with(f)));
+        hide.extend(folder);
+        hide.push(secret);
     }
     for other in &config.agents {
-        hide.extend(other.matrix.password_file.clone());
-        hide.extend(other.matrix.recovery_key_file.clone());
         if other.id != agent.id {
             hide.push(other.workspace_root());
             // Its sign-ins and API keys (a home of its own in the state folder is hidden
@@ -407,17 +393,24 @@ fn hidden(config: &Config, agent: &AgentConfig) -> Vec<PathBuf> {
     hide
 }
 
-/// The folder the agent's program really lives in, so the program stays runnable when it
-/// is installed somewhere hidden (the gateway's home, for example).
-fn program_folder(command: &str) -> Option<PathBuf> {
-    let path = if command.contains('/') {
-        PathBuf::from(command)
-    } else {
-        std::env::split_paths(&std::env::var_os("PATH")?)
-            .map(|dir| dir.join(command))
-            .find(|p| p.is_file())?
-    };
-    Some(std::fs::canonicalize(path).ok()?.parent()?.to_owned())
+/// `path` as the file it is, links resolved where it exists.
+fn real(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// The folders `agent`'s program needs, shown read-only ([`crate::acp::program_folders`]):
+/// found from its command, its arguments and its `PATH` (its own, else the gateway's); and
+/// the gateway's own program where the agent runs the room tools' bridge (`sidekicks
+/// mcp-stdio`).
+fn program_folders(agent: &AgentConfig) -> Vec<PathBuf> {
+    let path = (agent
+        .env
+        .get("PATH")
+        .map(|p| std::ffi::OsString::from(p.expose())))
+    .or_else(|| std::env::var_os("PATH"));
+    let mut folders = crate::acp::program_folders(&agent.command, &agent.args, path.as_deref());
+    folders.extend(std::env::current_exe().ok().filter(|_| agent.room_tools));
+    folders
 }
 
 #[cfg(test)]
@@ -497,10 +490,48 @@ password_file = "b.password"
                 sandbox.hide
             );
         }
-        let gateway_home = PathBuf::from(std::env::var_os("HOME").unwrap());
-        assert!(sandbox.hide.contains(&gateway_home.join(".ssh")));
         assert!(!sandbox.hide.contains(&d.join("ws-a")));
         assert_eq!(sandbox.read_write, vec![d.join("ws-a"), home]);
+        // The program's folder is shown read-only: `true` lives in the system's.
+        assert!(
+            (sandbox.read_only.iter()).any(|p| p.starts_with("/usr")),
+            "{:?}",
+            sandbox.read_only
+        );
+    }
+
+    #[test]
+    fn every_key_identity_and_password_file_the_config_names_is_hidden_with_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        let mut config = config(&d, "mode = \"bubblewrap\"\nbwrap = \"/bin/true\"");
+        let keys = d.join("etc-sidekicks");
+        std::fs::create_dir_all(&keys).unwrap();
+        for file in ["id_ed25519", "known_hosts", "pgpass"] {
+            std::fs::write(keys.join(file), "x").unwrap();
+        }
+        // Another agent signs in to build hosts with a key beside the config's; the store's
+        // password is in a pgpass file.
+        config.agents[1].runner = toml::from_str(&format!(
+            "kind = \"ssh\"\nhosts = [\"build1\"]\nknown_hosts = {:?}\nidentity = {:?}",
+            keys.join("known_hosts"),
+            keys.join("id_ed25519")
+        ))
+        .unwrap();
+        config.store = Some(format!(
+            "postgres://sidekicks@127.0.0.1/sidekicks?passfile={}",
+            keys.join("pgpass").display()
+        ));
+        let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
+        let hide = chosen.sandbox.unwrap().hide;
+        for hidden in ["id_ed25519", "known_hosts", "pgpass"] {
+            assert!(hide.contains(&keys.join(hidden)), "{hidden}: {hide:?}");
+        }
+        assert!(hide.contains(&keys), "the folder that holds them: {hide:?}");
+        // A folder that holds what the agent is shown is not hidden whole: the password file
+        // beside its workspace is, alone.
+        assert!(hide.contains(&d.join("b.password")));
+        assert!(!hide.contains(&d), "{hide:?}");
     }
 
     #[test]

@@ -23,8 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode};
 use std::sync::Arc;
 
-use super::isolation::HOME_SECRETS;
-use crate::acp::{ENV_FD, Network, Sandbox, own_session, read_on_fd3};
+use crate::acp::{ENV_FD, Network, Sandbox, own_session, program_folders, read_on_fd3};
 use crate::model::agent::ROOM_TOOLS_SOCKET;
 use crate::model::variable;
 use crate::remote::AGENT_HOMES;
@@ -89,6 +88,9 @@ fn run(request: RunRequest) -> ExitCode {
         Ok(boxed) => boxed,
         Err(why) => return failed(why, 126),
     };
+    if let Some(sandbox) = sandbox.as_mut() {
+        with_program(sandbox, &request);
+    }
     // The room tools come through the socket the connection forwards, bound in where the
     // agent finds them at home: only a sandbox can put it there.
     let _forwarded = match (&request.room_tools, sandbox.as_mut()) {
@@ -138,6 +140,21 @@ fn run(request: RunRequest) -> ExitCode {
     match cmd.spawn() {
         Ok(child) => watch(child),
         Err(e) => failed(format!("cannot run {}: {e}", request.program), 127),
+    }
+}
+
+/// Shows `sandbox` the folders `request`'s program needs, found on this host as the
+/// gateway finds them at home ([`crate::acp::program_folders`], with this user's `PATH`),
+/// and this helper's own program where the agent runs the room tools' bridge through it.
+fn with_program(sandbox: &mut Sandbox, request: &RunRequest) {
+    let path = std::env::var_os("PATH");
+    (sandbox.read_only).extend(program_folders(
+        &request.program,
+        &request.args,
+        path.as_deref(),
+    ));
+    if request.room_tools.is_some() {
+        sandbox.read_only.extend(std::env::current_exe().ok());
     }
 }
 
@@ -237,7 +254,7 @@ fn boxed(boxing: &Boxing) -> Result<(PathBuf, Option<Sandbox>), String> {
         )
     })?;
     let sandbox = match (boxing.sandbox, bubblewrap()) {
-        (SandboxWish::Off, _) | (SandboxWish::Auto, Err(_)) => None,
+        (SandboxWish::Auto, Err(_)) => None,
         (_, Ok(program)) => Some(sandbox(program, boxing, &home)),
         (SandboxWish::Required, Err(why)) => {
             return Err(format!("the sandbox is required but {why}"));
@@ -253,16 +270,12 @@ fn user_home() -> Result<PathBuf, String> {
         .ok_or_else(|| "the remote user has no HOME".into())
 }
 
-/// The sandbox of `boxing` with `home`: its workspace, home and (in worktree mode) the
-/// repository's git folder writable; the remote user's keys, the other agents' homes and
-/// what the gateway names hidden.
+/// The sandbox of `boxing` with `home`, as at home an allowlist: the host's system, its
+/// workspace, home and (in worktree mode) the repository's git folder writable, and
+/// nothing else of the host but what [`with_program`] adds; the other agents' homes and
+/// what the gateway names hidden should what is shown hold them.
 fn sandbox(program: PathBuf, boxing: &Boxing, home: &Path) -> Sandbox {
-    let user = user_home().ok();
-    let hide = (user.iter())
-        .flat_map(|u| {
-            (HOME_SECRETS.iter().map(move |s| u.join(s)))
-                .chain(std::iter::once(u.join(AGENT_HOMES)))
-        })
+    let hide = (user_home().ok().map(|u| u.join(AGENT_HOMES)).into_iter())
         .chain(boxing.hide.iter().cloned())
         .collect();
     // The git folder, asked of git itself (hooks and outside configuration off), as the

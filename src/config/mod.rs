@@ -626,6 +626,7 @@ impl Config {
 mod access_warnings;
 mod agent;
 mod layout_warnings;
+mod secret_paths;
 mod validate;
 mod webhook;
 

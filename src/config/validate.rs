@@ -321,6 +321,19 @@ impl Config {
                             .into(),
                     );
                 }
+                // Every room's worktree shares the repository's git folder: a container per
+                // room would let one room's agent plant what runs in another's (a hook,
+                // `core.fsmonitor`) and read its work.
+                if c.per_room && a.worktree.is_some() {
+                    bad(
+                        k("runner.per_room"),
+                        "cannot keep rooms apart in worktree mode: every room's worktree \
+                         shares the repository's git folder, which each room's container \
+                         would mount; use {room} folders without worktree, or one container \
+                         for the agent"
+                            .into(),
+                    );
+                }
                 if c.max_rooms > 0 && !c.per_room {
                     bad(
                         k("runner.max_rooms"),
@@ -332,12 +345,14 @@ impl Config {
                 for (key, why) in ssh_problems(a, ssh) {
                     bad(k(key), why);
                 }
-                // The room tools reach it through a socket bound into its sandbox there.
-                if a.room_tools && a.sandbox_mode(&self.sandbox) == SandboxMode::Off {
+                // The helper there sandboxes every command wherever the host can: a client
+                // cannot ask it off.
+                if a.sandbox_mode(&self.sandbox) == SandboxMode::Off {
                     bad(
-                        k("room_tools"),
-                        "the room tools reach an agent on another host through its sandbox \
-                         there, which is off: set room_tools = false, or let the sandbox run"
+                        k("sandbox.mode"),
+                        "an agent on other hosts runs in the sandbox of its host wherever the \
+                         host has bubblewrap; \"off\" cannot be asked of it (use \"auto\", or \
+                         \"bubblewrap\" to require it)"
                             .into(),
                     );
                 }

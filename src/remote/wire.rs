@@ -36,7 +36,9 @@ pub struct Hello {
     pub bubblewrap: bool,
 }
 
-/// Whether a remote command runs in the host's bubblewrap sandbox.
+/// Whether a remote command runs in the host's bubblewrap sandbox. There is no "never":
+/// the helper sandboxes every command wherever the host has bubblewrap, so a client (or
+/// whoever holds its key) cannot ask it off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxWish {
@@ -44,8 +46,6 @@ pub enum SandboxWish {
     Auto,
     /// Always: a host without it refuses to run the command.
     Required,
-    /// Never.
-    Off,
 }
 
 /// A command to run on the agent's host: the agent itself, or one of its commands

@@ -88,6 +88,23 @@ fn an_agents_runner_is_local_by_default_and_a_container_runner_is_checked_field_
         RunnerConfig::Container(c) => assert!(c.per_room && c.max_rooms == 3),
         other => panic!("{other:?}"),
     }
+    // In worktree mode every room's worktree shares the repository's git folder, which a
+    // container per room would have to mount: refused, saying why.
+    let repository = dir.join("repo");
+    std::fs::create_dir_all(repository.join(".git")).unwrap();
+    let with_worktrees = per_room.replace(
+        "[agents.runner]",
+        &format!(
+            "[agents.worktree]\nrepository = \"{}\"\n[agents.runner]",
+            repository.display()
+        ),
+    );
+    refused_at(
+        load(&with_worktrees),
+        "runner.per_room",
+        "shares the repository's git folder",
+        "per_room in worktree mode",
+    );
     assert!(!matches!(&container.agents[0].runner, RunnerConfig::Container(c) if c.per_room));
     // Kinds not offered, and unknown fields, are parse errors.
     assert!(load(&with("kind = \"kubernetes\"")).is_err());
@@ -140,8 +157,14 @@ fn an_ssh_runner_takes_paths_on_its_hosts_and_refuses_what_cannot_reach_them() {
         (
             "room_tools = false",
             "room_tools = true\nsandbox = { mode = \"off\" }",
-            "room_tools",
-            "through its sandbox there, which is off",
+            "sandbox.mode",
+            "\"off\" cannot be asked of it",
+        ),
+        (
+            "room_tools = false",
+            "sandbox = { mode = \"off\" }",
+            "sandbox.mode",
+            "\"off\" cannot be asked of it",
         ),
         (
             "hosts = [\"agent@build1\", \"ssh://b:2222\"]",
