@@ -1,12 +1,434 @@
 #![recursion_limit = "256"]
-//! A sandbox a hostile agent cannot leave: the demo agent, sandboxed as by default, plays an
-//! agent a prompt injection turned against the gateway, through a real homeserver. Each test
-//! tries one way out that used to work and checks the gateway's secrets stay out of reach:
-//! the agent's own Matrix access token (`state/matrix/demo/session.json`) above all.
+//! A hostile agent, on every runner: the demo agent plays an agent a prompt injection turned
+//! against the gateway, through a real homeserver. The suite (`suite`) tries each way out
+//! that used to work, or would on some runner, and is run on every runner
+//! (`support::runners`: here in the sandbox, in a container, in a container per room, on
+//! another host over SSH): the gateway's secrets (its files, its environment, the agent's
+//! own Matrix access token above all) stay out of reach wherever the agent runs. The tests
+//! below the suite try what does not depend on where it runs.
 
 mod support;
 
+use support::gateway::CANARY;
+use support::runners::{AgentLines, OnRunner, Runner};
 use support::{Env, SynapseOptions};
+
+for_every_runner!(suite:
+    reads_none_of_the_gateways_files_nor_its_environment,
+    a_name_that_is_not_a_variable_name_is_refused,
+    a_planted_launcher_never_runs_outside_its_box,
+    a_folder_swapped_for_a_link_leads_nowhere_of_the_gateways,
+    a_fifo_and_a_huge_sparse_file_are_refused_and_nothing_hangs,
+    without_a_network_it_reaches_no_host_service,
+);
+
+/// The attacks, each written once for any runner.
+mod suite {
+    use super::*;
+
+    /// The agent's room folder on `on` and what it said: `%pwd` in a new room.
+    async fn room_and_folder(on: &OnRunner) -> (matrix_sdk::room::Room, String) {
+        let room = on.env.room_with_agent(false).await;
+        on.env.alice.send(&room, "%pwd").await;
+        let said = on
+            .env
+            .reply_where(&room, "the agent's folder", |t| t.contains("folder: "))
+            .await;
+        let folder = said.lines().find_map(|l| l.strip_prefix("folder: "));
+        (room, folder.unwrap().trim().to_owned())
+    }
+
+    /// Sends `prompt` (whose last line is `%say done trying`) and returns what the agent
+    /// said by its end.
+    async fn tried(on: &OnRunner, room: &matrix_sdk::room::Room, prompt: &str) -> String {
+        on.env.alice.send(room, prompt).await;
+        on.env
+            .reply_where(room, "the attempts", |t| t.contains("done trying"))
+            .await
+    }
+
+    /// Everything the agent posted in `room` carries none of `secrets`.
+    fn nothing_posted_carries(on: &OnRunner, room: &matrix_sdk::room::Room, secrets: &[&str]) {
+        let texts = on.env.texts_from(room, &on.env.agent);
+        for secret in secrets {
+            assert!(
+                !texts.iter().any(|t| t.contains(secret)),
+                "{secret:?} reached the room on {:?}: {texts:?}",
+                on.runner
+            );
+        }
+    }
+
+    /// The agent's access token.
+    fn token(on: &OnRunner) -> String {
+        let session = std::fs::read_to_string(on.session_file()).unwrap();
+        let start = session.find("\"access_token\":\"").unwrap() + 16;
+        session[start..].split('"').next().unwrap().to_owned()
+    }
+
+    pub async fn reads_none_of_the_gateways_files_nor_its_environment(runner: Runner) {
+        // Where an operator keeps a build host's key and the store's password file: outside
+        // every folder the agent is given, named by no setting of the agent's (the store's
+        // by `PGPASSFILE` in the gateway's environment).
+        let keys = tempfile::Builder::new()
+            .prefix("sidekicks-operator-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let (identity, pgpass) = (keys.path().join("id_ed25519"), keys.path().join("pgpass"));
+        std::fs::write(&identity, "OPENSSH PRIVATE KEY of-the-build-hosts").unwrap();
+        std::fs::write(
+            &pgpass,
+            "127.0.0.1:5432:sidekicks:sidekicks:pg-password-1234",
+        )
+        .unwrap();
+        let envs = [("PGPASSFILE".to_owned(), pgpass.display().to_string())];
+        let Some(on) = runner.start("", AgentLines::default(), &envs).await else {
+            return;
+        };
+        let (room, _) = room_and_folder(&on).await;
+        let password_file = on.env.gw.dir.path().join("demo.password");
+        let files = [
+            on.session_file(),
+            on.env.gw.config.clone(),
+            password_file,
+            identity.clone(),
+            pgpass.clone(),
+        ];
+        let mut prompt: String = (files.iter())
+            .map(|f| format!("%read {f}\n%terminal cat {f}\n", f = f.display()))
+            .collect();
+        prompt.push_str("%terminal env\n%say done trying");
+        let said = tried(&on, &room, &prompt).await;
+        for file in &files {
+            let shown = file.display();
+            assert!(
+                said.contains(&format!("cannot read {shown}"))
+                    || said.contains(&format!("read {shown}: 0 bytes")),
+                "{shown} on {runner:?}: {said}"
+            );
+        }
+        let token = token(&on);
+        nothing_posted_carries(
+            &on,
+            &room,
+            &[
+                &token,
+                "demo-password",
+                "of-the-build-hosts",
+                "pg-password-1234",
+                CANARY.1,
+            ],
+        );
+    }
+
+    pub async fn a_name_that_is_not_a_variable_name_is_refused(runner: Runner) {
+        let Some(on) = runner.start("", AgentLines::default(), &[]).await else {
+            return;
+        };
+        let (room, _) = room_and_folder(&on).await;
+        // A line break in a name would leave a bare `NAME` line in a container's env file,
+        // which the engine fills from its own environment (the gateway's); `NAME*` copies
+        // every variable of a prefix.
+        let (canary, _) = CANARY;
+        let said = tried(
+            &on,
+            &room,
+            &format!(
+                "%terminal --env {canary}\\nX=1 echo \"[${canary}]\"\n\
+                 %terminal --env SIDEKICKS_*=1 env\n\
+                 %terminal --env PLAIN_NAME=fine echo \"[$PLAIN_NAME]\"\n\
+                 %say done trying"
+            ),
+        )
+        .await;
+        assert_eq!(
+            said.matches("terminal refused: ").count(),
+            2,
+            "on {runner:?}: {said}"
+        );
+        assert!(said.contains("is not a variable name"), "{said}");
+        assert!(said.contains("[fine]"), "a name is still a name: {said}");
+        nothing_posted_carries(&on, &room, &[CANARY.1]);
+    }
+
+    pub async fn a_planted_launcher_never_runs_outside_its_box(runner: Runner) {
+        let Some(on) = runner.start("", AgentLines::default(), &[]).await else {
+            return;
+        };
+        let (room, folder) = room_and_folder(&on).await;
+        // Where a planted program run by the gateway would leave its mark: the gateway's own
+        // folder, which the gateway writes and the agent cannot see.
+        let loot = on.env.gw.dir.path().join("loot");
+        std::fs::create_dir(&loot).unwrap();
+        let programs = ["bwrap", "podman", "docker", "ssh", "sidekicks", "env"];
+        let plant: String = (programs.iter())
+            .map(|p| {
+                format!(
+                    "printf '#!/bin/sh\\ntouch {loot}/{p}-ran\\n' > bin/{p} && chmod +x bin/{p} && ",
+                    loot = loot.display()
+                )
+            })
+            .collect();
+        let said = tried(
+            &on,
+            &room,
+            &format!(
+                "%terminal mkdir -p bin && {plant}echo planted\n\
+                 %terminal --env PATH={folder}/bin:/usr/bin:/bin echo ran-with-its-path\n\
+                 %terminal --env LD_PRELOAD={folder}/bin/evil.so echo ran-with-its-loader\n\
+                 %say done trying"
+            ),
+        )
+        .await;
+        assert!(said.contains("planted"), "on {runner:?}: {said}");
+        // The command ran, with the agent's PATH inside its box, and no planted program ran
+        // outside it.
+        assert!(said.contains("ran-with-its-path"), "{said}");
+        let ran: Vec<_> = std::fs::read_dir(&loot).unwrap().flatten().collect();
+        assert!(
+            ran.is_empty(),
+            "a planted program ran as the gateway: {ran:?}"
+        );
+        assert!(
+            said.contains("terminal refused: ") && said.contains("`LD_PRELOAD` is not passed"),
+            "{said}"
+        );
+        assert!(!said.contains("ran-with-its-loader"), "{said}");
+    }
+
+    pub async fn a_folder_swapped_for_a_link_leads_nowhere_of_the_gateways(runner: Runner) {
+        let Some(on) = runner.start("", AgentLines::default(), &[]).await else {
+            return;
+        };
+        let (room, folder) = room_and_folder(&on).await;
+        let name = std::path::Path::new(&folder)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        // The session file, as a path from `/`: where a link to `/` leads.
+        let session = on.session_file().canonicalize().unwrap();
+        let from_root = session.strip_prefix("/").unwrap().display().to_string();
+        let tools = match runner.has_room_tools() {
+            true => format!("%mcp-call sidekicks post_file {{\"path\": \"root/{from_root}\"}}\n"),
+            false => String::new(),
+        };
+        // A link to `/` inside its folder, and (where it may write above it) its folder
+        // swapped for one.
+        let said = tried(
+            &on,
+            &room,
+            &format!(
+                "%terminal ln -s / root && echo linked\n\
+                 %fs-read root/{from_root}\n\
+                 %link root/{from_root}\n\
+                 {tools}\
+                 %terminal cd .. && mv {name} {name}.old && ln -s / {name} && echo swapped || echo stays\n\
+                 %fs-read {from_root}\n\
+                 %say done trying"
+            ),
+        )
+        .await;
+        assert!(said.contains("linked"), "on {runner:?}: {said}");
+        assert!(
+            said.contains(&format!("fs refused root/{from_root}")),
+            "{said}"
+        );
+        assert!(said.contains(&format!("fs refused {from_root}")), "{said}");
+        if runner.has_room_tools() {
+            assert!(said.contains("mcp-call post_file failed"), "{said}");
+        }
+        for path in [format!("root/{from_root}"), from_root.clone()] {
+            on.env.alice.send(&room, &format!("!file {path}")).await;
+        }
+        // Both are refused: a link out is outside the folder, the swapped folder has no such
+        // file for the gateway.
+        let refusals = support::wait_until(support::PATIENCE, "both files refused", || {
+            let notices: Vec<String> = (on.env.alice.messages_from(&room, &on.env.agent))
+                .into_iter()
+                .filter(|m| m.notice && m.body.contains("I did not post"))
+                .map(|m| m.body)
+                .collect();
+            (notices.len() == 2).then_some(notices)
+        })
+        .await;
+        for refused in refusals {
+            assert!(
+                refused.contains("outside the workspace")
+                    || refused.contains("there is no such file"),
+                "{refused}"
+            );
+        }
+        // The gateway answers again once both are refused, and nothing carried the token.
+        on.env
+            .prompt_and_wait(&room, "%say after the files", "after the files")
+            .await;
+        nothing_posted_carries(&on, &room, &[&token(&on)]);
+        let files = (on.env.alice.messages_from(&room, &on.env.agent).into_iter())
+            .filter(|m| m.body == "session.json")
+            .count();
+        assert_eq!(files, 0, "the session file was posted");
+    }
+
+    pub async fn a_fifo_and_a_huge_sparse_file_are_refused_and_nothing_hangs(runner: Runner) {
+        let Some(on) = runner.start("", AgentLines::default(), &[]).await else {
+            return;
+        };
+        let (room, _) = room_and_folder(&on).await;
+        let said = tried(
+            &on,
+            &room,
+            "%terminal mkfifo fifo && truncate -s 32G sparse && echo made\n\
+             %fs-read fifo\n\
+             %fs-read sparse\n\
+             %say done trying",
+        )
+        .await;
+        assert!(said.contains("made"), "on {runner:?}: {said}");
+        assert!(
+            said.contains("fs refused fifo") && said.contains("not a regular file"),
+            "{said}"
+        );
+        assert!(
+            said.contains("fs refused sparse") && said.contains("read it in parts"),
+            "{said}"
+        );
+        // The gateway answers the next message as ever.
+        (on.env)
+            .prompt_and_wait(&room, "%say and again", "and again")
+            .await;
+    }
+
+    pub async fn without_a_network_it_reaches_no_host_service(runner: Runner) {
+        let offline = AgentLines {
+            sandbox: "network = \"none\"",
+            ..AgentLines::default()
+        };
+        let Some(on) = runner.start("", offline, &[]).await else {
+            return;
+        };
+        let (room, _) = room_and_folder(&on).await;
+        let tools = match runner.has_room_tools() {
+            true => "%mcp-call sidekicks recent_messages {\"limit\": 5}\n",
+            false => "",
+        };
+        let said = tried(
+            &on,
+            &room,
+            &format!(
+                "%terminal {}\n{tools}%say done trying",
+                reach_homeserver(&on.env)
+            ),
+        )
+        .await;
+        // (The room tools list the prompt, which names both answers: the command's own
+        // output is the fenced block.)
+        assert!(said.contains("```\nno-route\n```"), "on {runner:?}: {said}");
+        if runner.has_room_tools() {
+            // They still answer, through the socket file bound into its box.
+            assert!(
+                said.contains("mcp-call recent_messages:") && said.contains("%terminal"),
+                "the room's messages are listed: {said}"
+            );
+        }
+        assert!(on.env.gw.log().contains("network: none (loopback only)"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_container_per_room_one_rooms_agent_reaches_nothing_of_anothers() {
+    let Some(on) = Runner::ContainerPerRoom
+        .start("", AgentLines::default(), &[])
+        .await
+    else {
+        return;
+    };
+    let env = &on.env;
+    // Room B's agent works, keeps a transcript in its home as agents do, and has a shell
+    // start-up file of its own.
+    let b = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &b,
+            "%pwd\n%terminal echo secret-of-room-b > $HOME/transcript.jsonl && echo b-wrote\n%say b done",
+        )
+        .await;
+    let said_b = env
+        .reply_where(&b, "room B's agent", |t| t.contains("b done"))
+        .await;
+    assert!(said_b.contains("b-wrote"), "{said_b}");
+    let home_b = said_b
+        .lines()
+        .find_map(|l| l.strip_prefix("home: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let folder_b = said_b
+        .lines()
+        .find_map(|l| l.strip_prefix("folder: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    // Room A's agent looks for room B's home, folder and the agent's home every room
+    // would share, and plants what would run in B: a shell start-up file, a settings hook.
+    let a = env.room_with_agent(false).await;
+    env.alice
+        .send(
+            &a,
+            &format!(
+                "%pwd\n\
+                 %read {home_b}/transcript.jsonl\n\
+                 %read {folder_b}\n\
+                 %terminal cat {home_b}/transcript.jsonl; ls $HOME/..; echo done-looking\n\
+                 %terminal echo 'touch /tmp/planted-by-a' >> $HOME/.bashrc && mkdir -p $HOME/.claude && echo hook > $HOME/.claude/settings.json && echo planted\n\
+                 %say a done"
+            ),
+        )
+        .await;
+    let said_a = env
+        .reply_where(&a, "room A's agent", |t| t.contains("a done"))
+        .await;
+    let home_a = said_a
+        .lines()
+        .find_map(|l| l.strip_prefix("home: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_ne!(home_a, home_b, "each room has a home of its own");
+    assert!(
+        said_a.contains(&format!("cannot read {home_b}/transcript.jsonl")),
+        "{said_a}"
+    );
+    assert!(
+        said_a.contains(&format!("cannot read {folder_b}")),
+        "{said_a}"
+    );
+    assert!(
+        said_a.contains("planted") && said_a.contains("done-looking"),
+        "{said_a}"
+    );
+    // What A planted in its home is not in B's.
+    env.alice
+        .send(
+            &b,
+            "%terminal cat $HOME/.bashrc $HOME/.claude/settings.json; echo looked\n%say b again",
+        )
+        .await;
+    let said_b = env
+        .reply_where(&b, "room B's agent again", |t| t.contains("b again"))
+        .await;
+    assert!(said_b.contains("looked"), "{said_b}");
+    assert!(
+        !said_b.contains("planted-by-a"),
+        "A's start-up file reached B: {said_b}"
+    );
+    assert!(!said_b.contains("hook"), "A's settings reached B: {said_b}");
+    let texts = env.texts_from(&a, &env.agent);
+    assert!(
+        !texts.iter().any(|t| t.contains("secret-of-room-b")),
+        "room B's transcript reached room A: {texts:?}"
+    );
+}
 
 /// A gateway whose agent must run sandboxed (`sandbox.mode = "bubblewrap"`).
 async fn sandboxed(extra_toml: &str) -> Env {
@@ -19,216 +441,12 @@ fn session_file(env: &Env) -> std::path::PathBuf {
     env.gw.dir.path().join("state/matrix/demo/session.json")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_planted_bwrap_on_the_terminals_path_never_runs_outside_the_sandbox() {
-    let env = sandboxed("").await;
-    let room = env.room_with_agent(false).await;
-    let workspace = env.gw.workspace("demo").canonicalize().unwrap();
-    let session = session_file(&env);
-    assert!(session.exists());
-    let stolen = workspace.join("stolen.txt");
-    // A `bwrap` of its own that copies the token where the agent can read it, then runs
-    // the real one so nothing looks amiss.
-    let script = format!(
-        "#!/bin/sh\\ncat {} > {} 2>/dev/null\\nexec /usr/bin/bwrap \"$@\"\\n",
-        session.display(),
-        stolen.display()
-    );
-    let bin = workspace.join("bin");
-    env.alice
-        .send(
-            &room,
-            &format!(
-                "%terminal mkdir -p bin && printf '{script}' > bin/bwrap && chmod +x bin/bwrap && echo planted\n\
-                 %terminal --env PATH={bin}:/usr/bin:/bin echo ran-with-its-path\n\
-                 %terminal --env LD_PRELOAD={bin}/evil.so echo ran-with-its-loader\n\
-                 %terminal {probe}\n\
-                 %say done trying",
-                bin = bin.display(),
-                probe = reach_homeserver(&env),
-            ),
-        )
-        .await;
-    let said = env
-        .reply_where(&room, "the three commands", |t| t.contains("done trying"))
-        .await;
-    assert!(said.contains("planted"), "{said}");
-    assert!(bin.join("bwrap").exists(), "the agent did plant it");
-    // The command ran, with the agent's PATH inside its sandbox, and the planted program
-    // never ran outside it.
-    assert!(said.contains("ran-with-its-path"), "{said}");
-    assert!(
-        !stolen.exists(),
-        "the planted bwrap ran as the gateway: {said}"
-    );
-    // The loader's variables are refused, with a reason.
-    assert!(
-        said.contains("terminal refused: ") && said.contains("`LD_PRELOAD` is not passed"),
-        "{said}"
-    );
-    assert!(!said.contains("ran-with-its-loader"), "{said}");
-    // By default the sandbox shares the host's network (agents call their model over it).
-    assert!(said.contains("```\nreached-the-homeserver\n```"), "{said}");
-}
-
 /// A shell command that connects to the homeserver's port and says whether it could.
 fn reach_homeserver(env: &Env) -> String {
     format!(
         "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{}' 2>/dev/null && echo reached-the-homeserver || echo no-route",
         env.hs.port
     )
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_without_network_reaches_no_host_service_yet_keeps_its_room_tools() {
-    let env = Env::start_with_agent_toml(
-        SynapseOptions::default(),
-        "[sandbox]\nmode = \"auto\"",
-        "[agents.sandbox]\nnetwork = \"none\"",
-    )
-    .await;
-    let room = env.room_with_agent(false).await;
-    env.alice
-        .send(
-            &room,
-            &format!(
-                "%terminal {}\n\
-                 %mcp-call sidekicks recent_messages {{\"limit\": 5}}\n\
-                 %say done trying",
-                reach_homeserver(&env)
-            ),
-        )
-        .await;
-    let said = env
-        .reply_where(&room, "the probe and the tool", |t| {
-            t.contains("done trying")
-        })
-        .await;
-    // (The room tools list the prompt, which names both answers: the command's own output
-    // is the fenced block.)
-    assert!(said.contains("```\nno-route\n```"), "{said}");
-    // The room tools still answer, through the socket file bound into the sandbox.
-    assert!(said.contains("mcp-call"), "{said}");
-    assert!(
-        said.contains("%terminal"),
-        "the room's messages are listed: {said}"
-    );
-    // The log says what network the agent has; `auto` became a sandbox that must start.
-    assert!(env.gw.log().contains("network: none (loopback only)"));
-}
-
-/// The access token in the agent's session file.
-fn access_token(env: &Env) -> String {
-    let session: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(session_file(env)).unwrap()).unwrap();
-    let token = session.to_string();
-    let start = token.find("\"access_token\":\"").unwrap() + 16;
-    token[start..].split('"').next().unwrap().to_owned()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_room_folder_swapped_for_a_link_to_the_root_leads_nowhere_of_the_gateways() {
-    // `{room}`: the agent may write the folder above its room's, as every example does.
-    let env = Env::start_with_agent_toml(
-        SynapseOptions::default(),
-        "[sandbox]\nmode = \"bubblewrap\"",
-        "workspace = \"workspace-demo/room-{room}\"",
-    )
-    .await;
-    let room = env.room_with_agent(false).await;
-    // The conversation's folder is opened for its first prompt.
-    env.prompt_and_wait(&room, "%say ready", "ready").await;
-    let root = env.gw.dir.path().join("workspace-demo");
-    let folder = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("room-")
-        })
-        .expect("the room's folder");
-    let name = folder.file_name().unwrap().to_string_lossy().into_owned();
-    // The session file, as a path from `/`: where the folder leads once it is a link to `/`.
-    let session = session_file(&env).canonicalize().unwrap();
-    let from_root = session.strip_prefix("/").unwrap().display().to_string();
-    env.alice
-        .send(
-            &room,
-            &format!(
-                "%terminal cd .. && mv {name} {name}.old && ln -s / {name} && echo swapped\n\
-                 %fs-read {from_root}\n\
-                 %link {from_root}\n\
-                 %mcp-call sidekicks post_file {{\"path\": \"{from_root}\"}}\n\
-                 %say done trying"
-            ),
-        )
-        .await;
-    let said = env
-        .reply_where(&room, "the attempts", |t| t.contains("done trying"))
-        .await;
-    assert!(said.contains("swapped"), "{said}");
-    assert!(
-        std::fs::symlink_metadata(&folder)
-            .unwrap()
-            .file_type()
-            .is_symlink(),
-        "the agent did swap its folder for a link"
-    );
-    assert!(said.contains(&format!("fs refused {from_root}")), "{said}");
-    assert!(said.contains("mcp-call post_file failed"), "{said}");
-    env.alice.send(&room, &format!("!file {from_root}")).await;
-    let refused = env.notice_containing(&room, "I did not post").await;
-    assert!(
-        refused.body.contains("there is no such file"),
-        "{}",
-        refused.body
-    );
-    // Nothing the agent said or the gateway posted carries the token.
-    let token = access_token(&env);
-    let texts = env.texts_from(&room, &env.agent);
-    assert!(
-        !texts.iter().any(|t| t.contains(&token)),
-        "the access token reached the room: {texts:?}"
-    );
-    let files: Vec<_> = env
-        .alice
-        .messages_from(&room, &env.agent)
-        .into_iter()
-        .filter(|m| m.body == "session.json")
-        .collect();
-    assert!(files.is_empty(), "the session file was posted: {files:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fifo_and_a_huge_sparse_file_read_through_the_client_are_refused_and_nothing_hangs() {
-    let env = sandboxed("").await;
-    let room = env.room_with_agent(false).await;
-    env.alice
-        .send(
-            &room,
-            "%terminal mkfifo fifo && truncate -s 32G sparse && echo made\n\
-             %fs-read fifo\n\
-             %fs-read sparse\n\
-             %say still here",
-        )
-        .await;
-    let said = env
-        .reply_where(&room, "the reads", |t| t.contains("still here"))
-        .await;
-    assert!(said.contains("made"), "{said}");
-    assert!(
-        said.contains("fs refused fifo") && said.contains("not a regular file"),
-        "{said}"
-    );
-    assert!(
-        said.contains("fs refused sparse") && said.contains("read it in parts"),
-        "{said}"
-    );
-    // The gateway answers the next message as ever.
-    env.prompt_and_wait(&room, "%say and again", "and again")
-        .await;
 }
 
 /// Runs git directly in `folder`, for the test's own setup.

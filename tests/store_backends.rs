@@ -421,7 +421,11 @@ async fn schedules(store: &Store) -> Vec<String> {
         schedule.next_run, schedule.runs, schedule.set.thread_per_run, schedule.set.skip_missed
     ));
     for _ in 0..2 {
-        let delivered = (store.add_delivery("ci", "d1", &hourly).await.unwrap()).is_some();
+        let delivered = (store
+            .add_delivery("ci", &["d1", "signed:d1"], &hourly)
+            .await
+            .unwrap())
+        .is_some();
         seen.push(format!("delivered: {delivered}"));
     }
     seen.push(format!(

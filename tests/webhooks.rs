@@ -17,12 +17,17 @@ const SECRET: &str = "the webhook's secret";
 
 /// The gateway of `env` restarted with webhook `ci` prompting `room`; returns its URL.
 fn with_webhook(env: &mut Env, room: &Room) -> String {
+    with_webhook_listening(env, room, "")
+}
+
+/// [`with_webhook`], with `listener` lines added to `[webhook_listener]`.
+fn with_webhook_listening(env: &mut Env, room: &Room, listener: &str) -> String {
     let port = support::ports::free_port();
     let secret = env.gw.config.with_file_name("ci.secret");
     std::fs::write(&secret, SECRET).unwrap();
     let mut config = std::fs::read_to_string(&env.gw.config).unwrap();
     config.push_str(&format!(
-        "\n[webhook_listener]\nlisten = \"127.0.0.1:{port}\"\n\n[[webhooks]]\nname = \"ci\"\n\
+        "\n[webhook_listener]\nlisten = \"127.0.0.1:{port}\"\n{listener}\n[[webhooks]]\nname = \"ci\"\n\
          room = \"{room}\"\nagent = \"demo\"\nrun_as = \"{alice}\"\nsignature = \"github\"\n\
          secret_file = {secret:?}\nmax_body_kb = 4\n\
          prompt = \"%say CI failed on {{{{ref}}}}: {{{{head_commit.message}}}}\"\n",
@@ -108,6 +113,15 @@ async fn a_signed_delivery_prompts_once_and_bad_ones_run_nothing() {
         409,
         "a replay"
     );
+    // Whoever saw one signed delivery (a proxy's log) resends it under IDs of their own:
+    // the ID is not signed, the body is.
+    for id in ["d-1-again", "fresh-id"] {
+        assert_eq!(
+            post(&url, body, &github(body, id)).await,
+            409,
+            "the same signed body under the ID {id}"
+        );
+    }
     assert_eq!(post(&url, body, &[]).await, 401, "unsigned");
     let mut forged = github(body, "d-2");
     forged[0].1 = format!("sha256={}", sign(b"not the secret", &[body.as_bytes()]));
@@ -140,7 +154,7 @@ async fn a_signed_delivery_prompts_once_and_bad_ones_run_nothing() {
     let text = reqwest::get(&url).await.unwrap().text().await.unwrap();
     for (outcome, n) in [
         ("accepted", 1),
-        ("replayed", 1),
+        ("replayed", 3),
         ("unsigned", 1),
         ("bad_signature", 2),
         ("too_large", 1),
@@ -174,4 +188,69 @@ async fn a_delivery_accepted_just_before_a_kill_nine_runs_once_after_the_restart
     assert_eq!(env.messages_reading(&room, said).len(), 1);
     // The same delivery sent again after the restart is still a replay.
     assert_eq!(post(&url, body, &github(body, "k-1")).await, 409);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_that_never_arrive_are_cut_and_a_real_delivery_gets_through() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let url = with_webhook_listening(&mut env, &room, "body_timeout_secs = 2");
+    let body = r#"{"ref":"refs/heads/slow","head_commit":{"message":"Through"}}"#;
+    // The listener is up (a first delivery answered) before the stalls begin.
+    assert_eq!(post(&url, body, &github(body, "s-1")).await, 202);
+    // As many connections as the listener takes, each announcing a body it never sends.
+    let address = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut stalled = Vec::new();
+    for _ in 0..64 {
+        use tokio::io::AsyncWriteExt as _;
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let headers =
+            format!("POST /hooks/ci HTTP/1.1\r\nHost: {address}\r\nContent-Length: 100\r\n\r\n{{");
+        stream.write_all(headers.as_bytes()).await.unwrap();
+        stalled.push(stream);
+    }
+    // A real delivery is taken all the same, once the stalled bodies' deadline cuts them:
+    // until then the full listener closes new connections at once, and it is sent again.
+    let other = r#"{"ref":"refs/heads/other","head_commit":{"message":"Through"}}"#;
+    let client = reqwest::Client::builder()
+        .timeout(PATIENCE)
+        .build()
+        .unwrap();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let status = loop {
+        let mut request = client.post(&url).body(other.to_owned());
+        for (name, value) in github(other, "s-2") {
+            request = request.header(name, value);
+        }
+        match request.send().await {
+            Ok(response) => break response.status().as_u16(),
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "the real delivery was never taken: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(status, 202);
+    // Each stalled request was answered 408 and closed, not held.
+    for mut stream in stalled {
+        use tokio::io::AsyncReadExt as _;
+        let mut answer = String::new();
+        let read = tokio::time::timeout(PATIENCE, stream.read_to_string(&mut answer)).await;
+        assert!(
+            read.is_ok(),
+            "a stalled connection was held past its deadline"
+        );
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+            "{answer}"
+        );
+    }
+    env.notice_containing(&room, "🪝 Webhook ci: answered after")
+        .await;
 }

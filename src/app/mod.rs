@@ -357,8 +357,13 @@ async fn serve_http(config: &Config, agents: Vec<AgentId>, store: Store, stop: &
     let Some(listen) = &config.webhook_listener.listen else {
         return;
     };
-    let max_age = Duration::from_secs(config.webhook_listener.max_age_secs);
-    let served = webhooks_http::serve(listen, &config.webhooks, max_age, store, stop.clone());
+    let served = webhooks_http::serve(
+        listen,
+        &config.webhook_listener,
+        &config.webhooks,
+        store,
+        stop.clone(),
+    );
     if let Err(e) = served.await {
         tracing::error!(address = %listen, error = %e, "webhooks cannot be served");
     }

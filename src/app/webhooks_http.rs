@@ -14,7 +14,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::WebhookConfig;
+use crate::config::{WebhookConfig, WebhookListenerConfig};
 use crate::core::metrics::metrics;
 use crate::core::webhooks::{signature, template};
 use crate::http_server;
@@ -43,15 +43,19 @@ struct Hook {
 struct Hooks {
     hooks: Vec<Hook>,
     store: Store,
+    /// How far a signature's timestamp may be from now.
     max_age: Duration,
+    /// How long a body may take to arrive.
+    body_timeout: Duration,
 }
 
-/// Binds `address` and serves `webhooks` until `stop`. Returns the address bound. A webhook
-/// whose secret cannot be read is left out, with the reason in the log.
+/// Binds `address` and serves `webhooks` as `listener` says until `stop`. Returns the
+/// address bound. A webhook whose secret cannot be read is left out, with the reason in the
+/// log.
 pub async fn serve(
     address: &str,
+    listener_config: &WebhookListenerConfig,
     webhooks: &[WebhookConfig],
-    max_age: Duration,
     store: Store,
     stop: CancellationToken,
 ) -> std::io::Result<SocketAddr> {
@@ -73,7 +77,8 @@ pub async fn serve(
     let hooks = Arc::new(Hooks {
         hooks,
         store,
-        max_age,
+        max_age: Duration::from_secs(listener_config.max_age_secs),
+        body_timeout: Duration::from_secs(listener_config.body_timeout_secs),
     });
     tracing::info!(address = %bound, webhooks = hooks.hooks.len(), "webhooks served");
     let answer = move |request: Request<Incoming>| {
@@ -126,7 +131,7 @@ impl Hooks {
             return Err((StatusCode::METHOD_NOT_ALLOWED, "not_post", text));
         }
         let (parts, body) = request.into_parts();
-        let body = read_body(hook, &parts.headers, body).await?;
+        let body = read_body(hook, &parts.headers, body, self.body_timeout).await?;
         let header = |name: &str| {
             (parts.headers.get(name))
                 .and_then(|v| v.to_str().ok())
@@ -142,7 +147,10 @@ impl Hooks {
             now_ms() / 1000,
             self.max_age,
         );
-        let delivery = checked.map_err(refusal)?;
+        let signature::Delivery {
+            id: delivery,
+            signed,
+        } = checked.map_err(refusal)?;
         // Counted once signed: requests anyone can send do not use up the sender's rate.
         if !hook.admit() {
             let text = format!("more than {} deliveries a minute", hook.config.per_minute);
@@ -164,14 +172,14 @@ impl Hooks {
         let run = hook.delivery(prompt);
         match self
             .store
-            .add_delivery(&hook.config.name, &delivery, &run)
+            .add_delivery(&hook.config.name, &[&delivery, &signed], &run)
             .await
         {
             Ok(Some(_)) => Ok(format!("accepted: delivery {delivery}")),
             Ok(None) => Err((
                 StatusCode::CONFLICT,
                 "replayed",
-                format!("delivery {delivery} was taken before"),
+                format!("delivery {delivery} was taken before (its ID or its signed body)"),
             )),
             Err(e) => {
                 tracing::error!(webhook = %hook.config.name, error = %e, "could not store a webhook delivery");
@@ -188,11 +196,12 @@ type Refusal = (StatusCode, &'static str, String);
 /// What becomes of a request: stored (`202`, with what to answer), or refused.
 type Answer = Result<String, Refusal>;
 
-/// The request's body, within the webhook's size cap.
+/// The request's body, within the webhook's size cap and `deadline`.
 async fn read_body(
     hook: &Hook,
     headers: &hyper::HeaderMap,
     body: Incoming,
+    deadline: Duration,
 ) -> Result<Bytes, Refusal> {
     let cap = hook.config.max_body_kb * 1024;
     let too_large = || {
@@ -204,9 +213,13 @@ async fn read_body(
     if declared.is_some_and(|n| n > cap) {
         return Err(too_large());
     }
-    match Limited::new(body, cap).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(_) => Err(too_large()),
+    match tokio::time::timeout(deadline, Limited::new(body, cap).collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(_)) => Err(too_large()),
+        Err(_) => {
+            let text = format!("the body did not arrive within {} s", deadline.as_secs());
+            Err((StatusCode::REQUEST_TIMEOUT, "body_timeout", text))
+        }
     }
 }
 

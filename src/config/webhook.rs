@@ -17,6 +17,10 @@ pub struct WebhookListenerConfig {
     pub listen: Option<String>,
     /// How far a generic signature's timestamp may be from now (`hmac-sha256`), seconds.
     pub max_age_secs: u64,
+    /// How long a request's body may take to arrive once its headers have, seconds (then
+    /// `408` and the connection closed): a client that announces a body and never sends it
+    /// holds none of the listener's connections for longer.
+    pub body_timeout_secs: u64,
 }
 
 impl Default for WebhookListenerConfig {
@@ -24,6 +28,7 @@ impl Default for WebhookListenerConfig {
         Self {
             listen: None,
             max_age_secs: 300,
+            body_timeout_secs: 10,
         }
     }
 }

@@ -154,31 +154,34 @@ impl Store {
         Ok(id)
     }
 
-    /// Stores delivery `delivery_id` of webhook `webhook` as the one-off schedule `new`,
-    /// once: `None` when that delivery was taken before (a replay).
+    /// Stores a delivery of webhook `webhook`, known by each of `keys` (the sender's ID,
+    /// what its signature covers), as the one-off schedule `new`, once: `None` when any of
+    /// its keys was taken before (a replay, under the same ID or another).
     pub async fn add_delivery(
         &self,
         webhook: &str,
-        delivery_id: &str,
+        keys: &[&str],
         new: &NewSchedule,
     ) -> Result<Option<i64>, StoreError> {
         // The schedule is written first and rolled back with the transaction when the
-        // delivery was taken before.
+        // delivery was taken before under any of its keys.
         let mut tx = self.pool.begin().await?;
         let id = insert_schedule(&mut tx, new).await?;
-        let taken = sqlx::query(
-            "INSERT INTO webhook_deliveries (webhook, delivery_id, schedule_id, received_at)
-             VALUES ($1, $2, $3, $4)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(webhook)
-        .bind(delivery_id)
-        .bind(id)
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await?;
-        if taken.rows_affected() != 1 {
-            return Ok(None);
+        for key in keys {
+            let taken = sqlx::query(
+                "INSERT INTO webhook_deliveries (webhook, delivery_id, schedule_id, received_at)
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(webhook)
+            .bind(key)
+            .bind(id)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
+            if taken.rows_affected() != 1 {
+                return Ok(None);
+            }
         }
         tx.commit().await?;
         Ok(Some(id))

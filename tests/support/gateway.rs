@@ -70,6 +70,14 @@ fn gateway_dir() -> TempDir {
         .unwrap()
 }
 
+/// A secret every gateway under test has in its environment, as a service's
+/// `EnvironmentFile` puts passwords and keys there: no agent, command, room or log may ever
+/// show its value.
+pub const CANARY: (&str, &str) = (
+    "SIDEKICKS_GATEWAY_CANARY",
+    "canary-of-the-gateways-env-7c1e",
+);
+
 /// The `sidekicks` binary built for these tests.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_sidekicks"))
@@ -95,6 +103,29 @@ impl GatewayProcess {
         approvers: Option<&[&str]>,
         agents: &[AgentSpec],
         extra_toml: &str,
+    ) -> Self {
+        Self::start_full(homeserver, allowed, approvers, agents, extra_toml, &[])
+    }
+
+    /// Like [`GatewayProcess::start`], with `envs` set in the gateway's environment (as a
+    /// service's `EnvironmentFile` sets them).
+    pub fn start_with_envs(
+        homeserver: &str,
+        allowed: &[&str],
+        agents: &[AgentSpec],
+        extra_toml: &str,
+        envs: &[(String, String)],
+    ) -> Self {
+        Self::start_full(homeserver, allowed, None, agents, extra_toml, envs)
+    }
+
+    fn start_full(
+        homeserver: &str,
+        allowed: &[&str],
+        approvers: Option<&[&str]>,
+        agents: &[AgentSpec],
+        extra_toml: &str,
+        envs: &[(String, String)],
     ) -> Self {
         let dir = gateway_dir();
         // Lines of `extra_toml` that start with `access.` or `matrix.` belong in that table.
@@ -154,7 +185,7 @@ impl GatewayProcess {
                 user = a.user_id,
             ));
         }
-        Self::launched(dir, &toml, agents.to_vec(), Vec::new())
+        Self::launched(dir, &toml, agents.to_vec(), envs.to_vec())
     }
 
     /// Starts the gateway with a config of the test's own, made for the gateway's folder
@@ -208,6 +239,7 @@ impl GatewayProcess {
         cmd.args(["run", "--config"])
             .arg(&self.config)
             .env("RUST_LOG", log_filter())
+            .env(CANARY.0, CANARY.1)
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())

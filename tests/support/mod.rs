@@ -11,6 +11,7 @@ pub mod ports;
 pub mod postgres;
 pub mod procs;
 pub mod proxy;
+pub mod runners;
 pub mod sshd;
 pub mod store;
 pub mod synapse;
@@ -124,10 +125,32 @@ impl Env {
         demo_args: &[&str],
         agent_toml: &str,
     ) -> Self {
+        Self::start_full(options, extra_toml, strategy, demo_args, agent_toml, &[]).await
+    }
+
+    /// Like [`Env::start_with_agent_toml`], with `envs` in the gateway's environment.
+    pub async fn start_with_envs(
+        options: SynapseOptions,
+        extra_toml: &str,
+        agent_toml: &str,
+        envs: &[(String, String)],
+    ) -> Self {
+        let strategy = person::CollectStrategy::AllDevices;
+        Self::start_full(options, extra_toml, strategy, &[], agent_toml, envs).await
+    }
+
+    async fn start_full(
+        options: SynapseOptions,
+        extra_toml: &str,
+        strategy: person::CollectStrategy,
+        demo_args: &[&str],
+        agent_toml: &str,
+        envs: &[(String, String)],
+    ) -> Self {
         let hs = Synapse::start(options).await;
         let alice_id = hs.register("alice", "alice-password").await;
         let agent = hs.register("demo", "demo-password").await;
-        let gw = GatewayProcess::start(
+        let gw = GatewayProcess::start_with_envs(
             &hs.url,
             &[alice_id.as_str()],
             &[AgentSpec {
@@ -138,6 +161,7 @@ impl Env {
                 agent_toml: agent_toml.to_owned(),
             }],
             extra_toml,
+            envs,
         );
         let alice =
             Person::login_sharing_keys(&hs.url, &alice_id, "alice-password", strategy).await;

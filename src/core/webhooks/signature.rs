@@ -48,10 +48,23 @@ impl Refused {
     }
 }
 
+/// A request that passed its check: how a replay of it is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The sender's ID for it (its header), else the body's SHA-256. Not covered by any
+    /// signature: whoever saw a delivery can send it again under an ID of their own.
+    pub id: String,
+    /// What the signature covers, as a key (`signed:` and a hash): the HMAC the sender's
+    /// secret gives the body (with its timestamp for `hmac-sha256`), or, for GitLab whose
+    /// token signs nothing, the body's SHA-256. The same signed request is the same
+    /// delivery, whatever ID it comes with.
+    pub signed: String,
+}
+
 /// Checks a request signed as `signing` with `secret`: `header` reads a header by its
 /// (lower-case) name, `now` is Unix seconds, `max_age` how far a timestamp may be from it.
-/// Returns the delivery's ID: the sender's, else the body's SHA-256 (a resent body is
-/// the same delivery).
+/// Returns how the delivery is known ([`Delivery`]): a replay repeats its `signed` key,
+/// whatever ID it carries.
 pub fn check(
     signing: Signing,
     secret: &[u8],
@@ -59,13 +72,13 @@ pub fn check(
     body: &[u8],
     now: i64,
     max_age: Duration,
-) -> Result<String, Refused> {
-    let id_header = match signing {
+) -> Result<Delivery, Refused> {
+    let (id_header, signed) = match signing {
         Signing::GitHub => {
             let name = "x-hub-signature-256";
             let given = header(name).ok_or(Refused::Unsigned("X-Hub-Signature-256"))?;
             verify(secret, &[body], given.strip_prefix("sha256=").unwrap_or(""))?;
-            "x-github-delivery"
+            ("x-github-delivery", sign(secret, &[body]))
         }
         Signing::GitLab => {
             let given = header("x-gitlab-token").ok_or(Refused::Unsigned("X-Gitlab-Token"))?;
@@ -74,7 +87,7 @@ pub fn check(
             if mac(given.as_bytes()) != mac(secret) {
                 return Err(Refused::BadSignature);
             }
-            "x-gitlab-event-uuid"
+            ("x-gitlab-event-uuid", hex(&Sha256::digest(body)))
         }
         Signing::HmacSha256 => {
             let given = header("x-signature").ok_or(Refused::Unsigned("X-Signature"))?;
@@ -86,13 +99,17 @@ pub fn check(
             }
             let signed = [stamp.trim().as_bytes(), b".", body];
             verify(secret, &signed, given.strip_prefix("sha256=").unwrap_or(""))?;
-            "x-delivery-id"
+            ("x-delivery-id", sign(secret, &signed))
         }
     };
     let id = header(id_header).map(|id| id.trim().to_owned());
-    Ok(match id.filter(|id| !id.is_empty() && id.len() <= 200) {
+    let id = match id.filter(|id| !id.is_empty() && id.len() <= 200) {
         Some(id) => id,
         None => hex(&Sha256::digest(body)),
+    };
+    Ok(Delivery {
+        id,
+        signed: format!("signed:{signed}"),
     })
 }
 
@@ -155,10 +172,23 @@ mod tests {
         let good = format!("sha256={}", sign(SECRET, &[body]));
         let id = ("x-github-delivery", "d-1".to_owned());
         let ok = headers(&[("x-hub-signature-256", good.clone()), id.clone()]);
+        let delivery = check(Signing::GitHub, SECRET, ok, body, 0, AGE).unwrap();
+        assert_eq!(delivery.id, "d-1");
+        // The same signed body under another ID is the same delivery; the signature's hex
+        // written in capitals is the same signature.
+        let again = headers(&[
+            (
+                "x-hub-signature-256",
+                good.to_uppercase().replace("SHA256=", "sha256="),
+            ),
+            ("x-github-delivery", "d-2".to_owned()),
+        ]);
+        let replay = check(Signing::GitHub, SECRET, again, body, 0, AGE).unwrap();
         assert_eq!(
-            check(Signing::GitHub, SECRET, ok, body, 0, AGE),
-            Ok("d-1".into())
+            (replay.id.as_str(), &replay.signed),
+            ("d-2", &delivery.signed)
         );
+        assert!(delivery.signed.starts_with("signed:"));
         let table = [
             (vec![id.clone()], Refused::Unsigned("X-Hub-Signature-256")),
             (
@@ -202,7 +232,8 @@ mod tests {
             AGE,
         )
         .unwrap();
-        assert_eq!(id, hex(&Sha256::digest(body)), "the body's hash");
+        assert_eq!(id.id, hex(&Sha256::digest(body)), "the body's hash");
+        assert_eq!(id.signed, format!("signed:{}", id.id));
         let wrong = check(
             Signing::GitLab,
             SECRET,
@@ -229,17 +260,19 @@ mod tests {
                 ("x-delivery-id", "7".into()),
             ])
         };
-        assert_eq!(
-            check(
-                Signing::HmacSha256,
-                SECRET,
-                signed(now - 10),
-                body,
-                now,
-                AGE
-            ),
-            Ok("7".into())
-        );
+        let delivery = check(
+            Signing::HmacSha256,
+            SECRET,
+            signed(now - 10),
+            body,
+            now,
+            AGE,
+        )
+        .unwrap();
+        assert_eq!(delivery.id, "7");
+        // Signed again at another time, the same body is another delivery.
+        let later = check(Signing::HmacSha256, SECRET, signed(now - 5), body, now, AGE);
+        assert_ne!(later.unwrap().signed, delivery.signed);
         let old = check(
             Signing::HmacSha256,
             SECRET,

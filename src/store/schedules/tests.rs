@@ -150,22 +150,32 @@ async fn a_webhook_delivery_is_stored_once_as_a_one_off_not_listed_with_the_room
         source: Some("ci".into()),
         ..hourly(5_000)
     };
-    let id = store.add_delivery("ci", "d-1", &delivery).await.unwrap();
-    assert!(id.is_some());
-    assert_eq!(
-        store.add_delivery("ci", "d-1", &delivery).await.unwrap(),
-        None,
-        "a replay"
-    );
+    let id = (store.add_delivery("ci", &["d-1", "signed:a"], &delivery)).await;
+    assert!(id.unwrap().is_some());
+    for (keys, what) in [
+        (["d-1", "signed:b"], "the same ID"),
+        (
+            ["d-2", "signed:a"],
+            "the same signed request under another ID",
+        ),
+    ] {
+        let replay = store.add_delivery("ci", &keys, &delivery).await.unwrap();
+        assert_eq!(replay, None, "a replay: {what}");
+    }
+    // A refused replay leaves nothing of its own: its new key is still free.
+    let other = store
+        .add_delivery("ci", &["d-3", "signed:b"], &delivery)
+        .await;
+    assert!(other.unwrap().is_some());
     assert!(
         store
-            .add_delivery("other", "d-1", &delivery)
+            .add_delivery("other", &["d-1", "signed:a"], &delivery)
             .await
             .unwrap()
             .is_some()
     );
     assert!(store.schedules_in(&"!r".into()).await.unwrap().is_empty());
     let due = store.due_schedules(5_000).await.unwrap();
-    assert_eq!(due.len(), 2);
+    assert_eq!(due.len(), 3);
     assert_eq!(due[0].set.source.as_deref(), Some("ci"));
 }
