@@ -58,6 +58,13 @@ enum Cmd {
         /// Start every session in this mode (default: the first).
         #[arg(long)]
         start_mode: Option<String>,
+        /// Leave the modes out of the answers to `session/new`, load and resume, though the
+        /// sessions have them (as some agents' answers do).
+        #[arg(long)]
+        hide_modes: bool,
+        /// Fail `session/set_mode` to this mode (an agent that cannot switch a session).
+        #[arg(long)]
+        refuse_mode: Option<String>,
         /// Append every prompt received to this file, one JSON string a line (for tests).
         #[arg(long)]
         prompt_log: Option<PathBuf>,
@@ -124,6 +131,8 @@ async fn main() -> std::process::ExitCode {
             settings,
             modes,
             start_mode,
+            hide_modes,
+            refuse_mode,
             prompt_log,
             prompt_capabilities,
             auth,
@@ -136,6 +145,8 @@ async fn main() -> std::process::ExitCode {
             settings,
             modes,
             start_mode,
+            hide_modes,
+            refuse_mode,
             prompt_log,
             prompt_support: PromptSupport {
                 image: prompt_capabilities.iter().any(|c| c == "image"),

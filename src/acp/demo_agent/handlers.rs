@@ -77,7 +77,7 @@ impl State {
         id: &str,
     ) -> (Option<SessionModeState>, Option<Vec<SessionConfigOption>>) {
         match self.with_settings {
-            true => (Some(self.modes(id)), Some(self.config_options(id))),
+            true => (self.shown_modes(id), Some(self.config_options(id))),
             false => (None, None),
         }
     }
@@ -154,7 +154,7 @@ impl State {
         if self.with_settings {
             self.settings.lock().unwrap().remove(&id);
             response = response
-                .modes(self.modes(&id))
+                .modes(self.shown_modes(&id))
                 .config_options(self.config_options(&id));
         }
         responder.respond(response)?;
@@ -177,7 +177,7 @@ impl State {
         if self.with_settings {
             self.settings.lock().unwrap().remove(&id);
             response = response
-                .modes(self.modes(&id))
+                .modes(self.shown_modes(&id))
                 .config_options(self.config_options(&id));
         }
         responder.respond(response)?;
@@ -261,7 +261,8 @@ impl State {
         });
     }
 
-    /// `session/set_mode` (with `--settings`): changes the mode and says so.
+    /// `session/set_mode` (with `--settings`): changes the mode and says so; fails for the
+    /// mode `--refuse-mode` names; without `--settings` there is no such method.
     pub(super) fn set_mode(
         &self,
         req: SetSessionModeRequest,
@@ -270,7 +271,17 @@ impl State {
     ) -> Result {
         let session = req.session_id.0.to_string();
         let mode = req.mode_id.0.to_string();
-        if !self.with_settings || !self.modes.iter().any(|(id, _)| *id == mode) {
+        // Without modes there is no such method, as for agents that have none.
+        if !self.with_settings {
+            return responder.respond_with_error(agent_client_protocol::Error::method_not_found());
+        }
+        if self.refused_mode.as_deref() == Some(mode.as_str()) {
+            return responder.respond_with_error(
+                agent_client_protocol::Error::internal_error()
+                    .data(format!("cannot switch to {mode} now")),
+            );
+        }
+        if !self.modes.iter().any(|(id, _)| *id == mode) {
             return responder.respond_with_error(
                 agent_client_protocol::Error::invalid_params().data(format!("no mode {mode}")),
             );

@@ -160,6 +160,10 @@ struct State {
     modes: Vec<(String, String)>,
     /// The mode new sessions start in.
     start_mode: String,
+    /// Whether its answers leave its modes out though it has them (`--hide-modes`).
+    hide_modes: bool,
+    /// A mode `session/set_mode` fails to switch to (`--refuse-mode`).
+    refused_mode: Option<String>,
     /// Each session's (mode, model), with `--settings`.
     settings: Mutex<HashMap<String, (String, String)>>,
     /// Where every prompt received is appended (`--prompt-log`).
@@ -220,6 +224,11 @@ impl State {
             SessionConfigOption::select("model", "Model", model, choices)
                 .category(SessionConfigOptionCategory::Model),
         ]
+    }
+
+    /// The modes a session's answers carry: none with `--hide-modes`.
+    fn shown_modes(&self, session: &str) -> Option<SessionModeState> {
+        (!self.hide_modes).then(|| self.modes(session))
     }
 
     /// The modes of a session, as the protocol describes them.
@@ -355,6 +364,11 @@ pub struct DemoOptions {
     pub modes: Vec<String>,
     /// With `settings`: the mode new sessions start in (`None`: the first).
     pub start_mode: Option<String>,
+    /// With `settings`: leave the modes out of the answers to `session/new`, load and
+    /// resume, though it has them (as some agents' answers do).
+    pub hide_modes: bool,
+    /// With `settings`: `session/set_mode` to this mode fails (-32603).
+    pub refuse_mode: Option<String>,
     /// Where every prompt received is appended (one JSON string a line), if anywhere.
     pub prompt_log: Option<PathBuf>,
     /// What it advertises taking besides text (`promptCapabilities`).
@@ -391,6 +405,8 @@ fn state(options: DemoOptions) -> State {
         with_settings: options.settings || !options.modes.is_empty(),
         modes,
         start_mode,
+        hide_modes: options.hide_modes,
+        refused_mode: options.refuse_mode,
         prompt_log: options.prompt_log,
         ..State::default()
     }

@@ -14,7 +14,11 @@ use crate::model::agent::{
     ToolKind,
 };
 use crate::model::ids::UserId;
+use crate::model::modes::KeptMode;
 use crate::render::strings::{self, ModeNote};
+
+/// The JSON-RPC error of a method the agent does not have.
+const METHOD_NOT_FOUND: i64 = -32601;
 
 impl Channel {
     /// The config's policy with what the agent's dialect knows of its modes.
@@ -31,21 +35,11 @@ impl Channel {
         let (Some(settings), Some(id)) = (self.slot.settings(), self.slot.id()) else {
             return Ok(());
         };
-        // A session got back without the modes it had (its agent left them out of the
-        // answer): its conversation's mode is put back all the same, where it takes it.
-        if let Some(kept) = &kept
-            && offered_modes(settings).is_empty()
-        {
-            let (agent, id) = (self.ctx.agent.clone(), id.to_owned());
-            match agent.set_mode(&id, &kept.mode).await {
-                Ok(()) => {
-                    tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %kept.mode, "a session got back without its modes was put in its conversation's mode")
-                }
-                Err(e) => {
-                    tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %kept.mode, error = %e, "a session got back without modes; its conversation's mode could not be put back")
-                }
-            }
-            return Ok(());
+        // A session whose modes its agent left out of the answer (opened, or got back), where
+        // modes decide asking: its mode is not known, so it is set, never assumed.
+        if offered_modes(settings).is_empty() && rules.decides_asking() {
+            let id = id.to_owned();
+            return self.fence_unknown_mode(&rules, &id, kept).await;
         }
         let target = rules
             .target(settings, kept.as_ref())
@@ -71,12 +65,64 @@ impl Channel {
         Ok(())
     }
 
+    /// Puts a session whose modes are not known in the mode it must be in
+    /// ([`ModeRules::target_unknown`]), and records that it is there. An agent that has no
+    /// `session/set_mode` (JSON-RPC "method not found") has no modes: nothing to fence,
+    /// unless the conversation kept one, which it then cannot be put back in. `Err`: the
+    /// mode could not be set, so the session must not be used.
+    async fn fence_unknown_mode(
+        &mut self,
+        rules: &ModeRules,
+        id: &str,
+        kept: Option<KeptMode>,
+    ) -> Result<(), AgentError> {
+        let Some(target) = rules.target_unknown(kept.as_ref()) else {
+            return Ok(());
+        };
+        let agent = self.ctx.agent.clone();
+        match agent.set_mode(id, &target).await {
+            Ok(()) => {
+                tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %target, "a session that reported no modes was put in its conversation's mode");
+                if let Some(settings) = self.slot.settings_mut() {
+                    // A session that took a mode offers it, and is in it.
+                    settings.modes = vec![(target.clone(), target.clone())];
+                    settings.current_mode = Some(target.clone());
+                }
+                let by_admin = kept.is_some_and(|k| k.by_admin && k.mode == target);
+                self.keep_mode(target, by_admin).await;
+                Ok(())
+            }
+            Err(AgentError::Rpc {
+                code: METHOD_NOT_FOUND,
+                ..
+            }) if kept.is_none() => {
+                self.slot.mark_modeless();
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %target, error = %e, "a session that reported no modes could not be put in a mode that asks; it is not used");
+                Err(AgentError::Unfenced(strings::initial_refused(
+                    &target,
+                    &e.to_string(),
+                )))
+            }
+        }
+    }
+
     /// Before a prompt goes out: the session must be in a mode that asks, or one an admin
     /// chose. `false`: it is not and could not be put back (the room was told, the session
-    /// left); the prompt must not go.
+    /// left); the prompt must not go. A session whose mode is not known is prompted only
+    /// where modes do not decide asking or its agent has none.
     pub(super) async fn mode_allows_prompt(&mut self) -> bool {
         let Some(current) = self.slot.settings().and_then(current_mode) else {
-            return true;
+            if !self.mode_rules().decides_asking() || self.slot.is_modeless() {
+                return true;
+            }
+            tracing::error!(agent = %self.ctx.agent_id, room = %self.key.room, "the session's mode is not known, where modes decide whether it asks; leaving it");
+            let name = self.ctx.display_name.clone();
+            self.notice(strings::mode_unknown(&name)).await;
+            self.leave_session().await;
+            return false;
         };
         self.judge_mode(&current, false).await
     }

@@ -33,6 +33,9 @@ struct Session {
     first_prompt: Option<EventId>,
     /// The room tools opened to it: they close when it is left (dropped with it).
     _tools: Option<Grant>,
+    /// Whether its agent said it has no modes (no `session/set_mode`), so that a session
+    /// reporting none is not one whose mode is unknown.
+    modeless: bool,
 }
 
 impl SessionSlot {
@@ -56,7 +59,20 @@ impl SessionSlot {
             fresh,
             first_prompt: None,
             _tools: tools,
+            modeless: false,
         });
+    }
+
+    /// Records that the session's agent has no modes at all.
+    pub(super) fn mark_modeless(&mut self) {
+        if let Some(open) = self.open.as_mut() {
+            open.modeless = true;
+        }
+    }
+
+    /// Whether the session's agent said it has no modes at all.
+    pub(super) fn is_modeless(&self) -> bool {
+        self.open.as_ref().is_some_and(|s| s.modeless)
     }
 
     /// Lets go of the session, its room tools closed; its ID, for the agent to forget it.

@@ -107,6 +107,23 @@ struct AgentState {
     place_after: Duration,
     /// How many such waits were given up.
     places_given_up: usize,
+    /// Whether its answers to `session/new`, load and resume leave its modes out (as some
+    /// agents' do), though it has them.
+    hides_modes: bool,
+    /// Modes `session/set_mode` fails to switch to.
+    refused_modes: Vec<String>,
+}
+
+impl AgentState {
+    /// The settings its answers carry: its own, without the modes when it hides them.
+    fn answered_settings(&self) -> SessionSettings {
+        let mut settings = self.settings.clone();
+        if self.hides_modes {
+            settings.modes.clear();
+            settings.current_mode = None;
+        }
+        settings
+    }
 }
 
 /// What the fake agent's "dialect" knows by default, as the demo agent's does: `ask` asks
@@ -254,6 +271,20 @@ impl FakeAgent {
         self
     }
 
+    /// Makes its answers to `session/new`, load and resume leave its modes out, though it
+    /// has them (and switches between them).
+    pub fn hiding_modes(self: Arc<Self>) -> Arc<Self> {
+        self.state.lock().unwrap().hides_modes = true;
+        self
+    }
+
+    /// Makes `session/set_mode` to `mode` fail, as an agent that cannot switch a session
+    /// does.
+    pub fn refusing_mode(self: Arc<Self>, mode: &str) -> Arc<Self> {
+        self.state.lock().unwrap().refused_modes.push(mode.into());
+        self
+    }
+
     /// Makes its "dialect" know `known` of its modes.
     pub fn with_known_modes(self: Arc<Self>, known: KnownModes) -> Arc<Self> {
         self.state.lock().unwrap().known_modes = Some(known);
@@ -324,7 +355,7 @@ impl AgentPort for FakeAgent {
         }
         Ok(NewSession {
             id,
-            settings: s.settings.clone(),
+            settings: s.answered_settings(),
             events: rx,
             replayed: Default::default(),
         })
@@ -364,7 +395,7 @@ impl AgentPort for FakeAgent {
         s.forked.push((session_id.into(), id.clone()));
         Ok(NewSession {
             id,
-            settings: s.settings.clone(),
+            settings: s.answered_settings(),
             events: rx,
             replayed: Default::default(),
         })
@@ -390,7 +421,7 @@ impl AgentPort for FakeAgent {
         s.not_running = false;
         Ok(NewSession {
             id: session_id.into(),
-            settings: s.settings.clone(),
+            settings: s.answered_settings(),
             events: rx,
             replayed: Default::default(),
         })
@@ -525,6 +556,19 @@ impl AgentPort for FakeAgent {
 
     async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
         let mut s = self.state.lock().unwrap();
+        // An agent without modes has no such method.
+        if s.settings.modes.is_empty() {
+            return Err(AgentError::Rpc {
+                code: -32601,
+                message: "method not found".into(),
+            });
+        }
+        if s.refused_modes.iter().any(|m| m == mode_id) {
+            return Err(AgentError::Rpc {
+                code: -32603,
+                message: format!("cannot switch to {mode_id} now"),
+            });
+        }
         if !s.settings.modes.iter().any(|(id, _)| id == mode_id) {
             return Err(AgentError::Rpc {
                 code: -32602,

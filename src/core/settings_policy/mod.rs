@@ -181,6 +181,29 @@ impl ModeRules {
         }
     }
 
+    /// Whether the agent's modes decide whether it asks (its dialect's, or the config's
+    /// `asking_modes`).
+    pub fn decides_asking(&self) -> bool {
+        self.decide_asking
+    }
+
+    /// The mode a session whose modes are not known (its agent left them out of its
+    /// answer) must be put in, where modes decide asking: the one kept for its
+    /// conversation while it asks or an admin chose it, else the initial mode, else the
+    /// first mode known to ask. `None`: modes do not decide asking here, or none is known
+    /// to ask (nothing to put it in).
+    pub fn target_unknown(&self, kept: Option<&KeptMode>) -> Option<String> {
+        if !self.decide_asking {
+            return None;
+        }
+        if let Some(kept) = kept
+            && (self.asks(&kept.mode) || kept.by_admin)
+        {
+            return Some(kept.mode.clone());
+        }
+        (self.initial.clone()).or_else(|| self.asking.first().cloned())
+    }
+
     /// What to do when the agent says its session (with `settings`) is now in `reported`,
     /// `kept` being the mode its conversation keeps (the last one accepted).
     pub fn on_report(

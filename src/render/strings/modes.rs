@@ -67,6 +67,16 @@ pub fn mode_not_put_back(agent: &str, left: &str, why: &str) -> String {
     )
 }
 
+/// Said when a session's mode is not known (its agent no longer reports one) where its
+/// modes decide whether it asks: it is not prompted blind.
+pub fn mode_unknown(agent: &str) -> String {
+    format!(
+        "🛑 {agent} no longer says which mode its session is in, so Sidekicks cannot tell \
+         whether it asks before acting. This message was not sent to it; the next message \
+         opens a new session, put in a mode that asks."
+    )
+}
+
 /// Said to an approver who is not an admin, picking a poll choice that also switches the
 /// agent to a mode that does not ask.
 pub fn choice_for_admins(sender: &str, label: &str, mode: &str) -> String {

@@ -238,3 +238,82 @@ async fn a_poll_choice_that_stops_asking_is_for_admins_only() {
         .unwrap();
     assert!(kept.by_admin && kept.mode == "code", "{kept:?}");
 }
+
+#[tokio::test]
+async fn a_session_that_reports_no_modes_is_put_in_the_asking_mode_before_its_prompt() {
+    // The agent has modes and starts in `code`, but leaves them out of its answer: the mode
+    // is not known, so it is set, not assumed.
+    let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO))
+        .with_settings(starting_in("code"))
+        .hiding_modes();
+    let chat = FakeChat::new();
+    let (tx, store) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| agent.prompts().len() == 1).await;
+    assert_eq!(mode_changes(&agent), ["ask"], "set before the prompt");
+    let kept = (store
+        .kept_mode(&ConversationKey::new("!room", "demo"))
+        .await)
+        .unwrap();
+    assert_eq!(kept.map(|k| k.mode).as_deref(), Some("ask"));
+}
+
+#[tokio::test]
+async fn a_session_whose_mode_is_unknown_and_cannot_be_set_is_never_prompted() {
+    let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO))
+        .with_settings(starting_in("code"))
+        .hiding_modes()
+        .refusing_mode("ask");
+    let chat = FakeChat::new();
+    let (tx, _) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| !chat.shown("!room").is_empty()).await;
+    assert!(agent.prompts().is_empty(), "no prompt reached the agent");
+    let shown = chat.shown("!room");
+    assert!(
+        shown[0].contains("could not start a conversation") && shown[0].contains("`ask`"),
+        "{shown:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_got_back_without_its_modes_whose_mode_cannot_be_put_back_is_never_prompted() {
+    let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO))
+        .with_settings(starting_in("code"))
+        .with_reopen(Reopen::Load);
+    let chat = FakeChat::new();
+    let (tx, _) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "first")))
+        .unwrap();
+    settle_until(|| agent.prompts().len() == 1).await;
+    // Its process goes; the session comes back without its modes, in the agent's own
+    // default, and the asking mode cannot be put back.
+    let session = agent.prompts()[0].0.clone();
+    agent.kill_session(&session);
+    let agent = agent.hiding_modes().refusing_mode("ask");
+    tx.try_send(ChannelInput::Prompt(message("$2", "second")))
+        .unwrap();
+    settle_until(|| chat.shown("!room").len() >= 2).await;
+    assert_eq!(agent.reopened(), vec![session]);
+    assert_eq!(
+        agent.prompts().len(),
+        1,
+        "the second prompt never reached it"
+    );
+    let shown = chat.shown("!room");
+    assert!(shown[1].contains("`ask`"), "{shown:?}");
+}
+
+#[tokio::test]
+async fn an_agent_without_modes_is_prompted_as_it_is() {
+    // No modes at all (no `session/set_mode` either): nothing to fence.
+    let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO));
+    let chat = FakeChat::new();
+    let (tx, _) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| agent.prompts().len() == 1).await;
+    assert!(mode_changes(&agent).is_empty());
+}
