@@ -130,3 +130,39 @@ async fn in_an_encrypted_room_both_takes_a_reaction_or_an_answer_and_a_restart_e
     let end = ended(&env, &left_open.event_id).await;
     assert!(end.contains("⌛ Expired: Sidekicks restarted"), "{end}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_that_count_for_nothing_are_said_once_and_a_strangers_never() {
+    let (env, bob) = start_approving("[permissions]\npoll = \"native\"", &[], "", &["alice"]).await;
+    let (room, bobs_room) = room_with_bob(&env, &bob).await;
+    // Mallory is in the room, but may neither prompt nor approve.
+    let mallory_id = env.hs.register("mallory", "mallory-password").await;
+    let mallory = support::Person::login(&env.hs.url, &mallory_id, "mallory-password").await;
+    env.alice.invite(&room, &mallory_id).await;
+    let mallorys_room = mallory.join(room.room_id().as_str()).await;
+    env.alice.send(&room, "%permission bash: ls").await;
+    let poll = native_poll(&env, 0).await;
+    for _ in 0..5 {
+        mallory
+            .answer_poll(&mallorys_room, &poll.event_id, "1")
+            .await;
+    }
+    for _ in 0..3 {
+        bob.answer_poll(&bobs_room, &poll.event_id, "1").await;
+    }
+    env.notice_containing(&room, "bob may not approve").await;
+    // Alice's answer comes after all of theirs: once it is taken, theirs were seen.
+    env.alice.answer_poll(&room, &poll.event_id, "1").await;
+    answered(&env, &room, &poll.event_id, "allow", "✅ Allow").await;
+    let notices: Vec<String> = (env.alice.messages_from(&room, AGENT).into_iter())
+        .filter(|m| m.notice)
+        .map(|m| m.body)
+        .collect();
+    let told = |who: &str| notices.iter().filter(|n| n.contains(who)).count();
+    assert_eq!(told("bob may not approve"), 1, "{notices:?}");
+    assert_eq!(
+        told("mallory"),
+        0,
+        "a stranger's answers cost no message: {notices:?}"
+    );
+}

@@ -77,6 +77,8 @@ struct OpenPoll {
     /// The agent's own reactions on it (a choice's emoji each), withdrawn once it is
     /// settled: an answered poll shows only the answer.
     reactions: OwnReactions,
+    /// Those told that their answers to it count for nothing: told once.
+    told: std::collections::HashSet<UserId>,
 }
 
 /// How a poll was posted.
@@ -142,8 +144,11 @@ pub enum Picked {
     },
     /// The person chose Stop: the caller stops the turn.
     Stop,
-    /// The person may not approve; nothing changed.
+    /// The person may not approve; nothing changed (said once per poll and person: again,
+    /// [`Picked::Ignored`]).
     NotApprover,
+    /// The person may not approve and was told so about this poll before: nothing to say.
+    Ignored,
     /// The poll has no such choice.
     NoSuchChoice,
     /// No open poll of this channel matches.
@@ -407,6 +412,7 @@ impl Approvals {
             posted_at_ms: crate::store::now_ms().max(0) as u64,
             switches,
             reactions,
+            told: Default::default(),
         });
     }
 
@@ -456,7 +462,10 @@ impl Approvals {
             return Picked::NoPoll;
         };
         if !may_approve(ctx, room, event_id, by).await {
-            return Picked::NotApprover;
+            return match self.polls[i].told.insert(by.clone()) {
+                true => Picked::NotApprover,
+                false => Picked::Ignored,
+            };
         }
         let Some(choice) = pick(&self.polls[i].choices).cloned() else {
             return Picked::NoSuchChoice;

@@ -74,7 +74,7 @@ impl Channel {
                     .await
             }
             Picked::Answered(Some(mode)) => self.mode_chosen_in_poll(mode.clone(), by).await,
-            Picked::Answered(None) | Picked::Stop => {}
+            Picked::Answered(None) | Picked::Stop | Picked::Ignored => {}
         }
     }
 

@@ -179,11 +179,14 @@ impl Gateway {
         self.channels.send_to_room_if_running(&conversation, input);
     }
 
-    /// An answer to a native poll goes to its channel, like a reaction: never an agent's,
-    /// Stop only from someone who may stop turns. A response naming no answer, or several
+    /// An answer to a native poll goes to its channel, like a reaction: never an agent's
+    /// or a stranger's, Stop only from someone who may stop turns. A response naming no answer, or several
     /// (the polls ask for one), changes nothing: the first answer decided.
     pub(super) fn handle_poll_response(&self, response: IncomingPollResponse) {
-        if self.people.is_agent(&response.sender) {
+        // Someone who may neither prompt nor approve costs nothing but a log line: their
+        // answers are never said in the room, however many they send.
+        if !self.people.listens_to(&response.sender) {
+            tracing::info!(agent = %response.agent_id, room = %response.room_id, sender = %response.sender, "ignoring a poll response from a user who may neither prompt nor approve");
             return;
         }
         let [answer] = response.answers.as_slice() else {
