@@ -361,3 +361,38 @@ async fn here_answers_in_the_rooms_conversation_and_a_run_still_going_is_not_dou
     env.alice.send(&room, "!unschedule 1").await;
     env.notice_containing(&room, "⏰ Schedule #1 removed").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_person_has_at_most_max_per_owner_and_a_schedule_stops_when_its_owner_is_kicked() {
+    let config = format!("{SHORT}max_per_owner = 2\n");
+    let (env, bob) = support::with_bob::start_approving(&config, &[], "", &["alice"]).await;
+    let (room, bobs_room) = support::with_bob::room_with_bob(&env, &bob).await;
+    schedule(&env, &room, "!every 1h %say one").await;
+    env.alice.send(&room, "!every 1h %say two").await;
+    env.alice.send(&room, "!every 1h %say three").await;
+    let refused = env.notice_containing(&room, "⏰ Not set").await.body;
+    assert!(
+        refused.contains("you have 2 schedules running already"),
+        "{refused}"
+    );
+    // Bob's own: it runs as him while he is in the room.
+    bob.send(&bobs_room, "!every 2s %say from bob").await;
+    env.notice_containing(&room, "set by bob").await;
+    run_posted(&env, &room, 3, 1).await;
+    env.alice.kick(&room, &bob.user_id, "enough").await;
+    let stopped = env
+        .notice_containing(&room, "⏰ Schedule #3 stopped")
+        .await
+        .body;
+    // (Named by the user ID the room still knows, once they are gone.)
+    assert!(
+        stopped.contains("bob:localhost, who set it, is no longer in the room"),
+        "{stopped}"
+    );
+    env.alice.send(&room, "!schedules").await;
+    let listed = env.notice_containing(&room, "⏰ Schedules here").await.body;
+    assert!(
+        listed.contains("bob:localhost is no longer in the room"),
+        "{listed}"
+    );
+}

@@ -131,12 +131,12 @@ pub struct Parsed {
 pub fn parse_every(text: &str, floor: Duration) -> Result<Parsed, WhenError> {
     let text = text.trim();
     if let Some((pattern, rest)) = quoted(text) {
-        return cron(pattern, rest);
+        return cron(pattern, rest, floor);
     }
     let words: Vec<&str> = text.split_whitespace().collect();
     let first = words.first().copied().unwrap_or("");
     if first.eq_ignore_ascii_case("cron") && words.len() >= 6 {
-        return cron(&words[1..6].join(" "), after_words(text, 6));
+        return cron(&words[1..6].join(" "), after_words(text, 6), floor);
     }
     if let Some(every) = duration(first) {
         if every < floor {
@@ -243,20 +243,42 @@ pub fn shown(at: i64, tz: &TimeZone) -> String {
     }
 }
 
-fn cron(pattern: &str, rest: &str) -> Result<Parsed, WhenError> {
+fn cron(pattern: &str, rest: &str, floor: Duration) -> Result<Parsed, WhenError> {
     let pattern = pattern.trim();
     let fields = pattern.split_whitespace().count();
     if fields != 5 {
         let why = format!("it has {fields} fields; minute hour day month weekday are five");
         return Err(WhenError::BadCron(pattern.to_owned(), why));
     }
-    croner::Cron::from_str(pattern)
+    let parsed = croner::Cron::from_str(pattern)
         .map_err(|e| WhenError::BadCron(pattern.to_owned(), e.to_string()))?;
+    // A pattern runs as often as its two closest times: it is held to the same floor as
+    // an interval.
+    if let Some(gap) = shortest_gap(&parsed)
+        && gap < floor
+    {
+        let said = format!("cron {pattern} (as often as every {})", words_for(gap));
+        return Err(WhenError::TooOften(said, words_for(floor)));
+    }
     with_prompt(
         When::Cron(pattern.to_owned()),
         &format!("cron {pattern}"),
         rest,
     )
+}
+
+/// The shortest time between two runs of `cron`, over its next 1,500 runs from the start
+/// of 2026 (UTC): a pattern dense on some days only (`0,1 9 1 * *`) shows it within them.
+fn shortest_gap(cron: &croner::Cron) -> Option<Duration> {
+    let start = Timestamp::from_second(1_767_225_600)
+        .ok()?
+        .to_zoned(TimeZone::UTC);
+    let times: Vec<i64> = (cron.iter_after(start))
+        .take(1_500)
+        .map(|t| t.timestamp().as_millisecond())
+        .collect();
+    let gap = times.windows(2).map(|w| w[1] - w[0]).min()?;
+    Some(Duration::from_millis(gap.max(0) as u64))
 }
 
 fn with_prompt(when: When, said: &str, rest: &str) -> Result<Parsed, WhenError> {

@@ -200,6 +200,20 @@ impl Store {
         Ok(rows.into_iter().filter_map(schedule).collect())
     }
 
+    /// How many schedules `owner` has that still run (not removed, stopped or ended), in
+    /// every room: what `[schedules] max_per_owner` bounds.
+    pub async fn live_schedules_of(&self, owner: &UserId) -> Result<i64, StoreError> {
+        let (count,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM schedules
+             WHERE owner = $1 AND removed = 0 AND stopped IS NULL AND next_run IS NOT NULL
+             AND source IS NULL",
+        )
+        .bind(owner)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(count)
+    }
+
     /// One schedule, removed or not.
     pub async fn schedule(&self, id: i64) -> Result<Option<Schedule>, StoreError> {
         let row: Option<ScheduleRow> =

@@ -412,6 +412,12 @@ impl Person {
             .unwrap();
     }
 
+    /// Kicks `user_id` out of `room`, saying `reason`.
+    pub async fn kick(&self, room: &Room, user_id: &str, reason: &str) {
+        let user = matrix_sdk::ruma::UserId::parse(user_id).unwrap();
+        room.kick_user(&user, Some(reason)).await.unwrap();
+    }
+
     /// Sends a plain text message; returns its event ID.
     pub async fn send(&self, room: &Room, text: &str) -> String {
         send_content(room, RoomMessageEventContent::text_plain(text)).await

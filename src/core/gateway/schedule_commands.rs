@@ -88,6 +88,17 @@ impl Gateway {
         let Some(next_run) = when.next(now, now, &zone) else {
             return strings::schedule_not_understood(&self.prefix, word, "it never runs");
         };
+        let max = settings.max_per_owner;
+        match self.store.live_schedules_of(&message.sender).await {
+            Ok(count) if count >= i64::from(max) => {
+                return strings::too_many_schedules(&self.prefix, max);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "could not count a person's schedules");
+                return strings::store_failed("the schedule");
+            }
+        }
         let new = NewSchedule {
             room_id: message.room_id.clone(),
             agent_id,

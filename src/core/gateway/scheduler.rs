@@ -15,6 +15,7 @@ use std::time::Duration;
 use super::Gateway;
 use crate::core::inbound::IncomingMessage;
 use crate::core::metrics::metrics;
+use crate::core::settings_policy::Asking;
 use crate::core::voice::{RoomVoice, txn};
 use crate::model::OutMessage;
 use crate::model::ids::{ConversationKey, EventId};
@@ -45,6 +46,9 @@ pub struct ScheduleSettings {
         with = "crate::model::durations::secs"
     )]
     pub shortest_interval: Duration,
+    /// The most schedules one person may have running at once, in all rooms together: each
+    /// is a turn of an agent, as them, again and again.
+    pub max_per_owner: u32,
 }
 
 impl Default for ScheduleSettings {
@@ -52,6 +56,7 @@ impl Default for ScheduleSettings {
         Self {
             time_zone: "UTC".into(),
             shortest_interval: Duration::from_secs(60),
+            max_per_owner: 20,
         }
     }
 }
@@ -99,18 +104,12 @@ impl Gateway {
         let Some(due) = schedule.next_run else {
             return;
         };
-        if !self.people.may_prompt(&set.owner) {
-            let owner = self.shown_name(schedule, &set.owner).await;
-            let why = strings::owner_lost_rights(&owner);
+        if let Some((why, text)) = self.owner_gone(schedule).await {
             if let Err(e) = self.store.stop_schedule(schedule.id, &why).await {
                 tracing::error!(schedule = schedule.id, error = %e, "could not stop a schedule");
                 return;
             }
-            tracing::info!(schedule = schedule.id, owner = %set.owner, "schedule stopped: its owner may no longer prompt");
-            let text = match &set.source {
-                Some(hook) => strings::webhook_not_run(hook, &owner),
-                None => strings::schedule_stopped(schedule.id, &owner),
-            };
+            tracing::info!(schedule = schedule.id, owner = %set.owner, why, "schedule stopped");
             self.schedule_notice(
                 schedule,
                 &txn("schedule-stopped", &[&schedule.id.to_string()]),
@@ -163,6 +162,55 @@ impl Gateway {
         self.schedule_notice(schedule, &key, text, None).await;
     }
 
+    /// Why `schedule` may no longer run as its owner, if it may not: they may no longer
+    /// prompt, or (a schedule set in the room, not a webhook's) they left the room or were
+    /// kicked or banned from it. The reason kept for `!schedules`, and what the room is told.
+    /// A room whose members cannot be read now (the homeserver away) is asked again at the
+    /// next run.
+    async fn owner_gone(&self, schedule: &Schedule) -> Option<(String, String)> {
+        let set = &schedule.set;
+        if !self.people.may_prompt(&set.owner) {
+            let owner = self.shown_name(schedule, &set.owner).await;
+            let text = match &set.source {
+                Some(hook) => strings::webhook_not_run(hook, &owner),
+                None => strings::schedule_stopped(schedule.id, &owner),
+            };
+            return Some((strings::owner_lost_rights(&owner), text));
+        }
+        if set.source.is_some() {
+            return None;
+        }
+        let ctx = self.agents.get(&set.agent_id)?;
+        let members = ctx.chat.members(&set.room_id).await.ok()?;
+        let present = members.iter().any(|m| m.user_id == set.owner && m.joined);
+        if present {
+            return None;
+        }
+        let owner = self.shown_name(schedule, &set.owner).await;
+        let text = strings::schedule_stopped_owner_left(schedule.id, &owner);
+        Some((strings::owner_left_room(&owner), text))
+    }
+
+    /// The mode a run answered in the room's conversation (`here`) would act in without
+    /// asking, if it would and nobody who may choose that answers for it: a webhook's
+    /// prompt is a sender's text, never run unasked (it may make an agent propose, not act);
+    /// a schedule's is its owner's, run unasked only when they are an admin (who may choose
+    /// such a mode). A run in a thread of its own is a new conversation, put in an asking
+    /// mode.
+    async fn would_act_unasked(&self, schedule: &Schedule) -> Option<String> {
+        let set = &schedule.set;
+        if set.thread_per_run || (set.source.is_none() && self.people.is_admin(&set.owner)) {
+            return None;
+        }
+        let ctx = self.agents.get(&set.agent_id)?;
+        let conversation = ConversationKey::new(set.room_id.clone(), set.agent_id.clone());
+        let kept = (self.store.kept_mode(&conversation).await)
+            .or_log("could not read the conversation's mode")
+            .flatten()?;
+        let rules = ctx.settings.rules(&ctx.agent.known_modes());
+        (rules.asking(&kept.mode) == Asking::DoesNotAsk).then_some(kept.mode)
+    }
+
     /// Moves an open run on by one step: its message posted, admitted as its owner's
     /// prompt, or, once its turn ended, reported.
     async fn step_run(&self, schedule: &Schedule, run: ScheduleRun) {
@@ -186,7 +234,7 @@ impl Gateway {
                 self.end_run(schedule, &run, &strings::owner_lost_rights(&owner))
                     .await;
             }
-            RunProgress::NotAdmitted => self.prompt(self.run_prompt(schedule, &event).await).await,
+            RunProgress::NotAdmitted => self.admit_run(schedule, &run, &event).await,
             RunProgress::Going => {}
             RunProgress::Ended(ended) => {
                 let outcome = strings::run_outcome(ended.stop_reason.as_deref(), ended.refused);
@@ -229,7 +277,19 @@ impl Gateway {
             tracing::error!(schedule = schedule.id, error = %e, "could not note a run's message");
             return;
         }
-        self.prompt(self.run_prompt(schedule, &event).await).await;
+        self.admit_run(schedule, run, &event).await;
+    }
+
+    /// Admits the run's message (`event`) as its owner's prompt, unless it would act
+    /// without asking ([`Gateway::would_act_unasked`]): then it ends, saying why.
+    async fn admit_run(&self, schedule: &Schedule, run: &ScheduleRun, event: &EventId) {
+        match self.would_act_unasked(schedule).await {
+            Some(mode) => {
+                let outcome = strings::run_would_act_unasked(&mode);
+                self.end_run(schedule, run, &outcome).await;
+            }
+            None => self.prompt(self.run_prompt(schedule, event).await).await,
+        }
     }
 
     /// Whether the run's message may be tried now (it is not waiting after a failure).
@@ -344,6 +404,7 @@ fn outcome_label(outcome: &str) -> &'static str {
         o if o == strings::RUN_OVERLAPPED => "overlapped",
         o if o == strings::RUN_SKIPPED => "skipped",
         o if o.contains("may no longer prompt") => "owner_lost_rights",
+        o if o.contains("acts without asking") => "would_act_unasked",
         o if o.contains("refused") => "refused",
         _ => "other",
     }

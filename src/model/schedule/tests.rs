@@ -114,6 +114,42 @@ fn every_refuses_what_it_cannot_read_with_the_reason() {
 }
 
 #[test]
+fn a_cron_pattern_is_held_to_the_same_floor_as_an_interval() {
+    let five_minutes = Duration::from_secs(300);
+    for text in [
+        "cron * * * * * every minute",
+        "`*/2 * * * *` twice as rare",
+        // Dense on one day a month only.
+        "cron 0,1 9 1 * * at nine and a minute past",
+    ] {
+        let error = parse_every(text, five_minutes).unwrap_err();
+        assert!(
+            matches!(error, WhenError::TooOften(..)),
+            "{text}: {error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .ends_with("the shortest interval here is 5m"),
+            "{error}"
+        );
+    }
+    assert_eq!(
+        parse_every("cron * * * * * go", five_minutes)
+            .unwrap_err()
+            .to_string(),
+        "every cron * * * * * (as often as every 1m) is too often: the shortest interval here is 5m"
+    );
+    for text in [
+        "cron */5 * * * * go",
+        "cron 0 9 * * 1-5 go",
+        "weekdays 09:00 go",
+    ] {
+        assert!(parse_every(text, five_minutes).is_ok(), "{text}");
+    }
+}
+
+#[test]
 fn at_reads_a_time_a_date_tomorrow_or_a_wait_in_the_time_zone() {
     let paris = zone("Europe/Paris").unwrap();
     // Friday 4 December 2026, 10:00 in Paris (09:00 UTC).

@@ -67,6 +67,14 @@ pub fn schedule_set(line: &str, prefix: &str, id: i64) -> String {
     format!("⏰ Scheduled:\n{line}\nRemove it with {prefix}unschedule {id}.")
 }
 
+/// `!every`/`!at` from someone who has `max` schedules running already.
+pub fn too_many_schedules(prefix: &str, max: u32) -> String {
+    format!(
+        "⏰ Not set: you have {max} schedules running already, the most one person may have \
+         here ([schedules] max_per_owner). Remove one first ({prefix}unschedule)."
+    )
+}
+
 /// `!every`/`!at` whose time was not understood (`why`).
 pub fn schedule_not_understood(prefix: &str, command: &str, why: &str) -> String {
     let forms = match command {
@@ -154,9 +162,34 @@ pub fn schedule_stopped(id: i64, owner: &str) -> String {
     )
 }
 
+/// A run that was not run: the room's conversation is in `mode`, which acts without
+/// asking, and the run's text is not an admin's (a webhook sender's, or a schedule's owner
+/// who is no admin).
+pub fn run_would_act_unasked(mode: &str) -> String {
+    format!(
+        "not run: the room's conversation is in `{mode}`, which acts without asking, and a \
+         run's prompt only runs where tools wait for an approver (answer runs in threads of \
+         their own, or switch the conversation to a mode that asks)"
+    )
+}
+
+/// Said when a schedule stops because `owner`, who set it, left the room (or was kicked or
+/// banned): a run is their prompt, and they are no longer there to read it.
+pub fn schedule_stopped_owner_left(id: i64, owner: &str) -> String {
+    format!(
+        "⏰ Schedule #{id} stopped: {owner}, who set it, is no longer in the room. Its runs \
+         were their prompts."
+    )
+}
+
 /// Why a schedule stopped, as `!schedules` shows it.
 pub fn owner_lost_rights(owner: &str) -> String {
     format!("{owner} may no longer prompt")
+}
+
+/// Why a schedule stopped when its owner left the room, as `!schedules` shows it.
+pub fn owner_left_room(owner: &str) -> String {
+    format!("{owner} is no longer in the room")
 }
 
 /// The store failed while reading or writing `what`.
