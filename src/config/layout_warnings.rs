@@ -23,7 +23,9 @@ impl Config {
     pub fn store_warnings(&self) -> Vec<String> {
         let inline = (self.store.as_deref())
             .and_then(|url| url::Url::parse(url).ok())
-            .is_some_and(|url| url.password().is_some());
+            .is_some_and(|url| {
+                url.password().is_some() || url.query_pairs().any(|(k, _)| k.contains("password"))
+            });
         if inline {
             vec![
                 "store: the URL holds a password; keep it in a pgpass file instead \

@@ -662,6 +662,21 @@ fn the_store_is_the_sqlite_file_unless_a_database_url_is_given() {
         "{warned:?}"
     );
     assert!(!warned[0].contains("hunter2"));
+    // In the query, as libpq and sqlx also read it: warned about too, and never shown.
+    let queried = load(&with(
+        "postgres://gw@db.example.org/sidekicks?sslmode=require&password=hunter3",
+    ))
+    .unwrap();
+    let warned = queried.store_warnings();
+    assert!(
+        warned.len() == 1 && warned[0].contains("pgpass"),
+        "{warned:?}"
+    );
+    let shown = crate::store::redact_url(&queried.store_url());
+    assert!(
+        !shown.contains("hunter3") && shown.contains("sslmode=require"),
+        "{shown}"
+    );
     // Anything else is refused, by key, without the password.
     let Err(ConfigError::Invalid { problems, .. }) = load(&with("mysql://gw:hunter2@db/x")) else {
         panic!("a mysql:// store was taken");

@@ -60,15 +60,44 @@ pub enum StoreError {
     Url(String),
 }
 
-/// `url` with any password taken out, to be shown in an error or a log.
+/// Query parameters of a store URL whose values are shown: those known to hold no secret.
+/// Any other parameter (`password`, `sslpassword`, one a later driver adds) is shown by its
+/// name only.
+const SHOWN_PARAMETERS: &[&str] = &[
+    "sslmode",
+    "sslrootcert",
+    "sslcert",
+    "application_name",
+    "connect_timeout",
+    "options",
+    "statement-cache-capacity",
+    "mode",
+    "cache",
+];
+
+/// `url` as it may be shown in an error or a log: its password, and the value of every
+/// query parameter not known to be harmless ([`SHOWN_PARAMETERS`]), replaced by
+/// `REDACTED`; text that is no URL is not shown at all.
 pub fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("REDACTED"));
-            parsed.to_string()
-        }
-        _ => url.to_owned(),
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return "(not a URL)".to_owned();
+    };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("REDACTED"));
     }
+    if parsed.query().is_some() {
+        let pairs: Vec<(String, String)> = (parsed.query_pairs())
+            .map(|(k, v)| {
+                let value = match SHOWN_PARAMETERS.contains(&&*k) {
+                    true => v.into_owned(),
+                    false => "REDACTED".to_owned(),
+                };
+                (k.into_owned(), value)
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
 }
 
 /// What a caller does with a store failure it can do nothing about but say: the turn, the
@@ -448,6 +477,29 @@ async fn insert_transcript<'c>(
 mod tests {
     use super::*;
     use crate::model::ids::EventId;
+
+    #[test]
+    fn a_store_url_is_shown_with_only_what_is_known_to_be_no_secret() {
+        for (url, shown) in [
+            (
+                "postgres://gw:hunter2@db/sk?sslmode=require&password=hunter3",
+                "postgres://gw:REDACTED@db/sk?sslmode=require&password=REDACTED",
+            ),
+            // A parameter nobody listed as harmless keeps its name, not its value.
+            (
+                "postgres://gw@db/sk?sslpassword=k3y&application_name=gw",
+                "postgres://gw@db/sk?sslpassword=REDACTED&application_name=gw",
+            ),
+            (
+                "sqlite:///var/lib/sidekicks/sidekicks.db",
+                "sqlite:///var/lib/sidekicks/sidekicks.db",
+            ),
+        ] {
+            assert_eq!(redact_url(url), shown);
+        }
+        // Not a URL at all: nothing of it is shown.
+        assert_eq!(redact_url("postgres//gw:hunter2@"), "(not a URL)");
+    }
 
     #[tokio::test]
     async fn events_are_handled_once_per_agent() {
