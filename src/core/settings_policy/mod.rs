@@ -280,9 +280,11 @@ impl ModeRules {
                 if is_mode_option(settings, option) {
                     return self.check_mode(&value);
                 }
-                if contains(&self.approval_options, option) {
+                if self.decides_approvals(option, settings) {
                     return Err(PolicyRefusal::AdminOnlyOption(option.clone()));
                 }
+                // What people may choose is an allowlist: the config's values, else an
+                // option of a kind that cannot decide approvals (the model, its effort).
                 match self.choosable_values.get(option) {
                     Some(choosable) if !contains(choosable, &value) => {
                         Err(PolicyRefusal::NotChoosable {
@@ -291,11 +293,20 @@ impl ModeRules {
                             choosable: choosable.clone(),
                         })
                     }
-                    _ => Ok(()),
+                    Some(_) => Ok(()),
+                    None if freely_choosable(settings, option) => Ok(()),
+                    None => Err(PolicyRefusal::AdminOnlyOption(option.clone())),
                 }
             }
             SettingPlan::Show(_) | SettingPlan::Refuse(_) => Ok(()),
         }
+    }
+
+    /// Whether config option `option` decides whether the agent asks: its dialect says so,
+    /// or the agent files it under `permissions` (as Copilot's `allow_all`).
+    pub fn decides_approvals(&self, option: &str, settings: &SessionSettings) -> bool {
+        contains(&self.approval_options, option)
+            || category_of(settings, option).is_some_and(|c| c == PERMISSIONS_CATEGORY)
     }
 
     fn check_mode(&self, mode: &str) -> Result<(), PolicyRefusal> {
@@ -322,6 +333,26 @@ pub fn current_mode(settings: &SessionSettings) -> Option<String> {
         ConfigValue::Choice { current, .. } => Some(current.clone()),
         ConfigValue::Toggle(_) => None,
     })
+}
+
+/// The config option category under which agents file what decides approvals (Copilot's
+/// `allow_all`).
+pub const PERMISSIONS_CATEGORY: &str = "permissions";
+
+/// The config option categories anyone who may prompt may change without the config listing
+/// their values: the model and its thinking effort, which decide nothing about approvals.
+const FREE_CATEGORIES: &[&str] = &["model", "thought_level"];
+
+/// The category of `option` among the session's options, if it has one.
+fn category_of<'a>(settings: &'a SessionSettings, option: &str) -> Option<&'a str> {
+    (settings.options.iter())
+        .find(|o| o.id == option)
+        .and_then(|o| o.category.as_deref())
+}
+
+/// Whether `option` is of a category anyone may change ([`FREE_CATEGORIES`]).
+fn freely_choosable(settings: &SessionSettings, option: &str) -> bool {
+    category_of(settings, option).is_some_and(|c| FREE_CATEGORIES.contains(&c))
 }
 
 /// The modes a session offers: its session modes, else the values of its mode option.

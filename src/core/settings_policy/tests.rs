@@ -51,6 +51,9 @@ fn option_settings() -> SessionSettings {
             choice("model", "model", &["small", "large"]),
             choice("approval", "mode", &["ask", "yolo"]),
             choice("approval_policy", "other", &["on-request", "never"]),
+            choice("allow_all", "permissions", &["on", "off"]),
+            choice("effort", "thought_level", &["low", "high"]),
+            choice("verbose", "other", &["on", "off"]),
         ],
     }
 }
@@ -104,11 +107,16 @@ fn non_admins_choose_only_modes_known_to_ask_and_admins_choose_anything() {
 fn a_mode_option_follows_the_rules_of_modes_and_approval_options_are_for_admins() {
     let policy = SettingsPolicy {
         asking_modes: Some(vec!["ask".into()]),
-        choosable_values: BTreeMap::from([("model".into(), vec!["small".into()])]),
+        choosable_values: BTreeMap::from([
+            ("model".into(), vec!["small".into()]),
+            ("listed".into(), vec!["yes".into()]),
+            ("allow_all".into(), vec!["on".into()]),
+        ]),
         ..SettingsPolicy::default()
     };
     let rules = policy.rules(&CLAUDE);
-    let s = option_settings();
+    let mut s = option_settings();
+    s.options.push(choice("listed", "other", &["yes", "no"]));
     let set = |o: &str, v: &str| SettingPlan::SetOption(o.into(), ConfigChoice::Value(v.into()));
     let table = [
         (set("approval", "ask"), Ok(())),
@@ -129,7 +137,31 @@ fn a_mode_option_follows_the_rules_of_modes_and_approval_options_are_for_admins(
                 choosable: vec!["small".into()],
             }),
         ),
-        (set("verbose", "on"), Ok(())),
+        // What decides approvals is for admins, even where the config lists it.
+        (
+            set("allow_all", "on"),
+            Err(PolicyRefusal::AdminOnlyOption("allow_all".into())),
+        ),
+        // Of the rest, the model and the thinking effort are open; an option nobody listed
+        // as choosable (the agent may add one that decides approvals) is for admins.
+        (set("effort", "high"), Ok(())),
+        (
+            set("verbose", "on"),
+            Err(PolicyRefusal::AdminOnlyOption("verbose".into())),
+        ),
+        (
+            set("not-offered", "x"),
+            Err(PolicyRefusal::AdminOnlyOption("not-offered".into())),
+        ),
+        (set("listed", "yes"), Ok(())),
+        (
+            set("listed", "no"),
+            Err(PolicyRefusal::NotChoosable {
+                what: "listed".into(),
+                value: "no".into(),
+                choosable: vec!["yes".into()],
+            }),
+        ),
     ];
     for (plan, expected) in table {
         assert_eq!(rules.check(&plan, &s, false), expected, "{plan:?}");
