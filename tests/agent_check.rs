@@ -77,6 +77,40 @@ fn check_prints_what_the_demo_agent_advertises() {
     }
 }
 
+#[test]
+fn check_lists_what_the_agent_will_see_and_nothing_else_of_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), binary().to_str().unwrap(), r#"["demo-agent"]"#);
+    let out = check(&cfg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let sees: Vec<&str> = (stdout.lines())
+        .skip_while(|l| l.trim() != "sees:")
+        .skip(1)
+        .take_while(|l| l.starts_with("    "))
+        .collect();
+    let sees = sees.join("\n");
+    let dir = dir.path().canonicalize().unwrap();
+    let program = binary().canonicalize().unwrap();
+    for expected in [
+        "read-only: the system (/usr".to_owned(),
+        format!("read-only: {}", program.parent().unwrap().display()),
+        format!("read-write: {}", dir.join("ws").display()),
+        format!(
+            "read-write: {}",
+            dir.join("state/agent-homes/demo").display()
+        ),
+        "network: the host's".to_owned(),
+    ] {
+        assert!(sees.contains(&expected), "{expected:?} in:\n{stdout}");
+    }
+    // Nothing else: the folder holding the config and the state is not among them.
+    assert!(
+        !(sees.lines()).any(|l| l.trim_end().ends_with(&dir.display().to_string())),
+        "{sees}"
+    );
+}
+
 /// Runs `sidekicks check` on the demo agent started with `args` (after `demo-agent`), with
 /// `--strict-modes` when `strict`.
 fn check_demo(args: &[&str], strict: bool) -> (bool, String) {

@@ -199,6 +199,29 @@ impl Container {
         }
     }
 
+    /// What the agent sees of the host, a line each, for `sidekicks check`: its image, and
+    /// each path mounted in its container.
+    pub fn seen(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "its image {}, and nothing of the host but:",
+            self.image
+        )];
+        lines.extend(
+            existing(&self.read_write)
+                .iter()
+                .map(|p| format!("read-write: {}", p.display())),
+        );
+        lines.extend(
+            existing(&self.read_only)
+                .iter()
+                .map(|p| format!("read-only: {}", p.display())),
+        );
+        lines.extend((self.binds.iter()).map(|(outside, inside)| {
+            format!("bound in: {} at {}", outside.display(), inside.display())
+        }));
+        lines
+    }
+
     /// The engine's arguments that run `call`: in this process's container when it has
     /// one and `call` is not the agent itself, else in a new container (named, when it is
     /// the agent's).

