@@ -431,7 +431,10 @@ fn hidden(config: &Config, agent: &AgentConfig) -> Vec<PathBuf> {
     }
     for other in &config.agents {
         if other.id != agent.id {
-            hide.push(other.workspace_root());
+            // Its workspace, unless the two share one (hiding it would hide this one's).
+            hide.extend(
+                Some(other.workspace_root()).filter(|w| real(w) != real(&agent.workspace_root())),
+            );
             // Its sign-ins and API keys (a home of its own in the state folder is hidden
             // with it), unless the two share one.
             hide.extend(
@@ -586,6 +589,11 @@ password_file = "b.password"
         // beside its workspace is, alone.
         assert!(hide.contains(&d.join("b.password")));
         assert!(!hide.contains(&d), "{hide:?}");
+        // Two agents that share a workspace: neither hides it from the other.
+        config.agents[1].workspace = config.agents[0].workspace.clone();
+        let shared = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
+        let hide = shared.sandbox.unwrap().hide;
+        assert!(!hide.contains(&d.join("ws-a")), "{hide:?}");
     }
 
     #[test]
