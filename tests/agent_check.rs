@@ -472,4 +472,18 @@ fn a_relative_config_path_and_an_agent_that_dies_at_start_are_reported_clearly()
             .contains("FAILED: the agent process stopped (exit code 3: no API key for this agent)"),
         "{stdout}"
     );
+    // A runtime that prints its error above a stack and its own last line (Node: `Node.js
+    // v22…`): the error is what the report shows.
+    let node_like = "echo 'node:internal/modules/cjs/loader:1228' >&2; \
+        echo \"Error: Cannot find module '/srv/agent/index.js'\" >&2; \
+        echo '    at Module._resolveFilename (node:internal)' >&2; echo >&2; \
+        echo 'Node.js v22.23.5' >&2; exit 1";
+    let cfg = config(dir.path(), "/bin/sh", &format!("[\"-c\", {node_like:?}]"));
+    let stdout = String::from_utf8_lossy(&check(&cfg).stdout).into_owned();
+    assert!(
+        stdout.contains(
+            "the agent process stopped (exit code 1: Error: Cannot find module '/srv/agent/index.js')"
+        ),
+        "{stdout}"
+    );
 }

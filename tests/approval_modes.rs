@@ -274,3 +274,55 @@ async fn a_session_that_cannot_be_put_in_a_mode_that_asks_is_never_prompted() {
         "the agent was prompted: {texts:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_switch_that_is_not_a_mode_is_for_admins_and_the_agents_own_flip_is_put_back() {
+    // `allow_all` (category `permissions`, as GitHub Copilot's): on, tools run unasked.
+    let (env, bob, room, bobs_room) = start(&["--allow-all"]).await;
+    bob.send(&bobs_room, "!set allow_all on").await;
+    let refused = env.notice_containing(&room, "only admins may change").await;
+    assert!(refused.body.contains("`allow_all`"), "{}", refused.body);
+    bob.send(&bobs_room, "/allow-all on").await;
+    env.notice_containing(&room, "only admins may send /allow-all")
+        .await;
+    // Still asking.
+    bob.send(&bobs_room, "%permission bash: ls").await;
+    let asked = poll(&env, &room, 0, 5).await;
+    env.alice.react(&room, &asked, "✅").await;
+    env.reply_where(&room, "the allowed call", |t| {
+        t.contains("permission: allow")
+    })
+    .await;
+    // The agent flips it by itself: put back at once, the room told, and it asks again.
+    bob.send(&bobs_room, "%allow-all on\n%say flipped").await;
+    let told = env
+        .notice_containing(&room, "turned its `allow_all` to `on`")
+        .await;
+    assert!(told.body.contains("back to `off`"), "{}", told.body);
+    bob.send(&bobs_room, "%permission bash: pwd").await;
+    let asked = poll(&env, &room, 1, 5).await;
+    env.alice.react(&room, &asked, "✅").await;
+    wait_until(PATIENCE, "the second allowed call", || {
+        let texts = env.texts_from(&room, &env.agent);
+        let allowed = texts.iter().filter(|t| t.contains("permission: allow"));
+        (allowed.count() == 2).then_some(())
+    })
+    .await;
+    // An admin's choice holds.
+    env.alice.send(&room, "!set allow_all on").await;
+    env.notice_containing(&room, "allow all is now").await;
+    env.alice.send(&room, "%permission bash: id").await;
+    env.reply_where(&room, "the admin's choice", |t| {
+        t.contains("permission: unasked")
+    })
+    .await;
+    let texts = env.texts_from(&room, &env.agent);
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| t.contains("permission: unasked"))
+            .count(),
+        1,
+        "only the admin's choice ran a tool unasked: {texts:?}"
+    );
+}

@@ -23,7 +23,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CreateElicitationRequest, CreateTerminalRequest, InitializeResponse, KillTerminalRequest,
     NewSessionResponse, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionRequest,
-    SessionNotification, TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
+    TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
@@ -36,6 +36,7 @@ use super::client_terminal::{self, Terminals};
 use super::dialect::{self, Dialect};
 use super::ending::{Ended, stop_when_broken};
 use super::events;
+use super::notifications;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
 use super::requests::{McpOffer, Offer, Request, STEER_METHOD, initialize_request, steer_params};
 use super::sessions::Sessions;
@@ -43,8 +44,8 @@ use super::tasks;
 use super::transport;
 use crate::core::agent::AgentPort;
 use crate::model::agent::{
-    AgentError, AgentEvent, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession,
-    ProcessState, Reopen, SessionListing, SessionTools, Steered, StopReason, TurnEnd,
+    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession, ProcessState,
+    Reopen, SessionListing, SessionTools, Steered, StopReason, TurnEnd,
 };
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
@@ -161,16 +162,16 @@ impl AcpAgent {
         }))
     }
 
-    /// `error`, with the last line the agent wrote on stderr when it is an exit: an agent
-    /// that dies before it answers usually said why there.
+    /// `error`, with the line of the agent's last stderr lines that says why when it is an
+    /// exit ([`super::ending::why_it_stopped`]): an agent that dies before it answers
+    /// usually said why there, above its runtime's stack and last words.
     fn with_last_words(&self, error: AgentError) -> AgentError {
         let AgentError::Exited { status } = error else {
             return error;
         };
-        let tail = self.stderr.last(5);
-        let said = tail.lines().rev().find(|l| !l.trim().is_empty());
-        let status = match said {
-            Some(line) => format!("{status}: {}", line.trim()),
+        let tail = self.stderr.last(40);
+        let status = match super::ending::why_it_stopped(&tail) {
+            Some(line) => format!("{status}: {line}"),
             None => status,
         };
         AgentError::Exited { status }
@@ -732,7 +733,7 @@ async fn run_connection(
         )
         .on_receive_notification(
             async move |message: UntypedMessage, _cx| {
-                deliver_update(&notify_agent, &notify_sessions, &embed_t, message);
+                notifications::deliver(&notify_agent, &notify_sessions, &embed_t, message);
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
@@ -762,37 +763,4 @@ async fn run_connection(
             Ok(())
         })
         .await
-}
-
-/// A notification from the agent: a `session/update` goes to its session's queue (with the
-/// terminals it shows embedded); anything else is skipped. Parsed here rather than by the
-/// SDK, so an update kind this version does not know is skipped instead of tearing the
-/// connection down.
-fn deliver_update(
-    agent: &AgentId,
-    sessions: &Mutex<Sessions>,
-    terminals: &Terminals,
-    message: UntypedMessage,
-) {
-    if message.method != "session/update" {
-        tracing::debug!(agent = %agent, method = %message.method, "ignoring notification");
-        return;
-    }
-    match serde_json::from_value::<SessionNotification>(message.params.clone()) {
-        Ok(mut n) => {
-            terminals.embed(&n.session_id.0, &mut n.update);
-            let event = events::session_update(n.update);
-            (sessions.lock().expect("sessions poisoned")).deliver(&n.session_id.0, event);
-        }
-        Err(_) if let Some((session, report)) = tasks::notification(&message.params) => {
-            (sessions.lock().expect("sessions poisoned"))
-                .deliver(session, AgentEvent::Task(report));
-        }
-        Err(_) => {
-            let kind = (message.params.pointer("/update/sessionUpdate"))
-                .and_then(|v| v.as_str())
-                .unwrap_or("?");
-            tracing::debug!(agent = %agent, kind, "ignoring an update kind this version does not know");
-        }
-    }
 }

@@ -53,3 +53,51 @@ impl Ended {
         }
     }
 }
+
+/// The line of an agent's last stderr lines (`tail`) that says why it stopped: the first
+/// that reads as an error (`Error: Cannot find module …`, `ModuleNotFoundError: …`,
+/// `error: …`, `fatal: …`, a panic), which runtimes print above their stack and their
+/// own closing line (`Node.js v22.23.5`); else the last line that is not blank.
+pub(super) fn why_it_stopped(tail: &str) -> Option<&str> {
+    let lines = || tail.lines().map(str::trim).filter(|l| !l.is_empty());
+    let error = |line: &&str| {
+        let head = line.split(':').next().unwrap_or("");
+        let labelled = line.contains(':')
+            && !head.contains(' ')
+            && ["error", "fatal", "panic"]
+                .iter()
+                .any(|w| head.to_lowercase().contains(w));
+        labelled || line.contains("panicked at") || line.starts_with("Error ")
+    };
+    lines().find(error).or_else(|| lines().next_back())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_that_says_why_comes_before_the_runtimes_own_last_words() {
+        let node = "node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\n\
+                    Error: Cannot find module '/srv/agent/dist/index.js'\n    at Module._resolveFilename \
+                    (node:internal/modules/cjs/loader:1225:15)\n{\n  code: 'MODULE_NOT_FOUND'\n}\n\n\
+                    Node.js v22.23.5\n";
+        assert_eq!(
+            why_it_stopped(node),
+            Some("Error: Cannot find module '/srv/agent/dist/index.js'")
+        );
+        let python = "Traceback (most recent call last):\n  File \"/x/vibe\", line 5, in <module>\n\
+                      ModuleNotFoundError: No module named 'vibe'\n";
+        assert_eq!(
+            why_it_stopped(python),
+            Some("ModuleNotFoundError: No module named 'vibe'")
+        );
+        let rust = "thread 'main' panicked at src/main.rs:3:5:\nboom\n";
+        assert_eq!(
+            why_it_stopped(rust),
+            Some("thread 'main' panicked at src/main.rs:3:5:")
+        );
+        assert_eq!(why_it_stopped("starting\nbye\n\n"), Some("bye"));
+        assert_eq!(why_it_stopped("\n \n"), None);
+    }
+}

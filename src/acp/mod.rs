@@ -14,6 +14,7 @@ mod events;
 mod in_container;
 mod launch;
 mod lines;
+mod notifications;
 mod on_host;
 mod per_room;
 mod process;

@@ -104,14 +104,16 @@ struct PostedPoll {
     switches: Vec<OptionSwitch>,
 }
 
-/// A permission option that also switches the session's mode when it is chosen.
+/// A permission option that does more than answer: it switches the session's mode, or its
+/// answer outlasts the session (a rule saved to the project's or the user's settings).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionSwitch {
     /// The option's ID.
     pub option: String,
-    /// The mode it switches to.
-    pub mode: String,
-    /// Whether only an admin may choose it: the mode does not ask before acting.
+    /// The mode it switches to, if it does.
+    pub mode: Option<String>,
+    /// Whether only an admin may choose it: the mode does not ask before acting, or the
+    /// answer outlasts the session.
     pub needs_admin: bool,
 }
 
@@ -139,8 +141,8 @@ pub enum Picked {
     AdminOnly {
         /// The choice's label.
         label: String,
-        /// The mode it would switch to.
-        mode: String,
+        /// The mode it would switch to; `None`: its answer would outlast the session.
+        mode: Option<String>,
     },
     /// The person chose Stop: the caller stops the turn.
     Stop,
@@ -482,7 +484,7 @@ impl Approvals {
                     && switch.needs_admin
                     && !ctx.admins.allows(by)
                 {
-                    tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, option = %option.id, mode = %switch.mode, "refusing a poll choice that switches to a mode only admins may choose");
+                    tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, option = %option.id, mode = ?switch.mode, "refusing a poll choice only admins may choose");
                     return Picked::AdminOnly {
                         label: option.name,
                         mode: switch.mode.clone(),
@@ -503,7 +505,7 @@ impl Approvals {
                 if counts {
                     self.refused(ctx, room).await;
                 }
-                Picked::Answered(switch.map(|s| s.mode))
+                Picked::Answered(switch.and_then(|s| s.mode))
             }
         }
     }
@@ -631,11 +633,13 @@ fn labelled_choices(options: &[PermissionOption], switches: &[OptionSwitch]) -> 
     let mut choices = poll::choices(options, strings::POLL_STOP_LABEL);
     for choice in &mut choices {
         if let Decision::Select(option) = &choice.decision
-            && switches
-                .iter()
-                .any(|s| s.needs_admin && s.option == option.id)
+            && let Some(switch) = (switches.iter()).find(|s| s.needs_admin && s.option == option.id)
         {
-            choice.label = format!("{} ({})", choice.label, strings::ADMINS_ONLY_CHOICE);
+            let why = match switch.mode {
+                Some(_) => strings::ADMINS_ONLY_CHOICE,
+                None => strings::ADMINS_ONLY_LASTING,
+            };
+            choice.label = format!("{} ({why})", choice.label);
         }
     }
     choices

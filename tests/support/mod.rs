@@ -11,6 +11,7 @@ pub mod ports;
 pub mod postgres;
 pub mod procs;
 pub mod proxy;
+pub mod real;
 pub mod runners;
 pub mod sshd;
 pub mod store;

@@ -1,11 +1,12 @@
 //! A scripted model server for real agents in the tests: enough of the Anthropic Messages
-//! streaming API (`POST /v1/messages`, Claude Code) and of the OpenAI Responses streaming API
-//! (`POST /v1/responses`, Codex) for an agent to answer, run a shell command and write a
-//! file, all decided by markers in the person's message:
+//! streaming API (`POST /v1/messages`, Claude Code), of the OpenAI Responses streaming API
+//! (`POST /v1/responses`, Codex) and of the OpenAI Chat Completions streaming API (`POST
+//! /v1/chat/completions`: GitHub Copilot's CLI, Qwen Code) for an agent to answer, run a
+//! shell command and write a file, all decided by markers in the person's message:
 //!
 //! | marker in the prompt | the model answers |
 //! |---|---|
-//! | `RUN: CMD` (to the end of the line) | a `Bash` tool call running CMD, then (with its result) `The command ran: OUTPUT` or `The tool was refused.` |
+//! | `RUN: CMD` (to the end of the line) | a `Bash` tool call running CMD (over Chat Completions, the agent's own shell tool), then (with its result) `The command ran: OUTPUT` or `The tool was refused.` |
 //! | `BACKGROUND: CMD` | (Anthropic only) a `Bash` tool call running CMD in the background (`run_in_background`), then `The command ran: …` with what Claude Code answered |
 //! | `WRITE: PATH TEXT` | a `Write` tool call writing TEXT to PATH (absolute), then `Written.` |
 //! | `PLAN: TEXT` | (Anthropic only) an `ExitPlanMode` tool call offering the plan TEXT, then `The command ran: …` with what Claude Code answered |
@@ -103,6 +104,10 @@ async fn serve(mut stream: TcpStream, requests: Arc<Mutex<Vec<Value>>>, answered
     requests.lock().unwrap().push(body.clone());
     if path.starts_with("/v1/responses") {
         stream_steps(&mut stream, openai(&body)).await;
+        return;
+    }
+    if path.starts_with("/v1/chat/completions") {
+        stream_chunks(&mut stream, chat(&body)).await;
         return;
     }
     if !path.starts_with("/v1/messages") || path.starts_with("/v1/messages/count_tokens") {
@@ -490,4 +495,80 @@ fn openai_text(chunks: &[&str], pause: Duration) -> Vec<Step> {
     ));
     steps.push(openai_completed());
     steps
+}
+
+/// Streams Chat Completions `chunks` as server-sent `data:` lines, then `[DONE]`.
+async fn stream_chunks(stream: &mut TcpStream, chunks: Vec<Value>) {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    for chunk in chunks
+        .iter()
+        .map(Value::to_string)
+        .chain(["[DONE]".to_owned()])
+    {
+        if (stream
+            .write_all(format!("data: {chunk}\n\n").as_bytes())
+            .await)
+            .is_err()
+        {
+            return;
+        }
+        let _ = stream.flush().await;
+    }
+}
+
+/// The shell tools agents offer over Chat Completions, by name: Copilot's `bash`, Qwen
+/// Code's `run_shell_command`.
+const SHELL_TOOLS: [&str; 3] = ["bash", "run_shell_command", "shell"];
+
+/// The answer to a Chat Completions request, as the chunks of its stream.
+fn chat(body: &Value) -> Vec<Value> {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-script", "object": "chat.completion.chunk",
+            "model": body["model"], "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let done = |finish: &str| {
+        let mut end = chunk(json!({}), json!(finish));
+        end["usage"] = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+        end
+    };
+    let say = |text: &str| {
+        vec![
+            chunk(json!({"role": "assistant", "content": text}), Value::Null),
+            done("stop"),
+        ]
+    };
+    if last["role"] == "tool" {
+        let output = text_of(&last["content"]);
+        // Qwen Code reports a command as `Command: …`, `Output: …` lines.
+        let printed = (output.lines())
+            .find_map(|l| l.strip_prefix("Output: "))
+            .unwrap_or(&output);
+        return say(&format!("The command ran: {}", printed.trim()));
+    }
+    let text = (messages.iter().rev())
+        .find(|m| m["role"] == "user")
+        .map(|m| text_of(&m["content"]))
+        .unwrap_or_default();
+    let tools: Vec<&str> = (body["tools"].as_array().into_iter().flatten())
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    let shell = SHELL_TOOLS.iter().find(|name| tools.contains(name));
+    if let (Some(command), Some(shell)) = (after(&text, "RUN:"), shell) {
+        let arguments = json!({"command": command, "description": "Run the command asked for"});
+        let call = json!({"index": 0, "id": format!("call_{}", messages.len()), "type": "function",
+            "function": {"name": shell, "arguments": arguments.to_string()}});
+        return vec![
+            chunk(
+                json!({"role": "assistant", "tool_calls": [call]}),
+                Value::Null,
+            ),
+            done("tool_calls"),
+        ];
+    }
+    say("Hello from the script model.")
 }

@@ -52,7 +52,7 @@ impl State {
             .modes(modes)
             .config_options(options);
         responder.respond(response)?;
-        send_commands(cx, id)
+        send_commands(cx, id, self.allow_all.is_some())
     }
 
     /// Opens a new session in `cwd` with `servers`; returns its ID.
@@ -120,7 +120,7 @@ impl State {
             .modes(modes)
             .config_options(options);
         responder.respond(response)?;
-        send_commands(cx, id)
+        send_commands(cx, id, self.allow_all.is_some())
     }
 
     /// `session/load`: replays the saved conversation before answering, as the protocol
@@ -158,7 +158,7 @@ impl State {
                 .config_options(self.config_options(&id));
         }
         responder.respond(response)?;
-        send_commands(cx, id)
+        send_commands(cx, id, self.allow_all.is_some())
     }
 
     /// `session/resume`: replays nothing, the agent simply carries on.
@@ -181,7 +181,7 @@ impl State {
                 .config_options(self.config_options(&id));
         }
         responder.respond(response)?;
-        send_commands(cx, id)
+        send_commands(cx, id, self.allow_all.is_some())
     }
 
     /// `session/prompt`: the turn runs in a task of its own, outside the dispatch loop, so
@@ -302,6 +302,13 @@ impl State {
     ) -> Result {
         let session = req.session_id.0.to_string();
         let model = req.value.as_value_id().map(|v| v.0.to_string());
+        if &*req.config_id.0 == "allow_all" && self.allow_all.is_some() {
+            let on = model.as_deref() == Some("on");
+            self.set_allow_all(&session, on);
+            return responder.respond(SetSessionConfigOptionResponse::new(
+                self.config_options(&session),
+            ));
+        }
         let known = model
             .as_deref()
             .is_some_and(|m| MODELS.iter().any(|(id, _)| *id == m));

@@ -164,6 +164,9 @@ struct State {
     hide_modes: bool,
     /// A mode `session/set_mode` fails to switch to (`--refuse-mode`).
     refused_mode: Option<String>,
+    /// Whether sessions have the approval switch `allow_all` (`--allow-all`), and the
+    /// sessions where it is on (then tools run unasked, whatever the mode).
+    allow_all: Option<Mutex<std::collections::HashSet<String>>>,
     /// Each session's (mode, model), with `--settings`.
     settings: Mutex<HashMap<String, (String, String)>>,
     /// Where every prompt received is appended (`--prompt-log`).
@@ -201,7 +204,8 @@ impl State {
     /// Whether session `session` asks before a tool runs: in `ask` or `plan`, or always
     /// when it has no modes.
     fn asks(&self, session: &str) -> bool {
-        !self.with_settings || ASKING_MODES.contains(&self.settings_of(session).0.as_str())
+        !self.allows_all(session)
+            && (!self.with_settings || ASKING_MODES.contains(&self.settings_of(session).0.as_str()))
     }
 
     /// Switches session `session` to `mode` (whatever it was), keeping its model.
@@ -220,10 +224,12 @@ impl State {
             .iter()
             .map(|(id, name)| SessionConfigSelectOption::new(*id, *name))
             .collect();
-        vec![
+        let mut options = vec![
             SessionConfigOption::select("model", "Model", model, choices)
                 .category(SessionConfigOptionCategory::Model),
-        ]
+        ];
+        options.extend(self.allow_all_option(session));
+        options
     }
 
     /// The modes a session's answers carry: none with `--hide-modes`.
@@ -369,6 +375,10 @@ pub struct DemoOptions {
     pub hide_modes: bool,
     /// With `settings`: `session/set_mode` to this mode fails (-32603).
     pub refuse_mode: Option<String>,
+    /// Give sessions the approval switch `allow_all` (a config option of category
+    /// `permissions`, as Copilot's; implies `settings`), flipped by `/allow-all on|off` and
+    /// `%allow-all on|off`.
+    pub allow_all: bool,
     /// Where every prompt received is appended (one JSON string a line), if anywhere.
     pub prompt_log: Option<PathBuf>,
     /// What it advertises taking besides text (`promptCapabilities`).
@@ -402,11 +412,12 @@ fn state(options: DemoOptions) -> State {
     State {
         needs_sign_in: AtomicBool::new(options.auth),
         saved: options.sessions,
-        with_settings: options.settings || !options.modes.is_empty(),
+        with_settings: options.settings || !options.modes.is_empty() || options.allow_all,
         modes,
         start_mode,
         hide_modes: options.hide_modes,
         refused_mode: options.refuse_mode,
+        allow_all: options.allow_all.then(Mutex::default),
         prompt_log: options.prompt_log,
         ..State::default()
     }
@@ -604,17 +615,22 @@ async fn write_raw_stdout(bytes: Vec<u8>) {
 fn send_commands(
     cx: &ConnectionTo<Client>,
     session: String,
+    allow_all: bool,
 ) -> Result<(), agent_client_protocol::Error> {
-    let commands = vec![
+    let mut commands = vec![
         AvailableCommand::new("demo", "Run the demo turn"),
         AvailableCommand::new("echo", "Repeat the prompt"),
     ];
+    if allow_all {
+        commands.push(AvailableCommand::new("allow-all", "Enable all permissions"));
+    }
     cx.send_notification(SessionNotification::new(
         session,
         SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
     ))
 }
 
+mod allow_all;
 mod ask;
 mod background;
 mod content;

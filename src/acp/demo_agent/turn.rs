@@ -123,20 +123,30 @@ impl Turn {
         (result, steered)
     }
 
+    /// A prompt that is a slash command (`command`, after the `/`; `text`, the whole
+    /// prompt): `/demo`, `/echo`, and with `--allow-all` `/allow-all on|off`.
+    async fn run_slash(&self, command: &str, text: &str) -> TurnResult {
+        let name = command.split_whitespace().next().unwrap_or("");
+        match name {
+            "demo" => self.demo(text).await,
+            "echo" => {
+                self.say(&format!("received: {text}"))?;
+                Ok(StopReason::EndTurn)
+            }
+            "allow-all" if self.state.allow_all.is_some() => {
+                self.allow_all(command)?;
+                Ok(StopReason::EndTurn)
+            }
+            other => {
+                self.say(&format!("(unknown command /{other})"))?;
+                Ok(StopReason::EndTurn)
+            }
+        }
+    }
+
     pub(super) async fn run(&self, text: &str) -> TurnResult {
         if let Some(command) = text.trim_start().strip_prefix('/') {
-            let name = command.split_whitespace().next().unwrap_or("");
-            return match name {
-                "demo" => self.demo(text).await,
-                "echo" => {
-                    self.say(&format!("received: {text}"))?;
-                    Ok(StopReason::EndTurn)
-                }
-                other => {
-                    self.say(&format!("(unknown command /{other})"))?;
-                    Ok(StopReason::EndTurn)
-                }
-            };
+            return self.run_slash(command, text).await;
         }
         if !text.lines().any(|l| l.starts_with('%')) {
             return self.demo(text).await;
@@ -161,6 +171,7 @@ impl Turn {
                 |default: u64| args.next().and_then(|a| a.parse().ok()).unwrap_or(default);
             match word {
                 "say" => self.say(arg)?,
+                "allow-all" => self.allow_all(arg)?,
                 "echo" => self.say(text)?,
                 "think" => self.think(arg)?,
                 "stream" => {

@@ -113,6 +113,29 @@ pub const QWEN: Dialect = Dialect {
     ..ACP
 };
 
+/// GitHub Copilot's CLI (`copilot --acp`): its modes are URIs, and a config option
+/// (`allow_all`) and slash commands switch its approvals off besides its modes.
+pub const COPILOT: Dialect = Dialect {
+    name: "copilot",
+    modes: modes::COPILOT,
+    ..ACP
+};
+
+/// Notifications some agents send instead of `current_mode_update` to say their session is
+/// now in another mode (`params`: `sessionId`, `currentModeId`): Qwen Code 0.24's. Read as
+/// a mode report wherever they come from, so the mode fence sees the switch.
+pub const MODE_NOTIFICATIONS: &[&str] = &["qwen/notify/session/mode-update"];
+
+/// The session and mode a notification of [`MODE_NOTIFICATIONS`] reports, if `method` is
+/// one and its `params` say them.
+pub fn mode_notification(method: &str, params: &serde_json::Value) -> Option<(String, String)> {
+    if !MODE_NOTIFICATIONS.contains(&method) {
+        return None;
+    }
+    let text = |key: &str| params.get(key)?.as_str().map(str::to_owned);
+    Some((text("sessionId")?, text("currentModeId")?))
+}
+
 /// Mistral Vibe: its modes are its agent profiles, and it starts in one that edits files
 /// without asking.
 pub const VIBE: Dialect = Dialect {
@@ -155,7 +178,7 @@ pub const DEMO: Dialect = Dialect {
 };
 
 /// Every dialect, by the name used in the config (`dialect = "…"`).
-pub const ALL: [Dialect; 11] = [
+pub const ALL: [Dialect; 12] = [
     ACP,
     MM,
     CLAUDE_CODE,
@@ -163,6 +186,7 @@ pub const ALL: [Dialect; 11] = [
     GEMINI,
     QWEN,
     VIBE,
+    COPILOT,
     OPENCODE,
     PI,
     FAST_AGENT,
@@ -223,6 +247,8 @@ fn recognised(names: &[Option<&str>]) -> Dialect {
         QWEN
     } else if known(|n| n.contains("vibe")) {
         VIBE
+    } else if known(|n| n.contains("copilot")) {
+        COPILOT
     } else if known(|n| n.contains("opencode") || n.contains("kilo")) {
         OPENCODE
     } else if known(|n| n == "pi" || n.starts_with("pi-") || n.contains("pi-coding-agent")) {
@@ -283,6 +309,21 @@ fn empty_chunk(event: &AgentEvent) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vendors_mode_notification_reads_as_a_mode_report() {
+        let params = serde_json::json!({"v": 1, "sessionId": "s1", "currentModeId": "yolo"});
+        assert_eq!(
+            mode_notification("qwen/notify/session/mode-update", &params),
+            Some(("s1".into(), "yolo".into()))
+        );
+        assert_eq!(mode_notification("qwen/notify/other", &params), None);
+        let partial = serde_json::json!({"sessionId": "s1"});
+        assert_eq!(
+            mode_notification("qwen/notify/session/mode-update", &partial),
+            None
+        );
+    }
 
     #[test]
     fn the_dialect_is_the_configured_one_else_recognised_else_canonical() {

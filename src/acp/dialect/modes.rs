@@ -4,7 +4,7 @@
 //! `docs/agents.md`); a mode not listed here as asking is treated as one that does not ask.
 
 use crate::model::agent::ToolKind;
-use crate::model::modes::{KnownModes, OptionMode};
+use crate::model::modes::{ApprovalOption, KnownModes, OptionMode};
 
 /// Claude Code (`@agentclientprotocol/claude-agent-acp` 0.101; the `@zed-industries`
 /// adapter before it): `default` ("Manual: always ask before making changes") and `plan`
@@ -26,7 +26,7 @@ pub const CLAUDE_CODE: KnownModes = KnownModes {
         option_mode("exit-plan-clear-accept-edits", "acceptEdits"),
         option_mode("exit-plan-default", "default"),
     ],
-    approval_options: &[],
+    ..KnownModes::UNKNOWN
 };
 
 /// Codex (`@agentclientprotocol/codex-acp` 2.x, `src/AgentMode.ts`): only `read-only`
@@ -47,7 +47,7 @@ pub const CODEX: KnownModes = KnownModes {
     ],
     initial: Some("read-only"),
     option_modes: &[],
-    approval_options: &[],
+    ..KnownModes::UNKNOWN
 };
 
 /// Gemini CLI (0.61, `buildAvailableModes`): `default` ("Prompts for approval") and `plan`
@@ -63,22 +63,63 @@ pub const GEMINI: KnownModes = KnownModes {
         kind: Some(ToolKind::Edit),
         mode: "autoEdit",
     }],
-    approval_options: &[],
+    ..KnownModes::UNKNOWN
 };
 
-/// Qwen Code (0.15, a fork of Gemini CLI): `default` and `plan` ask; `auto-edit` and `yolo`
-/// do not. Any "always" answer on an edit turns `auto-edit` on, without telling the client.
+/// Qwen Code (0.24, a fork of Gemini CLI; 0.15 before it): `default` ("Require approval for
+/// file edits or shell commands") and `plan` (analyse only) ask; `auto-edit`, `auto` ("LLM
+/// classifier auto-approves safe actions", where 0.24 starts) and `yolo` do not. Any
+/// "always" answer on an edit turns `auto-edit` on, without telling the client; in `auto`,
+/// "proceed once and switch to default" puts it back in `default`. Its "always allow" for a
+/// command (`proceed_always_project`, `proceed_always_user`) writes a rule ("echo *") into
+/// the project's or the user's settings, which outlasts the session: admins only. It
+/// reports its own switches as `qwen/notify/session/mode-update`
+/// ([`super::MODE_NOTIFICATIONS`]).
 pub const QWEN: KnownModes = KnownModes {
     decide_asking: true,
     asking: &["default", "plan"],
-    not_asking: &["auto-edit", "yolo"],
+    not_asking: &["auto-edit", "auto", "yolo"],
     initial: Some("default"),
-    option_modes: &[OptionMode {
-        option: "proceed_always",
-        kind: Some(ToolKind::Edit),
-        mode: "auto-edit",
+    option_modes: &[
+        OptionMode {
+            option: "proceed_always",
+            kind: Some(ToolKind::Edit),
+            mode: "auto-edit",
+        },
+        OptionMode {
+            option: "proceed_once_and_switch_to_default",
+            kind: None,
+            mode: "default",
+        },
+    ],
+    lasting_options: &["proceed_always_project", "proceed_always_user"],
+    ..KnownModes::UNKNOWN
+};
+
+/// The mode IDs GitHub Copilot's CLI gives, URIs on the protocol's site. The protocol does
+/// not define standard modes (its session-modes page has no such anchors): these are
+/// Copilot's own IDs, read like any agent's.
+const COPILOT_AGENT: &str = "https://agentclientprotocol.com/protocol/session-modes#agent";
+const COPILOT_PLAN: &str = "https://agentclientprotocol.com/protocol/session-modes#plan";
+const COPILOT_AUTOPILOT: &str = "https://agentclientprotocol.com/protocol/session-modes#autopilot";
+
+/// GitHub Copilot's CLI (`@github/copilot` 1.0.102, `copilot --acp`): `…#agent` asks before
+/// a tool, path or URL request; `…#plan` blocks changes until the plan is approved;
+/// `…#autopilot` turns allow-all on. Besides modes, the config option `allow_all` (category
+/// `permissions`, `off` by default) approves every request when `on`, and the slash
+/// commands `/allow-all`, `/permissions` and `/autopilot`, sent as a prompt, turn that on
+/// with the mode unchanged (it is reported as a `config_option_update` at the next turn).
+pub const COPILOT: KnownModes = KnownModes {
+    decide_asking: true,
+    asking: &[COPILOT_AGENT, COPILOT_PLAN],
+    not_asking: &[COPILOT_AUTOPILOT],
+    initial: Some(COPILOT_AGENT),
+    approval_options: &[ApprovalOption {
+        id: "allow_all",
+        asks: "off",
     }],
-    approval_options: &[],
+    approval_commands: &["allow-all", "yolo", "autopilot", "permissions"],
+    ..KnownModes::UNKNOWN
 };
 
 /// Mistral Vibe (3.0, `vibe/core/agents/models.py`): its modes are its agent profiles; only
@@ -89,18 +130,25 @@ pub const VIBE: KnownModes = KnownModes {
     not_asking: &["accept-edits", "smart-approve", "auto-approve"],
     initial: Some("ask"),
     option_modes: &[],
-    approval_options: &[],
+    ..KnownModes::UNKNOWN
 };
 
 /// The demo agent with `--settings`: `ask` asks before every tool, `code` acts without
-/// asking (as a real agent's auto mode does), so the tests can play both.
+/// asking (as a real agent's auto mode does), so the tests can play both; with
+/// `--allow-all`, an approval switch that is not a mode, as Copilot's.
 pub const DEMO: KnownModes = KnownModes {
     decide_asking: true,
     asking: &["ask"],
     not_asking: &["code"],
     initial: Some("ask"),
     option_modes: &[],
-    approval_options: &[],
+    // With `--allow-all`: Copilot's approval switch, played.
+    approval_options: &[ApprovalOption {
+        id: "allow_all",
+        asks: "off",
+    }],
+    approval_commands: &["allow-all"],
+    ..KnownModes::UNKNOWN
 };
 
 const fn option_mode(option: &'static str, mode: &'static str) -> OptionMode {
@@ -118,7 +166,7 @@ mod tests {
     /// Every table names its initial mode among the asking ones, and no mode twice.
     #[test]
     fn each_table_starts_sessions_in_a_mode_it_knows_to_ask() {
-        for table in [CLAUDE_CODE, CODEX, GEMINI, QWEN, VIBE, DEMO] {
+        for table in [CLAUDE_CODE, CODEX, GEMINI, QWEN, VIBE, COPILOT, DEMO] {
             let initial = table.initial.expect("an initial mode");
             assert!(table.asking.contains(&initial), "{table:?}");
             for mode in table.asking {
@@ -137,6 +185,7 @@ mod tests {
             (CLAUDE_CODE, "auto"),
             (CODEX, "agent"),
             (VIBE, "accept-edits"),
+            (QWEN, "auto"),
         ] {
             assert!(table.knows(default) && !table.asking.contains(&default));
         }

@@ -186,6 +186,7 @@ impl Channel {
             PolicyRefusal::AdminOnlyOption(option) => {
                 strings::option_for_admins(&who, name, &option)
             }
+            PolicyRefusal::Unlisted(option) => strings::unlisted_option(&who, name, &option),
             PolicyRefusal::NotChoosable {
                 what,
                 value,
@@ -285,6 +286,7 @@ impl Channel {
         if let Some(mode) = picked_mode {
             self.mode_chosen(mode, by).await;
         }
+        self.approval_options_chosen(admin);
         let settings: &SessionSettings = self.slot.settings()?;
         Some(match settings.options.iter().find(|o| o.id == option) {
             Some(o) => strings::setting_changed(name, &o.name.to_lowercase(), &option_value(o)),

@@ -8,6 +8,7 @@
 //! methods (`queue`, `slot`, `running_turn`, `reported`, `held`, `folder`,
 //! `mode_keeper`). See `docs/turns.md`.
 
+mod approval_options;
 mod attach;
 mod attachments;
 mod changes;

@@ -15,6 +15,13 @@ pub(super) struct ModeKeeper {
     /// Set during a turn when the session went to a mode that does not ask and could not
     /// be put back: the turn is stopped and the session left.
     lost: bool,
+    /// The values the conversation keeps for the agent's approval options (those that
+    /// decide whether it asks besides modes): option ID → (value, whether an admin chose
+    /// it). Kept while the gateway runs: after a restart the asking values come back.
+    options: std::collections::HashMap<String, (String, bool)>,
+    /// An admin sent a slash command that switches approvals: the next change the agent
+    /// reports of an approval option is theirs.
+    admin_switch: bool,
 }
 
 impl ModeKeeper {
@@ -51,6 +58,27 @@ impl ModeKeeper {
         }
         (store.keep_mode(key, &kept).await).or_log("could not record the conversation's mode");
         self.kept = Some(kept);
+    }
+
+    /// The value the conversation keeps for approval option `option`, and whether an admin
+    /// chose it.
+    pub(super) fn kept_option(&self, option: &str) -> Option<(&str, bool)> {
+        (self.options.get(option)).map(|(value, by_admin)| (value.as_str(), *by_admin))
+    }
+
+    /// Keeps `value` for approval option `option` (`by_admin`: an admin chose it).
+    pub(super) fn keep_option(&mut self, option: &str, value: String, by_admin: bool) {
+        self.options.insert(option.to_owned(), (value, by_admin));
+    }
+
+    /// Notes that an admin sent a slash command that switches approvals.
+    pub(super) fn admin_switched(&mut self) {
+        self.admin_switch = true;
+    }
+
+    /// Whether an admin's approval switch waits to be reported; forgets it.
+    pub(super) fn take_admin_switch(&mut self) -> bool {
+        std::mem::take(&mut self.admin_switch)
     }
 
     /// The running turn's session is in a mode that does not ask and could not be put

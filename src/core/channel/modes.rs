@@ -27,9 +27,17 @@ impl Channel {
     }
 
     /// Puts the session just opened (new, loaded, resumed or attached) in the mode its
-    /// conversation keeps, else the initial one. `Err`: it cannot be put in a mode that
-    /// asks, so it must not be used (the words say why, for the room).
+    /// conversation keeps, else the initial one, and its approval options in the values
+    /// that ask (`approval_options.rs`). `Err`: it cannot be put where it asks, so it must
+    /// not be used (the words say why, for the room).
     pub(super) async fn fence_session(&mut self) -> Result<(), AgentError> {
+        self.fence_mode().await?;
+        self.fence_approval_options().await
+    }
+
+    /// Puts the session just opened in the mode its conversation keeps, else the initial
+    /// one ([`Channel::fence_session`]).
+    async fn fence_mode(&mut self) -> Result<(), AgentError> {
         let rules = self.mode_rules();
         let kept = self.modes.load(&self.ctx.store, &self.key).await;
         let (Some(settings), Some(id)) = (self.slot.settings(), self.slot.id()) else {
@@ -77,7 +85,13 @@ impl Channel {
         kept: Option<KeptMode>,
     ) -> Result<(), AgentError> {
         let Some(target) = rules.target_unknown(kept.as_ref()) else {
-            return Ok(());
+            // No mode is known to ask: an agent that never showed modes (none kept for the
+            // conversation) has none to fence; one that did cannot be put in an asking one.
+            let Some(kept) = kept else {
+                self.slot.mark_modeless();
+                return Ok(());
+            };
+            return Err(AgentError::Unfenced(strings::no_asking_mode(&[kept.mode])));
         };
         let agent = self.ctx.agent.clone();
         match agent.set_mode(id, &target).await {
@@ -150,6 +164,8 @@ impl Channel {
         {
             self.judge_mode(&mode, running).await;
         }
+        // An option that decides asking besides modes, changed by the agent.
+        self.judge_approval_options(running).await;
     }
 
     /// A poll choice that switched the mode was picked (by an admin, when the mode does not
@@ -164,8 +180,8 @@ impl Channel {
         self.keep_mode(mode, by_admin).await;
     }
 
-    /// The options of `request` (about a call of `kind`) that also switch the session's
-    /// mode, and whether only an admin may choose each.
+    /// The options of `request` (about a call of `kind`) that do more than answer (switch the
+    /// session's mode, or outlast the session), and whether only an admin may choose each.
     pub(super) fn option_switches(
         &self,
         request: &PermissionRequest,
@@ -175,17 +191,21 @@ impl Channel {
         let Some(settings) = self.slot.settings() else {
             return Vec::new();
         };
-        if !rules.fences(settings) {
-            return Vec::new();
-        }
+        // Mode switches matter where modes decide asking; a lasting answer anywhere.
+        let fences = rules.fences(settings);
         (request.options.iter())
             .filter_map(|o| {
-                let mode = rules.implied_mode(&o.id, kind, settings)?;
-                let needs_admin = rules.option_needs_admin(&o.id, kind, settings);
+                let mode = (rules.implied_mode(&o.id, kind, settings)).filter(|_| fences);
+                let lasting = rules.is_lasting(&o.id);
+                if mode.is_none() && !lasting {
+                    return None;
+                }
+                let stops_asking =
+                    fences && rules.option_needs_admin(&o.id, kind, settings).is_some();
                 Some(OptionSwitch {
                     option: o.id.clone(),
                     mode,
-                    needs_admin: needs_admin.is_some(),
+                    needs_admin: stops_asking || lasting,
                 })
             })
             .collect()
@@ -260,7 +280,7 @@ impl Channel {
 
     /// The session is in a mode that does not ask and cannot be put back: the room is told;
     /// the running turn (if any) is stopped by the turn's loop, and the session is left.
-    async fn unfenced(&mut self, left: &str, why: &str, running: bool) {
+    pub(super) async fn unfenced(&mut self, left: &str, why: &str, running: bool) {
         tracing::error!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %left, why, "the session is in a mode that does not ask and could not be put back; leaving it");
         let name = self.ctx.display_name.clone();
         self.notice(strings::mode_not_put_back(&name, left, why))

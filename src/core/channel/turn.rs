@@ -81,7 +81,10 @@ impl Channel {
         // the agent's list is known once its session is open.
         let slash = routing::slash_command(&message.body).filter(|_| !rerun);
         if let Some(command) = slash
-            && !self.agent_offers(command).await
+            && !(self
+                .approval_command_allowed(command, &message.sender)
+                .await
+                && self.agent_offers(command).await)
         {
             return;
         }

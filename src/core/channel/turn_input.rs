@@ -70,7 +70,7 @@ impl Channel {
             Picked::NoPoll => self.notice(strings::NO_OPEN_POLL).await,
             Picked::AdminOnly { label, mode } => {
                 let name = self.ctx.name_in(&self.key.room, by).await;
-                self.notice(strings::choice_for_admins(&name, label, mode))
+                self.notice(strings::choice_for_admins(&name, label, mode.as_deref()))
                     .await
             }
             Picked::Answered(Some(mode)) => self.mode_chosen_in_poll(mode.clone(), by).await,

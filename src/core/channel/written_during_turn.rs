@@ -36,8 +36,11 @@ impl Channel {
     /// nothing more.
     async fn steer_in(&mut self, message: IncomingMessage, turn: &mut RunningTurn) {
         let ctx = self.ctx.clone();
+        // A slash command is a prompt of its own (it must start the prompt, and one that
+        // switches approvals is checked there), never steered into a turn.
         let steerable = ctx.agent.steers()
             && message.media.is_empty()
+            && crate::core::routing::slash_command(&message.body).is_none()
             && !turn.is_stopped()
             && !turn.shutting_down();
         if !steerable {

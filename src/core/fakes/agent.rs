@@ -134,7 +134,7 @@ pub const ASK_ASKS: KnownModes = KnownModes {
     not_asking: &["code"],
     initial: Some("ask"),
     option_modes: &[],
-    approval_options: &[],
+    ..KnownModes::UNKNOWN
 };
 
 /// An agent that follows a [`Script`] for every prompt and records what it received.
@@ -297,6 +297,17 @@ impl FakeAgent {
         let s = self.state.lock().unwrap();
         if let Some(tx) = s.sessions.get(session_id) {
             let _ = tx.try_send(AgentEvent::ModeChanged(mode.into()));
+        }
+    }
+
+    /// Reports that session `session_id`'s config options are now `options`
+    /// (`config_option_update`), as an agent changing one on its own (or at a prompt's
+    /// command) does; its own settings follow.
+    pub fn report_options(&self, session_id: &str, options: Vec<ConfigOption>) {
+        let mut s = self.state.lock().unwrap();
+        s.settings.options = options.clone();
+        if let Some(tx) = s.sessions.get(session_id) {
+            let _ = tx.try_send(AgentEvent::Options(options));
         }
     }
 

@@ -33,6 +33,9 @@ pub enum PolicyRefusal {
     /// The option decides whether the agent asks (an approval or sandbox policy): admins
     /// only.
     AdminOnlyOption(String),
+    /// Nobody listed the option as one people may change (it may decide approvals the
+    /// agent does not say): admins only.
+    Unlisted(String),
     /// The config does not let people choose this value: what it is about, the value,
     /// and what they may choose.
     NotChoosable {
@@ -97,8 +100,12 @@ pub struct ModeRules {
     initial_configured: bool,
     /// Permission options that switch the mode as a side effect.
     option_modes: Vec<OptionMode>,
-    /// Config options that decide asking besides modes.
-    approval_options: Vec<String>,
+    /// Config options that decide asking besides modes, with the value that asks.
+    approval_options: Vec<(String, String)>,
+    /// Slash commands that switch approvals (names, without `/`).
+    approval_commands: Vec<String>,
+    /// Permission options whose answer outlasts the session.
+    lasting_options: Vec<String>,
     /// Of the asking modes, those non-admins may choose (`None`: all).
     choosable_modes: Option<Vec<String>>,
     /// Option values non-admins may choose.
@@ -115,7 +122,11 @@ impl SettingsPolicy {
             initial: (self.initial_mode.clone()).or_else(|| known.initial.map(str::to_owned)),
             initial_configured: self.initial_mode.is_some(),
             option_modes: known.option_modes.to_vec(),
-            approval_options: owned(known.approval_options),
+            approval_options: (known.approval_options.iter())
+                .map(|o| (o.id.to_owned(), o.asks.to_owned()))
+                .collect(),
+            approval_commands: owned(known.approval_commands),
+            lasting_options: owned(known.lasting_options),
             choosable_modes: self.choosable_modes.clone(),
             choosable_values: self.choosable_values.clone(),
         }
@@ -295,7 +306,7 @@ impl ModeRules {
                     }
                     Some(_) => Ok(()),
                     None if freely_choosable(settings, option) => Ok(()),
-                    None => Err(PolicyRefusal::AdminOnlyOption(option.clone())),
+                    None => Err(PolicyRefusal::Unlisted(option.clone())),
                 }
             }
             SettingPlan::Show(_) | SettingPlan::Refuse(_) => Ok(()),
@@ -305,8 +316,33 @@ impl ModeRules {
     /// Whether config option `option` decides whether the agent asks: its dialect says so,
     /// or the agent files it under `permissions` (as Copilot's `allow_all`).
     pub fn decides_approvals(&self, option: &str, settings: &SessionSettings) -> bool {
-        contains(&self.approval_options, option)
+        self.asking_value(option).is_some()
             || category_of(settings, option).is_some_and(|c| c == PERMISSIONS_CATEGORY)
+    }
+
+    /// The value of approval option `option` in which the agent asks, as its dialect
+    /// records it (`None`: not recorded; the value the session opened with is kept then).
+    pub fn asking_value(&self, option: &str) -> Option<&str> {
+        (self.approval_options.iter())
+            .find(|(id, _)| id == option)
+            .map(|(_, asks)| asks.as_str())
+    }
+
+    /// The slash command `text` starts with, if it is one that switches approvals (only
+    /// admins send it): its name.
+    pub fn approval_command(&self, text: &str) -> Option<String> {
+        let word = text
+            .trim_start()
+            .strip_prefix('/')?
+            .split_whitespace()
+            .next()?;
+        contains(&self.approval_commands, word).then(|| word.to_owned())
+    }
+
+    /// Whether permission option `option_id` writes a rule that outlasts the session (only
+    /// admins pick it).
+    pub fn is_lasting(&self, option_id: &str) -> bool {
+        contains(&self.lasting_options, option_id)
     }
 
     fn check_mode(&self, mode: &str) -> Result<(), PolicyRefusal> {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::model::agent::{ConfigOption, ConfigValue};
-use crate::model::modes::KnownModes;
+use crate::model::modes::{ApprovalOption, KnownModes};
 
 /// What Claude Code's dialect knows, in small: `default` and `plan` ask.
 const CLAUDE: KnownModes = KnownModes {
@@ -15,7 +15,12 @@ const CLAUDE: KnownModes = KnownModes {
         kind: None,
         mode: "auto",
     }],
-    approval_options: &["approval_policy"],
+    approval_options: &[ApprovalOption {
+        id: "approval_policy",
+        asks: "on-request",
+    }],
+    approval_commands: &["yolo"],
+    lasting_options: &["proceed_always_project"],
 };
 
 fn modes(ids: &[&str], current: &str) -> SessionSettings {
@@ -147,11 +152,11 @@ fn a_mode_option_follows_the_rules_of_modes_and_approval_options_are_for_admins(
         (set("effort", "high"), Ok(())),
         (
             set("verbose", "on"),
-            Err(PolicyRefusal::AdminOnlyOption("verbose".into())),
+            Err(PolicyRefusal::Unlisted("verbose".into())),
         ),
         (
             set("not-offered", "x"),
-            Err(PolicyRefusal::AdminOnlyOption("not-offered".into())),
+            Err(PolicyRefusal::Unlisted("not-offered".into())),
         ),
         (set("listed", "yes"), Ok(())),
         (

@@ -48,6 +48,34 @@ pub fn option_for_admins(sender: &str, agent: &str, option: &str) -> String {
     )
 }
 
+/// Said to someone who is not an admin, asking to change an option nobody listed as one
+/// people may choose.
+pub fn unlisted_option(sender: &str, agent: &str, option: &str) -> String {
+    format!(
+        "🔒 {sender}, only admins may change {agent}'s `{option}`: it is not one the \
+         configuration lets people choose ([agents.settings] options), and it may decide \
+         whether the agent asks before acting. Ask one of them."
+    )
+}
+
+/// Said when the agent turned an approval option (`option`, now `value`) away from the value
+/// no admin changed, and Sidekicks put it back to `back`.
+pub fn option_put_back(agent: &str, option: &str, value: &str, back: &str) -> String {
+    format!(
+        "🔒 {agent} turned its `{option}` to `{value}`, which decides whether it asks before \
+         acting; only an admin may choose that, so it is back to `{back}`."
+    )
+}
+
+/// Said to someone who is not an admin sending slash `command`, which switches the agent's
+/// approvals: it is not sent.
+pub fn approval_command_for_admins(sender: &str, agent: &str, command: &str) -> String {
+    format!(
+        "🔒 {sender}, only admins may send /{command} to {agent}: it switches whether the \
+         agent asks before acting. It was not sent."
+    )
+}
+
 /// Said when the agent switched its session to a mode that does not ask, and Sidekicks put
 /// the asking one back.
 pub fn mode_put_back(agent: &str, left: &str, back: &str) -> String {
@@ -79,15 +107,25 @@ pub fn mode_unknown(agent: &str) -> String {
 
 /// Said to an approver who is not an admin, picking a poll choice that also switches the
 /// agent to a mode that does not ask.
-pub fn choice_for_admins(sender: &str, label: &str, mode: &str) -> String {
+pub fn choice_for_admins(sender: &str, label: &str, mode: Option<&str>) -> String {
+    let why = match mode {
+        Some(mode) => {
+            format!("it also switches the agent to `{mode}`, which does not ask before acting")
+        }
+        None => "its answer is saved beyond this session (a rule in the project's or the \
+                 user's settings), so the agent would stop asking for the like"
+            .to_owned(),
+    };
     format!(
-        "🔒 {sender}, only an admin may pick “{label}”: it also switches the agent to `{mode}`, \
-         which does not ask before acting. Pick another choice, or ask an admin."
+        "🔒 {sender}, only an admin may pick “{label}”: {why}. Pick another choice, or ask an admin."
     )
 }
 
-/// The mark on a poll choice only admins may pick.
+/// The mark on a poll choice only admins may pick because it stops the agent asking.
 pub const ADMINS_ONLY_CHOICE: &str = "admins only: stops asking";
+
+/// The mark on a poll choice only admins may pick because its answer outlasts the session.
+pub const ADMINS_ONLY_LASTING: &str = "admins only: saved beyond this session";
 
 /// Why no conversation opens: none of the agent's modes is known to ask before acting.
 pub fn no_asking_mode(offered: &[String]) -> String {

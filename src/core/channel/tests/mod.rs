@@ -1,5 +1,6 @@
 //! Unit tests of the channel, with a fake agent and a fake chat.
 
+mod approval_options;
 mod during_turn;
 mod media;
 mod modes;

@@ -317,3 +317,17 @@ async fn an_agent_without_modes_is_prompted_as_it_is() {
     settle_until(|| agent.prompts().len() == 1).await;
     assert!(mode_changes(&agent).is_empty());
 }
+
+#[tokio::test]
+async fn an_agent_whose_dialect_knows_no_mode_and_that_shows_none_is_prompted_as_it_is() {
+    // A dialect that knows nothing of the agent's modes (canonical ACP), and an agent that
+    // shows none: not a mode nobody knows, but no modes at all.
+    let agent = FakeAgent::new(Script::Chunks(vec!["ok".into()], Duration::ZERO))
+        .with_known_modes(KnownModes::UNKNOWN);
+    let chat = FakeChat::new();
+    let (tx, _) = channel(agent.clone(), chat.clone()).await;
+    tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
+        .unwrap();
+    settle_until(|| agent.prompts().len() == 1).await;
+    assert!(mode_changes(&agent).is_empty());
+}
