@@ -61,12 +61,13 @@ impl Ended {
 pub(super) fn why_it_stopped(tail: &str) -> Option<&str> {
     let lines = || tail.lines().map(str::trim).filter(|l| !l.is_empty());
     let error = |line: &&str| {
+        // `Error: …`, `ModuleNotFoundError: …`, `Model Configuration Error:`, `fatal: …`.
         let head = line.split(':').next().unwrap_or("");
+        let last = head.split_whitespace().last().unwrap_or("").to_lowercase();
         let labelled = line.contains(':')
-            && !head.contains(' ')
-            && ["error", "fatal", "panic"]
+            && ["error", "fatal", "panic", "exception"]
                 .iter()
-                .any(|w| head.to_lowercase().contains(w));
+                .any(|w| last.contains(w));
         labelled || line.contains("panicked at") || line.starts_with("Error ")
     };
     lines().find(error).or_else(|| lines().next_back())
@@ -97,6 +98,8 @@ mod tests {
             why_it_stopped(rust),
             Some("thread 'main' panicked at src/main.rs:3:5:")
         );
+        let cli = "\nModel Configuration Error:\nNo model configured\n\nVisit https://x/\n";
+        assert_eq!(why_it_stopped(cli), Some("Model Configuration Error:"));
         assert_eq!(why_it_stopped("starting\nbye\n\n"), Some("bye"));
         assert_eq!(why_it_stopped("\n \n"), None);
     }

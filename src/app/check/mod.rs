@@ -207,6 +207,50 @@ async fn worktree_lines(w: crate::workspace::Worktrees) -> Result<String> {
     Ok(out)
 }
 
+/// What the check says of `session`, a new session of `process` (after `out`, what it said
+/// before): its modes, its approval switches, its options and slash commands. `Err` (with all
+/// of it) when the gateway would not use the agent, or `strict` and its dialect does not
+/// know a mode or an approval option.
+async fn session_lines(
+    agent: &AgentConfig,
+    process: &AcpAgent,
+    mut session: crate::model::agent::NewSession,
+    strict: bool,
+    mut out: String,
+) -> Result<String> {
+    use std::fmt::Write;
+    writeln!(out, "  session/new: ok ({})", session.id)?;
+    writeln!(out, "  signed in: yes (or no sign-in needed)")?;
+    let policy = super::settings_policy(agent);
+    let modes = modes::report(process, &policy, &session).await?;
+    out.push_str(&modes.text);
+    let (approvals, new_options) =
+        modes::approval_options(&policy, &process.known_modes(), &session.settings)?;
+    out.push_str(&approvals);
+    let options: Vec<String> = (session.settings.options.iter())
+        .map(|o| match &o.category {
+            Some(category) => format!("{} ({category})", o.id),
+            None => o.id.clone(),
+        })
+        .collect();
+    writeln!(out, "  config options: {}", none_or_list(&options))?;
+    let commands = slash_commands(&mut session).await;
+    writeln!(out, "  slash commands: {}", none_or_list(&commands))?;
+    let unknown: Vec<String> = (modes.new_modes.iter().cloned())
+        .chain(new_options.iter().map(|o| format!("option {o}")))
+        .collect();
+    match (modes.unfenced, strict && !unknown.is_empty()) {
+        (Some(why), _) => Err(anyhow::anyhow!(
+            "{out}  the gateway would not use this agent: {why}"
+        )),
+        (None, true) => Err(anyhow::anyhow!(
+            "{out}  modes or approval options its dialect does not know (--strict-modes): {}",
+            unknown.join(", ")
+        )),
+        (None, false) => Ok(out),
+    }
+}
+
 async fn check_agent(
     config: &Config,
     agent: &AgentConfig,
@@ -243,34 +287,7 @@ async fn check_agent(
         .new_session(&std::sync::Arc::new(folder), None)
         .await;
     let result = match session {
-        Ok(mut session) => {
-            writeln!(out, "  session/new: ok ({})", session.id)?;
-            writeln!(out, "  signed in: yes (or no sign-in needed)")?;
-            let modes = modes::report(&process, &super::settings_policy(agent), &session).await?;
-            out.push_str(&modes.text);
-            let options: Vec<String> = session
-                .settings
-                .options
-                .iter()
-                .map(|o| match &o.category {
-                    Some(category) => format!("{} ({category})", o.id),
-                    None => o.id.clone(),
-                })
-                .collect();
-            writeln!(out, "  config options: {}", none_or_list(&options))?;
-            let commands = slash_commands(&mut session).await;
-            writeln!(out, "  slash commands: {}", none_or_list(&commands))?;
-            match (modes.unfenced, strict && !modes.new_modes.is_empty()) {
-                (Some(why), _) => Err(anyhow::anyhow!(
-                    "{out}  the gateway would not use this agent: {why}"
-                )),
-                (None, true) => Err(anyhow::anyhow!(
-                    "{out}  modes its dialect does not know (--strict-modes): {}",
-                    modes.new_modes.join(", ")
-                )),
-                (None, false) => Ok(out),
-            }
-        }
+        Ok(session) => session_lines(agent, &process, session, strict, out).await,
         // Not signed in: what to do about it, not a failure of the check.
         Err(e) if e.is_auth_required() => {
             writeln!(out, "  signed in: no (session/new asks to sign in: {e})")?;

@@ -159,3 +159,93 @@ pub async fn report(
         new_modes,
     })
 }
+
+/// What `sidekicks check` says of the agent's approval switches that are not modes (config
+/// options that decide whether it asks: its dialect's, or of category `permissions`): each
+/// with the value in which it asks and its value now; and those the dialect does not know
+/// (the `--strict-modes` check fails on them).
+pub fn approval_options(
+    policy: &SettingsPolicy,
+    known: &crate::model::modes::KnownModes,
+    settings: &crate::model::agent::SessionSettings,
+) -> Result<(String, Vec<String>), std::fmt::Error> {
+    let rules = policy.rules(known);
+    let mut text = String::new();
+    let mut unknown = Vec::new();
+    let mut listed = Vec::new();
+    for option in (settings.options.iter()).filter(|o| rules.decides_approvals(&o.id, settings)) {
+        let now = match &option.value {
+            crate::model::agent::ConfigValue::Choice { current, .. } => current.clone(),
+            crate::model::agent::ConfigValue::Toggle(on) => (if *on { "on" } else { "off" }).into(),
+        };
+        match rules.asking_value(&option.id) {
+            Some(asks) => listed.push(format!("{} (asks when {asks}; now {now})", option.id)),
+            None => {
+                listed.push(format!(
+                    "{} (not known to its dialect; now {now})",
+                    option.id
+                ));
+                unknown.push(option.id.clone());
+            }
+        }
+    }
+    if !listed.is_empty() {
+        writeln!(
+            text,
+            "  approval switches besides modes (admins only; put back when the agent turns one): {}",
+            listed.join(", ")
+        )?;
+    }
+    Ok((text, unknown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::agent::{ConfigOption, ConfigValue, SessionSettings};
+    use crate::model::modes::{ApprovalOption, KnownModes};
+
+    fn settings() -> SessionSettings {
+        let choice = |id: &str, category: &str, current: &str| ConfigOption {
+            id: id.into(),
+            name: id.into(),
+            category: Some(category.into()),
+            value: ConfigValue::Choice {
+                current: current.into(),
+                choices: vec![("on".into(), "On".into()), ("off".into(), "Off".into())],
+            },
+        };
+        SessionSettings {
+            modes: vec![],
+            current_mode: None,
+            options: vec![
+                choice("allow_all", "permissions", "off"),
+                choice("sandbox", "permissions", "on"),
+                choice("model", "model", "on"),
+            ],
+        }
+    }
+
+    #[test]
+    fn an_approval_option_its_dialect_does_not_know_is_named_for_the_strict_check() {
+        let known = KnownModes {
+            approval_options: &[ApprovalOption {
+                id: "allow_all",
+                asks: "off",
+            }],
+            ..KnownModes::UNKNOWN
+        };
+        let (text, unknown) =
+            approval_options(&SettingsPolicy::default(), &known, &settings()).unwrap();
+        assert_eq!(unknown, ["sandbox"]);
+        assert!(
+            text.contains("allow_all (asks when off; now off)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("sandbox (not known to its dialect; now on)"),
+            "{text}"
+        );
+        assert!(!text.contains("model"), "{text}");
+    }
+}
