@@ -72,4 +72,4 @@ else
     echo "  no Python 3.12 or later: Mistral Vibe and fast-agent are skipped"
 fi
 
-SIDEKICKS_RELEASE_AGENTS="$dir" cargo test --test agent_releases -- --ignored --test-threads 2
+SIDEKICKS_RELEASE_AGENTS="$dir" cargo test --test agent_releases -- --ignored --nocapture --test-threads 2

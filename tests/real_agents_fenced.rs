@@ -70,6 +70,16 @@ async fn copilots_commands_wait_for_a_poll_and_only_an_admin_turns_approvals_off
         again.exists().then_some(())
     })
     .await;
+    // A refusal: the command never runs.
+    let refused = env.gw.workspace("copilot").join("refused.txt");
+    env.bob.send(&bobs_room, "RUN: echo no > refused.txt").await;
+    let asked = poll(&env, &room, 2).await;
+    env.alice.react(&room, &asked, "❌").await;
+    env.reply_where(&room, "the refused call's card", |t| {
+        t.contains("Deny, chosen by alice")
+    })
+    .await;
+    assert!(!refused.exists(), "a refused command ran");
     let texts = env.texts_from(&room, &env.agent);
     assert!(
         !texts
@@ -96,6 +106,9 @@ async fn qwen_code_is_put_in_a_mode_that_asks_and_its_lasting_answers_are_for_ad
     );
     env.alice.send(&room, "!status").await;
     env.notice_containing(&room, "asks before acting").await;
+    // Its modes that approve by themselves are for admins.
+    env.bob.send(&bobs_room, "!mode yolo").await;
+    env.notice_containing(&room, "only admins may switch").await;
     // Bob may approve, but not with an answer saved to the project's settings.
     let made = env.gw.workspace("qwen").join("again.txt");
     env.bob

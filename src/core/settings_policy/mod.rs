@@ -376,8 +376,9 @@ pub fn current_mode(settings: &SessionSettings) -> Option<String> {
 pub const PERMISSIONS_CATEGORY: &str = "permissions";
 
 /// The config option categories anyone who may prompt may change without the config listing
-/// their values: the model and its thinking effort, which decide nothing about approvals.
-const FREE_CATEGORIES: &[&str] = &["model", "thought_level"];
+/// their values: the model, its settings (a fast mode) and its thinking effort, which decide
+/// nothing about approvals.
+const FREE_CATEGORIES: &[&str] = &["model", "model_config", "thought_level"];
 
 /// The category of `option` among the session's options, if it has one.
 fn category_of<'a>(settings: &'a SessionSettings, option: &str) -> Option<&'a str> {
