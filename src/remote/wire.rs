@@ -290,6 +290,24 @@ mod tests {
     }
 
     #[test]
+    fn no_client_can_ask_the_helper_to_run_without_its_sandbox() {
+        let run = |sandbox: &str| {
+            format!(
+                "{{\"ask\":\"run\",\"program\":\"sh\",\"args\":[],\"cwd\":\"/w\",\"env\":[],\
+                 \"boxing\":{{\"home\":\"~/h\",\"workspace\":\"/w\",\"repository\":null,\
+                 \"sandbox\":\"{sandbox}\",\"offline\":false,\"hide\":[]}}}}\n"
+            )
+        };
+        assert!(read_line::<Request>(&mut run("auto").as_bytes()).is_ok());
+        assert!(read_line::<Request>(&mut run("required").as_bytes()).is_ok());
+        // There is no "off": such a request is refused, nothing runs.
+        assert!(matches!(
+            read_line::<Request>(&mut run("off").as_bytes()),
+            Err(WireError::Garbled(_))
+        ));
+    }
+
+    #[test]
     fn a_line_that_ends_early_is_too_long_or_garbled_is_refused() {
         assert!(matches!(
             read_line::<Request>(&mut &b"{\"ask\":"[..]),
