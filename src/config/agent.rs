@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::{SandboxConfig, SandboxMode, yes};
+use super::problems::Problems;
+use super::{RunnerConfig, SandboxConfig, SandboxMode, yes};
+use crate::model::ids::{AgentId, UserId};
 
 /// The mode an agent's sessions are put in, which of its modes count as asking before it
 /// acts, and which modes and option values people who are not admins may choose with
@@ -45,98 +47,6 @@ pub struct AgentSandboxConfig {
     /// Its network in the sandbox: `host` (the default: it calls its model) or `none` (a
     /// loopback of its own; the room tools still reach it, over a socket file).
     pub network: crate::acp::Network,
-}
-
-/// Where an agent's processes run (`[agents.runner]`, chosen by `kind`).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum RunnerConfig {
-    /// A child of the gateway on its own host, in the bubblewrap sandbox (`[sandbox]`).
-    #[default]
-    Local,
-    /// A container of its own per agent process, started with Podman or Docker.
-    Container(ContainerRunnerConfig),
-    /// On another host, over SSH; its `workspace` and `home` are paths there.
-    Ssh(SshRunnerConfig),
-}
-
-/// The SSH runner: the hosts an agent may run on and how the gateway signs in there. Each
-/// host needs `sidekicks` installed (its `remote` helper runs the agent and does the file
-/// work there) and, for the sandbox, bubblewrap.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct SshRunnerConfig {
-    /// The hosts, as `ssh` destinations: `build1`, `agent@build1`,
-    /// `ssh://agent@build1:2222`. A process starts on the least loaded one that answers.
-    pub hosts: Vec<String>,
-    /// The known-hosts file each host's key is checked against (required: a host whose key
-    /// is not in it is refused).
-    pub known_hosts: PathBuf,
-    /// The private key the gateway signs in with.
-    pub identity: PathBuf,
-    /// The `ssh` client: a name in the gateway's `PATH` or a path.
-    #[serde(default = "ssh")]
-    pub ssh: PathBuf,
-    /// The `sidekicks` program on the hosts: a path there, or a name in the remote user's
-    /// `PATH`.
-    #[serde(default = "sidekicks")]
-    pub program: String,
-    /// Seconds connecting to a host may take before it counts as down.
-    #[serde(default = "connect_timeout_secs")]
-    pub connect_timeout_secs: u64,
-}
-
-fn ssh() -> PathBuf {
-    "ssh".into()
-}
-
-fn sidekicks() -> String {
-    "sidekicks".into()
-}
-
-fn connect_timeout_secs() -> u64 {
-    10
-}
-
-/// The container runner: the engine, the image and the container's limits. Its network is
-/// `[agents.sandbox] network`; its mounts are its workspace, its home and
-/// `[agents.sandbox] read_write`/`read_only`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ContainerRunnerConfig {
-    /// The engine: `podman` (the default) or `docker`, by name in the gateway's `PATH`, or
-    /// a path.
-    #[serde(default = "podman")]
-    pub engine: PathBuf,
-    /// The image the agent runs from; it must hold the agent's `command`. The engine must
-    /// already have it (the gateway pulls nothing).
-    pub image: String,
-    /// CPUs each container may use (`1.5`); unset: no limit.
-    pub cpus: Option<f64>,
-    /// Memory each container may use (`512m`, `2g`); unset: no limit.
-    pub memory: Option<String>,
-    /// Processes each container may run at once.
-    #[serde(default = "pids_limit")]
-    pub pids_limit: u32,
-    /// One agent process, in a container of its own, per room (with `{room}` in the
-    /// workspace): each room's container mounts only that room's folder, so one
-    /// conversation's agent cannot see another's files. `false`: one container serves all
-    /// the agent's rooms.
-    #[serde(default)]
-    pub per_room: bool,
-    /// With `per_room`, the most room containers of this agent running at once (0: no
-    /// limit): a room's container holds a whole agent process, and a team's rooms can be
-    /// many more than the host has memory for.
-    #[serde(default)]
-    pub max_rooms: usize,
-}
-
-fn podman() -> PathBuf {
-    "podman".into()
-}
-
-fn pids_limit() -> u32 {
-    crate::acp::Container::DEFAULT_PIDS_LIMIT
 }
 
 /// One agent: the process to run and the Matrix account it speaks through.
@@ -265,14 +175,14 @@ pub struct WorktreeConfig {
 impl AgentConfig {
     /// Its ID as the rest of the gateway names it. `Config::problems` refuses a config
     /// whose agent ID is not one (`AgentId::parse`), so every running agent's is.
-    pub fn agent_id(&self) -> crate::model::ids::AgentId {
-        crate::model::ids::AgentId::new(&self.id)
+    pub fn agent_id(&self) -> AgentId {
+        AgentId::new(&self.id)
     }
 
     /// Its Matrix user as the rest of the gateway names it; `Config::problems` refuses a
     /// config whose `matrix.user_id` is not one (`UserId::parse`).
-    pub fn user_id(&self) -> crate::model::ids::UserId {
-        crate::model::ids::UserId::new(&self.matrix.user_id)
+    pub fn user_id(&self) -> UserId {
+        UserId::new(&self.matrix.user_id)
     }
 
     /// Whether its sessions reach the room tools through a socket file rather than on
@@ -281,7 +191,7 @@ impl AgentConfig {
     pub fn room_tools_by_socket(&self) -> bool {
         self.room_tools
             && (self.sandbox.network == crate::acp::Network::None
-                || matches!(self.runner, super::RunnerConfig::Ssh(_)))
+                || matches!(self.runner, RunnerConfig::Ssh(_)))
     }
 
     /// The folder its process works in and everything its conversations' folders are in
@@ -351,5 +261,278 @@ impl AgentMatrixConfig {
                 .map_err(|e| format!("cannot read {}: {e}", file.display()));
         }
         Err("no password: set one of password, password_env, password_file".into())
+    }
+}
+
+impl AgentConfig {
+    /// Checks one agent's table; `gateway` is `[sandbox]`, whose mode it takes unless it
+    /// has its own. (Whether its ID and user are another agent's is `Config::problems`'.)
+    pub(super) fn check(&self, gateway: &SandboxConfig, problems: &mut Problems) {
+        if AgentId::parse(&self.id).is_err() {
+            problems.bad(
+                "id",
+                format!("`{}` must be letters, digits, - or _", self.id),
+            );
+        }
+        if self.display_name.trim().is_empty() {
+            problems.bad("display_name", "is empty");
+        }
+        if self.command.trim().is_empty() {
+            problems.bad("command", "is empty");
+        }
+        self.check_mcp_servers(problems);
+        self.check_workspace(problems);
+        if let Some(worktree) = &self.worktree {
+            self.check_worktree(worktree, problems);
+        }
+        if let Some(name) = &self.dialect
+            && crate::acp::dialect::named(name).is_none()
+        {
+            let known: Vec<&str> = crate::acp::dialect::ALL.iter().map(|d| d.name).collect();
+            problems.bad(
+                "dialect",
+                format!("`{name}` is not a known dialect ({})", known.join(", ")),
+            );
+        }
+        self.check_runner(gateway, problems);
+        problems.within("settings", |p| self.settings.check(p));
+        for name in self.env.keys().chain(self.inherit_env.iter()) {
+            if let Err(why) = crate::model::variable::check_name(name) {
+                problems.bad("env", why);
+            }
+        }
+        problems.within("matrix", |p| self.matrix.check(p));
+    }
+
+    /// Its MCP servers: each named once, and not with the room tools' name.
+    fn check_mcp_servers(&self, problems: &mut Problems) {
+        let mut names = std::collections::HashSet::new();
+        for (j, server) in self.mcp_servers.iter().enumerate() {
+            problems.within(format!("mcp_servers[{j}]"), |p| {
+                if server.name.trim().is_empty() {
+                    p.bad("name", "is empty");
+                } else if !names.insert(server.name.clone()) {
+                    p.bad("name", format!("`{}` is used twice", server.name));
+                } else if self.room_tools && server.name == crate::mcp::SERVER_NAME {
+                    p.bad(
+                        "name",
+                        format!(
+                            "`{}` is the name of the room tools (room_tools = true)",
+                            server.name
+                        ),
+                    );
+                }
+                server.check(p);
+            });
+        }
+    }
+
+    /// Its workspace: placeholders it knows, a plain path, a folder that exists here (on
+    /// another host, the helper there says).
+    fn check_workspace(&self, problems: &mut Problems) {
+        let workspace = crate::workspace::Workspace::new(&self.workspace);
+        if let Some(unknown) = crate::workspace::unknown_placeholder(&self.workspace) {
+            problems.bad(
+                "workspace",
+                format!("`{unknown}` is not a placeholder (use {{room}} or {{agent}})"),
+            );
+        } else if workspace.per_room() && !crate::workspace::is_plain(&self.workspace) {
+            problems.bad(
+                "workspace",
+                format!("{} must not contain `..`", self.workspace.display()),
+            );
+        } else if !self.workspace_root().is_dir() && !matches!(self.runner, RunnerConfig::Ssh(_)) {
+            problems.bad(
+                "workspace",
+                format!(
+                    "{} is not an existing folder",
+                    self.workspace_root().display()
+                ),
+            );
+        }
+    }
+
+    /// Worktree mode: a folder per room, a repository, a prefix git takes.
+    fn check_worktree(&self, worktree: &WorktreeConfig, problems: &mut Problems) {
+        if !crate::workspace::Workspace::new(&self.workspace).per_room() {
+            problems.bad(
+                "worktree",
+                "needs {room} in workspace: each room's worktree is a folder of its own",
+            );
+        }
+        let repository = &worktree.repository;
+        if matches!(self.runner, RunnerConfig::Ssh(_)) {
+            // On the agent's hosts: git there says when it is no repository.
+        } else if !repository.join(".git").exists() && !repository.join("HEAD").is_file() {
+            problems.bad(
+                "worktree.repository",
+                format!("{} is not a git repository", repository.display()),
+            );
+        }
+        if let Some(prefix) = &worktree.branch_prefix
+            && (prefix.is_empty() || prefix.contains("..") || prefix.contains(' '))
+        {
+            problems.bad(
+                "worktree.branch_prefix",
+                format!("`{prefix}` cannot start a git branch name"),
+            );
+        }
+    }
+
+    /// Its runner's table, and what that runner cannot have of the agent's others.
+    fn check_runner(&self, gateway: &SandboxConfig, problems: &mut Problems) {
+        let per_room_folders = crate::workspace::Workspace::new(&self.workspace).per_room();
+        match &self.runner {
+            RunnerConfig::Container(container) => {
+                problems.within("runner", |p| container.check(p));
+                if container.per_room && !per_room_folders {
+                    problems.bad(
+                        "runner.per_room",
+                        "needs {room} in workspace: each room's container mounts its own folder",
+                    );
+                }
+                // Every room's worktree shares the repository's git folder: a container per
+                // room would let one room's agent plant what runs in another's (a hook,
+                // `core.fsmonitor`) and read its work.
+                if container.per_room && self.worktree.is_some() {
+                    problems.bad(
+                        "runner.per_room",
+                        "cannot keep rooms apart in worktree mode: every room's worktree \
+                         shares the repository's git folder, which each room's container \
+                         would mount; use {room} folders without worktree, or one container \
+                         for the agent",
+                    );
+                }
+            }
+            RunnerConfig::Ssh(ssh) => {
+                problems.within("runner", |p| ssh.check(p));
+                self.check_on_other_hosts(problems);
+                // The helper there sandboxes every command wherever the host can: a client
+                // cannot ask it off.
+                if self.sandbox_mode(gateway) == SandboxMode::Off {
+                    problems.bad(
+                        "sandbox.mode",
+                        "an agent on other hosts runs in the sandbox of its host wherever the \
+                         host has bubblewrap; \"off\" cannot be asked of it (use \"auto\", or \
+                         \"bubblewrap\" to require it)",
+                    );
+                }
+            }
+            RunnerConfig::Local => {
+                if self.sandbox.network == crate::acp::Network::None
+                    && self.sandbox_mode(gateway) == SandboxMode::Off
+                {
+                    problems.bad(
+                        "sandbox.network",
+                        "`none` needs the sandbox, which is off for this agent",
+                    );
+                }
+            }
+        }
+    }
+
+    /// The paths an agent on other hosts names are paths there: absolute, or in its home.
+    fn check_on_other_hosts(&self, problems: &mut Problems) {
+        if !self.workspace.is_absolute() {
+            problems.bad(
+                "workspace",
+                format!(
+                    "{} must be an absolute path on the agent's hosts",
+                    self.workspace.display()
+                ),
+            );
+        }
+        let home = self
+            .home
+            .as_deref()
+            .map(|h| h.to_string_lossy().into_owned());
+        if home.is_some_and(|h| !(h.starts_with('/') || h.starts_with("~/"))) {
+            problems.bad(
+                "home",
+                "must be an absolute path on the agent's hosts, or start with `~/`",
+            );
+        }
+        if (self.worktree.as_ref()).is_some_and(|w| !w.repository.is_absolute()) {
+            problems.bad(
+                "worktree.repository",
+                "must be an absolute path on the agent's hosts",
+            );
+        }
+    }
+}
+
+impl McpServerConfig {
+    /// Checks one MCP server: a command (stdio) or a URL (HTTP), with only its own keys.
+    fn check(&self, problems: &mut Problems) {
+        match (&self.command, &self.url) {
+            (Some(_), Some(_)) | (None, None) => problems.bad(
+                "",
+                "needs either `command` (stdio) or `url` (HTTP), not both",
+            ),
+            (Some(_), None) if !self.headers.is_empty() => {
+                problems.bad("headers", "only for an HTTP server (`url`)")
+            }
+            (None, Some(url)) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    problems.bad("url", format!("`{url}` is no http(s) URL"));
+                }
+                if !self.args.is_empty() || !self.env.is_empty() {
+                    problems.bad("", "`args` and `env` are only for a stdio server");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl AgentSettingsConfig {
+    /// Checks `[agents.settings]`: no mode named by an empty ID.
+    fn check(&self, problems: &mut Problems) {
+        if (self.initial_mode.as_deref()).is_some_and(|m| m.trim().is_empty()) {
+            problems.bad(
+                "initial_mode",
+                "is empty; name one of the agent's modes (`sidekicks check` lists them)",
+            );
+        }
+        let listed = [&self.asking_modes, &self.modes];
+        let empty = |m: &String| m.trim().is_empty();
+        if listed.iter().copied().flatten().flatten().any(empty) {
+            problems.bad("", "a mode list holds an empty mode ID");
+        }
+    }
+}
+
+impl AgentMatrixConfig {
+    /// Checks `[agents.matrix]`: a user ID, one password source that can be read, a
+    /// recovery key file in a folder that exists.
+    fn check(&self, problems: &mut Problems) {
+        let uid = &self.user_id;
+        if UserId::parse(uid).is_err() {
+            problems.bad(
+                "user_id",
+                format!("`{uid}` is not a Matrix user ID like `@name:example.org`"),
+            );
+        }
+        let sources = [
+            self.password.is_some(),
+            self.password_env.is_some(),
+            self.password_file.is_some(),
+        ];
+        if sources.iter().filter(|given| **given).count() != 1 {
+            problems.bad(
+                "",
+                "give exactly one of password, password_env, password_file",
+            );
+        } else if let Err(e) = self.password() {
+            problems.unreadable_secret("", e);
+        }
+        if let Some(file) = &self.recovery_key_file
+            && !file.parent().is_some_and(std::path::Path::is_dir)
+        {
+            problems.bad(
+                "recovery_key_file",
+                format!("{} is not in an existing folder", file.display()),
+            );
+        }
     }
 }

@@ -1,5 +1,7 @@
 //! Tests of loading and checking the config.
 
+use std::time::Duration;
+
 use super::*;
 
 fn write_config(dir: &Path, body: &str) -> PathBuf {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::problems::Problems;
 use crate::core::webhooks::signature::Signing;
 use crate::model::Secret;
 
@@ -80,5 +81,43 @@ impl WebhookConfig {
     pub fn secret(&self) -> Result<Secret, String> {
         super::secret_from(self.secret_env.as_deref(), self.secret_file.as_deref())?
             .ok_or_else(|| "no secret: set secret_file or secret_env".into())
+    }
+}
+
+impl WebhookConfig {
+    /// Checks one `[[webhooks]]` table; `agents` are the configured agents' IDs. (Whether
+    /// its name is another webhook's is `Config::problems`'.)
+    pub(super) fn check(&self, agents: &[&str], problems: &mut Problems) {
+        let name_ok = !self.name.is_empty()
+            && (self.name.chars()).all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !name_ok {
+            problems.bad(
+                "name",
+                "use letters, digits, - and _ (it is the path /hooks/NAME)",
+            );
+        }
+        if !agents.contains(&self.agent.as_str()) {
+            problems.bad("agent", format!("no agent has the id `{}`", self.agent));
+        }
+        if !self.room.starts_with('!') {
+            problems.bad("room", format!("`{}` is not a room ID (`!…`)", self.room));
+        }
+        if !self.run_as.starts_with('@') || !self.run_as.contains(':') {
+            problems.bad("run_as", format!("`{}` is not a user ID", self.run_as));
+        }
+        if self.secret_file.is_some() == self.secret_env.is_some() {
+            problems.bad("secret_file", "give exactly one of secret_file, secret_env");
+        } else if let Err(e) = self.secret() {
+            problems.bad("secret_file", e);
+        }
+        if let Err(e) = crate::core::webhooks::template::check(&self.prompt) {
+            problems.bad("prompt", format!("not a template: {e}"));
+        }
+        if self.max_body_kb == 0 || self.per_minute == 0 {
+            problems.bad(
+                "max_body_kb",
+                "max_body_kb and per_minute must be at least 1",
+            );
+        }
     }
 }

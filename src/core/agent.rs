@@ -9,7 +9,10 @@ use async_trait::async_trait;
 
 use crate::workspace::folder::Folder;
 
-use crate::model::agent::*;
+use crate::model::agent::{
+    AgentError, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen,
+    SessionListing, SessionTools, Steered, TurnEnd,
+};
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
 

@@ -53,6 +53,23 @@ impl PollStyle {
     }
 }
 
+impl PermissionSettings {
+    /// What is wrong with these settings, as (key in `[permissions]`, why).
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if self.timeout < Duration::from_secs(5) {
+            out.push((
+                "timeout_secs",
+                "must be at least 5 (people need time to answer)".into(),
+            ));
+        }
+        if self.propose_stop_after == 0 {
+            out.push(("propose_stop_after", "must be at least 1".into()));
+        }
+        out
+    }
+}
+
 impl Default for PermissionSettings {
     fn default() -> Self {
         Self {

@@ -1,14 +1,12 @@
 //! Durations as the config writes them: whole seconds or milliseconds, so a runtime setting
-//! can be a [`Duration`] and still be read straight from its TOML key (`timeout_secs = 600`).
+//! can be a [`Duration`](std::time::Duration) and still be read straight from its TOML key (`timeout_secs = 600`).
 //! Used with `#[serde(with = "…")]`.
-
-use std::time::Duration;
-
-use serde::{Deserialize, Deserializer};
 
 /// A duration written as whole seconds.
 pub mod secs {
-    use super::*;
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
 
     /// Reads whole seconds.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -18,7 +16,9 @@ pub mod secs {
 
 /// A duration written as whole milliseconds.
 pub mod millis {
-    use super::*;
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
 
     /// Reads whole milliseconds.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -28,6 +28,10 @@ pub mod millis {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use serde::Deserialize;
+
     use super::*;
 
     #[derive(Deserialize)]

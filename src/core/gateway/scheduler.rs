@@ -51,6 +51,20 @@ pub struct ScheduleSettings {
     pub max_per_owner: u32,
 }
 
+impl ScheduleSettings {
+    /// What is wrong with these settings, as (key in `[schedules]`, why).
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Err(e) = schedule::zone(&self.time_zone) {
+            out.push(("time_zone", e.to_string()));
+        }
+        if self.shortest_interval.is_zero() {
+            out.push(("shortest_interval_secs", "must be at least 1".into()));
+        }
+        out
+    }
+}
+
 impl Default for ScheduleSettings {
     fn default() -> Self {
         Self {

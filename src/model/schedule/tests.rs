@@ -1,3 +1,5 @@
+//! The schedules' pure rules, tested: reading `every` and `at`, the cron floor, the next run.
+
 use super::*;
 
 const MINUTE: Duration = Duration::from_secs(60);

@@ -1,3 +1,5 @@
+//! The schedules' store, tested on SQLite: claiming runs, keeping them across restarts, owners' limits.
+
 use std::time::Duration;
 
 use super::*;

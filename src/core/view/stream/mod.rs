@@ -79,6 +79,36 @@ impl Default for StreamSettings {
     }
 }
 
+impl StreamSettings {
+    /// What is wrong with these settings, as (key in `[streaming]`, why): checked here,
+    /// beside the keys, so a new key's bounds are written where the key is.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if self.interval < Duration::from_millis(100) {
+            out.push(("edit_interval_ms", "must be at least 100".into()));
+        }
+        if self.max_edits == 0 {
+            out.push(("max_edits_per_message", "must be at least 1".into()));
+        }
+        if !(1_000..=30_000).contains(&self.max_bytes) {
+            out.push((
+                "max_message_bytes",
+                "must be between 1000 and 30000 (a Matrix event holds at most 64 KiB)".into(),
+            ));
+        }
+        if self.max_reply_bytes < self.max_bytes {
+            out.push((
+                "max_reply_bytes",
+                "must be at least streaming.max_message_bytes".into(),
+            ));
+        }
+        if self.patience.is_zero() {
+            out.push(("outage_patience_secs", "must be at least 1".into()));
+        }
+        out
+    }
+}
+
 /// Counts kept for the log and for benchmarks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StreamStats {
