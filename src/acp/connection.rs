@@ -20,23 +20,16 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{
-    CreateElicitationRequest, CreateTerminalRequest, InitializeResponse, KillTerminalRequest,
-    NewSessionResponse, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionRequest,
-    TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
-};
+use agent_client_protocol::v1::schema::{AgentRequest, InitializeResponse, NewSessionResponse};
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::client_fs;
-use super::client_permission;
-use super::client_question;
-use super::client_terminal::{self, Terminals};
+use super::client_requests::Served;
+use super::client_terminal::Terminals;
 use super::dialect::{self, Dialect};
 use super::ending::{Ended, stop_when_broken};
 use super::events;
-use super::notifications;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
 use super::requests::{McpOffer, Offer, Request, STEER_METHOD, initialize_request, steer_params};
 use super::sessions::Sessions;
@@ -633,107 +626,26 @@ async fn run_connection(
         mcp_servers,
         ..
     } = spec;
-    let notify_sessions = sessions.clone();
-    let notify_agent = agent_id.clone();
-    let permission_sessions = sessions.clone();
-    let (question_sessions, question_agent) = (sessions.clone(), agent_id.clone());
-    let (read_sessions, write_sessions) = (sessions.clone(), sessions);
-    let (read_agent, write_agent) = (agent_id.clone(), agent_id.clone());
-    // A session's folder, when the agent may reach files through us.
-    let folder = move |sessions: &Arc<Mutex<Sessions>>, session: &str| {
-        (sessions.lock().expect("sessions poisoned").folder(session)).filter(|_| file_access)
-    };
-    let (create_t, output_t, wait_t, kill_t, release_t, embed_t) = (
-        terminals.clone(),
-        terminals.clone(),
-        terminals.clone(),
-        terminals.clone(),
-        terminals.clone(),
+    let served = Served {
+        agent: agent_id.clone(),
+        sessions,
         terminals,
-    );
+        file_access,
+    };
+    let notified = served.clone();
     Client
         .v1()
         .name("sidekicks")
         .on_receive_request(
-            async move |r: CreateElicitationRequest, responder, _cx| {
-                client_question::serve(&question_agent, &question_sessions, r, responder);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |r: CreateTerminalRequest, responder, _cx| {
-                client_terminal::serve_create(&create_t, r, responder);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |r: TerminalOutputRequest, responder, _cx| {
-                client_terminal::serve_output(&output_t, r, responder);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |r: WaitForTerminalExitRequest, responder, _cx| {
-                client_terminal::serve_wait(&wait_t, r, responder);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |r: KillTerminalRequest, responder, _cx| {
-                client_terminal::serve_kill(&kill_t, r, responder);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |r: ReleaseTerminalRequest, responder, _cx| {
-                client_terminal::serve_release(&release_t, r, responder);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: ReadTextFileRequest, responder, _cx| {
-                let root = folder(&read_sessions, &request.session_id.0);
-                let empty = read_sessions
-                    .lock()
-                    .expect("sessions poisoned")
-                    .missing_file_reads_empty();
-                client_fs::serve_read(&read_agent, root, empty, request, responder);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: WriteTextFileRequest, responder, _cx| {
-                let session = request.session_id.0.to_string();
-                let root = folder(&write_sessions, &session);
-                let cards = write_sessions.clone();
-                let shown = move |path: &Path, old: Option<String>, new: &str| {
-                    cards
-                        .lock()
-                        .expect("sessions poisoned")
-                        .show_write(&session, path, old, new);
-                };
-                client_fs::serve_write(&write_agent, root, request, responder, shown);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |r: RequestPermissionRequest, responder, _cx| {
-                client_permission::serve(&permission_sessions, r, responder);
+            async move |request: AgentRequest, responder, _cx| {
+                served.request(request, responder.erase_to_json());
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
             async move |message: UntypedMessage, _cx| {
-                notifications::deliver(&notify_agent, &notify_sessions, &embed_t, message);
+                notified.notification(message);
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),

@@ -4,6 +4,7 @@
 mod client_fs;
 mod client_permission;
 mod client_question;
+mod client_requests;
 mod client_terminal;
 mod connection;
 mod container;

@@ -1,5 +1,5 @@
 //! What the demo agent does with each request: open, load, resume and fork sessions, run a
-//! prompt, change settings, cancel. `run_stdio` wires these to the SDK's handlers.
+//! prompt, change settings, cancel. `requests.rs` routes each request here.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -349,17 +349,18 @@ impl State {
         self.background.note_client(req);
     }
 
-    /// A method no typed handler took: steering (unless `--no-steering`), stopping a
-    /// background task; any other is not found.
+    /// An extension method: steering (unless `--no-steering`), stopping a background task;
+    /// any other is not found.
     pub(super) fn extension(
         &self,
-        req: agent_client_protocol::UntypedMessage,
+        method: &str,
+        params: &serde_json::Value,
         responder: Responder<serde_json::Value>,
         steering: bool,
     ) -> Result {
-        match req.method.as_str() {
-            "_session/steering" if steering => responder.respond(self.steer(&req.params)),
-            "_session/async_task/stop" => responder.respond(self.background.stop(&req.params)),
+        match method {
+            "_session/steering" if steering => responder.respond(self.steer(params)),
+            "_session/async_task/stop" => responder.respond(self.background.stop(params)),
             _ => responder.respond_with_error(agent_client_protocol::Error::method_not_found()),
         }
     }

@@ -96,20 +96,18 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
-    AuthenticateResponse, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
-    CloseSessionRequest, CloseSessionResponse, ForkSessionRequest, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest,
-    ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigSelectOption, SessionForkCapabilities, SessionInfo,
-    SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
-    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AvailableCommand,
+    AvailableCommandsUpdate, CancelNotification, ClientRequest, Implementation, InitializeResponse,
+    McpCapabilities, PromptCapabilities, SessionCapabilities, SessionCloseCapabilities,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption,
+    SessionForkCapabilities, SessionInfo, SessionListCapabilities, SessionMode, SessionModeState,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate,
 };
-use agent_client_protocol::{Client, Stdio, UntypedMessage};
+use agent_client_protocol::{Client, Stdio};
 use tokio::sync::Notify;
+
+use requests::Advertised;
 
 use crate::model::media::PromptSupport;
 
@@ -432,106 +430,28 @@ pub async fn run_stdio(options: DemoOptions) -> Result<(), agent_client_protocol
             agent_client_protocol::Error::internal_error().data(format!("{}: {e}", dir.display()))
         })?;
     }
-    let capabilities = capabilities(&options);
-    let auth_methods = auth_methods(options.auth);
-    let steering = options.steering;
+    let advertised = Advertised {
+        capabilities: capabilities(&options),
+        auth_methods: auth_methods(options.auth),
+        steering: options.steering,
+    };
     let state = Arc::new(state(options));
-    // Each handler owns a handle on the state; the work is in `handlers.rs`.
-    let [s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12]: [Arc<State>; 13] =
-        std::array::from_fn(|_| state.clone());
+    let cancels = state.clone();
     agent_client_protocol::Agent
         .v1()
         .name("sidekicks-demo-agent")
         .on_receive_request(
-            async move |req: InitializeRequest, responder, _cx| {
-                s0.note_client(&req);
-                responder.respond(
-                    initialize_response(capabilities.clone(), steering)
-                        .auth_methods(auth_methods.clone()),
-                )
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: NewSessionRequest, responder, cx| s1.new_session(req, responder, &cx),
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: LoadSessionRequest, responder, cx| {
-                s2.load_session(req, responder, &cx)
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: ResumeSessionRequest, responder, cx| {
-                s3.resume_session(req, responder, &cx)
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: ForkSessionRequest, responder, cx| {
-                s12.fork_session(req, responder, &cx)
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: PromptRequest, responder, cx| {
-                s4.prompt(req, responder, cx);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: SetSessionModeRequest, responder, cx| s5.set_mode(req, responder, &cx),
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: SetSessionConfigOptionRequest, responder, _cx| {
-                s6.set_config_option(req, responder)
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: AuthenticateRequest, responder, _cx| {
-                if req.method_id.0.as_ref() == "demo-login" {
-                    s10.needs_sign_in
-                        .store(false, std::sync::atomic::Ordering::SeqCst);
-                    responder.respond(AuthenticateResponse::new())
-                } else {
-                    responder.respond_with_error(
-                        agent_client_protocol::Error::invalid_params()
-                            .data(format!("{} cannot be done here", req.method_id.0)),
-                    )
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: ListSessionsRequest, responder, _cx| {
-                responder.respond(ListSessionsResponse::new(s9.list(req.cwd.as_deref())))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: CloseSessionRequest, responder, _cx| {
-                s8.close(&req.session_id.0);
-                responder.respond(CloseSessionResponse::new())
+            async move |request: ClientRequest, responder, cx| {
+                state.request(request, responder.erase_to_json(), cx, &advertised)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
             async move |n: CancelNotification, _cx| {
-                s7.cancel(&n.session_id.0);
+                cancels.cancel(&n.session_id.0);
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
-        )
-        // Last: it takes any method the typed handlers above did not.
-        .on_receive_request(
-            async move |req: UntypedMessage, responder: Responder<serde_json::Value>, _cx| {
-                s11.extension(req, responder, steering)
-            },
-            agent_client_protocol::on_receive_request!(),
         )
         .connect_to(Stdio::new())
         .await
@@ -636,5 +556,6 @@ mod background;
 mod content;
 mod handlers;
 mod mcp_call;
+mod requests;
 mod terminal;
 mod turn;

@@ -8,9 +8,10 @@ use std::fmt::Write;
 use crate::acp::AcpAgent;
 use crate::core::agent::AgentPort;
 use crate::core::settings_policy::{
-    Asking, SettingsPolicy, Unfenced, current_mode, mode_option, offered_modes,
+    Asking, ModeRules, SettingsPolicy, Unfenced, current_mode, mode_option, offered_modes,
 };
-use crate::model::agent::{ConfigChoice, NewSession};
+use crate::model::agent::{AgentError, ConfigChoice, NewSession, SessionSettings};
+use crate::render::strings;
 
 /// What the check found about one session's modes.
 pub struct ModeReport {
@@ -23,6 +24,43 @@ pub struct ModeReport {
     pub new_modes: Vec<String>,
 }
 
+/// How the check names an agent's modes: by ID and name, and whether each asks.
+struct Naming<'a> {
+    rules: &'a ModeRules,
+    settings: &'a SessionSettings,
+}
+
+impl Naming<'_> {
+    /// `ID (Name)`, or the ID when the agent gives no name.
+    fn label(&self, mode: &str) -> String {
+        let named = (self.settings.modes.iter())
+            .find(|(id, _)| id == mode)
+            .map(|(_, name)| name.clone());
+        match named {
+            Some(name) => format!("{mode} ({name})"),
+            None => mode.to_owned(),
+        }
+    }
+
+    fn asks(&self, mode: &str) -> &'static str {
+        match self.rules.asking(mode) {
+            Asking::Asks => "asks before acting",
+            _ => "does not ask",
+        }
+    }
+
+    /// Every offered mode, those that ask marked.
+    fn listed(&self, offered: &[String]) -> String {
+        let listed: Vec<String> = (offered.iter())
+            .map(|mode| match self.rules.asking(mode) {
+                Asking::Asks => format!("{} asks", self.label(mode)),
+                Asking::DoesNotAsk | Asking::NotByMode => self.label(mode),
+            })
+            .collect();
+        listed.join(", ")
+    }
+}
+
 /// Reports on the modes of `session`, a fresh session of `process`, and tries putting it in
 /// the mode every session would be put in.
 pub async fn report(
@@ -30,134 +68,111 @@ pub async fn report(
     policy: &SettingsPolicy,
     session: &NewSession,
 ) -> Result<ModeReport, std::fmt::Error> {
-    let mut text = String::new();
     let known = process.known_modes();
     let rules = policy.rules(&known);
     let settings = &session.settings;
+    let naming = Naming {
+        rules: &rules,
+        settings,
+    };
     let offered = offered_modes(settings);
-    let word = |mode: &str| match rules.asking(mode) {
-        Asking::Asks => " asks",
-        Asking::DoesNotAsk | Asking::NotByMode => "",
+    let mut report = ModeReport {
+        text: String::new(),
+        unfenced: None,
+        new_modes: (offered.iter())
+            .filter(|m| known.decide_asking && !known.knows(m))
+            .cloned()
+            .collect(),
     };
-    let label = |mode: &str| -> String {
-        let named = (settings.modes.iter())
-            .find(|(id, _)| id == mode)
-            .map(|(_, name)| name.clone());
-        match named {
-            Some(name) => format!("{mode} ({name})"),
-            None => mode.to_owned(),
-        }
-    };
-    let new_modes: Vec<String> = (offered.iter())
-        .filter(|m| known.decide_asking && !known.knows(m))
-        .cloned()
-        .collect();
+    let text = &mut report.text;
     if offered.is_empty() {
         writeln!(
             text,
             "  approvals: the agent has no modes; it asks as it is configured to"
         )?;
-        return Ok(ModeReport {
-            text,
-            unfenced: None,
-            new_modes,
-        });
+        return Ok(report);
     }
-    let listed: Vec<String> = (offered.iter())
-        .map(|m| format!("{}{}", label(m), word(m)))
-        .collect();
     let source = match settings.modes.is_empty() {
         true => "mode option",
         false => "modes",
     };
-    writeln!(text, "  {source}: {}", listed.join(", "))?;
+    writeln!(text, "  {source}: {}", naming.listed(&offered))?;
     let starts = current_mode(settings).unwrap_or_default();
     if !rules.fences(settings) {
         writeln!(
             text,
             "  approvals: its modes do not decide whether it asks (its own permission settings \
              do); it starts in {}",
-            label(&starts)
+            naming.label(&starts)
         )?;
-        return Ok(ModeReport {
-            text,
-            unfenced: None,
-            new_modes,
-        });
+        return Ok(report);
     }
-    let asks = |m: &str| match rules.asking(m) {
-        Asking::Asks => "asks before acting",
-        _ => "does not ask",
-    };
-    writeln!(text, "  starts in: {}: {}", label(&starts), asks(&starts))?;
-    let target = match rules.target(settings, None) {
-        Ok(Some(target)) => target,
-        Ok(None) => {
-            return Ok(ModeReport {
-                text,
-                unfenced: None,
-                new_modes,
-            });
-        }
-        Err(why) => {
-            let why = match why {
-                Unfenced::NoAskingMode { offered } => {
-                    crate::render::strings::no_asking_mode(&offered)
-                }
-                Unfenced::InitialNotOffered { initial, offered } => {
-                    crate::render::strings::initial_not_offered(&initial, &offered)
-                }
-            };
-            writeln!(text, "  sessions are put in: none: {why}")?;
-            return Ok(ModeReport {
-                text,
-                unfenced: Some(why),
-                new_modes,
-            });
-        }
-    };
-    let switched = match (starts == target, settings.modes.is_empty()) {
-        (true, _) => Ok(()),
-        (false, false) => process.set_mode(&session.id, &target).await,
-        (false, true) => match mode_option(settings) {
-            Some(option) => {
-                (process.set_option(&session.id, &option.id, ConfigChoice::Value(target.clone())))
-                    .await
-                    .map(|_| ())
-            }
-            None => Ok(()),
-        },
-    };
-    let unfenced = match &switched {
-        Ok(()) => None,
-        Err(e) => Some(crate::render::strings::initial_refused(
-            &target,
-            &e.to_string(),
-        )),
-    };
-    let outcome = match (&switched, starts == target) {
-        (Ok(()), true) => "already in it".to_owned(),
-        (Ok(()), false) => "switched: ok".to_owned(),
-        (Err(e), _) => format!("switching FAILED: {e}"),
-    };
     writeln!(
         text,
-        "  sessions are put in: {}: {} ({outcome})",
-        label(&target),
-        asks(&target)
+        "  starts in: {}: {}",
+        naming.label(&starts),
+        naming.asks(&starts)
     )?;
-    if !new_modes.is_empty() {
+    let target = match rules.target(settings, None) {
+        Ok(Some(target)) => target,
+        Ok(None) => return Ok(report),
+        Err(why) => {
+            let why = unfenced_sentence(why);
+            writeln!(text, "  sessions are put in: none: {why}")?;
+            report.unfenced = Some(why);
+            return Ok(report);
+        }
+    };
+    let switched = match starts == target {
+        true => Ok(()),
+        false => switch(process, session, &target).await,
+    };
+    let (label, asks) = (naming.label(&target), naming.asks(&target));
+    let outcome = outcome(&switched, starts == target);
+    writeln!(text, "  sessions are put in: {label}: {asks} ({outcome})")?;
+    if !report.new_modes.is_empty() {
         writeln!(
             text,
             "  modes the dialect does not know (treated as not asking; review them): {}",
-            new_modes.join(", ")
+            report.new_modes.join(", ")
         )?;
     }
-    Ok(ModeReport {
-        text,
-        unfenced,
-        new_modes,
-    })
+    report.unfenced = (switched.err()).map(|e| strings::initial_refused(&target, &e.to_string()));
+    Ok(report)
+}
+
+/// What became of putting the session in its mode.
+fn outcome(switched: &Result<(), AgentError>, already: bool) -> String {
+    match (switched, already) {
+        (Ok(()), true) => "already in it".to_owned(),
+        (Ok(()), false) => "switched: ok".to_owned(),
+        (Err(e), _) => format!("switching FAILED: {e}"),
+    }
+}
+
+/// Why the gateway could not put the agent's sessions in a mode that asks, as the room
+/// would read it.
+fn unfenced_sentence(why: Unfenced) -> String {
+    match why {
+        Unfenced::NoAskingMode { offered } => strings::no_asking_mode(&offered),
+        Unfenced::InitialNotOffered { initial, offered } => {
+            strings::initial_not_offered(&initial, &offered)
+        }
+    }
+}
+
+/// Puts `session` in `target`, as a mode or through the option that holds the mode.
+async fn switch(process: &AcpAgent, session: &NewSession, target: &str) -> Result<(), AgentError> {
+    if !session.settings.modes.is_empty() {
+        return process.set_mode(&session.id, target).await;
+    }
+    match mode_option(&session.settings) {
+        Some(option) => {
+            let choice = ConfigChoice::Value(target.to_owned());
+            (process.set_option(&session.id, &option.id, choice).await).map(|_| ())
+        }
+        None => Ok(()),
+    }
 }
 
 /// What `sidekicks check` says of the agent's approval switches that are not modes (config
@@ -167,7 +182,7 @@ pub async fn report(
 pub fn approval_options(
     policy: &SettingsPolicy,
     known: &crate::model::modes::KnownModes,
-    settings: &crate::model::agent::SessionSettings,
+    settings: &SessionSettings,
 ) -> Result<(String, Vec<String>), std::fmt::Error> {
     let rules = policy.rules(known);
     let mut text = String::new();
