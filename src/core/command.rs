@@ -1,24 +1,44 @@
 //! Chat commands typed by people (`!stop`, `!help`), parsed by one pure function so the
 //! dispatch code never looks at raw text. See `docs/commands.md`.
 //!
-//! A command is its registry entry and the words typed after it: nothing about one command
-//! is written here, so a new command is its entry in the registry and its handler.
-//! Commands that act on one agent take its name as an optional first word (`!new claude`);
-//! the parser keeps every word, and the gateway, which knows the room's agents, takes the
-//! name off ([`Command::take_agent`]).
+//! A command is its declaration (a [`Spec`], in the command's own file) and the words typed
+//! after it: nothing about one command is written here. Commands that act on one agent take
+//! its name as an optional first word (`!new claude`); the parser keeps every word, and the
+//! gateway, which knows the room's agents, takes the name off ([`Command::take_agent`]).
 
-/// The registry every command is declared in (pure data, in `model`, which `render` reads
-/// too).
 pub use crate::model::commands as registry;
 
-use super::poll::Reply;
-use registry::{AfterCrash, DuringTurn, Kind, Scope, Spec, Who};
+use registry::{AfterCrash, DuringTurn, Scope, Spec, Who};
+
+/// Every command the gateway knows, as parsing and `!help` read them: built once from each
+/// command's declaration (`core::gateway::commands::known`).
+#[derive(Debug)]
+pub struct CommandSet {
+    specs: Vec<&'static Spec>,
+}
+
+impl CommandSet {
+    /// The set of `specs`, in the order `!help` lists them within their groups.
+    pub fn new(specs: Vec<&'static Spec>) -> Self {
+        Self { specs }
+    }
+
+    /// The command `word` (lower case, without the prefix) names, by name or alias.
+    pub fn find(&self, word: &str) -> Option<&'static Spec> {
+        (self.specs.iter().copied()).find(|s| s.name == word || s.aliases.contains(&word))
+    }
+
+    /// Every declaration.
+    pub fn specs(&self) -> &[&'static Spec] {
+        &self.specs
+    }
+}
 
 /// A chat command as typed: a word after the prefix, and the words after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Command {
-    /// Its registry entry; `None` for a word that is no command we know (answered with
-    /// a pointer to `!help`).
+    /// Its declaration; `None` for a word that is no command we know (answered with a
+    /// pointer to `!help`).
     spec: Option<&'static Spec>,
     /// Its name (an alias typed stands for it), or the word typed, lowercased, that is no
     /// command.
@@ -32,9 +52,8 @@ pub struct Command {
 pub const TASK_WORD: &str = "task";
 
 impl Command {
-    /// `kind` with `words` after it, as if typed by its name.
-    pub fn new(kind: Kind, words: &[&str]) -> Self {
-        let spec = registry::spec(kind);
+    /// The command `spec` declares with `words` after it, as if typed by its name.
+    pub fn new(spec: &'static Spec, words: &[&str]) -> Self {
         Self {
             spec: Some(spec),
             word: spec.name.to_owned(),
@@ -42,14 +61,14 @@ impl Command {
         }
     }
 
-    /// Its entry in the registry; `None` for a word that is no command.
+    /// Its declaration; `None` for a word that is no command.
     pub fn spec(&self) -> Option<&'static Spec> {
         self.spec
     }
 
-    /// Which command it is; `None` for a word that is no command.
-    pub fn kind(&self) -> Option<Kind> {
-        self.spec.map(|s| s.kind)
+    /// Whether it is the command `spec` declares (names are unique: tested).
+    pub fn is(&self, spec: &Spec) -> bool {
+        self.spec.is_some_and(|s| s.name == spec.name)
     }
 
     /// Its name, or the word typed (lowercased) that is no command.
@@ -72,25 +91,16 @@ impl Command {
         self.arg(0).map(str::to_lowercase)
     }
 
-    /// What `!stop task [N]` stops: `Some(None)` every background task of the agent here,
+    /// What a command that stops the turn stops instead when `task` follows it
+    /// (`!stop task [N]`): `Some(None)` every background task of the agent here,
     /// `Some(Some(n))` task `n`; `None` for any other command. A word after `task` that is
     /// no number stops none (`Some(Some(0))`: no task has that number).
     pub fn stopped_tasks(&self) -> Option<Option<usize>> {
-        if self.kind()? != Kind::Stop || !self.arg(0)?.eq_ignore_ascii_case(TASK_WORD) {
+        let stops = self.spec?.during_turn == DuringTurn::StopsTheTurn;
+        if !stops || !self.arg(0)?.eq_ignore_ascii_case(TASK_WORD) {
             return None;
         }
         Some(self.arg(1).map(|n| n.parse().unwrap_or(0)))
-    }
-
-    /// The poll answer a command such as `!allow` gives.
-    pub fn reply(&self) -> Option<Reply> {
-        match self.kind()? {
-            Kind::Allow => Some(Reply::Allow),
-            Kind::Always => Some(Reply::Always),
-            Kind::Deny => Some(Reply::Deny),
-            Kind::Reject => Some(Reply::Reject),
-            _ => None,
-        }
     }
 
     /// Whether the command acts on agents (and so goes to their channels) rather than on
@@ -106,7 +116,7 @@ impl Command {
     }
 
     /// Whether the command is carried out at the next start when the gateway stopped
-    /// before carrying it out (its registry entry's `AfterCrash::Rerun`), rather than
+    /// before carrying it out (its declaration's `AfterCrash::Rerun`), rather than
     /// reported as not carried out.
     pub fn runs_after_crash(&self) -> bool {
         self.spec
@@ -155,8 +165,8 @@ impl Command {
 }
 
 /// Parses `body` as a chat command starting with `prefix`. Returns `None` for ordinary
-/// messages, which become prompts. The words it knows are the registry's.
-pub fn parse(prefix: &str, body: &str) -> Option<Command> {
+/// messages, which become prompts. The words it knows are those of `known`.
+pub fn parse(prefix: &str, body: &str, known: &CommandSet) -> Option<Command> {
     let rest = body.trim().strip_prefix(prefix)?;
     let word = rest.split_whitespace().next().unwrap_or("");
     if word.is_empty() || rest.starts_with(char::is_whitespace) {
@@ -167,7 +177,7 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
         .map(str::to_owned)
         .collect();
     let word = word.to_lowercase();
-    let spec = registry::find(&word);
+    let spec = known.find(&word);
     let word = spec.map_or(word, |s| s.name.to_owned());
     // An answer (`!allow`) takes no words: it answers the poll it replies to, or the
     // only one open.
@@ -175,211 +185,4 @@ pub fn parse(prefix: &str, body: &str) -> Option<Command> {
         words.clear();
     }
     Some(Command { spec, word, words })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn c(kind: Kind, words: &[&str]) -> Command {
-        Command::new(kind, words)
-    }
-
-    #[test]
-    fn stop_task_names_every_background_task_or_one_by_number() {
-        let table: &[(Command, Option<Option<usize>>)] = &[
-            (c(Kind::Stop, &[]), None),
-            (c(Kind::Stop, &["task"]), Some(None)),
-            (c(Kind::Stop, &["TASK", "2"]), Some(Some(2))),
-            (c(Kind::Stop, &["task", "two"]), Some(Some(0))),
-            (c(Kind::Stop, &["tasks"]), None),
-            (c(Kind::New, &["task"]), None),
-        ];
-        for (command, stops) in table {
-            assert_eq!(command.stopped_tasks(), *stops, "{command:?}");
-        }
-    }
-
-    #[test]
-    fn only_commands_that_read_and_answer_run_after_a_crash() {
-        let table = [
-            ("!status", true),
-            ("!help mode", true),
-            ("!agents", true),
-            ("!sessions", true),
-            ("!commands codex", true),
-            ("!logs", true),
-            ("!mode code", false),
-            ("!new", false),
-            ("!stop", false),
-            ("!allow", false),
-            ("!show tools", false),
-            ("!attach s1", false),
-        ];
-        for (body, reruns) in table {
-            let command = parse("!", body).expect(body);
-            assert_eq!(command.runs_after_crash(), reruns, "{body}");
-        }
-    }
-
-    #[test]
-    fn parse_table() {
-        let table: &[(&str, &str, Option<Command>)] = &[
-            ("!", "!stop", Some(c(Kind::Stop, &[]))),
-            ("!", "  !STOP  ", Some(c(Kind::Stop, &[]))),
-            ("!", "!cancel claude", Some(c(Kind::Stop, &["claude"]))),
-            ("!", "!help", Some(c(Kind::Help, &[]))),
-            ("!", "!help Mode", Some(c(Kind::Help, &["Mode"]))),
-            ("!", "!?", Some(c(Kind::Help, &[]))),
-            ("!", "!agents", Some(c(Kind::Agents, &[]))),
-            ("!", "!status", Some(c(Kind::Status, &[]))),
-            ("!", "!threads", Some(c(Kind::Threads, &[]))),
-            ("!", "!threads New", Some(c(Kind::Threads, &["New"]))),
-            ("!", "!allow", Some(c(Kind::Allow, &[]))),
-            ("!", "!Always", Some(c(Kind::Always, &[]))),
-            ("!", "!deny", Some(c(Kind::Deny, &[]))),
-            ("!", "!reject", Some(c(Kind::Reject, &[]))),
-            ("!", "!allow claude", Some(c(Kind::Allow, &[]))),
-            ("!", "!show", Some(c(Kind::Show, &[]))),
-            ("!", "!show Tools", Some(c(Kind::Show, &["Tools"]))),
-            ("!", "!new", Some(c(Kind::New, &[]))),
-            ("!", "!reset codex", Some(c(Kind::New, &["codex"]))),
-            ("!", "!default", Some(c(Kind::Default, &[]))),
-            ("!", "!default Codex", Some(c(Kind::Default, &["Codex"]))),
-            ("!", "!handoff ON", Some(c(Kind::Handoff, &["ON"]))),
-            ("!", "!logs", Some(c(Kind::Logs, &[]))),
-            ("!", "!stderr claude", Some(c(Kind::Logs, &["claude"]))),
-            ("!", "!commands", Some(c(Kind::Commands, &[]))),
-            ("!", "!mode plan", Some(c(Kind::Mode, &["plan"]))),
-            (
-                "!",
-                "!mode claude plan",
-                Some(c(Kind::Mode, &["claude", "plan"])),
-            ),
-            ("!", "!model Large", Some(c(Kind::Model, &["Large"]))),
-            ("!", "!set", Some(c(Kind::Set, &[]))),
-            (
-                "!",
-                "!set effort high",
-                Some(c(Kind::Set, &["effort", "high"])),
-            ),
-            ("!", "!options", Some(c(Kind::Set, &[]))),
-            ("!", "!worktree", Some(c(Kind::Worktree, &[]))),
-            (
-                "!",
-                "!file src/main.rs",
-                Some(c(Kind::File, &["src/main.rs"])),
-            ),
-            ("!", "!FILE a b.txt", Some(c(Kind::File, &["a", "b.txt"]))),
-            (
-                "!",
-                "!worktree claude remove",
-                Some(c(Kind::Worktree, &["claude", "remove"])),
-            ),
-            ("!", "stop", None),
-            ("!", "please !stop", None),
-            ("!", "! stop", None),
-            ("!", "!", None),
-            ("!", "", None),
-            ("!", "/stop", None),
-            ("sk:", "sk:stop", Some(c(Kind::Stop, &[]))),
-            ("sk:", "!stop", None),
-        ];
-        for (prefix, body, expected) in table {
-            assert_eq!(&parse(prefix, body), expected, "{prefix:?} {body:?}");
-        }
-        let unknown = parse("!", "!Frobnicate x").expect("a command, of no kind");
-        assert_eq!((unknown.kind(), unknown.word()), (None, "frobnicate"));
-        assert_eq!(
-            parse("!", "!help Mode").unwrap().choice().as_deref(),
-            Some("mode")
-        );
-        assert_eq!(parse("!", "!deny").unwrap().reply(), Some(Reply::Deny));
-        assert_eq!(parse("!", "!mode").unwrap().reply(), None);
-    }
-
-    #[test]
-    fn an_agent_name_is_taken_off_commands_for_agents_only() {
-        let is_agent = |w: &str| (w == "claude").then(|| "claude".to_owned());
-        let table: &[(Command, Option<&str>, Command)] = &[
-            (
-                c(Kind::Mode, &["claude", "plan"]),
-                Some("claude"),
-                c(Kind::Mode, &["plan"]),
-            ),
-            (c(Kind::Mode, &["plan"]), None, c(Kind::Mode, &["plan"])),
-            (
-                c(Kind::Stop, &["claude"]),
-                Some("claude"),
-                c(Kind::Stop, &[]),
-            ),
-            (c(Kind::Stop, &[]), None, c(Kind::Stop, &[])),
-            (c(Kind::Help, &[]), None, c(Kind::Help, &[])),
-            (
-                c(Kind::Default, &["claude"]),
-                None,
-                c(Kind::Default, &["claude"]),
-            ),
-        ];
-        for (command, agent, rest) in table {
-            let mut taken = command.clone();
-            assert_eq!(taken.take_agent(is_agent).as_deref(), *agent, "{command:?}");
-            assert_eq!(&taken, rest, "{command:?}");
-        }
-        assert_eq!(c(Kind::Stop, &["ghost"]).stray_word(), Some("ghost"));
-        assert_eq!(
-            c(Kind::Stop, &["task"]).stray_word(),
-            None,
-            "background tasks"
-        );
-        assert_eq!(c(Kind::Stop, &["Task", "2"]).stray_word(), None);
-        assert_eq!(
-            c(Kind::Mode, &["plan"]).stray_word(),
-            None,
-            "a mode, not a name"
-        );
-        assert_eq!(c(Kind::New, &[]).stray_word(), None);
-        assert_eq!(
-            c(Kind::Default, &["ghost"]).stray_word(),
-            None,
-            "the room's"
-        );
-        assert!(c(Kind::Stop, &[]).is_for_agents());
-        assert!(c(Kind::Allow, &[]).is_for_agents());
-        assert!(!c(Kind::Status, &[]).is_for_agents());
-        assert!(!c(Kind::Default, &[]).is_for_agents());
-        assert!(!parse("!", "!what").unwrap().is_for_agents());
-    }
-
-    #[test]
-    fn what_changes_settings() {
-        let table = [
-            ("!mode", false),
-            ("!mode plan", true),
-            ("!set effort high", true),
-            ("!model", false),
-            ("!login", true),
-            ("!show tools", false),
-            ("!stop", false),
-        ];
-        for (body, changes) in table {
-            let command = parse("!", body).expect(body);
-            assert_eq!(command.changes_settings(), changes, "{body}");
-        }
-    }
-
-    proptest::proptest! {
-        /// Any message parses without panicking, and only one that starts with the prefix
-        /// is a command.
-        #[test]
-        fn any_message_parses_and_only_prefixed_ones_are_commands(
-            prefix in "[!/.]|sk:",
-            body in "\\PC*",
-        ) {
-            let parsed = parse(&prefix, &body);
-            if parsed.is_some() {
-                proptest::prop_assert!(body.trim().starts_with(prefix.as_str()));
-            }
-        }
-    }
 }

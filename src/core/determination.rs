@@ -3,7 +3,7 @@
 //! `core::gateway::dispatch` carries the decision out (admission, then the channel or a
 //! notice). See `docs/rooms.md` and `docs/commands.md`.
 
-use super::command::{self, Command};
+use super::command::{self, Command, CommandSet};
 use super::routing::{self, Addressing, Member};
 use crate::model::ids::AgentId;
 
@@ -29,9 +29,10 @@ pub enum Determination {
 }
 
 /// What `body` (addresses already taken off) asks of agent `me`, in a room whose agents are
-/// `members` (sorted by ID), addressed as `addressing` says, with `default_agent`.
+/// `members` (sorted by ID), addressed as `addressing` says, with `default_agent`; the
+/// commands there are, `known`.
 pub fn determine(
-    prefix: &str,
+    (prefix, known): (&str, &CommandSet),
     body: &str,
     me: &AgentId,
     members: &[Member],
@@ -40,7 +41,7 @@ pub fn determine(
 ) -> Determination {
     // The first agent by ID answers for the room when a message names no agent.
     let speaks_for_room = members.first().is_some_and(|m| &m.agent_id == me);
-    let Some(mut command) = command::parse(prefix, body) else {
+    let Some(mut command) = command::parse(prefix, body, known) else {
         let targets = routing::targets(addressing, members, default_agent);
         if targets.is_empty() {
             return match routing::slash_command(body) {
@@ -103,7 +104,9 @@ pub fn determine(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::command::registry::Kind;
+    use crate::core::command::registry::{
+        AfterCrash, Applies, DuringTurn, Group, Scope, Spec, Who,
+    };
     use crate::model::ids::UserId;
     use Determination::*;
 
@@ -124,8 +127,34 @@ mod tests {
         }
     }
 
+    const STOP: Spec = Spec {
+        name: "stop",
+        aliases: &[],
+        args: "",
+        scope: Scope::Agent,
+        who: Who::Approvers,
+        during_turn: DuringTurn::StopsTheTurn,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Conversation,
+        help: "stop",
+        details: "Stops.",
+    };
+    const NEW: Spec = Spec {
+        name: "new",
+        during_turn: DuringTurn::Refused,
+        ..STOP
+    };
+    const HELP: Spec = Spec {
+        name: "help",
+        args: "[COMMAND]",
+        scope: Scope::Room,
+        ..STOP
+    };
+
     #[test]
     fn every_copy_of_a_message_decides_alike() {
+        let known = CommandSet::new(vec![&STOP, &NEW, &HELP]);
         let two = members(&["claude", "codex"]);
         let one = members(&["claude"]);
         let nobody = named(&[]);
@@ -181,7 +210,7 @@ mod tests {
                 &two,
                 nobody.clone(),
                 None,
-                RoomCommand(Command::new(Kind::Help, &[])),
+                RoomCommand(Command::new(&HELP, &[])),
             ),
             ("!help", "codex", &two, nobody.clone(), None, NotMine),
             (
@@ -190,7 +219,7 @@ mod tests {
                 &two,
                 named(&["codex"]),
                 None,
-                RoomCommand(Command::new(Kind::Help, &[])),
+                RoomCommand(Command::new(&HELP, &[])),
             ),
             (
                 "!stop",
@@ -198,7 +227,7 @@ mod tests {
                 &one,
                 nobody.clone(),
                 None,
-                AgentCommand(Command::new(Kind::Stop, &[])),
+                AgentCommand(Command::new(&STOP, &[])),
             ),
             (
                 "!stop codex",
@@ -206,7 +235,7 @@ mod tests {
                 &two,
                 nobody.clone(),
                 None,
-                AgentCommand(Command::new(Kind::Stop, &[])),
+                AgentCommand(Command::new(&STOP, &[])),
             ),
             ("!stop codex", "claude", &two, nobody.clone(), None, NotMine),
             (
@@ -224,7 +253,7 @@ mod tests {
                 &two,
                 nobody.clone(),
                 None,
-                CommandForNobody(Command::new(Kind::Stop, &[])),
+                CommandForNobody(Command::new(&STOP, &[])),
             ),
             ("!stop", "codex", &two, nobody.clone(), None, NotMine),
             (
@@ -233,13 +262,13 @@ mod tests {
                 &two,
                 nobody.clone(),
                 Some("codex"),
-                AgentCommand(Command::new(Kind::Stop, &[])),
+                AgentCommand(Command::new(&STOP, &[])),
             ),
         ];
         for (body, me, room, addressing, default, expected) in table {
             assert_eq!(
                 determine(
-                    "!",
+                    ("!", &known),
                     body,
                     &AgentId::from(me),
                     room,

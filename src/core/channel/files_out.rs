@@ -72,43 +72,8 @@ impl Channel {
         self.post_file(&id, attachment).await;
     }
 
-    /// `!file PATH`: posts a file of the conversation's workspace; one outside it is
-    /// refused.
-    pub(super) async fn file_command(&mut self, path: &str) {
-        if path.trim().is_empty() {
-            self.notice(strings::file_usage(&self.ctx.command_prefix))
-                .await;
-            return;
-        }
-        let (max, wanted) = (
-            self.ctx.media.max_bytes,
-            std::path::PathBuf::from(path.trim()),
-        );
-        let read = match self.prepare_folder().await {
-            Ok(folder) => tokio::task::spawn_blocking(move || {
-                media::read_workspace_file(&folder, &wanted, max)
-            })
-            .await
-            .unwrap_or(Err(WorkspaceFileError::Missing)),
-            Err(e) => Err(WorkspaceFileError::Unreadable(e.to_string())),
-        };
-        match read {
-            Ok((name, data)) => {
-                let mime = media::guess_mimetype(&name);
-                let id = crate::core::voice::fresh_txn("file");
-                self.post_file(&id, OutAttachment::new(name, mime, data))
-                    .await;
-            }
-            Err(why) => {
-                tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, path, reason = %why, "a file was not posted");
-                self.notice(strings::file_not_posted(path.trim(), &why.to_string()))
-                    .await
-            }
-        }
-    }
-
     /// Posts `file` as a message of its own; says so when the homeserver would not take it.
-    async fn post_file(&self, txn: &str, file: OutAttachment) {
+    pub(super) async fn post_file(&self, txn: &str, file: OutAttachment) {
         let name = file.name.clone();
         let bytes = file.data.len();
         match self

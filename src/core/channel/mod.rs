@@ -9,10 +9,9 @@
 //! `mode_keeper`). See `docs/turns.md`.
 
 mod approval_options;
-mod attach;
 mod attachments;
 mod changes;
-mod commands;
+pub(crate) mod commands;
 mod files_out;
 mod folder;
 mod held;
@@ -23,6 +22,7 @@ mod queue;
 mod reported;
 mod running_turn;
 mod session;
+mod setting_change;
 mod slot;
 mod status_marks;
 mod tasks;
@@ -30,7 +30,6 @@ mod turn;
 mod turn_input;
 mod typing;
 mod waiting_marks;
-mod worktree;
 mod written_during_turn;
 
 #[cfg(test)]
@@ -43,7 +42,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::core::command::Command;
-use crate::core::command::registry::{DuringTurn, Kind};
+use crate::core::command::registry::DuringTurn;
 use crate::core::context::AgentContext;
 use crate::core::inbound::{IncomingChange, IncomingMessage};
 use crate::core::pool::{Lease, Waiting};
@@ -303,10 +302,6 @@ impl Channel {
                 if let Some(message) = self.gather(message, true).await {
                     self.queue.push_back(Queued::marked(message, reaction))
                 }
-            }
-            ChannelInput::Command(command, message) if command.kind() == Some(Kind::New) => {
-                self.start_fresh().await;
-                self.settle(&message.event_id).await;
             }
             ChannelInput::Command(command, message) => {
                 self.drain_events(None).await;

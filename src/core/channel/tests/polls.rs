@@ -1,7 +1,6 @@
 //! Permission polls answered by reaction or typed reply, expiry, refusals.
 
 use super::*;
-use crate::core::command::registry::Kind;
 use crate::model::ids::{EventId, UserId};
 
 #[tokio::test]
@@ -70,7 +69,7 @@ async fn a_typed_reply_answers_the_poll_it_replies_to() {
 async fn a_poll_command_without_a_reply_answers_the_only_open_poll() {
     let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Allow, &[]),
+        agent_command("allow", &[]),
         message("$2", "!allow"),
     ))
     .unwrap();
@@ -165,11 +164,8 @@ async fn a_typed_answer_replying_to_anything_but_an_open_poll_answers_nothing() 
     let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
     let mut answer = message("$2", "!allow");
     answer.reply_to = Some("$some-old-poll".into());
-    tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Allow, &[]),
-        answer,
-    ))
-    .unwrap();
+    tx.try_send(ChannelInput::Command(agent_command("allow", &[]), answer))
+        .unwrap();
     settle_until(|| {
         chat.shown("!room")
             .contains(&strings::POLL_NOT_OPEN.to_string())
@@ -190,7 +186,7 @@ async fn a_typed_answer_written_before_the_open_poll_was_posted_answers_nothing(
     tokio::time::sleep(Duration::from_millis(20)).await;
     let (tx, chat, _) = start_poll(Duration::from_secs(60)).await;
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Allow, &[]),
+        agent_command("allow", &[]),
         written_earlier,
     ))
     .unwrap();
@@ -202,7 +198,7 @@ async fn a_typed_answer_written_before_the_open_poll_was_posted_answers_nothing(
     assert!(reply_said(&chat).is_empty(), "the open poll is still open");
     // Written after the poll was posted, the same answer is taken.
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Allow, &[]),
+        agent_command("allow", &[]),
         message("$3", "!allow"),
     ))
     .unwrap();

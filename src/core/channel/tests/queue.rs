@@ -1,7 +1,6 @@
 //! The queue, stop requests and how a turn ends.
 
 use super::*;
-use crate::core::command::registry::Kind;
 use crate::model::ids::{AgentId, ConversationKey, EventId};
 
 #[tokio::test]
@@ -95,7 +94,7 @@ async fn a_resumed_prompt_keeps_its_mark_until_its_turn_and_a_command_is_settled
     })
     .unwrap();
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Logs, &[]),
+        agent_command("logs", &[]),
         message("$c", "!logs"),
     ))
     .unwrap();
@@ -163,7 +162,7 @@ async fn stop_cancels_the_turn_and_says_who_stopped_it() {
         .unwrap();
     settle_until(|| !chat.shown("!room").is_empty()).await;
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Stop, &[]),
+        agent_command("stop", &[]),
         message("$2", "!stop"),
     ))
     .unwrap();
@@ -240,7 +239,7 @@ async fn stop_when_idle_says_nothing_runs() {
     let chat = FakeChat::new();
     let (tx, _) = channel(agent, chat.clone()).await;
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Stop, &[]),
+        agent_command("stop", &[]),
         message("$1", "!stop"),
     ))
     .unwrap();
@@ -299,7 +298,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     assert!(report.waiting && !report.running, "{report:?}");
     // `!stop` gives the waiting prompt up; the queued one waits on.
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Stop, &[]),
+        agent_command("stop", &[]),
         message("$4", "!stop"),
     ))
     .unwrap();
@@ -318,7 +317,7 @@ async fn a_turn_waiting_for_a_slot_says_so_keeps_listening_and_can_be_given_up()
     // Once the busy turn ends, the queued prompt runs.
     busy_tx
         .try_send(ChannelInput::Command(
-            Command::new(Kind::Stop, &[]),
+            agent_command("stop", &[]),
             message("$5", "!stop"),
         ))
         .unwrap();
@@ -356,7 +355,7 @@ async fn a_quiet_turn_gets_one_note_saying_how_to_stop_it() {
     assert!(notes[0].contains("!stop"), "{}", notes[0]);
     // The turn goes on: the note does not stop it.
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Stop, &[]),
+        agent_command("stop", &[]),
         message("$2", "!stop"),
     ))
     .unwrap();
@@ -587,7 +586,7 @@ async fn a_stopped_or_failed_turn_marks_its_prompt_so() {
         .unwrap();
     settle_until(|| reactions_on(&chat, "$1") == ["👀"]).await;
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Stop, &[]),
+        agent_command("stop", &[]),
         message("$s", "!stop"),
     ))
     .unwrap();
@@ -663,7 +662,7 @@ async fn stop_gives_up_a_wait_for_a_place_and_the_turn_never_runs() {
     let report = report(&tx).await;
     assert!(report.waiting && !report.running, "{report:?}");
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Stop, &[]),
+        agent_command("stop", &[]),
         message("$2", "!stop"),
     ))
     .unwrap();

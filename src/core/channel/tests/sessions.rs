@@ -1,7 +1,6 @@
 //! Sessions opened, got back, replaced; the earlier conversation; stderr after a crash.
 
 use super::*;
-use crate::core::command::registry::Kind;
 use crate::model::ids::ConversationKey;
 
 #[tokio::test]
@@ -67,7 +66,7 @@ async fn a_new_session_gets_the_earlier_conversation_until_a_fresh_start() {
     assert_eq!(agent.prompts()[1].1, "again");
     // A fresh start: a new session, and nothing earlier is given to it.
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::New, &[]),
+        agent_command("new", &[]),
         message("$3", "!new"),
     ))
     .unwrap();
@@ -133,7 +132,7 @@ async fn an_agent_that_can_load_gets_its_session_back_without_a_preamble() {
     );
     // After a fresh start the old session is not loaded back.
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::New, &[]),
+        agent_command("new", &[]),
         message("$3", "!new"),
     ))
     .unwrap();

@@ -1,7 +1,6 @@
 //! `!mode`, `!model`, `!set`, unknown slash commands and `!logs`.
 
 use super::*;
-use crate::core::command::registry::Kind;
 
 #[tokio::test]
 async fn mode_and_model_change_in_place_and_the_last_change_asked_wins() {
@@ -10,12 +9,12 @@ async fn mode_and_model_change_in_place_and_the_last_change_asked_wins() {
     let chat = FakeChat::new();
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
     for (id, body, command) in [
-        ("$1", "!mode", Command::new(Kind::Mode, &[])),
-        ("$2", "!mode code", Command::new(Kind::Mode, &["code"])),
-        ("$3", "!model large", Command::new(Kind::Model, &["large"])),
-        ("$4", "!mode ask", Command::new(Kind::Mode, &["ask"])),
-        ("$5", "!mode Code", Command::new(Kind::Mode, &["Code"])),
-        ("$6", "!mode fly", Command::new(Kind::Mode, &["fly"])),
+        ("$1", "!mode", agent_command("mode", &[])),
+        ("$2", "!mode code", agent_command("mode", &["code"])),
+        ("$3", "!model large", agent_command("model", &["large"])),
+        ("$4", "!mode ask", agent_command("mode", &["ask"])),
+        ("$5", "!mode Code", agent_command("mode", &["Code"])),
+        ("$6", "!mode fly", agent_command("mode", &["fly"])),
     ] {
         tx.try_send(ChannelInput::Command(command, message(id, body)))
             .unwrap();
@@ -56,7 +55,7 @@ async fn a_mode_change_during_a_turn_is_made_and_the_answer_stays_whole() {
         .unwrap();
     settle_until(|| !agent.prompts().is_empty()).await;
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Mode, &["code"]),
+        agent_command("mode", &["code"]),
         message("$2", "!mode code"),
     ))
     .unwrap();
@@ -80,7 +79,7 @@ async fn a_mode_change_during_a_turn_whose_process_died_is_refused_not_a_panic()
     let (session, _) = agent.prompts()[0].clone();
     agent.kill_session(&session);
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Mode, &["code"]),
+        agent_command("mode", &["code"]),
         message("$2", "!mode code"),
     ))
     .unwrap();
@@ -96,7 +95,7 @@ async fn a_mode_change_during_a_turn_whose_process_died_is_refused_not_a_panic()
     );
     // The channel still runs: the turn can be stopped and the next prompt is taken.
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Stop, &[]),
+        agent_command("stop", &[]),
         message("$3", "!stop"),
     ))
     .unwrap();
@@ -113,7 +112,7 @@ async fn a_change_the_agent_cannot_make_in_place_leaves_the_session_alone() {
     tx.try_send(ChannelInput::Prompt(message("$1", "hello")))
         .unwrap();
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Model, &["large"]),
+        agent_command("model", &["large"]),
         message("$2", "!model large"),
     ))
     .unwrap();
@@ -161,14 +160,14 @@ async fn logs_show_the_agents_stderr_where_everyone_may_read_it() {
     chat.set_members(&["@alice:x", "@demo:x"]);
     let (tx, _) = channel(agent.clone(), chat.clone()).await;
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Logs, &[]),
+        agent_command("logs", &[]),
         message("$1", "!logs"),
     ))
     .unwrap();
     settle_until(|| chat.shown("!room").len() == 1).await;
     agent.set_stderr("loading model\nready");
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Logs, &[]),
+        agent_command("logs", &[]),
         message("$2", "!logs"),
     ))
     .unwrap();

@@ -56,7 +56,7 @@ fn card(chat: &FakeChat, name: &str) -> Option<(String, String)> {
 fn stop(tx: &mpsc::Sender<ChannelInput>, id: &str, words: &[&str]) {
     let body = format!("!stop {}", words.join(" "));
     tx.try_send(ChannelInput::Command(
-        Command::new(Kind::Stop, words),
+        agent_command("stop", words),
         message(id, &body),
     ))
     .unwrap();

@@ -1,15 +1,48 @@
-//! `!every`, `!at`, `!schedules` and `!unschedule`: schedules set, listed and removed from
-//! the room (`docs/schedules.md`). The scheduler (`scheduler.rs`) runs them.
+//! `!every WHEN PROMPT`: a prompt that runs by itself again and again (`docs/schedules.md`);
+//! also how `!at` sets its one run (`at.rs`). The scheduler (`scheduler.rs`) runs them.
 
-use super::Gateway;
-use crate::core::command::Command;
-use crate::core::command::registry::Kind;
+use std::sync::Arc;
+
+use super::{Call, RoomCommand, Running};
+use crate::core::command::registry::{AfterCrash, Applies, DuringTurn, Group, Scope, Spec, Who};
+use crate::core::gateway::Gateway;
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::{self, Addressed, Member};
 use crate::model::ids::AgentId;
 use crate::model::schedule::{self, Parsed};
-use crate::render::strings::{self, ScheduleLine};
-use crate::store::{NewSchedule, RoomRouting, Schedule, now_ms};
+use crate::render::strings;
+use crate::store::{NewSchedule, RoomRouting, now_ms};
+
+pub(crate) static COMMAND: RoomCommand = RoomCommand {
+    spec: Spec {
+        name: "every",
+        aliases: &[],
+        args: "[here] [skip-missed] WHEN PROMPT",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Schedules,
+        help: "ask an agent PROMPT again and again: WHEN is 2h, daily 09:00, weekdays 09:00, \
+                   mondays 08:00 or cron 0 9 * * 1-5",
+        details: "Each run is a prompt of yours, posted in the room: it answers in a thread of \
+                      its own (`here`: in the room's conversation), with the usual cards and \
+                      polls, and ends with a summary line. Times are in the configured time zone. \
+                      A run due while Sidekicks was down runs once when it is back \
+                      (`skip-missed`: it is skipped); a run is not started while the last one is \
+                      still going. It stops when you may no longer prompt. Name the agent first \
+                      in a room with several.",
+    },
+    run,
+};
+
+fn run<'a>(gateway: &'a Arc<Gateway>, call: Call<'a>) -> Running<'a> {
+    Box::pin(async move {
+        let text = (gateway.set_schedule(false, call.message, call.members, call.routing)).await;
+        gateway.answer(call.message, text).await
+    })
+}
 
 /// Options written before the time: `here` (answers in the room's conversation instead of
 /// a thread per run), `skip-missed` (a run due while Sidekicks was down is skipped).
@@ -42,40 +75,23 @@ fn after_command(body: &str) -> &str {
 }
 
 impl Gateway {
-    /// Answers `!every`, `!at`, `!schedules` or `!unschedule`.
-    pub(super) async fn schedule_command(
-        &self,
-        kind: Kind,
-        command: &Command,
-        message: &IncomingMessage,
-        members: &[Member],
-        routing: &RoomRouting,
-    ) -> String {
-        match kind {
-            Kind::Every | Kind::At => self.set_schedule(kind, message, members, routing).await,
-            Kind::Schedules => self.list_schedules(message, members).await,
-            Kind::TimeZone => self.time_zone_command(command, message).await,
-            _ => self.unschedule(command, message).await,
-        }
-    }
-
     /// `!every <when> <prompt>` or `!at <when> <prompt>`.
-    async fn set_schedule(
+    pub(super) async fn set_schedule(
         &self,
-        kind: Kind,
+        at: bool,
         message: &IncomingMessage,
         members: &[Member],
         routing: &RoomRouting,
     ) -> String {
-        let word = if kind == Kind::At { "at" } else { "every" };
+        let word = if at { "at" } else { "every" };
         let (options, text) = options(after_command(&message.body));
         let settings = &self.schedules;
         let zone_name = self.room_zone(&message.room_id).await;
         let zone = schedule::zone_or_utc(&zone_name);
         let now = now_ms();
-        let parsed = match kind {
-            Kind::At => schedule::parse_at(text, now, &zone),
-            _ => schedule::parse_every(text, settings.shortest_interval),
+        let parsed = match at {
+            true => schedule::parse_at(text, now, &zone),
+            false => schedule::parse_every(text, settings.shortest_interval),
         };
         let Parsed { when, said, prompt } = match parsed {
             Ok(parsed) => parsed,
@@ -151,99 +167,6 @@ impl Gateway {
         };
         let text = addressing.text.trim().to_owned();
         (!text.is_empty()).then_some((agent, text))
-    }
-
-    /// The time zone of the room's schedules: the one `!timezone` chose, else the config's.
-    async fn room_zone(&self, room: &crate::model::ids::RoomId) -> String {
-        match self.store.room_time_zone(room).await {
-            Ok(Some(zone)) => zone,
-            Ok(None) => self.schedules.time_zone.clone(),
-            Err(e) => {
-                tracing::error!(error = %e, "could not read the room's time zone");
-                self.schedules.time_zone.clone()
-            }
-        }
-    }
-
-    /// `!timezone [ZONE]`.
-    async fn time_zone_command(&self, command: &Command, message: &IncomingMessage) -> String {
-        let Some(word) = command.arg(0) else {
-            let zone = self.room_zone(&message.room_id).await;
-            return strings::time_zone_is(&self.prefix, &zone);
-        };
-        // The zone database's own spelling (`europe/paris` is `Europe/Paris`).
-        let zone = match schedule::zone(word) {
-            Ok(zone) => zone.iana_name().unwrap_or(word).to_owned(),
-            Err(e) => return format!("⚠️ {e}."),
-        };
-        match self.store.set_room_time_zone(&message.room_id, &zone).await {
-            Ok(()) => strings::time_zone_set(&zone),
-            Err(e) => {
-                tracing::error!(error = %e, "could not save the room's time zone");
-                strings::SETTING_NOT_SAVED.to_owned()
-            }
-        }
-    }
-
-    /// `!schedules`.
-    async fn list_schedules(&self, message: &IncomingMessage, members: &[Member]) -> String {
-        let schedules = match self.store.schedules_in(&message.room_id).await {
-            Ok(schedules) => schedules,
-            Err(e) => {
-                tracing::error!(error = %e, "could not read the room's schedules");
-                return strings::store_failed("the schedules");
-            }
-        };
-        if schedules.is_empty() {
-            return strings::no_schedules(&self.prefix);
-        }
-        let mut lines = Vec::new();
-        for schedule in &schedules {
-            lines.push(self.schedule_line(schedule, members).await);
-        }
-        strings::schedules_here(&lines)
-    }
-
-    /// `!unschedule ID`.
-    async fn unschedule(&self, command: &Command, message: &IncomingMessage) -> String {
-        let word = command.arg(0).unwrap_or("").trim_start_matches('#');
-        let Ok(id) = word.parse::<i64>() else {
-            return strings::no_such_schedule(&self.prefix, word);
-        };
-        match self.store.remove_schedule(&message.room_id, id).await {
-            Ok(true) => {
-                tracing::info!(schedule = id, by = %message.sender, "schedule removed");
-                strings::unscheduled(id)
-            }
-            Ok(false) => strings::no_such_schedule(&self.prefix, word),
-            Err(e) => {
-                tracing::error!(error = %e, "could not remove a schedule");
-                strings::store_failed("the schedule")
-            }
-        }
-    }
-
-    /// One schedule as the room reads it.
-    async fn schedule_line(&self, schedule: &Schedule, members: &[Member]) -> String {
-        let set = &schedule.set;
-        let zone = schedule::zone_or_utc(&set.time_zone);
-        let agent = (members.iter())
-            .find(|m| m.agent_id == set.agent_id)
-            .map_or(set.agent_id.to_string(), |m| m.display_name.clone());
-        let owner = self.shown_name(schedule, &set.owner).await;
-        strings::schedule_line(&ScheduleLine {
-            id: schedule.id,
-            when: &set.said,
-            zone: &set.time_zone,
-            agent: &agent,
-            owner: &owner,
-            prompt: &set.prompt,
-            next: schedule.next_run.map(|at| schedule::shown(at, &zone)),
-            runs: schedule.runs,
-            last: schedule.last_outcome.as_deref(),
-            stopped: schedule.stopped.as_deref(),
-            thread_per_run: set.thread_per_run,
-        })
     }
 }
 

@@ -1,14 +1,39 @@
-//! `!worktree`: the conversation's git worktree in worktree mode, shown or removed.
+//! `!worktree [remove]`: the conversation's git worktree in worktree mode, shown or removed.
 
-use super::Channel;
+use super::{AgentCommand, Call, Running};
+use crate::core::channel::Channel;
+use crate::core::command::registry::{AfterCrash, Applies, DuringTurn, Group, Scope, Spec, Who};
 use crate::render::strings;
+
+pub(crate) static COMMAND: AgentCommand = AgentCommand {
+    spec: Spec {
+        name: "worktree",
+        aliases: &[],
+        args: "[remove]",
+        scope: Scope::Agent,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Worktrees,
+        group: Group::Conversation,
+        help: "the agent's git worktree, its branch and changes (remove: take it away)",
+        details: "In worktree mode: the conversation's worktree, its branch, uncommitted \
+                      changes and commits; `remove` takes the worktree away and keeps its branch.",
+    },
+    run,
+    answers: None,
+};
+
+fn run<'a>(channel: &'a mut Channel, call: Call<'a>) -> Running<'a> {
+    Box::pin(channel.worktree_command(call.command.arg(0), call.running))
+}
 
 impl Channel {
     /// `!worktree` (`word` `None`): how the conversation's worktree stands; `!worktree
     /// remove`: takes it away, its branch kept (git refuses while it holds uncommitted
     /// changes), and leaves the session, whose folder is gone; the next message makes the
     /// worktree again from the branch.
-    pub(super) async fn worktree_command(&mut self, word: Option<&str>, running: bool) {
+    async fn worktree_command(&mut self, word: Option<&str>, running: bool) {
         let name = self.ctx.display_name.clone();
         let folder = self.ctx.workspace.for_room(&self.key.room);
         let shown = folder.display().to_string();

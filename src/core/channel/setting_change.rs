@@ -1,11 +1,8 @@
-//! Chat commands a channel carries out itself: `!commands`, `!mode`, `!model`, `!set`, `!logs`.
+//! `!mode`, `!model` and `!set`: showing or changing the session's settings, within what the
+//! agent's settings policy lets the person asking choose. The three commands
+//! (`commands/mode.rs`, `model.rs`, `set.rs`) each hand their request here.
 
 use super::Channel;
-use std::time::Duration;
-
-use crate::core::command::Command;
-use crate::core::command::registry::Kind;
-use crate::core::pool::Lease;
 use crate::core::session_settings::{self, Refusal, SettingPlan, SettingRequest, Shown};
 use crate::core::settings_policy::{PolicyRefusal, mode_option};
 use crate::model::agent::{ConfigChoice, ConfigOption, ConfigValue, SessionSettings};
@@ -13,109 +10,7 @@ use crate::model::ids::UserId;
 use crate::render::strings;
 use crate::render::strings::ModeNote;
 
-/// How long a new session's command list may take to arrive after `session/new` (agents
-/// send it right after their answer).
-const COMMANDS_GRACE: Duration = Duration::from_secs(1);
-
 impl Channel {
-    /// Answers a command for this agent that does not act on the running turn (those are
-    /// handled in [`Channel::handle_input_during_turn`]); room commands are the gateway's.
-    pub(super) async fn answer_command(&mut self, command: &Command, by: &UserId, running: bool) {
-        let (first, second) = (command.arg(0), command.arg(1));
-        let text = match command.kind() {
-            Some(Kind::Stop) if let Some(number) = command.stopped_tasks() => {
-                return self.stop_tasks(number, by).await;
-            }
-            Some(Kind::Stop) => strings::NOTHING_TO_STOP.to_owned(),
-            Some(Kind::Allow | Kind::Always | Kind::Deny | Kind::Reject) => {
-                strings::NO_OPEN_POLL.to_owned()
-            }
-            // Only reaches here during a turn: a session cannot change under it.
-            Some(Kind::New) => strings::FRESH_START_WHILE_RUNNING.to_owned(),
-            Some(Kind::Logs) => return self.show_stderr(true).await,
-            Some(Kind::Commands) => {
-                let Some(_lease) = self.session_for_command().await else {
-                    return;
-                };
-                // During a turn the session's updates are the turn's: never drained here.
-                if !running {
-                    self.await_commands().await;
-                }
-                strings::agent_commands(&self.agent_line(), self.several_agents_here().await)
-            }
-            Some(Kind::Mode) => {
-                let request = SettingRequest::Mode(first.map(str::to_owned));
-                return self.change_setting(request, by, running).await;
-            }
-            Some(Kind::Model) => {
-                let request = SettingRequest::Model(first.map(str::to_owned));
-                return self.change_setting(request, by, running).await;
-            }
-            Some(Kind::Set) => {
-                let (option, value) = (first.map(str::to_owned), second.map(str::to_owned));
-                let request = SettingRequest::Option(option, value);
-                return self.change_setting(request, by, running).await;
-            }
-            Some(Kind::File) => return self.file_command(&command.words().join(" ")).await,
-            Some(Kind::Sessions) => return self.sessions_command().await,
-            Some(Kind::Login) => return self.login_command(first, by).await,
-            Some(Kind::Attach) => return self.attach_command(first, running).await,
-            Some(Kind::Worktree) => return self.worktree_command(first, running).await,
-            // The room's commands are the gateway's (`Gateway::room_command`).
-            None
-            | Some(
-                Kind::Help
-                | Kind::Agents
-                | Kind::Status
-                | Kind::Show
-                | Kind::Default
-                | Kind::Handoff
-                | Kind::Threads
-                | Kind::Queue
-                | Kind::Reactions
-                | Kind::Fork
-                | Kind::Every
-                | Kind::At
-                | Kind::Schedules
-                | Kind::Unschedule
-                | Kind::TimeZone,
-            ) => {
-                tracing::warn!(agent = %self.ctx.agent_id, command = command.word(), "a room command reached a channel; the gateway answers those");
-                return;
-            }
-        };
-        self.notice(text).await;
-    }
-
-    /// Opens the session a command needs, with a pool lease to hold while the command
-    /// works on it (so the pool does not stop the agent meanwhile); says why in the room
-    /// when it cannot. During a turn the agent already has a lease, so this one comes at
-    /// once.
-    pub(super) async fn session_for_command(&mut self) -> Option<Lease> {
-        let lease = self.lease().await;
-        self.open_session().await.then_some(lease)
-    }
-
-    /// The agent's command list arrives just after `session/new`: waits a moment for it
-    /// when the session is new and the list is still empty.
-    pub(super) async fn await_commands(&mut self) {
-        let fresh = self.slot.is_fresh();
-        self.drain_events(None).await;
-        if !fresh || !self.reported.commands().is_empty() {
-            return;
-        }
-        let deadline = tokio::time::Instant::now() + COMMANDS_GRACE;
-        while self.reported.commands().is_empty() {
-            if !self.slot.is_open() {
-                return;
-            }
-            match tokio::time::timeout_at(deadline, self.slot.next_update()).await {
-                Ok(Some(event)) => self.handle_event(event, None).await,
-                Ok(None) | Err(_) => return,
-            }
-        }
-    }
-
     /// `!mode`, `!model`, `!set`: shows or changes the session's settings, in place only.
     /// Requests are handled one at a time in the order they came, so the last one asked
     /// for is what the session ends up with. During a turn (`running`) the change is made

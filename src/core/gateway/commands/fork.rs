@@ -6,8 +6,12 @@
 //! opens a new session that gets the transcript back the way a session lost to a restart
 //! does (`docs/conversations.md`, "Forks").
 
-use super::Gateway;
+use std::sync::Arc;
+
+use super::{Call, RoomCommand, Running};
 use crate::core::command::Command;
+use crate::core::command::registry::{AfterCrash, Applies, DuringTurn, Group, Scope, Spec, Who};
+use crate::core::gateway::Gateway;
 use crate::core::inbound::IncomingMessage;
 use crate::core::routing::Member;
 use crate::core::voice::{RoomVoice, txn};
@@ -17,11 +21,43 @@ use crate::model::ids::ConversationKey;
 use crate::render::strings;
 use crate::store::{LogFailure, RoomRouting};
 
+pub(crate) static COMMAND: RoomCommand = RoomCommand {
+    spec: Spec {
+        name: "fork",
+        aliases: &[],
+        args: "[NAME]",
+        scope: Scope::Room,
+        who: Who::Allowed,
+        during_turn: DuringTurn::AtOnce,
+        after_crash: AfterCrash::Reported,
+        applies: Applies::Always,
+        group: Group::Conversation,
+        help: "try another approach from here, in a thread that starts as a copy of this \
+                   conversation",
+        details: "A new thread, named NAME if given, whose conversation with each agent of the \
+                      room starts as a copy of this one; the original goes on untouched.",
+    },
+    run,
+};
+
+fn run<'a>(gateway: &'a Arc<Gateway>, call: Call<'a>) -> Running<'a> {
+    Box::pin(async move {
+        let (command, message) = (call.command, call.message);
+        match gateway
+            .fork(command, message, call.members, call.routing)
+            .await
+        {
+            Some(text) => gateway.answer(message, text).await,
+            None => gateway.settle(&message.agent_id, &message.event_id).await,
+        }
+    })
+}
+
 impl Gateway {
     /// Forks the conversation `message` was written in into a new thread, for each agent of
     /// the room (`members`). Returns what to answer where `!fork` was written: `None` when
     /// the fork's own messages say it all.
-    pub(super) async fn fork(
+    async fn fork(
         &self,
         command: &Command,
         message: &IncomingMessage,
