@@ -7,14 +7,14 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
-    PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome,
 };
 use tokio::sync::oneshot;
 
 use super::events;
 use super::sessions::Sessions;
-use crate::model::agent::PermissionAnswer;
+use crate::model::agent::{AgentEvent, PermissionAnswer};
 
 /// Serves one `session/request_permission`: delivers it to its session and answers the
 /// agent once the room has. The answer is awaited outside the dispatch loop, so other
@@ -26,37 +26,28 @@ pub fn serve(
 ) {
     let session = request.session_id.0.to_string();
     let (reply, answer) = oneshot::channel();
-    let event = events::permission_request(&request, reply);
+    let asked = events::permission_request(&request, reply);
+    // Which answers refuse is the model's to say (`PermissionKind::refuses`); the turn's
+    // end needs it, the card's status is the core's.
+    let refusals: Vec<String> = (asked.options.iter())
+        .filter(|o| o.kind.refuses())
+        .map(|o| o.id.clone())
+        .collect();
     sessions
         .lock()
         .expect("sessions poisoned")
-        .deliver(&session, event);
-    let refusals = refusals(&request);
+        .deliver(&session, AgentEvent::Permission(asked));
     let answered = sessions.clone();
-    let tool = request.tool_call.tool_call_id.0.to_string();
     tokio::spawn(async move {
         let outcome = match answer.await {
             Ok(PermissionAnswer::Selected(id)) => {
-                // Before the agent hears it, the call's card is made to read right.
-                let refused = refusals.contains(&id);
-                (answered.lock().expect("sessions poisoned")).answered(&session, &tool, refused);
+                if refusals.contains(&id) {
+                    (answered.lock().expect("sessions poisoned")).refused(&session);
+                }
                 RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
             }
             Ok(PermissionAnswer::Cancelled) | Err(_) => RequestPermissionOutcome::Cancelled,
         };
         let _ = responder.respond(RequestPermissionResponse::new(outcome));
     });
-}
-
-/// The IDs of `request`'s options that refuse the tool.
-fn refusals(request: &RequestPermissionRequest) -> Vec<String> {
-    (request.options.iter())
-        .filter(|o| {
-            matches!(
-                o.kind,
-                PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways
-            )
-        })
-        .map(|o| o.option_id.0.to_string())
-        .collect()
 }

@@ -504,8 +504,8 @@ pub fn config_value(choice: ConfigChoice) -> SessionConfigOptionValue {
 pub fn permission_request(
     r: &RequestPermissionRequest,
     reply: oneshot::Sender<PermissionAnswer>,
-) -> AgentEvent {
-    AgentEvent::Permission(PermissionRequest {
+) -> PermissionRequest {
+    PermissionRequest {
         tool: tool_fields(
             r.tool_call.tool_call_id.0.to_string(),
             r.tool_call.fields.clone(),
@@ -526,8 +526,9 @@ pub fn permission_request(
                 },
             })
             .collect(),
+        resumes_when_allowed: false,
         reply,
-    })
+    }
 }
 
 /// The protocol version named in the SDK's version-mismatch error, if that is what it is.

@@ -246,14 +246,6 @@ pub fn expiry_option(options: &[PermissionOption]) -> Option<&PermissionOption> 
     find(PermissionKind::RejectOnce).or_else(|| find(PermissionKind::RejectAlways))
 }
 
-/// Whether choosing `option` refuses the call.
-pub fn is_refusal(option: &PermissionOption) -> bool {
-    matches!(
-        option.kind,
-        PermissionKind::RejectOnce | PermissionKind::RejectAlways
-    )
-}
-
 /// The key without variation selectors, so `❌` and `❌\u{fe0f}` match.
 fn normalise(key: &str) -> String {
     key.chars().filter(|c| *c != '\u{fe0f}').collect()

@@ -216,6 +216,14 @@ pub enum PermissionKind {
     RejectAlways,
 }
 
+impl PermissionKind {
+    /// Whether choosing an option of this kind refuses the call: decided here once, for
+    /// the poll's counting, the card's status and the agent's turn end alike.
+    pub fn refuses(self) -> bool {
+        matches!(self, Self::RejectOnce | Self::RejectAlways)
+    }
+}
+
 /// How a permission request was answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PermissionAnswer {
@@ -233,6 +241,10 @@ pub struct PermissionRequest {
     pub tool: ToolCallFields,
     /// The options the agent offers.
     pub options: Vec<PermissionOption>,
+    /// The agent said the call runs before it asked (OpenCode, Mistral Vibe): the call
+    /// waits for the answer all the same, and runs again once allowed. The core shows it
+    /// so; the adapter only reports what the agent said.
+    pub resumes_when_allowed: bool,
     /// Where the answer goes; dropping it answers `cancelled`.
     pub reply: oneshot::Sender<PermissionAnswer>,
 }

@@ -86,8 +86,6 @@ struct Facts {
     writes: u64,
     /// Open calls the agent last reported in progress.
     running: HashSet<String>,
-    /// Calls reported running that are shown waiting while their permission is asked.
-    held: HashSet<String>,
     /// What each call's command printed so far, as reported beside its fields
     /// (`_meta.terminal_output`).
     printed: HashMap<String, String>,
@@ -145,11 +143,12 @@ impl Sessions {
                 let announcement = announcement_from_request(&request.tool);
                 self.deliver(session, AgentEvent::ToolCall(announcement));
             }
-            // OpenCode and Mistral Vibe mark the call running before asking: it waits.
+            // OpenCode and Mistral Vibe mark the call running before asking: it waits
+            // all the same, and the core runs it again once allowed.
             let facts = self.facts.entry(session.to_owned()).or_default();
             let running = facts.running.remove(&request.tool.id);
             if running || request.tool.status == Some(ToolStatus::InProgress) {
-                facts.held.insert(request.tool.id.clone());
+                request.resumes_when_allowed = true;
                 request.tool.status = Some(ToolStatus::Pending);
             }
         }
@@ -229,7 +228,6 @@ impl Sessions {
         facts.refused = false;
         facts.open.clear();
         facts.running.clear();
-        facts.held.clear();
     }
 
     /// `session/cancel` was sent.
@@ -245,26 +243,10 @@ impl Sessions {
         self.facts.get(session).is_some_and(|f| f.cancel_requested)
     }
 
-    /// A person answered the permission request about `tool`, with a reject option when
-    /// `refused`. Before the agent hears it, the call's card reads right whatever the
-    /// agent does next: a refused call still open is failed (Gemini and Qwen Code send
-    /// nothing more for it), and an allowed one held as waiting runs again.
-    pub fn answered(&mut self, session: &str, tool: &str, refused: bool) {
-        let facts = self.facts.entry(session.to_owned()).or_default();
-        let held = facts.held.remove(tool);
-        let open = facts.open.iter().any(|id| id == tool);
-        if refused {
-            facts.refused = true;
-        }
-        let status = match (refused, open, held) {
-            (true, true, _) => ToolStatus::Failed,
-            (false, true, true) => ToolStatus::InProgress,
-            _ => return,
-        };
-        self.deliver(
-            session,
-            AgentEvent::ToolCallUpdate(ToolCallFields::status_only(tool, status)),
-        );
+    /// A person refused a call of `session`'s running turn: a `cancelled` end the agent
+    /// gives the turn next is its own, no stop (see [`Self::turn_ended`]).
+    pub fn refused(&mut self, session: &str) {
+        self.facts.entry(session.to_owned()).or_default().refused = true;
     }
 
     /// The agent ended a turn with `reason`: how it really ended. A cancelled turn's open

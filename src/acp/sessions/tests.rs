@@ -141,6 +141,7 @@ fn permission(id: &str) -> AgentEvent {
             ..ToolCallFields::default()
         },
         options: vec![],
+        resumes_when_allowed: false,
         reply,
     })
 }
@@ -205,7 +206,7 @@ fn a_turn_the_agent_ended_after_a_refusal_is_no_stop_for_any_agent() {
     for dialect in crate::acp::dialect::ALL {
         let (mut s, _rx) = sessions(dialect);
         s.turn_started("s");
-        s.answered("s", "t1", true);
+        s.refused("s");
         assert_eq!(
             s.turn_ended("s", StopReason::Cancelled),
             StopReason::EndedAfterRefusal,
@@ -222,7 +223,7 @@ fn a_turn_the_agent_ended_after_a_refusal_is_no_stop_for_any_agent() {
     let (mut s, _rx) = sessions(CLAUDE_CODE);
     // A new turn forgets the refusal; a stop asked for stays a stop.
     s.turn_started("s");
-    s.answered("s", "t1", true);
+    s.refused("s");
     s.cancel_requested("s");
     assert_eq!(
         s.turn_ended("s", StopReason::Cancelled),
@@ -260,7 +261,7 @@ fn announced_once(s: &mut Sessions, rx: &mut mpsc::Receiver<AgentEvent>) {
 }
 
 #[test]
-fn a_call_marked_running_before_its_permission_waits_until_allowed() {
+fn a_call_marked_running_before_its_permission_is_reported_waiting() {
     let (mut s, mut rx) = sessions(ACP);
     s.turn_started("s");
     s.deliver(
@@ -268,55 +269,26 @@ fn a_call_marked_running_before_its_permission_waits_until_allowed() {
         AgentEvent::ToolCall(call("c1", ToolStatus::InProgress)),
     );
     s.deliver("s", permission("c1"));
-    let events = drain(&mut rx);
-    let statuses: Vec<Option<ToolStatus>> = events
-        .iter()
+    // A call announced pending is asked about as it is.
+    s.deliver("s", AgentEvent::ToolCall(call("c2", ToolStatus::Pending)));
+    s.deliver("s", permission("c2"));
+    let asked: Vec<(String, Option<ToolStatus>, bool)> = drain(&mut rx)
+        .into_iter()
         .filter_map(|e| match e {
-            AgentEvent::ToolCall(f) | AgentEvent::ToolCallUpdate(f) => Some(f.status),
-            AgentEvent::Permission(p) => Some(p.tool.status),
+            AgentEvent::Permission(p) => {
+                Some((p.tool.id.clone(), p.tool.status, p.resumes_when_allowed))
+            }
             _ => None,
         })
         .collect();
     assert_eq!(
-        statuses,
-        [Some(ToolStatus::InProgress), Some(ToolStatus::Pending)],
-        "shown waiting while asked"
+        asked,
+        [
+            ("c1".into(), Some(ToolStatus::Pending), true),
+            ("c2".into(), None, false)
+        ],
+        "shown waiting while asked, to run again once allowed"
     );
-    s.answered("s", "c1", false);
-    let events = drain(&mut rx);
-    assert!(
-        matches!(&events[..], [AgentEvent::ToolCallUpdate(f)] if f.status == Some(ToolStatus::InProgress)),
-        "running again once allowed: {events:?}"
-    );
-    // A call announced pending and allowed is the agent's to start.
-    s.deliver("s", AgentEvent::ToolCall(call("c2", ToolStatus::Pending)));
-    s.deliver("s", permission("c2"));
-    drain(&mut rx);
-    s.answered("s", "c2", false);
-    assert!(drain(&mut rx).is_empty());
-}
-
-#[test]
-fn a_refused_call_left_open_is_failed_and_one_the_agent_closed_is_left_alone() {
-    let (mut s, mut rx) = sessions(GEMINI);
-    s.turn_started("s");
-    s.deliver("s", permission("c1"));
-    drain(&mut rx);
-    s.answered("s", "c1", true);
-    let events = drain(&mut rx);
-    assert!(
-        matches!(&events[..], [AgentEvent::ToolCallUpdate(f)] if f.id == "c1" && f.status == Some(ToolStatus::Failed)),
-        "{events:?}"
-    );
-    s.deliver("s", AgentEvent::ToolCall(call("c2", ToolStatus::Pending)));
-    s.deliver("s", permission("c2"));
-    s.deliver(
-        "s",
-        AgentEvent::ToolCallUpdate(call("c2", ToolStatus::Failed)),
-    );
-    drain(&mut rx);
-    s.answered("s", "c2", true);
-    assert!(drain(&mut rx).is_empty(), "already closed by the agent");
 }
 
 #[test]
@@ -333,6 +305,7 @@ fn codex_approval_prompt_never_reaches_a_card_or_a_poll() {
                 ..ToolCallFields::default()
             },
             options: vec![],
+            resumes_when_allowed: false,
             reply,
         }),
     );
@@ -415,6 +388,7 @@ fn a_full_queue_drops_updates_and_tells_their_count_before_the_next_one() {
         AgentEvent::Permission(PermissionRequest {
             tool: call("t9", ToolStatus::Pending),
             options: vec![],
+            resumes_when_allowed: false,
             reply,
         }),
     );

@@ -177,8 +177,17 @@ impl RunningTurn {
     /// stood in for its call's card becomes that card.
     fn settle_cards(&mut self) {
         for call in self.approvals.take_settled() {
+            if let Some(refused) = call.refused {
+                self.activity.answered(&call.tool, refused);
+            }
             (self.activity).poll_settled(&call.tool, call.message, call.decision);
         }
+    }
+
+    /// The agent asked about call `id`, which it had said runs: see
+    /// [`Activity::waits_for_answer`].
+    pub(super) fn waits_for_answer(&mut self, id: &str) {
+        self.activity.waits_for_answer(id);
     }
 
     /// When the cards' next edit is due, if one is.

@@ -620,6 +620,9 @@ impl Channel {
         tool.id = request.tool.id.clone();
         tool.merge(request.tool.clone());
         turn.tool(request.tool.clone(), false);
+        if request.resumes_when_allowed {
+            turn.waits_for_answer(&tool.id);
+        }
         // What the agent said so far goes up first: often why it asks.
         if let Err(e) = turn.flush_reply().await {
             tracing::debug!(room = %self.key.room, error = %e, "reply update deferred");

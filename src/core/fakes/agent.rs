@@ -502,6 +502,7 @@ impl AgentPort for FakeAgent {
                     let _ = tx.try_send(AgentEvent::Permission(PermissionRequest {
                         tool,
                         options: options.clone(),
+                        resumes_when_allowed: false,
                         reply,
                     }));
                     // A cancel wins over an answer that arrives with it: `session/cancel`

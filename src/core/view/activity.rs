@@ -41,6 +41,9 @@ struct Card {
     /// Where the poll asking about the call stands: a poll that came before the card was
     /// posted takes the card's place, so the call has one message.
     poll: CardPoll,
+    /// The agent said the call runs, then asked about it: shown waiting, running again
+    /// once allowed.
+    resumes_when_allowed: bool,
 }
 
 /// A call's poll, as far as its card is concerned.
@@ -181,6 +184,7 @@ impl Activity {
                     message: None,
                     output_attached: false,
                     poll: CardPoll::None,
+                    resumes_when_allowed: false,
                 });
                 self.cards.len() - 1
             }
@@ -227,6 +231,32 @@ impl Activity {
         card.message = None;
         card.poll = CardPoll::Open;
         true
+    }
+
+    /// The agent asked about call `id`, which it had said runs: it waits for the answer.
+    pub fn waits_for_answer(&mut self, id: &str) {
+        if let Some(&i) = self.index.get(id) {
+            self.cards[i].resumes_when_allowed = true;
+        }
+    }
+
+    /// The approver answered about call `id` (`refused` when the option chosen, or sent
+    /// when nobody answered, refuses). The card says so whatever the agent does next: a
+    /// refused call still open is failed (Gemini and Qwen Code send nothing more for it),
+    /// an allowed one that waited after it was said to run runs again. Anything else is
+    /// the agent's to report.
+    pub fn answered(&mut self, id: &str, refused: bool) {
+        let Some(&i) = self.index.get(id) else {
+            return;
+        };
+        let card = &mut self.cards[i];
+        let resumes = std::mem::take(&mut card.resumes_when_allowed);
+        let status = match (refused, card.is_open(), resumes) {
+            (true, true, _) => ToolStatus::Failed,
+            (false, true, true) => ToolStatus::InProgress,
+            _ => return,
+        };
+        self.tool(ToolCallFields::status_only(id, status), false);
     }
 
     /// The poll about call `id`, message `event_id`, was settled (`decision` says how):
@@ -482,6 +512,49 @@ mod tests {
 
     async fn settle(a: &mut Activity) {
         send_everything(a, MAX_OUTAGE).await.unwrap();
+    }
+
+    fn status_of(a: &Activity, id: &str) -> Option<ToolStatus> {
+        a.known_tool(id).and_then(|f| f.status)
+    }
+
+    #[test]
+    fn a_call_said_to_run_then_asked_about_waits_and_runs_again_once_allowed() {
+        let chat = FakeChat::new();
+        let mut a = activity(&chat, Verbosity::All);
+        // OpenCode's order: running, then the request, which the adapter reports waiting.
+        a.tool(call("c1", Some(ToolStatus::InProgress)), true);
+        a.tool(call("c1", Some(ToolStatus::Pending)), false);
+        a.waits_for_answer("c1");
+        a.answered("c1", false);
+        assert_eq!(status_of(&a, "c1"), Some(ToolStatus::InProgress));
+        // A call announced pending and allowed is the agent's to start.
+        a.tool(call("c2", Some(ToolStatus::Pending)), true);
+        a.answered("c2", false);
+        assert_eq!(status_of(&a, "c2"), Some(ToolStatus::Pending));
+    }
+
+    #[test]
+    fn a_refused_call_left_open_is_failed_and_one_the_agent_closed_is_left_alone() {
+        let chat = FakeChat::new();
+        let mut a = activity(&chat, Verbosity::All);
+        // Gemini and Qwen Code send nothing more for a refused call.
+        a.tool(call("c1", Some(ToolStatus::Pending)), false);
+        a.answered("c1", true);
+        assert_eq!(status_of(&a, "c1"), Some(ToolStatus::Failed));
+        a.tool(call("c2", Some(ToolStatus::Pending)), true);
+        a.tool(call("c2", Some(ToolStatus::Completed)), false);
+        a.answered("c2", true);
+        assert_eq!(
+            status_of(&a, "c2"),
+            Some(ToolStatus::Completed),
+            "already closed by the agent"
+        );
+        // A refusal after the agent said it runs fails it too.
+        a.tool(call("c3", Some(ToolStatus::InProgress)), true);
+        a.waits_for_answer("c3");
+        a.answered("c3", true);
+        assert_eq!(status_of(&a, "c3"), Some(ToolStatus::Failed));
     }
 
     #[tokio::test]

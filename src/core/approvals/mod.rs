@@ -7,12 +7,11 @@
 //! goes on, and is answered whenever a reaction, a typed reply, the deadline or the end of
 //! the turn comes first. See `docs/permissions.md`.
 
-use std::sync::{Arc, Mutex};
+mod reactions;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::chat::ChatPort;
 use super::context::AgentContext;
 use super::poll;
 use super::question;
@@ -26,6 +25,7 @@ use crate::render::cards::{self, PollOutcome, PollView, QuestionView};
 use crate::render::strings;
 use crate::store::LogFailure;
 use crate::store::StoredPoll;
+use reactions::{OwnReactions, spawn_reactions};
 
 /// What a poll asks, and where its answer goes.
 enum Asks {
@@ -167,6 +167,10 @@ pub struct SettledCall {
     pub message: Option<EventId>,
     /// How it ended, in a line (from [`cards::poll_outcome`]).
     pub decision: String,
+    /// What the agent was sent: an option that refuses (`Some(true)`), one that allows
+    /// (`Some(false)`), or none (the turn stopped or ended first). The card's status
+    /// follows from it.
+    pub refused: Option<bool>,
 }
 
 /// The open polls and questions of one running turn, and its refusals (a turn starts
@@ -297,6 +301,7 @@ impl Approvals {
                     decision: cards::poll_outcome(&PollOutcome::Expired {
                         label: option.map(|o| o.name.clone()),
                     }),
+                    refused: option.map(|o| o.kind.refuses()),
                 });
                 return;
             }
@@ -491,7 +496,7 @@ impl Approvals {
                     };
                 }
                 let poll = self.polls.remove(i);
-                let refusal = poll::is_refusal(&option);
+                let refusal = option.kind.refuses();
                 let counts = refusal && matches!(poll.asks, Asks::Permission { .. });
                 tracing::info!(agent = %ctx.agent_id, room = %room, poll = %event_id, by = %by, option = %option.id, "poll answered");
                 let outcome = PollOutcome::Chosen {
@@ -655,12 +660,19 @@ async fn settle(
     outcome: &PollOutcome,
 ) -> Option<SettledCall> {
     let content = poll.asks.closing(poll.shape, &ctx.display_name, outcome);
+    let refused = match &settled {
+        Settled::Option(id) => (poll.options.iter())
+            .find(|o| &o.id == id)
+            .map(|o| o.kind.refuses()),
+        Settled::Typed(_) | Settled::Cancelled => None,
+    };
     let call = match &poll.asks {
         Asks::Permission { tool, .. } => Some(SettledCall {
             tool: tool.id.clone(),
             // A native poll cannot become the call's card: the card is posted after it.
             message: (!poll.shape.native).then(|| poll.event_id.clone()),
             decision: cards::poll_outcome(outcome),
+            refused,
         }),
         Asks::Question { .. } => None,
     };
@@ -714,78 +726,4 @@ pub async fn end_poll(ctx: &AgentContext, room: &RoomId, poll: &EventId, content
     if let Err(e) = with_retry(|| ctx.chat.end_poll(room, poll, content)).await {
         tracing::warn!(agent = %ctx.agent_id, room = %room, poll = %poll, error = %e, "could not end a native poll");
     }
-}
-
-/// The agent's own reactions on a poll, as they are posted: withdrawn (redacted) once the
-/// poll is settled, including any still being posted then.
-#[derive(Clone, Default)]
-struct OwnReactions(Arc<Mutex<Reactions>>);
-
-/// The state behind [`OwnReactions`].
-#[derive(Default)]
-struct Reactions {
-    /// The reactions posted and not withdrawn.
-    posted: Vec<EventId>,
-    /// Whether they were withdrawn: one posted after that is withdrawn at once.
-    withdrawn: bool,
-}
-
-impl OwnReactions {
-    /// Notes reaction `id`, just posted; `false` when the poll is settled already and it
-    /// must go at once.
-    fn posted(&self, id: EventId) -> bool {
-        let mut reactions = self.0.lock().expect("reactions poisoned");
-        if !reactions.withdrawn {
-            reactions.posted.push(id);
-        }
-        !reactions.withdrawn
-    }
-
-    /// Withdraws every reaction posted so far, and any posted later, in a task of its own
-    /// (one request each, off the answer's path).
-    fn withdraw(&self, ctx: &AgentContext, room: &RoomId) {
-        let ids = {
-            let mut reactions = self.0.lock().expect("reactions poisoned");
-            reactions.withdrawn = true;
-            std::mem::take(&mut reactions.posted)
-        };
-        let (chat, room) = (ctx.chat.clone(), room.clone());
-        tokio::spawn(async move {
-            for id in ids {
-                redact_reaction(&*chat, &room, &id).await;
-            }
-        });
-    }
-}
-
-/// Takes back one of the agent's reactions.
-async fn redact_reaction(chat: &dyn ChatPort, room: &RoomId, id: &EventId) {
-    if let Err(e) = with_retry(|| chat.redact(room, id)).await {
-        tracing::warn!(room = %room, error = %e, "could not withdraw a reaction from a settled poll");
-    }
-}
-
-/// Puts the agent's own reactions on `event_id`, in order, in a task of their own; returns
-/// them as they are posted.
-fn spawn_reactions(
-    ctx: &AgentContext,
-    room: &RoomId,
-    event_id: EventId,
-    keys: Vec<String>,
-) -> OwnReactions {
-    let (chat, room) = (ctx.chat.clone(), room.clone());
-    let reactions = OwnReactions::default();
-    let noted = reactions.clone();
-    tokio::spawn(async move {
-        for key in keys {
-            match with_retry(|| chat.react(&room, &event_id, &key)).await {
-                Ok(id) if !noted.posted(id.clone()) => redact_reaction(&*chat, &room, &id).await,
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(room = %room, error = %e, key, "could not put a reaction on a poll")
-                }
-            }
-        }
-    });
-    reactions
 }
