@@ -69,8 +69,7 @@ async fn messages_sent_while_the_gateway_was_down_are_answered_once_in_order() {
     .await;
     assert_eq!(answers, vec!["up", "one", "two"]);
     // Nothing more comes: no message is answered twice.
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    assert_eq!(env.alice.messages_from(&room, &env.agent).len(), 3);
+    assert_eq!(env.texts_when_settled(&room).await, ["up", "one", "two"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -220,13 +219,9 @@ async fn with_rerun_on_a_prompt_cut_by_a_crash_runs_again_once() {
     env.reply_where(&room, "the answer of the re-run", |t| t == "partial, done")
         .await;
     // The prompt runs again once only.
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let replies = env.alice.messages_from(&room, &env.agent);
-    let reruns = replies
-        .iter()
-        .filter(|m| env.alice.current_text(&m.event_id).as_deref() == Some("partial, done"))
-        .count();
-    assert_eq!(reruns, 1);
+    let replies = env.texts_when_settled(&room).await;
+    let reruns = replies.iter().filter(|t| *t == "partial, done").count();
+    assert_eq!(reruns, 1, "{replies:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

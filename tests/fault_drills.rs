@@ -48,8 +48,7 @@ async fn a_reply_streamed_while_the_homeserver_goes_away_for_ten_seconds_complet
     })
     .await;
     // Nothing sent twice: exactly the reply and the answer.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let texts_now = agent_texts(&env, &room);
+    let texts_now = env.texts_when_settled(&room).await;
     assert_eq!(texts_now.len(), 2, "{texts_now:?}");
     assert_eq!(texts_now[1], "after the outage", "{texts:?}");
     assert!(
@@ -172,7 +171,6 @@ async fn odd_messages_from_people_get_the_documented_treatment() {
     env.alice.send(&room, "%say last").await;
     env.reply_where(&room, "the last answer", |t| t == "last")
         .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let after_echo: Vec<String> = agent_texts(&env, &room).split_off(parts.len());
+    let after_echo: Vec<String> = env.texts_when_settled(&room).await.split_off(parts.len());
     assert_eq!(after_echo, vec!["first", "last"]);
 }

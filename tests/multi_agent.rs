@@ -5,8 +5,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use support::{Env, SynapseOptions};
 
 /// Two demo agents, `demo` and `other`, with these arguments.
@@ -44,14 +42,14 @@ async fn messages_reach_the_agents_they_address_and_no_one_else() {
     env.alice.send(&room, "@demo @other %say both").await;
     env.message_from(&room, &demo, "both").await;
     env.message_from(&room, &other, "both").await;
-    // Give a stray answer the time to show up before looking.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // A stray answer would come before each agent's answer to a later message.
+    settled(&env, &room).await;
     assert_eq!(
-        env.texts_from(&room, &demo),
+        texts(&env, &room, &demo),
         vec!["for demo via a pill", "both"]
     );
     assert_eq!(
-        env.texts_from(&room, &other),
+        texts(&env, &room, &other),
         vec!["for other", "a reply for other", "both"]
     );
 }
@@ -92,7 +90,7 @@ async fn the_default_agent_slash_commands_and_help_in_a_room_with_two_agents() {
     assert!(help.contains("/demo:echo: Repeat the prompt"), "{help}");
     assert!(help.contains("/other:demo: Run the demo turn"), "{help}");
 
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    settled(&env, &room).await;
     let notices_of_other: Vec<String> = env
         .alice
         .messages_from(&room, &other)
@@ -106,7 +104,7 @@ async fn the_default_agent_slash_commands_and_help_in_a_room_with_two_agents() {
         "help and the default are said once: {notices_of_other:?}"
     );
     assert_eq!(
-        env.texts_from(&room, &other)
+        texts(&env, &room, &other)
             .iter()
             .filter(|t| t.starts_with("received"))
             .count(),
@@ -135,8 +133,8 @@ async fn an_agent_hands_work_to_another_only_when_the_room_allows_it() {
     env.message_from(&room, &demo, "other: %say handed over")
         .await;
     env.message_from(&room, &other, "handed over").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(env.texts_from(&room, &other), vec!["handed over"]);
+    settled(&env, &room).await;
+    assert_eq!(texts(&env, &room, &other), vec!["handed over"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,15 +211,59 @@ async fn with_one_slot_the_second_agent_waits_then_runs_and_idle_agents_stop() {
 
     // Idle for longer than idle_stop_secs: stopped; the next message starts it again, and
     // its session comes back (`session/load`): it remembers the earlier prompt.
-    tokio::time::sleep(Duration::from_secs(7)).await;
-    env.alice.send(&room, "!agents").await;
-    let later = env
-        .notice_from(&room, &demo, "other agent (`other`): stopped")
-        .await;
+    support::wait_until(support::PATIENCE, "the idle agent stopped", || {
+        (env.gw.log().lines())
+            .any(|l| l.contains("stopping an idle agent process") && l.contains("other"))
+            .then_some(())
+    })
+    .await;
+    let later = agents_until(&env, &room, "other agent (`other`): stopped").await;
     assert!(later.contains("demo agent (`demo`): stopped"), "{later}");
     env.alice.send(&room, "other: %history").await;
     env.message_from(&room, &other, "1 earlier prompts\n- %say quick")
         .await;
+}
+
+/// Asks `!agents` until its answer (from the room's first agent) contains `text`: a stop
+/// begun is over once the listing says so. Returns that answer.
+async fn agents_until(env: &Env, room: &matrix_sdk::room::Room, text: &str) -> String {
+    let deadline = tokio::time::Instant::now() + support::PATIENCE;
+    loop {
+        let notices =
+            || (env.alice.messages_from(room, &env.agents[0]).into_iter()).filter(|m| m.notice);
+        let before = notices().count();
+        env.alice.send(room, "!agents").await;
+        let answer = support::wait_until(support::PATIENCE, "the !agents answer", || {
+            notices().nth(before).map(|m| m.body)
+        })
+        .await;
+        if answer.contains(text) {
+            return answer;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "!agents never said {text:?}: {answer}"
+        );
+    }
+}
+
+/// Waits until both agents answered everything sent to them so far (see `Env::settled`):
+/// a marker addressed to both is answered by each after everything it was sent before.
+async fn settled(env: &Env, room: &matrix_sdk::room::Room) {
+    let marker = support::marker();
+    env.alice
+        .send(room, &format!("@demo @other %say {marker}"))
+        .await;
+    for agent in &env.agents {
+        env.message_from(room, agent, &marker).await;
+    }
+}
+
+/// What `agent` said in `room`, the markers' answers left out.
+fn texts(env: &Env, room: &matrix_sdk::room::Room, agent: &str) -> Vec<String> {
+    let mut texts = env.texts_from(room, agent);
+    texts.retain(|t| !support::is_marker(t));
+    texts
 }
 
 /// Waits for the first permission poll `agent` posts in `room`; returns its event ID.
@@ -254,7 +296,7 @@ async fn a_poll_is_answered_for_the_agent_that_asked_only() {
     env.alice.send(&room, "!allow").await;
     env.message_from(&room, &demo, "permission: allow").await;
 
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    settled(&env, &room).await;
     let answers = |agent: &str| -> Vec<String> {
         env.texts_from(&room, agent)
             .into_iter()

@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use matrix_sdk::room::Room;
 use support::person::SeenPoll;
 use support::with_bob::{AGENT, room_with_bob, start_approving};
@@ -90,7 +88,7 @@ async fn a_native_poll_is_answered_by_an_approvers_response_only_and_ended_with_
     assert!(env.alice.reactions_on(&poll.event_id).is_empty());
     // A later answer changes nothing: the poll was ended once.
     env.alice.answer_poll(&room, &poll.event_id, "4").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    env.settled(&room).await;
     assert_eq!(env.alice.ends_of_poll(&poll.event_id).len(), 1);
 }
 

@@ -17,6 +17,20 @@ use support::{Env, PATIENCE, SynapseOptions, wait_until};
 /// The demo agent's arguments: every prompt it receives goes to `prompts.jsonl`.
 const LOGGING_PROMPTS: &[&str] = &["--prompt-log", "prompts.jsonl"];
 
+/// The gateway with its state in a store of `kind` (kept while the pair lives), `toml`
+/// added to its config, and the demo agent started with `demo_args`.
+async fn gateway(kind: StoreKind, toml: &str, demo_args: &[&str]) -> (TestStore, Env) {
+    let store = TestStore::start(kind).await;
+    let env =
+        Env::start_with_demo_args(SynapseOptions::default(), &store.config(toml), demo_args).await;
+    (store, env)
+}
+
+/// [`gateway`] with the demo agent logging every prompt it receives.
+async fn logging_prompts(kind: StoreKind, toml: &str) -> (TestStore, Env) {
+    gateway(kind, toml, LOGGING_PROMPTS).await
+}
+
 /// Every prompt the demo agent received, across all its processes, in order.
 fn prompts_received(env: &Env) -> Vec<String> {
     let path = env.gw.workspace("demo").join("prompts.jsonl");
@@ -46,6 +60,15 @@ fn answers(env: &Env, room: &Room) -> Vec<String> {
         .collect()
 }
 
+/// The agent's answers in `room` once it answered everything sent there before
+/// (`Env::settled`: anything answered twice would show by then), the marker's left out.
+async fn settled_answers(env: &Env, room: &Room) -> Vec<String> {
+    env.settled(room).await;
+    let mut all = answers(env, room);
+    all.retain(|t| !support::is_marker(t));
+    all
+}
+
 /// Waits until the agent has given `count` answers in `room`; returns them all.
 async fn wait_for_answers(env: &Env, room: &Room, count: usize) -> Vec<String> {
     wait_until(PATIENCE * 2, &format!("{count} answers"), || {
@@ -66,13 +89,7 @@ fn assert_prompted_once_each(env: &Env) {
 }
 
 async fn every_message_sent_while_the_gateway_was_down_is_answered_once_in_order(kind: StoreKind) {
-    let store = TestStore::start(kind).await;
-    let mut env = Env::start_with_demo_args(
-        SynapseOptions::default(),
-        &store.config(""),
-        LOGGING_PROMPTS,
-    )
-    .await;
+    let (_store, mut env) = logging_prompts(kind, "").await;
     let rooms = [
         env.room_with_agent(false).await,
         env.room_with_agent(false).await,
@@ -100,23 +117,16 @@ async fn every_message_sent_while_the_gateway_was_down_is_answered_once_in_order
         }
     }
     // Nothing more comes: no message is answered twice.
-    tokio::time::sleep(Duration::from_secs(3)).await;
     for (i, room) in rooms.iter().enumerate() {
-        assert_eq!(answers(&env, room), expected[i], "room {i}");
+        assert_eq!(settled_answers(&env, room).await, expected[i], "room {i}");
     }
     assert_prompted_once_each(&env);
 }
 
 async fn a_backlog_larger_than_the_sync_window_is_paged_back_in_order(kind: StoreKind) {
-    let store = TestStore::start(kind).await;
     // A sync window of ten events: a backlog of sixty must be fetched page by page, in a
     // plain room and in an encrypted one (whose pages must be decrypted).
-    let mut env = Env::start_with_demo_args(
-        SynapseOptions::default(),
-        &store.config("[continuity]\nsync_timeline_limit = 10"),
-        LOGGING_PROMPTS,
-    )
-    .await;
+    let (_store, mut env) = logging_prompts(kind, "[continuity]\nsync_timeline_limit = 10").await;
     let rooms = [
         env.room_with_agent(false).await,
         env.room_with_agent(true).await,
@@ -148,19 +158,16 @@ async fn a_backlog_larger_than_the_sync_window_is_paged_back_in_order(kind: Stor
         env.gw.log().contains("catching up"),
         "the gap was paged back"
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
     for (i, room) in rooms.iter().enumerate() {
-        assert_eq!(answers(&env, room).len(), expected[i].len(), "room {i}");
+        assert_eq!(settled_answers(&env, room).await, expected[i], "room {i}");
     }
     assert_prompted_once_each(&env);
 }
 
 async fn what_lies_beyond_the_catch_up_bound_is_reported_not_skipped(kind: StoreKind) {
-    let store = TestStore::start(kind).await;
-    let mut env = Env::start_with_demo_args(
-        SynapseOptions::default(),
-        &store.config("[continuity]\nsync_timeline_limit = 10\ncatch_up_max_events = 25"),
-        LOGGING_PROMPTS,
+    let (_store, mut env) = logging_prompts(
+        kind,
+        "[continuity]\nsync_timeline_limit = 10\ncatch_up_max_events = 25",
     )
     .await;
     let room = env.room_with_agent(false).await;
@@ -196,8 +203,9 @@ async fn what_lies_beyond_the_catch_up_bound_is_reported_not_skipped(kind: Store
         .sum();
     let newest: Vec<String> = (15..40).map(|n| format!("message {n}")).collect();
     wait_for_answers(&env, &room, 1 + newest.len()).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let got = answers(&env, &room).into_iter().skip(1).collect::<Vec<_>>();
+    let got = (settled_answers(&env, &room).await.into_iter())
+        .skip(1)
+        .collect::<Vec<_>>();
     assert!(got.ends_with(&newest), "the newest 25, in order: {got:?}");
     let numbers: Vec<usize> = got
         .iter()
@@ -216,13 +224,7 @@ async fn what_lies_beyond_the_catch_up_bound_is_reported_not_skipped(kind: Store
 }
 
 async fn prompts_queued_behind_a_turn_are_answered_after_a_crash(kind: StoreKind) {
-    let store = TestStore::start(kind).await;
-    let mut env = Env::start_with_demo_args(
-        SynapseOptions::default(),
-        &store.config(""),
-        LOGGING_PROMPTS,
-    )
-    .await;
+    let (_store, mut env) = logging_prompts(kind, "").await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%say working\n%sleep 30000").await;
     env.reply_where(&room, "the running turn", |t| t == "working")
@@ -251,9 +253,8 @@ async fn prompts_queued_behind_a_turn_are_answered_after_a_crash(kind: StoreKind
     ];
     let got = wait_for_answers(&env, &room, expected.len()).await;
     assert_eq!(got, expected);
-    tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
-        answers(&env, &room),
+        settled_answers(&env, &room).await,
         expected,
         "each once, the cut turn marked once"
     );
@@ -272,13 +273,7 @@ async fn prompts_queued_behind_a_turn_are_answered_after_a_crash(kind: StoreKind
 }
 
 async fn kill_nine_at_twenty_moments_of_a_burst_loses_and_doubles_nothing(kind: StoreKind) {
-    let store = TestStore::start(kind).await;
-    let mut env = Env::start_with_demo_args(
-        SynapseOptions::default(),
-        &store.config(""),
-        LOGGING_PROMPTS,
-    )
-    .await;
+    let (_store, mut env) = logging_prompts(kind, "").await;
     let rooms = [
         env.room_with_agent(false).await,
         env.room_with_agent(false).await,
@@ -363,7 +358,9 @@ async fn kill_nine_at_twenty_moments_of_a_burst_loses_and_doubles_nothing(kind: 
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    for room in &rooms {
+        env.settled(room).await;
+    }
     for (n, id) in &prompts {
         let seen = outcome(*n, id);
         assert_eq!(seen.len(), 1, "message {n}: {seen:?}");
@@ -372,8 +369,7 @@ async fn kill_nine_at_twenty_moments_of_a_burst_loses_and_doubles_nothing(kind: 
 }
 
 async fn messages_the_sdk_cannot_parse_still_get_a_notice(kind: StoreKind) {
-    let store = TestStore::start(kind).await;
-    let env = Env::start(SynapseOptions::default(), &store.config("")).await;
+    let (_store, env) = gateway(kind, "", &[]).await;
     let room = env.room_with_agent(false).await;
     let encrypted = env.room_with_agent(true).await;
     // Each with the start of the notice it gets.
@@ -429,8 +425,7 @@ async fn messages_the_sdk_cannot_parse_still_get_a_notice(kind: StoreKind) {
 }
 
 async fn an_agent_writing_odd_stderr_keeps_running_and_its_turn_ends(kind: StoreKind) {
-    let store = TestStore::start(kind).await;
-    let env = Env::start(SynapseOptions::default(), &store.config("")).await;
+    let (_store, env) = gateway(kind, "", &[]).await;
     let room = env.room_with_agent(false).await;
     // Not UTF-8, then a line of 10 MB without a break: both must be drained.
     env.prompt_and_wait(
@@ -460,13 +455,7 @@ async fn an_agent_writing_odd_stderr_keeps_running_and_its_turn_ends(kind: Store
 async fn a_message_steered_into_a_turn_cut_by_a_crash_is_answered_after_the_restart(
     kind: StoreKind,
 ) {
-    let store = TestStore::start(kind).await;
-    let mut env = Env::start_with_demo_args(
-        SynapseOptions::default(),
-        &store.config("[queue]\nmode = \"steer\""),
-        LOGGING_PROMPTS,
-    )
-    .await;
+    let (_store, mut env) = logging_prompts(kind, "[queue]\nmode = \"steer\"").await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "%say working\n%sleep 30000").await;
     env.reply_where(&room, "the running turn", |t| t == "working")
@@ -485,8 +474,7 @@ async fn a_message_steered_into_a_turn_cut_by_a_crash_is_answered_after_the_rest
     ];
     let got = wait_for_answers(&env, &room, expected.len()).await;
     assert_eq!(got, expected);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(answers(&env, &room), expected, "each once");
+    assert_eq!(settled_answers(&env, &room).await, expected, "each once");
     assert_prompted_once_each(&env);
 }
 

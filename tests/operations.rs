@@ -188,8 +188,7 @@ async fn sighup_reloads_the_access_lists_and_names_what_needs_a_restart() {
 
     // Not allowed yet: nothing answers him.
     bob.send(&bobs, "%say too early").await;
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    let texts = env.texts_from(&room, &env.agent);
+    let texts = env.texts_when_settled(&room).await;
     assert!(!texts.iter().any(|t| t.contains("too early")), "{texts:?}");
 
     // Bob allowed, and a setting that needs a restart changed, then SIGHUP.
@@ -230,8 +229,7 @@ async fn sighup_reloads_display_and_permissions_for_the_next_turns() {
     let before = env.alice.messages_from(&room, &env.agent).len();
     env.prompt_and_wait(&room, "%tool bash: hidden\n%say quiet", "quiet")
         .await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let texts: Vec<String> = env.texts_from(&room, &env.agent)[before..].to_vec();
+    let texts: Vec<String> = env.texts_when_settled(&room).await[before..].to_vec();
     assert_eq!(texts, ["quiet"], "only the answer before the reload");
 
     // Everything shown, and polls refused after 5 s instead of 10 minutes: reloaded.

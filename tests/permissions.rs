@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use matrix_sdk::room::Room;
 use support::with_bob::{AGENT, room_with_bob, start_approving};
 use support::{Env, PATIENCE, Person, SynapseOptions, wait_until};
@@ -79,9 +77,11 @@ async fn an_approvers_reaction_answers_with_its_option_and_a_non_approvers_does_
     }
     // Bob may prompt but not approve: his reaction changes nothing.
     bob.react(&bobs_room, &poll_id, "✅").await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_until(PATIENCE, "Bob's reaction read and refused", || {
+        env.gw.log().contains("may not approve").then_some(())
+    })
+    .await;
     assert!(still_open(&env, &poll_id), "the poll is still open");
-    assert!(env.gw.log().contains("may not approve"));
     env.alice.react(&room, &poll_id, "✅").await;
     env.reply_where(&room, "the agent saying what it got", |t| {
         t.contains("permission: allow")
@@ -198,13 +198,14 @@ async fn the_reject_emoji_sends_reject_always_and_the_work_is_shown() {
     let before = env.alice.messages_from(&room, &env.agent).len();
     env.prompt_and_wait(&room, "%tool bash: true\n%usage 1 2\n%say quiet", "quiet")
         .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    env.settled(&room).await;
     let after: Vec<String> = env
         .alice
         .messages_from(&room, &env.agent)
         .into_iter()
         .skip(before)
         .map(|m| m.body)
+        .filter(|body| !support::is_marker(body))
         .collect();
     assert_eq!(after, vec!["quiet"], "only the answer");
 }

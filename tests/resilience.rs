@@ -184,9 +184,9 @@ async fn a_shutdown_marks_the_running_turn_and_keeps_queued_messages_for_the_nex
         t == "answered after the restart"
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
     let answered = env
-        .texts_from(&room, &env.agent)
+        .texts_when_settled(&room)
+        .await
         .into_iter()
         .filter(|t| t == "answered after the restart")
         .count();
@@ -342,9 +342,9 @@ async fn a_flooded_room_is_told_what_its_queue_cannot_take_and_nothing_runs_twic
     // The refused ones no longer wait: a restart runs nothing more.
     env.gw.stop();
     env.gw.start_again();
-    tokio::time::sleep(Duration::from_secs(5)).await;
     let mut answered: Vec<String> = env
-        .texts_from(&room, &env.agent)
+        .texts_when_settled(&room)
+        .await
         .into_iter()
         .filter(|t| t.starts_with("flood "))
         .collect();

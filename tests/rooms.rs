@@ -63,12 +63,13 @@ async fn an_allowed_invite_is_accepted_and_a_stranger_is_declined_and_ignored() 
 
     env.prompt_and_wait(&room, "%say answer to alice", "answer to alice")
         .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    env.settled(&room).await;
     let bodies: Vec<String> = env
         .alice
         .messages_from(&room, &env.agent)
         .into_iter()
         .map(|m| m.body)
+        .filter(|body| !support::is_marker(body))
         .collect();
     assert_eq!(
         bodies,
@@ -116,11 +117,18 @@ async fn a_denied_user_is_refused_though_a_pattern_allows_everyone_on_the_server
             .find(|m| m.body == "answer to bob")
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Anything answered to the bot would come before the answer to a later message of Bob's.
+    let marker = support::marker();
+    bob.send(&room, &format!("%say {marker}")).await;
+    wait_until(PATIENCE, "the answer to Bob's marker", || {
+        (bob.messages_from(&room, &agent).into_iter()).find(|m| m.body == marker)
+    })
+    .await;
     let bodies: Vec<String> = bob
         .messages_from(&room, &agent)
         .into_iter()
         .map(|m| m.body)
+        .filter(|body| !support::is_marker(body))
         .collect();
     assert_eq!(bodies, vec!["answer to bob"]);
 }
@@ -568,9 +576,9 @@ async fn with_cross_signing_required_a_message_from_an_unsigned_device_is_refuse
         .await;
     assert!(notice.contains(&alice_id), "{notice}");
     assert!(notice.contains("cross-signed devices"), "{notice}");
-    tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(
-        !env.texts_from(&room, &env.agent)
+        !env.texts_when_settled(&room)
+            .await
             .iter()
             .any(|t| t.contains("from an unsigned device")),
         "the unproven message was not a prompt"

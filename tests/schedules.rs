@@ -43,6 +43,31 @@ fn posted_runs(env: &Env, room: &Room, id: u32) -> usize {
         .count()
 }
 
+/// Waits until the scheduler took a run due `secs` from now: a one-off set now (`!at`, a
+/// marker's prompt) is answered. A run of any schedule due before it was taken by then: the
+/// positive event a test waits for where it asserts that a schedule did not run. Returns
+/// the one-off's ID, for `!unschedule`.
+async fn scheduler_passed(env: &Env, room: &Room, secs: u64) -> u32 {
+    let marker = support::marker();
+    env.alice
+        .send(room, &format!("!at in {secs}s %say {marker}"))
+        .await;
+    wait_until(PATIENCE, "the scheduled marker's answer", || {
+        env.messages_reading(room, &marker).into_iter().next()
+    })
+    .await;
+    let set = (env.alice.messages_from(room, &env.agent).into_iter())
+        .find(|m| m.notice && m.body.starts_with("⏰ Scheduled:") && m.body.contains(&marker))
+        .expect("the marker's schedule was set")
+        .body;
+    let id = set.split_once('#').unwrap().1;
+    id.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 /// Waits for run `run` of schedule `id` to be posted; returns its message.
 async fn run_posted(env: &Env, room: &Room, id: u32, run: u32) -> Seen {
     wait_until(PATIENCE, &format!("run {run} of schedule #{id}"), || {
@@ -117,9 +142,15 @@ async fn a_schedule_runs_as_its_owners_prompt_in_a_thread_per_run_until_removed(
     env.alice.send(&room, "!unschedule 1").await;
     env.notice_containing(&room, "⏰ Schedule #1 removed").await;
     let runs_then = posted_runs(&env, &room, 1);
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // A run due one period from now: #1's next would have been taken before it.
+    let marker = scheduler_passed(&env, &room, 4).await;
     let runs_now = posted_runs(&env, &room, 1);
     assert_eq!(runs_now, runs_then, "a removed schedule ran again");
+    env.alice
+        .send(&room, &format!("!unschedule {marker}"))
+        .await;
+    env.notice_containing(&room, &format!("⏰ Schedule #{marker} removed"))
+        .await;
     env.alice.send(&room, "!schedules").await;
     env.notice_containing(&room, "No schedules here.").await;
     // Each run once: no run's message twice.
@@ -154,7 +185,7 @@ async fn a_one_off_due_while_the_gateway_was_killed_runs_once_after_the_restart(
         .await
         .body;
     assert!(summary.ends_with("No more runs."), "{summary}");
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    scheduler_passed(&env, &room, 1).await;
     assert_eq!(run_messages(&env, &room, 1, 1).len(), 1);
     assert_eq!(
         env.messages_reading(&room, "once after the outage").len(),
@@ -176,9 +207,10 @@ async fn a_one_off_due_while_the_gateway_was_killed_runs_once_after_the_restart(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_missed_while_down_is_skipped_where_its_schedule_says_so() {
     let (mut env, room) = start().await;
-    schedule(&env, &room, "!every skip-missed 30s %say every half minute").await;
+    schedule(&env, &room, "!every skip-missed 10s %say every ten seconds").await;
     env.gw.kill();
-    tokio::time::sleep(Duration::from_secs(32)).await;
+    // Down while run 1 comes due.
+    tokio::time::sleep(Duration::from_secs(11)).await;
     env.gw.start_again();
     let skipped = env
         .notice_containing(&room, "⏰ Schedule #1, run 1: skipped")
@@ -188,9 +220,21 @@ async fn a_run_missed_while_down_is_skipped_where_its_schedule_says_so() {
         skipped.contains("due while Sidekicks was down"),
         "{skipped}"
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    env.alice.send(&room, "!unschedule 1").await;
+    env.notice_containing(&room, "⏰ Schedule #1 removed").await;
+    scheduler_passed(&env, &room, 1).await;
     assert!(run_messages(&env, &room, 1, 1).is_empty());
-    assert!(env.messages_reading(&room, "every half minute").is_empty());
+    // Run 2 may have come due before the schedule was removed: only it answers.
+    let roots: Vec<String> = (2..4)
+        .flat_map(|n| run_messages(&env, &room, 1, n))
+        .map(|m| m.event_id)
+        .collect();
+    for answer in env.messages_reading(&room, "every ten seconds") {
+        assert!(
+            answer.thread.as_ref().is_some_and(|t| roots.contains(t)),
+            "an answer outside a later run: {answer:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -102,8 +102,8 @@ async fn thoughts_and_unknown_updates_stay_out_of_the_reply() {
             "visible answer",
         )
         .await;
-    // Give any stray edit time to arrive, then check nothing else was said.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Any stray edit would come before the answer to a later message.
+    env.settled(&room).await;
     assert_eq!(
         env.alice.current_text(&reply).as_deref(),
         Some("visible answer")
@@ -233,7 +233,7 @@ async fn messages_behind_quick_turns_are_answered_without_a_queued_mark() {
         (texts.len() == 6).then_some(texts)
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.settled(&room).await;
     for event in &sent {
         assert!(
             (env.alice.reactions_on(event).iter()).all(|r| r.key != "⏳"),

@@ -25,6 +25,22 @@ pub use synapse::{Synapse, SynapseOptions};
 /// How long a test waits for something the gateway should do.
 pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How the markers of [`Env::settled`] begin: no test's agent says it otherwise.
+pub const SETTLED: &str = "(everything before this is answered)";
+
+/// A new marker for [`Env::settled`]: numbered, so no two prompts of a test are the same
+/// (tests count the prompts an agent received).
+pub fn marker() -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{SETTLED} #{n}")
+}
+
+/// Whether `text` is a marker's answer.
+pub fn is_marker(text: &str) -> bool {
+    text.starts_with(SETTLED)
+}
+
 /// A homeserver, a gateway with one demo agent, and Alice (allowed) logged in.
 pub struct Env {
     /// The homeserver.
@@ -282,6 +298,26 @@ impl Env {
             },
         )
         .await
+    }
+
+    /// Waits until the agent answered every message sent to it in `room` so far: Alice
+    /// sends a [marker], which the conversation answers after all of
+    /// them, since it answers in order. A test that asserts that nothing more happens (no
+    /// message answered twice, no stray reply) waits for this instead of a clock: anything
+    /// more would have come before the marker's answer.
+    pub async fn settled(&self, room: &matrix_sdk::room::Room) {
+        let marker = marker();
+        self.prompt_and_wait(room, &format!("%say {marker}"), &marker)
+            .await;
+    }
+
+    /// What the agent said in `room` once it [settled](Self::settled), its markers' answers
+    /// left out.
+    pub async fn texts_when_settled(&self, room: &matrix_sdk::room::Room) -> Vec<String> {
+        self.settled(room).await;
+        let mut texts = self.texts_from(room, &self.agent);
+        texts.retain(|t| !is_marker(t));
+        texts
     }
 
     /// What every message of `agent` in `room` currently shows, in order.
