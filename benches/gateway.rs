@@ -1231,6 +1231,7 @@ fn homeserver() -> SynapseOptions {
     };
     SynapseOptions {
         postgres,
+        deployed_password_hashing: true,
         ..SynapseOptions::default()
     }
 }

@@ -229,10 +229,15 @@ async fn bodies_that_never_arrive_are_cut_and_a_real_delivery_gets_through() {
         }
         match request.send().await {
             Ok(response) => break response.status().as_u16(),
-            Err(e) => assert!(
-                std::time::Instant::now() < deadline,
-                "the real delivery was never taken: {e}"
-            ),
+            Err(e) => {
+                if std::time::Instant::now() >= deadline {
+                    let log = env.gw.log();
+                    let from = log.len().saturating_sub(4000);
+                    let from = (from..log.len()).find(|i| log.is_char_boundary(*i));
+                    let tail = &log[from.unwrap_or(0)..];
+                    panic!("the real delivery was never taken: {e}\ngateway log:\n{tail}");
+                }
+            }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };

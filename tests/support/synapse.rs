@@ -34,6 +34,10 @@ pub struct SynapseOptions {
     /// Its database in a PostgreSQL cluster of its own (as Synapse is run in production)
     /// instead of SQLite, whose one writer every room's events wait on.
     pub postgres: bool,
+    /// Hash passwords as deployed (bcrypt, 2^12 rounds) instead of the tests' 2^4: each
+    /// registration and password sign-in then costs a few hundred milliseconds of the two
+    /// cores, as it does in production (the benchmark's cold start counts one).
+    pub deployed_password_hashing: bool,
 }
 
 /// A running Synapse.
@@ -192,6 +196,11 @@ impl Synapse {
             .replace("@PORT@", &port.to_string())
             .replace("@SECRET@", SHARED_SECRET)
             + limits;
+        if !self.options.deployed_password_hashing {
+            // Every test registers and signs in several users; nothing it checks depends
+            // on how hard a password is to guess.
+            config += "bcrypt_rounds: 4\n";
+        }
         if let Some(db) = &self.db {
             let sqlite = config.find("database:\n  name: sqlite3").unwrap();
             let end = config[sqlite..].find(".db\n").unwrap() + sqlite + ".db\n".len();
