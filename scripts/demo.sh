@@ -102,8 +102,12 @@ until answers; do
     sleep 0.2
 done
 
+# The password goes in through a file descriptor: as an argument, one that begins with `-`
+# (a random one does, one time in 64) is read as an option, and any user of the machine
+# could read it in the process list.
 register() {
-    "$VENV/bin/register_new_matrix_user" -u "$1" -p "$2" --no-admin -c "$DEMO/synapse/homeserver.yaml" "$HS" \
+    "$VENV/bin/register_new_matrix_user" -u "$1" --password-file <(printf '%s' "$2") \
+        --no-admin -c "$DEMO/synapse/homeserver.yaml" "$HS" \
         > "$DEMO/register-$1.log" 2>&1 || grep -q "already taken" "$DEMO/register-$1.log" ||
         fail "Could not make the account $1 on Synapse:" "$DEMO/register-$1.log"
 }

@@ -49,10 +49,16 @@ struct Demo {
 impl Demo {
     /// Starts the script on `port` with `env` added to the test's environment.
     fn start(port: u16, env: &[(&str, &str)]) -> Self {
+        Self::start_seeded(port, env, |_| {})
+    }
+
+    /// [`Demo::start`] in a folder `seed` has written in first (a demo's earlier state).
+    fn start_seeded(port: u16, env: &[(&str, &str)], seed: fn(&Path)) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("sidekicks-demo-script-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap();
+        seed(dir.path());
         let log = std::fs::File::create(dir.path().join("demo-script.log")).unwrap();
         let script = Command::new("bash")
             .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo.sh"))
@@ -99,8 +105,13 @@ impl Demo {
     /// when chosen, and some other process may bind it before Synapse does: then Synapse
     /// says so and the script ends, and this starts it again on another port.
     fn running(env: &[(&str, &str)]) -> Self {
+        Self::running_seeded(env, |_| {})
+    }
+
+    /// [`Demo::running`] in a folder `seed` has written in first.
+    fn running_seeded(env: &[(&str, &str)], seed: fn(&Path)) -> Self {
         for _ in 0..3 {
-            let mut demo = Demo::start(support::ports::free_port(), env);
+            let mut demo = Demo::start_seeded(support::ports::free_port(), env, seed);
             // Synapse may take up to the script's minute to answer on a busy machine.
             let settled = wait_for(Duration::from_secs(150), || {
                 demo.printed().contains("Sidekicks is running") || demo.ended().is_some()
@@ -154,6 +165,29 @@ fn a_signal_to_the_demo_script_stops_everything_it_started() {
             && before.iter().any(|(_, c)| c.contains(" run --config ")),
         "Synapse and the gateway run: {before:#?}"
     );
+    demo.signal_and_check_everything_stopped();
+}
+
+/// Passwords that begin with `-` (the script draws them at random: one in 64 does) are
+/// passwords, not options: the account tool once took `-p -xyz` for a flag and the demo
+/// ended with "Could not make the account".
+#[test]
+fn the_demo_comes_up_when_its_passwords_begin_with_a_dash() {
+    let demo = Demo::running_seeded(&[], |dir| {
+        std::fs::create_dir_all(dir.join("synapse")).unwrap();
+        std::fs::write(
+            dir.join("credentials"),
+            "SHARED_SECRET=-shared-secret-for-the-test\n\
+             YOUR_PASSWORD=-your-password\n\
+             AGENT_PASSWORD=--agent-password\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("synapse/signing.key"),
+            "ed25519 a_demo AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n",
+        )
+        .unwrap();
+    });
     demo.signal_and_check_everything_stopped();
 }
 
