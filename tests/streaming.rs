@@ -553,9 +553,21 @@ async fn a_message_written_mid_turn_is_steered_in_and_answered_in_the_same_turn(
         })
         .await;
     assert!(reply.starts_with("working"), "{reply}");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Once the turn is over (its reply no longer live), a marker is a turn of its own.
+    wait_until(PATIENCE, "the steered turn's end", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .find(|m| {
+                (env.alice.current_text(&m.event_id))
+                    .is_some_and(|t| t.contains("↪️ You added: and check the tests too"))
+                    && !env.alice.is_live(&m.event_id)
+            })
+            .map(|_| ())
+    })
+    .await;
+    env.settled(&room).await;
     let answers: Vec<String> = (shown(&env, &room).into_iter())
         .filter(|t| !t.contains("join the running turn") && !t.contains("works here"))
+        .filter(|t| !support::is_marker(t))
         .collect();
     assert_eq!(answers, vec![reply], "one turn, one answer");
     assert!(
