@@ -599,8 +599,14 @@ async fn claude_code_forks_its_session_the_fork_knows_the_past_the_original_not_
     let env = claude(&model).await;
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "NOTE: the sky is green").await;
-    env.reply_where(&room, "the first answer", |t| {
-        t.contains("Hello from the script model.")
+    // The turn is over (its reply no longer live) before the fork: a turn still finishing
+    // would be the original going on past the fork point, and the fork is then re-injected.
+    wait_until(PATIENCE, "the first answer, complete", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter()).find(|m| {
+            (env.alice.current_text(&m.event_id))
+                .is_some_and(|t| t.contains("Hello from the script model."))
+                && !env.alice.is_live(&m.event_id)
+        })
     })
     .await;
     env.alice.send(&room, "!fork").await;
