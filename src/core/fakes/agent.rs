@@ -487,52 +487,7 @@ impl AgentPort for FakeAgent {
                 cancel.notified().await;
                 Ok(StopReason::Cancelled.into())
             }
-            Script::AskPermission(times) => {
-                for i in 0..times {
-                    let tool = ToolCallFields {
-                        id: format!("t{i}"),
-                        title: Some("bash: ls".into()),
-                        kind: Some(ToolKind::Execute),
-                        status: Some(ToolStatus::Pending),
-                        raw_input: Some(serde_json::json!({"command": "ls"})),
-                        ..Default::default()
-                    };
-                    let _ = tx.try_send(AgentEvent::ToolCall(tool.clone()));
-                    let (reply, answer) = tokio::sync::oneshot::channel();
-                    let _ = tx.try_send(AgentEvent::Permission(PermissionRequest {
-                        tool,
-                        options: options.clone(),
-                        resumes_when_allowed: false,
-                        reply,
-                    }));
-                    // A cancel wins over an answer that arrives with it: `session/cancel`
-                    // comes first.
-                    let answer = tokio::select! {
-                        biased;
-                        _ = cancel.notified() => return Ok(StopReason::Cancelled.into()),
-                        answer = answer => answer.unwrap_or(PermissionAnswer::Cancelled),
-                    };
-                    let said = match &answer {
-                        PermissionAnswer::Selected(id) => id.clone(),
-                        PermissionAnswer::Cancelled => "cancelled".into(),
-                    };
-                    let allowed = said.starts_with("allow");
-                    let _ = tx.try_send(AgentEvent::ToolCallUpdate(ToolCallFields {
-                        id: format!("t{i}"),
-                        status: Some(if allowed {
-                            ToolStatus::Completed
-                        } else {
-                            ToolStatus::Failed
-                        }),
-                        ..Default::default()
-                    }));
-                    let _ = tx.try_send(AgentEvent::MessageChunk(format!(
-                        "{}permission: {said}",
-                        if i > 0 { "\n" } else { "" }
-                    )));
-                }
-                Ok(StopReason::EndTurn.into())
-            }
+            Script::AskPermission(times) => ask_permissions(&tx, &cancel, &options, times).await,
         }
     }
 
@@ -664,4 +619,58 @@ pub fn ask_code_and_model() -> SessionSettings {
             },
         }],
     }
+}
+
+/// The script that asks: `times` tool calls, each announced, asked about and ended as the
+/// answer says (allowed: completed; anything else: failed); a cancel ends the turn.
+async fn ask_permissions(
+    tx: &mpsc::Sender<AgentEvent>,
+    cancel: &tokio::sync::Notify,
+    options: &[PermissionOption],
+    times: u32,
+) -> Result<TurnEnd, AgentError> {
+    for i in 0..times {
+        let tool = ToolCallFields {
+            id: format!("t{i}"),
+            title: Some("bash: ls".into()),
+            kind: Some(ToolKind::Execute),
+            status: Some(ToolStatus::Pending),
+            raw_input: Some(serde_json::json!({"command": "ls"})),
+            ..Default::default()
+        };
+        let _ = tx.try_send(AgentEvent::ToolCall(tool.clone()));
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let _ = tx.try_send(AgentEvent::Permission(PermissionRequest {
+            tool,
+            options: options.to_vec(),
+            resumes_when_allowed: false,
+            reply,
+        }));
+        // A cancel wins over an answer that arrives with it: `session/cancel`
+        // comes first.
+        let answer = tokio::select! {
+            biased;
+            _ = cancel.notified() => return Ok(StopReason::Cancelled.into()),
+            answer = answer => answer.unwrap_or(PermissionAnswer::Cancelled),
+        };
+        let said = match &answer {
+            PermissionAnswer::Selected(id) => id.clone(),
+            PermissionAnswer::Cancelled => "cancelled".into(),
+        };
+        let allowed = said.starts_with("allow");
+        let _ = tx.try_send(AgentEvent::ToolCallUpdate(ToolCallFields {
+            id: format!("t{i}"),
+            status: Some(if allowed {
+                ToolStatus::Completed
+            } else {
+                ToolStatus::Failed
+            }),
+            ..Default::default()
+        }));
+        let _ = tx.try_send(AgentEvent::MessageChunk(format!(
+            "{}permission: {said}",
+            if i > 0 { "\n" } else { "" }
+        )));
+    }
+    Ok(StopReason::EndTurn.into())
 }
