@@ -318,7 +318,7 @@ async fn release(id: &str) {
         "home = {home:?}\n{}",
         (agent.lines)(&dir, &model.url, &home)
     );
-    let env: Real = start(id, lines).await;
+    let env: Real = start(id, lines).await.with_home(home);
     let (room, _) = env.room_with_bob().await;
     run_allowed(&env, &room, id, 0).await;
 }

@@ -26,7 +26,7 @@ async fn claude(model: &ModelServer) -> Real {
          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", DISABLE_TELEMETRY = \"1\", DISABLE_AUTOUPDATER = \"1\" }}",
         url = model.url,
     );
-    start("claude", agent_toml).await
+    start("claude", agent_toml).await.with_home(home)
 }
 
 /// A gateway running Codex as agent `codex`, its model the scripted server. Its config
@@ -51,6 +51,7 @@ async fn codex(model: &ModelServer) -> Real {
         codex_toml(&home, "SCRIPT_API_KEY = \"sk-script-model-key\""),
     )
     .await
+    .with_home(home)
 }
 
 /// Codex's `[[agents]]` lines, with its home `home` and the variables `env` (TOML, may be
@@ -429,7 +430,7 @@ async fn codex_without_a_key_tells_the_room_how_to_sign_it_in() {
     // No model provider and no key: Codex refuses `session/new` with `auth_required`.
     let home = agent_home("codex");
     std::fs::create_dir_all(home.join(".codex")).unwrap();
-    let env = start("codex", codex_toml(&home, "")).await;
+    let env = start("codex", codex_toml(&home, "")).await.with_home(home);
     let room = env.room_with_agent(false).await;
     env.alice.send(&room, "Say hello").await;
     let told = env

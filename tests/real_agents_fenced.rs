@@ -26,7 +26,7 @@ async fn copilot(model: &ModelServer) -> Real {
          COPILOT_PROVIDER_WIRE_API = \"completions\" }}",
         url = model.url,
     );
-    start("copilot", agent_toml).await
+    start("copilot", agent_toml).await.with_home(home)
 }
 
 /// A gateway running Qwen Code as agent `qwen`, its model the scripted server.
@@ -41,7 +41,7 @@ async fn qwen(model: &ModelServer) -> Real {
          OPENAI_MODEL = \"qwen3-coder\" }}",
         url = model.url,
     );
-    start("qwen", agent_toml).await
+    start("qwen", agent_toml).await.with_home(home)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,11 +135,12 @@ fn every_mode_and_approval_switch_of_copilot_and_qwen_code_is_known() {
     std::fs::create_dir_all(&work).unwrap();
     let (node, path) = (support::agents::node(), support::agents::path_with_node());
     let agent = |id: &str, command: String, args: String, env: &str| {
+        let home = dir.path().join(format!("{id}-home"));
+        std::fs::create_dir_all(&home).unwrap();
         format!(
             "[[agents]]\nid = \"{id}\"\ndisplay_name = \"{id}\"\ncommand = {command}\n\
              args = [{args}]\nworkspace = {work:?}\nhome = {home:?}\nenv = {{ {env} }}\n\
              [agents.matrix]\nuser_id = \"@{id}:localhost\"\npassword = \"unused\"\n",
-            home = agent_home(id),
         )
     };
     let config = format!(

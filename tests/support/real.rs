@@ -6,13 +6,32 @@ use matrix_sdk::room::Room;
 
 use super::{AgentSpec, Env, GatewayProcess, Person, Synapse, SynapseOptions};
 
-/// A home of the agent's own, outside /tmp (which the sandbox replaces).
-pub fn agent_home(agent: &str) -> std::path::PathBuf {
-    tempfile::Builder::new()
-        .prefix(&format!("sidekicks-{agent}-home-"))
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-        .keep()
+/// A home of the agent's own, outside /tmp (which the sandbox replaces); removed when
+/// dropped (an agent's home holds its packages' caches, a few hundred megabytes), so it
+/// must live as long as the gateway that runs the agent: [`Real::with_home`].
+pub fn agent_home(agent: &str) -> AgentHome {
+    AgentHome(
+        tempfile::Builder::new()
+            .prefix(&format!("sidekicks-{agent}-home-"))
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap(),
+    )
+}
+
+/// An agent's home folder, removed when dropped; reads as its path.
+pub struct AgentHome(tempfile::TempDir);
+
+impl std::ops::Deref for AgentHome {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        self.0.path()
+    }
+}
+
+impl std::fmt::Debug for AgentHome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.path().fmt(f)
+    }
 }
 
 /// The environment of one real agent, and Bob.
@@ -21,6 +40,8 @@ pub struct Real {
     pub env: Env,
     /// Bob: he may prompt and approve, but is no admin.
     pub bob: Person,
+    /// The agents' homes, removed with the environment.
+    homes: Vec<AgentHome>,
 }
 
 impl std::ops::Deref for Real {
@@ -69,10 +90,17 @@ pub async fn start(id: &str, agent_toml: String) -> Real {
             agent,
         },
         bob,
+        homes: Vec::new(),
     }
 }
 
 impl Real {
+    /// Keeps `home` (the agent's) until the environment is dropped.
+    pub fn with_home(mut self, home: AgentHome) -> Self {
+        self.homes.push(home);
+        self
+    }
+
     /// A room Alice made with the agent and Bob in it; Bob's view of it.
     pub async fn room_with_bob(&self) -> (Room, Room) {
         let room = self.room_with_agent(false).await;
