@@ -9,7 +9,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use sidekicks::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
+use sidekicks::model::ids::{AgentId, ConversationKey, EventId, RoomId, SessionId, UserId};
 use sidekicks::model::schedule::When;
 use sidekicks::store::{
     CutMessage, NewSchedule, OutboxItem, PendingInput, PendingKind, Role, RoomPosition, Store,
@@ -328,10 +328,16 @@ async fn conversations_and_settings(store: &Store) -> Vec<String> {
     let (key, agent) = (conversation(), AgentId::new("demo"));
     let other = ConversationKey::new(RoomId::new("!other"), AgentId::new("demo"));
     let mut seen = Vec::new();
-    store.save_session(&key, "s1").await.unwrap();
+    store
+        .save_session(&key, &SessionId::new("s1"))
+        .await
+        .unwrap();
     seen.push(format!(
         "claimed: {}",
-        store.claim_session(&other, "s1").await.unwrap()
+        store
+            .claim_session(&other, &SessionId::new("s1"))
+            .await
+            .unwrap()
     ));
     seen.push(format!(
         "{:?}",
@@ -341,8 +347,14 @@ async fn conversations_and_settings(store: &Store) -> Vec<String> {
     seen.push(format!("{:?}", store.member_since(&key, 9).await.unwrap()));
     let fork = ConversationKey::new(RoomId::new("!room"), AgentId::new("demo"))
         .in_thread(Some(EventId::new("$root")));
-    store.note_fork_source(&key, &fork, "s1").await.unwrap();
-    store.note_fork_source(&key, &fork, "s2").await.unwrap();
+    store
+        .note_fork_source(&key, &fork, &SessionId::new("s1"))
+        .await
+        .unwrap();
+    store
+        .note_fork_source(&key, &fork, &SessionId::new("s2"))
+        .await
+        .unwrap();
     seen.push(format!(
         "{:?}",
         store.take_fork_source(&fork).await.unwrap()

@@ -1,5 +1,5 @@
 //! The ACP client connection to one agent process, built on the official SDK, exposed to
-//! the core as [`AgentPort`].
+//! the core as [`AgentPort`], its sessions as [`AcpSession`]s.
 //!
 //! The SDK runs incoming messages through one sequential dispatch loop, so our handlers never
 //! wait there: notifications are translated and pushed onto the session's queue, and a
@@ -32,14 +32,16 @@ use super::ending::{Ended, stop_when_broken};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
 use super::requests::{McpOffer, Offer, Request, STEER_METHOD, initialize_request, steer_params};
+use super::session::AcpSession;
 use super::sessions::Sessions;
 use super::tasks;
 use super::transport;
-use crate::core::agent::AgentPort;
+use crate::core::agent::{AgentPort, NewSession};
 use crate::model::agent::{
-    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession, ProcessState,
-    Reopen, SessionListing, SessionTools, Steered, StopReason, TurnEnd,
+    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, ProcessState, Reopen,
+    SessionListing, SessionTools, Steered, StopReason, TurnEnd,
 };
+use crate::model::ids::SessionId;
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
 
@@ -69,6 +71,11 @@ pub struct AcpAgent {
     session_timeout: Duration,
     /// When the process started, for its uptime.
     started: std::time::Instant,
+    /// Set when it is being stopped on purpose: its sessions take no more prompts, even
+    /// before its exit is seen.
+    stopping: std::sync::atomic::AtomicBool,
+    /// Itself, for the sessions it opens to hold (see [`super::session::AcpSession`]).
+    me: std::sync::Weak<AcpAgent>,
 }
 
 impl AcpAgent {
@@ -122,6 +129,8 @@ impl AcpAgent {
             dialect: dialect::ACP,
             session_timeout: spec.session_timeout,
             started: std::time::Instant::now(),
+            stopping: Default::default(),
+            me: std::sync::Weak::new(),
         };
         let response = match agent
             .wait("initialize", Some(spec.initialize_timeout), init_rx)
@@ -148,9 +157,10 @@ impl AcpAgent {
         agent.sessions().set_dialect(dialect);
         let (name, version) = (info.name.as_deref(), info.version.as_deref());
         tracing::info!(agent = %spec.agent_id, name = name.unwrap_or("(unnamed)"), version = version.unwrap_or("(none)"), dialect = %dialect.name, "agent initialised");
-        Ok(Arc::new(Self {
+        Ok(Arc::new_cyclic(|me| Self {
             info,
             dialect,
+            me: me.clone(),
             ..agent
         }))
     }
@@ -187,6 +197,7 @@ impl AcpAgent {
 
     /// Stops the agent process (SIGTERM, then SIGKILL after a grace period).
     pub async fn shutdown(&self) {
+        (self.stopping).store(true, std::sync::atomic::Ordering::SeqCst);
         self.terminals.end_all();
         self.process.lock().await.stop(Duration::from_secs(3)).await;
     }
@@ -252,16 +263,25 @@ impl AcpAgent {
         self.sessions.lock().expect("sessions poisoned")
     }
 
+    /// Whether the process still takes prompts: not ended, nor being stopped.
+    pub(super) fn running(&self) -> bool {
+        !self.stopping.load(std::sync::atomic::Ordering::SeqCst) && self.exit_status().is_none()
+    }
+
     /// Registers session `id`, just opened in `cwd`, and describes it.
     fn opened(
         &self,
-        id: String,
+        id: SessionId,
         folder: &Arc<Folder>,
         response: &NewSessionResponse,
     ) -> NewSession {
-        let events = self.sessions().register(&id, folder.clone());
+        let events = self.sessions().register(id.as_str(), folder.clone());
+        let agent = self
+            .me
+            .upgrade()
+            .expect("a session is opened through its agent's Arc");
         NewSession {
-            id,
+            session: Arc::new(AcpSession::new(agent, id)),
             settings: events::session_settings(
                 response.modes.as_ref(),
                 response.config_options.as_deref(),
@@ -315,7 +335,7 @@ impl AgentPort for AcpAgent {
         let response = self
             .wait("session/new", Some(self.session_timeout), rx)
             .await?;
-        let id = response.session_id.0.to_string();
+        let id = SessionId::new(response.session_id.0.to_string());
         Ok(self.opened(id, folder, &response))
     }
 
@@ -333,7 +353,7 @@ impl AgentPort for AcpAgent {
 
     async fn reopen_session(
         &self,
-        session_id: &str,
+        id: &SessionId,
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
@@ -343,11 +363,11 @@ impl AgentPort for AcpAgent {
                 self.agent_id
             )));
         };
-        self.sessions().unregister(session_id);
+        self.sessions().unregister(id.as_str());
         let (reply, rx) = oneshot::channel();
         self.send(Request::Reopen {
             how,
-            session: session_id.to_owned(),
+            session: id.to_string(),
             cwd: folder.path().to_owned(),
             tools: tools.cloned(),
             reply,
@@ -359,8 +379,8 @@ impl AgentPort for AcpAgent {
         };
         let response = self.wait(what, Some(self.session_timeout), rx).await?;
         // Every update of the replay came before the answer and is held: drop it.
-        let replayed = self.sessions().drop_replay(session_id);
-        let mut session = self.opened(session_id.to_owned(), folder, &response);
+        let replayed = self.sessions().drop_replay(id.as_str());
+        let mut session = self.opened(id.clone(), folder, &response);
         session.replayed = replayed;
         Ok(session)
     }
@@ -371,65 +391,21 @@ impl AgentPort for AcpAgent {
 
     async fn fork_session(
         &self,
-        session_id: &str,
+        source: &SessionId,
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let (reply, rx) = oneshot::channel();
         self.send(Request::Fork {
-            session: session_id.to_owned(),
+            session: source.to_string(),
             cwd: folder.path().to_owned(),
             tools: tools.cloned(),
             reply,
         })
         .await?;
         let response = (self.wait("session/fork", Some(self.session_timeout), rx)).await?;
-        let id = response.session_id.0.to_string();
+        let id = SessionId::new(response.session_id.0.to_string());
         Ok(self.opened(id, folder, &response))
-    }
-
-    async fn prompt(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<TurnEnd, AgentError> {
-        self.sessions().turn_started(session_id);
-        let (reply, rx) = oneshot::channel();
-        self.send(Request::Prompt {
-            session: session_id.to_owned(),
-            blocks: blocks.into_iter().map(events::prompt_block).collect(),
-            reply,
-        })
-        .await?;
-        // A turn may legitimately run for hours; stopping it is the person's call.
-        match self.wait("session/prompt", None, rx).await {
-            Ok(response) => {
-                let mut end = events::turn_end(response);
-                end.reason = self.sessions().turn_ended(session_id, end.reason);
-                Ok(end)
-            }
-            // An agent that answers our own cancel with an error (Qwen Code's "Request was
-            // aborted.") stopped all the same: the turn reads as stopped, not failed.
-            Err(AgentError::Rpc { code, message })
-                if self.sessions().cancel_was_requested(session_id) =>
-            {
-                tracing::info!(agent = %self.agent_id, code, %message, "the turn ended with an error after our cancel; taken as stopped");
-                let reason = self
-                    .sessions()
-                    .turn_ended(session_id, StopReason::Cancelled);
-                Ok(reason.into())
-            }
-            Err(AgentError::Rpc { code, message }) => {
-                match self.sessions().explain_error(code, &message) {
-                    Some(text) => {
-                        tracing::info!(agent = %self.agent_id, code, %message, "the turn ended with an error the agent's dialect explains");
-                        Err(AgentError::TurnAborted(text))
-                    }
-                    None => Err(AgentError::Rpc { code, message }),
-                }
-            }
-            Err(e) => Err(e),
-        }
     }
 
     async fn list_sessions(&self, cwd: &Path) -> Result<Vec<SessionListing>, AgentError> {
@@ -480,7 +456,76 @@ impl AgentPort for AcpAgent {
             .await
     }
 
-    async fn close_session(&self, session_id: &str) {
+    fn steers(&self) -> bool {
+        self.info.steering
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.stderr.last(20)
+    }
+
+    fn process_state(&self) -> ProcessState {
+        match self.exit_status() {
+            Some(status) => ProcessState::Crashed { status },
+            None => ProcessState::Running {
+                uptime: self.started.elapsed(),
+                sessions: self.sessions().count(),
+            },
+        }
+    }
+
+    async fn stop(&self) {
+        self.shutdown().await;
+    }
+}
+
+/// What is done to one session, called by its handle ([`AcpSession`]).
+impl AcpAgent {
+    pub(super) async fn prompt(
+        &self,
+        session_id: &str,
+        blocks: Vec<PromptBlock>,
+    ) -> Result<TurnEnd, AgentError> {
+        self.sessions().turn_started(session_id);
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::Prompt {
+            session: session_id.to_owned(),
+            blocks: blocks.into_iter().map(events::prompt_block).collect(),
+            reply,
+        })
+        .await?;
+        // A turn may legitimately run for hours; stopping it is the person's call.
+        match self.wait("session/prompt", None, rx).await {
+            Ok(response) => {
+                let mut end = events::turn_end(response);
+                end.reason = self.sessions().turn_ended(session_id, end.reason);
+                Ok(end)
+            }
+            // An agent that answers our own cancel with an error (Qwen Code's "Request was
+            // aborted.") stopped all the same: the turn reads as stopped, not failed.
+            Err(AgentError::Rpc { code, message })
+                if self.sessions().cancel_was_requested(session_id) =>
+            {
+                tracing::info!(agent = %self.agent_id, code, %message, "the turn ended with an error after our cancel; taken as stopped");
+                let reason = self
+                    .sessions()
+                    .turn_ended(session_id, StopReason::Cancelled);
+                Ok(reason.into())
+            }
+            Err(AgentError::Rpc { code, message }) => {
+                match self.sessions().explain_error(code, &message) {
+                    Some(text) => {
+                        tracing::info!(agent = %self.agent_id, code, %message, "the turn ended with an error the agent's dialect explains");
+                        Err(AgentError::TurnAborted(text))
+                    }
+                    None => Err(AgentError::Rpc { code, message }),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    pub(super) async fn close_session(&self, session_id: &str) {
         self.sessions().unregister(session_id);
         self.terminals.end_session(session_id);
         if !self.info.close_session {
@@ -504,11 +549,7 @@ impl AgentPort for AcpAgent {
         }
     }
 
-    fn steers(&self) -> bool {
-        self.info.steering
-    }
-
-    async fn steer(
+    pub(super) async fn steer(
         &self,
         session_id: &str,
         blocks: Vec<PromptBlock>,
@@ -522,13 +563,17 @@ impl AgentPort for AcpAgent {
         })
     }
 
-    async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError> {
+    pub(super) async fn stop_task(
+        &self,
+        session_id: &str,
+        task_id: &str,
+    ) -> Result<bool, AgentError> {
         let params = tasks::stop_params(session_id, task_id);
         let answer = (self.call_extension(tasks::STOP_METHOD, params)).await?;
         Ok(tasks::stopped(&answer))
     }
 
-    async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
+    pub(super) async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
         self.sessions().cancel_requested(session_id);
         self.terminals.stop_session(session_id);
         self.send(Request::Cancel {
@@ -537,11 +582,7 @@ impl AgentPort for AcpAgent {
         .await
     }
 
-    fn stderr_tail(&self) -> String {
-        self.stderr.last(20)
-    }
-
-    async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
+    pub(super) async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
         let (reply, rx) = oneshot::channel();
         self.send(Request::SetMode {
             session: session_id.to_owned(),
@@ -553,7 +594,7 @@ impl AgentPort for AcpAgent {
             .await
     }
 
-    async fn set_option(
+    pub(super) async fn set_option(
         &self,
         session_id: &str,
         option_id: &str,
@@ -573,23 +614,9 @@ impl AgentPort for AcpAgent {
         Ok(events::config_options(options))
     }
 
-    fn forget_session(&self, session_id: &str) {
+    pub(super) fn forget_session(&self, session_id: &str) {
         self.sessions().unregister(session_id);
         self.terminals.end_session(session_id);
-    }
-
-    fn process_state(&self) -> ProcessState {
-        match self.exit_status() {
-            Some(status) => ProcessState::Crashed { status },
-            None => ProcessState::Running {
-                uptime: self.started.elapsed(),
-                sessions: self.sessions().count(),
-            },
-        }
-    }
-
-    async fn stop(&self) {
-        self.shutdown().await;
     }
 }
 

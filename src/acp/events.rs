@@ -22,7 +22,7 @@ use crate::model::agent::{
     StopReason, TerminalOutput, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
     TurnEnd,
 };
-use crate::model::ids::AgentId;
+use crate::model::ids::{AgentId, SessionId};
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
 
 /// What the agent advertised in its `initialize` answer.
@@ -174,7 +174,7 @@ fn auth_method(m: &AuthMethod) -> AuthMethodInfo {
 /// The core's description of one listed session.
 pub fn session_listing(s: SessionInfo) -> SessionListing {
     SessionListing {
-        id: s.session_id.0.to_string(),
+        id: SessionId::new(s.session_id.0.to_string()),
         cwd: s.cwd,
         title: s.title,
         updated_at: s.updated_at,

@@ -21,6 +21,7 @@ mod per_room;
 mod process;
 mod requests;
 mod sandbox;
+mod session;
 mod sessions;
 mod supervisor;
 mod tasks;

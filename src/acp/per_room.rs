@@ -6,7 +6,8 @@
 //! one agent, which the pool counts once and stops as a whole.
 //!
 //! What belongs to a folder (a new, reopened or listed session) goes to that folder's process,
-//! started first; what belongs to a session goes to the process that opened it. What the
+//! started first; what belongs to a session goes to the process that opened it, through the
+//! session's handle ([`RoomSession`] adds the room's use to it). What the
 //! agent advertises (its modes, what a prompt takes, how it signs in) is the same program's in
 //! every room: it is read from the room process that started last, which is the one the core
 //! has just asked for (`ensure_running` comes before those questions).
@@ -25,11 +26,12 @@ use async_trait::async_trait;
 
 use super::process::ProcessSpec;
 use super::supervisor::{Supervised, SupervisedAgent};
-use crate::core::agent::{AgentPort, PlaceWait, PlaceWaits};
+use crate::core::agent::{AgentPort, AgentSession, NewSession, PlaceWait, PlaceWaits, SessionPort};
 use crate::model::agent::{
-    AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, Steered, TurnEnd,
+    AgentError, ConfigChoice, ConfigOption, ProcessState, Reopen, Steered, TurnEnd,
 };
 use crate::model::agent::{AuthMethodInfo, SessionListing, SessionTools};
+use crate::model::ids::SessionId;
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
 use crate::workspace::folder::Folder;
@@ -142,8 +144,8 @@ pub struct PerRoomAgent {
     root: PathBuf,
     /// Each room folder's process.
     rooms: Mutex<HashMap<PathBuf, Arc<Room>>>,
-    /// The room each session belongs to.
-    sessions: Mutex<HashMap<String, Arc<Room>>>,
+    /// The room each open session belongs to: a fork is made where its source's history is.
+    sessions: Arc<SessionRooms>,
     /// The room process that started last, which answers what the agent advertises.
     last: Mutex<Option<Arc<SupervisedAgent>>>,
     /// How many room processes may run, and how long one may go unused.
@@ -175,7 +177,7 @@ impl PerRoomAgent {
             spec,
             root,
             rooms: Mutex::default(),
-            sessions: Mutex::default(),
+            sessions: Arc::default(),
             last: Mutex::default(),
             limits,
             starting: tokio::sync::Mutex::new(()),
@@ -209,8 +211,7 @@ impl PerRoomAgent {
     /// sessions (a turn there opens one again).
     async fn stop_claimed(&self, room: &Arc<Room>) {
         room.process.stop().await;
-        (self.sessions.lock().expect("sessions lock poisoned"))
-            .retain(|_, r| !Arc::ptr_eq(r, room));
+        (self.sessions.lock()).retain(|_, r| !Arc::ptr_eq(r, room));
         room.usage().stopped(Instant::now());
     }
 
@@ -328,23 +329,25 @@ impl PerRoomAgent {
         self.last.lock().expect("last lock poisoned").clone()
     }
 
-    /// Notes that `room` holds `session`, just opened.
-    fn held_by(&self, room: Arc<Room>, session: NewSession) -> NewSession {
-        (self.sessions.lock().expect("sessions lock poisoned")).insert(session.id.clone(), room);
+    /// Notes that `room` holds `session`, just opened; its handle counts its turns as the
+    /// room's use.
+    fn held_by(&self, room: Arc<Room>, mut session: NewSession) -> NewSession {
+        self.sessions
+            .lock()
+            .insert(session.id().clone(), room.clone());
+        session.session = Arc::new(RoomSession {
+            inner: session.session,
+            room,
+            rooms: self.sessions.clone(),
+            turn_ended: self.turn_ended.clone(),
+        });
         session
     }
 
-    /// The room that holds `session_id`.
-    fn holding(&self, session_id: &str) -> Result<Arc<Room>, AgentError> {
-        (self.sessions.lock().expect("sessions lock poisoned"))
-            .get(session_id)
-            .cloned()
-            .ok_or_else(|| AgentError::Failed(format!("no process holds session {session_id}")))
-    }
-
-    /// The room process that holds `session_id`.
-    fn holder(&self, session_id: &str) -> Result<Arc<SupervisedAgent>, AgentError> {
-        self.holding(session_id).map(|room| room.process.clone())
+    /// The room that holds session `id`.
+    fn holding(&self, id: &SessionId) -> Result<Arc<Room>, AgentError> {
+        (self.sessions.lock().get(id).cloned())
+            .ok_or_else(|| AgentError::Failed(format!("no process holds session {id}")))
     }
 
     fn all(&self) -> Vec<Arc<Room>> {
@@ -424,14 +427,12 @@ impl AgentPort for PerRoomAgent {
 
     async fn reopen_session(
         &self,
-        session_id: &str,
+        id: &SessionId,
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         let room = self.live(folder.path(), None).await?;
-        let session = (room.process)
-            .reopen_session(session_id, folder, tools)
-            .await?;
+        let session = (room.process).reopen_session(id, folder, tools).await?;
         Ok(self.held_by(room, session))
     }
 
@@ -441,47 +442,18 @@ impl AgentPort for PerRoomAgent {
 
     async fn fork_session(
         &self,
-        session_id: &str,
+        source: &SessionId,
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         // A session forks in the process that holds it: its history is there.
-        let room = self.holding(session_id)?;
-        let session = (room.process)
-            .fork_session(session_id, folder, tools)
-            .await?;
+        let room = self.holding(source)?;
+        let session = (room.process).fork_session(source, folder, tools).await?;
         Ok(self.held_by(room, session))
-    }
-
-    async fn prompt(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<TurnEnd, AgentError> {
-        let busy = Busy::new(self.holding(session_id)?, self.turn_ended.clone())?;
-        busy.0.process.prompt(session_id, blocks).await
     }
 
     fn steers(&self) -> bool {
         self.last().is_some_and(|r| r.steers())
-    }
-
-    async fn steer(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<Steered, AgentError> {
-        self.holder(session_id)?.steer(session_id, blocks).await
-    }
-
-    async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError> {
-        self.holder(session_id)?
-            .stop_task(session_id, task_id)
-            .await
-    }
-
-    async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
-        self.holder(session_id)?.cancel(session_id).await
     }
 
     async fn list_sessions(&self, cwd: &Path) -> Result<Vec<SessionListing>, AgentError> {
@@ -501,43 +473,8 @@ impl AgentPort for PerRoomAgent {
         room.authenticate(method_id).await
     }
 
-    async fn close_session(&self, session_id: &str) {
-        if let Ok(room) = self.holder(session_id) {
-            room.close_session(session_id).await
-        }
-    }
-
     fn stderr_tail(&self) -> String {
         self.last().map(|r| r.stderr_tail()).unwrap_or_default()
-    }
-
-    fn session_alive(&self, session_id: &str) -> bool {
-        // Asked before a turn is sent to the session: a use of its room, so the room is not
-        // stopped for being idle between this answer and the turn.
-        self.holding(session_id)
-            .is_ok_and(|room| room.touch() && room.process.session_alive(session_id))
-    }
-
-    fn forget_session(&self, session_id: &str) {
-        let room = (self.sessions.lock().expect("sessions lock poisoned")).remove(session_id);
-        if let Some(room) = room {
-            room.process.forget_session(session_id);
-        }
-    }
-
-    async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
-        self.holder(session_id)?.set_mode(session_id, mode_id).await
-    }
-
-    async fn set_option(
-        &self,
-        session_id: &str,
-        option_id: &str,
-        value: ConfigChoice,
-    ) -> Result<Vec<ConfigOption>, AgentError> {
-        (self.holder(session_id)?)
-            .set_option(session_id, option_id, value)
-            .await
     }
 
     fn process_state(&self) -> ProcessState {
@@ -565,7 +502,82 @@ impl AgentPort for PerRoomAgent {
         for room in self.all() {
             room.process.stop().await;
         }
-        (self.sessions.lock().expect("sessions lock poisoned")).clear();
+        self.sessions.lock().clear();
+    }
+}
+
+/// The room each open session belongs to.
+#[derive(Default)]
+struct SessionRooms(Mutex<HashMap<SessionId, Arc<Room>>>);
+
+impl SessionRooms {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<Room>>> {
+        self.0.lock().expect("sessions lock poisoned")
+    }
+}
+
+/// A session of a room's process: a turn in it is a use of the room (which is not stopped
+/// for being idle while it runs), and so is finding it alive (asked before a turn is sent).
+struct RoomSession {
+    /// The session, in the room's process.
+    inner: AgentSession,
+    /// Its room.
+    room: Arc<Room>,
+    /// Every open session's room, which it leaves when it is forgotten or closed.
+    rooms: Arc<SessionRooms>,
+    /// Told when a turn ends: a room waiting for a place looks again.
+    turn_ended: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait]
+impl SessionPort for RoomSession {
+    fn id(&self) -> &SessionId {
+        self.inner.id()
+    }
+
+    async fn prompt(&self, blocks: Vec<PromptBlock>) -> Result<TurnEnd, AgentError> {
+        let _busy = Busy::new(self.room.clone(), self.turn_ended.clone())?;
+        self.inner.prompt(blocks).await
+    }
+
+    fn alive(&self) -> bool {
+        // A use of its room, so the room is not stopped for being idle between this answer
+        // and the turn.
+        self.room.touch() && self.inner.alive()
+    }
+
+    fn forget(&self) {
+        self.rooms.lock().remove(self.id());
+        self.inner.forget();
+    }
+
+    async fn close(&self) {
+        self.rooms.lock().remove(self.id());
+        self.inner.close().await;
+    }
+
+    async fn steer(&self, blocks: Vec<PromptBlock>) -> Result<Steered, AgentError> {
+        self.inner.steer(blocks).await
+    }
+
+    async fn stop_task(&self, task_id: &str) -> Result<bool, AgentError> {
+        self.inner.stop_task(task_id).await
+    }
+
+    async fn cancel(&self) -> Result<(), AgentError> {
+        self.inner.cancel().await
+    }
+
+    async fn set_mode(&self, mode_id: &str) -> Result<(), AgentError> {
+        self.inner.set_mode(mode_id).await
+    }
+
+    async fn set_option(
+        &self,
+        option_id: &str,
+        value: ConfigChoice,
+    ) -> Result<Vec<ConfigOption>, AgentError> {
+        self.inner.set_option(option_id, value).await
     }
 }
 

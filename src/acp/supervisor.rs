@@ -1,12 +1,12 @@
 //! Keeping an agent available: when its process has died, the next new session starts it
-//! again, with back-off so a crashing agent does not loop. Sessions stay tied to the process
-//! that created them, so a request for a session of a dead process fails with its exit
-//! status (and the channel opens a new session, which brings the process back).
+//! again, with back-off so a crashing agent does not loop. A session holds the process that
+//! opened it (its handle goes there, past the supervisor), so a request for a session of a
+//! dead process fails with its exit status (and the channel opens a new session, which
+//! brings the process back).
 //!
 //! The process pool (`core::pool`) may also stop a process on purpose, or leave it unstarted
 //! until its first turn: that is no crash, so the next session starts it without back-off.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,12 +16,11 @@ use tokio::time::Instant;
 
 use super::connection::AcpAgent;
 use super::process::ProcessSpec;
-use crate::core::agent::{AgentPort, PlaceWaits};
-use crate::model::agent::{
-    AgentError, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen, Steered, TurnEnd,
-};
+use crate::core::agent::{AgentPort, NewSession, PlaceWaits};
+use crate::model::agent::{AgentError, ProcessState, Reopen};
 use crate::model::agent::{AuthMethodInfo, SessionListing, SessionTools};
-use crate::model::media::{PromptBlock, PromptSupport};
+use crate::model::ids::SessionId;
+use crate::model::media::PromptSupport;
 use crate::model::modes::KnownModes;
 use crate::workspace::folder::Folder;
 
@@ -104,8 +103,6 @@ pub struct SupervisedAgent {
     current: Mutex<Option<Arc<AcpAgent>>>,
     /// Whether the current process was stopped on purpose (pool), not crashed.
     stopped: std::sync::atomic::AtomicBool,
-    /// The process each session belongs to.
-    owners: Mutex<HashMap<String, Arc<AcpAgent>>>,
     /// Restarts, one at a time, with their back-off.
     restarts: tokio::sync::Mutex<Backoff>,
 }
@@ -118,7 +115,6 @@ impl SupervisedAgent {
             spec,
             current: Mutex::new(first),
             stopped: Default::default(),
-            owners: Mutex::default(),
             restarts: tokio::sync::Mutex::new(Backoff::new(Instant::now())),
         })
     }
@@ -172,33 +168,7 @@ impl SupervisedAgent {
         self.stopped.store(false, Ordering::SeqCst);
         let fresh = started?;
         *self.current.lock().expect("agent lock poisoned") = Some(fresh.clone());
-        // The sessions of processes that have ended are gone with them: their records go
-        // too, so a gateway running for months does not keep every dead process around.
-        self.owners
-            .lock()
-            .expect("owners lock poisoned")
-            .retain(|_, owner| owner.exit_status().is_none());
         Ok(fresh)
-    }
-
-    /// Notes that `process` owns `session`, just opened (new, got back or forked).
-    fn owned_by(&self, process: Arc<AcpAgent>, session: NewSession) -> NewSession {
-        self.owners
-            .lock()
-            .expect("owners lock poisoned")
-            .insert(session.id.clone(), process);
-        session
-    }
-
-    /// The process that owns `session_id` (the current one if unknown).
-    fn owner(&self, session_id: &str) -> Result<Arc<AcpAgent>, AgentError> {
-        self.owners
-            .lock()
-            .expect("owners lock poisoned")
-            .get(session_id)
-            .cloned()
-            .or_else(|| self.current())
-            .ok_or_else(|| AgentError::Failed(format!("no process holds session {session_id}")))
     }
 }
 
@@ -218,9 +188,7 @@ impl AgentPort for SupervisedAgent {
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
-        let process = self.live().await?;
-        let session = process.new_session(folder, tools).await?;
-        Ok(self.owned_by(process, session))
+        self.live().await?.new_session(folder, tools).await
     }
 
     async fn ensure_running(&self, _folder: &Path, _waits: PlaceWaits) -> Result<(), AgentError> {
@@ -246,13 +214,11 @@ impl AgentPort for SupervisedAgent {
 
     async fn reopen_session(
         &self,
-        session_id: &str,
+        id: &SessionId,
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
-        let process = self.live().await?;
-        let session = process.reopen_session(session_id, folder, tools).await?;
-        Ok(self.owned_by(process, session))
+        self.live().await?.reopen_session(id, folder, tools).await
     }
 
     fn forks(&self) -> bool {
@@ -262,42 +228,16 @@ impl AgentPort for SupervisedAgent {
 
     async fn fork_session(
         &self,
-        session_id: &str,
+        source: &SessionId,
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
-        let process = self.live().await?;
-        let session = process.fork_session(session_id, folder, tools).await?;
-        Ok(self.owned_by(process, session))
-    }
-
-    async fn prompt(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<TurnEnd, AgentError> {
-        self.owner(session_id)?.prompt(session_id, blocks).await
+        self.live().await?.fork_session(source, folder, tools).await
     }
 
     fn steers(&self) -> bool {
         // Known once the agent has started (a turn runs only on a started agent).
         self.current().is_some_and(|c| c.steers())
-    }
-
-    async fn steer(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<Steered, AgentError> {
-        self.owner(session_id)?.steer(session_id, blocks).await
-    }
-
-    async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError> {
-        self.owner(session_id)?.stop_task(session_id, task_id).await
-    }
-
-    async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
-        self.owner(session_id)?.cancel(session_id).await
     }
 
     async fn list_sessions(&self, cwd: &Path) -> Result<Vec<SessionListing>, AgentError> {
@@ -312,50 +252,8 @@ impl AgentPort for SupervisedAgent {
         self.live().await?.authenticate(method_id).await
     }
 
-    async fn close_session(&self, session_id: &str) {
-        // A session whose process is gone is closed already.
-        if let Ok(owner) = self.owner(session_id) {
-            owner.close_session(session_id).await
-        }
-    }
-
     fn stderr_tail(&self) -> String {
         self.current().map(|c| c.stderr_tail()).unwrap_or_default()
-    }
-
-    fn session_alive(&self, session_id: &str) -> bool {
-        // A session forgotten, or whose process's records were dropped, is not alive.
-        self.owners
-            .lock()
-            .expect("owners lock poisoned")
-            .get(session_id)
-            .is_some_and(|owner| owner.exit_status().is_none())
-    }
-
-    fn forget_session(&self, session_id: &str) {
-        let owner = self
-            .owners
-            .lock()
-            .expect("owners lock poisoned")
-            .remove(session_id);
-        if let Some(owner) = owner {
-            owner.forget_session(session_id);
-        }
-    }
-
-    async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
-        self.owner(session_id)?.set_mode(session_id, mode_id).await
-    }
-
-    async fn set_option(
-        &self,
-        session_id: &str,
-        option_id: &str,
-        value: ConfigChoice,
-    ) -> Result<Vec<ConfigOption>, AgentError> {
-        self.owner(session_id)?
-            .set_option(session_id, option_id, value)
-            .await
     }
 
     fn process_state(&self) -> ProcessState {
@@ -380,10 +278,6 @@ impl AgentPort for SupervisedAgent {
         self.stopped
             .store(true, std::sync::atomic::Ordering::SeqCst);
         current.shutdown().await;
-        self.owners
-            .lock()
-            .expect("owners lock poisoned")
-            .retain(|_, owner| !Arc::ptr_eq(owner, &current));
         tracing::info!(agent = %self.spec.agent_id, "agent process stopped");
     }
 }

@@ -1,6 +1,11 @@
-//! The agent port: what the core needs from an agent process, implemented by
-//! `crate::acp::AcpAgent` and by a fake in tests. The data it speaks lives in
-//! [`crate::model::agent`].
+//! The agent ports: what the core needs from an agent process ([`AgentPort`]: its
+//! lifecycle, what it advertises, opening sessions) and from one session it opened
+//! ([`SessionPort`]: turns, steering, modes, options). Implemented by `crate::acp` and by a
+//! fake in tests. The data they speak lives in [`crate::model::agent`].
+//!
+//! A session is a handle of its own, given with the session, so what is done to it goes to
+//! the process that opened it without the wrappers around an agent (the supervisor, a
+//! process per room) passing each call on: a wrapper wraps only what it changes.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,10 +14,13 @@ use async_trait::async_trait;
 
 use crate::workspace::folder::Folder;
 
+use tokio::sync::mpsc;
+
 use crate::model::agent::{
-    AgentError, AuthMethodInfo, ConfigChoice, ConfigOption, NewSession, ProcessState, Reopen,
-    SessionListing, SessionTools, Steered, TurnEnd,
+    AgentError, AgentEvent, AuthMethodInfo, ConfigChoice, ConfigOption, ProcessState, Reopen,
+    Replayed, SessionListing, SessionSettings, SessionTools, Steered, TurnEnd,
 };
+use crate::model::ids::SessionId;
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
 
@@ -47,8 +55,8 @@ pub struct PlaceWait {
     pub max_rooms: usize,
 }
 
-/// One running agent process, as the core sees it. Implemented by `crate::acp::AcpAgent`
-/// and by a fake in tests.
+/// One running agent process, as the core sees it: its lifecycle, what it advertises, and
+/// the sessions it opens ([`SessionPort`] for what is done to one).
 #[async_trait]
 pub trait AgentPort: Send + Sync {
     /// Opens a new session working in `folder` (its `cwd` is the folder's path; the
@@ -59,13 +67,6 @@ pub trait AgentPort: Send + Sync {
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError>;
-    /// Sends a prompt (text, and the files that go with it) and waits for the turn to end.
-    /// Updates arrive on the session's event receiver, all of them before this returns.
-    async fn prompt(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<TurnEnd, AgentError>;
     /// What its dialect knows of its modes: which ask before acting, which one sessions are
     /// put in. Nothing known until it has started (its dialect may come from its name).
     fn known_modes(&self) -> KnownModes {
@@ -91,37 +92,12 @@ pub trait AgentPort: Send + Sync {
     async fn authenticate(&self, _method_id: &str) -> Result<(), AgentError> {
         Err(AgentError::Failed("this agent offers no sign-in".into()))
     }
-    /// Frees session `session_id` on the agent's side (`session/close`, where the agent
-    /// offers it; nothing otherwise): its conversation was reset. A failure is only logged.
-    async fn close_session(&self, _session_id: &str) {}
-    /// Whether the agent takes a message into a running turn ([`AgentPort::steer`]), as it
-    /// advertised; `false` until it has started. No default: a wrapper that forgot to pass
-    /// it on would quietly turn steering off.
+    /// Whether the agent takes a message into a running turn ([`SessionPort::steer`]), as
+    /// it advertised; `false` until it has started. No default: a wrapper that forgot to
+    /// pass it on would quietly turn steering off.
     fn steers(&self) -> bool;
-    /// Sends `blocks` into the turn running in `session_id` (`_session/steering`): the
-    /// turn answers them. [`Steered::NoTurn`] when no turn runs there any more.
-    async fn steer(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<Steered, AgentError>;
-    /// Stops background task `task_id` of session `session_id`
-    /// (`_session/async_task/stop`); `false` when the agent did not stop it (it had ended,
-    /// or cannot be stopped). No default: a wrapper that forgot to pass it on would leave
-    /// every task running.
-    async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError>;
-    /// Asks the agent to stop the running turn (`session/cancel`).
-    async fn cancel(&self, session_id: &str) -> Result<(), AgentError>;
     /// The last lines the agent wrote to stderr, for diagnostics.
     fn stderr_tail(&self) -> String;
-    /// Whether `session_id` can still take prompts: `false` once the process that created
-    /// it has died, so the caller opens a new session instead of losing a message to it.
-    fn session_alive(&self, _session_id: &str) -> bool {
-        true
-    }
-    /// Forgets session `session_id`: its channel has left it (a fresh start, a process that
-    /// died), so nothing is kept for it any more and what still comes for it is dropped.
-    fn forget_session(&self, _session_id: &str) {}
     /// Starts the agent process that serves `folder` (a conversation's) if it is not
     /// running (it starts lazily, and the process pool may have stopped it), so what it
     /// advertises is known before a session is opened there. One process serves every
@@ -136,47 +112,108 @@ pub trait AgentPort: Send + Sync {
     fn reopen_support(&self) -> Option<Reopen> {
         None
     }
-    /// Gets back session `session_id` in `folder` the way
-    /// [`AgentPort::reopen_support`] says, given the room tools as
-    /// [`AgentPort::new_session`] is. Anything the agent replays while loading is not
-    /// passed on: the room has shown it already.
+    /// Gets back session `id` in `folder` the way [`AgentPort::reopen_support`] says, given
+    /// the room tools as [`AgentPort::new_session`] is. Anything the agent replays while
+    /// loading is not passed on: the room has shown it already.
     async fn reopen_session(
         &self,
-        session_id: &str,
+        id: &SessionId,
         _folder: &Arc<Folder>,
         _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
         Err(AgentError::Failed(format!(
-            "this agent cannot reopen session {session_id}"
+            "this agent cannot reopen session {id}"
         )))
     }
     /// Whether the agent can fork a session ([`AgentPort::fork_session`]), as it
     /// advertised; `false` until it has started. No default: a wrapper that forgot to pass
     /// it on would quietly re-inject every fork's conversation instead.
     fn forks(&self) -> bool;
-    /// Opens a new session in `folder` that starts as a copy of session `session_id`
+    /// Opens a new session in `folder` that starts as a copy of session `source`
     /// (`session/fork`), given the room tools as [`AgentPort::new_session`] is: the copy
-    /// remembers the conversation, nothing is re-injected.
+    /// remembers the conversation, nothing is re-injected. The source is named by its ID
+    /// (the store keeps it): it may belong to another conversation, or to none any more.
     async fn fork_session(
         &self,
-        session_id: &str,
+        source: &SessionId,
         folder: &Arc<Folder>,
         tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError>;
-    /// Switches the session to mode `mode_id` (`session/set_mode`), in place.
-    async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError>;
-    /// Changes config option `option_id` of the session (`session/set_config_option`), in
-    /// place; returns every option as the agent now has them.
-    async fn set_option(
-        &self,
-        session_id: &str,
-        option_id: &str,
-        value: ConfigChoice,
-    ) -> Result<Vec<ConfigOption>, AgentError>;
     /// Whether the agent process runs, since when, and how many sessions it holds.
     fn process_state(&self) -> ProcessState;
     /// Stops the agent process to free its slot (the pool's idle stop or eviction). Its
     /// sessions end with it; the next prompt starts it again and gets them back the way
     /// the session continuity work provides. Not reported as a crash.
     async fn stop(&self);
+}
+
+/// One session an agent opened, as the core sees it: what is done to it goes to the
+/// process that opened it. Implemented by `crate::acp` and by a fake in tests.
+#[async_trait]
+pub trait SessionPort: Send + Sync {
+    /// The agent's ID for the session (what the store keeps, to get it back or fork it).
+    fn id(&self) -> &SessionId;
+    /// Sends a prompt (text, and the files that go with it) and waits for the turn to end.
+    /// Updates arrive on the session's event receiver, all of them before this returns.
+    async fn prompt(&self, blocks: Vec<PromptBlock>) -> Result<TurnEnd, AgentError>;
+    /// Sends `blocks` into the turn running in the session (`_session/steering`): the turn
+    /// answers them. [`Steered::NoTurn`] when no turn runs there any more.
+    async fn steer(&self, blocks: Vec<PromptBlock>) -> Result<Steered, AgentError>;
+    /// Stops background task `task_id` of the session (`_session/async_task/stop`);
+    /// `false` when the agent did not stop it (it had ended, or cannot be stopped).
+    async fn stop_task(&self, task_id: &str) -> Result<bool, AgentError>;
+    /// Asks the agent to stop the running turn (`session/cancel`).
+    async fn cancel(&self) -> Result<(), AgentError>;
+    /// Switches the session to mode `mode_id` (`session/set_mode`), in place.
+    async fn set_mode(&self, mode_id: &str) -> Result<(), AgentError>;
+    /// Changes config option `option_id` of the session (`session/set_config_option`), in
+    /// place; returns every option as the agent now has them.
+    async fn set_option(
+        &self,
+        option_id: &str,
+        value: ConfigChoice,
+    ) -> Result<Vec<ConfigOption>, AgentError>;
+    /// Whether the session can still take prompts: `false` once the process that opened
+    /// it has died or was stopped, or the session was forgotten, so the caller opens a new
+    /// session instead of losing a message to it.
+    fn alive(&self) -> bool;
+    /// Forgets the session: its channel has left it (a fresh start, a process that died),
+    /// so nothing is kept for it any more and what still comes for it is dropped.
+    fn forget(&self);
+    /// Frees the session on the agent's side (`session/close`, where the agent offers it;
+    /// forgotten only, otherwise): its conversation was reset. A failure is only logged.
+    async fn close(&self);
+}
+
+/// A session, shared by the channel that holds it and the turn that runs in it.
+pub type AgentSession = Arc<dyn SessionPort>;
+
+/// A session just opened by `session/new` or `session/fork` (or got back by
+/// `session/load` or `session/resume`).
+pub struct NewSession {
+    /// The session, to prompt and change.
+    pub session: AgentSession,
+    /// Its modes and config options.
+    pub settings: SessionSettings,
+    /// Every update the agent sends for this session, in order.
+    pub events: mpsc::Receiver<AgentEvent>,
+    /// For a session loaded or resumed: what the agent replayed of it (not shown again).
+    pub replayed: Replayed,
+}
+
+impl NewSession {
+    /// The session's ID.
+    pub fn id(&self) -> &SessionId {
+        self.session.id()
+    }
+}
+
+impl std::fmt::Debug for NewSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewSession")
+            .field("id", self.id())
+            .field("settings", &self.settings)
+            .field("replayed", &self.replayed)
+            .finish_non_exhaustive()
+    }
 }

@@ -2,7 +2,9 @@
 //! permission requests, session settings, errors. Independent of the ACP SDK: `crate::acp`
 //! translates the protocol into these, the core acts on them, `crate::render` words them.
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
+
+use crate::model::ids::SessionId;
 
 /// Why a prompt turn ended, as the agent reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -487,7 +489,7 @@ pub enum Steered {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionListing {
     /// Its ID.
-    pub id: String,
+    pub id: SessionId,
     /// Its working folder.
     pub cwd: std::path::PathBuf,
     /// Its title, if the agent gave one.
@@ -577,20 +579,6 @@ pub struct SessionSettings {
     pub current_mode: Option<String>,
     /// Its config options.
     pub options: Vec<ConfigOption>,
-}
-
-/// A session just created by `session/new` (or got back by `session/load` or
-/// `session/resume`).
-#[derive(Debug)]
-pub struct NewSession {
-    /// The agent's session identifier.
-    pub id: String,
-    /// Its modes and config options.
-    pub settings: SessionSettings,
-    /// Every update the agent sends for this session, in order.
-    pub events: mpsc::Receiver<AgentEvent>,
-    /// For a session loaded or resumed: what the agent replayed of it (not shown again).
-    pub replayed: Replayed,
 }
 
 /// What an agent replayed of a session it loaded, counted for a one-line summary.

@@ -144,7 +144,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ids::UserId;
+    use crate::model::ids::{SessionId, UserId};
     use crate::store::{Role, TranscriptLine};
 
     /// The person who writes in these tests.
@@ -230,7 +230,7 @@ mod tests {
         let key = ConversationKey::new("!r", "demo");
         let store = Store::in_memory().await.unwrap();
         assert_eq!(store.continuity(&key).await.unwrap(), None);
-        store.save_session(&key, "s1").await.unwrap();
+        store.save_session(&key, &"s1".into()).await.unwrap();
         assert_eq!(
             store.continuity(&key).await.unwrap().as_deref(),
             Some("new")
@@ -248,14 +248,27 @@ mod tests {
         let store = Store::in_memory().await.unwrap();
         let room = ConversationKey::new("!r", "demo");
         let thread = room.clone().in_thread(Some(EventId::from("$root")));
-        store.save_session(&room, "s-room").await.unwrap();
-        store.save_session(&thread, "s-thread").await.unwrap();
+        store.save_session(&room, &"s-room".into()).await.unwrap();
+        store
+            .save_session(&thread, &"s-thread".into())
+            .await
+            .unwrap();
         assert_eq!(
-            store.session(&room).await.unwrap().as_deref(),
+            store
+                .session(&room)
+                .await
+                .unwrap()
+                .as_ref()
+                .map(SessionId::as_str),
             Some("s-room")
         );
         assert_eq!(
-            store.session(&thread).await.unwrap().as_deref(),
+            store
+                .session(&thread)
+                .await
+                .unwrap()
+                .as_ref()
+                .map(SessionId::as_str),
             Some("s-thread")
         );
         for (key, body) in [(&room, "in the room"), (&thread, "in the thread")] {
@@ -277,7 +290,12 @@ mod tests {
             ["in the room"]
         );
         assert_eq!(
-            store.session(&room).await.unwrap().as_deref(),
+            store
+                .session(&room)
+                .await
+                .unwrap()
+                .as_ref()
+                .map(SessionId::as_str),
             Some("s-room")
         );
     }

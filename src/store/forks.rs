@@ -2,13 +2,13 @@
 //! conversation starts as a copy of, taken once, by its first message.
 
 use super::{Store, StoreError};
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{ConversationKey, SessionId};
 
 /// The session a fork's conversation may start as a copy of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForkSource {
     /// The source conversation's session at the fork.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Whether the source conversation is still where it was at the fork: only then is a
     /// copy of its session a copy of what the fork copied.
     pub current: bool,
@@ -29,7 +29,7 @@ impl Store {
         &self,
         from: &ConversationKey,
         to: &ConversationKey,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<(), StoreError> {
         sqlx::query(concat!(
             "INSERT INTO fork_sources
@@ -61,7 +61,7 @@ impl Store {
         // never has to turn a read into a write, which SQLite refuses at once (`database is
         // locked`, whatever the busy timeout) when another connection wrote meanwhile.
         let mut tx = self.pool.begin().await?;
-        let row: Option<(String, String, i64)> = sqlx::query_as(
+        let row: Option<(String, SessionId, i64)> = sqlx::query_as(
             "DELETE FROM fork_sources WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3
              RETURNING from_thread_id, session_id, transcript_at",
         )
@@ -114,8 +114,14 @@ mod tests {
         let to = from.clone().in_thread(Some(EventId::from("$root")));
         let other = from.clone().in_thread(Some(EventId::from("$other")));
         add(&from, "hello").await;
-        store.note_fork_source(&from, &to, "s1").await.unwrap();
-        store.note_fork_source(&from, &other, "s1").await.unwrap();
+        store
+            .note_fork_source(&from, &to, &"s1".into())
+            .await
+            .unwrap();
+        store
+            .note_fork_source(&from, &other, &"s1".into())
+            .await
+            .unwrap();
         // The fork's own lines do not move its source.
         add(&to, "in the fork").await;
         let taken = store.take_fork_source(&to).await.unwrap();
@@ -142,7 +148,10 @@ mod tests {
         let store = Store::in_memory().await.unwrap();
         let from = ConversationKey::new("!r", "demo");
         let to = from.clone().in_thread(Some(EventId::from("$root")));
-        store.note_fork_source(&from, &to, "s1").await.unwrap();
+        store
+            .note_fork_source(&from, &to, &"s1".into())
+            .await
+            .unwrap();
         // `!new` in the fork's thread before its first prompt.
         store.start_conversation(&to).await.unwrap();
         assert_eq!(store.take_fork_source(&to).await.unwrap(), None);

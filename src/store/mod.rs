@@ -1,7 +1,7 @@
 //! Persistent state in SQLite (sqlx, migrations from `migrations/`): sessions, transcripts,
 //! handled events, when each agent joined each room, open permission polls and room settings.
 
-use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
+use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, SessionId, UserId};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -377,7 +377,7 @@ impl Store {
     pub async fn save_session(
         &self,
         conversation: &ConversationKey,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<(), StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
         sqlx::query(
@@ -402,9 +402,9 @@ impl Store {
     pub async fn session(
         &self,
         conversation: &ConversationKey,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<SessionId>, StoreError> {
         let (room_id, agent_id) = (conversation.room.as_str(), conversation.agent.as_str());
-        let row: Option<(String,)> = sqlx::query_as(
+        let row: Option<(SessionId,)> = sqlx::query_as(
             "SELECT session_id FROM sessions WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3",
         )
         .bind(room_id)
@@ -568,9 +568,17 @@ mod tests {
         let key = ConversationKey::new("!r", "a");
         let store = Store::in_memory().await.unwrap();
         assert_eq!(store.session(&key).await.unwrap(), None);
-        store.save_session(&key, "s1").await.unwrap();
-        store.save_session(&key, "s2").await.unwrap();
-        assert_eq!(store.session(&key).await.unwrap().as_deref(), Some("s2"));
+        store.save_session(&key, &"s1".into()).await.unwrap();
+        store.save_session(&key, &"s2".into()).await.unwrap();
+        assert_eq!(
+            store
+                .session(&key)
+                .await
+                .unwrap()
+                .as_ref()
+                .map(SessionId::as_str),
+            Some("s2")
+        );
         let prompt = TranscriptLine {
             role: Role::User,
             sender: &"@p:x".into(),

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use super::{Store, StoreError, now_ms};
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{ConversationKey, SessionId};
 
 impl Store {
     /// Records `session` as `conversation`'s, unless another conversation has it already.
@@ -14,7 +14,7 @@ impl Store {
     pub async fn claim_session(
         &self,
         conversation: &ConversationKey,
-        session: &str,
+        session: &SessionId,
     ) -> Result<bool, StoreError> {
         sqlx::query(
             "INSERT INTO session_owners (agent_id, session_id, room_id, thread_id, claimed_at)
@@ -35,8 +35,8 @@ impl Store {
     pub async fn others_sessions(
         &self,
         conversation: &ConversationKey,
-    ) -> Result<HashSet<String>, StoreError> {
-        let rows: Vec<(String,)> = sqlx::query_as(
+    ) -> Result<HashSet<SessionId>, StoreError> {
+        let rows: Vec<(SessionId,)> = sqlx::query_as(
             "SELECT session_id FROM session_owners
              WHERE agent_id = $1 AND NOT (room_id = $2 AND thread_id = $3)",
         )
@@ -61,13 +61,19 @@ mod tests {
         let b = ConversationKey::new("!b", "demo");
         let thread = a.clone().in_thread(Some(EventId::from("$root")));
         let other_agent = ConversationKey::new("!b", "codex");
-        store.save_session(&a, "s1").await.unwrap();
+        store.save_session(&a, &"s1".into()).await.unwrap();
         assert!(store.others_sessions(&a).await.unwrap().is_empty());
         assert_eq!(
             store.others_sessions(&b).await.unwrap(),
-            HashSet::from(["s1".to_owned()])
+            HashSet::from([SessionId::from("s1")])
         );
-        assert!(store.others_sessions(&thread).await.unwrap().contains("s1"));
+        assert!(
+            store
+                .others_sessions(&thread)
+                .await
+                .unwrap()
+                .contains(&SessionId::from("s1"))
+        );
         assert!(
             store
                 .others_sessions(&other_agent)
@@ -75,21 +81,31 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
-        assert!(!store.claim_session(&b, "s1").await.unwrap(), "a's");
-        assert!(store.claim_session(&b, "from-an-editor").await.unwrap());
-        assert!(store.claim_session(&b, "from-an-editor").await.unwrap());
+        assert!(!store.claim_session(&b, &"s1".into()).await.unwrap(), "a's");
+        assert!(
+            store
+                .claim_session(&b, &"from-an-editor".into())
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .claim_session(&b, &"from-an-editor".into())
+                .await
+                .unwrap()
+        );
         assert!(
             store
                 .others_sessions(&a)
                 .await
                 .unwrap()
-                .contains("from-an-editor")
+                .contains(&SessionId::from("from-an-editor"))
         );
         // A fresh start moves a's conversation on; its old session stays its own.
-        store.save_session(&a, "s2").await.unwrap();
+        store.save_session(&a, &"s2".into()).await.unwrap();
         assert_eq!(
             store.others_sessions(&b).await.unwrap(),
-            HashSet::from(["s1".to_owned(), "s2".to_owned()])
+            HashSet::from([SessionId::from("s1"), SessionId::from("s2")])
         );
     }
 }

@@ -12,7 +12,8 @@ use super::{process_spec, workspace};
 use crate::acp::AcpAgent;
 use crate::config::{AgentConfig, Config};
 use crate::core::agent::AgentPort;
-use crate::model::agent::{AgentEvent, AgentInfo, NewSession, Reopen};
+use crate::core::agent::NewSession;
+use crate::model::agent::{AgentEvent, AgentInfo, Reopen};
 use crate::workspace::folder::Folder;
 
 /// `sidekicks check`: validates the config, starts each agent, opens a session and prints
@@ -214,12 +215,12 @@ async fn worktree_lines(w: crate::workspace::Worktrees) -> Result<String> {
 async fn session_lines(
     agent: &AgentConfig,
     process: &AcpAgent,
-    mut session: crate::model::agent::NewSession,
+    mut session: NewSession,
     strict: bool,
     mut out: String,
 ) -> Result<String> {
     use std::fmt::Write;
-    writeln!(out, "  session/new: ok ({})", session.id)?;
+    writeln!(out, "  session/new: ok ({})", session.id())?;
     writeln!(out, "  signed in: yes (or no sign-in needed)")?;
     let policy = super::settings_policy(agent);
     let modes = modes::report(process, &policy, &session).await?;

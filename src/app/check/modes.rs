@@ -7,10 +7,11 @@ use std::fmt::Write;
 
 use crate::acp::AcpAgent;
 use crate::core::agent::AgentPort;
+use crate::core::agent::NewSession;
 use crate::core::settings_policy::{
     Asking, ModeRules, SettingsPolicy, Unfenced, current_mode, mode_option, offered_modes,
 };
-use crate::model::agent::{AgentError, ConfigChoice, NewSession, SessionSettings};
+use crate::model::agent::{AgentError, ConfigChoice, SessionSettings};
 use crate::render::strings;
 
 /// What the check found about one session's modes.
@@ -125,7 +126,7 @@ pub async fn report(
     };
     let switched = match starts == target {
         true => Ok(()),
-        false => switch(process, session, &target).await,
+        false => switch(session, &target).await,
     };
     let (label, asks) = (naming.label(&target), naming.asks(&target));
     let outcome = outcome(&switched, starts == target);
@@ -162,14 +163,14 @@ fn unfenced_sentence(why: Unfenced) -> String {
 }
 
 /// Puts `session` in `target`, as a mode or through the option that holds the mode.
-async fn switch(process: &AcpAgent, session: &NewSession, target: &str) -> Result<(), AgentError> {
+async fn switch(session: &NewSession, target: &str) -> Result<(), AgentError> {
     if !session.settings.modes.is_empty() {
-        return process.set_mode(&session.id, target).await;
+        return session.session.set_mode(target).await;
     }
     match mode_option(&session.settings) {
         Some(option) => {
             let choice = ConfigChoice::Value(target.to_owned());
-            (process.set_option(&session.id, &option.id, choice).await).map(|_| ())
+            (session.session.set_option(&option.id, choice).await).map(|_| ())
         }
         None => Ok(()),
     }

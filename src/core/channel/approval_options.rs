@@ -128,8 +128,7 @@ impl Channel {
 
     /// Sets approval option `option` to `value` (text, as [`value_text`] gives it).
     async fn set_approval_option(&mut self, option: &str, value: &str) -> Result<(), AgentError> {
-        let agent = self.ctx.agent.clone();
-        let Some(id) = self.slot.id().map(str::to_owned) else {
+        let Some(session) = self.slot.session().cloned() else {
             return Ok(());
         };
         let toggle = (self.slot.settings())
@@ -139,7 +138,7 @@ impl Channel {
             true => ConfigChoice::Toggle(value == "on"),
             false => ConfigChoice::Value(value.to_owned()),
         };
-        let options = agent.set_option(&id, option, choice).await?;
+        let options = session.set_option(option, choice).await?;
         if let Some(settings) = self.slot.settings_mut() {
             settings.options = options;
         }

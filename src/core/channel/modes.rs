@@ -5,6 +5,7 @@
 //! pure (`core/settings_policy`); this is where the channel carries them out.
 
 use super::Channel;
+use crate::core::agent::AgentSession;
 use crate::core::approvals::OptionSwitch;
 use crate::core::settings_policy::{
     Asking, ModeRules, ModeVerdict, Unfenced, current_mode, mode_option, offered_modes,
@@ -40,14 +41,14 @@ impl Channel {
     async fn fence_mode(&mut self) -> Result<(), AgentError> {
         let rules = self.mode_rules();
         let kept = self.modes.load(&self.ctx.store, &self.key).await;
-        let (Some(settings), Some(id)) = (self.slot.settings(), self.slot.id()) else {
+        let (Some(settings), Some(session)) = (self.slot.settings(), self.slot.session()) else {
             return Ok(());
         };
         // A session whose modes its agent left out of the answer (opened, or got back), where
         // modes decide asking: its mode is not known, so it is set, never assumed.
         if offered_modes(settings).is_empty() && rules.decides_asking() {
-            let id = id.to_owned();
-            return self.fence_unknown_mode(&rules, &id, kept).await;
+            let session = session.clone();
+            return self.fence_unknown_mode(&rules, &session, kept).await;
         }
         let target = rules
             .target(settings, kept.as_ref())
@@ -81,7 +82,7 @@ impl Channel {
     async fn fence_unknown_mode(
         &mut self,
         rules: &ModeRules,
-        id: &str,
+        session: &AgentSession,
         kept: Option<KeptMode>,
     ) -> Result<(), AgentError> {
         let Some(target) = rules.target_unknown(kept.as_ref()) else {
@@ -93,8 +94,7 @@ impl Channel {
             };
             return Err(AgentError::Unfenced(strings::no_asking_mode(&[kept.mode])));
         };
-        let agent = self.ctx.agent.clone();
-        match agent.set_mode(id, &target).await {
+        match session.set_mode(&target).await {
             Ok(()) => {
                 tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, mode = %target, "a session that reported no modes was put in its conversation's mode");
                 if let Some(settings) = self.slot.settings_mut() {
@@ -295,23 +295,21 @@ impl Channel {
     /// Leaves the session for good (the agent may free it): the next message opens a new
     /// one, put in the asking mode from the start.
     pub(super) async fn leave_session(&mut self) {
-        if let Some(id) = self.slot.id() {
-            self.ctx.agent.close_session(id).await;
+        if let Some(session) = self.slot.take() {
+            session.close().await;
         }
-        self.drop_session();
     }
 
     /// Switches the session to `mode`, the way the agent offers modes.
     async fn switch_mode(&mut self, mode: &str) -> Result<(), AgentError> {
-        let agent = self.ctx.agent.clone();
-        let Some(id) = self.slot.id().map(str::to_owned) else {
+        let Some(session) = self.slot.session().cloned() else {
             return Ok(());
         };
         let Some(settings) = self.slot.settings_mut() else {
             return Ok(());
         };
         if !settings.modes.is_empty() {
-            agent.set_mode(&id, mode).await?;
+            session.set_mode(mode).await?;
             settings.current_mode = Some(mode.to_owned());
             set_mode_option(&mut settings.options, mode);
             return Ok(());
@@ -320,7 +318,7 @@ impl Channel {
             return Ok(());
         };
         let choice = ConfigChoice::Value(mode.to_owned());
-        settings.options = agent.set_option(&id, &option, choice).await?;
+        settings.options = session.set_option(&option, choice).await?;
         Ok(())
     }
 

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::journal::TurnJournal;
 use super::typing::Typing;
+use crate::core::agent::AgentSession;
 use crate::core::approvals::Approvals;
 use crate::core::chat::ChatError;
 use crate::core::inbound::IncomingMessage;
@@ -20,8 +21,9 @@ use crate::model::ids::{EventId, UserId};
 
 /// The running turn.
 pub(super) struct RunningTurn {
-    /// The session the prompt went to: stops and cancels are for it.
-    session: String,
+    /// The session the prompt went to: stops and cancels are for it (`None`: it was left
+    /// before the turn began).
+    session: Option<AgentSession>,
     /// The prompt: its author is notified when a poll waits for them, and it runs again
     /// when they edit it (`continuity.rerun_edited`).
     prompt: IncomingMessage,
@@ -78,7 +80,7 @@ impl RunningTurn {
     /// The turn answering `prompt` in `session`, shown by `stream` (with `typing` until
     /// it shows) and `activity`, journaled by `journal`.
     pub(super) fn new(
-        session: String,
+        session: Option<AgentSession>,
         prompt: IncomingMessage,
         stream: ReplyStream,
         typing: Typing,
@@ -103,8 +105,8 @@ impl RunningTurn {
     }
 
     /// The session the prompt went to.
-    pub(super) fn session(&self) -> &str {
-        &self.session
+    pub(super) fn session(&self) -> Option<&AgentSession> {
+        self.session.as_ref()
     }
 
     /// The prompt being answered.

@@ -10,7 +10,7 @@ use crate::core::inbound::IncomingMessage;
 use crate::core::room_tools::{Grant, RoomScope};
 use crate::model::OutMessage;
 use crate::model::agent::AgentError;
-use crate::model::ids::EventId;
+use crate::model::ids::{EventId, SessionId};
 use crate::render::cards;
 use crate::render::strings;
 use crate::workspace::folder::Folder;
@@ -27,8 +27,8 @@ impl Channel {
     /// Leaves the channel's session, if one is open: the agent forgets it too.
     pub(super) fn drop_session(&mut self) {
         // Its room tools close with it: the token it was given stops working.
-        if let Some(id) = self.slot.take() {
-            self.ctx.agent.forget_session(&id);
+        if let Some(session) = self.slot.take() {
+            session.forget();
         }
     }
 
@@ -49,7 +49,7 @@ impl Channel {
             let server = tools.as_ref().map(|g| &g.server);
             match ctx.agent.reopen_session(&earlier, &folder, server).await {
                 Ok(session) => {
-                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %session.id, how = how.continuity(), "session got back");
+                    tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %session.id(), how = how.continuity(), "session got back");
                     ctx.store
                         .set_continuity(&self.key, how.continuity())
                         .await
@@ -70,10 +70,10 @@ impl Channel {
             .new_session(&folder, tools.as_ref().map(|g| &g.server))
             .await?;
         ctx.store
-            .save_session(&self.key, &new.id)
+            .save_session(&self.key, new.id())
             .await
             .or_log("could not save the session");
-        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %new.id, "session opened");
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %new.id(), "session opened");
         self.slot.put_new(new, tools);
         self.fenced_or_left().await
     }
@@ -103,8 +103,8 @@ impl Channel {
             .await
         {
             Ok(session) => {
-                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, source = %source.session_id, session = %session.id, "session forked");
-                (ctx.store.save_session(&self.key, &session.id).await)
+                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, source = %source.session_id, session = %session.id(), "session forked");
+                (ctx.store.save_session(&self.key, session.id()).await)
                     .or_log("could not save the session");
                 (ctx.store.set_continuity(&self.key, "forked").await)
                     .or_log("could not record how the session continued");
@@ -178,10 +178,10 @@ impl Channel {
     pub(super) async fn open_session(&mut self) -> bool {
         // A session whose process died (a crash during another room's turn, or stopped by
         // the pool) cannot answer: open a new one rather than lose a message to it.
-        if let Some(session) = self.slot.id()
-            && !self.ctx.agent.session_alive(session)
+        if let Some(session) = self.slot.session()
+            && !session.alive()
         {
-            tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, session, "the session's process has stopped; opening a session again");
+            tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, session = %session.id(), "the session's process has stopped; opening a session again");
             self.drop_session();
         }
         match self.ensure_session().await {
@@ -243,7 +243,7 @@ impl Channel {
     }
 
     /// The session this channel last used, as saved (none after a fresh start).
-    pub(super) async fn saved_session(&self) -> Option<String> {
+    pub(super) async fn saved_session(&self) -> Option<SessionId> {
         (self.ctx.store.session(&self.key).await)
             .or_log("could not read the saved session")
             .flatten()
@@ -296,10 +296,9 @@ impl Channel {
         }
         self.drain_events(None).await;
         // The agent may free what it holds for the old session.
-        if let Some(old) = self.slot.id() {
-            ctx.agent.close_session(old).await;
+        if let Some(old) = self.slot.take() {
+            old.close().await;
         }
-        self.drop_session();
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "fresh conversation requested");
         self.notice(strings::fresh_start(&ctx.display_name)).await;
     }

@@ -24,7 +24,7 @@ impl Channel {
     ) {
         // During a turn the turn's session is the one to change: it is never replaced here,
         // even if its process just died (the turn ends with that error by itself).
-        let session_gone = (self.slot.id()).is_none_or(|id| !self.ctx.agent.session_alive(id));
+        let session_gone = (self.slot.session()).is_none_or(|session| !session.alive());
         if running && session_gone {
             self.notice(strings::settings_session_gone(&self.ctx.display_name))
                 .await;
@@ -141,8 +141,10 @@ impl Channel {
     async fn set_mode_for(&mut self, mode: String, (by, admin): (&UserId, bool)) -> String {
         let ctx = self.ctx.clone();
         let name = &ctx.display_name;
-        let session = self.slot.id().unwrap_or_default().to_owned();
-        match ctx.agent.set_mode(&session, &mode).await {
+        let Some(session) = self.slot.session().cloned() else {
+            return strings::settings_session_gone(name);
+        };
+        match session.set_mode(&mode).await {
             Ok(()) => {
                 tracing::info!(agent = %ctx.agent_id, room = %self.key.room, %mode, by = %by, admin, "mode switched");
                 if let Some(settings) = self.slot.settings_mut() {
@@ -171,8 +173,8 @@ impl Channel {
             (ConfigChoice::Value(mode), true) => Some(mode.clone()),
             _ => None,
         };
-        let session = self.slot.id().unwrap_or_default().to_owned();
-        let options = match ctx.agent.set_option(&session, &option, value).await {
+        let session = self.slot.session().cloned()?;
+        let options = match session.set_option(&option, value).await {
             Ok(options) => options,
             Err(e) => return Some(strings::setting_failed(name, &e.to_string())),
         };

@@ -5,9 +5,10 @@
 
 use tokio::sync::mpsc;
 
+use crate::core::agent::{AgentSession, NewSession};
 use crate::core::room_tools::Grant;
-use crate::model::agent::{AgentEvent, NewSession, SessionSettings};
-use crate::model::ids::EventId;
+use crate::model::agent::{AgentEvent, SessionSettings};
+use crate::model::ids::{EventId, SessionId};
 
 /// The conversation's open session, if one is.
 #[derive(Default)]
@@ -19,8 +20,8 @@ pub(super) struct SessionSlot {
 
 /// An open ACP session.
 struct Session {
-    /// The agent's session ID.
-    id: String,
+    /// The session, as the agent opened it.
+    handle: AgentSession,
     /// The session's updates, in the order the agent sent them.
     events: mpsc::Receiver<AgentEvent>,
     /// Its modes and config options, kept up to date with the agent's updates.
@@ -53,7 +54,7 @@ impl SessionSlot {
 
     fn put(&mut self, session: NewSession, tools: Option<Grant>, fresh: bool) {
         self.open = Some(Session {
-            id: session.id,
+            handle: session.session,
             events: session.events,
             settings: session.settings,
             fresh,
@@ -75,9 +76,10 @@ impl SessionSlot {
         self.open.as_ref().is_some_and(|s| s.modeless)
     }
 
-    /// Lets go of the session, its room tools closed; its ID, for the agent to forget it.
-    pub(super) fn take(&mut self) -> Option<String> {
-        self.open.take().map(|session| session.id)
+    /// Lets go of the session, its room tools closed; the session, for the agent to forget
+    /// or close it.
+    pub(super) fn take(&mut self) -> Option<AgentSession> {
+        self.open.take().map(|session| session.handle)
     }
 
     /// Whether a session is open.
@@ -86,8 +88,13 @@ impl SessionSlot {
     }
 
     /// The open session's ID.
-    pub(super) fn id(&self) -> Option<&str> {
-        self.open.as_ref().map(|s| s.id.as_str())
+    pub(super) fn id(&self) -> Option<&SessionId> {
+        self.open.as_ref().map(|s| s.handle.id())
+    }
+
+    /// The open session, to prompt or change.
+    pub(super) fn session(&self) -> Option<&AgentSession> {
+        self.open.as_ref().map(|s| &s.handle)
     }
 
     /// Whether the open session is new and has not had the earlier conversation yet.
@@ -137,7 +144,7 @@ mod tests {
     fn session(id: &str) -> (NewSession, mpsc::Sender<AgentEvent>) {
         let (tx, events) = mpsc::channel(4);
         let session = NewSession {
-            id: id.into(),
+            session: crate::core::fakes::idle_session(id),
             settings: SessionSettings::default(),
             events,
             replayed: Replayed::default(),
@@ -167,7 +174,10 @@ mod tests {
         );
         assert!(!slot.is_fresh());
         assert_eq!(slot.begin_prompt(&EventId::new("$3"), true), None);
-        assert_eq!(slot.take().as_deref(), Some("s1"));
+        assert_eq!(
+            slot.take().map(|s| s.id().to_string()).as_deref(),
+            Some("s1")
+        );
         assert!(!slot.is_open() && slot.take().is_none());
     }
 
@@ -176,7 +186,7 @@ mod tests {
         let mut slot = SessionSlot::default();
         let (back, _tx) = session("s2");
         slot.put_reopened(back, None);
-        assert_eq!(slot.id(), Some("s2"));
+        assert_eq!(slot.id().map(SessionId::as_str), Some("s2"));
         assert_eq!(slot.begin_prompt(&EventId::new("$1"), true), None);
     }
 

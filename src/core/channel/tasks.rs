@@ -119,7 +119,7 @@ impl Channel {
     pub(super) async fn stop_tasks(&mut self, number: Option<usize>, by: &UserId) {
         let name = self.ctx.display_name.clone();
         let stoppable = self.tasks.stoppable(number);
-        let session = self.slot.id().map(str::to_owned);
+        let session = self.slot.session().cloned();
         let (Some(session), false) = (session, stoppable.is_empty()) else {
             let text = match number {
                 Some(n) => strings::no_such_task(&name, n),
@@ -130,7 +130,7 @@ impl Channel {
         };
         for (id, task) in stoppable {
             tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, by = %by, task = %id, "stopping a background task");
-            match self.ctx.agent.stop_task(&session, &id).await {
+            match session.stop_task(&id).await {
                 Ok(true) => {}
                 Ok(false) => self.notice(strings::task_not_stopped(&name, &task)).await,
                 Err(e) => {

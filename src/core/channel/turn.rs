@@ -223,8 +223,8 @@ impl Channel {
         );
         let journal = TurnJournal::new(self.ctx.store.clone(), self.key.clone(), cut_footer);
         // No session (the agent's update just left it): the prompt goes nowhere, and the
-        // turn ends with the agent's error.
-        let session = self.slot.id().unwrap_or_default().to_owned();
+        // turn ends with an error.
+        let session = self.slot.session().cloned();
         let typing = Typing::after(TYPING_AFTER, self.ctx.chat.clone(), self.key.room.clone());
         RunningTurn::new(session, message.clone(), stream, typing, activity, journal)
     }
@@ -237,8 +237,13 @@ impl Channel {
         turn: &mut RunningTurn,
     ) -> Result<TurnEnd, AgentError> {
         let ctx = self.ctx.clone();
-        let session = turn.session().to_owned();
-        let prompt = ctx.agent.prompt(&session, prompt);
+        let session = turn.session().cloned();
+        let prompt = async move {
+            match session {
+                Some(session) => session.prompt(prompt).await,
+                None => Err(AgentError::Failed("the session was left".into())),
+            }
+        };
         tokio::pin!(prompt);
         // When the agent last showed something; a quiet turn gets one note per quiet spell.
         let mut last_activity = Instant::now();
@@ -603,7 +608,9 @@ impl Channel {
         outcome: impl Fn(&EventId) -> PollOutcome,
     ) {
         let ctx = &self.ctx;
-        if let Err(e) = ctx.agent.cancel(turn.session()).await {
+        if let Some(session) = turn.session()
+            && let Err(e) = session.cancel().await
+        {
             tracing::warn!(error = %e, "session/cancel failed");
         }
         (turn.approvals_mut())

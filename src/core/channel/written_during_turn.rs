@@ -47,11 +47,11 @@ impl Channel {
             return self.queue_behind(message, None).await;
         }
         let text = self.framed(&message).await;
-        match ctx
-            .agent
-            .steer(turn.session(), vec![PromptBlock::Text(text)])
-            .await
-        {
+        let steered = match turn.session() {
+            Some(session) => session.steer(vec![PromptBlock::Text(text)]).await,
+            None => Ok(Steered::NoTurn),
+        };
+        match steered {
             Ok(Steered::Injected) => {
                 tracing::info!(agent = %ctx.agent_id, room = %self.key.room, event = %message.event_id, "a message joined the running turn");
                 self.record_prompt(&message).await;

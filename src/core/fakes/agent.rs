@@ -8,13 +8,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use crate::core::agent::{AgentPort, PlaceWait, PlaceWaits};
+use crate::core::agent::{AgentPort, AgentSession, NewSession, PlaceWait, PlaceWaits, SessionPort};
 use crate::model::agent::{
-    AgentError, AgentEvent, ConfigChoice, ConfigOption, ConfigValue, NewSession, PermissionAnswer,
+    AgentError, AgentEvent, ConfigChoice, ConfigOption, ConfigValue, PermissionAnswer,
     PermissionKind, PermissionOption, PermissionRequest, ProcessState, Reopen, SessionSettings,
     SessionTools, SlashCommand, Steered, StopReason, TaskReport, ToolCallFields, ToolKind,
     ToolStatus, TurnEnd,
 };
+use crate::model::ids::SessionId;
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
 
@@ -365,7 +366,7 @@ impl AgentPort for FakeAgent {
             let _ = s.sessions[&id].try_send(AgentEvent::Commands(s.commands.clone()));
         }
         Ok(NewSession {
-            id,
+            session: self.handle(&id),
             settings: s.answered_settings(),
             events: rx,
             replayed: Default::default(),
@@ -380,18 +381,13 @@ impl AgentPort for FakeAgent {
         self.state.lock().unwrap().forks
     }
 
-    async fn stop_task(&self, session_id: &str, task_id: &str) -> Result<bool, AgentError> {
-        let mut s = self.state.lock().unwrap();
-        (s.stopped_tasks).push((session_id.into(), task_id.into()));
-        Ok(true)
-    }
-
     async fn fork_session(
         &self,
-        session_id: &str,
+        id: &SessionId,
         _folder: &Arc<crate::workspace::folder::Folder>,
         _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
+        let session_id = id.as_str();
         let (tx, rx) = mpsc::channel(crate::core::queues::SESSION_UPDATES);
         let mut s = self.state.lock().unwrap();
         if !s.forks || !s.sessions.contains_key(session_id) {
@@ -405,7 +401,7 @@ impl AgentPort for FakeAgent {
         s.cancels.insert(id.clone(), Arc::default());
         s.forked.push((session_id.into(), id.clone()));
         Ok(NewSession {
-            id,
+            session: self.handle(&id),
             settings: s.answered_settings(),
             events: rx,
             replayed: Default::default(),
@@ -414,10 +410,11 @@ impl AgentPort for FakeAgent {
 
     async fn reopen_session(
         &self,
-        session_id: &str,
+        id: &SessionId,
         _folder: &Arc<crate::workspace::folder::Folder>,
         _tools: Option<&SessionTools>,
     ) -> Result<NewSession, AgentError> {
+        let session_id = id.as_str();
         let (tx, rx) = mpsc::channel(crate::core::queues::SESSION_UPDATES);
         let mut s = self.state.lock().unwrap();
         if s.reopen.is_none() || !s.sessions.contains_key(session_id) {
@@ -431,7 +428,7 @@ impl AgentPort for FakeAgent {
         s.reopened.push(session_id.into());
         s.not_running = false;
         Ok(NewSession {
-            id: session_id.into(),
+            session: self.handle(session_id),
             settings: s.answered_settings(),
             events: rx,
             replayed: Default::default(),
@@ -442,13 +439,76 @@ impl AgentPort for FakeAgent {
         self.state.lock().unwrap().support
     }
 
-    async fn prompt(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<TurnEnd, AgentError> {
+    fn steers(&self) -> bool {
+        self.state.lock().unwrap().steering.is_some()
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.state.lock().unwrap().stderr.clone()
+    }
+
+    fn process_state(&self) -> ProcessState {
+        let s = self.state.lock().unwrap();
+        match s.not_running {
+            true => ProcessState::Stopped,
+            false => ProcessState::Running {
+                uptime: Duration::from_secs(60),
+                sessions: s.sessions.len() - s.dead.len().min(s.sessions.len()),
+            },
+        }
+    }
+
+    async fn stop(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.not_running = true;
+        s.stops += 1;
+        let ids: Vec<String> = s.sessions.keys().cloned().collect();
+        s.dead.extend(ids);
+    }
+}
+
+/// A session of the fake agent: what is done to it is recorded by its agent.
+pub struct FakeSession {
+    agent: FakeAgent,
+    id: SessionId,
+}
+
+/// A session named `id` of an agent that does nothing with it, for what only holds one.
+pub fn idle_session(id: &str) -> AgentSession {
+    FakeAgent::default().handle(id)
+}
+
+impl FakeAgent {
+    /// The handle of session `id`, just opened.
+    fn handle(&self, id: &str) -> AgentSession {
+        Arc::new(FakeSession {
+            agent: self.clone(),
+            id: SessionId::new(id),
+        })
+    }
+}
+
+#[async_trait]
+impl SessionPort for FakeSession {
+    fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    fn forget(&self) {}
+
+    async fn close(&self) {}
+
+    async fn stop_task(&self, task_id: &str) -> Result<bool, AgentError> {
+        let session_id = self.id.as_str();
+        let mut s = self.agent.state.lock().unwrap();
+        (s.stopped_tasks).push((session_id.into(), task_id.into()));
+        Ok(true)
+    }
+
+    async fn prompt(&self, blocks: Vec<PromptBlock>) -> Result<TurnEnd, AgentError> {
+        let session_id = self.id.as_str();
         let (tx, cancel, script, options) = {
-            let mut s = self.state.lock().unwrap();
+            let mut s = self.agent.state.lock().unwrap();
             s.prompts
                 .push((session_id.into(), PromptBlock::text_of(&blocks)));
             s.blocks.push(blocks);
@@ -475,7 +535,7 @@ impl AgentPort for FakeAgent {
             }
             Script::Exit(status) => {
                 let _ = tx.try_send(AgentEvent::MessageChunk("partial".into()));
-                self.kill_session(session_id);
+                self.agent.kill_session(session_id);
                 Err(AgentError::Exited { status })
             }
             Script::Error(message) => Err(AgentError::Rpc {
@@ -491,38 +551,30 @@ impl AgentPort for FakeAgent {
         }
     }
 
-    fn steers(&self) -> bool {
-        self.state.lock().unwrap().steering.is_some()
-    }
-
-    async fn steer(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<Steered, AgentError> {
-        let mut s = self.state.lock().unwrap();
+    async fn steer(&self, blocks: Vec<PromptBlock>) -> Result<Steered, AgentError> {
+        let session_id = self.id.as_str();
+        let mut s = self.agent.state.lock().unwrap();
         s.steered
             .push((session_id.into(), PromptBlock::text_of(&blocks)));
         s.steering
             .ok_or_else(|| AgentError::Failed("no steering".into()))
     }
 
-    async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
-        let n = self.state.lock().unwrap().cancels[session_id].clone();
+    async fn cancel(&self) -> Result<(), AgentError> {
+        let session_id = self.id.as_str();
+        let n = self.agent.state.lock().unwrap().cancels[session_id].clone();
         n.notify_one();
         Ok(())
     }
 
-    fn stderr_tail(&self) -> String {
-        self.state.lock().unwrap().stderr.clone()
+    fn alive(&self) -> bool {
+        let session_id = self.id.as_str();
+        !self.agent.state.lock().unwrap().dead.contains(session_id)
     }
 
-    fn session_alive(&self, session_id: &str) -> bool {
-        !self.state.lock().unwrap().dead.contains(session_id)
-    }
-
-    async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
-        let mut s = self.state.lock().unwrap();
+    async fn set_mode(&self, mode_id: &str) -> Result<(), AgentError> {
+        let session_id = self.id.as_str();
+        let mut s = self.agent.state.lock().unwrap();
         // An agent without modes has no such method.
         if s.settings.modes.is_empty() {
             return Err(AgentError::Rpc {
@@ -549,11 +601,11 @@ impl AgentPort for FakeAgent {
 
     async fn set_option(
         &self,
-        session_id: &str,
         option_id: &str,
         value: ConfigChoice,
     ) -> Result<Vec<ConfigOption>, AgentError> {
-        let mut s = self.state.lock().unwrap();
+        let session_id = self.id.as_str();
+        let mut s = self.agent.state.lock().unwrap();
         let Some(option) = s.settings.options.iter_mut().find(|o| o.id == option_id) else {
             return Err(AgentError::Rpc {
                 code: -32602,
@@ -578,25 +630,6 @@ impl AgentPort for FakeAgent {
         };
         s.changes.push((session_id.into(), option_id.into(), said));
         Ok(s.settings.options.clone())
-    }
-
-    fn process_state(&self) -> ProcessState {
-        let s = self.state.lock().unwrap();
-        match s.not_running {
-            true => ProcessState::Stopped,
-            false => ProcessState::Running {
-                uptime: Duration::from_secs(60),
-                sessions: s.sessions.len() - s.dead.len().min(s.sessions.len()),
-            },
-        }
-    }
-
-    async fn stop(&self) {
-        let mut s = self.state.lock().unwrap();
-        s.not_running = true;
-        s.stops += 1;
-        let ids: Vec<String> = s.sessions.keys().cloned().collect();
-        s.dead.extend(ids);
     }
 }
 

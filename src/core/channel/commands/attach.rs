@@ -54,13 +54,13 @@ impl Channel {
         else {
             return;
         };
-        if others.iter().any(|other| other == id) {
+        if others.iter().any(|other| other.as_str() == id) {
             tracing::warn!(agent = %ctx.agent_id, room = %self.key.room, session = id, "refused to attach another conversation's session");
             self.notice(strings::anothers_session(id, &ctx.command_prefix))
                 .await;
             return;
         }
-        let Some(found) = listed.iter().find(|s| s.id == id).cloned() else {
+        let Some(found) = listed.iter().find(|s| s.id.as_str() == id).cloned() else {
             tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = id, "refused to attach a session of another folder, or none");
             self.notice(strings::no_such_session(id, &ctx.command_prefix))
                 .await;
@@ -70,7 +70,7 @@ impl Channel {
             self.notice(strings::cannot_attach(&ctx.display_name)).await;
             return;
         };
-        if self.slot.id() == Some(found.id.as_str()) {
+        if self.slot.id() == Some(&found.id) {
             self.notice(strings::attached_already(id)).await;
             return;
         }
@@ -89,8 +89,8 @@ impl Channel {
                 // The conversation's own session is left, not closed: it can be attached
                 // again.
                 self.drop_session();
-                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %session.id, how = how.continuity(), "session attached");
-                (ctx.store.save_session(&self.key, &session.id).await)
+                tracing::info!(agent = %ctx.agent_id, room = %self.key.room, session = %session.id(), how = how.continuity(), "session attached");
+                (ctx.store.save_session(&self.key, session.id()).await)
                     .or_log("could not save the attached session");
                 (ctx.store.set_continuity(&self.key, how.continuity()).await)
                     .or_log("could not record how the session continued");

@@ -5,6 +5,7 @@ use super::{AgentCommand, Call, Running};
 use crate::core::channel::Channel;
 use crate::core::command::registry::{AfterCrash, Applies, DuringTurn, Group, Scope, Spec, Who};
 use crate::model::agent::SessionListing;
+use crate::model::ids::SessionId;
 use crate::render::strings;
 
 pub(crate) static COMMAND: AgentCommand = AgentCommand {
@@ -37,7 +38,7 @@ impl Channel {
         let Some(Listed { listed, others, .. }) = self.listed_sessions().await else {
             return;
         };
-        let current = self.slot.id();
+        let current = self.slot.id().map(SessionId::as_str);
         let text = strings::sessions_list(
             &self.ctx.display_name,
             &listed,
@@ -101,5 +102,5 @@ pub(super) struct Listed {
     /// This conversation's own, and those the gateway never took up (started elsewhere).
     pub listed: Vec<SessionListing>,
     /// The IDs of those that are other conversations': neither shown nor attached.
-    pub others: Vec<String>,
+    pub others: Vec<SessionId>,
 }

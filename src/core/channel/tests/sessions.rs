@@ -1,7 +1,7 @@
 //! Sessions opened, got back, replaced; the earlier conversation; stderr after a crash.
 
 use super::*;
-use crate::model::ids::ConversationKey;
+use crate::model::ids::{ConversationKey, SessionId};
 
 #[tokio::test]
 async fn a_slash_command_starts_its_prompt_and_the_conversation_waits_for_the_next() {
@@ -152,7 +152,10 @@ async fn a_session_the_agent_cannot_load_is_replaced_with_re_injection() {
     let (tx, store) = channel(agent.clone(), chat.clone()).await;
     // A session saved by an earlier run that this agent does not know.
     store
-        .save_session(&ConversationKey::new("!room", "demo"), "gone")
+        .save_session(
+            &ConversationKey::new("!room", "demo"),
+            &SessionId::new("gone"),
+        )
         .await
         .unwrap();
     store
