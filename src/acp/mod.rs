@@ -21,7 +21,6 @@ mod per_room;
 mod process;
 mod requests;
 mod sandbox;
-mod session;
 mod sessions;
 mod supervisor;
 mod tasks;

@@ -20,10 +20,12 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{AgentRequest, InitializeResponse, NewSessionResponse};
+use agent_client_protocol::v1::schema::{AgentRequest, InitializeResponse};
 use agent_client_protocol::{Agent, Client, UntypedMessage};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot, watch};
+
+mod session;
 
 use super::client_requests::Served;
 use super::client_terminal::Terminals;
@@ -31,18 +33,15 @@ use super::dialect::{self, Dialect};
 use super::ending::{Ended, stop_when_broken};
 use super::events;
 use super::process::{AgentProcess, ProcessSpec, StderrTail};
-use super::requests::{McpOffer, Offer, Request, STEER_METHOD, initialize_request, steer_params};
-use super::session::AcpSession;
+use super::requests::{McpOffer, Offer, Request, initialize_request};
 use super::sessions::Sessions;
-use super::tasks;
 use super::transport;
 use crate::core::agent::{AgentPort, NewSession};
 use crate::model::agent::{
-    AgentError, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, ProcessState, Reopen,
-    SessionListing, SessionTools, Steered, StopReason, TurnEnd,
+    AgentError, AgentInfo, AuthMethodInfo, ProcessState, Reopen, SessionListing, SessionTools,
 };
 use crate::model::ids::SessionId;
-use crate::model::media::{PromptBlock, PromptSupport};
+use crate::model::media::PromptSupport;
 use crate::model::modes::KnownModes;
 
 /// A running agent speaking ACP over its stdio.
@@ -132,8 +131,19 @@ impl AcpAgent {
             stopping: Default::default(),
             me: std::sync::Weak::new(),
         };
+        agent.initialized(spec, init_rx).await
+    }
+
+    /// The agent, once it has answered `initialize` (`init`) in protocol version 1, with
+    /// what it advertised and its dialect; stopped, with why, when it did not.
+    async fn initialized(
+        self,
+        spec: &ProcessSpec,
+        init: oneshot::Receiver<Result<InitializeResponse, agent_client_protocol::Error>>,
+    ) -> Result<Arc<Self>, AgentError> {
+        let agent = self;
         let response = match agent
-            .wait("initialize", Some(spec.initialize_timeout), init_rx)
+            .wait("initialize", Some(spec.initialize_timeout), init)
             .await
         {
             Ok(response) => response,
@@ -266,29 +276,6 @@ impl AcpAgent {
     /// Whether the process still takes prompts: not ended, nor being stopped.
     pub(super) fn running(&self) -> bool {
         !self.stopping.load(std::sync::atomic::Ordering::SeqCst) && self.exit_status().is_none()
-    }
-
-    /// Registers session `id`, just opened in `cwd`, and describes it.
-    fn opened(
-        &self,
-        id: SessionId,
-        folder: &Arc<Folder>,
-        response: &NewSessionResponse,
-    ) -> NewSession {
-        let events = self.sessions().register(id.as_str(), folder.clone());
-        let agent = self
-            .me
-            .upgrade()
-            .expect("a session is opened through its agent's Arc");
-        NewSession {
-            session: Arc::new(AcpSession::new(agent, id)),
-            settings: events::session_settings(
-                response.modes.as_ref(),
-                response.config_options.as_deref(),
-            ),
-            events,
-            replayed: Default::default(),
-        }
     }
 
     /// Hands a request to the connection task (waiting while its queue is full:
@@ -476,147 +463,6 @@ impl AgentPort for AcpAgent {
 
     async fn stop(&self) {
         self.shutdown().await;
-    }
-}
-
-/// What is done to one session, called by its handle ([`AcpSession`]).
-impl AcpAgent {
-    pub(super) async fn prompt(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<TurnEnd, AgentError> {
-        self.sessions().turn_started(session_id);
-        let (reply, rx) = oneshot::channel();
-        self.send(Request::Prompt {
-            session: session_id.to_owned(),
-            blocks: blocks.into_iter().map(events::prompt_block).collect(),
-            reply,
-        })
-        .await?;
-        // A turn may legitimately run for hours; stopping it is the person's call.
-        match self.wait("session/prompt", None, rx).await {
-            Ok(response) => {
-                let mut end = events::turn_end(response);
-                end.reason = self.sessions().turn_ended(session_id, end.reason);
-                Ok(end)
-            }
-            // An agent that answers our own cancel with an error (Qwen Code's "Request was
-            // aborted.") stopped all the same: the turn reads as stopped, not failed.
-            Err(AgentError::Rpc { code, message })
-                if self.sessions().cancel_was_requested(session_id) =>
-            {
-                tracing::info!(agent = %self.agent_id, code, %message, "the turn ended with an error after our cancel; taken as stopped");
-                let reason = self
-                    .sessions()
-                    .turn_ended(session_id, StopReason::Cancelled);
-                Ok(reason.into())
-            }
-            Err(AgentError::Rpc { code, message }) => {
-                match self.sessions().explain_error(code, &message) {
-                    Some(text) => {
-                        tracing::info!(agent = %self.agent_id, code, %message, "the turn ended with an error the agent's dialect explains");
-                        Err(AgentError::TurnAborted(text))
-                    }
-                    None => Err(AgentError::Rpc { code, message }),
-                }
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    pub(super) async fn close_session(&self, session_id: &str) {
-        self.sessions().unregister(session_id);
-        self.terminals.end_session(session_id);
-        if !self.info.close_session {
-            return;
-        }
-        let (reply, rx) = oneshot::channel();
-        let session = session_id.to_owned();
-        if self.send(Request::Close { session, reply }).await.is_err() {
-            return;
-        }
-        match self
-            .wait("session/close", Some(self.session_timeout), rx)
-            .await
-        {
-            Ok(()) => {
-                tracing::info!(agent = %self.agent_id, session = session_id, "session closed")
-            }
-            Err(e) => {
-                tracing::warn!(agent = %self.agent_id, session = session_id, error = %e, "session/close failed")
-            }
-        }
-    }
-
-    pub(super) async fn steer(
-        &self,
-        session_id: &str,
-        blocks: Vec<PromptBlock>,
-    ) -> Result<Steered, AgentError> {
-        let blocks = blocks.into_iter().map(events::prompt_block).collect();
-        let answer = (self.call_extension(STEER_METHOD, steer_params(session_id, blocks))).await?;
-        events::steered(&answer).ok_or_else(|| {
-            AgentError::Failed(format!(
-                "an answer to _session/steering of no known outcome: {answer}"
-            ))
-        })
-    }
-
-    pub(super) async fn stop_task(
-        &self,
-        session_id: &str,
-        task_id: &str,
-    ) -> Result<bool, AgentError> {
-        let params = tasks::stop_params(session_id, task_id);
-        let answer = (self.call_extension(tasks::STOP_METHOD, params)).await?;
-        Ok(tasks::stopped(&answer))
-    }
-
-    pub(super) async fn cancel(&self, session_id: &str) -> Result<(), AgentError> {
-        self.sessions().cancel_requested(session_id);
-        self.terminals.stop_session(session_id);
-        self.send(Request::Cancel {
-            session: session_id.to_owned(),
-        })
-        .await
-    }
-
-    pub(super) async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AgentError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Request::SetMode {
-            session: session_id.to_owned(),
-            mode: mode_id.to_owned(),
-            reply,
-        })
-        .await?;
-        self.wait("session/set_mode", Some(self.session_timeout), rx)
-            .await
-    }
-
-    pub(super) async fn set_option(
-        &self,
-        session_id: &str,
-        option_id: &str,
-        value: ConfigChoice,
-    ) -> Result<Vec<ConfigOption>, AgentError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Request::SetOption {
-            session: session_id.to_owned(),
-            option: option_id.to_owned(),
-            value: events::config_value(value),
-            reply,
-        })
-        .await?;
-        let options = self
-            .wait("session/set_config_option", Some(self.session_timeout), rx)
-            .await?;
-        Ok(events::config_options(options))
-    }
-
-    pub(super) fn forget_session(&self, session_id: &str) {
-        self.sessions().unregister(session_id);
-        self.terminals.end_session(session_id);
     }
 }
 
