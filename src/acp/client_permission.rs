@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use super::events;
 use super::sessions::Sessions;
 use crate::model::agent::{AgentEvent, PermissionAnswer};
+use crate::model::ids::PermissionOptionId;
 
 /// Serves one `session/request_permission`: delivers it to its session and answers the
 /// agent once the room has. The answer is awaited outside the dispatch loop, so other
@@ -29,7 +30,7 @@ pub fn serve(
     let asked = events::permission_request(&request, reply);
     // Which answers refuse is the model's to say (`PermissionKind::refuses`); the turn's
     // end needs it, the card's status is the core's.
-    let refusals: Vec<String> = (asked.options.iter())
+    let refusals: Vec<PermissionOptionId> = (asked.options.iter())
         .filter(|o| o.kind.refuses())
         .map(|o| o.id.clone())
         .collect();
@@ -44,7 +45,7 @@ pub fn serve(
                 if refusals.contains(&id) {
                     (answered.lock().expect("sessions poisoned")).refused(&session);
                 }
-                RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
+                RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(String::from(id)))
             }
             Ok(PermissionAnswer::Cancelled) | Err(_) => RequestPermissionOutcome::Cancelled,
         };

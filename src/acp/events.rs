@@ -22,7 +22,7 @@ use crate::model::agent::{
     StopReason, TerminalOutput, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
     TurnEnd,
 };
-use crate::model::ids::{AgentId, SessionId};
+use crate::model::ids::{AgentId, PermissionOptionId, SessionId, ToolCallId};
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
 
 /// What the agent advertised in its `initialize` answer.
@@ -248,7 +248,7 @@ fn tool_content(c: ToolCallContent) -> Option<ToolContent> {
 /// to update fields first, so both paths share this).
 fn tool_fields(id: String, f: ToolCallUpdateFields) -> ToolCallFields {
     ToolCallFields {
-        id,
+        id: ToolCallId::new(id),
         title: f.title,
         kind: f.kind.map(tool_kind),
         status: f.status.map(tool_status),
@@ -365,7 +365,7 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
         SessionUpdate::AgentThoughtChunk(c) => AgentEvent::ThoughtChunk(text_of(c.content)),
         SessionUpdate::ToolCall(t) => AgentEvent::ToolCall(ToolCallFields {
             terminal_output: terminal_output(t.meta.as_ref()),
-            id: t.tool_call_id.0.to_string(),
+            id: ToolCallId::new(t.tool_call_id.0.to_string()),
             title: Some(t.title),
             kind: Some(tool_kind(t.kind)),
             status: Some(tool_status(t.status)),
@@ -514,7 +514,7 @@ pub fn permission_request(
             .options
             .iter()
             .map(|o| PermissionOption {
-                id: o.option_id.0.to_string(),
+                id: PermissionOptionId::new(o.option_id.0.to_string()),
                 name: o.name.clone(),
                 kind: match o.kind {
                     PermissionOptionKind::AllowOnce => PermissionKind::AllowOnce,

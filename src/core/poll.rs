@@ -272,7 +272,7 @@ mod tests {
             .into_iter()
             .map(|c| {
                 let id = match c.decision {
-                    Decision::Select(o) => o.id,
+                    Decision::Select(o) => o.id.to_string(),
                     Decision::Stop => "STOP".into(),
                 };
                 (c.emoji, id)
@@ -360,7 +360,7 @@ mod tests {
         let c = choices(&usual_options(), "Stop");
         let id = |r: Reply| {
             pick(&c, &r).map(|c| match &c.decision {
-                Decision::Select(o) => o.id.clone(),
+                Decision::Select(o) => o.id.to_string(),
                 Decision::Stop => "STOP".into(),
             })
         };

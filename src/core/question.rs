@@ -5,6 +5,7 @@
 //! `docs/acp-client.md`.
 
 use crate::model::agent::{PermissionKind, PermissionOption};
+use crate::model::ids::PermissionOptionId;
 use crate::model::poll::{Choice, Decision};
 use crate::model::question::{Field, FieldKind, Question, QuestionAnswer, Value};
 
@@ -36,7 +37,7 @@ pub fn typed(question: &Question) -> bool {
 /// Stop. A typed question offers only Decline and Stop.
 pub fn choices(question: &Question, stop_label: &str) -> Vec<Choice> {
     let option = |id: &str, name: &str, kind| PermissionOption {
-        id: id.to_owned(),
+        id: PermissionOptionId::new(id),
         name: name.to_owned(),
         kind,
     };
@@ -79,7 +80,8 @@ pub fn choices(question: &Question, stop_label: &str) -> Vec<Choice> {
 }
 
 /// The answer picking option `id` of the question's poll gives.
-pub fn answer_for(question: &Question, id: &str) -> QuestionAnswer {
+pub fn answer_for(question: &Question, id: &PermissionOptionId) -> QuestionAnswer {
+    let id = id.as_str();
     if id == DECLINE {
         return QuestionAnswer::Declined;
     }
@@ -269,15 +271,15 @@ mod tests {
             answer_for(&q, &green.id),
             QuestionAnswer::Accepted(vec![("colour".into(), Value::Text("green".into()))])
         );
-        assert_eq!(answer_for(&q, "decline"), QuestionAnswer::Declined);
-        assert_eq!(answer_for(&q, "pick:7"), QuestionAnswer::Declined);
+        assert_eq!(answer_for(&q, &"decline".into()), QuestionAnswer::Declined);
+        assert_eq!(answer_for(&q, &"pick:7".into()), QuestionAnswer::Declined);
     }
 
     #[test]
     fn yes_no_and_links_are_polls_and_the_rest_is_typed() {
         let yes_no = ask(vec![field("ok", FieldKind::Boolean, true)]);
         assert_eq!(
-            answer_for(&yes_no, "no"),
+            answer_for(&yes_no, &"no".into()),
             QuestionAnswer::Accepted(vec![("ok".into(), Value::Boolean(false))])
         );
         let link = Question {
@@ -285,7 +287,10 @@ mod tests {
             ..ask(vec![])
         };
         assert!(!typed(&link));
-        assert_eq!(answer_for(&link, "done"), QuestionAnswer::Accepted(vec![]));
+        assert_eq!(
+            answer_for(&link, &"done".into()),
+            QuestionAnswer::Accepted(vec![])
+        );
         let text = ask(vec![field("name", FieldKind::Text, true)]);
         assert!(typed(&text));
         let labels: Vec<String> = choices(&text, "Stop")

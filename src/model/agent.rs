@@ -4,7 +4,7 @@
 
 use tokio::sync::oneshot;
 
-use crate::model::ids::SessionId;
+use crate::model::ids::{PermissionOptionId, SessionId, ToolCallId};
 
 /// Why a prompt turn ended, as the agent reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub enum ToolContent {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolCallFields {
     /// The agent's identifier for the call.
-    pub id: String,
+    pub id: ToolCallId,
     /// Human title, e.g. `bash: ls`.
     pub title: Option<String>,
     /// What sort of work it does.
@@ -121,9 +121,9 @@ pub enum TerminalOutput {
 impl ToolCallFields {
     /// An update of call `id` that only says where it stands (set by the gateway, for
     /// calls an agent leaves as they should not stay).
-    pub fn status_only(id: &str, status: ToolStatus) -> Self {
+    pub fn status_only(id: &ToolCallId, status: ToolStatus) -> Self {
         Self {
-            id: id.to_owned(),
+            id: id.clone(),
             status: Some(status),
             ..Self::default()
         }
@@ -198,7 +198,7 @@ impl From<StopReason> for TurnEnd {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PermissionOption {
     /// The agent's own identifier, sent back verbatim when chosen.
-    pub id: String,
+    pub id: PermissionOptionId,
     /// The label the agent gives it.
     pub name: String,
     /// What kind of choice it is.
@@ -230,7 +230,7 @@ impl PermissionKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PermissionAnswer {
     /// One of the offered options, by its id.
-    Selected(String),
+    Selected(PermissionOptionId),
     /// The turn was cancelled while the request was open.
     Cancelled,
 }

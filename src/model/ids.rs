@@ -191,6 +191,20 @@ string_id!(
     "a session ID",
     |_| Ok(())
 );
+string_id!(
+    /// One tool call of an agent's turn, as the agent named it: what its updates, its
+    /// permission request and its card name.
+    ToolCallId,
+    "a tool call ID",
+    |_| Ok(())
+);
+string_id!(
+    /// One option of an agent's permission request (`allow_once`, `proceed_always`…), as
+    /// the agent named it: what a poll's answer sends back.
+    PermissionOptionId,
+    "a permission option ID",
+    |_| Ok(())
+);
 
 /// One conversation: the room it happens in, the thread (none: the room's main timeline)
 /// and the agent answering. One channel, one ACP session and one transcript per key.

@@ -7,6 +7,7 @@
 pub mod modes;
 
 use crate::model::agent::{AgentEvent, ToolCallFields, ToolContent, ToolStatus};
+use crate::model::ids::ToolCallId;
 use crate::model::modes::KnownModes;
 
 /// What the connection knows about a turn that the agent ended as `cancelled`.
@@ -31,7 +32,7 @@ pub struct Dialect {
     pub tool_fields: Option<fn(ToolCallFields) -> ToolCallFields>,
     /// After a cancelled turn: the update that closes a tool call the agent left open
     /// (later updates for it are then dropped).
-    pub close_after_cancel: Option<fn(&str) -> ToolCallFields>,
+    pub close_after_cancel: Option<fn(&ToolCallId) -> ToolCallFields>,
     /// A JSON-RPC error that ended a prompt, in words for the room; `None` keeps the
     /// generic report.
     pub prompt_error: Option<fn(i64, &str) -> Option<String>>,
@@ -279,7 +280,7 @@ fn tool_loop_error(code: i64, message: &str) -> Option<String> {
     ))
 }
 
-fn cancelled_call(id: &str) -> ToolCallFields {
+fn cancelled_call(id: &ToolCallId) -> ToolCallFields {
     ToolCallFields::status_only(id, ToolStatus::Cancelled)
 }
 
@@ -455,7 +456,7 @@ mod tests {
     #[test]
     fn tool_calls_left_open_after_a_cancel_are_closed_as_cancelled() {
         let hook = CLAUDE_CODE.close_after_cancel.unwrap();
-        let update = hook("call-7");
+        let update = hook(&"call-7".into());
         assert_eq!(update.id, "call-7");
         assert_eq!(update.status, Some(ToolStatus::Cancelled));
         assert_eq!(update.title, None, "only the status changes");

@@ -16,6 +16,7 @@ use crate::core::queues;
 use crate::model::agent::{
     AgentEvent, Replayed, StopReason, ToolCallFields, ToolContent, ToolKind, ToolStatus,
 };
+use crate::model::ids::ToolCallId;
 
 /// Most of a call's printed output kept (the card shows its tail).
 const PRINTED_BYTES: usize = 256 * 1024;
@@ -71,24 +72,24 @@ enum Said {
 #[derive(Default)]
 struct Facts {
     /// Tool calls announced so far.
-    announced: HashSet<String>,
+    announced: HashSet<ToolCallId>,
     /// Tool calls announced and not finished, in announcement order.
-    open: Vec<String>,
+    open: Vec<ToolCallId>,
     /// Tool calls the dialect closed: later updates for them are dropped.
-    closed: HashSet<String>,
+    closed: HashSet<ToolCallId>,
     /// Whether `session/cancel` was sent during the running turn.
     cancel_requested: bool,
     /// Whether a permission request of the running turn was refused.
     refused: bool,
     /// Tool calls announced as edits, which a write through the client shows in.
-    edits: HashSet<String>,
+    edits: HashSet<ToolCallId>,
     /// Numbers the cards made for writes no edit call was open for.
     writes: u64,
     /// Open calls the agent last reported in progress.
-    running: HashSet<String>,
+    running: HashSet<ToolCallId>,
     /// What each call's command printed so far, as reported beside its fields
     /// (`_meta.terminal_output`).
-    printed: HashMap<String, String>,
+    printed: HashMap<ToolCallId, String>,
 }
 
 /// Every session's queue, with the agent's dialect.
@@ -207,7 +208,7 @@ impl Sessions {
             None => {
                 facts.writes += 1;
                 AgentEvent::ToolCall(ToolCallFields {
-                    id: format!("sidekicks-write-{}", facts.writes),
+                    id: ToolCallId::new(format!("sidekicks-write-{}", facts.writes)),
                     title: Some(format!("Write {}", path.display())),
                     kind: Some(ToolKind::Edit),
                     status: Some(ToolStatus::Completed),

@@ -5,7 +5,7 @@ use crate::acp::dialect::{ACP, CLAUDE_CODE, CODEX, GEMINI};
 use crate::model::agent::PermissionRequest;
 
 fn call(id: &str, status: ToolStatus) -> ToolCallFields {
-    ToolCallFields::status_only(id, status)
+    ToolCallFields::status_only(&id.into(), status)
 }
 
 fn drain(rx: &mut mpsc::Receiver<AgentEvent>) -> Vec<AgentEvent> {
@@ -276,7 +276,7 @@ fn a_call_marked_running_before_its_permission_is_reported_waiting() {
         .into_iter()
         .filter_map(|e| match e {
             AgentEvent::Permission(p) => {
-                Some((p.tool.id.clone(), p.tool.status, p.resumes_when_allowed))
+                Some((p.tool.id.to_string(), p.tool.status, p.resumes_when_allowed))
             }
             _ => None,
         })

@@ -18,7 +18,7 @@ use super::question;
 use super::voice::{RoomVoice, fresh_txn, with_retry};
 use crate::model::OutMessage;
 use crate::model::agent::{PermissionAnswer, PermissionOption, PermissionRequest, ToolCallFields};
-use crate::model::ids::{EventId, RoomId, UserId};
+use crate::model::ids::{EventId, PermissionOptionId, RoomId, ToolCallId, UserId};
 use crate::model::poll::{Choice, Decision};
 use crate::model::question::{Question, QuestionAnswer, QuestionRequest, Value};
 use crate::render::cards::{self, PollOutcome, PollView, QuestionView};
@@ -48,7 +48,7 @@ enum Asks {
 /// How a poll was settled, before it is put in the words of its kind.
 enum Settled {
     /// This option was picked (or sent for want of an answer).
-    Option(String),
+    Option(PermissionOptionId),
     /// Answered by typing (a question).
     Typed(Vec<(String, Value)>),
     /// Withdrawn: the turn stopped or ended.
@@ -109,7 +109,7 @@ struct PostedPoll {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionSwitch {
     /// The option's ID.
-    pub option: String,
+    pub option: PermissionOptionId,
     /// The mode it switches to, if it does.
     pub mode: Option<String>,
     /// Whether only an admin may choose it: the mode does not ask before acting, or the
@@ -162,7 +162,7 @@ pub enum Picked {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettledCall {
     /// The tool call it asked about.
-    pub tool: String,
+    pub tool: ToolCallId,
     /// Its message, or `None` when it could not be posted.
     pub message: Option<EventId>,
     /// How it ended, in a line (from [`cards::poll_outcome`]).

@@ -195,13 +195,15 @@ impl Channel {
         let fences = rules.fences(settings);
         (request.options.iter())
             .filter_map(|o| {
-                let mode = (rules.implied_mode(&o.id, kind, settings)).filter(|_| fences);
-                let lasting = rules.is_lasting(&o.id);
+                let mode = (rules.implied_mode(o.id.as_str(), kind, settings)).filter(|_| fences);
+                let lasting = rules.is_lasting(o.id.as_str());
                 if mode.is_none() && !lasting {
                     return None;
                 }
-                let stops_asking =
-                    fences && rules.option_needs_admin(&o.id, kind, settings).is_some();
+                let stops_asking = fences
+                    && rules
+                        .option_needs_admin(o.id.as_str(), kind, settings)
+                        .is_some();
                 Some(OptionSwitch {
                     option: o.id.clone(),
                     mode,

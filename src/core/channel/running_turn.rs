@@ -17,7 +17,7 @@ use crate::core::inbound::IncomingMessage;
 use crate::core::view::activity::Activity;
 use crate::core::view::stream::ReplyStream;
 use crate::model::agent::{PlanEntry, ToolCallFields};
-use crate::model::ids::{EventId, UserId};
+use crate::model::ids::{EventId, ToolCallId, UserId};
 
 /// The running turn.
 pub(super) struct RunningTurn {
@@ -150,7 +150,7 @@ impl RunningTurn {
     }
 
     /// What is known of tool call `id` so far.
-    pub(super) fn known_tool(&self, id: &str) -> Option<&ToolCallFields> {
+    pub(super) fn known_tool(&self, id: &ToolCallId) -> Option<&ToolCallFields> {
         self.activity.known_tool(id)
     }
 
@@ -171,7 +171,7 @@ impl RunningTurn {
 
     /// A poll opens about call `id`; `true` when it stands in for the call's card (see
     /// [`Activity::poll_opened`]).
-    pub(super) fn poll_opened(&mut self, id: &str) -> bool {
+    pub(super) fn poll_opened(&mut self, id: &ToolCallId) -> bool {
         self.activity.poll_opened(id)
     }
 
@@ -188,7 +188,7 @@ impl RunningTurn {
 
     /// The agent asked about call `id`, which it had said runs: see
     /// [`Activity::waits_for_answer`].
-    pub(super) fn waits_for_answer(&mut self, id: &str) {
+    pub(super) fn waits_for_answer(&mut self, id: &ToolCallId) {
         self.activity.waits_for_answer(id);
     }
 

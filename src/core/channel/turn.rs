@@ -672,7 +672,7 @@ impl Channel {
                     .tool
                     .title
                     .clone()
-                    .unwrap_or_else(|| request.tool.id.clone());
+                    .unwrap_or_else(|| request.tool.id.to_string());
                 refuse_permission(request);
                 self.notice(strings::permission_outside_turn(&title)).await;
             }

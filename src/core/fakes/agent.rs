@@ -15,7 +15,7 @@ use crate::model::agent::{
     SessionTools, SlashCommand, Steered, StopReason, TaskReport, ToolCallFields, ToolKind,
     ToolStatus, TurnEnd,
 };
-use crate::model::ids::SessionId;
+use crate::model::ids::{SessionId, ToolCallId};
 use crate::model::media::{PromptBlock, PromptSupport};
 use crate::model::modes::KnownModes;
 
@@ -664,7 +664,7 @@ async fn ask_permissions(
 ) -> Result<TurnEnd, AgentError> {
     for i in 0..times {
         let tool = ToolCallFields {
-            id: format!("t{i}"),
+            id: ToolCallId::new(format!("t{i}")),
             title: Some("bash: ls".into()),
             kind: Some(ToolKind::Execute),
             status: Some(ToolStatus::Pending),
@@ -687,12 +687,12 @@ async fn ask_permissions(
             answer = answer => answer.unwrap_or(PermissionAnswer::Cancelled),
         };
         let said = match &answer {
-            PermissionAnswer::Selected(id) => id.clone(),
+            PermissionAnswer::Selected(id) => id.to_string(),
             PermissionAnswer::Cancelled => "cancelled".into(),
         };
         let allowed = said.starts_with("allow");
         let _ = tx.try_send(AgentEvent::ToolCallUpdate(ToolCallFields {
-            id: format!("t{i}"),
+            id: ToolCallId::new(format!("t{i}")),
             status: Some(if allowed {
                 ToolStatus::Completed
             } else {

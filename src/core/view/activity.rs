@@ -16,7 +16,7 @@ use crate::core::view::live::{LiveMessage, Paced, send_everything};
 use crate::core::view::stream::StreamSettings;
 use crate::model::OutMessage;
 use crate::model::agent::{PlanEntry, ToolCallFields, ToolStatus};
-use crate::model::ids::{EventId, RoomId};
+use crate::model::ids::{EventId, RoomId, ToolCallId};
 use crate::render::cards::{self, CardStatus};
 
 use crate::model::Verbosity;
@@ -127,7 +127,7 @@ pub struct Activity {
     /// Tool calls in the order they appeared.
     cards: Vec<Card>,
     /// Index in `cards` by tool call ID.
-    index: HashMap<String, usize>,
+    index: HashMap<ToolCallId, usize>,
     /// The plan message.
     plan: Option<LiveMessage>,
     /// The thinking indicator.
@@ -216,7 +216,7 @@ impl Activity {
 
     /// A poll opens about call `id`: if the call's card is not posted yet, the poll takes
     /// its place (no card is posted while it is open) and `true` is returned.
-    pub fn poll_opened(&mut self, id: &str) -> bool {
+    pub fn poll_opened(&mut self, id: &ToolCallId) -> bool {
         let Some(&i) = self.index.get(id) else {
             return false;
         };
@@ -234,7 +234,7 @@ impl Activity {
     }
 
     /// The agent asked about call `id`, which it had said runs: it waits for the answer.
-    pub fn waits_for_answer(&mut self, id: &str) {
+    pub fn waits_for_answer(&mut self, id: &ToolCallId) {
         if let Some(&i) = self.index.get(id) {
             self.cards[i].resumes_when_allowed = true;
         }
@@ -245,7 +245,7 @@ impl Activity {
     /// refused call still open is failed (Gemini and Qwen Code send nothing more for it),
     /// an allowed one that waited after it was said to run runs again. Anything else is
     /// the agent's to report.
-    pub fn answered(&mut self, id: &str, refused: bool) {
+    pub fn answered(&mut self, id: &ToolCallId, refused: bool) {
         let Some(&i) = self.index.get(id) else {
             return;
         };
@@ -262,7 +262,7 @@ impl Activity {
     /// The poll about call `id`, message `event_id`, was settled (`decision` says how):
     /// where it stood in for the card, its message becomes the card from the next edit
     /// on. The poll could not be posted (`event_id` is `None`): the card is posted alone.
-    pub fn poll_settled(&mut self, id: &str, event_id: Option<EventId>, decision: String) {
+    pub fn poll_settled(&mut self, id: &ToolCallId, event_id: Option<EventId>, decision: String) {
         let Some(&i) = self.index.get(id) else {
             return;
         };
@@ -281,7 +281,7 @@ impl Activity {
     }
 
     /// Everything known about tool call `id`, if it was mentioned in this turn.
-    pub fn known_tool(&self, id: &str) -> Option<&ToolCallFields> {
+    pub fn known_tool(&self, id: &ToolCallId) -> Option<&ToolCallFields> {
         self.index.get(id).map(|&i| &self.cards[i].fields)
     }
 
@@ -515,7 +515,7 @@ mod tests {
     }
 
     fn status_of(a: &Activity, id: &str) -> Option<ToolStatus> {
-        a.known_tool(id).and_then(|f| f.status)
+        a.known_tool(&id.into()).and_then(|f| f.status)
     }
 
     #[test]
@@ -525,12 +525,12 @@ mod tests {
         // OpenCode's order: running, then the request, which the adapter reports waiting.
         a.tool(call("c1", Some(ToolStatus::InProgress)), true);
         a.tool(call("c1", Some(ToolStatus::Pending)), false);
-        a.waits_for_answer("c1");
-        a.answered("c1", false);
+        a.waits_for_answer(&"c1".into());
+        a.answered(&"c1".into(), false);
         assert_eq!(status_of(&a, "c1"), Some(ToolStatus::InProgress));
         // A call announced pending and allowed is the agent's to start.
         a.tool(call("c2", Some(ToolStatus::Pending)), true);
-        a.answered("c2", false);
+        a.answered(&"c2".into(), false);
         assert_eq!(status_of(&a, "c2"), Some(ToolStatus::Pending));
     }
 
@@ -540,11 +540,11 @@ mod tests {
         let mut a = activity(&chat, Verbosity::All);
         // Gemini and Qwen Code send nothing more for a refused call.
         a.tool(call("c1", Some(ToolStatus::Pending)), false);
-        a.answered("c1", true);
+        a.answered(&"c1".into(), true);
         assert_eq!(status_of(&a, "c1"), Some(ToolStatus::Failed));
         a.tool(call("c2", Some(ToolStatus::Pending)), true);
         a.tool(call("c2", Some(ToolStatus::Completed)), false);
-        a.answered("c2", true);
+        a.answered(&"c2".into(), true);
         assert_eq!(
             status_of(&a, "c2"),
             Some(ToolStatus::Completed),
@@ -552,8 +552,8 @@ mod tests {
         );
         // A refusal after the agent said it runs fails it too.
         a.tool(call("c3", Some(ToolStatus::InProgress)), true);
-        a.waits_for_answer("c3");
-        a.answered("c3", true);
+        a.waits_for_answer(&"c3".into());
+        a.answered(&"c3".into(), true);
         assert_eq!(status_of(&a, "c3"), Some(ToolStatus::Failed));
     }
 
@@ -636,7 +636,10 @@ mod tests {
         a.tool(call("p", None), false);
         settle(&mut a).await;
         assert!(chat.shown("!r").is_empty());
-        assert_eq!(a.known_tool("p").unwrap().title.as_deref(), Some("run p"));
+        assert_eq!(
+            a.known_tool(&"p".into()).unwrap().title.as_deref(),
+            Some("run p")
+        );
         // Announced later, it gets its card with what the request said.
         a.tool(
             ToolCallFields {
@@ -691,7 +694,7 @@ mod tests {
         let mut a = activity(&chat, Verbosity::All);
         a.tool(call("p", Some(ToolStatus::Pending)), true);
         assert!(
-            a.poll_opened("p"),
+            a.poll_opened(&"p".into()),
             "the card was held back: the poll takes its place"
         );
         // Nothing is posted for the call while its poll is open, whatever it reports.
@@ -703,7 +706,11 @@ mod tests {
         let poll = chat
             .send(&"!r".into(), "poll", &OutMessage::notice("🔐 run p?"))
             .await;
-        a.poll_settled("p", Some(poll.unwrap()), "✅ Allow, chosen by alice".into());
+        a.poll_settled(
+            &"p".into(),
+            Some(poll.unwrap()),
+            "✅ Allow, chosen by alice".into(),
+        );
         a.tool(call("p", Some(ToolStatus::Completed)), false);
         settle(&mut a).await;
         assert_eq!(
@@ -721,8 +728,8 @@ mod tests {
         tokio::time::sleep(CARD_HOLD).await;
         settle(&mut a).await;
         assert_eq!(chat.shown("!r"), vec!["🕓 💻 run p · pending"]);
-        assert!(!a.poll_opened("p"));
-        a.poll_settled("p", Some(EventId::from("$poll")), "✅ Allow".into());
+        assert!(!a.poll_opened(&"p".into()));
+        a.poll_settled(&"p".into(), Some(EventId::from("$poll")), "✅ Allow".into());
         a.tool(call("p", Some(ToolStatus::Completed)), false);
         settle(&mut a).await;
         assert_eq!(chat.shown("!r"), vec!["✅ 💻 run p · completed"]);
@@ -745,8 +752,8 @@ mod tests {
         let chat = FakeChat::new();
         let mut a = activity(&chat, Verbosity::Answer);
         a.tool(call("p", Some(ToolStatus::Pending)), true);
-        assert!(a.poll_opened("p"));
-        a.poll_settled("p", Some(EventId::from("$poll")), "✅ Allow".into());
+        assert!(a.poll_opened(&"p".into()));
+        a.poll_settled(&"p".into(), Some(EventId::from("$poll")), "✅ Allow".into());
         a.tool(call("p", Some(ToolStatus::Completed)), false);
         settle(&mut a).await;
         assert!(chat.log().is_empty(), "{:?}", chat.log());
