@@ -132,34 +132,49 @@ pub trait ChatPort: Send + Sync {
     async fn members(&self, room: &RoomId) -> Result<Vec<RoomMember>, ChatError>;
 }
 
-/// What a decorating chat port changes in the messages it passes on (see [`Rewriting`]).
-pub trait Rewrite: Send + Sync + 'static {
-    /// A new message, as it is posted.
-    fn posted(&self, msg: &OutMessage) -> OutMessage;
-    /// An edit, as it is sent.
-    fn edited(&self, msg: &OutMessage) -> OutMessage;
+/// What a decorating chat port ([`Decorated`]) changes in the messages it passes on, or
+/// does around a new message's send; the rest passes through. One decoration says only
+/// what it changes: an agent's secrets masked, a thread's messages posted into it, a
+/// reply's messages journaled around their send.
+#[async_trait]
+pub trait Decoration: Send + Sync + 'static {
+    /// A new message (or poll), as it is posted; unchanged unless said.
+    fn posted(&self, msg: &OutMessage) -> OutMessage {
+        msg.clone()
+    }
+    /// An edit (or a poll's end), as it is sent; unchanged unless said.
+    fn edited(&self, msg: &OutMessage) -> OutMessage {
+        msg.clone()
+    }
+    /// Before new message `msg` (as posted; not a poll) is sent under `txn`.
+    async fn sending(&self, _room: &RoomId, _txn: &str, _msg: &OutMessage) {}
+    /// After it was sent, as `event_id`.
+    async fn sent(&self, _room: &RoomId, _txn: &str, _event_id: &EventId) {}
 }
 
-/// A chat port that passes every call on to `inner`, its messages rewritten by `R` on the
-/// way (an agent's secrets masked, a thread's messages posted into it).
-pub struct Rewriting<R> {
+/// A chat port that passes every call on to `inner`, decorated by `D` on the way.
+pub struct Decorated<D> {
     /// The port that acts.
     inner: Arc<dyn ChatPort>,
-    /// What changes in the messages.
-    rewrite: R,
+    /// What changes in the messages, or happens around their send.
+    decoration: D,
 }
 
-impl<R: Rewrite> Rewriting<R> {
-    /// `inner`, with messages rewritten by `rewrite`.
-    pub fn wrap(inner: Arc<dyn ChatPort>, rewrite: R) -> Arc<dyn ChatPort> {
-        Arc::new(Self { inner, rewrite })
+impl<D: Decoration> Decorated<D> {
+    /// `inner`, decorated by `decoration`.
+    pub fn wrap(inner: Arc<dyn ChatPort>, decoration: D) -> Arc<dyn ChatPort> {
+        Arc::new(Self { inner, decoration })
     }
 }
 
 #[async_trait]
-impl<R: Rewrite> ChatPort for Rewriting<R> {
+impl<D: Decoration> ChatPort for Decorated<D> {
     async fn send(&self, room: &RoomId, txn: &str, msg: &OutMessage) -> Result<EventId, ChatError> {
-        self.inner.send(room, txn, &self.rewrite.posted(msg)).await
+        let msg = self.decoration.posted(msg);
+        self.decoration.sending(room, txn, &msg).await;
+        let event_id = self.inner.send(room, txn, &msg).await?;
+        self.decoration.sent(room, txn, &event_id).await;
+        Ok(event_id)
     }
 
     async fn download(&self, source: &str) -> Result<Vec<u8>, ChatError> {
@@ -173,7 +188,7 @@ impl<R: Rewrite> ChatPort for Rewriting<R> {
         msg: &OutMessage,
     ) -> Result<(), ChatError> {
         self.inner
-            .edit(room, event_id, &self.rewrite.edited(msg))
+            .edit(room, event_id, &self.decoration.edited(msg))
             .await
     }
 
@@ -197,12 +212,12 @@ impl<R: Rewrite> ChatPort for Rewriting<R> {
         msg: &OutMessage,
         answers: &[PollAnswer],
     ) -> Result<EventId, ChatError> {
-        let msg = self.rewrite.posted(msg);
+        let msg = self.decoration.posted(msg);
         let answers: Vec<PollAnswer> = (answers.iter())
             .map(|a| PollAnswer {
                 id: a.id.clone(),
                 text: self
-                    .rewrite
+                    .decoration
                     .posted(&OutMessage::notice(a.text.clone()))
                     .body,
             })
@@ -217,7 +232,7 @@ impl<R: Rewrite> ChatPort for Rewriting<R> {
         msg: &OutMessage,
     ) -> Result<(), ChatError> {
         self.inner
-            .end_poll(room, poll, &self.rewrite.edited(msg))
+            .end_poll(room, poll, &self.decoration.edited(msg))
             .await
     }
 

@@ -5,23 +5,21 @@
 //! again under the same transaction ID gets the event the homeserver already has (or posts
 //! it now), and it is marked like any other (see `docs/continuity.md`).
 
-use crate::model::ids::{ConversationKey, EventId, RoomId, UserId};
+use crate::model::ids::{ConversationKey, EventId, RoomId};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::chat::{ChatError, ChatPort, RoomMember};
-use crate::core::inbound::IncomingMessage;
+use super::chat::{ChatPort, Decorated, Decoration};
 use crate::core::view::stream::ReplyStream;
 use crate::model::OutMessage;
-use crate::model::poll::PollAnswer;
 use crate::store::{CutMessage, Store};
 
-/// A [`ChatPort`] for one turn's streamed reply that journals every new message around its
-/// send. Edits, reactions and the rest go straight through.
+/// What journals every new message of one turn's streamed reply around its send (a
+/// [`Decoration`] of the agent's chat port). Edits, polls, reactions and the rest go
+/// straight through: a poll is no part of the reply, its own record (`open_polls`) closes
+/// it.
 pub struct JournaledReplies {
-    /// The agent's Matrix user.
-    inner: Arc<dyn ChatPort>,
     /// Where the journal is kept.
     store: Store,
     /// The conversation whose turn this is (its thread included: the journal's rows are
@@ -32,26 +30,21 @@ pub struct JournaledReplies {
 }
 
 impl JournaledReplies {
-    /// Journals the replies of conversation `key` sent through `inner`; a cut one ends
-    /// with `footer`.
-    pub fn new(
+    /// `inner`, journaling the replies of conversation `key` sent through it; a cut one
+    /// ends with `footer`.
+    pub fn wrap(
         inner: Arc<dyn ChatPort>,
         store: Store,
         key: ConversationKey,
         footer: &'static str,
-    ) -> Self {
-        Self {
-            inner,
-            store,
-            key,
-            footer,
-        }
+    ) -> Arc<dyn ChatPort> {
+        Decorated::wrap(inner, Self { store, key, footer })
     }
 }
 
 #[async_trait]
-impl ChatPort for JournaledReplies {
-    async fn send(&self, room: &RoomId, txn: &str, msg: &OutMessage) -> Result<EventId, ChatError> {
+impl Decoration for JournaledReplies {
+    async fn sending(&self, room: &RoomId, txn: &str, msg: &OutMessage) {
         // Not knowing the room's setting here, no picture: the safe side.
         let cut = ReplyStream::cut_content(&msg.body, self.footer, Default::default());
         let intent = CutMessage {
@@ -65,93 +58,12 @@ impl ChatPort for JournaledReplies {
         if let Err(e) = self.store.intend_cut_message(&self.key, txn, &intent).await {
             tracing::error!(agent = %self.key.agent, room = %room, error = %e, "could not record a reply message before sending it");
         }
-        let event_id = self.inner.send(room, txn, msg).await?;
-        if let Err(e) = self.store.confirm_cut_message(txn, &event_id).await {
+    }
+
+    async fn sent(&self, room: &RoomId, txn: &str, event_id: &EventId) {
+        if let Err(e) = self.store.confirm_cut_message(txn, event_id).await {
             tracing::error!(agent = %self.key.agent, room = %room, error = %e, "could not record a reply message as sent");
         }
-        Ok(event_id)
-    }
-
-    async fn download(&self, source: &str) -> Result<Vec<u8>, ChatError> {
-        self.inner.download(source).await
-    }
-
-    async fn edit(
-        &self,
-        room: &RoomId,
-        event_id: &EventId,
-        msg: &OutMessage,
-    ) -> Result<(), ChatError> {
-        self.inner.edit(room, event_id, msg).await
-    }
-
-    async fn react(
-        &self,
-        room: &RoomId,
-        event_id: &EventId,
-        key: &str,
-    ) -> Result<EventId, ChatError> {
-        self.inner.react(room, event_id, key).await
-    }
-
-    async fn redact(&self, room: &RoomId, event_id: &EventId) -> Result<(), ChatError> {
-        self.inner.redact(room, event_id).await
-    }
-
-    async fn send_poll(
-        &self,
-        room: &RoomId,
-        txn: &str,
-        msg: &OutMessage,
-        answers: &[PollAnswer],
-    ) -> Result<EventId, ChatError> {
-        // A poll is no part of the reply: its own record (`open_polls`) closes it.
-        self.inner.send_poll(room, txn, msg, answers).await
-    }
-
-    async fn end_poll(
-        &self,
-        room: &RoomId,
-        poll: &EventId,
-        msg: &OutMessage,
-    ) -> Result<(), ChatError> {
-        self.inner.end_poll(room, poll, msg).await
-    }
-
-    async fn typing(&self, room: &RoomId, on: bool) {
-        self.inner.typing(room, on).await
-    }
-
-    async fn mark_read(&self, room: &RoomId, event_id: &EventId, thread: Option<&EventId>) {
-        self.inner.mark_read(room, event_id, thread).await
-    }
-
-    async fn readers(&self, room: &RoomId) -> Result<Option<Vec<UserId>>, ChatError> {
-        self.inner.readers(room).await
-    }
-
-    async fn power_level(&self, room: &RoomId, user: &UserId) -> Result<i64, ChatError> {
-        self.inner.power_level(room, user).await
-    }
-
-    async fn history(
-        &self,
-        room: &RoomId,
-        limit: usize,
-    ) -> Result<Vec<IncomingMessage>, ChatError> {
-        self.inner.history(room, limit).await
-    }
-
-    async fn message(
-        &self,
-        room: &RoomId,
-        event_id: &EventId,
-    ) -> Result<Option<IncomingMessage>, ChatError> {
-        self.inner.message(room, event_id).await
-    }
-
-    async fn members(&self, room: &RoomId) -> Result<Vec<RoomMember>, ChatError> {
-        self.inner.members(room).await
     }
 }
 
@@ -173,7 +85,7 @@ mod tests {
             .await
             .unwrap();
         let chat = FakeChat::new();
-        let journaled = JournaledReplies::new(
+        let journaled = JournaledReplies::wrap(
             chat.clone(),
             store.clone(),
             ConversationKey::new("!r", "demo"),

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::core::chat::{ChatPort, Rewrite, Rewriting};
+use crate::core::chat::{ChatPort, Decorated, Decoration};
 use crate::model::OutMessage;
 use crate::model::media::OutAttachment;
 
@@ -79,7 +79,7 @@ impl MaskedChat {
             return inner;
         }
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        Rewriting::wrap(inner, Self { secrets })
+        Decorated::wrap(inner, Self { secrets })
     }
 
     fn masked(&self, msg: &OutMessage) -> OutMessage {
@@ -104,7 +104,7 @@ impl MaskedChat {
     }
 }
 
-impl Rewrite for MaskedChat {
+impl Decoration for MaskedChat {
     fn posted(&self, msg: &OutMessage) -> OutMessage {
         self.masked(msg)
     }

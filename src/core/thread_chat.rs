@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::core::chat::{ChatPort, Rewrite, Rewriting};
+use crate::core::chat::{ChatPort, Decorated, Decoration};
 use crate::model::OutMessage;
 use crate::model::ids::EventId;
 
@@ -17,19 +17,16 @@ pub struct ThreadChat {
 impl ThreadChat {
     /// `inner`, posting into the thread whose root is `root`.
     pub fn wrap(inner: Arc<dyn ChatPort>, root: EventId) -> Arc<dyn ChatPort> {
-        Rewriting::wrap(inner, Self { root })
+        Decorated::wrap(inner, Self { root })
     }
 }
 
-impl Rewrite for ThreadChat {
+impl Decoration for ThreadChat {
     fn posted(&self, msg: &OutMessage) -> OutMessage {
         msg.clone().in_thread(Some(self.root.clone()))
     }
 
-    // An edit keeps the relations of the message it replaces.
-    fn edited(&self, msg: &OutMessage) -> OutMessage {
-        msg.clone()
-    }
+    // An edit keeps the relations of the message it replaces: unchanged.
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use super::status_marks::Outcome;
 use super::typing::{TYPING_AFTER, Typing};
 use crate::core::context::Handoff;
 use crate::core::voice::txn;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -202,14 +201,14 @@ impl Channel {
             false => strings::INTERRUPTED,
         };
         // Each new message of the reply is journaled before it is sent.
-        let replies = JournaledReplies::new(
+        let replies = JournaledReplies::wrap(
             self.ctx.chat.clone(),
             self.ctx.store.clone(),
             self.key.clone(),
             cut_footer,
         );
         let stream = ReplyStream::new(
-            Arc::new(replies),
+            replies,
             self.key.room.clone(),
             txn_prefix.clone(),
             self.ctx.stream.get(),
