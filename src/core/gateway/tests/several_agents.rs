@@ -142,8 +142,15 @@ async fn hand_offs_between_agents_stop_at_the_hop_limit() {
     .await;
     tokio::spawn(gw.clone().run_handoffs(handed));
     let agents = ["claude", "codex"];
+    // How many times the room was told the chain reached its limit: the last thing a
+    // chain does, so what it prompted is all there by then.
+    let stopped = || {
+        (fakes.iter().flat_map(|(_, c)| c.shown("!r")))
+            .filter(|t| t.contains("the most allowed"))
+            .count()
+    };
     to_all(&gw, &agents, "$1", |m| m.body = "claude: start".into()).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    wait_for(Duration::from_secs(10), || stopped() == 1).await;
     // start → claude; claude → codex (1); codex → claude (2); claude → codex (3); stop.
     assert_eq!(
         fakes[0].0.prompt_texts().len(),
@@ -171,7 +178,8 @@ async fn hand_offs_between_agents_stop_at_the_hop_limit() {
     );
     // A person's message starts the count over.
     to_all(&gw, &agents, "$2", |m| m.body = "codex: again".into()).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    wait_for(Duration::from_secs(10), || stopped() == 2).await;
+    assert_eq!(stopped(), 2, "the second chain reached the limit too");
     assert_eq!(
         fakes[1].0.prompt_texts().len(),
         4,
@@ -194,9 +202,23 @@ async fn without_hand_offs_an_agent_addressing_another_prompts_nothing() {
         m.body = "claude: start".into()
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    wait_for(Duration::from_secs(10), || {
+        fakes[0]
+            .1
+            .shown("!r")
+            .iter()
+            .any(|t| t.contains("codex: ping"))
+    })
+    .await;
+    // A person's message to codex after Claude's answer is shown: codex's first prompt is
+    // theirs, so Claude's answer prompted nothing.
+    to_all(&gw, &["claude", "codex"], "$2", |m| {
+        m.body = "codex: hello".into()
+    })
+    .await;
+    wait_for(Duration::from_secs(10), || !fakes[1].0.prompts().is_empty()).await;
     assert_eq!(fakes[0].0.prompts().len(), 1);
-    assert!(fakes[1].0.prompts().is_empty());
+    assert_eq!(fakes[1].0.prompt_texts(), vec!["hello"]);
 }
 
 #[tokio::test]
