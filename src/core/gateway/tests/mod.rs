@@ -154,11 +154,19 @@ async fn an_undecryptable_message_is_reported_once_and_never_prompted() {
     };
     gw.handle(Inbound::Unreadable(m.clone(), Unreadable::Undecryptable))
         .await;
-    gw.handle(Inbound::Unreadable(m, Unreadable::Undecryptable))
+    gw.handle(Inbound::Unreadable(m.clone(), Unreadable::Undecryptable))
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Another event that cannot be decrypted is reported: the first, brought twice, was
+    // reported once before it.
+    let other = IncomingMessage {
+        event_id: "$utd2".into(),
+        ..m
+    };
+    gw.handle(Inbound::Unreadable(other, Unreadable::Undecryptable))
+        .await;
+    until(|| chat.shown("!r").len() >= 2).await;
     let shown = chat.shown("!r");
-    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert_eq!(shown.len(), 2, "once each: {shown:?}");
     assert!(shown[0].contains("cannot decrypt"), "{shown:?}");
     assert!(agent.prompts().is_empty());
 }
@@ -190,7 +198,7 @@ async fn an_approver_who_may_not_prompt_can_only_answer_polls() {
     };
     answer.body = "!allow".into();
     gw.handle(Inbound::Message(answer)).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until(|| !chat.shown("!r").is_empty()).await;
     assert!(agent.prompts().is_empty(), "not a prompt");
     // The poll command reached the channel, which says nothing waits for approval.
     assert_eq!(chat.shown("!r"), vec![strings::NO_OPEN_POLL]);
@@ -211,14 +219,14 @@ async fn an_approver_who_may_not_prompt_can_stop_a_turn() {
     );
     let now = now_ms() as u64 + 1;
     gw.handle(msg("$prompt", "@alice:x", now)).await;
-    settle().await;
+    until(|| !agent.prompts().is_empty()).await;
     assert_eq!(agent.prompts().len(), 1);
     let Inbound::Message(mut stop) = msg("$stop", "@boss:x", now + 1) else {
         unreachable!()
     };
     stop.body = "!stop".into();
     gw.handle(Inbound::Message(stop)).await;
-    settle().await;
+    until(|| chat.shown("!r").iter().any(|t| t.contains("Stopped by"))).await;
     let shown = chat.shown("!r");
     assert!(
         shown.iter().any(|t| t.contains("Stopped by @boss:x")),
@@ -248,9 +256,11 @@ async fn people_choose_settings_within_the_policy_and_admins_choose_anything() {
         .iter()
         .enumerate()
     {
+        // Each is answered with one notice.
+        let before = chat.shown("!r").len();
         gw.handle(command(&format!("$c{i}"), "@carol:x", body))
             .await;
-        settle().await;
+        until(|| chat.shown("!r").len() > before).await;
     }
     let shown = chat.shown("!r");
     let count = |text: &str| shown.iter().filter(|t| t.contains(text)).count();
@@ -259,13 +269,17 @@ async fn people_choose_settings_within_the_policy_and_admins_choose_anything() {
     assert!(agent.changes().is_empty(), "{:?}", agent.changes());
     // What the policy leaves free, she may change.
     gw.handle(command("$c9", "@carol:x", "!mode ask")).await;
-    settle().await;
+    until(|| !agent.changes().is_empty()).await;
     assert_eq!(agent.changes().len(), 1, "{:?}", agent.changes());
     // Alice is an admin: she may choose anything.
     gw.handle(command("$a", "@alice:x", "!mode code")).await;
-    settle().await;
+    until(|| agent.changes().len() >= 2).await;
     gw.handle(command("$b", "@alice:x", "!model large")).await;
-    settle().await;
+    until(|| {
+        agent.changes().len() >= 3
+            && (chat.shown("!r").iter()).any(|t| t.contains("mode is now Code"))
+    })
+    .await;
     assert_eq!(agent.changes().len(), 3, "{:?}", agent.changes());
     let shown = chat.shown("!r");
     assert!(
@@ -303,12 +317,15 @@ async fn a_prompt_cut_by_a_crash_is_rerun_once_when_configured() {
             .await
             .unwrap();
         gw.clean_up_previous_run().await;
-        wait_for(Duration::from_secs(2), || {
-            agent.prompts().len() >= expected_prompts
-        })
-        .await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let prompts = agent.prompt_texts();
+        // A new prompt after the start: once it is sent, what the start queued before it
+        // has been.
+        gw.handle(msg("$next", "@alice:x", after_arrival())).await;
+        let next = "hello $next";
+        // (It may carry the earlier conversation, the cut prompt among it.)
+        until(|| agent.prompt_texts().iter().any(|t| t.ends_with(next))).await;
+        let prompts: Vec<String> = (agent.prompt_texts().into_iter())
+            .filter(|t| !t.ends_with(next))
+            .collect();
         let case = format!("setting {setting}, already re-run {already_rerun}");
         assert_eq!(prompts.len(), expected_prompts, "{case}: {prompts:?}");
         if expected_prompts == 1 {
@@ -367,8 +384,13 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         );
     }
     gw.clean_up_previous_run().await;
-    wait_for(Duration::from_secs(2), || agent.prompts().len() >= 2).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let answered = || {
+        chat.messages("!r")
+            .iter()
+            .any(|m| m.body.contains("1 agent:"))
+    };
+    // `!agents` came last, and is carried out after the prompts before it.
+    until(|| agent.prompts().len() >= 2 && answered()).await;
     // Prompts run in their order; the answer to the dead poll is not a prompt.
     assert_eq!(agent.prompt_texts(), vec!["first", "second"]);
     let said = chat.messages("!r");
@@ -382,12 +404,6 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
         !said.iter().any(|m| m.body.contains("“!agents”")),
         "{said:?}"
     );
-    let answered = || {
-        chat.messages("!r")
-            .iter()
-            .any(|m| m.body.contains("1 agent:"))
-    };
-    wait_for(Duration::from_secs(2), answered).await;
     assert!(answered(), "!agents is answered late");
     assert!(
         store
@@ -396,10 +412,19 @@ async fn inputs_the_previous_run_left_waiting_are_taken_up_in_order() {
             .unwrap()
             .is_empty()
     );
-    // Taken up once: a second start finds nothing left.
+    // Taken up once: a second start (once the turns are over) finds nothing left.
+    until(|| {
+        chat.shown("!r")
+            .iter()
+            .filter(|t| t.as_str() == "ok")
+            .count()
+            >= 2
+    })
+    .await;
     gw.clean_up_previous_run().await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(agent.prompts().len(), 2);
+    gw.handle(msg("$next", "@alice:x", after_arrival())).await;
+    until(|| agent.prompts().len() >= 3).await;
+    assert_eq!(agent.prompt_texts(), vec!["first", "second", "hello $next"]);
 }
 
 #[tokio::test]
@@ -498,8 +523,10 @@ async fn messages_past_the_catch_up_bound_are_reported_once_and_never_answered()
     for inbound in missed {
         gw.handle(inbound).await;
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(agent.prompts().is_empty());
+    // A new message is: the ones brought again before it were not.
+    gw.handle(msg("$new", "@alice:x", now + 1)).await;
+    until(|| !agent.prompts().is_empty()).await;
+    assert_eq!(agent.prompt_texts(), vec!["hello $new"]);
 }
 
 #[tokio::test]
@@ -516,8 +543,8 @@ async fn messages_without_text_are_not_prompted() {
         m.body = body.into();
         gw.handle(Inbound::Message(m)).await;
     }
-    wait_for(Duration::from_secs(2), || !agent.prompts().is_empty()).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The one with text came last: once it is prompted, those before it were not.
+    until(|| !agent.prompts().is_empty()).await;
     let prompts = agent.prompt_texts();
     assert_eq!(prompts, vec!["real"]);
 }
@@ -562,8 +589,21 @@ async fn to_all(gw: &Arc<Gateway>, agents: &[&str], id: &str, edit: impl Fn(&mut
     }
 }
 
-async fn settle() {
-    tokio::time::sleep(Duration::from_millis(400)).await;
+/// A homeserver timestamp after the agent's arrival in the room, which the recovery of a
+/// cut turn may set at this very millisecond.
+fn after_arrival() -> u64 {
+    now_ms() as u64 + 1_000
+}
+
+/// Waits until `done` holds, which it must within 10 s (real time: the store runs on its
+/// own thread); fails the test, saying where, when it does not.
+#[track_caller]
+fn until(done: impl Fn() -> bool) -> impl std::future::Future<Output = ()> {
+    let at = std::panic::Location::caller();
+    async move {
+        wait_for(Duration::from_secs(10), &done).await;
+        assert!(done(), "what the test waited for at {at} did not happen");
+    }
 }
 
 fn two_agents() -> [(&'static str, Script); 2] {

@@ -21,7 +21,12 @@ async fn messages_go_to_the_agents_they_address_and_nobody_else() {
     })
     .await;
     to_all(&gw, &agents, "$5", body("@claude @codex both of you")).await;
-    settle().await;
+    // The last message is for both: once each has it, each has had what came before.
+    until(|| {
+        (fakes.iter())
+            .all(|(agent, _)| (agent.prompt_texts().last()).is_some_and(|t| t == "both of you"))
+    })
+    .await;
     assert_eq!(
         fakes[0].0.prompt_texts(),
         vec!["Claude look", "both of you"]
@@ -37,7 +42,8 @@ async fn unaddressed_messages_go_to_the_default_agent_or_the_only_one() {
     let (gw, fakes, store, _) = gateway_in_room(&two_agents(), false, RoomRules::default()).await;
     let agents = ["claude", "codex"];
     to_all(&gw, &agents, "$1", |m| m.body = "!default codex".into()).await;
-    settle().await;
+    let said = || -> Vec<String> { fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect() };
+    until(|| said().iter().any(|t| t.contains("go to Codex"))).await;
     assert_eq!(
         store
             .room_routing(&RoomId::from("!r"))
@@ -53,10 +59,10 @@ async fn unaddressed_messages_go_to_the_default_agent_or_the_only_one() {
         m.body = "to the only one".into()
     })
     .await;
-    settle().await;
+    until(|| fakes.iter().all(|(agent, _)| !agent.prompts().is_empty())).await;
     assert_eq!(fakes[1].0.prompt_texts(), vec!["to the default"]);
     assert_eq!(fakes[0].0.prompt_texts(), vec!["to the only one"]);
-    let said: Vec<String> = fakes.iter().flat_map(|(_, c)| c.shown("!r")).collect();
+    let said = said();
     assert_eq!(
         said.iter().filter(|t| t.contains("go to Codex")).count(),
         1,
@@ -71,7 +77,15 @@ async fn commands_for_one_agent_reach_only_it_and_unnamed_ones_ask_which() {
     to_all(&gw, &agents, "$1", |m| m.body = "!new codex".into()).await;
     to_all(&gw, &agents, "$2", |m| m.body = "!new".into()).await;
     to_all(&gw, &agents, "$3", |m| m.body = "!status".into()).await;
-    settle().await;
+    // `!status` comes last and is answered once, for both.
+    until(|| {
+        (fakes.iter()).any(|(_, chat)| {
+            chat.shown("!r")
+                .iter()
+                .any(|t| t.contains("no session yet"))
+        })
+    })
+    .await;
     let claude = fakes[0].1.shown("!r");
     let codex = fakes[1].1.shown("!r");
     assert!(codex.iter().any(|t| t.contains("Fresh start")), "{codex:?}");
@@ -109,9 +123,9 @@ async fn an_unnamed_stop_stops_every_turn_running_in_the_room() {
     .await;
     let agents = ["claude", "codex"];
     to_all(&gw, &agents, "$1", |m| m.body = "claude: work".into()).await;
-    settle().await;
+    until(|| !fakes[0].0.prompts().is_empty()).await;
     to_all(&gw, &agents, "$2", |m| m.body = "!stop".into()).await;
-    settle().await;
+    until(|| (fakes[0].1.shown("!r").iter()).any(|t| t.contains("Stopped by"))).await;
     let claude = fakes[0].1.shown("!r");
     assert!(
         claude.iter().any(|t| t.contains("Stopped by @alice:x")),
@@ -236,11 +250,16 @@ async fn unsupported_kinds_are_answered_by_the_agents_they_are_for_only() {
         gw.handle(image(agent, "$1", false)).await;
         gw.handle(image(agent, "$2", true)).await;
     }
-    settle().await;
+    // Then a message for Claude alone: once it is answered, Claude has had the two before.
+    to_all(&gw, &["claude", "codex"], "$3", |m| {
+        m.body = "claude: and you?".into()
+    })
+    .await;
+    until(|| !fakes[0].0.prompts().is_empty() && !fakes[1].1.shown("!r").is_empty()).await;
+    let claude = fakes[0].1.shown("!r");
     assert!(
-        fakes[0].1.shown("!r").is_empty(),
-        "{:?}",
-        fakes[0].1.shown("!r")
+        !claude.iter().any(|t| t.contains("cannot read")),
+        "{claude:?}"
     );
     let codex = fakes[1].1.shown("!r");
     assert_eq!(codex.len(), 1, "{codex:?}");
@@ -255,7 +274,7 @@ async fn a_command_naming_no_agent_here_changes_nothing_and_says_so() {
     let script = Script::Chunks(vec!["ok".into()], Duration::ZERO);
     let (gw, fakes, _, _) = gateway_in_room(&[("demo", script)], false, RoomRules::default()).await;
     to_all(&gw, &["demo"], "$1", |m| m.body = "!new ghost".into()).await;
-    settle().await;
+    until(|| !fakes[0].1.shown("!r").is_empty()).await;
     let shown = fakes[0].1.shown("!r");
     assert_eq!(shown.len(), 1, "{shown:?}");
     assert!(
