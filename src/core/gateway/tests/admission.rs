@@ -37,9 +37,11 @@ async fn only_new_messages_from_allowed_humans_become_prompts_once() {
     gw.handle(msg("$self", "@demo:x", now + 1)).await;
     gw.handle(msg("$ok", "@alice:x", now + 1)).await;
     gw.handle(msg("$ok", "@alice:x", now + 1)).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A later message is prompted after whatever of those was.
+    gw.handle(msg("$later", "@alice:x", now + 2)).await;
+    until(|| agent.prompt_texts().iter().any(|t| t == "hello $later")).await;
     let prompts = agent.prompt_texts();
-    assert_eq!(prompts, vec!["hello $ok"]);
+    assert_eq!(prompts, vec!["hello $ok", "hello $later"]);
 }
 
 // A current-thread runtime, and nothing awaited while the queue fills: the channel's task
