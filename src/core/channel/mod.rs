@@ -27,6 +27,7 @@ mod slot;
 mod status_marks;
 mod tasks;
 mod turn;
+mod turn_end;
 mod turn_input;
 mod typing;
 mod waiting_marks;
