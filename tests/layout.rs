@@ -3,7 +3,8 @@
 //! file over 800, no `use super::*` outside tests, no import cycle between the top-level
 //! modules of `src/` or between its files, and each top-level module importing only the
 //! modules its layer allows. The module map in `docs/architecture.md` is kept true here
-//! too: every file under `src/` has its row, and no row names a file that is gone.
+//! too: every file under `src/` has its row, and no row names a file that is gone; and every
+//! file of ours a doc names in backticks exists.
 //!
 //! `cargo test --test layout` runs it; `SIDEKICKS_BLESS=1 cargo test --test layout`
 //! rewrites the generated parts of `docs/architecture.md` (the module map and the measured
@@ -145,4 +146,72 @@ mod tests {
         .collect();
     assert_eq!(names, vec![("short", 5), ("long", 5)]);
     assert_eq!(file.parent_globs, vec![3]);
+}
+
+/// The docs name files of the code in backticks (`core/channel/turn.rs`,
+/// `acp/connection/`, `tests/streaming.rs`): each must exist, below `src/` or the
+/// repository's root, so a file moved or split does not leave a doc pointing at nothing.
+/// A path is written whole, from `src/` or the root, never relative to another file.
+/// `docs/performance-history.md` is the archive: it says what was true then.
+#[test]
+fn every_file_the_docs_name_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut missing = Vec::new();
+    let mut docs: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .filter(|path| !path.ends_with("performance-history.md"))
+        .collect();
+    docs.push(root.join("README.md"));
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for path in named_code_paths(&text) {
+            let places = [root.join("src"), root.to_path_buf()];
+            // A folder is ours when its first part is (`core/view/`, `tests/`); others
+            // (`sidekicks-inbox/`, `ssh/`) are what the gateway makes at run time.
+            let first = path.split('/').next().unwrap_or_default();
+            if path.ends_with('/') && !places.iter().any(|p| p.join(first).is_dir()) {
+                continue;
+            }
+            let found = places.iter().any(|p| p.join(&path).exists());
+            if !found {
+                missing.push(format!("{}: `{path}`", doc.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "the docs name files that do not exist:\n  {}",
+        missing.join("\n  ")
+    );
+}
+
+/// The backticked words of `text` that look like a path of ours: a `.rs` file, or a folder
+/// (`…/`), made of lowercase names.
+fn named_code_paths(text: &str) -> Vec<String> {
+    let name = |part: &str| {
+        !part.is_empty()
+            && (part.chars()).all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' || c == '.'
+            })
+    };
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|word| word.contains('/') && (word.ends_with(".rs") || word.ends_with('/')))
+        .filter(|word| !word.starts_with('/') && !word.contains("..") && !word.contains("://"))
+        .filter(|word| word.trim_end_matches('/').split('/').all(name))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_docs_check_reads_paths_in_backticks_only() {
+    let text = "see `core/channel/turn.rs` and `acp/connection/`, not `a b.rs`, \
+                `/etc/x/`, `https://x/y/`, `Foo/bar.rs`, or core/plain.rs";
+    assert_eq!(
+        named_code_paths(text),
+        vec!["core/channel/turn.rs", "acp/connection/"]
+    );
 }

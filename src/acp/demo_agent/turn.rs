@@ -1,5 +1,5 @@
 //! One prompt answered by the demo agent: the demo turn, a slash command, or the `%` lines
-//! of a script (`turn/script.rs`).
+//! of a script (`acp/demo_agent/turn/script.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
