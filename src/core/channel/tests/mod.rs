@@ -228,6 +228,23 @@ fn react(tx: &mpsc::Sender<ChannelInput>, by: &str, target: &str, key: &str) {
     .unwrap();
 }
 
+/// Waits until the channel has handled every input sent to it so far. It takes an input
+/// in only once it has handled the one before, so once a harmless one sent after them (a
+/// stranger's reaction to no event) has been taken in, the queue is empty and they are
+/// all handled: what they changed, they have changed.
+async fn handled(tx: &mpsc::Sender<ChannelInput>) {
+    react(tx, "@nobody:x", "$no-such-event", "👀");
+    crate::core::fakes::wait_for(Duration::from_secs(10), || {
+        tx.capacity() == tx.max_capacity()
+    })
+    .await;
+    assert_eq!(
+        tx.capacity(),
+        tx.max_capacity(),
+        "the channel took its inputs in"
+    );
+}
+
 fn reply_said(chat: &FakeChat) -> Vec<String> {
     chat.shown("!room")
         .into_iter()

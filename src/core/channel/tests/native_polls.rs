@@ -120,7 +120,7 @@ async fn a_native_poll_is_answered_by_an_approvers_poll_response_and_ended_with_
     assert!(card.ends_with("chosen by @alice:x"), "{card}");
     // A later answer changes nothing.
     answer(&tx, "@alice:x", &poll, "1");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    handled(&tx).await;
     assert_eq!(reply_said(&chat), vec!["permission: never"]);
     assert_eq!(ends_of(&chat, &poll).len(), 1);
 }
@@ -129,7 +129,7 @@ async fn a_native_poll_is_answered_by_an_approvers_poll_response_and_ended_with_
 async fn an_answer_of_no_choice_changes_nothing_and_stop_stops_the_turn() {
     let (tx, chat, poll) = start_native(PollStyle::Native).await;
     answer(&tx, "@alice:x", &poll, "9");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    handled(&tx).await;
     assert!(reply_said(&chat).is_empty());
     assert!(ends_of(&chat, &poll).is_empty());
     answer(&tx, "@alice:x", &poll, crate::core::poll::STOP_ANSWER);

@@ -25,7 +25,7 @@ async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
         "the prompter, an approver, is notified"
     );
     react(&tx, "@mallory:x", &poll, "✅");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    handled(&tx).await;
     assert!(
         reply_said(&chat).is_empty(),
         "a non-approver changed nothing"
@@ -43,7 +43,7 @@ async fn a_poll_is_pre_reacted_and_answered_by_an_approvers_reaction_only() {
     assert_eq!(withdrawn(&chat, &poll), 5, "each of the five reactions");
     // A later reaction on the settled poll changes nothing.
     react(&tx, "@alice:x", &poll, "✅");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    handled(&tx).await;
     assert_eq!(reply_said(&chat), vec!["permission: never"]);
     // The tool card ended failed, not "in progress".
     assert!(
@@ -220,7 +220,7 @@ async fn with_a_power_level_asked_of_approvers_one_below_it_cannot_answer() {
     let (poll, _) = poll_of(&chat).unwrap();
     // Alice approves, but has no power in the room: her answer changes nothing.
     react(&tx, "@alice:x", &poll, "✅");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    handled(&tx).await;
     assert!(reply_said(&chat).is_empty(), "{:?}", chat.shown("!room"));
     // A moderator now: her answer counts.
     chat.set_power("@alice:x", 50);
