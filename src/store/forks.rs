@@ -10,7 +10,9 @@ pub struct ForkSource {
     /// The source conversation's session at the fork.
     pub session_id: SessionId,
     /// Whether the source conversation is still where it was at the fork: only then is a
-    /// copy of its session a copy of what the fork copied.
+    /// copy of its session a copy of what the fork copied. A reply recorded since, with no
+    /// prompt, still is: it is the answer of the turn that was ending when `!fork` came
+    /// (its last edit shows before its line is recorded), which the person saw.
     pub current: bool,
 }
 
@@ -73,16 +75,23 @@ impl Store {
         let Some((from_thread, session_id, at)) = row else {
             return Ok(None);
         };
-        let now: i64 = sqlx::query_scalar(last_line!())
-            .bind(to.room.as_str())
-            .bind(to.agent.as_str())
-            .bind(from_thread)
-            .fetch_one(&mut *tx)
-            .await?;
+        // What the source wrote since: people's lines, and the agent's.
+        let (prompts, replies): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(SUM(CASE WHEN role = 'user' THEN 1 ELSE 0 END), 0),
+                    COALESCE(SUM(CASE WHEN role = 'agent' THEN 1 ELSE 0 END), 0)
+             FROM transcript
+             WHERE room_id = $1 AND agent_id = $2 AND thread_id = $3 AND id > $4",
+        )
+        .bind(to.room.as_str())
+        .bind(to.agent.as_str())
+        .bind(from_thread)
+        .bind(at)
+        .fetch_one(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(Some(ForkSource {
             session_id,
-            current: now == at,
+            current: prompts == 0 && replies <= 1,
         }))
     }
 }
@@ -141,6 +150,37 @@ mod tests {
         add(&from, "later").await;
         let stale = store.take_fork_source(&other).await.unwrap().unwrap();
         assert!(!stale.current);
+    }
+
+    #[tokio::test]
+    async fn the_answer_of_the_turn_ending_at_the_fork_keeps_its_source_current() {
+        let store = Store::in_memory().await.unwrap();
+        let (alice, agent) = (UserId::from("@alice:x"), UserId::from("@demo:x"));
+        let line = |role, sender, body| TranscriptLine {
+            role,
+            sender,
+            event_id: None,
+            body,
+            stop_reason: None,
+        };
+        let from = ConversationKey::new("!r", "demo");
+        let forks: Vec<ConversationKey> = ["$a", "$b"]
+            .into_iter()
+            .map(|root| from.clone().in_thread(Some(EventId::from(root))))
+            .collect();
+        let append = |l| store.append_transcript(&from, l);
+        append(line(Role::User, &alice, "build it")).await.unwrap();
+        for fork in &forks {
+            (store.note_fork_source(&from, fork, &"s1".into()).await).unwrap();
+        }
+        // `!fork` came as the answer's last edit showed, before its line was recorded.
+        append(line(Role::Agent, &agent, "built")).await.unwrap();
+        let source = store.take_fork_source(&forks[0]).await.unwrap().unwrap();
+        assert!(source.current, "the answer the person saw is the fork's too");
+        // A prompt after it: the source went on.
+        append(line(Role::User, &alice, "now test it")).await.unwrap();
+        let source = store.take_fork_source(&forks[1]).await.unwrap().unwrap();
+        assert!(!source.current);
     }
 
     #[tokio::test]
