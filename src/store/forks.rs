@@ -176,9 +176,14 @@ mod tests {
         // `!fork` came as the answer's last edit showed, before its line was recorded.
         append(line(Role::Agent, &agent, "built")).await.unwrap();
         let source = store.take_fork_source(&forks[0]).await.unwrap().unwrap();
-        assert!(source.current, "the answer the person saw is the fork's too");
+        assert!(
+            source.current,
+            "the answer the person saw is the fork's too"
+        );
         // A prompt after it: the source went on.
-        append(line(Role::User, &alice, "now test it")).await.unwrap();
+        append(line(Role::User, &alice, "now test it"))
+            .await
+            .unwrap();
         let source = store.take_fork_source(&forks[1]).await.unwrap().unwrap();
         assert!(!source.current);
     }
