@@ -254,22 +254,12 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(
-            store
-                .session(&room)
-                .await
-                .unwrap()
-                .as_ref()
-                .map(SessionId::as_str),
-            Some("s-room")
+            store.session(&room).await.unwrap(),
+            Some(SessionId::from("s-room"))
         );
         assert_eq!(
-            store
-                .session(&thread)
-                .await
-                .unwrap()
-                .as_ref()
-                .map(SessionId::as_str),
-            Some("s-thread")
+            store.session(&thread).await.unwrap(),
+            Some(SessionId::from("s-thread"))
         );
         for (key, body) in [(&room, "in the room"), (&thread, "in the thread")] {
             store.append_transcript(key, said(body)).await.unwrap();
@@ -290,13 +280,8 @@ mod tests {
             ["in the room"]
         );
         assert_eq!(
-            store
-                .session(&room)
-                .await
-                .unwrap()
-                .as_ref()
-                .map(SessionId::as_str),
-            Some("s-room")
+            store.session(&room).await.unwrap(),
+            Some(SessionId::from("s-room"))
         );
     }
 }

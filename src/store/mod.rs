@@ -571,13 +571,8 @@ mod tests {
         store.save_session(&key, &"s1".into()).await.unwrap();
         store.save_session(&key, &"s2".into()).await.unwrap();
         assert_eq!(
-            store
-                .session(&key)
-                .await
-                .unwrap()
-                .as_ref()
-                .map(SessionId::as_str),
-            Some("s2")
+            store.session(&key).await.unwrap(),
+            Some(SessionId::from("s2"))
         );
         let prompt = TranscriptLine {
             role: Role::User,

@@ -294,14 +294,6 @@ impl Channel {
         }
     }
 
-    /// Leaves the session for good (the agent may free it): the next message opens a new
-    /// one, put in the asking mode from the start.
-    pub(super) async fn leave_session(&mut self) {
-        if let Some(session) = self.slot.take() {
-            session.close().await;
-        }
-    }
-
     /// Switches the session to `mode`, the way the agent offers modes.
     async fn switch_mode(&mut self, mode: &str) -> Result<(), AgentError> {
         let Some(session) = self.slot.session().cloned() else {

@@ -32,6 +32,14 @@ impl Channel {
         }
     }
 
+    /// Leaves the session for good (the agent may free it: `session/close`): the next
+    /// message opens a new one, put in the asking mode from the start.
+    pub(super) async fn leave_session(&mut self) {
+        if let Some(session) = self.slot.take() {
+            session.close().await;
+        }
+    }
+
     /// Opens the channel's ACP session if none is open: gets the last one back when the
     /// agent can (`session/load` or `session/resume`: it remembers the conversation), else
     /// opens a new one (marked `fresh`: its first prompt carries the conversation).
@@ -296,9 +304,7 @@ impl Channel {
         }
         self.drain_events(None).await;
         // The agent may free what it holds for the old session.
-        if let Some(old) = self.slot.take() {
-            old.close().await;
-        }
+        self.leave_session().await;
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, "fresh conversation requested");
         self.notice(strings::fresh_start(&ctx.display_name)).await;
     }

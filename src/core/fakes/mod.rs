@@ -7,9 +7,7 @@ use tokio::time::Instant;
 mod agent;
 mod chat;
 
-pub use agent::{
-    ASK_ASKS, FakeAgent, FakeSession, Script, ask_code_and_model, idle_session, usual_options,
-};
+pub use agent::{ASK_ASKS, FakeAgent, Script, ask_code_and_model, idle_session, usual_options};
 pub use chat::{FakeChat, Sent};
 
 /// Waits (real time: the store runs on its own thread) until `done` holds, for at most
