@@ -15,7 +15,7 @@ mod support;
 use std::time::Duration;
 
 use support::container::{BASE, agent_image, containers, in_container, inspect, label, podman};
-use support::procs::running;
+use support::procs::{running, running_as};
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,21 +134,42 @@ async fn a_container_agent_answers_asks_runs_inside_and_writes_only_its_workspac
     env.alice
         .send(&room, "%terminal sleep 3022 & exec sleep 3023")
         .await;
+    // (The processes themselves: the engine's client names them before they run.)
     wait_until(PATIENCE, "the command's processes in the container", || {
-        (running("sleep 3022") > 0 && running("sleep 3023") > 0).then_some(())
+        (running_as("sleep 3022") > 0 && running_as("sleep 3023") > 0).then_some(())
     })
     .await;
     env.alice.send(&room, "!stop").await;
     wait_until(
         Duration::from_secs(15),
         "the command's processes ended",
-        || (running("sleep 3022") + running("sleep 3023") == 0).then_some(()),
+        || (running_as("sleep 3022") + running_as("sleep 3023") == 0).then_some(()),
     )
     .await;
-    // The agent's container is still there, and it still answers.
+    // Stopped the moment it begins, while the engine is still starting it, a command ends
+    // too: the engine starts what its client asked even once that client is gone.
+    env.alice.send(&room, "%terminal exec sleep 3026").await;
+    wait_until(PATIENCE, "the engine's client for the command", || {
+        (running("exec sleep 3026") > 0).then_some(())
+    })
+    .await;
+    env.alice.send(&room, "!stop").await;
+    wait_until(
+        Duration::from_secs(15),
+        "the command stopped at once ended",
+        || (running_as("sleep 3026") == 0).then_some(()),
+    )
+    .await;
+    // The agent's container is still there, and it still answers; what was stopped has not
+    // started since.
     assert_eq!(containers(&state), names);
     env.prompt_and_wait(&room, "%say after the stop", "after the stop")
         .await;
+    assert_eq!(
+        running_as("sleep 3026"),
+        0,
+        "a stopped command started late"
+    );
 
     // Stopped, the gateway leaves no container behind.
     stop_leaving_no_container(env, &state).await;
@@ -359,7 +380,7 @@ async fn with_a_container_per_room_an_idle_rooms_container_stops_while_a_busy_on
         .send(&busy, "%terminal sleep 3024\n%say slept")
         .await;
     wait_until(PATIENCE, "both rooms' containers", || {
-        (containers(&state).len() == 2 && running("sleep 3024") > 0).then_some(())
+        (containers(&state).len() == 2 && running_as("sleep 3024") > 0).then_some(())
     })
     .await;
     // The idle room's container stops; the busy room's goes on.
@@ -376,7 +397,7 @@ async fn with_a_container_per_room_an_idle_rooms_container_stops_while_a_busy_on
         "{idle_folder}: {mounts}"
     );
     assert!(
-        running("sleep 3024") > 0,
+        running_as("sleep 3024") > 0,
         "the busy room's command was stopped"
     );
     assert!(
@@ -417,7 +438,7 @@ async fn with_max_rooms_the_room_used_least_recently_makes_way_and_a_busy_one_is
         .send(&second, "%terminal sleep 3025\n%say slept")
         .await;
     wait_until(PATIENCE, "the second room's command", || {
-        (running("sleep 3025") > 0).then_some(())
+        (running_as("sleep 3025") > 0).then_some(())
     })
     .await;
     let waits = || {
@@ -439,7 +460,7 @@ async fn with_max_rooms_the_room_used_least_recently_makes_way_and_a_busy_one_is
         told.body
     );
     one_container(&state).await;
-    assert!(running("sleep 3025") > 0, "the busy room's turn goes on");
+    assert!(running_as("sleep 3025") > 0, "the busy room's turn goes on");
     assert_eq!(
         env.alice.messages_from(&first, &env.agent).len(),
         before + 1
@@ -454,7 +475,7 @@ async fn with_max_rooms_the_room_used_least_recently_makes_way_and_a_busy_one_is
         "{log}"
     );
     one_container(&state).await;
-    assert!(running("sleep 3025") > 0, "the busy room's turn goes on");
+    assert!(running_as("sleep 3025") > 0, "the busy room's turn goes on");
     // Asked again, it waits again; once the busy room's turn is stopped, it is answered,
     // its session back.
     env.alice.send(&first, "%say first at last").await;

@@ -230,14 +230,52 @@ impl Terminal {
     /// sandbox that ends with it); its output stays readable.
     pub fn kill(&self) {
         if let Some(mark) = self.mark.lock().expect("terminal mark poisoned").take() {
-            // Off the caller's thread: it reads every process's environment.
-            std::thread::spawn(move || mark.kill_all());
+            // Off the caller's thread: it reads every process's environment, for a while.
+            let (pgid, exit) = (self.pgid, self.exit.clone());
+            std::thread::spawn(move || end_in_container(&mark, pgid, &exit));
+            return;
         }
-        if self.pgid > 0 && !self.exited() {
-            // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
-            unsafe {
-                libc::kill(-self.pgid, libc::SIGKILL);
-            }
+        if !self.exited() {
+            signal_group(self.pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// How long [`end_in_container`] waits for the engine's client to see its command end
+/// before it kills the client anyway (an engine that hangs).
+const CLIENT_EXIT_WAIT: Duration = Duration::from_secs(10);
+/// How often [`end_in_container`] looks again for what carries the mark.
+const MARK_SCAN_EVERY: Duration = Duration::from_millis(50);
+
+/// Ends a command run in a container: kills what carries its `mark` until the engine's
+/// client (the group `pgid`) has exited, then once more for what forked meanwhile.
+///
+/// The client is not killed first because killed while the engine is still starting the
+/// command (the first tenths of a second of an `exec`), it leaves the engine to start it
+/// anyway, with nobody left to stop it: `!stop` at once after a command began left it
+/// running. The client exits by itself once the command it attached to is dead, so its
+/// exit is the sign that nothing more of it will start.
+fn end_in_container(mark: &Mark, pgid: i32, exit: &watch::Receiver<Option<Exit>>) {
+    let deadline = std::time::Instant::now() + CLIENT_EXIT_WAIT;
+    loop {
+        mark.kill_all();
+        if exit.borrow().is_some() {
+            break;
+        }
+        if std::time::Instant::now() >= deadline {
+            signal_group(pgid, libc::SIGKILL);
+            break;
+        }
+        std::thread::sleep(MARK_SCAN_EVERY);
+    }
+    mark.kill_all();
+}
+
+fn signal_group(pgid: i32, signal: i32) {
+    if pgid > 0 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
+        unsafe {
+            libc::kill(-pgid, signal);
         }
     }
 }
@@ -410,6 +448,57 @@ mod tests {
         assert!(text.contains("read-only"), "{text}");
         assert!(r.join("work/made.txt").exists());
         assert!(!r.join("outside").exists());
+    }
+
+    /// An engine's `exec` for the tests (`exec --user U -w DIR --env-file FILE NAME
+    /// COMMAND…`) that behaves as a real one does where it matters: it starts the command
+    /// apart from its client (a session of its own), a moment later, whether or not the
+    /// client still runs; the client exits once the command has; and it writes how the
+    /// command ended to `DIR/engine-saw`.
+    const SLOW_ENGINE: &str = r#"#!/bin/sh
+dir=$5
+vars=$(cat "$7")
+shift 8
+DIR=$dir vars=$vars /usr/bin/setsid /bin/sh -c \
+    'sleep 0.3; /usr/bin/env $vars "$@"; echo $? > "$DIR/engine-saw"' engine "$@" &
+wait
+"#;
+
+    #[tokio::test]
+    async fn in_a_container_a_command_stopped_while_the_engine_starts_it_ends_when_it_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = dir.path().join("engine");
+        std::fs::write(&engine, SLOW_ENGINE).unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut spec = crate::acp::process::tests::spec("true");
+        let mut container = crate::acp::container::tests::container(dir.path());
+        container.engine = engine;
+        spec.container = Some(container);
+        let spec = spec.for_process();
+        let script = "exec sleep 30".to_owned();
+        let t =
+            Terminal::start(&spec, "sh", &["-c".into(), script], dir.path(), &[], None).unwrap();
+        // Stopped before the engine has started it: killing the client then would leave the
+        // command to start with nobody to end it.
+        t.kill();
+        let saw = dir.path().join("engine-saw");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let ended = loop {
+            if let Ok(text) = std::fs::read_to_string(&saw)
+                && text.ends_with('\n')
+            {
+                break text;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command the engine started late still runs"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        // Killed (128 + SIGKILL), not run to its end.
+        assert_eq!(ended.trim(), "137");
+        t.wait().await;
     }
 
     #[tokio::test]
