@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use support::gateway::binary;
 use support::ports::free_port;
-use support::procs::{running, working_in};
+use support::procs::{running, running_as, working_in};
 use support::sshd::Sshd;
 use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
@@ -152,7 +152,7 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
     // A command stopped with `!stop` ends there, with everything it started.
     env.alice.send(&room, "%terminal sleep 3021").await;
     wait_until(PATIENCE, "the remote sleep", || {
-        (running("sleep 3021") > 0).then_some(())
+        (running_as("sleep 3021") > 0).then_some(())
     })
     .await;
     env.alice.send(&room, "!stop").await;
