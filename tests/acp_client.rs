@@ -4,7 +4,7 @@
 
 mod support;
 
-use support::{Env, SynapseOptions};
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_nothing_else() {
@@ -206,6 +206,52 @@ async fn status_shows_the_sessions_title_and_cost_as_the_agent_gives_them() {
         status.body
     );
     assert!(status.body.contains("cost 0.25 USD"), "{}", status.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_room_is_told_once_when_the_agent_summarises_its_context_and_what_it_freed() {
+    let env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    // Sidekicks asks to be told of summaries (the `session.compaction` capability).
+    env.alice.send(&room, "%client").await;
+    let client = env
+        .reply_where(&room, "the client line", |t| t.starts_with("client:"))
+        .await;
+    assert!(client.contains("compaction: yes"), "{client}");
+    // Started, done (reported twice), then the smaller context reported.
+    env.alice
+        .send(
+            &room,
+            "%usage 150000 200000\n%compact c1 in_progress\n%compact c1 completed\n\
+             %compact c1 completed\n%usage 12000 200000\n%say after the summary",
+        )
+        .await;
+    env.reply_where(&room, "the answer", |t| t.starts_with("after the summary"))
+        .await;
+    let told = env
+        .notice_containing(&room, "summarised the conversation")
+        .await;
+    let freed = "🗜️ demo agent summarised the conversation so far to free its context: 150k → \
+                 12k tokens of 200k.";
+    let text = wait_until(PATIENCE, "the notice saying what it freed", || {
+        (env.alice.current_text(&told.event_id)).filter(|t| t == freed)
+    })
+    .await;
+    assert_eq!(text, freed);
+    // A summary that failed is said too, with why.
+    env.alice
+        .send(&room, "%compact c2 failed model overloaded\n%say went on")
+        .await;
+    let failed = env.notice_containing(&room, "could not summarise").await;
+    assert_eq!(
+        failed.body,
+        "🗜️ demo agent could not summarise its context: model overloaded. It goes on as it was."
+    );
+    // Once each: the repeated report told nothing more.
+    let notices = (env.alice.messages_from(&room, &env.agent).into_iter())
+        .filter(|m| m.notice && m.body.starts_with("🗜️"))
+        .count();
+    assert_eq!(notices, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -252,20 +252,44 @@ async fn a_dialect_turns_a_known_agent_error_into_a_clear_message() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hanging_turn_gets_a_note_saying_how_to_stop_it() {
+async fn a_quiet_turn_gets_a_note_that_clears_when_the_agent_goes_on_and_stops_it_with_a_reaction()
+{
     let env = Env::start(SynapseOptions::default(), "[timeouts]\nquiet_turn_secs = 2").await;
     let room = env.room_with_agent(false).await;
-    env.alice.send(&room, "%say thinking hard\n%hang").await;
-    let note = env.notice_containing(&room, "has shown nothing").await;
+    // Quiet for 4 s, then it goes on; then it hangs.
+    env.alice
+        .send(
+            &room,
+            "%say thinking hard\n%sleep 4000\n%think went on\n%hang",
+        )
+        .await;
+    let first = env.notice_containing(&room, "has shown nothing").await;
     assert!(
-        note.body
+        first
+            .body
             .starts_with("⏳ demo agent has shown nothing for 2 s"),
         "{}",
-        note.body
+        first.body
     );
-    assert!(note.body.contains("!stop"), "{}", note.body);
-    // The note only informs: the turn still runs until someone stops it.
-    env.alice.send(&room, "!stop").await;
+    assert!(first.body.contains("!stop"), "{}", first.body);
+    // Once the agent goes on, the note says so: nobody stops a turn that works again.
+    let over = wait_until(PATIENCE, "the note edited once the agent went on", || {
+        (env.alice.current_text(&first.event_id)).filter(|t| t.contains("then went on"))
+    })
+    .await;
+    assert!(
+        over.starts_with("⏳ demo agent showed nothing for "),
+        "{over}"
+    );
+    // The hang is a new quiet spell: a new note; the note only informs until someone
+    // stops the turn, and a 🛑 on the note does.
+    let second = wait_until(PATIENCE, "a second note", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter()).find(|m| {
+            m.notice && m.body.contains("has shown nothing") && m.event_id != first.event_id
+        })
+    })
+    .await;
+    env.alice.react(&room, &second.event_id, "🛑").await;
     env.reply_where(&room, "the stopped reply", |t| {
         t.starts_with("thinking hard") && t.contains("Stopped by")
     })

@@ -9,11 +9,12 @@ use std::path::PathBuf;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
-    ElicitationCapabilities, ElicitationFormCapabilities, ElicitationUrlCapabilities,
-    FileSystemCapabilities, ForkSessionRequest, Implementation, InitializeRequest,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest,
-    NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, SessionConfigOption,
+    AuthenticateRequest, CancelNotification, ClientCapabilities, ClientSessionCapabilities,
+    CloseSessionRequest, CompactionCapabilities, ContentBlock, ElicitationCapabilities,
+    ElicitationFormCapabilities, ElicitationUrlCapabilities, FileSystemCapabilities,
+    ForkSessionRequest, Implementation, InitializeRequest, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest, NewSessionResponse,
+    PromptRequest, PromptResponse, ResumeSessionRequest, SessionConfigOption,
     SessionConfigOptionValue, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, Error, UntypedMessage};
@@ -377,10 +378,13 @@ pub(super) fn initialize_request(offer: Offer) -> InitializeRequest {
     let files = FileSystemCapabilities::new()
         .read_text_file(offer.files)
         .write_text_file(offer.files);
+    // The room is told when the agent summarises its context (`compaction_update`).
+    let session = ClientSessionCapabilities::new().compaction(CompactionCapabilities::new());
     let mut capabilities = ClientCapabilities::new()
         .fs(files)
         .terminal(offer.terminals)
-        .elicitation(questions);
+        .elicitation(questions)
+        .session(session);
     if offer.background_tasks {
         capabilities = capabilities.meta(super::tasks::capability_meta());
     }

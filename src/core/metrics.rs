@@ -65,6 +65,8 @@ pub struct Metrics {
     queued: Family<ByAgent, Gauge>,
     /// Agent processes started again after they crashed.
     restarts: Family<ByAgent, Counter>,
+    /// Quiet spells of running turns: the agent said nothing for `quiet_turn_secs`.
+    quiet_turns: Family<ByAgent, Counter>,
     /// Events taken in by catching up on a gap (after downtime or a long sync).
     caught_up: Family<ByAgent, Counter>,
     /// Events past the catch-up bound, reported instead of taken in.
@@ -96,6 +98,23 @@ fn work_nobody_typed(r: &mut Registry) -> (Family<ByOutcome, Counter>, Family<By
     (runs, requests)
 }
 
+/// The metrics of agents in trouble: restarted after a crash, or gone quiet in a turn.
+fn agents_in_trouble(r: &mut Registry) -> (Family<ByAgent, Counter>, Family<ByAgent, Counter>) {
+    let restarts = registered(
+        r,
+        "agent_restarts",
+        "Agent processes started again after a crash",
+        Family::default(),
+    );
+    let quiet = registered(
+        r,
+        "quiet_turns",
+        "Times a running turn's agent said nothing for quiet_turn_secs",
+        Family::default(),
+    );
+    (restarts, quiet)
+}
+
 /// The process's metrics.
 pub fn metrics() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
@@ -107,6 +126,7 @@ impl Metrics {
         let mut r = Registry::with_prefix("sidekicks");
         let answer_histogram = || Histogram::new(ANSWER_BUCKETS);
         let (schedule_runs, webhook_requests) = work_nobody_typed(&mut r);
+        let (restarts, quiet_turns) = agents_in_trouble(&mut r);
         Self {
             turns: registered(
                 &mut r,
@@ -150,12 +170,8 @@ impl Metrics {
                 "Prompts waiting behind a running turn",
                 Family::default(),
             ),
-            restarts: registered(
-                &mut r,
-                "agent_restarts",
-                "Agent processes started again after a crash",
-                Family::default(),
-            ),
+            restarts,
+            quiet_turns,
             caught_up: registered(
                 &mut r,
                 "caught_up_events",
@@ -235,6 +251,11 @@ impl Metrics {
     /// `agent`'s process was started again after a crash.
     pub fn agent_restarted(&self, agent: &AgentId) {
         self.restarts.get_or_create(&agent_label(agent)).inc();
+    }
+
+    /// A running turn of `agent` has said nothing for a while (the room was told).
+    pub fn quiet_turn(&self, agent: &AgentId) {
+        self.quiet_turns.get_or_create(&agent_label(agent)).inc();
     }
 
     /// `agent` took in `n` events catching up on a gap, and reported `missed` past the bound.

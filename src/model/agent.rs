@@ -291,6 +291,9 @@ pub enum AgentEvent {
     /// Background work the agent reports (Claude's adapter's async tasks): it may go on
     /// after the turn that started it.
     Task(TaskReport),
+    /// The agent summarises its context to go on (`compaction_update`): the room is told
+    /// once it is done, or has failed.
+    Compaction(CompactionReport),
     /// A piece of a prompt the session replays (`user_message_chunk`: a reopened session
     /// retells its conversation); the room showed it already.
     UserMessageChunk(String),
@@ -307,6 +310,31 @@ pub enum AgentEvent {
         /// The update's kind (`sessionUpdate`), for the log.
         kind: String,
     },
+}
+
+/// What the agent says of one summary of its context (a compaction): each report of the
+/// same ID updates it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionReport {
+    /// The agent's ID for it, unique within the session.
+    pub id: String,
+    /// Where it stands.
+    pub state: CompactionState,
+    /// What went wrong, when it failed and the agent says.
+    pub error: Option<String>,
+}
+
+/// Where a compaction stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionState {
+    /// Started, not finished (or a state this version does not know).
+    Running,
+    /// The summary is made: the context holds it instead of the conversation so far.
+    Done,
+    /// It failed: the context is as it was.
+    Failed,
+    /// It was cancelled.
+    Cancelled,
 }
 
 /// What the agent says of one background task: only what changed is set (a task is

@@ -61,7 +61,7 @@ pub(super) fn link(cwd: &std::path::Path, path: &str) -> ContentBlock {
 }
 
 /// One line about the client, from its `initialize` request: its name and version, and
-/// whether it offers file access and terminals.
+/// whether it offers file access, terminals, questions and being told of compactions.
 pub(super) fn client_line(req: &agent_client_protocol::v1::schema::InitializeRequest) -> String {
     let who = req
         .client_info
@@ -77,11 +77,14 @@ pub(super) fn client_line(req: &agent_client_protocol::v1::schema::InitializeReq
             .collect();
         format!("yes ({})", modes.join(", "))
     });
+    let compaction = (caps.session.as_ref()).is_some_and(|s| s.compaction.is_some());
     format!(
-        "client: {who}; fs read: {}, write: {}; terminal: {}; elicitation: {questions}",
+        "client: {who}; fs read: {}, write: {}; terminal: {}; elicitation: {questions}; \
+         compaction: {}",
         yes(caps.fs.read_text_file),
         yes(caps.fs.write_text_file),
-        yes(caps.terminal)
+        yes(caps.terminal),
+        yes(compaction)
     )
 }
 

@@ -23,6 +23,7 @@
 //! | `%permission-codex TITLE` | asks first, with Codex's approval prompt as the call's content |
 //! | `%plan A; B; C` | a plan |
 //! | `%usage USED SIZE [COST CURRENCY]` | a usage update, with the session's cost if given |
+//! | `%compact ID STATE [ERROR]` | a report of a summary of its context (`compaction_update`; STATE `in_progress`, `completed`, `failed`, `cancelled`) where the client asked for them, else says `compaction not offered` |
 //! | `%title TEXT` | a session info update giving the session a title |
 //! | `%tokens IN OUT` | token counts in the prompt result |
 //! | `%unknown-update` | an update kind no client knows |
@@ -42,7 +43,7 @@
 //! | `%read PATH` | reads PATH (relative to the session's folder) and says whether it could |
 //! | `%write PATH TEXT` | writes TEXT to PATH and says whether it could |
 //! | `%pwd` | says the session's folder and the process's `HOME` |
-//! | `%client` | who the client said it is and what it offers (`fs`, `terminal`) |
+//! | `%client` | who the client said it is and what it offers (`fs`, `terminal`, `elicitation`, `compaction`) |
 //! | `%fs-read PATH` | reads PATH through the client (`fs/read_text_file`) and says what came back |
 //! | `%fs-write PATH TEXT` | writes TEXT to PATH through the client (`fs/write_text_file`) |
 //! | `%ask-choice TEXT \| A, B` | asks the room to pick one of A, B (`elicitation/create`, a form of one field `choice`) and says `elicitation: accept {…}`, `decline` or `cancel` |

@@ -2,9 +2,9 @@
 
 use agent_client_protocol::schema::MaybeUndefined;
 use agent_client_protocol::v1::schema::{
-    AudioContent, AuthMethod, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
-    EnvVariable, HttpHeader, ImageContent, InitializeResponse, McpServer, McpServerHttp,
-    McpServerStdio, PermissionOptionKind, PlanEntryStatus, PromptResponse,
+    AudioContent, AuthMethod, CompactionStatus, CompactionUpdate, ContentBlock, EmbeddedResource,
+    EmbeddedResourceResource, EnvVariable, HttpHeader, ImageContent, InitializeResponse, McpServer,
+    McpServerHttp, McpServerStdio, PermissionOptionKind, PlanEntryStatus, PromptResponse,
     RequestPermissionRequest, ResourceLink, SessionConfigKind, SessionConfigOption,
     SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOptions, SessionInfo,
     SessionModeState, SessionUpdate, StopReason as AcpStopReason, TextContent,
@@ -16,11 +16,11 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use tokio::sync::oneshot;
 
 use crate::model::agent::{
-    AgentEvent, AgentInfo, AuthMethodInfo, ConfigChoice, ConfigOption, ConfigValue, Cost,
-    McpServerSpec, PermissionAnswer, PermissionKind, PermissionOption, PermissionRequest,
-    PlanEntry, PlanStatus, SessionListing, SessionSettings, SessionTools, SlashCommand, Steered,
-    StopReason, TerminalOutput, TokenUsage, ToolCallFields, ToolContent, ToolKind, ToolStatus,
-    TurnEnd,
+    AgentEvent, AgentInfo, AuthMethodInfo, CompactionReport, CompactionState, ConfigChoice,
+    ConfigOption, ConfigValue, Cost, McpServerSpec, PermissionAnswer, PermissionKind,
+    PermissionOption, PermissionRequest, PlanEntry, PlanStatus, SessionListing, SessionSettings,
+    SessionTools, SlashCommand, Steered, StopReason, TerminalOutput, TokenUsage, ToolCallFields,
+    ToolContent, ToolKind, ToolStatus, TurnEnd,
 };
 use crate::model::ids::{AgentId, PermissionOptionId, SessionId, ToolCallId};
 use crate::model::media::{AnswerFile, PromptBlock, PromptSupport};
@@ -419,6 +419,7 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
             AgentEvent::Options(config_options(c.config_options))
         }
         SessionUpdate::UserMessageChunk(c) => AgentEvent::UserMessageChunk(text_of(c.content)),
+        SessionUpdate::CompactionUpdate(c) => AgentEvent::Compaction(compaction(c)),
         other => AgentEvent::Unused {
             kind: serde_json::to_value(&other)
                 .ok()
@@ -428,6 +429,23 @@ pub fn session_update(update: SessionUpdate) -> AgentEvent {
                         .map(str::to_owned)
                 })
                 .unwrap_or_else(|| "unknown".into()),
+        },
+    }
+}
+
+/// The core's report of one summary of the agent's context.
+fn compaction(c: CompactionUpdate) -> CompactionReport {
+    CompactionReport {
+        id: c.compaction_id.0.to_string(),
+        state: match c.status {
+            CompactionStatus::Completed => CompactionState::Done,
+            CompactionStatus::Failed => CompactionState::Failed,
+            CompactionStatus::Cancelled => CompactionState::Cancelled,
+            _ => CompactionState::Running,
+        },
+        error: match c.error {
+            MaybeUndefined::Value(error) => Some(error),
+            _ => None,
         },
     }
 }

@@ -319,6 +319,7 @@ impl Sessions {
                     | AgentEvent::Permission(_)
                     | AgentEvent::Question(_)
                     | AgentEvent::Task(_)
+                    | AgentEvent::Compaction(_)
                     | AgentEvent::Dropped { .. }
                     | AgentEvent::Unused { .. } => continue,
                 };

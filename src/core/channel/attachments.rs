@@ -3,7 +3,6 @@
 //! inbox and given to the agent the way it takes them (`core::media`).
 
 use super::Channel;
-use crate::core::voice::RoomVoice;
 use crate::model::ids::EventId;
 use crate::store::LogFailure;
 
@@ -168,7 +167,7 @@ impl Channel {
 
     /// Posts `notice` about `event` once (a retried post is not doubled).
     async fn say_once(&self, event: &EventId, what: &str, notice: &OutMessage) {
-        RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, &self.key.room)
+        self.voice()
             .say(&txn("media", &[event.as_str(), what]), notice)
             .await;
     }

@@ -8,7 +8,6 @@ use super::queue::{Edit, Queued};
 use super::running_turn::RunningTurn;
 use crate::core::inbound::IncomingChange;
 use crate::core::inbound::{Change, IncomingMessage};
-use crate::core::voice::RoomVoice;
 use crate::core::voice::fresh_txn;
 use crate::model::OutMessage;
 use crate::render::strings;
@@ -98,16 +97,12 @@ impl Channel {
                 });
                 let notice =
                     OutMessage::notice(strings::EDITED_RERUN).replying_to(change.target.clone());
-                RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, &self.key.room)
-                    .say(&fresh_txn("edited"), &notice)
-                    .await;
+                self.voice().say(&fresh_txn("edited"), &notice).await;
             }
             Change::Edited(_) if &change.sender == turn.prompter() => {
                 let notice = OutMessage::notice(strings::EDITED_WHILE_RUNNING)
                     .replying_to(change.target.clone());
-                RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, &self.key.room)
-                    .say(&fresh_txn("edited"), &notice)
-                    .await;
+                self.voice().say(&fresh_txn("edited"), &notice).await;
             }
             Change::Edited(_) => {}
         }

@@ -12,6 +12,7 @@ mod approval_options;
 mod attachments;
 mod changes;
 pub(crate) mod commands;
+mod compaction;
 mod files_out;
 mod folder;
 mod held;
@@ -176,6 +177,8 @@ pub struct Channel {
     slot: SessionSlot,
     /// What the agent last reported: its slash commands, the session's title, usage.
     reported: Reported,
+    /// What the room was told of the agent's summaries of its context.
+    compactions: compaction::Compactions,
     /// The agent's background tasks here, and their cards.
     tasks: tasks::BackgroundTasks,
     /// Files sent without a question, waiting for their sender's next message.
@@ -215,6 +218,7 @@ impl Channel {
             deferred: VecDeque::new(),
             slot: SessionSlot::default(),
             reported: Reported::default(),
+            compactions: compaction::Compactions::default(),
             tasks: tasks::BackgroundTasks::default(),
             held: HeldFiles::default(),
             folder: FolderSlot::default(),
@@ -337,6 +341,11 @@ impl Channel {
 
     async fn notice(&self, text: impl Into<String>) {
         post_notice(&self.ctx, &self.key.room, text.into()).await;
+    }
+
+    /// The agent's voice in this channel's room: what it says outside its answers.
+    fn voice(&self) -> RoomVoice<'_> {
+        RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, &self.key.room)
     }
 
     /// Records that the input `event_id` no longer waits (a store failure is logged: at

@@ -55,6 +55,11 @@ impl Reported {
         }
     }
 
+    /// The context window as last reported: tokens used and its size (0: not known).
+    pub(super) fn context_window(&self) -> Option<(u64, u64)> {
+        self.context
+    }
+
     /// A prompt's result counted `tokens`.
     pub(super) fn tokens(&mut self, tokens: TokenUsage) {
         self.tokens = Some(tokens);

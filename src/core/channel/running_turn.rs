@@ -52,6 +52,21 @@ pub(super) struct RunningTurn {
     /// Who stopped it by writing a message during it (`!queue interrupt`), as the room
     /// names them.
     cut: Option<String>,
+    /// How long the agent has said nothing, and the room told of it.
+    quiet: Quiet,
+}
+
+/// A turn's quiet spells: a turn whose agent shows nothing for a while gets one note per
+/// spell.
+struct Quiet {
+    /// When the agent last showed something (or a poll last waited for people: then the
+    /// agent waits for them, which is not being quiet).
+    since: Instant,
+    /// Whether this spell was noted.
+    noted: bool,
+    /// The note telling the room the agent has gone quiet, while it has (a 🛑 on it stops
+    /// the turn; it is edited once the agent goes on).
+    note: Option<EventId>,
 }
 
 /// What is left of a turn once it ended: what it showed, to finish.
@@ -101,6 +116,11 @@ impl RunningTurn {
             lost_mode: false,
             steered: Vec::new(),
             cut: None,
+            quiet: Quiet {
+                since: Instant::now(),
+                noted: false,
+                note: None,
+            },
         }
     }
 
@@ -162,6 +182,40 @@ impl RunningTurn {
     /// Whether `event` is a message of the answer (a 🛑 on it stops the turn).
     pub(super) fn answers_with(&self, event: &EventId) -> bool {
         self.stream.event_ids().contains(event)
+    }
+
+    /// Whether a 🛑 on `event` stops the turn: a message of its answer, or the note that
+    /// says the agent has gone quiet.
+    pub(super) fn stops_with(&self, event: &EventId) -> bool {
+        self.answers_with(event) || self.quiet.note.as_ref() == Some(event)
+    }
+
+    /// When the room is to be told the agent has gone quiet, `after` (`None`: never) a
+    /// spell of silence; none once this spell was noted.
+    pub(super) fn quiet_at(&mut self, after: Option<Duration>) -> Option<Instant> {
+        if self.approvals.open_count() > 0 {
+            self.quiet.since = Instant::now();
+        }
+        let since = self.quiet.since;
+        after
+            .filter(|_| !self.quiet.noted)
+            .map(|after| since + after)
+    }
+
+    /// The room was told the agent has gone quiet, by `note` (`None`: the note could not
+    /// be posted).
+    pub(super) fn went_quiet(&mut self, note: Option<EventId>) {
+        self.quiet.noted = true;
+        self.quiet.note = note;
+    }
+
+    /// The agent said something: a new spell of silence starts. Returns the note of the
+    /// spell it ends, if one was posted, and how long the spell lasted.
+    pub(super) fn spoke_again(&mut self) -> Option<(EventId, Duration)> {
+        let lasted = self.quiet.since.elapsed();
+        self.quiet.since = Instant::now();
+        self.quiet.noted = false;
+        self.quiet.note.take().map(|note| (note, lasted))
     }
 
     /// When the answer's next edit is due, if one is.

@@ -2,7 +2,7 @@
 //! earlier conversation for a new session, `!new`, and the agent's stderr after a failure.
 
 use super::Channel;
-use crate::core::voice::{RoomVoice, fresh_txn};
+use crate::core::voice::fresh_txn;
 use crate::store::LogFailure;
 
 use crate::core::continuity;
@@ -245,9 +245,7 @@ impl Channel {
             true => cards::stderr_tail(&ctx.display_name, &tail),
             false => OutMessage::notice(strings::stderr_in_log(&ctx.display_name)),
         };
-        RoomVoice::new(&*ctx.chat, &ctx.agent_id, &self.key.room)
-            .say(&fresh_txn("stderr"), &message)
-            .await;
+        self.voice().say(&fresh_txn("stderr"), &message).await;
     }
 
     /// The session this channel last used, as saved (none after a fresh start).

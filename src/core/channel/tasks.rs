@@ -5,7 +5,7 @@
 
 use super::Channel;
 use crate::core::poll;
-use crate::core::voice::{RoomVoice, txn};
+use crate::core::voice::txn;
 use crate::model::agent::{TaskReport, TaskState};
 use crate::model::ids::{EventId, UserId};
 use crate::render::cards::{self, TaskView};
@@ -103,7 +103,7 @@ impl Channel {
             can_stop: task.can_stop,
             prefix: &self.ctx.command_prefix,
         });
-        let voice = RoomVoice::new(&*self.ctx.chat, &self.ctx.agent_id, &self.key.room);
+        let voice = self.voice();
         match &task.card {
             Some(card) => voice.edit(card, &content).await,
             None => {

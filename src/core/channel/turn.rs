@@ -242,19 +242,10 @@ impl Channel {
             }
         };
         tokio::pin!(prompt);
-        // When the agent last showed something; a quiet turn gets one note per quiet spell.
-        let mut last_activity = Instant::now();
-        let mut quiet_noted = false;
         let result = loop {
             let (reply_due, cards_due) = (turn.reply_due(), turn.cards_due());
             let poll_deadline = turn.approvals().next_deadline();
-            // While a poll waits, the agent waits for people: that is not quiet.
-            if turn.approvals().open_count() > 0 {
-                last_activity = Instant::now();
-            }
-            let quiet_at = (ctx.quiet_note)
-                .filter(|_| !quiet_noted)
-                .map(|after| last_activity + after);
+            let quiet_at = turn.quiet_at(ctx.quiet_note);
             if !self.slot.is_open() {
                 // Only a command could take the session away; the prompt still answers.
                 break prompt.await;
@@ -262,8 +253,9 @@ impl Channel {
             tokio::select! {
                 result = &mut prompt => break result,
                 Some(event) = self.slot.next_update() => {
-                    last_activity = Instant::now();
-                    quiet_noted = false;
+                    if let Some((note, quiet)) = turn.spoke_again() {
+                        self.quiet_turn_over(&note, quiet).await;
+                    }
                     self.handle_event(event, Some(&mut *turn)).await;
                     if self.modes.turn_lost() && turn.stop_for_mode() {
                         self.stop_lost_turn(turn).await;
@@ -275,8 +267,8 @@ impl Channel {
                 }
                 _ = sleep_until_opt(self.queue.next_mark_at()) => self.mark_waiting().await,
                 _ = sleep_until_opt(quiet_at) => {
-                    quiet_noted = true;
-                    self.note_quiet_turn().await;
+                    let note = self.note_quiet_turn().await;
+                    turn.went_quiet(note);
                 }
                 _ = sleep_until_opt(reply_due) => {
                     // The answer often comes right behind its last text: taken first, the
@@ -308,16 +300,26 @@ impl Channel {
         result
     }
 
-    /// Tells the room that the turn has been quiet for a while, and how to stop it.
-    async fn note_quiet_turn(&self) {
+    /// Tells the room that the turn has been quiet for a while, and how to stop it;
+    /// returns the note's event (a 🛑 on it stops the turn).
+    async fn note_quiet_turn(&self) -> Option<EventId> {
         let ctx = &self.ctx;
         let quiet = ctx.quiet_note.unwrap_or_default();
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, quiet_secs = quiet.as_secs(), "the turn has been quiet; telling the room how to stop it");
-        self.notice(strings::quiet_turn(
-            &ctx.display_name,
-            quiet,
-            &ctx.command_prefix,
-        ))
+        crate::core::metrics::metrics().quiet_turn(&ctx.agent_id);
+        let text = strings::quiet_turn(&ctx.display_name, quiet, &ctx.command_prefix);
+        self.voice().notice(text).await
+    }
+
+    /// The agent went on after the quiet spell its `note` told of, `quiet` long: the note
+    /// says so, so nobody stops a turn that is working again.
+    async fn quiet_turn_over(&self, note: &EventId, quiet: Duration) {
+        let ctx = &self.ctx;
+        tracing::info!(agent = %ctx.agent_id, room = %self.key.room, quiet_secs = quiet.as_secs(), "the quiet turn goes on");
+        let text = strings::quiet_turn_over(&ctx.display_name, quiet);
+        (self
+            .voice()
+            .edit(note, &crate::model::OutMessage::notice(text)))
         .await;
     }
 
@@ -457,7 +459,11 @@ impl Channel {
                 self.on_mode_report(mode, turn.is_some()).await
             }
             (AgentEvent::Options(options), turn) => self.on_options(options, turn.is_some()).await,
-            (AgentEvent::Usage { used, size, cost }, _) => self.reported.context(used, size, cost),
+            (AgentEvent::Usage { used, size, cost }, _) => {
+                self.reported.context(used, size, cost);
+                self.usage_after_compaction(used).await;
+            }
+            (AgentEvent::Compaction(report), _) => self.on_compaction(report).await,
             (AgentEvent::Question(request), Some(turn)) => {
                 // The card of the call it concerns, if any, goes up first.
                 if let Err(e) = turn.flush_cards().await {

@@ -230,9 +230,10 @@ impl Channel {
         self.settle(&event_id).await;
     }
 
-    /// A reaction while a turn runs: 🛑 on the answer or a poll stops the turn, a choice's
-    /// emoji on a poll answers it. Other reactions (someone who may not approve, an emoji
-    /// of no choice) change nothing, silently.
+    /// A reaction while a turn runs: 🛑 on the answer, a poll or the note that the agent
+    /// has gone quiet stops the turn, a choice's emoji on a poll answers it. Other
+    /// reactions (someone who may not approve, an emoji of no choice) change nothing,
+    /// silently.
     async fn reaction_during_turn(
         &mut self,
         by: UserId,
@@ -244,7 +245,7 @@ impl Channel {
             return;
         }
         if poll::is_stop_key(&key)
-            && (turn.answers_with(&target) || turn.approvals().is_stop_target(&target))
+            && (turn.stops_with(&target) || turn.approvals().is_stop_target(&target))
         {
             let from_poll = turn.approvals().is_poll(&target).then_some(&target);
             self.stop_turn(by, from_poll, turn).await;

@@ -694,7 +694,8 @@ pub fn poll_settled(agent: &str, tool: &ToolCallFields, outcome: &PollOutcome) -
     out.into_message(false)
 }
 
-fn tokens(n: u64) -> String {
+/// A token count as people read it at a glance: `950`, `1.5k`, `150k`, `1.2M`.
+pub(crate) fn tokens(n: u64) -> String {
     match n {
         0..1_000 => n.to_string(),
         1_000..10_000 => format!("{:.1}k", n as f64 / 1000.0),

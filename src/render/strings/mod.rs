@@ -1,5 +1,6 @@
 //! Every sentence Sidekicks says in a room, in one place.
 
+mod context;
 mod counts;
 mod help;
 mod media;
@@ -11,6 +12,7 @@ mod tasks;
 mod threads;
 mod worktree;
 
+pub use context::*;
 pub use counts::*;
 pub use help::*;
 pub use media::*;
@@ -180,7 +182,15 @@ pub fn duration(d: std::time::Duration) -> String {
 pub fn quiet_turn(agent: &str, quiet: std::time::Duration, prefix: &str) -> String {
     format!(
         "⏳ {agent} has shown nothing for {}. It may still be working; to stop it, send \
-         {prefix}stop or react {STOP_REACTION} to its reply.",
+         {prefix}stop or react {STOP_REACTION} to this note.",
+        duration(quiet)
+    )
+}
+
+/// What the note of a quiet turn becomes once the agent goes on.
+pub fn quiet_turn_over(agent: &str, quiet: std::time::Duration) -> String {
+    format!(
+        "⏳ {agent} showed nothing for {}, then went on.",
         duration(quiet)
     )
 }

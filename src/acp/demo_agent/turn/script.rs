@@ -6,9 +6,9 @@
 use std::io::Write as _;
 
 use agent_client_protocol::v1::schema::{
-    ContentChunk, Cost, ReadTextFileRequest, SessionInfoUpdate, SessionUpdate, StopReason,
-    ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
-    WriteTextFileRequest,
+    CompactionId, CompactionStatus, CompactionUpdate, ContentChunk, Cost, ReadTextFileRequest,
+    SessionInfoUpdate, SessionUpdate, StopReason, ToolCall, ToolCallContent, ToolCallStatus,
+    ToolCallUpdateFields, ToolKind, Usage, UsageUpdate, WriteTextFileRequest,
 };
 
 use super::super::{content, write_raw_stdout};
@@ -104,6 +104,7 @@ impl Turn {
                 *self.tokens.lock().unwrap() = Some(Usage::new(input + output, input, output));
             }
             "usage" => self.usage(line)?,
+            "compact" => self.compact(arg)?,
             "title" => self.update(SessionUpdate::SessionInfoUpdate(
                 SessionInfoUpdate::new().title(arg.to_owned()),
             ))?,
@@ -160,6 +161,28 @@ impl Turn {
             }
             other => format!("(unknown instruction %{other})"),
         }
+    }
+
+    /// `%compact ID STATE [ERROR]`: a report of a summary of the context (`compaction_update`,
+    /// STATE `in_progress`, `completed`, `failed` or `cancelled`), where the client asked to
+    /// be told of them.
+    fn compact(&self, arg: &str) -> Result<(), agent_client_protocol::Error> {
+        if !self.client.contains("compaction: yes") {
+            return self.say("compaction not offered\n");
+        }
+        let mut words = arg.splitn(3, ' ');
+        let (id, state) = (words.next().unwrap_or("c1"), words.next().unwrap_or(""));
+        let status = match state {
+            "completed" => CompactionStatus::Completed,
+            "failed" => CompactionStatus::Failed,
+            "cancelled" => CompactionStatus::Cancelled,
+            _ => CompactionStatus::InProgress,
+        };
+        let mut update = CompactionUpdate::new(CompactionId::new(id), status);
+        if let Some(error) = words.next() {
+            update = update.error(error.to_owned());
+        }
+        self.update(SessionUpdate::CompactionUpdate(update))
     }
 
     /// `%usage USED SIZE [AMOUNT CURRENCY]`: the context window's use, and the cost.
