@@ -744,3 +744,87 @@ async fn a_background_task_stops_by_command_or_by_a_stop_reaction_on_its_card() 
     env.notice_containing(&room, "has no background task running here")
         .await;
 }
+
+/// `!queue` lists the prompts that wait, numbered; `!queue drop N` and `!queue clear` take
+/// them out (their author's, or anyone's for an admin): a prompt taken out loses its ⏳ and
+/// never runs, and the others run as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_prompts_are_listed_and_taken_out_by_their_authors_or_an_admin() {
+    // Alice approves, so she is an admin; Bob may only prompt.
+    let (env, bob) = support::with_bob::start_approving("", &[], "", &["alice"]).await;
+    let (room, bobs) = support::with_bob::room_with_bob(&env, &bob).await;
+    env.alice.send(&room, "%say working\n%hang").await;
+    env.reply_where(&room, "the running turn", |t| t == "working")
+        .await;
+    let first = env.alice.send(&room, "%say alice one").await;
+    let bobs_prompt = bob.send(&bobs, "%say bob one").await;
+    let second = env.alice.send(&room, "%say alice two").await;
+    for (what, event) in [
+        ("first", &first),
+        ("bob's", &bobs_prompt),
+        ("second", &second),
+    ] {
+        wait_until(
+            PATIENCE,
+            &format!("the {what} prompt marked waiting"),
+            || {
+                (env.alice.reactions_on(event).into_iter())
+                    .find(|r| r.key == "⏳" && r.sender == env.agent)
+            },
+        )
+        .await;
+    }
+    env.alice.send(&room, "!queue").await;
+    let listed = env.notice_containing(&room, "Waiting here").await.body;
+    assert!(
+        listed.contains(
+            "1. @alice:localhost → demo: “%say alice one”\n\
+             2. @bob:localhost → demo: “%say bob one”\n\
+             3. @alice:localhost → demo: “%say alice two”"
+        ),
+        "{listed}"
+    );
+    // Bob may not take Alice's out; he clears his own.
+    bob.send(&bobs, "!queue drop 1").await;
+    env.notice_containing(
+        &room,
+        "Number 1 is @alice:localhost's: only they or an admin",
+    )
+    .await;
+    bob.send(&bobs, "!queue clear").await;
+    let cleared = env.notice_containing(&room, "🗑️").await.body;
+    assert!(
+        cleared.ends_with("2. @bob:localhost → demo: “%say bob one”"),
+        "{cleared}"
+    );
+    // An admin takes anyone's out by its number as listed now.
+    env.alice.send(&room, "!queue drop 2").await;
+    let dropped = wait_until(PATIENCE, "alice's drop", || {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .find(|m| m.notice && m.body.contains("“%say alice two”") && m.body.starts_with("🗑️"))
+    })
+    .await;
+    assert!(
+        dropped
+            .body
+            .ends_with("2. @alice:localhost → demo: “%say alice two”")
+    );
+    // Their ⏳ is taken back.
+    for event in [&bobs_prompt, &second] {
+        wait_until(PATIENCE, "the ⏳ taken back", || {
+            (!(env.alice.reactions_on(event).iter()).any(|r| {
+                r.key == "⏳" && r.sender == env.agent && !env.alice.is_redacted(&r.event_id)
+            }))
+            .then_some(())
+        })
+        .await;
+    }
+    // Stopped, the turn makes way for what still waits, and nothing taken out runs.
+    env.alice.send(&room, "!stop").await;
+    env.reply_where(&room, "the prompt still waiting", |t| t == "alice one")
+        .await;
+    env.prompt_and_wait(&room, "%say after", "after").await;
+    for gone in ["bob one", "alice two"] {
+        assert!(env.messages_reading(&room, gone).is_empty(), "{gone} ran");
+    }
+}

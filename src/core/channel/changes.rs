@@ -10,6 +10,7 @@ use crate::core::inbound::IncomingChange;
 use crate::core::inbound::{Change, IncomingMessage};
 use crate::core::voice::fresh_txn;
 use crate::model::OutMessage;
+use crate::model::ids::{EventId, UserId};
 use crate::render::strings;
 use crate::store::LogFailure;
 use crate::store::{PendingInput, PendingKind};
@@ -36,18 +37,36 @@ impl Channel {
                 tracing::info!(agent = %ctx.agent_id, room = %self.key.room, event = %change.target, "a queued prompt was edited; it runs with its new text");
             }
             Change::Redacted => {
-                let gone = self
-                    .queue
-                    .take(&change.target)
-                    .expect("it waits, seen above");
-                if let Some(reaction) = &gone.reaction {
-                    let _ = ctx.chat.redact(&self.key.room, reaction).await;
-                }
-                self.settle(&change.target).await;
+                self.leave_queue(&change.target).await;
                 tracing::info!(agent = %ctx.agent_id, room = %self.key.room, event = %change.target, "a queued prompt was redacted; it will not run");
             }
         }
         true
+    }
+
+    /// `!queue drop` or `!queue clear` by `by` (the gateway checked they may): the prompt
+    /// of `target` leaves the queue as a redacted one does. Returns whether it waited here.
+    pub(super) async fn withdraw(&mut self, target: &EventId, by: &UserId) -> bool {
+        if !self.queue.holds(target) {
+            return false;
+        }
+        self.leave_queue(target).await;
+        tracing::info!(agent = %self.ctx.agent_id, room = %self.key.room, event = %target, %by, "a queued prompt was taken out of the queue; it will not run");
+        true
+    }
+
+    /// The prompt of `target`, waiting here, leaves the queue for good: its ⏳ is taken
+    /// back and the store no longer keeps it for a restart.
+    async fn leave_queue(&mut self, target: &EventId) {
+        let gone = self
+            .queue
+            .take(target)
+            .expect("it waits, seen by the caller");
+        if let Some(reaction) = &gone.reaction {
+            let _ = self.ctx.chat.redact(&self.key.room, reaction).await;
+        }
+        self.queue.count();
+        self.settle(target).await;
     }
 
     /// During a turn: a change of a queued prompt as [`Channel::change_queued`]; a

@@ -73,6 +73,8 @@ pub struct ChannelReport {
     pub waiting: bool,
     /// Messages waiting behind it.
     pub queued: usize,
+    /// Those messages, in the order they run.
+    pub waiting_prompts: Vec<WaitingPrompt>,
     /// Permission polls waiting for an answer.
     pub polls: usize,
     /// Whether a session is open.
@@ -85,6 +87,17 @@ pub struct ChannelReport {
     pub title: Option<String>,
     /// The agent's slash commands (name, description).
     pub commands: Vec<SlashCommand>,
+}
+
+/// A prompt waiting behind a running turn, as `!queue` lists it.
+#[derive(Debug, Clone)]
+pub struct WaitingPrompt {
+    /// Its message.
+    pub event_id: EventId,
+    /// Who wrote it.
+    pub sender: UserId,
+    /// Its text.
+    pub body: String,
 }
 
 /// Something for a channel to do.
@@ -116,6 +129,16 @@ pub enum ChannelInput {
     /// Someone edited or redacted a message: a queued prompt of this channel changes or
     /// leaves the queue; the running one is stopped (redacted) or left as it is (edited).
     Changed(IncomingChange),
+    /// A waiting prompt is taken out of the queue by `!queue drop` or `!queue clear`
+    /// (the gateway checked who may): it will not run. Answers whether it was waiting.
+    Withdraw {
+        /// The prompt's message.
+        target: EventId,
+        /// Who took it out.
+        by: UserId,
+        /// Whether it waited here and is out now.
+        reply: oneshot::Sender<bool>,
+    },
     /// Someone other than an agent reacted to `target` (a 🛑 only from someone who may
     /// stop turns; the channel checks who may answer polls).
     Reaction {
@@ -150,6 +173,7 @@ impl ChannelInput {
             | Self::Command(_, message)
             | Self::PollReply(message) => Some(message),
             Self::Report(_)
+            | Self::Withdraw { .. }
             | Self::Changed(_)
             | Self::Reaction { .. }
             | Self::PollAnswer { .. } => None,
@@ -320,6 +344,9 @@ impl Channel {
             ChannelInput::Changed(change) => {
                 self.change_queued(&change).await;
             }
+            ChannelInput::Withdraw { target, by, reply } => {
+                let _ = reply.send(self.withdraw(&target, &by).await);
+            }
             // Polls exist only during a turn.
             // 🛑 on a background task's card stops it, between turns too.
             ChannelInput::Reaction { by, target, key } => {
@@ -363,6 +390,7 @@ impl Channel {
             running: turn.is_some(),
             waiting,
             queued: self.queue.len(),
+            waiting_prompts: self.queue.waiting(),
             polls: turn.map_or(0, |turn| turn.approvals().open_count()),
             has_session: self.slot.is_open(),
             mode: (self.slot.settings())

@@ -153,6 +153,18 @@ impl Queue {
         self.items.len()
     }
 
+    /// The prompts that wait, in the order they run: their events and authors, and their
+    /// text (for `!queue`).
+    pub(super) fn waiting(&self) -> Vec<super::WaitingPrompt> {
+        (self.items.iter())
+            .map(|q| super::WaitingPrompt {
+                event_id: q.message.event_id.clone(),
+                sender: q.message.sender.clone(),
+                body: q.message.body.clone(),
+            })
+            .collect()
+    }
+
     /// Whether none waits.
     pub(super) fn is_empty(&self) -> bool {
         self.items.is_empty()

@@ -172,6 +172,9 @@ impl Channel {
                 let _ = reply.send(self.report(Some(turn), false));
             }
             ChannelInput::Changed(change) => self.change_during_turn(change, turn).await,
+            ChannelInput::Withdraw { target, by, reply } => {
+                let _ = reply.send(self.withdraw(&target, &by).await);
+            }
             ChannelInput::Command(command, message) => {
                 self.command_during_turn(command, message, turn).await
             }

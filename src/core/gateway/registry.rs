@@ -15,7 +15,7 @@ use tokio_util::task::TaskTracker;
 use crate::core::channel::{Channel, ChannelInput, ChannelReport};
 use crate::core::context::AgentContext;
 use crate::core::queues;
-use crate::model::ids::{ConversationKey, RoomId};
+use crate::model::ids::{ConversationKey, EventId, RoomId, UserId};
 
 /// How long `!status` and `!help` wait for a channel to say how it stands.
 const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -90,6 +90,36 @@ impl Channels {
             .collect();
         keys.sort();
         keys
+    }
+
+    /// Every conversation of `room` whose channel runs (the main timeline's, then the
+    /// threads'), in a stable order.
+    pub(super) fn room_conversations(&self, room: &RoomId) -> Vec<ConversationKey> {
+        let inputs = self.inputs.lock().expect("channel map poisoned");
+        let mut keys: Vec<ConversationKey> = (inputs.keys())
+            .filter(|k| k.room == *room)
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// Has the channel of `key` take the prompt of `target` out of its queue, for `by`;
+    /// whether it was waiting there.
+    pub(super) async fn withdraw(
+        &self,
+        key: &ConversationKey,
+        target: EventId,
+        by: UserId,
+    ) -> bool {
+        let (reply, answer) = oneshot::channel();
+        let sent = (self.inputs.lock().expect("channel map poisoned").get(key)).is_some_and(|tx| {
+            tx.try_send(ChannelInput::Withdraw { target, by, reply })
+                .is_ok()
+        });
+        sent && tokio::time::timeout(REPORT_TIMEOUT, answer)
+            .await
+            .is_ok_and(|r| r.unwrap_or(false))
     }
 
     /// Asks the channel of `key`, if it runs, how it stands.

@@ -45,3 +45,49 @@ pub const INTERRUPTED_BY_NEXT: &str = "(This message interrupted your previous a
 pub fn cut_by_message(by: &str) -> String {
     format!("✂️ Cut by a new message from {by}.")
 }
+
+/// One prompt in `!queue`'s list: its number, its author, the agent it waits for, and the
+/// start of its text.
+pub fn queue_line(number: usize, sender: &str, agent: &str, body: &str) -> String {
+    const SHOWN: usize = 60;
+    let first_line = body.lines().next().unwrap_or_default();
+    let mut words: String = first_line.chars().take(SHOWN).collect();
+    if first_line.chars().count() > SHOWN || body.lines().nth(1).is_some() {
+        words.push('…');
+    }
+    format!("{number}. {sender} → {agent}: “{words}”")
+}
+
+/// `!queue`'s list of what waits (`lines` from [`queue_line`]; none: nothing waits).
+pub fn queue_waiting(prefix: &str, lines: &[String]) -> String {
+    match lines {
+        [] => "Nothing waits here.".to_owned(),
+        lines => format!(
+            "Waiting here, in the order they run:\n{}\nTake one out with {prefix}queue drop N, \
+             all of yours with {prefix}queue clear.",
+            lines.join("\n")
+        ),
+    }
+}
+
+/// What `!queue drop N` or `!queue clear` took out of the queue (the lines of the prompts,
+/// as listed).
+pub fn queue_dropped(lines: &[String]) -> String {
+    format!(
+        "🗑️ Taken out of the queue; they will not run:\n{}",
+        lines.join("\n")
+    )
+}
+
+/// `!queue drop N` of a number nothing has.
+pub fn queue_no_such(prefix: &str, number: &str) -> String {
+    format!("Nothing waits as number {number}: {prefix}queue lists what waits.")
+}
+
+/// `!queue drop N` of someone else's prompt, by someone who is not an admin.
+pub fn queue_not_yours(number: usize, sender: &str) -> String {
+    format!("Number {number} is {sender}'s: only they or an admin may take it out.")
+}
+
+/// `!queue clear` where nothing of the sender's waits.
+pub const QUEUE_NOTHING_OF_YOURS: &str = "Nothing of yours waits here.";

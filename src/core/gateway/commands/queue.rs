@@ -1,5 +1,6 @@
 //! `!queue [queue|steer|interrupt]`: what a message written while an agent works does
-//! in the room.
+//! in the room, and what waits; `!queue drop N` and `!queue clear` take waiting prompts
+//! out (their authors', or any for admins).
 
 use super::{Call, RoomCommand, Running};
 use crate::core::command::registry::{AfterCrash, Applies, DuringTurn, Group, Scope, Spec, Who};
@@ -7,25 +8,28 @@ use crate::core::gateway::Gateway;
 use std::sync::Arc;
 
 use super::saved;
+use crate::core::channel::WaitingPrompt;
 use crate::model::QueueMode;
-use crate::model::ids::RoomId;
+use crate::model::ids::{ConversationKey, RoomId, UserId};
 use crate::render::strings;
 
 pub(crate) static COMMAND: RoomCommand = RoomCommand {
     spec: Spec {
         name: "queue",
         aliases: &[],
-        args: "[queue|steer|interrupt]",
+        args: "[queue|steer|interrupt|drop N|clear]",
         scope: Scope::Room,
         who: Who::Allowed,
         during_turn: DuringTurn::AtOnce,
         after_crash: AfterCrash::Reported,
         applies: Applies::Always,
         group: Group::Room,
-        help: "what a message written while the agent works does",
+        help: "what a message written while the agent works does, and what waits",
         details: "queue: it waits its turn (⏳); steer: it joins the running turn (↪️) where \
                       the agent offers that, else it waits; interrupt: it stops the running turn \
-                      and is answered at once.",
+                      and is answered at once. Without a word: the setting and the prompts \
+                      that wait, numbered; drop N takes number N out, clear all of yours \
+                      (admins may take anyone's).",
     },
     run,
 };
@@ -34,7 +38,20 @@ fn run<'a>(gateway: &'a Arc<Gateway>, call: Call<'a>) -> Running<'a> {
     Box::pin(async move {
         let (prefix, room) = (&gateway.prefix, &call.message.room_id);
         let text = match call.command.choice() {
-            None => strings::queue_mode_is(prefix, gateway.room_queue_mode(room).await.as_str()),
+            None => {
+                let mode = gateway.room_queue_mode(room).await;
+                let lines = lines(&gateway.waiting_in(room).await);
+                let waiting = strings::queue_waiting(prefix, &lines);
+                format!(
+                    "{}\n\n{waiting}",
+                    strings::queue_mode_is(prefix, mode.as_str())
+                )
+            }
+            Some(word) if word == "clear" => gateway.clear_queue(room, &call.message.sender).await,
+            Some(word) if word == "drop" => {
+                let number = call.command.arg(1).unwrap_or_default();
+                (gateway.drop_queued(room, &call.message.sender, number)).await
+            }
             Some(word) => match QueueMode::parse(&word) {
                 Some(mode) => saved(
                     gateway.store.set_room_queue_mode(room, mode.as_str()).await,
@@ -48,7 +65,67 @@ fn run<'a>(gateway: &'a Arc<Gateway>, call: Call<'a>) -> Running<'a> {
     })
 }
 
+/// A prompt waiting in one of the room's conversations.
+type Waiting = (ConversationKey, WaitingPrompt);
+
+/// The lines `!queue` shows for `waiting`, numbered from 1.
+fn lines(waiting: &[Waiting]) -> Vec<String> {
+    (waiting.iter().enumerate())
+        .map(|(i, (key, w))| line(i + 1, key, w))
+        .collect()
+}
+
+fn line(number: usize, key: &ConversationKey, w: &WaitingPrompt) -> String {
+    strings::queue_line(number, w.sender.as_str(), key.agent.as_str(), &w.body)
+}
+
 impl Gateway {
+    /// The prompts waiting in `room`'s conversations, in the order `!queue` numbers them.
+    async fn waiting_in(&self, room: &RoomId) -> Vec<Waiting> {
+        let mut waiting = Vec::new();
+        for key in self.channels.room_conversations(room) {
+            if let Some(report) = self.channels.report(&key).await {
+                waiting.extend(report.waiting_prompts.into_iter().map(|w| (key.clone(), w)));
+            }
+        }
+        waiting
+    }
+
+    /// `!queue drop N` by `by`.
+    async fn drop_queued(&self, room: &RoomId, by: &UserId, number: &str) -> String {
+        let waiting = self.waiting_in(room).await;
+        let found =
+            (number.parse::<usize>().ok()).and_then(|n| Some((n, waiting.get(n.checked_sub(1)?)?)));
+        let Some((n, (key, w))) = found else {
+            return strings::queue_no_such(&self.prefix, number);
+        };
+        if &w.sender != by && !self.people.is_admin(by) {
+            return strings::queue_not_yours(n, w.sender.as_str());
+        }
+        match (self.channels.withdraw(key, w.event_id.clone(), by.clone())).await {
+            true => strings::queue_dropped(&[line(n, key, w)]),
+            // Its turn came meanwhile.
+            false => strings::queue_no_such(&self.prefix, number),
+        }
+    }
+
+    /// `!queue clear` by `by`: every prompt of theirs that waits (an admin's: every one).
+    async fn clear_queue(&self, room: &RoomId, by: &UserId) -> String {
+        let admin = self.people.is_admin(by);
+        let mut dropped = Vec::new();
+        for (i, (key, w)) in self.waiting_in(room).await.iter().enumerate() {
+            if (admin || &w.sender == by)
+                && (self.channels.withdraw(key, w.event_id.clone(), by.clone())).await
+            {
+                dropped.push(line(i + 1, key, w));
+            }
+        }
+        match dropped.is_empty() {
+            true => strings::QUEUE_NOTHING_OF_YOURS.to_owned(),
+            false => strings::queue_dropped(&dropped),
+        }
+    }
+
     /// What a message written during a turn does in the room (the setting and its default
     /// are the same for every agent: any one answers).
     async fn room_queue_mode(&self, room_id: &RoomId) -> QueueMode {
