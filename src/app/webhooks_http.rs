@@ -120,7 +120,17 @@ impl Hooks {
         };
         tracing::info!(webhook = %name, status = status.as_u16(), outcome, "webhook request");
         metrics().webhook_request(&name, outcome);
-        reply(status, &text)
+        let mut response = reply(status, &text);
+        // A body not read whole (too slow, too large) leaves the connection in the middle
+        // of a request: kept open, it would hold one of the listener's connections while
+        // the rest never comes, and a full listener turns real deliveries away.
+        if matches!(outcome, "body_timeout" | "too_large") {
+            response.headers_mut().insert(
+                hyper::header::CONNECTION,
+                hyper::header::HeaderValue::from_static("close"),
+            );
+        }
+        response
     }
 
     /// Checks and stores one request: its status, the outcome as a metric label, and what
