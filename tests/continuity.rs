@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{Env, SynapseOptions};
+use support::{Env, PATIENCE, SynapseOptions, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_crash_the_next_prompt_carries_the_earlier_conversation() {
@@ -250,4 +250,54 @@ async fn an_agent_that_can_resume_gets_its_session_back_after_a_restart() {
         "how is logged"
     );
     assert!(!log.contains("re-injecting"));
+}
+
+/// `!retry` sends the last prompt again when its turn was cut, by a crash or a stop; each
+/// attempt is an answer of its own; after an answered prompt there is nothing to retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_runs_the_last_cut_prompt_again_after_a_crash_or_a_stop() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    let attempts = |env: &Env| {
+        (env.alice.messages_from(&room, &env.agent).into_iter())
+            .filter(|m| m.replaces.is_none() && m.body.starts_with("working on it"))
+            .count()
+    };
+    env.alice.send(&room, "%say working on it\n%hang").await;
+    env.reply_where(&room, "the first attempt", |t| t == "working on it")
+        .await;
+    // A reply is journaled before it is sent: once seen, a crash leaves it to mark.
+    env.gw.kill();
+    env.gw.start_again();
+    env.reply_where(&room, "the cut reply marked", |t| {
+        t.starts_with("working on it\n\n⏹️ Interrupted")
+    })
+    .await;
+    env.alice.send(&room, "!retry").await;
+    let said = env.notice_containing(&room, "🔁").await.body;
+    assert_eq!(
+        said,
+        "🔁 Running @alice:localhost's message again: “%say working on it…”"
+    );
+    wait_until(PATIENCE, "the second attempt", || {
+        (attempts(&env) == 2).then_some(())
+    })
+    .await;
+    // Stopped, it is cut again: retried once more, as a third answer.
+    env.alice.send(&room, "!stop").await;
+    env.reply_where(&room, "the second attempt stopped", |t| {
+        t.starts_with("working on it") && t.contains("Stopped by")
+    })
+    .await;
+    env.alice.send(&room, "!retry").await;
+    wait_until(PATIENCE, "the third attempt", || {
+        (attempts(&env) == 3).then_some(())
+    })
+    .await;
+    env.alice.send(&room, "!stop").await;
+    // Once a prompt is answered, there is nothing to retry.
+    env.prompt_and_wait(&room, "%say done", "done").await;
+    env.alice.send(&room, "!retry").await;
+    env.notice_containing(&room, "Nothing to retry").await;
+    assert_eq!(attempts(&env), 3);
 }

@@ -16,8 +16,10 @@ pub(super) struct Queued {
     pub(super) message: IncomingMessage,
     /// The "queued" reaction put on it, removed when its turn starts.
     pub(super) reaction: Option<EventId>,
-    /// Whether it is the re-run of a prompt a crash cut.
+    /// Whether it is the re-run of a prompt a crash cut (or `!retry` sends again).
     pub(super) rerun: bool,
+    /// Whether `!retry` sends it again: its answer is a new one each time.
+    pub(super) retried: bool,
     /// Whether it runs again because it was edited while it was being answered
     /// (`continuity.rerun_edited`): its answer is a new one.
     pub(super) edited: bool,
@@ -43,6 +45,7 @@ impl Queued {
             message,
             reaction: None,
             rerun: false,
+            retried: false,
             edited: false,
             interrupting: false,
             awaits_mark: false,
@@ -54,6 +57,14 @@ impl Queued {
         Self {
             rerun: true,
             ..Self::new(message)
+        }
+    }
+
+    /// `message` again, at `!retry`: recorded already, answered anew.
+    pub(super) fn retried(message: IncomingMessage) -> Self {
+        Self {
+            retried: true,
+            ..Self::rerun(message)
         }
     }
 

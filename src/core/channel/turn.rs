@@ -7,7 +7,7 @@ use super::queue::Queued;
 use super::running_turn::RunningTurn;
 use super::status_marks::Outcome;
 use super::typing::{TYPING_AFTER, Typing};
-use crate::core::voice::txn;
+use crate::core::voice::{fresh_txn, txn};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -40,16 +40,28 @@ const SHUTDOWN_CANCEL_GRACE: Duration = Duration::from_secs(3);
 /// person does not see the wait; the room is spared an event.
 const ANSWER_GRACE: Duration = Duration::from_millis(20);
 
+/// How a prompt comes to run: for the first time, or again (and why).
+#[derive(Debug, Clone, Copy)]
+struct Runs {
+    /// A crash cut its first run (or `!retry` sends it again): it is recorded already.
+    rerun: bool,
+    /// Its author edited it while it was answered.
+    edited: bool,
+    /// `!retry` sends it again.
+    retried: bool,
+}
+
 impl Channel {
     /// The prefix of the transaction IDs of the answer to `message`: retries of a request
-    /// reuse its transaction ID; a re-run (`rerun`) and an edited prompt's answer
-    /// (`edited`) are new answers.
-    fn reply_txn_prefix(&self, message: &IncomingMessage, rerun: bool, edited: bool) -> String {
+    /// reuse its transaction ID; a re-run (`rerun`), an edited prompt's answer (`edited`)
+    /// and each `!retry` (`retried`) are new answers.
+    fn reply_txn_prefix(&self, message: &IncomingMessage, runs: Runs) -> String {
         let (agent, event) = (self.ctx.agent_id.as_str(), message.event_id.as_str());
-        match (rerun, edited) {
-            (true, _) => txn("sk", &[agent, event, "rerun"]),
-            (false, true) => txn("sk", &[agent, event, &edition_tag(&message.body)]),
-            (false, false) => txn("sk", &[agent, event]),
+        match runs {
+            Runs { retried: true, .. } => txn("sk", &[agent, event, &fresh_txn("retry")]),
+            Runs { rerun: true, .. } => txn("sk", &[agent, event, "rerun"]),
+            Runs { edited: true, .. } => txn("sk", &[agent, event, &edition_tag(&message.body)]),
+            _ => txn("sk", &[agent, event]),
         }
     }
 
@@ -70,6 +82,7 @@ impl Channel {
         let Queued {
             message,
             rerun,
+            retried,
             edited,
             interrupting,
             ..
@@ -127,7 +140,12 @@ impl Channel {
             return;
         }
 
-        let mut turn = self.begin_turn(&message, rerun, edited).await;
+        let runs = Runs {
+            rerun,
+            edited,
+            retried,
+        };
+        let mut turn = self.begin_turn(&message, runs).await;
         self.ctx
             .store
             .begin_turn(&self.key, &message.event_id, rerun)
@@ -185,13 +203,9 @@ impl Channel {
 
     /// The turn answering `message` in the open session: what it shows and records (its
     /// reply, its cards and plan, and its crash journal), its polls none yet.
-    async fn begin_turn(
-        &self,
-        message: &IncomingMessage,
-        rerun: bool,
-        edited: bool,
-    ) -> RunningTurn {
-        let txn_prefix = self.reply_txn_prefix(message, rerun, edited);
+    async fn begin_turn(&self, message: &IncomingMessage, runs: Runs) -> RunningTurn {
+        let txn_prefix = self.reply_txn_prefix(message, runs);
+        let rerun = runs.rerun;
         let verbosity = self.verbosity().await;
         // A prompt is re-run after a crash at most once.
         let cut_footer = match self.ctx.rerun_interrupted && !rerun {

@@ -49,13 +49,19 @@ pub fn cut_by_message(by: &str) -> String {
 /// One prompt in `!queue`'s list: its number, its author, the agent it waits for, and the
 /// start of its text.
 pub fn queue_line(number: usize, sender: &str, agent: &str, body: &str) -> String {
+    format!("{number}. {sender} → {agent}: “{}”", first_words(body))
+}
+
+/// The start of a message as a list shows it: its first line, at most 60 characters, `…`
+/// where more was cut.
+fn first_words(body: &str) -> String {
     const SHOWN: usize = 60;
     let first_line = body.lines().next().unwrap_or_default();
     let mut words: String = first_line.chars().take(SHOWN).collect();
     if first_line.chars().count() > SHOWN || body.lines().nth(1).is_some() {
         words.push('…');
     }
-    format!("{number}. {sender} → {agent}: “{words}”")
+    words
 }
 
 /// `!queue`'s list of what waits (`lines` from [`queue_line`]; none: nothing waits).
@@ -91,3 +97,22 @@ pub fn queue_not_yours(number: usize, sender: &str) -> String {
 
 /// `!queue clear` where nothing of the sender's waits.
 pub const QUEUE_NOTHING_OF_YOURS: &str = "Nothing of yours waits here.";
+
+/// `!retry` where the last prompt here was answered (or there is none).
+pub const NOTHING_TO_RETRY: &str =
+    "Nothing to retry: the last message here was answered (or none was sent yet).";
+
+/// `!retry` of a prompt that already waits to run again.
+pub const RETRY_ALREADY_WAITS: &str = "That message already waits to run again.";
+
+/// `!retry` when the conversation could not be read.
+pub const RETRY_UNREADABLE: &str =
+    "Could not read this conversation to find what to retry; the log says why.";
+
+/// `!retry`: the cut prompt of `sender` runs again.
+pub fn retrying(sender: &str, body: &str) -> String {
+    format!(
+        "🔁 Running {sender}'s message again: “{}”",
+        first_words(body)
+    )
+}

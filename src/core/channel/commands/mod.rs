@@ -24,6 +24,7 @@ mod mode;
 mod model;
 mod new;
 mod poll_answers;
+mod retry;
 mod sessions;
 mod set;
 mod stop;
@@ -33,6 +34,7 @@ mod worktree;
 pub(crate) static ALL: &[&AgentCommand] = &[
     &stop::COMMAND,
     &new::COMMAND,
+    &retry::COMMAND,
     &file::COMMAND,
     &sessions::COMMAND,
     &attach::COMMAND,
