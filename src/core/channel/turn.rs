@@ -51,6 +51,17 @@ struct Runs {
     retried: bool,
 }
 
+impl Runs {
+    /// How `queued` comes to run.
+    fn of(queued: &Queued) -> Self {
+        Self {
+            rerun: queued.rerun,
+            edited: queued.edited,
+            retried: queued.retried,
+        }
+    }
+}
+
 impl Channel {
     /// The prefix of the transaction IDs of the answer to `message`: retries of a request
     /// reuse its transaction ID; a re-run (`rerun`), an edited prompt's answer (`edited`)
@@ -79,14 +90,8 @@ impl Channel {
     /// the text its author edited it to while it was answered; `interrupting`: it cut the
     /// turn before it, and the agent is told so).
     pub(super) async fn run_turn(&mut self, queued: Queued) {
-        let Queued {
-            message,
-            rerun,
-            retried,
-            edited,
-            interrupting,
-            ..
-        } = queued;
+        let (runs, rerun) = (Runs::of(&queued), queued.rerun);
+        let (message, interrupting) = (queued.message, queued.interrupting);
         // A slash command the agent does not offer is answered here instead of being sent;
         // the agent's list is known once its session is open.
         let slash = routing::slash_command(&message.body).filter(|_| !rerun);
@@ -140,11 +145,6 @@ impl Channel {
             return;
         }
 
-        let runs = Runs {
-            rerun,
-            edited,
-            retried,
-        };
         let mut turn = self.begin_turn(&message, runs).await;
         self.ctx
             .store
