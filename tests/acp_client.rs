@@ -14,10 +14,7 @@ async fn the_agent_reads_and_writes_files_of_its_folder_through_the_client_and_n
     std::fs::write(workspace.join("notes.txt"), "first line\nsecond line\n").unwrap();
     std::fs::write(env.gw.dir.path().join("outside.txt"), "not yours").unwrap();
 
-    env.alice.send(&room, "%client").await;
-    let client = env
-        .reply_where(&room, "the client line", |t| t.starts_with("client:"))
-        .await;
+    let client = env.client_line(&room).await;
     assert!(
         client.starts_with(&format!("client: sidekicks {}", env!("CARGO_PKG_VERSION"))),
         "{client}"
@@ -213,10 +210,7 @@ async fn the_room_is_told_once_when_the_agent_summarises_its_context_and_what_it
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(false).await;
     // Sidekicks asks to be told of summaries (the `session.compaction` capability).
-    env.alice.send(&room, "%client").await;
-    let client = env
-        .reply_where(&room, "the client line", |t| t.starts_with("client:"))
-        .await;
+    let client = env.client_line(&room).await;
     assert!(client.contains("compaction: yes"), "{client}");
     // Started, done (reported twice), then the smaller context reported.
     env.alice
@@ -322,10 +316,7 @@ fn sleeping(seconds: u32) -> bool {
 async fn a_command_the_agent_runs_through_the_client_shows_live_in_its_card() {
     let env = Env::start(SynapseOptions::default(), "").await;
     let room = env.room_with_agent(false).await;
-    env.alice.send(&room, "%client").await;
-    let client = env
-        .reply_where(&room, "the client line", |t| t.starts_with("client:"))
-        .await;
+    let client = env.client_line(&room).await;
     assert!(client.contains("terminal: yes"), "{client}");
 
     env.alice

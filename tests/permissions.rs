@@ -584,10 +584,7 @@ async fn question(env: &Env, room: &Room, n: usize, keys: usize) -> String {
 async fn the_agents_question_with_choices_is_a_poll_only_approvers_answer() {
     let (env, bob) = start("").await;
     let (room, bobs) = room_with_bob(&env, &bob).await;
-    env.alice.send(&room, "%client").await;
-    let client = env
-        .reply_where(&room, "the client line", |t| t.starts_with("client:"))
-        .await;
+    let client = env.client_line(&room).await;
     assert!(client.contains("elicitation: yes (form, url)"), "{client}");
 
     env.alice

@@ -350,6 +350,14 @@ impl Env {
         .await
     }
 
+    /// What the demo agent says of its client in `room` (`%client`): who it is and what it
+    /// offers.
+    pub async fn client_line(&self, room: &matrix_sdk::room::Room) -> String {
+        self.alice.send(room, "%client").await;
+        self.reply_where(room, "the client line", |t| t.starts_with("client:"))
+            .await
+    }
+
     /// Waits for a notice from the agent in `room` containing `text`.
     pub async fn notice_containing(
         &self,
