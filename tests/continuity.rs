@@ -301,3 +301,35 @@ async fn retry_runs_the_last_cut_prompt_again_after_a_crash_or_a_stop() {
     env.notice_containing(&room, "Nothing to retry").await;
     assert_eq!(attempts(&env), 3);
 }
+
+/// A prompt taken out of the queue (`!queue drop`) stays out across a kill -9: the store no
+/// longer keeps it, while the one still waiting runs after the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_taken_out_of_the_queue_stays_out_across_a_kill() {
+    let mut env = Env::start(SynapseOptions::default(), "").await;
+    let room = env.room_with_agent(false).await;
+    env.alice.send(&room, "%say working\n%hang").await;
+    env.reply_where(&room, "the running turn", |t| t == "working")
+        .await;
+    let kept = env.alice.send(&room, "%say kept").await;
+    let dropped = env.alice.send(&room, "%say dropped").await;
+    for event in [&kept, &dropped] {
+        wait_until(PATIENCE, "the prompt marked waiting", || {
+            (env.alice.reactions_on(event).into_iter())
+                .find(|r| r.key == "⏳" && r.sender == env.agent)
+        })
+        .await;
+    }
+    env.alice.send(&room, "!queue drop 2").await;
+    let said = env.notice_containing(&room, "🗑️").await.body;
+    assert!(
+        said.ends_with("2. @alice:localhost → demo: “%say dropped”"),
+        "{said}"
+    );
+    env.gw.kill();
+    env.gw.start_again();
+    env.reply_where(&room, "the prompt still waiting, answered", |t| t == "kept")
+        .await;
+    env.prompt_and_wait(&room, "%say after", "after").await;
+    assert!(env.messages_reading(&room, "dropped").is_empty());
+}

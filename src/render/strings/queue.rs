@@ -95,6 +95,11 @@ pub fn queue_not_yours(number: usize, sender: &str) -> String {
     format!("Number {number} is {sender}'s: only they or an admin may take it out.")
 }
 
+/// `!queue drop` or `!queue clear` when a conversation of the room did not say in time what
+/// waits in it: numbers read then could name the wrong prompt.
+pub const QUEUE_UNREADABLE: &str = "An agent here is busy and did not say in time what waits for it; nothing was taken out. \
+     Try again in a moment.";
+
 /// `!queue clear` where nothing of the sender's waits.
 pub const QUEUE_NOTHING_OF_YOURS: &str = "Nothing of yours waits here.";
 

@@ -40,7 +40,8 @@ fn run<'a>(gateway: &'a Arc<Gateway>, call: Call<'a>) -> Running<'a> {
         let text = match call.command.choice() {
             None => {
                 let mode = gateway.room_queue_mode(room).await;
-                let lines = lines(&gateway.waiting_in(room).await);
+                let waiting = gateway.waiting_in(room).await;
+                let lines = lines(waiting.as_ref().unwrap_or_else(|some| some));
                 let waiting = strings::queue_waiting(prefix, &lines);
                 format!(
                     "{}\n\n{waiting}",
@@ -80,20 +81,30 @@ fn line(number: usize, key: &ConversationKey, w: &WaitingPrompt) -> String {
 }
 
 impl Gateway {
-    /// The prompts waiting in `room`'s conversations, in the order `!queue` numbers them.
-    async fn waiting_in(&self, room: &RoomId) -> Vec<Waiting> {
-        let mut waiting = Vec::new();
+    /// The prompts waiting in `room`'s conversations, in the order `!queue` numbers them;
+    /// `Err` with those it could read when a conversation did not say in time (numbers
+    /// after it would not be the ones people were shown).
+    async fn waiting_in(&self, room: &RoomId) -> Result<Vec<Waiting>, Vec<Waiting>> {
+        let (mut waiting, mut complete) = (Vec::new(), true);
         for key in self.channels.room_conversations(room) {
-            if let Some(report) = self.channels.report(&key).await {
-                waiting.extend(report.waiting_prompts.into_iter().map(|w| (key.clone(), w)));
+            match self.channels.report(&key).await {
+                Some(report) => {
+                    waiting.extend(report.waiting_prompts.into_iter().map(|w| (key.clone(), w)))
+                }
+                None => complete = false,
             }
         }
-        waiting
+        match complete {
+            true => Ok(waiting),
+            false => Err(waiting),
+        }
     }
 
     /// `!queue drop N` by `by`.
     async fn drop_queued(&self, room: &RoomId, by: &UserId, number: &str) -> String {
-        let waiting = self.waiting_in(room).await;
+        let Ok(waiting) = self.waiting_in(room).await else {
+            return strings::QUEUE_UNREADABLE.to_owned();
+        };
         let found =
             (number.parse::<usize>().ok()).and_then(|n| Some((n, waiting.get(n.checked_sub(1)?)?)));
         let Some((n, (key, w))) = found else {
@@ -112,8 +123,11 @@ impl Gateway {
     /// `!queue clear` by `by`: every prompt of theirs that waits (an admin's: every one).
     async fn clear_queue(&self, room: &RoomId, by: &UserId) -> String {
         let admin = self.people.is_admin(by);
+        let Ok(waiting) = self.waiting_in(room).await else {
+            return strings::QUEUE_UNREADABLE.to_owned();
+        };
         let mut dropped = Vec::new();
-        for (i, (key, w)) in self.waiting_in(room).await.iter().enumerate() {
+        for (i, (key, w)) in waiting.iter().enumerate() {
             if (admin || &w.sender == by)
                 && (self.channels.withdraw(key, w.event_id.clone(), by.clone())).await
             {
