@@ -44,12 +44,16 @@ const CUT: &[&str] = &[
     "max_turn_requests",
 ];
 
-/// The last prompt of `transcript` (oldest first) when its turn was cut: its answer ended
-/// as one of [`CUT`], or it has none (the gateway stopped under it before the agent said
-/// anything). `None` when the last prompt was answered, or there is none.
+/// The last prompt of `transcript` (oldest first) when its turn was cut: its last answer
+/// ended as one of [`CUT`], or it has none (the gateway stopped under it before the agent
+/// said anything). `None` when the last prompt was answered (at its last attempt: a retry
+/// adds an answer, not the prompt again), or there is none.
 fn last_cut(transcript: &[TranscriptEntry]) -> Option<&TranscriptEntry> {
     let at = (transcript.iter()).rposition(|e| e.role == "user" && e.event_id.is_some())?;
-    let answer = transcript[at + 1..].iter().find(|e| e.role == "agent");
+    let answer = transcript[at + 1..]
+        .iter()
+        .rev()
+        .find(|e| e.role == "agent");
     let cut = match answer {
         None => true,
         Some(answer) => (answer.stop_reason.as_deref()).is_some_and(|r| CUT.contains(&r)),
@@ -143,6 +147,12 @@ mod tests {
         // A refusal is the agent's answer, not a cut.
         let refused = entry("agent", None, "no", Some("refusal"));
         assert!(last_cut(&[prompt("a"), refused]).is_none());
+        // Retried until answered: its last attempt counts.
+        let cut = entry("agent", None, "half", Some("cancelled"));
+        let transcript = [prompt("b"), cut.clone(), answered.clone()];
+        assert!(last_cut(&transcript).is_none());
+        let transcript = [prompt("b"), answered.clone(), cut.clone()];
+        assert!(last_cut(&transcript).is_some());
         // Only the last prompt counts: an earlier cut one was followed by more.
         let cut = entry("agent", None, "half", Some("cancelled"));
         assert!(last_cut(&[prompt("a"), cut, prompt("b"), answered]).is_none());
