@@ -2,6 +2,7 @@
 
 use crate::model::ids::{AgentId, ConversationKey, EventId, RoomId, UserId};
 use crate::model::media::IncomingMedia;
+use crate::store::{PendingInput, PendingKind};
 
 /// A message someone wrote in a room where an agent is.
 #[derive(Debug, Clone, Default)]
@@ -40,6 +41,23 @@ pub struct IncomingMessage {
 }
 
 impl IncomingMessage {
+    /// This message as it waits in the store, taken in as `kind`, until it is settled.
+    pub fn pending_input(&self, kind: PendingKind) -> PendingInput {
+        PendingInput {
+            room_id: self.room_id.clone(),
+            thread: self.thread.clone(),
+            agent_id: self.agent_id.clone(),
+            event_id: self.event_id.clone(),
+            kind,
+            sender: self.sender.clone(),
+            body: self.body.clone(),
+            reply_to: self.reply_to.clone(),
+            sent_at: self.timestamp_ms as i64,
+            queued_reaction: None,
+            media: self.media.clone(),
+        }
+    }
+
     /// The conversation this copy of the message belongs to: its room, its thread and the
     /// agent that saw it.
     pub fn conversation(&self) -> ConversationKey {

@@ -13,7 +13,7 @@ use crate::model::OutMessage;
 use crate::model::ids::{EventId, UserId};
 use crate::render::strings;
 use crate::store::LogFailure;
-use crate::store::{PendingInput, PendingKind};
+use crate::store::PendingKind;
 
 impl Channel {
     /// An edit or a redaction of a prompt waiting in this channel's queue: an edit by its
@@ -94,19 +94,7 @@ impl Channel {
                 };
                 // Kept for a restart like any waiting prompt.
                 let ctx = &self.ctx;
-                let pending = PendingInput {
-                    room_id: self.key.room.clone(),
-                    thread: self.key.thread.clone(),
-                    agent_id: self.key.agent.clone(),
-                    event_id: again.event_id.clone(),
-                    kind: PendingKind::Prompt,
-                    sender: again.sender.clone(),
-                    body: again.body.clone(),
-                    reply_to: again.reply_to.clone(),
-                    sent_at: again.timestamp_ms as i64,
-                    queued_reaction: None,
-                    media: again.media.clone(),
-                };
+                let pending = again.pending_input(PendingKind::Prompt);
                 (ctx.store.requeue(&pending).await)
                     .or_log("could not keep the edited prompt for a restart");
                 self.stop_turn(change.sender, None, turn).await;

@@ -12,7 +12,7 @@ use crate::core::voice::{RoomVoice, txn};
 use crate::model::OutMessage;
 use crate::model::ids::UserId;
 use crate::render::strings;
-use crate::store::{PendingInput, PendingKind, now_ms, until_answered};
+use crate::store::{PendingKind, now_ms, until_answered};
 
 /// How long after a message is taken its read receipt goes out. A receipt that reaches
 /// the homeserver just before an answer that comes at once costs the person's client an
@@ -70,7 +70,7 @@ impl Gateway {
             tracing::debug!(%event_id, "message from before the agent arrived; not a prompt");
             return false;
         }
-        let pending = pending.map(|kind| pending_input(message, kind));
+        let pending = pending.map(|kind| message.pending_input(kind));
         let admitted = until_answered("admitting a message", || {
             self.store.admit(event_id, &conversation, pending.as_ref())
         });
@@ -204,22 +204,5 @@ impl Gateway {
         };
         self.channels
             .send_to_room_if_running(&response.conversation(), input);
-    }
-}
-
-/// `message` as it waits in the store, admitted as `kind`, until it is settled.
-pub(super) fn pending_input(message: &IncomingMessage, kind: PendingKind) -> PendingInput {
-    PendingInput {
-        room_id: message.room_id.clone(),
-        thread: message.thread.clone(),
-        agent_id: message.agent_id.clone(),
-        event_id: message.event_id.clone(),
-        kind,
-        sender: message.sender.clone(),
-        body: message.body.clone(),
-        reply_to: message.reply_to.clone(),
-        sent_at: message.timestamp_ms as i64,
-        queued_reaction: None,
-        media: message.media.clone(),
     }
 }

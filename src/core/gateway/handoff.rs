@@ -147,7 +147,7 @@ impl Gateway {
     /// and durably until its turn begins), and gives it to that agent's conversation.
     async fn hand_to(&self, prompt: IncomingMessage) {
         let key = prompt.conversation();
-        let pending = super::admission::pending_input(&prompt, PendingKind::Prompt);
+        let pending = prompt.pending_input(PendingKind::Prompt);
         match self
             .store
             .admit(&prompt.event_id, &key, Some(&pending))

@@ -8,7 +8,7 @@ use crate::core::command::registry::{AfterCrash, Applies, DuringTurn, Group, Sco
 use crate::core::inbound::IncomingMessage;
 use crate::model::ids::UserId;
 use crate::render::strings;
-use crate::store::{LogFailure, PendingInput, PendingKind, TranscriptEntry};
+use crate::store::{LogFailure, PendingKind, TranscriptEntry};
 
 pub(crate) static COMMAND: AgentCommand = AgentCommand {
     spec: Spec {
@@ -93,19 +93,7 @@ impl Channel {
             ..Default::default()
         };
         // Kept for a restart: it is taken up again before anything else that waits.
-        let pending = PendingInput {
-            room_id: message.room_id.clone(),
-            thread: message.thread.clone(),
-            agent_id: message.agent_id.clone(),
-            event_id: message.event_id.clone(),
-            kind: PendingKind::Rerun,
-            sender: message.sender.clone(),
-            body: message.body.clone(),
-            reply_to: None,
-            sent_at: 0,
-            queued_reaction: None,
-            media: Vec::new(),
-        };
+        let pending = message.pending_input(PendingKind::Rerun);
         (ctx.store.requeue(&pending).await).or_log("could not keep the retried prompt");
         tracing::info!(agent = %ctx.agent_id, room = %self.key.room, event = %message.event_id, by = %call.by, "a cut prompt runs again (!retry)");
         let said = strings::retrying(message.sender.as_str(), &message.body);
