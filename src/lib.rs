@@ -18,4 +18,5 @@ pub mod remote;
 pub mod render;
 pub mod state_dir;
 pub mod store;
+pub mod transcribe;
 pub mod workspace;

@@ -5,6 +5,7 @@
 mod support;
 
 use support::person::Seen;
+use support::speech_server::{Hears, SpeechServer};
 use support::{Env, PATIENCE, Person, SynapseOptions, wait_until};
 
 /// The workspace folder where people's files are saved.
@@ -325,5 +326,75 @@ async fn a_picture_to_nobody_in_particular_goes_with_its_senders_next_question_t
     assert!(
         env.texts_from(&room, &env.agents[0]).is_empty(),
         "the other agent said nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voice_note_is_heard_its_words_are_the_prompt_and_a_failing_service_leaves_the_file() {
+    let speech = SpeechServer::start(Hears::Text("%say I heard you".into())).await;
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("speech.key");
+    std::fs::write(&key_file, "sk-voice-canary-7q\n").unwrap();
+    let voice = format!(
+        "voice = {{ transcribe_url = \"{}\", key_file = \"{}\", language = \"en\" }}",
+        speech.url,
+        key_file.display()
+    );
+    let env = Env::start(SynapseOptions::default(), &voice).await;
+    for encrypted in [false, true] {
+        let room = env.room_with_agent(encrypted).await;
+        let sent = env
+            .alice
+            .send_voice(&room, b"OggS spoken words".to_vec())
+            .await;
+        // The speaker sees what was understood, in reply to the note; the words are the
+        // prompt (the demo agent runs the `%say` it was told).
+        let heard = env.notice_containing(&room, "heard:").await;
+        assert_eq!(heard.body, "🎙️ heard: %say I heard you");
+        assert_eq!(heard.in_reply_to.as_deref(), Some(sent.as_str()));
+        env.reply_where(&room, "the answer to the words", |t| t == "I heard you")
+            .await;
+    }
+    let received = speech.received();
+    assert_eq!(received.len(), 2, "each note heard once");
+    for request in &received {
+        assert!(
+            request.carries(b"OggS spoken words"),
+            "the note's bytes are sent"
+        );
+        assert!(request.carries(b"whisper-1") && request.carries(b"name=\"language\""));
+        assert_eq!(
+            request.authorization.as_deref(),
+            Some("Bearer sk-voice-canary-7q")
+        );
+    }
+
+    // A service that fails: the room is told why, and the note goes to the agent as the
+    // file it is (saved in the inbox; the demo agent answers a file with its usual poll).
+    speech.answer(Hears::Fails("model not loaded".into()));
+    let room = env.room_with_agent(false).await;
+    let sent = env.alice.send_voice(&room, b"OggS unheard".to_vec()).await;
+    let notice = env.notice_containing(&room, "could not hear").await;
+    assert!(
+        notice.body.contains("refused it (500): model not loaded"),
+        "{}",
+        notice.body
+    );
+    assert_eq!(notice.in_reply_to.as_deref(), Some(sent.as_str()));
+    env.reply_where(&room, "the agent's turn on the file", |t| {
+        t.contains("Before I answer")
+    })
+    .await;
+    let inbox = env.gw.workspace("demo").join(INBOX);
+    let saved: Vec<Vec<u8>> = (std::fs::read_dir(&inbox).unwrap())
+        .filter_map(|e| std::fs::read(e.unwrap().path()).ok())
+        .collect();
+    assert!(
+        saved.contains(&b"OggS unheard".to_vec()),
+        "saved for the agent"
+    );
+    assert!(
+        !env.gw.log().contains("sk-voice-canary"),
+        "the service's key is never logged"
     );
 }

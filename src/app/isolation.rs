@@ -564,9 +564,11 @@ password_file = "b.password"
         let mut config = config(&d, "mode = \"bubblewrap\"\nbwrap = \"/bin/true\"");
         let keys = d.join("etc-sidekicks");
         std::fs::create_dir_all(&keys).unwrap();
-        for file in ["id_ed25519", "known_hosts", "pgpass"] {
+        for file in ["id_ed25519", "known_hosts", "pgpass", "speech.key"] {
             std::fs::write(keys.join(file), "x").unwrap();
         }
+        // The speech service's key is there too.
+        config.voice.key_file = Some(keys.join("speech.key"));
         // Another agent signs in to build hosts with a key beside the config's; the store's
         // password is in a pgpass file.
         config.agents[1].runner = toml::from_str(&format!(
@@ -581,7 +583,7 @@ password_file = "b.password"
         ));
         let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
         let hide = chosen.sandbox.unwrap().hide;
-        for hidden in ["id_ed25519", "known_hosts", "pgpass"] {
+        for hidden in ["id_ed25519", "known_hosts", "pgpass", "speech.key"] {
             assert!(hide.contains(&keys.join(hidden)), "{hidden}: {hide:?}");
         }
         assert!(hide.contains(&keys), "the folder that holds them: {hide:?}");

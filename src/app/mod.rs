@@ -17,6 +17,7 @@ use crate::core::agent::AgentPort;
 use crate::core::catch_up::CatchUpBounds;
 use crate::core::context::{AgentContext, Handoff};
 use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
+use crate::core::hearing::Transcriber;
 use crate::core::pool::{Pool, PoolSettings};
 use crate::core::room_tools::RoomToolHost;
 use crate::core::settings_policy::SettingsPolicy;
@@ -156,20 +157,23 @@ async fn wait_for_signal() {
     }
 }
 
+/// Makes the state folder readable by the gateway's user only (again, once the Matrix users
+/// wrote into it).
+fn private(config: &Config) -> Result<()> {
+    state_dir::make_private(&config.state_dir).with_context(|| {
+        format!(
+            "cannot make state_dir {} private",
+            config.state_dir.display()
+        )
+    })
+}
+
 /// Runs the gateway until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     // SIGHUP reloads the config; taken from the start, so one sent while agents start does
     // not end the gateway.
     let hangups = reload::hangups();
-    let private = || {
-        state_dir::make_private(&config.state_dir).with_context(|| {
-            format!(
-                "cannot make state_dir {} private",
-                config.state_dir.display()
-            )
-        })
-    };
-    private()?;
+    private(&config)?;
     for warning in config.warnings() {
         tracing::warn!("{warning}");
     }
@@ -191,7 +195,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let pool_settings = pool_settings(&config);
     let started = start::start_agents(&config, &security, pool_settings.max_running).await?;
     // The Matrix users have written their sessions and stores by now.
-    private()?;
+    private(&config)?;
     let pool = pool(pool_settings, &started);
     let access = access_rules(&config.access);
     let agent_ids: Vec<AgentId> = started.iter().map(|a| a.config.agent_id()).collect();
@@ -204,6 +208,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         pool: &pool,
         room_tools: &room_tools,
         handoffs: &handoffs,
+        hearing: hearing(&config)?,
     };
     let contexts = started.iter().map(|agent| shared.context(agent)).collect();
     let (users, processes): (Vec<_>, Vec<_>) = (started.into_iter())
@@ -255,6 +260,8 @@ struct Shared<'a> {
     room_tools: &'a Option<Arc<dyn RoomToolHost>>,
     /// Where finished answers go to be handed to other agents.
     handoffs: &'a mpsc::Sender<Handoff>,
+    /// Where voice notes are heard, if anywhere (one service for all agents).
+    hearing: Option<Arc<dyn Transcriber>>,
 }
 
 impl Shared<'_> {
@@ -280,6 +287,7 @@ impl Shared<'_> {
             permissions: self.live.permissions.clone(),
             verbosity: self.live.verbosity.clone(),
             media: config.media.limits(),
+            hearing: self.hearing.clone(),
             reinject_max_chars: config.continuity.reinject_max_chars,
             max_waiting: config.queue.max_waiting,
             queue_mode: config.queue.mode,
@@ -293,6 +301,25 @@ impl Shared<'_> {
             handoffs: Some(self.handoffs.clone()),
         })
     }
+}
+
+/// The speech-to-text service voice notes are heard by, when `[voice]` names one.
+fn hearing(config: &Config) -> Result<Option<Arc<dyn Transcriber>>> {
+    let voice = &config.voice;
+    let Some(url) = voice.transcribe_url.clone() else {
+        return Ok(None);
+    };
+    let key = voice
+        .key()
+        .map_err(|e| anyhow::anyhow!("[voice] key: {e}"))?;
+    tracing::info!(model = %voice.model, "voice notes are heard");
+    Ok(Some(Arc::new(crate::transcribe::HttpTranscriber::new(
+        url,
+        key,
+        voice.model.clone(),
+        voice.language.clone(),
+        Duration::from_secs(voice.timeout_secs),
+    ))))
 }
 
 /// How the agents' Matrix users guard their keys and whom they believe (`[matrix]`).

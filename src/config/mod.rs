@@ -121,6 +121,9 @@ pub struct Config {
     /// What agents take of people's files (pictures, files, audio, video).
     #[serde(default)]
     pub media: MediaConfig,
+    /// The speech-to-text service voice notes are heard by.
+    #[serde(default)]
+    pub voice: VoiceConfig,
     /// Whether agents run in a sandbox that keeps the gateway's secrets out of their reach.
     #[serde(default)]
     pub sandbox: SandboxConfig,
@@ -257,6 +260,7 @@ impl Config {
         for hook in &mut self.webhooks {
             hook.secret_file.iter_mut().for_each(fix);
         }
+        self.voice.key_file.iter_mut().for_each(fix);
     }
 }
 
@@ -270,6 +274,7 @@ mod runner;
 mod secret_paths;
 mod tables;
 mod validate;
+mod voice;
 mod webhook;
 
 pub use access::AccessConfig;
@@ -280,6 +285,7 @@ pub use tables::{
     CommandsConfig, ContinuityConfig, DisplayConfig, MediaConfig, MetricsConfig, PoolConfig,
     QueueConfig, RetentionConfig, RoomsConfig, SandboxConfig, SandboxMode, TimeoutsConfig,
 };
+pub use voice::VoiceConfig;
 pub use webhook::{WebhookConfig, WebhookListenerConfig};
 
 #[cfg(test)]

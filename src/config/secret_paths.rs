@@ -18,6 +18,8 @@ impl Config {
         paths.extend(self.matrix.store_passphrase_file.clone());
         // A webhook's secret would let an agent forge its deliveries.
         paths.extend(self.webhooks.iter().filter_map(|w| w.secret_file.clone()));
+        // The speech service's key would let an agent spend on the operator's account.
+        paths.extend(self.voice.key_file.clone());
         for agent in &self.agents {
             paths.extend(agent.matrix.password_file.clone());
             paths.extend(agent.matrix.recovery_key_file.clone());

@@ -151,6 +151,21 @@ fn problems_name_their_keys() {
             "[streaming]\nmax_reply_bytes = 500\n[matrix]",
             "streaming.max_reply_bytes",
         ),
+        (
+            "[matrix]",
+            "[voice]\ntranscribe_url = \"whisper.local\"\n[matrix]",
+            "voice.transcribe_url",
+        ),
+        (
+            "[matrix]",
+            "[voice]\nkey_env = \"SIDEKICKS_SURELY_UNSET_VAR\"\n[matrix]",
+            "voice.key_file",
+        ),
+        (
+            "[matrix]",
+            "[voice]\nlanguage = \"English\"\n[matrix]",
+            "voice.language",
+        ),
     ];
     for (from, to, key) in cases {
         let text = valid(dir).replacen(from, to, 1);

@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 use crate::core::access::AccessList;
 use crate::core::agent::AgentPort;
 use crate::core::chat::ChatPort;
+use crate::core::hearing::Transcriber;
 use crate::core::poll::PermissionSettings;
 use crate::core::pool::Pool;
 use crate::core::reloadable::Reloadable;
@@ -61,6 +62,8 @@ pub struct AgentContext {
     pub verbosity: Reloadable<Verbosity>,
     /// What the agent takes of people's files.
     pub media: MediaLimits,
+    /// Where voice notes are heard (`[voice]`; `None`: they are files like any sound).
+    pub hearing: Option<Arc<dyn Transcriber>>,
     /// Most characters of earlier conversation re-injected into a new session (0: none).
     pub reinject_max_chars: usize,
     /// Most prompts waiting behind a running turn of one conversation (`queue.max_waiting`);
@@ -188,6 +191,7 @@ impl AgentContext {
             }),
             verbosity: Reloadable::new(Verbosity::All),
             media: Default::default(),
+            hearing: None,
             reinject_max_chars: 10_000,
             max_waiting: 1_000,
             queue_mode: crate::model::QueueMode::Queue,

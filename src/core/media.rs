@@ -24,6 +24,8 @@ pub struct Received {
     pub path: PathBuf,
     /// Its bytes.
     pub data: Vec<u8>,
+    /// Whether it is a voice note that was heard: its transcript is in the prompt.
+    pub heard: bool,
 }
 
 /// `name` as a file name that stays inside the folder it is saved in: its last path part
@@ -275,6 +277,7 @@ mod tests {
             size: None,
             source: "src".into(),
             event_id: "$e".into(),
+            voice: false,
         }
     }
 
@@ -354,6 +357,7 @@ mod tests {
             media: media(kind, name, mimetype),
             path: PathBuf::from(format!("/w/{INBOX}/{name}")),
             data: data.to_vec(),
+            heard: false,
         }
     }
 
@@ -474,6 +478,7 @@ mod tests {
             media: media(MediaKind::Image, "shot\n].png", None),
             path: PathBuf::from(format!("/w/{INBOX}/shot.png")),
             data: vec![0; 2048],
+            heard: false,
         };
         assert_eq!(
             note(&file, Path::new("/w")),

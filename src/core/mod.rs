@@ -18,6 +18,7 @@ pub mod determination;
 pub mod fakes;
 pub mod framing;
 pub mod gateway;
+pub mod hearing;
 pub mod inbound;
 pub mod masking;
 pub mod media;

@@ -446,6 +446,7 @@ mod tests {
                 size: Some(5),
                 source: format!("mxc://{id}"),
                 event_id: id.into(),
+                voice: false,
             }],
             ..said(room, id, "@alice:hs", "", None)
         };

@@ -206,13 +206,16 @@ fn room_message(
             c.caption(),
             c.info.as_ref().map(|i| (&i.mimetype, i.size)),
         ),
-        MessageType::Audio(c) => media_message(
-            message,
-            MediaKind::Audio,
-            &c.source,
-            c.filename(),
-            c.caption(),
-            c.info.as_ref().map(|i| (&i.mimetype, i.size)),
+        MessageType::Audio(c) => as_voice(
+            media_message(
+                message,
+                MediaKind::Audio,
+                &c.source,
+                c.filename(),
+                c.caption(),
+                c.info.as_ref().map(|i| (&i.mimetype, i.size)),
+            ),
+            c.voice.is_some(),
         ),
         MessageType::Video(c) => media_message(
             message,
@@ -272,6 +275,7 @@ fn media_message(
         size,
         source: serde_json::to_string(source).unwrap_or_default(),
         event_id: message.event_id.clone(),
+        voice: false,
     };
     Inbound::Message(IncomingMessage {
         body: caption
@@ -280,6 +284,15 @@ fn media_message(
         media: vec![media],
         ..message
     })
+}
+
+/// `inbound` with its file marked a voice note when `voice` (the sender's client recorded
+/// it as one: MSC3245's `org.matrix.msc3245.voice`).
+fn as_voice(mut inbound: Inbound, voice: bool) -> Inbound {
+    if let Inbound::Message(message) = &mut inbound {
+        message.media.iter_mut().for_each(|m| m.voice = voice);
+    }
+    inbound
 }
 
 /// An event the SDK could not parse: a room message still gets an answer, read from its
@@ -556,7 +569,17 @@ mod tests {
                 "msgtype": msgtype, "body": "clip", "url": "mxc://x/clip",
             })));
             assert_eq!(m.media[0].kind, kind);
+            assert!(!m.media[0].voice, "{msgtype} without the voice mark");
         }
+        // A voice note, as Element and Element X send one.
+        let m = message(convert(serde_json::json!({
+            "msgtype": "m.audio", "body": "Voice message.ogg", "url": "mxc://x/voice",
+            "info": {"mimetype": "audio/ogg", "duration": 2000},
+            "org.matrix.msc1767.audio": {"duration": 2000, "waveform": [1, 2]},
+            "org.matrix.msc3245.voice": {},
+        })));
+        assert!(m.media[0].voice);
+        assert_eq!(m.body, "", "a voice note's file name is no caption");
         // Kinds agents cannot take are named.
         let (_, why) = unreadable(convert(serde_json::json!({
             "msgtype": "m.location", "body": "here", "geo_uri": "geo:1,2",

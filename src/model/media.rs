@@ -50,6 +50,10 @@ pub struct IncomingMedia {
     pub source: String,
     /// The message that carried it: notices about it reply to it.
     pub event_id: EventId,
+    /// Whether it is a voice note (an `m.audio` marked `org.matrix.msc3245.voice`): one is
+    /// heard where a transcription service is set (`core::hearing`).
+    #[serde(default)]
+    pub voice: bool,
 }
 
 /// The most a conversation takes in of people's files.

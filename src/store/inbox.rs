@@ -325,6 +325,7 @@ mod tests {
             size: Some(12),
             source: "{\"url\":\"mxc://x/y\"}".into(),
             event_id: "$pic".into(),
+            voice: false,
         };
         let with_picture = PendingInput {
             media: vec![file("a.png")],

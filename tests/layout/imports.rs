@@ -22,6 +22,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ("core", &["model", "render", "store", "workspace"]),
     ("mcp", &["model", "core", "http_server", "workspace"]),
     ("acp", &["model", "core", "mcp", "remote", "workspace"]),
+    ("transcribe", &["model", "core"]),
     (
         "config",
         &[
@@ -49,6 +50,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "render",
             "state_dir",
             "store",
+            "transcribe",
             "workspace",
         ],
     ),

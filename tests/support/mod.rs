@@ -13,6 +13,7 @@ pub mod procs;
 pub mod proxy;
 pub mod real;
 pub mod runners;
+pub mod speech_server;
 pub mod sshd;
 pub mod store;
 pub mod synapse;

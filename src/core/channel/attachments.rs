@@ -6,6 +6,7 @@ use super::Channel;
 use crate::model::ids::EventId;
 use crate::store::LogFailure;
 
+use crate::core::hearing;
 use crate::core::inbound::IncomingMessage;
 use crate::core::media::{self, Received};
 use crate::core::voice::txn;
@@ -29,9 +30,12 @@ impl Channel {
         mut message: IncomingMessage,
         resumed: bool,
     ) -> Option<IncomingMessage> {
+        // A voice note that will be heard is its own question.
+        let heard = hearing::speaks_for_itself(&message.media, self.ctx.hearing.is_some());
         if !message.media.is_empty()
             && message.body.trim().is_empty()
             && self.ctx.media.wait_for_question
+            && !heard
         {
             if !resumed {
                 let what = message.media.iter().map(|m| m.name.as_str()).collect();
@@ -125,6 +129,7 @@ impl Channel {
                         media: file.clone(),
                         path,
                         data,
+                        heard: false,
                     });
                 }
                 Err(e) => {
@@ -138,17 +143,21 @@ impl Channel {
     }
 
     /// The prompt's blocks: `text` with a line for each file, then the files the way the
-    /// agent takes them.
+    /// agent takes them. A voice note that was heard goes only to agents that take audio:
+    /// for the others its transcript is the prompt.
     pub(super) fn prompt_blocks(&self, text: String, files: &[Received]) -> Vec<PromptBlock> {
         let folder = self.ctx.workspace.for_room(&self.key.room);
+        let support = self.ctx.agent.prompt_support();
+        let files: Vec<&Received> = (files.iter())
+            .filter(|f| !f.heard || support.audio)
+            .collect();
         let mut text = text;
-        for file in files {
+        for file in &files {
             if !text.is_empty() {
                 text.push('\n');
             }
             text.push_str(&media::note(file, &folder));
         }
-        let support = self.ctx.agent.prompt_support();
         let mut blocks = vec![PromptBlock::Text(text)];
         blocks.extend(
             files
@@ -166,7 +175,7 @@ impl Channel {
     }
 
     /// Posts `notice` about `event` once (a retried post is not doubled).
-    async fn say_once(&self, event: &EventId, what: &str, notice: &OutMessage) {
+    pub(super) async fn say_once(&self, event: &EventId, what: &str, notice: &OutMessage) {
         self.voice()
             .say(&txn("media", &[event.as_str(), what]), notice)
             .await;

@@ -31,6 +31,7 @@ mod turn;
 mod turn_end;
 mod turn_input;
 mod typing;
+mod voice_notes;
 mod waiting_marks;
 mod written_during_turn;
 

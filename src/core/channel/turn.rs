@@ -94,13 +94,20 @@ impl Channel {
         let (message, interrupting) = (queued.message, queued.interrupting);
         // A slash command the agent does not offer is answered here instead of being sent;
         // the agent's list is known once its session is open.
-        let slash = routing::slash_command(&message.body).filter(|_| !rerun);
-        if let Some(command) = slash
+        let slash = (routing::slash_command(&message.body).filter(|_| !rerun)).map(str::to_owned);
+        if let Some(command) = slash.as_deref()
             && !(self
                 .approval_command_allowed(command, &message.sender)
                 .await
                 && self.agent_offers(command).await)
         {
+            return;
+        }
+        // Its files, fetched and saved, its voice notes heard; when none could be taken
+        // and there is no text, there is nothing to ask (the room was told why).
+        let mut files = self.take_in(&message.media).await;
+        let message = self.hear(message, &mut files).await;
+        if files.is_empty() && !message.media.is_empty() && message.body.trim().is_empty() {
             return;
         }
         if !rerun {
@@ -126,12 +133,6 @@ impl Channel {
                 }
             }
         };
-        // Its files, fetched and saved; when none could be taken and there is no text,
-        // there is nothing to ask (the room was told why).
-        let files = self.take_in(&message.media).await;
-        if files.is_empty() && !message.media.is_empty() && message.body.trim().is_empty() {
-            return;
-        }
         let text = match opened_at {
             Some(opened_at) => self.restore_conversation(&framed, &opened_at).await,
             None => framed.body,

@@ -48,3 +48,14 @@ pub fn file_usage(prefix: &str) -> String {
         "Name a file of my workspace: {prefix}file PATH (for example {prefix}file src/main.rs)."
     )
 }
+
+/// Posted in reply to a voice note once it is heard: the speaker sees what was understood
+/// (and can edit nothing, so a wrong hearing is theirs to correct in their next message).
+pub fn heard(transcript: &str) -> String {
+    format!("🎙️ heard: {transcript}")
+}
+
+/// Said when a voice note could not be heard: it goes to the agent as a file instead.
+pub fn not_heard(name: &str, why: &str) -> String {
+    format!("🎙️ I could not hear \"{name}\" ({why}), so it goes to the agent as a file.")
+}

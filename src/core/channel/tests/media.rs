@@ -2,6 +2,7 @@
 //! the agent the way it takes them; a picture without a question waits for one.
 
 use super::*;
+use crate::core::hearing::{self, HearingError, Transcriber, fake::Ears};
 use crate::core::media::INBOX;
 use crate::model::media::{IncomingMedia, MediaKind, PromptBlock, PromptSupport};
 
@@ -13,6 +14,7 @@ fn picture(id: &str, source: &str, size: Option<u64>) -> IncomingMedia {
         size,
         source: source.into(),
         event_id: id.into(),
+        voice: false,
     }
 }
 
@@ -213,4 +215,149 @@ async fn a_file_that_cannot_be_fetched_gets_a_notice_and_no_empty_prompt() {
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(agent.prompts().is_empty(), "nothing to ask");
+}
+
+fn voice_note(id: &str, source: &str) -> IncomingMedia {
+    IncomingMedia {
+        kind: MediaKind::Audio,
+        name: "Voice message.ogg".into(),
+        mimetype: Some("audio/ogg".into()),
+        size: Some(5),
+        source: source.into(),
+        event_id: id.into(),
+        voice: true,
+    }
+}
+
+/// Ears that answer `answers` in order.
+fn ears(answers: Vec<Result<String, HearingError>>) -> Arc<Ears> {
+    Arc::new(Ears {
+        answers: std::sync::Mutex::new(answers),
+        ..Default::default()
+    })
+}
+
+#[tokio::test]
+async fn a_voice_note_is_heard_its_transcript_is_the_prompt_and_the_speaker_sees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new(ok());
+    let chat = FakeChat::new();
+    chat.add_media("mxc-v", b"OGGS!");
+    let heard = ears(vec![Ok("please run the tests".into())]);
+    let service: Arc<dyn Transcriber> = heard.clone();
+    let tx = channel_in(agent.clone(), chat.clone(), dir.path(), |ctx| {
+        ctx.hearing = Some(service)
+    })
+    .await;
+    // No caption: a voice note is its own question, it does not wait for one.
+    let note = with_media("$v", "", voice_note("$v", "mxc-v"));
+    tx.try_send(ChannelInput::Prompt(note)).unwrap();
+    settle_until(|| !agent.prompt_blocks().is_empty()).await;
+    let blocks = &agent.prompt_blocks()[0];
+    assert_eq!(
+        blocks,
+        &vec![PromptBlock::Text(format!(
+            "{}\nplease run the tests",
+            hearing::VOICE_LINE
+        ))],
+        "an agent that takes no audio gets the words only"
+    );
+    assert_eq!(*heard.heard.lock().unwrap(), ["Voice message.ogg"]);
+    let shown = chat.messages("!room");
+    let reply = shown.iter().find(|m| m.body.contains("heard:")).unwrap();
+    assert_eq!(reply.body, "🎙️ heard: please run the tests");
+    assert_eq!(reply.reply_to.as_ref().map(|id| id.as_str()), Some("$v"));
+    assert!(!shown.iter().any(|m| m.body.contains("What should I do")));
+}
+
+#[tokio::test]
+async fn an_agent_that_takes_audio_gets_the_note_beside_its_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new(ok()).with_prompt_support(PromptSupport {
+        audio: true,
+        ..Default::default()
+    });
+    let chat = FakeChat::new();
+    chat.add_media("mxc-v", b"OGGS!");
+    let service: Arc<dyn Transcriber> = ears(vec![Ok("hello".into())]);
+    let tx = channel_in(agent.clone(), chat.clone(), dir.path(), |ctx| {
+        ctx.hearing = Some(service)
+    })
+    .await;
+    let note = with_media("$v", "and this file", voice_note("$v", "mxc-v"));
+    tx.try_send(ChannelInput::Prompt(note)).unwrap();
+    settle_until(|| !agent.prompt_blocks().is_empty()).await;
+    let blocks = &agent.prompt_blocks()[0];
+    let PromptBlock::Text(text) = &blocks[0] else {
+        panic!("{blocks:?}")
+    };
+    let words = format!(
+        "{}\nhello\nand this file\n[Attached audio",
+        hearing::VOICE_LINE
+    );
+    assert!(text.starts_with(&words), "{text}");
+    assert_eq!(
+        blocks[1],
+        PromptBlock::Audio {
+            mime: "audio/ogg".into(),
+            data: b"OGGS!".to_vec()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_note_that_cannot_be_heard_goes_as_a_file_and_the_room_is_told_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new(ok());
+    let chat = FakeChat::new();
+    chat.add_media("mxc-v", b"OGGS!");
+    let service: Arc<dyn Transcriber> = ears(vec![Err(HearingError::TimedOut(60))]);
+    let tx = channel_in(agent.clone(), chat.clone(), dir.path(), |ctx| {
+        ctx.hearing = Some(service)
+    })
+    .await;
+    tx.try_send(ChannelInput::Prompt(with_media(
+        "$v",
+        "",
+        voice_note("$v", "mxc-v"),
+    )))
+    .unwrap();
+    settle_until(|| !agent.prompt_blocks().is_empty()).await;
+    let blocks = &agent.prompt_blocks()[0];
+    assert!(
+        matches!(&blocks[1], PromptBlock::Link { uri, .. } if uri.ends_with("/Voice%20message.ogg")),
+        "{blocks:?}"
+    );
+    let shown = chat.messages("!room");
+    let notice = shown
+        .iter()
+        .find(|m| m.body.contains("could not hear"))
+        .unwrap();
+    assert!(
+        notice.body.contains("did not answer within 60 s"),
+        "{}",
+        notice.body
+    );
+    assert_eq!(notice.reply_to.as_ref().map(|id| id.as_str()), Some("$v"));
+}
+
+#[tokio::test]
+async fn without_a_service_a_voice_note_is_a_file_that_waits_for_its_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new(ok());
+    let chat = FakeChat::new();
+    let tx = channel_in(agent.clone(), chat.clone(), dir.path(), |_| {}).await;
+    tx.try_send(ChannelInput::Prompt(with_media(
+        "$v",
+        "",
+        voice_note("$v", "mxc-v"),
+    )))
+    .unwrap();
+    settle_until(|| !chat.shown("!room").is_empty()).await;
+    assert!(
+        chat.messages("!room")[0]
+            .body
+            .contains("What should I do with it?")
+    );
+    assert!(agent.prompts().is_empty());
 }
