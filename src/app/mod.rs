@@ -14,6 +14,7 @@ use crate::acp::{ProcessSpec, Supervised};
 use crate::config::{AccessConfig, AgentConfig, Config, TimeoutsConfig};
 use crate::core::access::AccessList;
 use crate::core::agent::AgentPort;
+use crate::core::budget::BudgetPolicy;
 use crate::core::catch_up::CatchUpBounds;
 use crate::core::context::{AgentContext, Handoff};
 use crate::core::gateway::{AccessRules, Gateway, GatewaySettings, RoomRules};
@@ -209,6 +210,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         room_tools: &room_tools,
         handoffs: &handoffs,
         hearing: hearing(&config)?,
+        budgets: Arc::new(config.budgets.policy(&config.schedules.time_zone)),
     };
     let contexts = started.iter().map(|agent| shared.context(agent)).collect();
     let (users, processes): (Vec<_>, Vec<_>) = (started.into_iter())
@@ -262,6 +264,8 @@ struct Shared<'a> {
     handoffs: &'a mpsc::Sender<Handoff>,
     /// Where voice notes are heard, if anywhere (one service for all agents).
     hearing: Option<Arc<dyn Transcriber>>,
+    /// What agents may spend in each room.
+    budgets: Arc<BudgetPolicy>,
 }
 
 impl Shared<'_> {
@@ -288,6 +292,7 @@ impl Shared<'_> {
             verbosity: self.live.verbosity.clone(),
             media: config.media.limits(),
             hearing: self.hearing.clone(),
+            budgets: self.budgets.clone(),
             reinject_max_chars: config.continuity.reinject_max_chars,
             max_waiting: config.queue.max_waiting,
             queue_mode: config.queue.mode,

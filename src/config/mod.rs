@@ -121,6 +121,9 @@ pub struct Config {
     /// What agents take of people's files (pictures, files, audio, video).
     #[serde(default)]
     pub media: MediaConfig,
+    /// What agents may spend in each room.
+    #[serde(default)]
+    pub budgets: BudgetsConfig,
     /// The speech-to-text service voice notes are heard by.
     #[serde(default)]
     pub voice: VoiceConfig,
@@ -267,6 +270,7 @@ impl Config {
 mod access;
 mod access_warnings;
 mod agent;
+mod budgets;
 mod layout_warnings;
 mod matrix;
 mod problems;
@@ -278,6 +282,7 @@ mod voice;
 mod webhook;
 
 pub use access::AccessConfig;
+pub use budgets::BudgetsConfig;
 pub use matrix::MatrixConfig;
 pub(crate) use matrix::secret_from;
 pub use runner::{ContainerRunnerConfig, RunnerConfig, SshRunnerConfig};

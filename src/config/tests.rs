@@ -166,6 +166,16 @@ fn problems_name_their_keys() {
             "[voice]\nlanguage = \"English\"\n[matrix]",
             "voice.language",
         ),
+        (
+            "[matrix]",
+            "[budgets]\nroom_per_day = \"5 dollars\"\n[matrix]",
+            "budgets.room_per_day",
+        ),
+        (
+            "[matrix]",
+            "[budgets]\nperson_per_month = [\"5 USD\", \"6 usd\"]\n[matrix]",
+            "budgets.person_per_month",
+        ),
     ];
     for (from, to, key) in cases {
         let text = valid(dir).replacen(from, to, 1);

@@ -29,6 +29,7 @@ impl Config {
         problems.within("timeouts", |p| self.timeouts.check(p));
         problems.within("media", |p| self.media.check(p));
         problems.within("voice", |p| self.voice.check(p));
+        problems.within("budgets", |p| self.budgets.check(p));
         problems.within("rooms", |p| self.rooms.check(p));
         problems.within("queue", |p| self.queue.check(p));
         problems.within("schedules", |p| p.extend(self.schedules.problems()));

@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 
 use crate::core::access::AccessList;
 use crate::core::agent::AgentPort;
+use crate::core::budget::BudgetPolicy;
 use crate::core::chat::ChatPort;
 use crate::core::hearing::Transcriber;
 use crate::core::poll::PermissionSettings;
@@ -62,6 +63,8 @@ pub struct AgentContext {
     pub verbosity: Reloadable<Verbosity>,
     /// What the agent takes of people's files.
     pub media: MediaLimits,
+    /// What agents may spend in each room (`[budgets]`; the same for every agent).
+    pub budgets: Arc<BudgetPolicy>,
     /// Where voice notes are heard (`[voice]`; `None`: they are files like any sound).
     pub hearing: Option<Arc<dyn Transcriber>>,
     /// Most characters of earlier conversation re-injected into a new session (0: none).
@@ -192,6 +195,7 @@ impl AgentContext {
             verbosity: Reloadable::new(Verbosity::All),
             media: Default::default(),
             hearing: None,
+            budgets: Default::default(),
             reinject_max_chars: 10_000,
             max_waiting: 1_000,
             queue_mode: crate::model::QueueMode::Queue,

@@ -42,6 +42,18 @@ struct ByWebhook {
     outcome: String,
 }
 
+/// A series of one agent and one unit of spend (a currency's code, or `tokens`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByUnit {
+    /// The agent's configured ID.
+    agent: String,
+    /// The currency's code, or `tokens`.
+    unit: String,
+}
+
+/// A counter of amounts that need not be whole (a currency's cents).
+type Amounts = Family<ByUnit, Counter<f64, std::sync::atomic::AtomicU64>>;
+
 /// Buckets of the time to the first visible answer, in seconds.
 const ANSWER_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
 
@@ -77,8 +89,29 @@ pub struct Metrics {
     schedule_runs: Family<ByOutcome, Counter>,
     /// Webhook requests by what became of them (`accepted`, `replayed`, `bad_signature`…).
     webhook_requests: Family<ByWebhook, Counter>,
+    /// What turns spent, as their agents reported it, by unit.
+    spend: Amounts,
+    /// Prompts refused because a budget was reached.
+    budget_refusals: Family<ByAgent, Counter>,
     /// Agents whose Matrix user has synced at least once.
     synced: Mutex<HashSet<AgentId>>,
+}
+
+/// The metrics of spend: what turns cost, and the prompts budgets refused.
+fn spending(r: &mut Registry) -> (Amounts, Family<ByAgent, Counter>) {
+    let spend = registered(
+        r,
+        "spend",
+        "What turns spent as their agents reported it, by currency (or tokens)",
+        Family::default(),
+    );
+    let refusals = registered(
+        r,
+        "budget_refusals",
+        "Prompts refused because a budget was reached",
+        Family::default(),
+    );
+    (spend, refusals)
 }
 
 /// The metrics of work nobody typed: scheduled runs, and webhook requests.
@@ -127,6 +160,7 @@ impl Metrics {
         let answer_histogram = || Histogram::new(ANSWER_BUCKETS);
         let (schedule_runs, webhook_requests) = work_nobody_typed(&mut r);
         let (restarts, quiet_turns) = agents_in_trouble(&mut r);
+        let (spend, budget_refusals) = spending(&mut r);
         Self {
             turns: registered(
                 &mut r,
@@ -192,6 +226,8 @@ impl Metrics {
             ),
             schedule_runs,
             webhook_requests,
+            spend,
+            budget_refusals,
             synced: Mutex::new(HashSet::new()),
             registry: r,
         }
@@ -251,6 +287,27 @@ impl Metrics {
     /// `agent`'s process was started again after a crash.
     pub fn agent_restarted(&self, agent: &AgentId) {
         self.restarts.get_or_create(&agent_label(agent)).inc();
+    }
+
+    /// A turn of `agent` spent `amount`, as the agent reported it.
+    pub fn spent(&self, agent: &AgentId, amount: &crate::model::budget::Amount) {
+        use crate::model::budget::Unit;
+        let value = match &amount.unit {
+            Unit::Tokens => amount.value as f64,
+            Unit::Currency(_) => amount.value as f64 / 1_000_000.0,
+        };
+        let series = ByUnit {
+            agent: agent.to_string(),
+            unit: amount.unit.key().to_owned(),
+        };
+        self.spend.get_or_create(&series).inc_by(value);
+    }
+
+    /// A prompt to `agent` was refused: a budget was reached.
+    pub fn budget_refused(&self, agent: &AgentId) {
+        self.budget_refusals
+            .get_or_create(&agent_label(agent))
+            .inc();
     }
 
     /// A running turn of `agent` has said nothing for a while (the room was told).

@@ -6,6 +6,7 @@ pub mod access;
 
 pub mod agent;
 pub mod approvals;
+pub mod budget;
 pub mod catch_up;
 pub mod channel;
 pub mod chat;

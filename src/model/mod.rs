@@ -3,6 +3,7 @@
 //! import it without a cycle.
 
 pub mod agent;
+pub mod budget;
 pub mod commands;
 pub mod durations;
 pub mod errors;

@@ -31,6 +31,8 @@ pub const TABLES: &[&str] = &[
     "schedule_runs",
     "webhook_deliveries",
     "turn_refusals",
+    "spend",
+    "budget_limits",
 ];
 
 /// Tables whose `id` the database hands out (on PostgreSQL, an identity column whose
@@ -41,6 +43,7 @@ const NUMBERED: &[&str] = &[
     "unfinished_messages",
     "outbox",
     "schedules",
+    "spend",
 ];
 
 /// Why a copy did not happen.

@@ -23,6 +23,7 @@ mod retention;
 mod schedules;
 mod session_owners;
 mod settings;
+mod spend;
 mod unfinished;
 
 pub use copy::{CopyError, TABLES};
@@ -35,6 +36,7 @@ pub use positions::RoomPosition;
 pub use retention::Pruned;
 pub use schedules::{NewSchedule, RunProgress, Schedule, ScheduleRun, TurnOutcome};
 pub use settings::RoomRouting;
+pub use spend::{SpendRecord, UsageRow};
 pub use unfinished::{CutMessage, UnfinishedTurn};
 
 use crate::model::errors::Chain;

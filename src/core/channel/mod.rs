@@ -10,6 +10,7 @@
 
 mod approval_options;
 mod attachments;
+mod budget;
 mod changes;
 pub(crate) mod commands;
 mod compaction;

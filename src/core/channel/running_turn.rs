@@ -16,8 +16,9 @@ use crate::core::chat::ChatError;
 use crate::core::inbound::IncomingMessage;
 use crate::core::view::activity::Activity;
 use crate::core::view::stream::ReplyStream;
+use crate::model::agent::Cost;
 use crate::model::agent::{PlanEntry, ToolCallFields};
-use crate::model::ids::{EventId, ToolCallId, UserId};
+use crate::model::ids::{EventId, SessionId, ToolCallId, UserId};
 
 /// The running turn.
 pub(super) struct RunningTurn {
@@ -54,6 +55,9 @@ pub(super) struct RunningTurn {
     cut: Option<String>,
     /// How long the agent has said nothing, and the room told of it.
     quiet: Quiet,
+    /// The session's cost as the agent last reported it during the turn (ACP reports it
+    /// cumulative): what the turn spent is what it grew by.
+    cost: Option<Cost>,
 }
 
 /// A turn's quiet spells: a turn whose agent shows nothing for a while gets one note per
@@ -89,6 +93,10 @@ pub(super) struct Ended {
     pub(super) cut: Option<String>,
     /// Tool calls its polls refused.
     pub(super) refused: u32,
+    /// The session it ran in, if any.
+    pub(super) session: Option<SessionId>,
+    /// The session's cost as last reported during it.
+    pub(super) cost: Option<Cost>,
 }
 
 impl RunningTurn {
@@ -121,7 +129,13 @@ impl RunningTurn {
                 noted: false,
                 note: None,
             },
+            cost: None,
         }
+    }
+
+    /// The agent reported the session's cost so far.
+    pub(super) fn cost_reported(&mut self, cost: Cost) {
+        self.cost = Some(cost);
     }
 
     /// The session the prompt went to.
@@ -349,6 +363,8 @@ impl RunningTurn {
             steered: self.steered,
             cut: self.cut,
             refused: self.approvals.refusals(),
+            session: self.session.as_ref().map(|s| s.id().clone()),
+            cost: self.cost,
         }
     }
 }

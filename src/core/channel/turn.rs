@@ -103,6 +103,10 @@ impl Channel {
         {
             return;
         }
+        // Nothing runs past a budget (an admin's prompt excepted).
+        if !self.within_budget(&message).await {
+            return;
+        }
         // Its files, fetched and saved, its voice notes heard; when none could be taken
         // and there is no text, there is nothing to ask (the room was told why).
         let mut files = self.take_in(&message.media).await;
@@ -474,7 +478,10 @@ impl Channel {
                 self.on_mode_report(mode, turn.is_some()).await
             }
             (AgentEvent::Options(options), turn) => self.on_options(options, turn.is_some()).await,
-            (AgentEvent::Usage { used, size, cost }, _) => {
+            (AgentEvent::Usage { used, size, cost }, turn) => {
+                if let (Some(turn), Some(cost)) = (turn, &cost) {
+                    turn.cost_reported(cost.clone());
+                }
                 self.reported.context(used, size, cost);
                 self.usage_after_compaction(used).await;
             }

@@ -3,6 +3,7 @@
 //! outbox. See `docs/turns.md`.
 
 use super::Channel;
+use super::budget::TurnSpend;
 use super::running_turn::{Ended, RunningTurn};
 use crate::core::chat::Undelivered;
 use crate::core::context::Handoff;
@@ -23,6 +24,11 @@ impl Channel {
         turn: RunningTurn,
     ) {
         let ctx = self.ctx.clone();
+        let tokens = result
+            .as_ref()
+            .ok()
+            .and_then(|end| end.usage)
+            .map(|u| u.total);
         if let Ok(TurnEnd {
             usage: Some(usage), ..
         }) = &result
@@ -30,7 +36,12 @@ impl Channel {
             self.reported.tokens(*usage);
         }
         let result = result.map(|end| end.reason);
-        let ended = turn.end();
+        let mut ended = turn.end();
+        let spent = TurnSpend {
+            session: ended.session.take(),
+            cost: ended.cost.take(),
+            tokens,
+        };
         let (stop_label, ending) = self.ending(&result, &ended);
         let Ended {
             prompt,
@@ -82,6 +93,7 @@ impl Channel {
             .end_turn(&self.key, Some(reply), None, &steered)
             .await
             .or_log("could not record the end of the turn");
+        self.count_spend(&prompt, spent).await;
         if died {
             self.show_stderr(false).await;
         }

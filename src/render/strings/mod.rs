@@ -1,5 +1,6 @@
 //! Every sentence Sidekicks says in a room, in one place.
 
+mod budgets;
 mod context;
 mod counts;
 mod help;
@@ -12,6 +13,7 @@ mod tasks;
 mod threads;
 mod worktree;
 
+pub use budgets::*;
 pub use context::*;
 pub use counts::*;
 pub use help::*;

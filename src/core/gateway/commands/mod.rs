@@ -18,6 +18,7 @@ use crate::store::{RoomRouting, StoreError};
 
 mod agents;
 mod at;
+mod budget;
 mod default;
 mod every;
 mod fork;
@@ -31,6 +32,7 @@ mod status;
 mod threads;
 mod timezone;
 mod unschedule;
+mod usage;
 
 /// Every room command, in the order `!help` lists them within their groups.
 pub(crate) static ALL: &[&RoomCommand] = &[
@@ -42,6 +44,8 @@ pub(crate) static ALL: &[&RoomCommand] = &[
     &threads::COMMAND,
     &queue::COMMAND,
     &reactions::COMMAND,
+    &usage::COMMAND,
+    &budget::COMMAND,
     &every::COMMAND,
     &at::COMMAND,
     &schedules::COMMAND,
