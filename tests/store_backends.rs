@@ -399,6 +399,65 @@ async fn conversations_and_settings(store: &Store) -> Vec<String> {
     seen
 }
 
+/// Spend and budgets: sums by room, person and unit, a session's last total, the limits an
+/// admin set.
+async fn spend(store: &Store) -> Vec<String> {
+    use sidekicks::model::budget::{Amount, Period, Scope, Unit};
+    use sidekicks::store::SpendRecord;
+    let (room, agent, session, prompt) = (
+        RoomId::new("!room"),
+        AgentId::new("demo"),
+        SessionId::new("s1"),
+        EventId::new("$p"),
+    );
+    let (alice, bob) = (UserId::new("@alice:x"), UserId::new("@bob:x"));
+    for (sender, cost, total, tokens) in [
+        (&alice, Some("0.30 USD"), 300_000, 120),
+        (&bob, Some("0.25 USD"), 550_000, 80),
+        (&bob, None, 0, 5),
+    ] {
+        let record = SpendRecord {
+            room: &room,
+            sender,
+            agent: &agent,
+            session: &session,
+            prompt: &prompt,
+            cost: cost.map(|c| Amount::parse(c).unwrap()),
+            session_total: total,
+            tokens,
+        };
+        store.record_spend(&record).await.unwrap();
+    }
+    let usd = Unit::Currency("USD".into());
+    let limit = Amount::parse("2 USD").unwrap();
+    (store.set_budget_limit(&room, Scope::Person, Period::Month, &limit, &alice))
+        .await
+        .unwrap();
+    vec![
+        format!(
+            "{:?}",
+            store.spent_since(&room, None, &usd, 0).await.unwrap()
+        ),
+        format!(
+            "{:?}",
+            store.spent_since(&room, Some(&bob), &usd, 0).await.unwrap()
+        ),
+        format!(
+            "{:?}",
+            store
+                .spent_since(&room, None, &Unit::Tokens, 0)
+                .await
+                .unwrap()
+        ),
+        format!(
+            "{:?}",
+            store.session_total(&agent, &session, &usd).await.unwrap()
+        ),
+        format!("{:?}", store.usage_since(&room, 0).await.unwrap()),
+        format!("{:?}", store.budget_limits(&room).await.unwrap()),
+    ]
+}
+
 /// Schedules: a due run is taken once, a webhook delivery is stored once.
 async fn schedules(store: &Store) -> Vec<String> {
     let hourly = NewSchedule {
@@ -469,6 +528,9 @@ async fn the_same_steps_give_the_same_results_on_both_stores() {
         conversations_and_settings(&pg).await
     );
     assert_eq!(schedules(&lite).await, schedules(&pg).await);
+    let spent = spend(&lite).await;
+    assert_eq!(spent, spend(&pg).await);
+    assert_eq!(spent[..4], ["550000", "250000", "205", "Some(550000)"]);
     let seen = admission_and_turns(
         &Store::connect(&postgres.new_database("again"))
             .await

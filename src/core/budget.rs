@@ -31,7 +31,7 @@ pub fn merged(config: &[Limit], room: Vec<Limit>) -> Vec<Limit> {
             limits.push(limit.clone());
         }
     }
-    limits.sort_by(|a, b| (a.scope, a.period).cmp(&(b.scope, b.period)));
+    limits.sort_by_key(|l| (l.scope, l.period));
     limits
 }
 

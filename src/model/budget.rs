@@ -93,7 +93,7 @@ impl Amount {
             ));
         }
         match number.parse::<f64>() {
-            Ok(n) if n.is_finite() && n >= 0.0 && n < 1e12 => Ok(Self::money(n, unit)),
+            Ok(n) if (0.0..1e12).contains(&n) => Ok(Self::money(n, unit)),
             _ => Err(format!("`{number}` is not an amount of {unit}")),
         }
     }

@@ -136,7 +136,7 @@ impl Store {
                     CAST(COUNT(*) AS BIGINT)
              FROM spend WHERE room_id = $1 AND spent_at >= $2
              GROUP BY sender, agent_id, unit
-             ORDER BY sender, agent_id, unit",
+             ORDER BY sender, agent_id, COALESCE(unit, '')",
         )
         .bind(room.as_str())
         .bind(since_ms)

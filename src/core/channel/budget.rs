@@ -4,10 +4,11 @@
 //! `docs/budgets.md`.
 
 use super::Channel;
+use super::running_turn::Ended;
 use crate::core::budget::refusing;
 use crate::core::inbound::IncomingMessage;
 use crate::model::OutMessage;
-use crate::model::agent::Cost;
+use crate::model::agent::{Cost, TokenUsage};
 use crate::model::budget::{Amount, Standing, Unit};
 use crate::model::ids::SessionId;
 use crate::model::schedule;
@@ -22,6 +23,17 @@ pub(super) struct TurnSpend {
     pub cost: Option<Cost>,
     /// The turn's tokens, when its result counted them.
     pub tokens: Option<u64>,
+}
+
+impl TurnSpend {
+    /// What the ended turn reported (taken out of `ended`), with its result's `usage`.
+    pub(super) fn of(ended: &mut Ended, usage: Option<TokenUsage>) -> Self {
+        Self {
+            session: ended.session.take(),
+            cost: ended.cost.take(),
+            tokens: usage.map(|u| u.total),
+        }
+    }
 }
 
 impl Channel {

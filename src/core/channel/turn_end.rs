@@ -24,24 +24,13 @@ impl Channel {
         turn: RunningTurn,
     ) {
         let ctx = self.ctx.clone();
-        let tokens = result
-            .as_ref()
-            .ok()
-            .and_then(|end| end.usage)
-            .map(|u| u.total);
-        if let Ok(TurnEnd {
-            usage: Some(usage), ..
-        }) = &result
-        {
-            self.reported.tokens(*usage);
+        let usage = result.as_ref().ok().and_then(|end| end.usage);
+        if let Some(usage) = usage {
+            self.reported.tokens(usage);
         }
         let result = result.map(|end| end.reason);
         let mut ended = turn.end();
-        let spent = TurnSpend {
-            session: ended.session.take(),
-            cost: ended.cost.take(),
-            tokens,
-        };
+        let spent = TurnSpend::of(&mut ended, usage);
         let (stop_label, ending) = self.ending(&result, &ended);
         let Ended {
             prompt,
