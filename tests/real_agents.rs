@@ -88,6 +88,18 @@ async fn claude_code_answers_in_the_room_with_the_scripted_model() {
         .await;
     assert!(said.starts_with("Hello from the script model."), "{said}");
     assert!(!model.requests().is_empty());
+    // The turn's cost, as Claude reported it (`usage_update` with `cost`), is counted.
+    env.alice.send(&room, "!usage").await;
+    let usage = env
+        .reply_where(&room, "the usage", |t| t.contains("Today"))
+        .await;
+    let line = (usage.lines())
+        .find(|l| l.starts_with("- @alice:"))
+        .unwrap_or_else(|| panic!("{usage}"));
+    assert!(
+        line.contains(" USD") && line.ends_with("(1 turn)"),
+        "{usage}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
