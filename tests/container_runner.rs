@@ -29,6 +29,7 @@ async fn a_container_agent_answers_asks_runs_inside_and_writes_only_its_workspac
     let session = state.join("matrix/demo/session.json");
     assert!(session.exists());
     let outside = env.gw.dir.path().join("escaped.txt");
+    let before = env.posted(&room);
     env.alice
         .send(
             &room,
@@ -46,7 +47,9 @@ async fn a_container_agent_answers_asks_runs_inside_and_writes_only_its_workspac
         )
         .await;
     let said = env
-        .reply_where(&room, "the agent's report", |t| t.contains("done trying"))
+        .answer_since(&room, before, "the agent's report", |t| {
+            t.contains("done trying")
+        })
         .await;
     // It works in its workspace, at the same path as outside, with its home mounted.
     assert!(
@@ -292,6 +295,7 @@ async fn with_a_container_per_room_each_rooms_agent_sees_its_rooms_folder_and_no
     };
 
     let first = env.room_with_agent(false).await;
+    let before = env.posted(&first);
     env.alice
         .send(
             &first,
@@ -299,7 +303,7 @@ async fn with_a_container_per_room_each_rooms_agent_sees_its_rooms_folder_and_no
         )
         .await;
     let said = env
-        .reply_where(&first, "the first room's agent", |t| {
+        .answer_since(&first, before, "the first room's agent", |t| {
             t.contains("first done")
         })
         .await;
@@ -308,6 +312,7 @@ async fn with_a_container_per_room_each_rooms_agent_sees_its_rooms_folder_and_no
     assert_eq!(containers(&state).len(), 1);
 
     let second = env.room_with_agent(false).await;
+    let before = env.posted(&second);
     env.alice
         .send(
             &second,
@@ -318,7 +323,7 @@ async fn with_a_container_per_room_each_rooms_agent_sees_its_rooms_folder_and_no
         )
         .await;
     let said = env
-        .reply_where(&second, "the second room's agent", |t| {
+        .answer_since(&second, before, "the second room's agent", |t| {
             t.contains("second done")
         })
         .await;
@@ -368,9 +373,12 @@ async fn with_a_container_per_room_an_idle_rooms_container_stops_while_a_busy_on
     let env = Env::start_with_agent_toml(SynapseOptions::default(), pool, &agent).await;
     let state = env.gw.dir.path().join("state");
     let idle = env.room_with_agent(false).await;
+    let before = env.posted(&idle);
     env.alice.send(&idle, "%pwd").await;
     let said = env
-        .reply_where(&idle, "the idle room's folder", |t| t.contains("folder: "))
+        .answer_since(&idle, before, "the idle room's folder", |t| {
+            t.contains("folder: ")
+        })
         .await;
     let idle_folder = said.lines().find_map(|l| l.strip_prefix("folder: "));
     let idle_folder = idle_folder.unwrap_or_else(|| panic!("{said}")).to_owned();

@@ -29,10 +29,13 @@ mod suite {
     /// The agent's room folder on `on` and what it said: `%pwd` in a new room.
     async fn room_and_folder(on: &OnRunner) -> (matrix_sdk::room::Room, String) {
         let room = on.env.room_with_agent(false).await;
+        let before = on.env.posted(&room);
         on.env.alice.send(&room, "%pwd").await;
         let said = on
             .env
-            .reply_where(&room, "the agent's folder", |t| t.contains("folder: "))
+            .answer_since(&room, before, "the agent's folder", |t| {
+                t.contains("folder: ")
+            })
             .await;
         let folder = said.lines().find_map(|l| l.strip_prefix("folder: "));
         (room, folder.unwrap().trim().to_owned())
@@ -41,9 +44,10 @@ mod suite {
     /// Sends `prompt` (whose last line is `%say done trying`) and returns what the agent
     /// said by its end.
     async fn tried(on: &OnRunner, room: &matrix_sdk::room::Room, prompt: &str) -> String {
+        let before = on.env.posted(room);
         on.env.alice.send(room, prompt).await;
         on.env
-            .reply_where(room, "the attempts", |t| t.contains("done trying"))
+            .answer_since(room, before, "the attempts", |t| t.contains("done trying"))
             .await
     }
 
@@ -347,6 +351,7 @@ async fn with_a_container_per_room_one_rooms_agent_reaches_nothing_of_anothers()
     // Room B's agent works, keeps a transcript in its home as agents do, and has a shell
     // start-up file of its own.
     let b = env.room_with_agent(false).await;
+    let before = env.posted(&b);
     env.alice
         .send(
             &b,
@@ -354,7 +359,7 @@ async fn with_a_container_per_room_one_rooms_agent_reaches_nothing_of_anothers()
         )
         .await;
     let said_b = env
-        .reply_where(&b, "room B's agent", |t| t.contains("b done"))
+        .answer_since(&b, before, "room B's agent", |t| t.contains("b done"))
         .await;
     assert!(said_b.contains("b-wrote"), "{said_b}");
     let home_b = said_b
@@ -372,6 +377,7 @@ async fn with_a_container_per_room_one_rooms_agent_reaches_nothing_of_anothers()
     // Room A's agent looks for room B's home, folder and the agent's home every room
     // would share, and plants what would run in B: a shell start-up file, a settings hook.
     let a = env.room_with_agent(false).await;
+    let before = env.posted(&a);
     env.alice
         .send(
             &a,
@@ -386,7 +392,7 @@ async fn with_a_container_per_room_one_rooms_agent_reaches_nothing_of_anothers()
         )
         .await;
     let said_a = env
-        .reply_where(&a, "room A's agent", |t| t.contains("a done"))
+        .answer_since(&a, before, "room A's agent", |t| t.contains("a done"))
         .await;
     let home_a = said_a
         .lines()
@@ -408,6 +414,7 @@ async fn with_a_container_per_room_one_rooms_agent_reaches_nothing_of_anothers()
         "{said_a}"
     );
     // What A planted in its home is not in B's.
+    let before = env.posted(&b);
     env.alice
         .send(
             &b,
@@ -415,7 +422,9 @@ async fn with_a_container_per_room_one_rooms_agent_reaches_nothing_of_anothers()
         )
         .await;
     let said_b = env
-        .reply_where(&b, "room B's agent again", |t| t.contains("b again"))
+        .answer_since(&b, before, "room B's agent again", |t| {
+            t.contains("b again")
+        })
         .await;
     assert!(said_b.contains("looked"), "{said_b}");
     assert!(
@@ -503,6 +512,7 @@ async fn git_never_runs_the_agents_hooks_or_fsmonitor_outside_the_sandbox() {
             session = session.display(),
         )
     };
+    let before = env.posted(&first);
     env.alice
         .send(
             &first,
@@ -517,7 +527,9 @@ async fn git_never_runs_the_agents_hooks_or_fsmonitor_outside_the_sandbox() {
         )
         .await;
     let said = env
-        .reply_where(&first, "the armed repository", |t| t.contains("done"))
+        .answer_since(&first, before, "the armed repository", |t| {
+            t.contains("done")
+        })
         .await;
     assert!(said.contains("armed"), "{said}");
     // `!worktree` runs `git status`; a second room makes its worktree (a checkout).
@@ -557,11 +569,12 @@ async fn a_recovery_key_written_after_the_agents_started_stays_hidden() {
     })
     .await;
     let room = env.room_with_agent(false).await;
+    let before = env.posted(&room);
     env.alice
         .send(&room, &format!("%read {}\n%say done", key_file.display()))
         .await;
     let said = env
-        .reply_where(&room, "the agent's read", |t| t.contains("done"))
+        .answer_since(&room, before, "the agent's read", |t| t.contains("done"))
         .await;
     assert!(
         !said.contains(&key),
@@ -611,6 +624,7 @@ async fn an_agent_cannot_read_another_agents_home() {
     };
     let room = env.room_with_agent(false).await;
     let credentials = home_b.join(".config/credentials");
+    let before = env.posted(&room);
     env.alice
         .send(
             &room,
@@ -618,7 +632,7 @@ async fn an_agent_cannot_read_another_agents_home() {
         )
         .await;
     let said = env
-        .reply_where(&room, "the agent's read", |t| t.contains("done"))
+        .answer_since(&room, before, "the agent's read", |t| t.contains("done"))
         .await;
     assert!(
         said.contains(&format!("home: {}", home_a.display())),
@@ -676,9 +690,10 @@ async fn a_room_cannot_list_or_attach_another_rooms_session_in_a_shared_workspac
     )
     .await;
     // The second room's conversation is still its own.
+    let before = env.posted(&second);
     env.alice.send(&second, "%history").await;
     let history = env
-        .reply_where(&second, "the second room's history", |t| {
+        .answer_since(&second, before, "the second room's history", |t| {
             t.contains("earlier prompt")
         })
         .await;

@@ -108,6 +108,7 @@ async fn an_approvers_reaction_answers_with_its_option_and_a_non_approvers_does_
 
     // A request that comes before its tool call, and one for a call never announced, still
     // get proper polls: described from the request itself.
+    let before = env.posted(&room);
     env.alice
         .send(
             &room,
@@ -131,7 +132,7 @@ async fn an_approvers_reaction_answers_with_its_option_and_a_non_approvers_does_
             .contains("$ id")
     );
     env.alice.send_reply(&room, "1", &unannounced).await;
-    env.reply_where(&room, "both answers", |t| {
+    env.answer_since(&room, before, "both answers", |t| {
         t.contains("permission: allow\npermission: allow")
     })
     .await;
@@ -236,6 +237,7 @@ async fn an_unanswered_poll_expires_into_a_reject() {
 async fn refusals_lead_to_a_stop_proposal_and_stop_on_a_poll_cancels_the_turn() {
     let (env, _bob) = start("[permissions]\npropose_stop_after = 2\n").await;
     let room = env.room_with_agent(false).await;
+    let before = env.posted(&room);
     env.alice
         .send(
             &room,
@@ -250,8 +252,11 @@ async fn refusals_lead_to_a_stop_proposal_and_stop_on_a_poll_cancels_the_turn() 
         .await;
     let third = poll(&env, &room, 2).await;
     env.alice.react(&room, &third, "🛑").await;
+    // Each answer below the poll it followed, read as one.
     let reply = env
-        .reply_where(&room, "the stopped reply", |t| t.contains("Stopped by"))
+        .answer_since(&room, before, "the stopped reply", |t| {
+            t.contains("Stopped by")
+        })
         .await;
     assert_eq!(
         reply,

@@ -52,6 +52,7 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
     let session = state.join("matrix/demo/session.json");
     let room = env.room_with_agent(false).await;
     assert!(session.exists());
+    let before = env.posted(&room);
     env.alice
         .send(
             &room,
@@ -69,7 +70,9 @@ async fn an_agent_on_another_host_works_there_and_a_host_that_is_down_is_skipped
         )
         .await;
     let said = env
-        .reply_where(&room, "the agent's report", |t| t.contains("done trying"))
+        .answer_since(&room, before, "the agent's report", |t| {
+            t.contains("done trying")
+        })
         .await;
     // It works in its room's folder on the host, with its home there.
     let name = room_folder(&said, &remote);
@@ -186,11 +189,14 @@ async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_t
     let room = env.room_with_agent(false).await;
     // A file the agent makes on its host, and one of the gateway's it names.
     let outside = env.gw.dir.path().join("config.toml");
+    let before = env.posted(&room);
     env.alice
         .send(&room, "%write chart.txt the remote chart\n%mcp\n%pwd")
         .await;
     let said = env
-        .reply_where(&room, "the agent's servers", |t| t.contains("folder: "))
+        .answer_since(&room, before, "the agent's servers", |t| {
+            t.contains("folder: ")
+        })
         .await;
     // Its session has the room tools over stdio, the host's program speaking for them
     // there (through the socket its connection forwards, bound into its sandbox).
@@ -240,6 +246,7 @@ async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_t
     // own, and only its own socket is bound in, where the room tools are found. Its commands
     // find none either.
     let socket = forwarded().swap_remove(0);
+    let before = env.posted(&room);
     env.alice
         .send(
             &room,
@@ -252,7 +259,9 @@ async fn the_room_tools_reach_an_agent_on_another_host_and_post_its_files_from_t
         )
         .await;
     let looked = env
-        .reply_where(&room, "the agent's look", |t| t.contains("done looking"))
+        .answer_since(&room, before, "the agent's look", |t| {
+            t.contains("done looking")
+        })
         .await;
     assert!(
         looked.contains(&format!(
@@ -434,6 +443,7 @@ async fn worktree_mode_on_another_host_makes_shows_and_removes_each_rooms_worktr
     );
     let env = Env::start_with_agent_toml(SynapseOptions::default(), "", &agent).await;
     let room = env.room_with_agent(false).await;
+    let before = env.posted(&room);
     env.alice
         .send(
             &room,
@@ -445,7 +455,7 @@ async fn worktree_mode_on_another_host_makes_shows_and_removes_each_rooms_worktr
         )
         .await;
     let said = env
-        .reply_where(&room, "the agent's report", |t| t.contains("done"))
+        .answer_since(&room, before, "the agent's report", |t| t.contains("done"))
         .await;
     let name = room_folder(&said, &remote);
     let branch = format!("sidekicks/demo/{name}");

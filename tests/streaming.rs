@@ -261,7 +261,7 @@ async fn the_demo_turn_shows_its_work_and_asks_before_looking() {
         .reply_where(&room, "the permission poll", |t| t.starts_with("🔐"))
         .await;
     assert!(poll.contains("1. ✅ Allow\n2. ❌ Reject\n3. 🛑"), "{poll}");
-    // What the poll is for was said before it, in the answer's message, posted above it.
+    // What the poll is for was said before it, in a message of the answer posted above it.
     let said = env
         .reply_where(&room, "the reason for the poll", |t| {
             t.starts_with("Before I answer, I would like to look at the workspace")
@@ -294,6 +294,21 @@ async fn the_demo_turn_shows_its_work_and_asks_before_looking() {
         .await;
     assert!(text.contains("> hello there"), "{text}");
     assert!(text.contains("The workspace is empty."), "{text}");
+    // Read in order: the answer is a message of its own below the poll that led to it; the
+    // first words stay above the poll, without the answer.
+    let now: Vec<String> = (env.alice.messages_from(&room, &env.agent).into_iter())
+        .filter(|m| m.replaces.is_none())
+        .filter_map(|m| env.alice.current_text(&m.event_id))
+        .collect();
+    let reason = now.iter().position(|t| t.starts_with("Before I answer"));
+    let asked = now
+        .iter()
+        .position(|t| t.starts_with("🔐") || t.contains("bash: ls"));
+    let answer = now
+        .iter()
+        .position(|t| t.contains("| gateway | Matrix + ACP |"));
+    assert!(reason < asked && asked < answer, "{now:#?}");
+    assert!(!now[reason.unwrap()].contains("| gateway |"), "{now:#?}");
     // Every step done once the answer is.
     env.reply_where(&room, "the plan", |t| {
         t == "📋 Plan (3/3 done)\n✅ Read the message\n✅ Look at the workspace\n✅ Answer"

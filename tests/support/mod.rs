@@ -421,6 +421,49 @@ impl Env {
         .await
     }
 
+    /// How many messages the agent has posted in `room` so far (edits included): what
+    /// [`Env::answer_since`] counts from.
+    pub fn posted(&self, room: &matrix_sdk::room::Room) -> usize {
+        self.alice.messages_from(room, &self.agent).len()
+    }
+
+    /// Waits until the agent's answer since its first `before` messages in `room`, read as
+    /// a person reads it, satisfies `wanted`; returns it. An answer continues in a new
+    /// message below each piece of work (a tool card, a poll) that came between its words
+    /// (`docs/streaming.md`, "Read in order"): its messages' current texts are joined in
+    /// order, the work's notices, polls and questions left out.
+    pub async fn answer_since(
+        &self,
+        room: &matrix_sdk::room::Room,
+        before: usize,
+        what: &str,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        wait_until(PATIENCE, what, || {
+            let text: String = (self.alice.messages_from(room, &self.agent).into_iter())
+                .skip(before)
+                .filter(|m| m.replaces.is_none() && !m.notice && !is_poll(&m.body))
+                .filter_map(|m| self.alice.current_text(&m.event_id))
+                .collect();
+            wanted(&text).then_some(text)
+        })
+        .await
+    }
+
+    /// Sends `prompt` and waits until the answer to it satisfies `wanted` (see
+    /// [`Env::answer_since`]); returns it.
+    pub async fn ask(
+        &self,
+        room: &matrix_sdk::room::Room,
+        prompt: &str,
+        what: &str,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        let before = self.posted(room);
+        self.alice.send(room, prompt).await;
+        self.answer_since(room, before, what, wanted).await
+    }
+
     /// Sends `prompt` and waits for the agent's reply message to show `expected`, complete
     /// (its live marker dropped: its turn has ended); returns the reply's event ID.
     pub async fn prompt_and_wait(
@@ -444,6 +487,12 @@ impl Env {
         })
         .await
     }
+}
+
+/// Whether a message first posted as `body` is a permission poll or a question (plain
+/// messages, so that they notify; their cards come from them).
+fn is_poll(body: &str) -> bool {
+    body.starts_with("🔐") || body.starts_with("❓")
 }
 
 /// Whether `text` holds something shaped like a room tools token (64 hex characters).

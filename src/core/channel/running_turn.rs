@@ -240,7 +240,14 @@ impl RunningTurn {
     /// A poll opens about call `id`; `true` when it stands in for the call's card (see
     /// [`Activity::poll_opened`]).
     pub(super) fn poll_opened(&mut self, id: &ToolCallId) -> bool {
+        // The poll goes up below what was said so far; the answer goes on below it.
+        self.stream.break_after_work();
         self.activity.poll_opened(id)
+    }
+
+    /// A question went up below what was said so far: the answer goes on below it.
+    pub(super) fn asked(&mut self) {
+        self.stream.break_after_work();
     }
 
     /// Hands the permission polls settled since the last call to the cards: a poll that
@@ -282,7 +289,12 @@ impl RunningTurn {
     /// Posts the cards' changes, then journals what they show.
     pub(super) async fn flush_cards(&mut self) -> Result<(), ChatError> {
         self.settle_cards();
+        let before = self.activity.posted();
         let sent = self.activity.flush().await;
+        // A new card (or plan, or thinking) went up: the answer goes on below it.
+        if self.activity.posted() > before {
+            self.stream.break_after_work();
+        }
         self.journal.cards(&self.activity).await;
         sent
     }

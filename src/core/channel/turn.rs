@@ -487,11 +487,16 @@ impl Channel {
             }
             (AgentEvent::Compaction(report), _) => self.on_compaction(report).await,
             (AgentEvent::Question(request), Some(turn)) => {
-                // The card of the call it concerns, if any, goes up first.
+                // What the agent said so far, then the card of the call it concerns, if
+                // any, go up first.
+                if let Err(e) = turn.flush_reply().await {
+                    tracing::debug!(room = %self.key.room, error = %e, "reply update deferred");
+                }
                 if let Err(e) = turn.flush_cards().await {
                     tracing::debug!(room = %self.key.room, error = %e, "card update deferred");
                 }
                 let prompter = turn.prompter().clone();
+                turn.asked();
                 (turn.approvals_mut())
                     .ask(&ctx, &self.key.room, request, &prompter)
                     .await;

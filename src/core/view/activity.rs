@@ -169,6 +169,16 @@ impl Activity {
             || (self.cards.iter()).any(|c| c.message.as_ref().is_some_and(posted))
     }
 
+    /// How many of its messages (tool cards, plan, thinking) are in the room.
+    pub fn posted(&self) -> usize {
+        let posted = |m: &LiveMessage| m.event_id().is_some();
+        let thinking = self.thinking.as_ref().map(|t| &t.message);
+        (thinking.into_iter().chain(&self.plan))
+            .chain(self.cards.iter().filter_map(|c| c.message.as_ref()))
+            .filter(|m| posted(m))
+            .count()
+    }
+
     /// A tool call was announced or changed.
     pub fn tool(&mut self, fields: ToolCallFields, announced: bool) {
         let i = match self.index.get(&fields.id) {

@@ -160,6 +160,9 @@ pub struct ReplyStream {
     posted: Vec<Posted>,
     /// Whether the reply reached `max_reply_bytes` and was cut: later chunks are dropped.
     capped: bool,
+    /// Whether the last cut is a break after work (see [`ReplyStream::break_after_work`])
+    /// that no text has followed yet.
+    open_break: bool,
     /// Nothing is sent before this instant (interval or rate limit).
     not_before: Instant,
     /// Nothing at all is sent before this instant (a rate limit, or a failure's back-off):
@@ -189,6 +192,7 @@ impl ReplyStream {
             finishing: false,
             posted: Vec::new(),
             capped: false,
+            open_break: false,
             not_before: Instant::now(),
             retry_at: Instant::now(),
             stats: StreamStats::default(),
@@ -201,6 +205,7 @@ impl ReplyStream {
         if self.capped {
             return;
         }
+        self.open_break &= chunk.is_empty();
         let room = self
             .settings
             .max_reply_bytes
@@ -228,6 +233,21 @@ impl ReplyStream {
             let cut = start + choose_cut(rest, self.settings.max_bytes);
             self.cuts.push(cut);
         }
+    }
+
+    /// The turn's work (a tool card, a poll, the plan, a question) was just posted below
+    /// the reply's current message: what the agent writes next goes into a new message,
+    /// below that work, so the room reads the answer after the steps that led to it. A
+    /// message that holds nothing yet is not cut (the next text is below the work already).
+    /// If no text follows before the turn ends, the break is taken back and the footer goes
+    /// to the message above. See `docs/streaming.md`, "Read in order".
+    pub fn break_after_work(&mut self) {
+        let start = self.cuts.last().copied().unwrap_or(0);
+        if self.capped || self.text.len() == start {
+            return;
+        }
+        self.cuts.push(self.text.len());
+        self.open_break = true;
     }
 
     /// The whole text received so far.
@@ -395,6 +415,10 @@ impl ReplyStream {
     /// Ends the reply: appends `footer` (if any) and sends until every message shows its
     /// complete content (see [`send_everything`] for when it gives up).
     pub async fn finish(&mut self, footer: Option<String>) -> Result<(), ChatError> {
+        // Nothing came after the last break: the footer ends the message above it.
+        if std::mem::take(&mut self.open_break) {
+            self.cuts.pop();
+        }
         self.footer = footer;
         self.finishing = true;
         send_everything(self, self.settings.patience).await

@@ -463,3 +463,42 @@ async fn the_edit_that_only_drops_the_marker_does_not_wait_an_interval() {
     );
     assert_eq!(chat.shown("!r"), vec!["short".to_string()]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn what_comes_after_the_work_is_a_new_message_below_it() {
+    let chat = FakeChat::new();
+    let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t-work", settings());
+    // Nothing written yet: the work goes up first, and no message is cut.
+    s.break_after_work();
+    s.push("Before I answer, I look at the workspace.");
+    s.flush().await.unwrap();
+    // A card went up below it; the answer follows in a message of its own.
+    s.break_after_work();
+    s.push("The workspace holds two files.");
+    s.finish(Some("⏹️ Stopped".into())).await.unwrap();
+    let shown = chat.shown("!r");
+    assert_eq!(
+        shown,
+        [
+            "Before I answer, I look at the workspace.",
+            "The workspace holds two files.\n\n⏹️ Stopped"
+        ]
+    );
+    assert_eq!(
+        s.text(),
+        "Before I answer, I look at the workspace.The workspace holds two files."
+    );
+    assert_eq!(s.event_ids().len(), 2);
+    // The first message was posted live and ended without the marker.
+    let first = &chat.messages("!r")[0];
+    assert!(!first.live, "{first:?}");
+
+    // Work after the last words, and nothing more: the footer ends the message above it.
+    let chat = FakeChat::new();
+    let mut s = ReplyStream::new(chat.clone(), "!r".into(), "t-work2", settings());
+    s.push("Running the tests.");
+    s.flush().await.unwrap();
+    s.break_after_work();
+    s.finish(Some("usage".into())).await.unwrap();
+    assert_eq!(chat.shown("!r"), ["Running the tests.\n\nusage"]);
+}
