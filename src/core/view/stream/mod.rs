@@ -1,4 +1,5 @@
-//! A streamed reply: one message created at the first text, then edited as chunks arrive.
+//! A streamed reply: a message created at the first text and edited as chunks arrive, a new
+//! one below each piece of work and past each size cut.
 //!
 //! The rules (see `docs/streaming.md`):
 //! - at most one request (send or edit) per `interval`, and at most `max_edits` edits per
