@@ -564,11 +564,18 @@ password_file = "b.password"
         let mut config = config(&d, "mode = \"bubblewrap\"\nbwrap = \"/bin/true\"");
         let keys = d.join("etc-sidekicks");
         std::fs::create_dir_all(&keys).unwrap();
-        for file in ["id_ed25519", "known_hosts", "pgpass", "speech.key"] {
+        for file in [
+            "id_ed25519",
+            "known_hosts",
+            "pgpass",
+            "speech.key",
+            "b.token",
+        ] {
             std::fs::write(keys.join(file), "x").unwrap();
         }
-        // The speech service's key is there too.
+        // The speech service's key is there too, and the other agent's issued token.
         config.voice.key_file = Some(keys.join("speech.key"));
+        config.agents[1].matrix.access_token_file = Some(keys.join("b.token"));
         // Another agent signs in to build hosts with a key beside the config's; the store's
         // password is in a pgpass file.
         config.agents[1].runner = toml::from_str(&format!(
@@ -583,7 +590,13 @@ password_file = "b.password"
         ));
         let chosen = isolation(&config, &config.agents[0], &mut Probe::default()).unwrap();
         let hide = chosen.sandbox.unwrap().hide;
-        for hidden in ["id_ed25519", "known_hosts", "pgpass", "speech.key"] {
+        for hidden in [
+            "id_ed25519",
+            "known_hosts",
+            "pgpass",
+            "speech.key",
+            "b.token",
+        ] {
             assert!(hide.contains(&keys.join(hidden)), "{hidden}: {hide:?}");
         }
         assert!(hide.contains(&keys), "the folder that holds them: {hide:?}");

@@ -236,6 +236,12 @@ pub struct AgentMatrixConfig {
     pub password_env: Option<String>,
     /// File whose content (trimmed) is the password.
     pub password_file: Option<PathBuf>,
+    /// File whose content (trimmed) is an access token the homeserver issued for this
+    /// user's device (a Matrix Authentication Service compatibility token): the agent signs
+    /// in with it instead of a password, and it is read again at each start.
+    pub access_token_file: Option<PathBuf>,
+    /// The device the access token belongs to (with `access_token_file`).
+    pub device_id: Option<String>,
     /// The agent's recovery key (or passphrase): with it, a lost store does not lose the
     /// agent's identity or the room keys in its key backup. When the file does not exist,
     /// recovery is turned on at the first start and the new key is written there.
@@ -244,7 +250,51 @@ pub struct AgentMatrixConfig {
 
 pub use crate::model::Secret;
 
+/// How an agent's Matrix user signs in.
+#[derive(Debug, Clone)]
+pub enum SignIn {
+    /// With its password: a new device at the first start, the session kept after.
+    Password(Secret),
+    /// With an access token issued for `device_id`, read from `file` at each start.
+    Token {
+        /// The token.
+        token: Secret,
+        /// Its device.
+        device_id: String,
+        /// Where it was read from (named in errors; never its content).
+        file: PathBuf,
+    },
+}
+
 impl AgentMatrixConfig {
+    /// How the agent signs in, its secret read from wherever the config says it is.
+    pub fn sign_in(&self) -> Result<SignIn, String> {
+        let Some(file) = &self.access_token_file else {
+            return self.password().map(SignIn::Password);
+        };
+        let device_id = (self.device_id.clone())
+            .ok_or("access_token_file needs the device_id the token was issued for")?;
+        match std::fs::read_to_string(file) {
+            Ok(text) if !text.trim().is_empty() => Ok(SignIn::Token {
+                token: Secret::new(text.trim()),
+                device_id,
+                file: file.clone(),
+            }),
+            Ok(_) => Err(format!("{} is empty", file.display())),
+            Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+        }
+    }
+
+    /// How it signs in, in words for `sidekicks check`.
+    pub fn sign_in_words(&self) -> String {
+        match (&self.access_token_file, &self.device_id) {
+            (Some(file), Some(device)) => {
+                format!("access token from {} (device {device})", file.display())
+            }
+            _ => "password (a device of its own, its session kept)".into(),
+        }
+    }
+
     /// Reads the password from wherever the config says it is.
     pub fn password(&self) -> Result<Secret, String> {
         if let Some(p) = &self.password {
@@ -517,13 +567,16 @@ impl AgentMatrixConfig {
             self.password.is_some(),
             self.password_env.is_some(),
             self.password_file.is_some(),
+            self.access_token_file.is_some(),
         ];
         if sources.iter().filter(|given| **given).count() != 1 {
             problems.bad(
                 "",
-                "give exactly one of password, password_env, password_file",
+                "give exactly one of password, password_env, password_file, access_token_file",
             );
-        } else if let Err(e) = self.password() {
+        } else if self.device_id.is_some() && self.access_token_file.is_none() {
+            problems.bad("device_id", "only with access_token_file");
+        } else if let Err(e) = self.sign_in() {
             problems.unreadable_secret("", e);
         }
         if let Some(file) = &self.recovery_key_file

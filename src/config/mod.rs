@@ -258,6 +258,7 @@ impl Config {
             if let Some(f) = &mut agent.matrix.password_file {
                 fix(f);
             }
+            agent.matrix.access_token_file.iter_mut().for_each(fix);
             agent.matrix.recovery_key_file.iter_mut().for_each(fix);
         }
         for hook in &mut self.webhooks {

@@ -22,6 +22,7 @@ impl Config {
         paths.extend(self.voice.key_file.clone());
         for agent in &self.agents {
             paths.extend(agent.matrix.password_file.clone());
+            paths.extend(agent.matrix.access_token_file.clone());
             paths.extend(agent.matrix.recovery_key_file.clone());
             if let RunnerConfig::Ssh(ssh) = &agent.runner {
                 // The key signs in to every build host, where the helper runs what it is

@@ -95,6 +95,16 @@ fn problems_name_their_keys() {
             "password_env = \"SIDEKICKS_SURELY_UNSET_VAR\"",
             "agents[0].matrix",
         ),
+        (
+            "password = \"secret\"",
+            "access_token_file = \"no-such.token\"\ndevice_id = \"D\"",
+            "agents[0].matrix",
+        ),
+        (
+            "password = \"secret\"",
+            "password = \"secret\"\ndevice_id = \"D\"",
+            "agents[0].matrix.device_id",
+        ),
         ("id = \"demo\"", "id = \"de mo\"", "agents[0].id"),
         (
             "workspace =",

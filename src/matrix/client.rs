@@ -10,6 +10,8 @@ use matrix_sdk::config::RequestConfig;
 use matrix_sdk::encryption::{BackupDownloadStrategy, EncryptionSettings};
 use matrix_sdk::{Client, ClientBuildError};
 
+use crate::config::SignIn;
+
 use super::late_keys::LateKeys;
 use super::outbound::MatrixChat;
 use super::sender_proof::SenderTrust;
@@ -58,6 +60,21 @@ pub enum MatrixError {
         user: UserId,
         /// The saved session to delete.
         session_file: PathBuf,
+    },
+    /// The homeserver refused the access token the config gives (`access_token_file`).
+    #[error(
+        "the homeserver refused the access token in {file} for {user}: {cause}; issue a new \
+         one for its device (with the Matrix Authentication Service: `mas-cli manage \
+         issue-compatibility-token`) and write it there"
+    )]
+    IssuedTokenRefused {
+        /// The Matrix user.
+        user: UserId,
+        /// The file the token was read from.
+        file: PathBuf,
+        /// The server's answer, whole.
+        #[source]
+        cause: Cause,
     },
     /// Any other client failure.
     #[error("Matrix client error for {user}: {cause}")]
@@ -162,7 +179,16 @@ impl MatrixAgent {
                 None => client_err(Cause::new(e)),
             })?;
 
-        if session_file.exists() {
+        let sign_in = (agent.matrix.sign_in()).map_err(|e| state_err(&session_file, e.into()))?;
+        if let SignIn::Token {
+            token,
+            device_id,
+            file,
+        } = sign_in
+        {
+            sign_in_by_token(&client, &user, &token, &device_id, &file).await?;
+            tracing::info!(agent = %agent.id, user = %user, device = %device_id, "signed in with the configured access token");
+        } else if session_file.exists() {
             let text = std::fs::read_to_string(&session_file)
                 .map_err(|e| state_err(&session_file, Cause::new(e)))?;
             let session: MatrixSession = serde_json::from_str(&text)
@@ -172,11 +198,7 @@ impl MatrixAgent {
                 .await
                 .map_err(|e| client_err(Cause::new(e)))?;
             tracing::info!(agent = %agent.id, user = %user, "Matrix session restored");
-        } else {
-            let password = agent
-                .matrix
-                .password()
-                .map_err(|e| state_err(&session_file, e.into()))?;
+        } else if let SignIn::Password(password) = sign_in {
             login_with_retry(&client, &user, &password, &agent.display_name).await?;
             let session = client
                 .matrix_auth()
@@ -225,6 +247,105 @@ impl MatrixAgent {
                     tracing::warn!(agent = %self.agent_id, error = %Chain(&e), "could not set the display name");
                 }
             }
+        }
+    }
+}
+
+/// Whether the homeserver takes the access token `agent`'s config gives, for
+/// `sidekicks check`: `Ok(None)` for an agent that signs in with a password (nothing asked),
+/// `Ok(Some(device))` when it does, else why not. One request (`whoami`), no state kept.
+pub async fn check_token(homeserver: &str, agent: &AgentConfig) -> Result<Option<String>, String> {
+    let Ok(SignIn::Token {
+        token,
+        device_id,
+        file,
+    }) = agent.matrix.sign_in()
+    else {
+        return Ok(None);
+    };
+    let client = Client::builder()
+        .homeserver_url(homeserver)
+        .request_config(
+            RequestConfig::new()
+                .retry_limit(1)
+                .timeout(Duration::from_secs(20)),
+        )
+        .build()
+        .await
+        .map_err(|e| e.to_string())?;
+    let user = agent.user_id();
+    let signed = tokio::time::timeout(
+        Duration::from_secs(30),
+        sign_in_by_token(&client, &user, &token, &device_id, &file),
+    )
+    .await;
+    match signed {
+        Ok(Ok(())) => Ok(Some(device_id)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("the homeserver {homeserver} did not answer")),
+    }
+}
+
+/// Signs `user` in with an access token the homeserver issued for `device_id` (read from
+/// `file`), and checks with the homeserver that it is the user's and the device's. Waits
+/// (with back-off) while the homeserver cannot be reached; fails at once when the token is
+/// refused. Nothing of the token is logged.
+async fn sign_in_by_token(
+    client: &Client,
+    user: &UserId,
+    token: &Secret,
+    device_id: &str,
+    file: &Path,
+) -> Result<(), MatrixError> {
+    let refused = |cause: Cause| MatrixError::IssuedTokenRefused {
+        user: user.clone(),
+        file: file.to_owned(),
+        cause,
+    };
+    let user_id = matrix_sdk::ruma::OwnedUserId::try_from(user.as_str())
+        .map_err(|e| refused(Cause::new(e)))?;
+    let session = MatrixSession {
+        meta: matrix_sdk::SessionMeta {
+            user_id: user_id.clone(),
+            device_id: device_id.into(),
+        },
+        tokens: matrix_sdk::authentication::SessionTokens {
+            access_token: token.expose().to_owned(),
+            refresh_token: None,
+        },
+    };
+    client
+        .restore_session(session)
+        .await
+        .map_err(|e| refused(Cause::new(e)))?;
+    let mut delay = Duration::from_secs(1);
+    loop {
+        match client.whoami().await {
+            Ok(me)
+                if me.user_id == user_id
+                    && me
+                        .device_id
+                        .as_deref()
+                        .is_none_or(|d| d.as_str() == device_id) =>
+            {
+                return Ok(());
+            }
+            Ok(me) => {
+                let whose = format!(
+                    "it is {}'s, device {}",
+                    me.user_id,
+                    me.device_id.as_ref().map_or("unknown", |d| d.as_str())
+                );
+                return Err(refused(whose.into()));
+            }
+            Err(e) => match super::errors::classify(e.into()) {
+                crate::core::chat::ChatError::Permanent(cause) => return Err(refused(cause)),
+                other => {
+                    tracing::warn!(%user, error = %other, retry_in = ?delay, "homeserver unreachable; retrying the sign-in");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(60));
+                }
+            },
         }
     }
 }

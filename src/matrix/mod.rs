@@ -19,4 +19,4 @@ mod sender_proof;
 mod sync;
 mod timeline;
 
-pub use client::{MatrixAgent, MatrixError, MatrixSecurity};
+pub use client::{MatrixAgent, MatrixError, MatrixSecurity, check_token};

@@ -17,7 +17,9 @@ use crate::model::agent::{AgentEvent, AgentInfo, Reopen};
 use crate::workspace::folder::Folder;
 
 /// `sidekicks check`: validates the config, starts each agent, opens a session and prints
-/// what the agent advertises. Does not touch Matrix. An agent fails the check when it cannot
+/// what the agent advertises. Touches Matrix only to ask whether an agent's issued access
+/// token is taken (`access_token_file`). An agent fails the check when its token is refused
+/// or it cannot
 /// be put in a mode that asks before acting, and with `strict` also when it offers a mode
 /// its dialect does not know (a new release to review before people use it).
 pub async fn check_from_file(path: &Path, strict: bool) -> Result<()> {
@@ -26,7 +28,7 @@ pub async fn check_from_file(path: &Path, strict: bool) -> Result<()> {
     for warning in config.warnings() {
         println!("warning: {warning}");
     }
-    // Running needs them; checking does not touch Matrix.
+    // Running needs them; checking does not sign in with them.
     for secret in unread_secrets {
         println!("note: {secret} (needed to run, not to check)");
     }
@@ -34,6 +36,15 @@ pub async fn check_from_file(path: &Path, strict: bool) -> Result<()> {
     let mut probe = Probe::default();
     for agent in &config.agents {
         println!("\nagent {} ({})", agent.id, agent.display_name);
+        println!("  matrix sign-in: {}", agent.matrix.sign_in_words());
+        match crate::matrix::check_token(&config.matrix.homeserver, agent).await {
+            Ok(None) => {}
+            Ok(Some(device)) => println!("  access token: accepted (device {device})"),
+            Err(e) => {
+                failed += 1;
+                println!("  FAILED: {e}");
+            }
+        }
         match check_agent(&config, agent, &mut probe, strict).await {
             Ok(report) => print!("{report}"),
             Err(e) => {
