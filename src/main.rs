@@ -26,7 +26,7 @@ enum Cmd {
         log_format: LogFormat,
     },
     /// Validate the config, start each agent, open a session and print what it advertises.
-    /// Does not touch Matrix.
+    /// Touches Matrix only to ask whether an agent's issued access token is taken.
     Check {
         /// The TOML config file.
         #[arg(long, short)]

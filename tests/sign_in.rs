@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::gateway::binary;
+use support::gateway::{binary, check_config};
 use support::{Env, GatewayProcess, Person, Synapse, SynapseOptions};
 
 /// An access token for `user`'s device `device`, as the homeserver issues one.
@@ -32,17 +32,7 @@ async fn issued_token(hs: &Synapse, user: &str, password: &str, device: &str) ->
 
 /// `sidekicks check` on the gateway's config: (success, what it printed).
 fn check(gw: &GatewayProcess) -> (bool, String) {
-    let out = std::process::Command::new(binary())
-        .args(["check", "--config"])
-        .arg(&gw.config)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), said)
+    check_config(&gw.config)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -51,7 +51,7 @@ pub struct Problem {
     /// What is wrong, in words a person can act on.
     pub problem: String,
     /// Whether it is a Matrix secret (a password, the store passphrase) that cannot be read:
-    /// running needs it, `sidekicks check` (which does not touch Matrix) does not.
+    /// running needs it, `sidekicks check` (which does not sign in) does not.
     pub matrix_secret: bool,
 }
 

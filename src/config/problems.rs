@@ -10,7 +10,7 @@ use super::Problem;
 pub(crate) struct Problems {
     found: Vec<Problem>,
     /// Matrix secrets that cannot be read: reported after the others, and set aside by
-    /// `sidekicks check` (which does not touch Matrix).
+    /// `sidekicks check` (which does not sign in).
     secrets: Vec<Problem>,
     /// The keys of the tables the current check is inside (`["agents[2]", "runner"]`).
     table: Vec<String>,

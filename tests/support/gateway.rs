@@ -1,7 +1,7 @@
 //! The gateway under test: the real `sidekicks` binary with a generated config, running the
 //! real demo agent (`sidekicks demo-agent`) as its agent process.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -338,9 +338,14 @@ pub fn check_agent(agent: &str) -> (bool, String) {
         ),
     )
     .unwrap();
+    check_config(&path)
+}
+
+/// `sidekicks check` on the config at `path`: (success, what it said on stdout and stderr).
+pub fn check_config(path: &Path) -> (bool, String) {
     let out = std::process::Command::new(binary())
         .args(["check", "--config"])
-        .arg(&path)
+        .arg(path)
         .output()
         .unwrap();
     let said = format!(
