@@ -57,10 +57,13 @@ impl HttpTranscriber {
     }
 
     async fn send(&self, name: &str, mime: &str, data: Vec<u8>) -> Result<String, HearingError> {
+        // A type the sender gave that is no MIME type is sent as bytes, never the file
+        // dropped (a failed `mime_str` would consume the part and its data).
+        let mime = (mime.parse::<mime_guess::mime::Mime>())
+            .map_or_else(|_| "application/octet-stream".to_owned(), |m| m.to_string());
         let file = Part::bytes(data)
             .file_name(name.to_owned())
-            .mime_str(mime)
-            .or_else(|_| Part::bytes(Vec::new()).mime_str("application/octet-stream"))
+            .mime_str(&mime)
             .map_err(|e| HearingError::Unreachable(e.to_string()))?;
         let mut form = Form::new()
             .part("file", file)
@@ -162,6 +165,46 @@ mod tests {
         assert!(
             matches!(transcript("<html>502</html>"), Err(HearingError::NoText(m)) if m == "<html>502</html>")
         );
+    }
+
+    /// A service on loopback that answers one request with the body it got, as text.
+    async fn echoing_service() -> String {
+        use http_body_util::{BodyExt, Full};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/v1/audio/transcriptions",
+            listener.local_addr().unwrap()
+        );
+        tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let echo = hyper::service::service_fn(
+                |request: hyper::Request<hyper::body::Incoming>| async move {
+                    let body = request.into_body().collect().await?.to_bytes();
+                    let text = serde_json::json!({ "text": String::from_utf8_lossy(&body) });
+                    Ok::<_, hyper::Error>(hyper::Response::new(Full::new(bytes::Bytes::from(
+                        text.to_string(),
+                    ))))
+                },
+            );
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, echo)
+                .await;
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_note_whose_type_is_no_mime_type_is_still_sent_whole() {
+        let url = echoing_service().await;
+        let service =
+            HttpTranscriber::new(url, None, "whisper-1".into(), None, Duration::from_secs(10));
+        let sent = service
+            .transcribe("note.ogg", "not a type", b"OggS-bytes".to_vec())
+            .await
+            .unwrap();
+        assert!(sent.contains("OggS-bytes"), "{sent}");
+        assert!(sent.contains("application/octet-stream"), "{sent}");
     }
 
     #[test]
