@@ -3,6 +3,8 @@
 //! may run. The amounts and periods are `model::budget`'s; the spend is the store's. See
 //! `docs/budgets.md`.
 
+use jiff::tz::TimeZone;
+
 use crate::model::budget::{Limit, Standing};
 use crate::model::ids::{RoomId, UserId};
 use crate::model::schedule;
@@ -41,6 +43,15 @@ pub fn refusing(standings: &[Standing]) -> Option<&Standing> {
 }
 
 impl BudgetPolicy {
+    /// The time zone `room`'s days and months begin in: the one `!timezone` chose there,
+    /// else the configured one.
+    pub async fn zone(&self, store: &Store, room: &RoomId) -> Result<TimeZone, StoreError> {
+        let chosen = store.room_time_zone(room).await?;
+        Ok(schedule::zone_or_utc(
+            chosen.as_deref().unwrap_or(&self.time_zone),
+        ))
+    }
+
     /// Every limit that holds in `room` with what was spent against it in its period as of
     /// `now_ms` (the per-person ones counting `person`'s spend).
     pub async fn standings(
@@ -54,11 +65,7 @@ impl BudgetPolicy {
         if limits.is_empty() {
             return Ok(Vec::new());
         }
-        let zone = match store.room_time_zone(room).await? {
-            Some(zone) => zone,
-            None => self.time_zone.clone(),
-        };
-        let zone = schedule::zone_or_utc(&zone);
+        let zone = self.zone(store, room).await?;
         let mut standings = Vec::with_capacity(limits.len());
         for limit in limits {
             let (start, resets_at) = limit.period.bounds(now_ms, &zone);

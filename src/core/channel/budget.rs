@@ -166,10 +166,9 @@ impl Channel {
     /// When `standing`'s period ends, in the room's time zone.
     async fn resets_text(&self, standing: &Standing, now: i64) -> String {
         let ctx = &self.ctx;
-        let zone = (ctx.store.room_time_zone(&self.key.room).await)
+        let zone = (ctx.budgets.zone(&ctx.store, &self.key.room).await)
             .or_log("could not read the room's time zone")
-            .flatten()
-            .unwrap_or_else(|| ctx.budgets.time_zone.clone());
-        strings::resets(standing.resets_at, now, &schedule::zone_or_utc(&zone))
+            .unwrap_or_else(|| schedule::zone_or_utc(&ctx.budgets.time_zone));
+        strings::resets(standing.resets_at, now, &zone)
     }
 }
